@@ -1,0 +1,133 @@
+// Package histories records and reads operation histories.
+//
+// Every operation appears as an invocation followed by one completion: ok, fail or info.
+// Info means the outcome is unknown; checkers must allow it to take effect at any point
+// after its invocation, or never. Events are stored one per line as JSON (JSONL), in
+// real-time order, after an optional header line that names the workload, the model and
+// the seed, so that a history file can be re-checked without flags.
+//
+// A history line looks like:
+//
+//	{"index":7,"time":1843021,"process":3,"type":"invoke","f":"decrement","op_id":"3-41","conn":"127.0.0.1:51514"}
+//	{"index":9,"time":2901554,"process":3,"type":"info","f":"decrement","op_id":"3-41","error":"conn closed"}
+//
+// Events of the nemesis (fault windows, proxy fault events) carry process -1 and type
+// info; checkers skip them.
+package histories
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Type is the kind of a history event. The zero value is invalid.
+type Type uint8
+
+const (
+	Invoke Type = 1 + iota // invoke: the operation is about to be sent
+	OK                     // ok: the operation took effect
+	Fail                   // fail: the operation certainly did not take effect
+	Info                   // info: the outcome is unknown
+)
+
+var typeNames = [...]string{Invoke: "invoke", OK: "ok", Fail: "fail", Info: "info"}
+
+// String returns the name used in histories: invoke, ok, fail or info.
+func (t Type) String() string {
+	if int(t) < len(typeNames) && typeNames[t] != "" {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// ParseType returns the Type named s.
+func ParseType(s string) (Type, error) {
+	for i, n := range typeNames {
+		if n != "" && n == s {
+			return Type(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown event type %q", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (t Type) MarshalText() ([]byte, error) {
+	if t < Invoke || t > Info {
+		return nil, fmt.Errorf("invalid event type %d", uint8(t))
+	}
+	return []byte(typeNames[t]), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (t *Type) UnmarshalText(b []byte) error {
+	v, err := ParseType(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// Nemesis is the process of events that are not operations of a worker: fault windows
+// opened and closed by the schedule, and faults the proxy fired.
+const Nemesis = -1
+
+// Op is one event of a history. An operation is the pair of its invocation and its
+// completion, which share Process and OpID.
+type Op struct {
+	// Index is the event's position in the history, from 0.
+	Index int64 `json:"index"`
+	// Time is monotonic nanoseconds since the run started.
+	Time int64 `json:"time"`
+	// Process is the logical process; Nemesis for fault events. A process whose
+	// operation ended in info never invokes again.
+	Process int `json:"process"`
+	Type    Type `json:"type"`
+	// F is the function: decrement, read, write, cas, increment, ...
+	F string `json:"f"`
+	// Key partitions independent objects (register workload); empty for one object.
+	Key string `json:"key,omitempty"`
+	// Value is the workload-specific argument (on invoke) or result (on completion).
+	Value json.RawMessage `json:"value,omitempty"`
+	// OpID identifies the logical operation across its retries.
+	OpID string `json:"op_id,omitempty"`
+	// Conn is the client's local address of the connection the attempt used.
+	Conn string `json:"conn,omitempty"`
+	// Error is the error text of a fail or info completion.
+	Error string `json:"error,omitempty"`
+	// Attempt counts the attempts the completion took (1 = no retry).
+	Attempt int `json:"attempt,omitempty"`
+}
+
+// IsClient reports whether the event belongs to a worker rather than the nemesis.
+func (o Op) IsClient() bool { return o.Process >= 0 }
+
+// Header is the first line of an indoubt history. It lets `indoubt check` choose the
+// checker without flags.
+type Header struct {
+	// Format is "indoubt-history/1".
+	Format   string `json:"format"`
+	Workload string `json:"workload"`
+	Model    string `json:"model"`
+	Store    string `json:"store,omitempty"`
+	Seed     int64  `json:"seed"`
+	// Params holds the workload's parameters the checker needs (budget: the initial
+	// balance; counter: the value before the run; register: the initial value).
+	Params map[string]json.RawMessage `json:"params,omitempty"`
+}
+
+// FormatV1 is the value of Header.Format written by this version.
+const FormatV1 = "indoubt-history/1"
+
+// Value encodes v as a history value. It panics only if v cannot be encoded as JSON,
+// which is a programming error of the caller, never a property of input.
+func Value(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("histories.Value: %v", err))
+	}
+	return b
+}

@@ -1,0 +1,193 @@
+package histories
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// MaxLine is the longest history line the Reader accepts.
+const MaxLine = 4 << 20
+
+// ErrTruncated reports a last line without its newline that does not parse: the file was
+// cut while it was being written.
+var ErrTruncated = errors.New("history ends in a truncated line")
+
+// Reader reads a JSONL history one event at a time. Errors name the file and the line.
+type Reader struct {
+	name   string
+	sc     *bufio.Scanner
+	line   int
+	header *Header
+	// Partial makes a truncated last line end the history instead of failing with
+	// ErrTruncated, as after a harness crash.
+	Partial bool
+	peeked  *Op
+	eofNoNL bool
+}
+
+// NewReader returns a Reader of r; name is used in errors. It reads the header line, if
+// any, at once.
+func NewReader(r io.Reader, name string) (*Reader, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	sc.Split(scanLines)
+	rd := &Reader{name: name, sc: sc}
+	if err := rd.readFirst(); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+// scanLines is bufio.ScanLines, except that it remembers nothing: the Reader tells a
+// final line without newline apart by looking at the data itself.
+func scanLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i+1], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// Header returns the header line, or nil for a history without one.
+func (r *Reader) Header() *Header { return r.header }
+
+func (r *Reader) errf(format string, a ...any) error {
+	return fmt.Errorf("%s line %d: %s", r.name, r.line, fmt.Sprintf(format, a...))
+}
+
+func (r *Reader) readFirst() error {
+	raw, ok, err := r.rawLine()
+	if err != nil || !ok {
+		return err
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`{"header"`)) {
+		var h struct {
+			Header *Header `json:"header"`
+		}
+		if err := json.Unmarshal(raw, &h); err != nil || h.Header == nil {
+			return r.errf("malformed header: %v", jsonErr(err))
+		}
+		if h.Header.Format != "" && h.Header.Format != FormatV1 {
+			return r.errf("unsupported history format %q", h.Header.Format)
+		}
+		r.header = h.Header
+		return nil
+	}
+	op, err := r.decode(raw)
+	if err != nil {
+		if r.eofNoNL && r.Partial {
+			return nil
+		}
+		return err
+	}
+	r.peeked = &op
+	return nil
+}
+
+func jsonErr(err error) error {
+	if err == nil {
+		return errors.New("no header object")
+	}
+	return err
+}
+
+// rawLine returns the next non-blank line.
+func (r *Reader) rawLine() ([]byte, bool, error) {
+	for r.sc.Scan() {
+		r.line++
+		b := r.sc.Bytes()
+		r.eofNoNL = len(b) > 0 && b[len(b)-1] != '\n'
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		return b, true, nil
+	}
+	if err := r.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, false, fmt.Errorf("%s line %d: line longer than %d bytes", r.name, r.line+1, MaxLine)
+		}
+		return nil, false, fmt.Errorf("read %s: %w", r.name, err)
+	}
+	return nil, false, nil
+}
+
+func (r *Reader) decode(raw []byte) (Op, error) {
+	var op Op
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&op); err != nil {
+		if r.eofNoNL {
+			return Op{}, r.errf("%v", ErrTruncated)
+		}
+		return Op{}, r.errf("malformed event: %v", err)
+	}
+	if dec.More() {
+		return Op{}, r.errf("malformed event: trailing data after the object")
+	}
+	if op.Type < Invoke || op.Type > Info {
+		return Op{}, r.errf("event has no type")
+	}
+	return op, nil
+}
+
+// Next returns the next event; io.EOF at the end of the history.
+func (r *Reader) Next() (Op, error) {
+	if r.peeked != nil {
+		op := *r.peeked
+		r.peeked = nil
+		return op, nil
+	}
+	raw, ok, err := r.rawLine()
+	if err != nil {
+		return Op{}, err
+	}
+	if !ok {
+		return Op{}, io.EOF
+	}
+	op, err := r.decode(raw)
+	if err != nil && r.eofNoNL && r.Partial {
+		return Op{}, io.EOF
+	}
+	return op, err
+}
+
+// ReadAll reads the remaining events into memory.
+func (r *Reader) ReadAll() ([]Op, error) {
+	var ops []Op
+	for {
+		op, err := r.Next()
+		if err == io.EOF {
+			return ops, nil
+		}
+		if err != nil {
+			return ops, err
+		}
+		ops = append(ops, op)
+	}
+}
+
+// ReadFile reads a whole JSONL history file. With partial, a truncated last line is
+// dropped instead of being an error.
+func ReadFile(path string, partial bool) (*Header, []Op, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	r, err := NewReader(f, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Partial = partial
+	ops, err := r.ReadAll()
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.Header(), ops, nil
+}
