@@ -1,0 +1,197 @@
+// Package postgres is the PostgreSQL adapter (pgx v5 pool). It implements the budget
+// workload's Store with the stand's mechanism, one conditional UPDATE
+//
+//	UPDATE indoubt_account SET balance = balance - 1 WHERE id = 1 AND balance > 0
+//
+// whose rows-affected count tells applied (1) from rejected (0), either as an autocommit
+// statement or inside an explicit BEGIN/COMMIT, and an idempotent path that records the
+// op id in the same transaction as the effect.
+//
+// Errors follow the contract of package stores: an error the server answered
+// (*pgconn.PgError) is definite, except 40001 and 40P01 (conflict) and 40003
+// (statement_completion_unknown: unknown); any other error after which pgx cannot say the
+// request was never sent (!pgconn.SafeToRetry) is unknown.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/indoubt/indoubt/stores"
+)
+
+// Mechanism selects how a decrement is committed.
+type Mechanism string
+
+const (
+	// Autocommit sends the conditional UPDATE alone; the server commits it implicitly.
+	Autocommit Mechanism = "autocommit"
+	// Transaction wraps it in BEGIN ... COMMIT.
+	Transaction Mechanism = "transaction"
+)
+
+// Config configures a Client.
+type Config struct {
+	// DSN is a libpq connection string or URL.
+	DSN string
+	// Mechanism is Autocommit (default) or Transaction.
+	Mechanism Mechanism
+	// MaxConns bounds the pool; 0 means 64.
+	MaxConns int32
+}
+
+// Client is a pool of connections to one PostgreSQL database. It is safe for concurrent
+// use; each Session holds one of its connections.
+type Client struct {
+	pool *pgxpool.Pool
+	mech Mechanism
+}
+
+// Open connects and checks that the server answers. An unreachable server is a definite
+// error that names the address.
+func Open(ctx context.Context, cfg Config) (*Client, error) {
+	switch cfg.Mechanism {
+	case "":
+		cfg.Mechanism = Autocommit
+	case Autocommit, Transaction:
+	default:
+		return nil, fmt.Errorf("postgres: unknown mechanism %q (want autocommit or transaction)", cfg.Mechanism)
+	}
+	pc, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse dsn: %w", redactErr(err))
+	}
+	pc.MaxConns = cfg.MaxConns
+	if pc.MaxConns <= 0 {
+		pc.MaxConns = 64
+	}
+	pc.MinConns = 0
+	// A pool health check would ping connections in the background and blur which
+	// connection an operation used; sessions detect broken connections themselves.
+	pc.HealthCheckPeriod = 0
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", redactErr(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, redactErr(err))
+	}
+	return &Client{pool: pool, mech: cfg.Mechanism}, nil
+}
+
+// redactErr keeps an error's text free of passwords; pgx already redacts most.
+func redactErr(err error) error { return err }
+
+// Close closes every connection.
+func (c *Client) Close() { c.pool.Close() }
+
+// Pool exposes the pool for workloads of this package's other files and for tests.
+func (c *Client) Pool() *pgxpool.Pool { return c.pool }
+
+// Exec runs one statement on any connection; for setup.
+func (c *Client) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := c.pool.Exec(ctx, sql, args...)
+	return Classify(err)
+}
+
+// session is one worker's connection, reacquired when it breaks.
+type session struct {
+	pool *pgxpool.Pool
+	conn *pgxpool.Conn
+	addr string
+}
+
+func (s *session) acquire(ctx context.Context) (*pgx.Conn, error) {
+	if s.conn != nil && s.conn.Conn().IsClosed() {
+		// Destroy rather than return it: the pool would hand a dead connection out again.
+		s.conn.Hijack().Close(context.Background())
+		s.conn = nil
+	}
+	if s.conn == nil {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return nil, stores.Definite(fmt.Errorf("acquire connection: %w", err), "connect")
+		}
+		s.conn = c
+		s.addr = localAddr(c.Conn())
+	}
+	return s.conn.Conn(), nil
+}
+
+func localAddr(c *pgx.Conn) string {
+	nc := c.PgConn().Conn()
+	if nc == nil {
+		return ""
+	}
+	if a, ok := nc.LocalAddr().(*net.TCPAddr); ok {
+		return a.String()
+	}
+	return nc.LocalAddr().String()
+}
+
+// Conn returns the local address of the session's connection.
+func (s *session) Conn() string { return s.addr }
+
+// Close returns the connection to the pool, or destroys it if it broke.
+func (s *session) Close() error {
+	if s.conn == nil {
+		return nil
+	}
+	if s.conn.Conn().IsClosed() {
+		s.conn.Hijack().Close(context.Background())
+	} else {
+		s.conn.Release()
+	}
+	s.conn = nil
+	return nil
+}
+
+// Classify applies the error contract of package stores to an error from pgx.
+func Classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "40001", "40P01":
+			return stores.Conflict(err, pgErr.Code)
+		case "40003":
+			return stores.Unknown(err, pgErr.Code)
+		}
+		return stores.Definite(err, pgErr.Code)
+	}
+	if errors.Is(err, stores.ErrUnknown) || errors.Is(err, stores.ErrConflict) {
+		return err
+	}
+	if pgconn.SafeToRetry(err) {
+		return stores.Definite(err, reasonOf(err))
+	}
+	return stores.Unknown(err, reasonOf(err))
+}
+
+func reasonOf(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, pgconn.ErrConnClosed), strings.Contains(err.Error(), "conn closed"):
+		return "conn-closed"
+	case strings.Contains(err.Error(), "EOF"):
+		return "eof"
+	case strings.Contains(err.Error(), "connection reset"):
+		return "reset"
+	case strings.Contains(err.Error(), "connect"):
+		return "connect"
+	}
+	return "io"
+}
