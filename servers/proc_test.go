@@ -1,0 +1,239 @@
+package servers_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/servers"
+)
+
+// procState returns the state letter of a process from /proc, "" if there is none.
+// A zombie ("Z") is dead: in a container nobody may reap an orphan.
+func procState(pid int) (state string, pgrp int) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", 0
+	}
+	// The command name is in parentheses and may hold spaces; fields follow the last ')'.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 3 {
+		return "", 0
+	}
+	pgrp, _ = strconv.Atoi(f[2])
+	return f[0], pgrp
+}
+
+func alive(pid int) bool {
+	st, _ := procState(pid)
+	return st != "" && st != "Z"
+}
+
+// groupAlive returns the live processes of process group pgid.
+func groupAlive(pgid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, pg := procState(pid); pg == pgid && st != "" && st != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+func start(t *testing.T, script string) *servers.Process {
+	t.Helper()
+	acct, err := servers.ServerAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := servers.StartProcess("sh", exec.Command("sh", "-c", script), acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(syscall.SIGKILL, 0) })
+	return p
+}
+
+func TestProcessStopGraceful(t *testing.T) {
+	p := start(t, "sleep 60 & wait")
+	if pg, err := syscall.Getpgid(p.Pid()); err != nil || pg != p.Pid() {
+		t.Errorf("process group %d (%v), want its own, %d", pg, err, p.Pid())
+	}
+	if pg, _ := syscall.Getpgid(0); pg == p.Pid() {
+		t.Errorf("process shares the test's group")
+	}
+	if err := p.Stop(syscall.SIGTERM, 5*time.Second); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	// The shell died of SIGTERM; its background sleep must not survive it.
+	if !eventually(func() bool { return len(groupAlive(p.Pid())) == 0 }) {
+		t.Errorf("group members left: %v", groupAlive(p.Pid()))
+	}
+	select {
+	case <-p.Exited():
+	default:
+		t.Errorf("Exited not closed after Stop")
+	}
+}
+
+func TestProcessStopForced(t *testing.T) {
+	p := start(t, `trap "" TERM; sleep 60 & wait`)
+	// Once the sleep runs, the shell has set its trap.
+	if !eventually(func() bool { return len(groupAlive(p.Pid())) == 2 }) {
+		t.Fatalf("group %d: %v, want the shell and its sleep", p.Pid(), groupAlive(p.Pid()))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = p.Stop(syscall.SIGTERM, 300*time.Millisecond) }()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "killed") {
+			t.Errorf("stop %d: got %v, want a killed error", i, err)
+		}
+		if err != errs[0] {
+			t.Errorf("stop %d returned %v, first returned %v", i, err, errs[0])
+		}
+	}
+	if !eventually(func() bool { return !alive(p.Pid()) && len(groupAlive(p.Pid())) == 0 }) {
+		t.Errorf("processes left in group %d: %v", p.Pid(), groupAlive(p.Pid()))
+	}
+}
+
+func TestProcessStopAfterCrash(t *testing.T) {
+	p := start(t, "exit 3")
+	<-p.Exited()
+	err := p.Stop(syscall.SIGTERM, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "had exited before stop") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("got %v, want an early-exit error with its status", err)
+	}
+}
+
+func TestProcessWait(t *testing.T) {
+	if err := start(t, "exit 0").Wait(context.Background()); err != nil {
+		t.Errorf("exit 0: %v", err)
+	}
+	if err := start(t, "exit 2").Wait(context.Background()); err == nil || !strings.Contains(err.Error(), "exit status 2") {
+		t.Errorf("exit 2: got %v", err)
+	}
+	p := start(t, "sleep 60")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := p.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("cancelled: got %v", err)
+	}
+	if alive(p.Pid()) {
+		t.Errorf("pid %d alive after cancelled Wait", p.Pid())
+	}
+}
+
+func TestProcessRunsAsServerAccount(t *testing.T) {
+	acct, err := servers.ServerAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 && acct.UID == 0 {
+		t.Fatalf("server account %+v is root", acct)
+	}
+	p := start(t, "sleep 60")
+	fi, err := os.Stat(filepath.Join("/proc", strconv.Itoa(p.Pid())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != acct.UID {
+		t.Errorf("process runs as uid %d, want %d (%s)", uid, acct.UID, acct.Name)
+	}
+}
+
+func TestCheckReach(t *testing.T) {
+	acct, err := servers.ServerAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acct.CheckReach(os.TempDir()); err != nil {
+		t.Errorf("temp dir: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("only root switches users; the rest needs root")
+	}
+	closed := t.TempDir()
+	if err := os.Chmod(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inner := filepath.Join(closed, "inner")
+	if err := os.Mkdir(inner, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := acct.CheckReach(inner); err == nil || !strings.Contains(err.Error(), closed) {
+		t.Errorf("got %v, want an error naming %s", err, closed)
+	}
+}
+
+func TestFreePortAndWaitTCP(t *testing.T) {
+	port, err := servers.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("free port %d cannot be bound: %v", port, err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := servers.WaitTCP(ctx, addr, nil); err != nil {
+		t.Errorf("listening port: %v", err)
+	}
+
+	// A dead server is not waited for until the deadline.
+	p := start(t, "exit 1")
+	other, err := servers.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	err = servers.WaitTCP(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(other)), p.Exited())
+	if !errors.Is(err, servers.ErrExited) {
+		t.Errorf("exited process: got %v, want ErrExited", err)
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("WaitTCP took %v after the process exited", d)
+	}
+}

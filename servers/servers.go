@@ -1,0 +1,37 @@
+// Package servers launches throwaway local database servers for tests and zero-config runs.
+//
+// Each server runs from the binaries installed on the machine, on a free loopback port, with
+// its data in a temporary directory, as an unprivileged user when the caller is root (as
+// PostgreSQL demands), in its own process group, and is stopped by pid. A server whose
+// binaries are missing is reported with an error that satisfies errors.Is(err,
+// ErrNotInstalled) and whose text names what to install.
+//
+// The process helpers (FreePort, ServerAccount, StartProcess, Poll, WaitTCP) are shared by
+// every server in the package. The package needs no database client: readiness is checked
+// at the wire level.
+package servers
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotInstalled is matched (errors.Is) by every error that says a server's binaries are
+// missing from this machine. Tests skip on it, or fail under CI=true.
+var ErrNotInstalled = errors.New("not installed")
+
+// NotInstalledError names the missing program of a server and how to install it.
+// It satisfies errors.Is(err, ErrNotInstalled); its text is one line, for example
+// "postgres: initdb not found (install Debian package postgresql, or set INDOUBT_PG_BIN)".
+type NotInstalledError struct {
+	Server  string // the server, "postgres"
+	Program string // the missing program, "initdb"
+	Hint    string // how to install it, "install Debian package postgresql"
+}
+
+func (e *NotInstalledError) Error() string {
+	return fmt.Sprintf("%s: %s not found (%s)", e.Server, e.Program, e.Hint)
+}
+
+// Is reports whether target is ErrNotInstalled.
+func (e *NotInstalledError) Is(target error) bool { return target == ErrNotInstalled }
