@@ -1,0 +1,426 @@
+package histories
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// This file is a small reader of EDN, the data notation Jepsen writes its histories in.
+// It reads what history.edn files contain (maps, vectors, lists, sets, keywords,
+// symbols, strings, characters, numbers, nil, booleans, tagged literals such as
+// #inst "..." or #jepsen.history.Op{...}, and #_ discards) and nothing clever beyond
+// that: tags are dropped and the tagged value kept, because an op is a map whatever
+// record type printed it.
+
+// jepsenKind is the kind of an EDN value.
+type jepsenKind uint8
+
+const (
+	jepsenNil jepsenKind = iota
+	jepsenBool
+	jepsenInt    // text holds the decimal digits, possibly beyond int64
+	jepsenFloat  // text holds the literal as written
+	jepsenString // text holds the decoded string
+	jepsenChar   // text holds the character
+	jepsenKeyword
+	jepsenSymbol
+	jepsenList
+	jepsenVector
+	jepsenSet
+	jepsenMap // items alternate key, value
+)
+
+var jepsenKindNames = [...]string{
+	jepsenNil: "nil", jepsenBool: "boolean", jepsenInt: "integer", jepsenFloat: "number",
+	jepsenString: "string", jepsenChar: "character", jepsenKeyword: "keyword",
+	jepsenSymbol: "symbol", jepsenList: "list", jepsenVector: "vector", jepsenSet: "set",
+	jepsenMap: "map",
+}
+
+func (k jepsenKind) String() string { return jepsenKindNames[k] }
+
+// jepsenValue is one EDN value and the line it starts on.
+type jepsenValue struct {
+	kind jepsenKind
+	line int
+	// text is the name of a keyword or symbol (without the colon), the decoded string
+	// or character, or the number as written.
+	text  string
+	b     bool
+	items []jepsenValue
+}
+
+// jepsenMaxDepth bounds nesting so that hostile input cannot exhaust the stack.
+const jepsenMaxDepth = 256
+
+// errJepsenEnd is returned by next at the end of the input or of the enclosing
+// collection.
+var errJepsenEnd = errors.New("end of input")
+
+// jepsenParser reads EDN values from a byte slice, counting lines for errors.
+type jepsenParser struct {
+	name string
+	src  []byte
+	pos  int
+	line int
+}
+
+func newJepsenParser(name string, src []byte) *jepsenParser {
+	return &jepsenParser{name: name, src: src, line: 1}
+}
+
+func (p *jepsenParser) errAt(line int, format string, a ...any) error {
+	return fmt.Errorf("%s line %d: %s", p.name, line, fmt.Sprintf(format, a...))
+}
+
+// skip moves past whitespace, commas and comments.
+func (p *jepsenParser) skip() {
+	for p.pos < len(p.src) {
+		c := p.src[p.pos]
+		switch {
+		case c == '\n':
+			p.line++
+			p.pos++
+		case c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '\f' || c == '\v':
+			p.pos++
+		case c == ';':
+			for p.pos < len(p.src) && p.src[p.pos] != '\n' {
+				p.pos++
+			}
+		default:
+			return
+		}
+	}
+}
+
+// atEnd reports whether only whitespace and comments remain.
+func (p *jepsenParser) atEnd() bool {
+	p.skip()
+	return p.pos >= len(p.src)
+}
+
+// peek returns the next significant byte, or 0 at the end.
+func (p *jepsenParser) peek() byte {
+	p.skip()
+	if p.pos >= len(p.src) {
+		return 0
+	}
+	return p.src[p.pos]
+}
+
+// next reads one value. closer is the byte that ends the enclosing collection (0 at
+// the top level); meeting it returns errJepsenEnd without consuming it.
+func (p *jepsenParser) next(closer byte, depth int) (jepsenValue, error) {
+	for {
+		p.skip()
+		if p.pos >= len(p.src) {
+			if closer != 0 {
+				return jepsenValue{}, p.errAt(p.line, "unexpected end of input, missing %q", closer)
+			}
+			return jepsenValue{}, errJepsenEnd
+		}
+		c := p.src[p.pos]
+		if c == closer {
+			return jepsenValue{}, errJepsenEnd
+		}
+		if depth > jepsenMaxDepth {
+			return jepsenValue{}, p.errAt(p.line, "values nested deeper than %d", jepsenMaxDepth)
+		}
+		line := p.line
+		switch c {
+		case ')', ']', '}':
+			return jepsenValue{}, p.errAt(line, "unexpected %q", c)
+		case '(':
+			p.pos++
+			return p.collection(jepsenList, ')', line, depth)
+		case '[':
+			p.pos++
+			return p.collection(jepsenVector, ']', line, depth)
+		case '{':
+			p.pos++
+			return p.collection(jepsenMap, '}', line, depth)
+		case '"':
+			p.pos++
+			return p.str(line)
+		case '\\':
+			p.pos++
+			return p.char(line)
+		case '#':
+			p.pos++
+			if p.pos >= len(p.src) {
+				return jepsenValue{}, p.errAt(line, "unexpected end of input after #")
+			}
+			switch d := p.src[p.pos]; {
+			case d == '{':
+				p.pos++
+				return p.collection(jepsenSet, '}', line, depth)
+			case d == '_':
+				// #_ discards the next value.
+				p.pos++
+				if _, err := p.next(closer, depth+1); err != nil {
+					if err == errJepsenEnd {
+						return jepsenValue{}, p.errAt(line, "#_ discards nothing")
+					}
+					return jepsenValue{}, err
+				}
+				continue
+			case d == '#':
+				// ##Inf, ##-Inf, ##NaN.
+				p.pos++
+				tok := p.token()
+				switch tok {
+				case "Inf", "-Inf", "NaN":
+					return jepsenValue{kind: jepsenFloat, line: line, text: "##" + tok}, nil
+				}
+				return jepsenValue{}, p.errAt(line, "unknown symbolic value ##%s", tok)
+			case isJepsenSymbolStart(d):
+				// A tagged literal: the tag names a type; the value that follows is
+				// what matters.
+				p.token()
+				v, err := p.next(closer, depth+1)
+				if err == errJepsenEnd {
+					return jepsenValue{}, p.errAt(line, "tag without a value")
+				}
+				return v, err
+			}
+			return jepsenValue{}, p.errAt(line, "unsupported dispatch #%c", p.src[p.pos])
+		case ':':
+			p.pos++
+			tok := p.token()
+			if tok == "" {
+				return jepsenValue{}, p.errAt(line, "empty keyword")
+			}
+			return jepsenValue{kind: jepsenKeyword, line: line, text: strings.TrimPrefix(tok, ":")}, nil
+		}
+		tok := p.token()
+		if tok == "" {
+			r, _ := utf8.DecodeRune(p.src[p.pos:])
+			return jepsenValue{}, p.errAt(line, "unexpected character %q", r)
+		}
+		return p.atom(tok, line)
+	}
+}
+
+// isJepsenDelimiter reports whether c ends a token.
+func isJepsenDelimiter(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\f', '\v', ',', ';', '(', ')', '[', ']', '{', '}', '"', '\\':
+		return true
+	}
+	return false
+}
+
+func isJepsenSymbolStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '*' ||
+		c == '+' || c == '!' || c == '-' || c == '_' || c == '?' || c == '$' ||
+		c == '%' || c == '&' || c == '=' || c == '<' || c == '>' || c == '/' || c >= 0x80
+}
+
+// token reads bytes up to the next delimiter.
+func (p *jepsenParser) token() string {
+	start := p.pos
+	for p.pos < len(p.src) && !isJepsenDelimiter(p.src[p.pos]) {
+		p.pos++
+	}
+	return string(p.src[start:p.pos])
+}
+
+func (p *jepsenParser) atom(tok string, line int) (jepsenValue, error) {
+	switch tok {
+	case "nil":
+		return jepsenValue{kind: jepsenNil, line: line}, nil
+	case "true", "false":
+		return jepsenValue{kind: jepsenBool, line: line, b: tok == "true"}, nil
+	}
+	c := tok[0]
+	if c >= '0' && c <= '9' || (c == '-' || c == '+') && len(tok) > 1 && tok[1] >= '0' && tok[1] <= '9' {
+		return p.number(tok, line)
+	}
+	return jepsenValue{kind: jepsenSymbol, line: line, text: tok}, nil
+}
+
+// number reads integers (with an optional N suffix for arbitrary precision), floats
+// (with an optional M suffix for decimals) and ratios, which stay as written.
+func (p *jepsenParser) number(tok string, line int) (jepsenValue, error) {
+	digits := strings.TrimSuffix(tok, "N")
+	if isJepsenInteger(digits) {
+		digits = strings.TrimPrefix(digits, "+")
+		neg := strings.HasPrefix(digits, "-")
+		digits = strings.TrimLeft(strings.TrimPrefix(digits, "-"), "0")
+		if digits == "" {
+			digits = "0"
+		} else if neg {
+			digits = "-" + digits
+		}
+		return jepsenValue{kind: jepsenInt, line: line, text: digits}, nil
+	}
+	f := strings.TrimSuffix(tok, "M")
+	if _, err := strconv.ParseFloat(f, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && !strings.ContainsAny(f, "xXpP_") &&
+		!strings.Contains(strings.ToLower(f), "inf") && !strings.Contains(strings.ToLower(f), "nan") {
+		return jepsenValue{kind: jepsenFloat, line: line, text: f}, nil
+	}
+	if i := strings.IndexByte(tok, '/'); i > 0 && isJepsenInteger(tok[:i]) && isJepsenInteger(tok[i+1:]) {
+		return jepsenValue{kind: jepsenFloat, line: line, text: tok}, nil
+	}
+	return jepsenValue{}, p.errAt(line, "malformed number %q", tok)
+}
+
+func isJepsenInteger(s string) bool {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *jepsenParser) collection(kind jepsenKind, closer byte, line, depth int) (jepsenValue, error) {
+	v := jepsenValue{kind: kind, line: line}
+	for {
+		item, err := p.next(closer, depth+1)
+		if err == errJepsenEnd {
+			p.pos++ // the closer
+			break
+		}
+		if err != nil {
+			return jepsenValue{}, err
+		}
+		v.items = append(v.items, item)
+	}
+	if kind == jepsenMap && len(v.items)%2 != 0 {
+		return jepsenValue{}, p.errAt(line, "map has a key without a value")
+	}
+	return v, nil
+}
+
+func (p *jepsenParser) str(line int) (jepsenValue, error) {
+	var b strings.Builder
+	for p.pos < len(p.src) {
+		c := p.src[p.pos]
+		p.pos++
+		switch c {
+		case '"':
+			return jepsenValue{kind: jepsenString, line: line, text: b.String()}, nil
+		case '\n':
+			p.line++
+			b.WriteByte(c)
+		case '\\':
+			if p.pos >= len(p.src) {
+				return jepsenValue{}, p.errAt(line, "unterminated string")
+			}
+			e := p.src[p.pos]
+			p.pos++
+			switch e {
+			case '"', '\\':
+				b.WriteByte(e)
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'r':
+				b.WriteByte('\r')
+			case 'b':
+				b.WriteByte('\b')
+			case 'f':
+				b.WriteByte('\f')
+			case 'u':
+				if p.pos+4 > len(p.src) {
+					return jepsenValue{}, p.errAt(p.line, "truncated \\u escape")
+				}
+				n, err := strconv.ParseUint(string(p.src[p.pos:p.pos+4]), 16, 32)
+				if err != nil {
+					return jepsenValue{}, p.errAt(p.line, "malformed \\u escape")
+				}
+				p.pos += 4
+				b.WriteRune(rune(n))
+			default:
+				return jepsenValue{}, p.errAt(p.line, "unknown escape \\%c in string", e)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return jepsenValue{}, p.errAt(line, "unterminated string")
+}
+
+var jepsenNamedChars = map[string]string{
+	"newline": "\n", "space": " ", "tab": "\t", "return": "\r", "backspace": "\b", "formfeed": "\f",
+}
+
+func (p *jepsenParser) char(line int) (jepsenValue, error) {
+	if p.pos >= len(p.src) {
+		return jepsenValue{}, p.errAt(line, "character literal without a character")
+	}
+	// The first character may itself be a delimiter, as in \( or \space.
+	r, size := utf8.DecodeRune(p.src[p.pos:])
+	start := p.pos
+	p.pos += size
+	for p.pos < len(p.src) && !isJepsenDelimiter(p.src[p.pos]) {
+		p.pos++
+	}
+	tok := string(p.src[start:p.pos])
+	if utf8.RuneCountInString(tok) == 1 {
+		if r == '\n' {
+			p.line++
+		}
+		return jepsenValue{kind: jepsenChar, line: line, text: tok}, nil
+	}
+	if s, ok := jepsenNamedChars[tok]; ok {
+		return jepsenValue{kind: jepsenChar, line: line, text: s}, nil
+	}
+	if len(tok) == 5 && tok[0] == 'u' {
+		if n, err := strconv.ParseUint(tok[1:], 16, 32); err == nil {
+			return jepsenValue{kind: jepsenChar, line: line, text: string(rune(n))}, nil
+		}
+	}
+	return jepsenValue{}, p.errAt(line, "unknown character literal \\%s", tok)
+}
+
+// String renders v back as EDN, for error messages and independent keys.
+func (v jepsenValue) String() string {
+	var b strings.Builder
+	v.write(&b)
+	return b.String()
+}
+
+func (v jepsenValue) write(b *strings.Builder) {
+	switch v.kind {
+	case jepsenNil:
+		b.WriteString("nil")
+	case jepsenBool:
+		b.WriteString(strconv.FormatBool(v.b))
+	case jepsenInt, jepsenFloat, jepsenSymbol:
+		b.WriteString(v.text)
+	case jepsenString:
+		b.WriteString(strconv.Quote(v.text))
+	case jepsenChar:
+		b.WriteString(`\` + v.text)
+	case jepsenKeyword:
+		b.WriteString(":" + v.text)
+	case jepsenList, jepsenVector, jepsenSet, jepsenMap:
+		open, closer := "(", ")"
+		switch v.kind {
+		case jepsenVector:
+			open, closer = "[", "]"
+		case jepsenSet:
+			open, closer = "#{", "}"
+		case jepsenMap:
+			open, closer = "{", "}"
+		}
+		b.WriteString(open)
+		for i, it := range v.items {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			it.write(b)
+		}
+		b.WriteString(closer)
+	}
+}
