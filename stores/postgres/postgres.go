@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -75,7 +76,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	pc.MinConns = 0
 	// A pool health check would ping connections in the background and blur which
 	// connection an operation used; sessions detect broken connections themselves.
-	pc.HealthCheckPeriod = 0
+	pc.HealthCheckPeriod = time.Hour
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", redactErr(err))
@@ -87,8 +88,26 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	return &Client{pool: pool, mech: cfg.Mechanism}, nil
 }
 
-// redactErr keeps an error's text free of passwords; pgx already redacts most.
-func redactErr(err error) error { return err }
+// redactErr folds pgx's multi-line connect errors (one line per address tried) into
+// one line; pgx already keeps passwords out of them.
+func redactErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if msg == err.Error() {
+		return err
+	}
+	return &flatError{msg: msg, err: err}
+}
+
+type flatError struct {
+	msg string
+	err error
+}
+
+func (e *flatError) Error() string { return e.msg }
+func (e *flatError) Unwrap() error { return e.err }
 
 // Close closes every connection.
 func (c *Client) Close() { c.pool.Close() }
@@ -171,6 +190,11 @@ func Classify(err error) error {
 	}
 	if errors.Is(err, stores.ErrUnknown) || errors.Is(err, stores.ErrConflict) {
 		return err
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// Nothing of an operation is sent before the connection is established.
+		return stores.Definite(redactErr(err), "connect")
 	}
 	if pgconn.SafeToRetry(err) {
 		return stores.Definite(err, reasonOf(err))
