@@ -74,12 +74,12 @@ type ReadValue struct {
 
 // Final is the `final` section of results.json for the budget workload.
 type Final struct {
-	Budget   int64 `json:"budget"`
+	Budget   int64  `json:"budget"`
 	Balance  *int64 `json:"balance"`
-	Applied  int64 `json:"applied"`
-	Rejected int64 `json:"rejected"`
-	Failed   int64 `json:"failed"`
-	Unknown  int64 `json:"unknown"`
+	Applied  int64  `json:"applied"`
+	Rejected int64  `json:"rejected"`
+	Failed   int64  `json:"failed"`
+	Unknown  int64  `json:"unknown"`
 	// Replayed counts idempotent retries that found their op id recorded.
 	Replayed int64 `json:"replayed,omitempty"`
 }
