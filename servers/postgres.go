@@ -1,0 +1,523 @@
+package servers
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// PostgresUser is the superuser, and PostgresDatabase the database, of every launched
+// PostgreSQL. Both are reachable over loopback TCP without a password (trust).
+const (
+	PostgresUser     = "indoubt"
+	PostgresDatabase = "indoubt"
+)
+
+// PostgresOptions configures StartPostgres. The zero value is ready to use.
+type PostgresOptions struct {
+	// Dir is the parent of the server's temporary directory; "" means os.TempDir(). When
+	// running as root, the server's user must be able to enter every directory on its path.
+	Dir string
+	// Settings are extra server settings, passed as -c name=value after the defaults
+	// (max_connections=200), which they override. The settings that place the server
+	// (port, listen_addresses, unix_socket_directories, data_directory, config_file,
+	// hba_file, ident_file) are refused. fsync and synchronous_commit stay at
+	// PostgreSQL's defaults (on) unless set here.
+	Settings map[string]string
+	// Keep leaves the temporary directory (data, socket, log) in place after Stop, or
+	// after a failed start, for inspection.
+	Keep bool
+	// LogPath, if set, is where the server log goes (appended to, never removed), for
+	// example a file in the run directory. "" means postgres.log in the temporary
+	// directory.
+	LogPath string
+	// Log, if set, receives one line per startup step, for humans.
+	Log io.Writer
+}
+
+// Postgres is a running throwaway PostgreSQL. Its fields are read-only. Stop ends it.
+type Postgres struct {
+	Addr      string // "127.0.0.1:PORT"
+	Port      int
+	DSN       string // "postgres://indoubt@127.0.0.1:PORT/indoubt?sslmode=disable"
+	BinDir    string // the directory of initdb and postgres, usually also of psql and pgbench
+	Version   string // the major version, as in the data directory's PG_VERSION: "15"
+	Dir       string // the temporary directory holding DataDir, SocketDir and by default the log
+	DataDir   string
+	SocketDir string // unix socket directory, for psql -h; in Dir unless that path is too long
+	LogPath   string // the server log
+
+	proc     *Process
+	log      *os.File
+	keep     bool
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// How long a fast shutdown may take before the server is killed.
+const postgresStopGrace = 15 * time.Second
+
+// pgLibGlob is where Debian installs PostgreSQL, one directory per major version.
+var pgLibGlob = "/usr/lib/postgresql/*/bin"
+
+const pgHint = "install Debian package postgresql, or set INDOUBT_PG_BIN"
+
+// FindPostgres returns the directory holding PostgreSQL's initdb and postgres: the one
+// named by INDOUBT_PG_BIN if set (and nothing else then), else the one of initdb on PATH,
+// else the highest version under /usr/lib/postgresql/*/bin. The error when none is found
+// satisfies errors.Is(err, ErrNotInstalled).
+func FindPostgres() (string, error) {
+	return findPostgres(os.Getenv("INDOUBT_PG_BIN"), pgLibGlob)
+}
+
+func findPostgres(envDir, libGlob string) (string, error) {
+	if envDir != "" {
+		if missing := missingPrograms(envDir); missing != "" {
+			return "", &NotInstalledError{Server: "postgres", Program: missing,
+				Hint: "not in INDOUBT_PG_BIN=" + envDir + "; install Debian package postgresql, or fix INDOUBT_PG_BIN"}
+		}
+		return envDir, nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		// Resolve links so that BinDir is the real one, with postgres and pgbench beside.
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if dir := filepath.Dir(p); missingPrograms(dir) == "" {
+			return dir, nil
+		}
+	}
+	dirs, _ := filepath.Glob(libGlob)
+	sort.Slice(dirs, func(i, j int) bool { return versionLess(dirs[j], dirs[i]) })
+	for _, dir := range dirs {
+		if missingPrograms(dir) == "" {
+			return dir, nil
+		}
+	}
+	return "", &NotInstalledError{Server: "postgres", Program: "initdb", Hint: pgHint}
+}
+
+func missingPrograms(dir string) string {
+	for _, prog := range []string{"initdb", "postgres"} {
+		fi, err := os.Stat(filepath.Join(dir, prog))
+		if err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+			return prog
+		}
+	}
+	return ""
+}
+
+// versionLess orders .../postgresql/<version>/bin paths by version, numerically
+// ("9.6" < "15"), falling back to text for names that are not numbers.
+func versionLess(a, b string) bool {
+	va, vb := filepath.Base(filepath.Dir(a)), filepath.Base(filepath.Dir(b))
+	pa, pb := strings.Split(va, "."), strings.Split(vb, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		na, ea := strconv.Atoi(pa[i])
+		nb, eb := strconv.Atoi(pb[i])
+		if ea != nil || eb != nil {
+			if pa[i] != pb[i] {
+				return pa[i] < pb[i]
+			}
+			continue
+		}
+		if na != nb {
+			return na < nb
+		}
+	}
+	return len(pa) < len(pb)
+}
+
+var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+
+var placementSettings = map[string]bool{
+	"port": true, "listen_addresses": true, "unix_socket_directories": true,
+	"data_directory": true, "config_file": true, "hba_file": true, "ident_file": true,
+}
+
+// settingArgs returns -c arguments in name order, the defaults first so that the
+// caller's settings win (PostgreSQL keeps the last -c for a name).
+func settingArgs(settings map[string]string) ([]string, error) {
+	args := []string{"-c", "max_connections=200"}
+	names := make([]string, 0, len(settings))
+	for name := range settings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !settingName.MatchString(name) {
+			return nil, fmt.Errorf("postgres: setting name %q is not a parameter name", name)
+		}
+		if placementSettings[strings.ToLower(name)] {
+			return nil, fmt.Errorf("postgres: setting %s is chosen by StartPostgres", name)
+		}
+		args = append(args, "-c", name+"="+settings[name])
+	}
+	return args, nil
+}
+
+// StartPostgres creates a fresh PostgreSQL cluster in a temporary directory and starts it
+// on a free port of 127.0.0.1, as an unprivileged user when the caller is root, in its own
+// process group. It returns once the server has answered a query over TCP as
+// PostgresUser on PostgresDatabase. ctx bounds the startup only: once started, the server
+// runs until Stop. On error nothing is left running and, unless opt.Keep, nothing is left
+// on disk. Missing binaries give an error matching ErrNotInstalled.
+func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	extra, err := settingArgs(opt.Settings)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := FindPostgres()
+	if err != nil {
+		return nil, err
+	}
+	acct, err := ServerAccount()
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	parent := opt.Dir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	if err := acct.CheckReach(parent); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	dir, err := os.MkdirTemp(parent, "indoubt-postgres-")
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	// MkdirTemp may return a relative path; the server runs with its own working dir.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	p := &Postgres{
+		BinDir:    bin,
+		Dir:       dir,
+		DataDir:   filepath.Join(dir, "data"),
+		SocketDir: filepath.Join(dir, "sock"),
+		LogPath:   opt.LogPath,
+		keep:      opt.Keep,
+	}
+	if p.LogPath == "" {
+		p.LogPath = filepath.Join(dir, "postgres.log")
+	}
+	if err := p.start(ctx, acct, extra, opt.Log); err != nil {
+		p.cleanup()
+		if opt.Keep {
+			err = fmt.Errorf("%w (kept %s)", err, dir)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Postgres) start(ctx context.Context, acct Account, extra []string, progress io.Writer) error {
+	say := func(format string, args ...any) {
+		if progress != nil {
+			fmt.Fprintf(progress, "postgres: "+format+"\n", args...)
+		}
+	}
+	if err := p.makeSocketDir(); err != nil {
+		return err
+	}
+	if err := acct.Own(p.Dir, p.SocketDir); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	// The log is opened here and handed to the children as their stdout and stderr, so it
+	// needs no permission for the server's user and can live anywhere the caller can write.
+	log, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("postgres: log: %w", err)
+	}
+	p.log = log
+
+	t0 := time.Now()
+	// --no-sync skips only initdb's final flush of the files it wrote: the cluster is
+	// thrown away with its directory, and the server itself keeps fsync on.
+	if err := p.run(ctx, acct, nil, "initdb", "-D", p.DataDir, "-U", PostgresUser,
+		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"); err != nil {
+		return err
+	}
+	// Single-user mode creates the database before the server listens, without a client.
+	if err := p.run(ctx, acct, strings.NewReader("CREATE DATABASE "+PostgresDatabase+"\n"),
+		"postgres", "--single", "-D", p.DataDir, "postgres"); err != nil {
+		return err
+	}
+	if v, err := os.ReadFile(filepath.Join(p.DataDir, "PG_VERSION")); err == nil {
+		p.Version = strings.TrimSpace(string(v))
+	}
+	say("initdb %s in %v", p.DataDir, time.Since(t0).Round(time.Millisecond))
+
+	// FreePort can lose a race with another process for the port; then try another.
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		t1 := time.Now()
+		err = p.listen(ctx, acct, port, extra)
+		if err == nil {
+			say("pid %d ready on %s in %v", p.proc.Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
+			return nil
+		}
+		if attempt == 3 || !errors.Is(err, errAddrInUse) {
+			return err
+		}
+		say("port %d was taken; retrying", port)
+	}
+}
+
+var errAddrInUse = errors.New("address in use")
+
+// A unix socket path is limited to 107 bytes, which a Dir such as t.TempDir() can exceed.
+const maxSocketPath = 107
+
+// makeSocketDir makes SocketDir: "sock" in Dir, or if that path is too long for a socket,
+// a directory of its own under the system's temporary directory, removed by cleanup.
+func (p *Postgres) makeSocketDir() error {
+	socketPath := func(dir string) string { return filepath.Join(dir, ".s.PGSQL.65535") }
+	if len(socketPath(p.SocketDir)) <= maxSocketPath {
+		if err := os.Mkdir(p.SocketDir, 0o700); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		return nil
+	}
+	for _, parent := range []string{os.TempDir(), "/tmp"} {
+		if len(socketPath(filepath.Join(parent, "indoubt-pgsock-1234567890"))) > maxSocketPath {
+			continue
+		}
+		dir, err := os.MkdirTemp(parent, "indoubt-pgsock-")
+		if err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		p.SocketDir = dir
+		return nil
+	}
+	return fmt.Errorf("postgres: no directory short enough for a unix socket (%d bytes at most)", maxSocketPath)
+}
+
+// listen starts the server on port and waits until it answers a query.
+func (p *Postgres) listen(ctx context.Context, acct Account, port int, extra []string) error {
+	args := []string{"-D", p.DataDir, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories=" + p.SocketDir}
+	args = append(args, extra...)
+	cmd := p.command(acct, nil, "postgres", args...)
+	logStart, _ := p.log.Seek(0, io.SeekEnd)
+	proc, err := StartProcess("postgres", cmd, acct)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	err = Poll(ctx, 25*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
+		return probePostgres(ctx, addr, PostgresUser, PostgresDatabase)
+	})
+	if err != nil {
+		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
+		tail := logTail(p.LogPath, logStart)
+		if strings.Contains(tail, "could not bind") || strings.Contains(tail, "already in use") {
+			return fmt.Errorf("postgres: port %d: %w: %s", port, errAddrInUse, tail)
+		}
+		return fmt.Errorf("postgres: start: %w: %s", err, tail)
+	}
+	p.proc = proc
+	p.Port = port
+	p.Addr = addr
+	p.DSN = fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", PostgresUser, addr, PostgresDatabase)
+	return nil
+}
+
+// run runs one of the cluster's short-lived programs to completion.
+func (p *Postgres) run(ctx context.Context, acct Account, stdin io.Reader, prog string, args ...string) error {
+	logStart, _ := p.log.Seek(0, io.SeekEnd)
+	proc, err := StartProcess(prog, p.command(acct, stdin, prog, args...), acct)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if err := proc.Wait(ctx); err != nil {
+		return fmt.Errorf("postgres: %w: %s", err, logTail(p.LogPath, logStart))
+	}
+	return nil
+}
+
+func (p *Postgres) command(acct Account, stdin io.Reader, prog string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(p.BinDir, prog), args...)
+	cmd.Dir = p.Dir
+	cmd.Stdin = stdin
+	cmd.Stdout = p.log
+	cmd.Stderr = p.log
+	// PG* variables of the caller (PGDATA, PGPORT, PGOPTIONS ...) must not leak into the
+	// throwaway cluster, and the server's user may not read the caller's HOME.
+	env := []string{"HOME=" + p.Dir, "LC_ALL=C"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "LC_") && !strings.HasPrefix(kv, "LANG") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	return cmd
+}
+
+// logTail returns the last lines of the log written since offset, on one line.
+func logTail(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "no log: " + err.Error()
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return "no log: " + err.Error()
+	}
+	var lines []string
+	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && l != "backend>" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 4 {
+		lines = lines[len(lines)-4:]
+	}
+	if len(lines) == 0 {
+		return "log " + path + " is empty"
+	}
+	return strings.Join(lines, " | ")
+}
+
+// Pid returns the process id of the postmaster.
+func (p *Postgres) Pid() int { return p.proc.Pid() }
+
+// Exited is closed when the postmaster has exited, whether by Stop or not.
+func (p *Postgres) Exited() <-chan struct{} { return p.proc.Exited() }
+
+// Stop shuts the server down (fast shutdown: SIGINT, then SIGKILL to its process group
+// after 15 s), then removes its temporary directory unless Keep was set. It may be called
+// more than once and concurrently, also from a signal handler's goroutine; every call
+// returns the first one's result after the server is gone. The error reports a server
+// that had died before Stop or had to be killed, and a directory that could not be
+// removed.
+func (p *Postgres) Stop() error {
+	p.stopOnce.Do(func() {
+		p.stopErr = p.proc.Stop(syscall.SIGINT, postgresStopGrace)
+		p.stopErr = errors.Join(p.stopErr, p.cleanup())
+	})
+	return p.stopErr
+}
+
+func (p *Postgres) cleanup() error {
+	var errs []error
+	if p.log != nil {
+		errs = append(errs, p.log.Close())
+	}
+	if !p.keep {
+		for _, dir := range []string{p.Dir, p.SocketDir} {
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, fmt.Errorf("postgres: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// probePostgres logs in over the PostgreSQL v3 protocol as user on db, expecting trust
+// authentication, runs "select 1" and says goodbye. A nil error means the server accepts
+// clients for real: it is not merely listening, not starting up or recovering.
+func probePostgres(ctx context.Context, addr, user, db string) error {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+
+	var params bytes.Buffer
+	for _, s := range []string{"user", user, "database", db, ""} {
+		params.WriteString(s)
+		params.WriteByte(0)
+	}
+	startup := binary.BigEndian.AppendUint32(nil, uint32(8+params.Len()))
+	startup = binary.BigEndian.AppendUint32(startup, 3<<16)
+	startup = append(startup, params.Bytes()...)
+	if _, err := c.Write(startup); err != nil {
+		return err
+	}
+	r := bufio.NewReader(c)
+	if err := readUntilReady(r); err != nil {
+		return err
+	}
+	query := append([]byte{'Q'}, binary.BigEndian.AppendUint32(nil, uint32(4+len("select 1")+1))...)
+	query = append(append(query, "select 1"...), 0)
+	if _, err := c.Write(query); err != nil {
+		return err
+	}
+	if err := readUntilReady(r); err != nil {
+		return err
+	}
+	_, _ = c.Write([]byte{'X', 0, 0, 0, 4})
+	return nil
+}
+
+// readUntilReady reads backend messages up to ReadyForQuery, failing on an ErrorResponse
+// or on an authentication request other than "ok" (trust).
+func readUntilReady(r *bufio.Reader) error {
+	var hdr [5]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return err
+		}
+		n := binary.BigEndian.Uint32(hdr[1:])
+		if n < 4 || n > 1<<20 {
+			return fmt.Errorf("bad message length %d", n)
+		}
+		body := make([]byte, n-4)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return err
+		}
+		switch hdr[0] {
+		case 'Z':
+			return nil
+		case 'E':
+			return errors.New(pgErrorText(body))
+		case 'R':
+			if len(body) < 4 || binary.BigEndian.Uint32(body) != 0 {
+				return errors.New("server asks for a password; expected trust authentication")
+			}
+		}
+	}
+}
+
+// pgErrorText renders an ErrorResponse's SQLSTATE and message fields.
+func pgErrorText(body []byte) string {
+	var code, msg string
+	for _, f := range bytes.Split(body, []byte{0}) {
+		if len(f) < 1 {
+			continue
+		}
+		switch f[0] {
+		case 'C':
+			code = string(f[1:])
+		case 'M':
+			msg = string(f[1:])
+		}
+	}
+	return fmt.Sprintf("server error %s: %s", code, msg)
+}

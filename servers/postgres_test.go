@@ -1,0 +1,414 @@
+package servers_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/servers/servertest"
+)
+
+func startPostgres(t *testing.T, opt servers.PostgresOptions) *servers.Postgres {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pg, err := servers.StartPostgres(ctx, opt)
+	servertest.SkipOrFail(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	return pg
+}
+
+// reachableDir returns a fresh directory the server's user can enter (t.TempDir's
+// parent is root-only).
+func reachableDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	for _, p := range []string{filepath.Dir(d), d} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func connect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+func setting(t *testing.T, c *pgx.Conn, name string) string {
+	t.Helper()
+	var v string
+	if err := c.QueryRow(context.Background(), "select current_setting($1)", name).Scan(&v); err != nil {
+		t.Fatalf("setting %s: %v", name, err)
+	}
+	return v
+}
+
+func TestPostgres(t *testing.T) {
+	pg := startPostgres(t, servers.PostgresOptions{})
+
+	t.Run("addresses", func(t *testing.T) {
+		if want := "127.0.0.1:" + strconv.Itoa(pg.Port); pg.Addr != want {
+			t.Errorf("Addr %s, want %s", pg.Addr, want)
+		}
+		if want := fmt.Sprintf("postgres://indoubt@127.0.0.1:%d/indoubt?sslmode=disable", pg.Port); pg.DSN != want {
+			t.Errorf("DSN %s, want %s", pg.DSN, want)
+		}
+		if _, err := os.Stat(filepath.Join(pg.SocketDir, ".s.PGSQL."+strconv.Itoa(pg.Port))); err != nil {
+			t.Errorf("unix socket: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(pg.BinDir, "postgres")); err != nil {
+			t.Errorf("BinDir: %v", err)
+		}
+		if pg.Version == "" || !strings.HasPrefix(pg.DataDir, pg.Dir) {
+			t.Errorf("Version %q, DataDir %s in Dir %s", pg.Version, pg.DataDir, pg.Dir)
+		}
+	})
+
+	t.Run("serves queries as indoubt on indoubt", func(t *testing.T) {
+		c := connect(t, pg.DSN)
+		var user, db, version string
+		if err := c.QueryRow(context.Background(),
+			"select current_user, current_database(), current_setting('server_version_num')").Scan(&user, &db, &version); err != nil {
+			t.Fatal(err)
+		}
+		if user != "indoubt" || db != "indoubt" {
+			t.Errorf("user %s, database %s, want indoubt, indoubt", user, db)
+		}
+		if !strings.HasPrefix(version, pg.Version) {
+			t.Errorf("server_version_num %s, Version %s", version, pg.Version)
+		}
+	})
+
+	t.Run("durability at defaults, room for clients", func(t *testing.T) {
+		c := connect(t, pg.DSN)
+		for name, want := range map[string]string{"fsync": "on", "synchronous_commit": "on", "max_connections": "200"} {
+			if got := setting(t, c, name); got != want {
+				t.Errorf("%s = %s, want %s", name, got, want)
+			}
+		}
+	})
+
+	t.Run("80 clients at once", func(t *testing.T) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 80)
+		conns := make(chan *pgx.Conn, 80)
+		for range 80 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				c, err := pgx.Connect(ctx, pg.DSN)
+				if err != nil {
+					errs <- err
+					return
+				}
+				conns <- c
+				var one int
+				if err := c.QueryRow(ctx, "select 1").Scan(&one); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		close(conns)
+		for c := range conns {
+			_ = c.Close(context.Background())
+		}
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+
+	t.Run("runs unprivileged in its own process group", func(t *testing.T) {
+		fi, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pg.Pid())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid := fi.Sys().(*syscall.Stat_t).Uid
+		if os.Geteuid() == 0 && uid == 0 {
+			t.Errorf("postgres runs as root")
+		}
+		if os.Geteuid() != 0 && uid != uint32(os.Geteuid()) {
+			t.Errorf("postgres runs as uid %d, want the caller's %d", uid, os.Geteuid())
+		}
+		if pgid, _ := syscall.Getpgid(pg.Pid()); pgid != pg.Pid() {
+			t.Errorf("process group %d, want its own %d", pgid, pg.Pid())
+		}
+	})
+
+	t.Run("log", func(t *testing.T) {
+		b, err := os.ReadFile(pg.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "ready to accept connections") {
+			t.Errorf("log %s lacks the ready line:\n%s", pg.LogPath, b)
+		}
+	})
+
+	t.Run("stop", func(t *testing.T) {
+		pid := pg.Pid()
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i := range errs {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = pg.Stop() }()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("stop %d: %v", i, err)
+			}
+		}
+		if err := pg.Stop(); err != nil {
+			t.Errorf("stop again: %v", err)
+		}
+		select {
+		case <-pg.Exited():
+		default:
+			t.Errorf("Exited not closed")
+		}
+		if alive(pid) {
+			t.Errorf("postmaster %d alive after Stop", pid)
+		}
+		if !eventually(func() bool { return len(groupAlive(pid)) == 0 }) {
+			t.Errorf("processes left in group %d: %v", pid, groupAlive(pid))
+		}
+		if c, err := net.DialTimeout("tcp", pg.Addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections", pg.Addr)
+		}
+		if _, err := os.Stat(pg.Dir); !os.IsNotExist(err) {
+			t.Errorf("dir %s: %v, want it removed", pg.Dir, err)
+		}
+	})
+}
+
+func TestPostgresTwoAtOnce(t *testing.T) {
+	parent := reachableDir(t)
+	logPath := filepath.Join(parent, "kept.log")
+	// Too long a path for a unix socket inside it: the socket goes elsewhere.
+	long := filepath.Join(parent, strings.Repeat("d", 90))
+	if err := os.Mkdir(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := []servers.PostgresOptions{
+		{Dir: long, Settings: map[string]string{"max_connections": "64", "work_mem": "8MB"}},
+		{Dir: parent, Keep: true, LogPath: logPath},
+	}
+	pgs := make([]*servers.Postgres, len(opts))
+	var wg sync.WaitGroup
+	for i, opt := range opts {
+		wg.Add(1)
+		go func() { defer wg.Done(); pgs[i] = startPostgres(t, opt) }()
+	}
+	wg.Wait()
+	if pgs[0] == nil || pgs[1] == nil {
+		t.FailNow()
+	}
+	if pgs[0].Port == pgs[1].Port {
+		t.Fatalf("both on port %d", pgs[0].Port)
+	}
+	c0, c1 := connect(t, pgs[0].DSN), connect(t, pgs[1].DSN)
+	if got := setting(t, c0, "max_connections"); got != "64" {
+		t.Errorf("max_connections %s, want the setting 64", got)
+	}
+	if got := setting(t, c0, "work_mem"); got != "8MB" {
+		t.Errorf("work_mem %s, want 8MB", got)
+	}
+	if got := setting(t, c1, "max_connections"); got != "200" {
+		t.Errorf("max_connections %s, want the default 200", got)
+	}
+	// The two are distinct clusters: a table made in one is absent from the other.
+	if _, err := c0.Exec(context.Background(), "create table only_here (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := c1.QueryRow(context.Background(), "select count(*) from pg_tables where tablename = 'only_here'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("table seen in the other server: n=%d err=%v", n, err)
+	}
+
+	sock := filepath.Join(pgs[0].SocketDir, ".s.PGSQL."+strconv.Itoa(pgs[0].Port))
+	if _, err := os.Stat(sock); err != nil || strings.HasPrefix(sock, long) {
+		t.Errorf("socket %s: %v; want it outside the long Dir", sock, err)
+	}
+	_ = c0.Close(context.Background())
+	if err := pgs[0].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{pgs[0].Dir, pgs[0].SocketDir} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s: %v, want it removed", d, err)
+		}
+	}
+
+	if pgs[1].LogPath != logPath || !strings.HasPrefix(pgs[1].Dir, parent) {
+		t.Errorf("LogPath %s, Dir %s; want %s and a dir in %s", pgs[1].LogPath, pgs[1].Dir, logPath, parent)
+	}
+	_ = c1.Close(context.Background())
+	if err := pgs[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(pgs[1].DataDir, "PG_VERSION")); err != nil {
+		t.Errorf("Keep: data dir gone: %v", err)
+	}
+	if b, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(b), "database system is shut down") {
+		t.Errorf("log %s after stop: %v\n%s", logPath, err, b)
+	}
+}
+
+// leftovers lists what is left in dir, and the live processes whose command line
+// mentions it.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	var left []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !alive(pid) {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), dir) {
+			left = append(left, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+		}
+	}
+	return left
+}
+
+func TestPostgresFailedStartLeavesNothing(t *testing.T) {
+	if _, err := servers.FindPostgres(); err != nil {
+		servertest.SkipOrFail(t, err)
+		t.Fatal(err)
+	}
+	t.Run("bad setting value", func(t *testing.T) {
+		dir := reachableDir(t)
+		_, err := servers.StartPostgres(context.Background(), servers.PostgresOptions{Dir: dir,
+			Settings: map[string]string{"max_connections": "many"}})
+		if err == nil || !strings.Contains(err.Error(), "max_connections") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("got %q, want one line quoting the server's complaint", err)
+		}
+		if left := leftovers(t, dir); len(left) > 0 {
+			t.Errorf("left behind: %v", left)
+		}
+	})
+	t.Run("cancelled during initdb", func(t *testing.T) {
+		dir := reachableDir(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		defer cancel()
+		_, err := servers.StartPostgres(ctx, servers.PostgresOptions{Dir: dir})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v, want a deadline error", err)
+		}
+		if left := leftovers(t, dir); len(left) > 0 {
+			t.Errorf("left behind: %v", left)
+		}
+	})
+	t.Run("parent the server user cannot enter", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("only root runs servers as another user")
+		}
+		dir := t.TempDir() // its parent is 0700 root
+		_, err := servers.StartPostgres(context.Background(), servers.PostgresOptions{Dir: dir})
+		if err == nil || !strings.Contains(err.Error(), "not reachable") {
+			t.Errorf("got %v, want a not-reachable error", err)
+		}
+	})
+}
+
+func TestPostgresNotInstalled(t *testing.T) {
+	t.Setenv("INDOUBT_PG_BIN", "/nonexistent")
+	t.Setenv("PATH", t.TempDir())
+	_, err := servers.StartPostgres(context.Background(), servers.PostgresOptions{})
+	if !errors.Is(err, servers.ErrNotInstalled) {
+		t.Fatalf("got %v, want ErrNotInstalled", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "Debian package postgresql") {
+		t.Errorf("message %q: want one line naming the package", msg)
+	}
+}
+
+// TestPostgresDiesWithHarness runs StartPostgres in a child test process, kills that
+// process with SIGKILL (no chance to Stop), and expects the server to die with it.
+func TestPostgresDiesWithHarness(t *testing.T) {
+	if dir := os.Getenv("INDOUBT_TEST_ORPHAN_DIR"); dir != "" {
+		pg, err := servers.StartPostgres(context.Background(), servers.PostgresOptions{Dir: dir})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println(pg.Pid(), pg.Addr)
+		time.Sleep(time.Minute)
+		os.Exit(1)
+	}
+	if _, err := servers.FindPostgres(); err != nil {
+		servertest.SkipOrFail(t, err)
+		t.Fatal(err)
+	}
+	dir := reachableDir(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresDiesWithHarness$")
+	cmd.Env = append(os.Environ(), "INDOUBT_TEST_ORPHAN_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	var pid int
+	var addr string
+	if _, err := fmt.Sscan(line, &pid, &addr); err != nil {
+		t.Fatalf("child said %q", line)
+	}
+	defer func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }()
+	if !alive(pid) {
+		t.Fatalf("postmaster %d not running", pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !eventually(func() bool { return len(groupAlive(pid)) == 0 }) {
+		t.Errorf("server processes outlived the harness: %v", groupAlive(pid))
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections", addr)
+	}
+}
