@@ -1,0 +1,65 @@
+package checker
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/indoubt/indoubt/histories"
+)
+
+// Options tune Check. The zero value checks with the model and parameters the history's
+// header names, without a time limit.
+type Options struct {
+	// Model overrides the header's model: budget, register, cas-register, counter.
+	Model string
+	// Budget overrides the header's params.budget (budget model).
+	Budget *int64
+	// Initial overrides the header's params.initial (register models; nil = absent).
+	Initial *int64
+	// Timeout bounds a search checker; when it runs out the verdict is Unknown.
+	Timeout time.Duration
+	// VisualizePath, when set, receives porcupine's HTML visualization (register models).
+	VisualizePath string
+}
+
+// Models lists the models Check knows.
+var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter"}
+
+// Check chooses the checker for the history's model and runs it. The error means the
+// history cannot be checked (no model, missing parameters, not a history of that model);
+// an invalid history is a Result.
+func Check(h *histories.Header, ops []histories.Op, opt Options) (Result, error) {
+	model := opt.Model
+	if model == "" && h != nil {
+		model = h.Model
+	}
+	switch model {
+	case "":
+		return Result{}, fmt.Errorf("the history names no model: give --model (%v)", Models)
+	case "budget":
+		var b int64
+		if opt.Budget != nil {
+			b = *opt.Budget
+		} else {
+			var err error
+			if b, err = BudgetFromHeader(h); err != nil {
+				return Result{}, fmt.Errorf("%v (or give --budget)", err)
+			}
+		}
+		return CheckBudget(ops, b)
+	case RegisterModel, CASRegisterModel:
+		initial := opt.Initial
+		if initial == nil && h != nil {
+			if raw, ok := h.Params["initial"]; ok && string(raw) != "null" {
+				var v int64
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return Result{}, fmt.Errorf("header params.initial %s: %v", raw, err)
+				}
+				initial = &v
+			}
+		}
+		return CheckRegister(ops, RegisterOptions{Model: model, Initial: initial, Timeout: opt.Timeout, VisualizePath: opt.VisualizePath})
+	}
+	return Result{}, fmt.Errorf("unknown model %q (want one of %v)", model, Models)
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/histories"
+)
+
+const checkHelp = `indoubt check: re-check a recorded history and print the verdict.
+
+indoubt's own histories (history.jsonl of a run directory) name their workload, model
+and parameters in their header, so they need no flags. Public Jepsen histories need
+--format and --model.
+
+Usage: indoubt check [flags] FILE
+
+Examples:
+  indoubt check runs/20261130-120000.000-budget-postgres/history.jsonl
+  indoubt check --format jepsen-log --model cas-register etcd_000.log
+  indoubt check --format jepsen-edn --model cas-register --initial 0 history.edn
+
+Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time), 3 could not read
+the history.
+`
+
+func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("check", checkHelp, stdout)
+	var (
+		format  = fs.String("format", "indoubt", "history format: indoubt (JSONL), jepsen-edn, jepsen-log")
+		model   = fs.String("model", "", "model, overriding the header: "+strings.Join(checker.Models, ", "))
+		initial = fs.String("initial", "", "register models: initial value of every register (default: absent)")
+		budget  = fs.String("budget", "", "budget model: initial balance, overriding the header")
+		timeout = fs.Duration("timeout", 0, "longest the search may take; then the verdict is unknown (default: none)")
+		partial = fs.Bool("partial", false, "indoubt format: accept a history cut short by a crash (drop a truncated last line)")
+		viz     = fs.String("html", "", "register models: write porcupine's visualization to this file")
+		jsonOut = fs.Bool("json", false, "print the result as JSON")
+	)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("check: want one history file (see indoubt check --help)")
+	}
+	path := fs.Arg(0)
+	var opt checker.Options
+	opt.Model, opt.Timeout, opt.VisualizePath = *model, *timeout, *viz
+	if *initial != "" && *initial != "absent" && *initial != "nil" {
+		v, err := strconv.ParseInt(*initial, 10, 64)
+		if err != nil {
+			return fmt.Errorf("check: --initial %q is not an integer", *initial)
+		}
+		opt.Initial = &v
+	}
+	if *budget != "" {
+		v, err := strconv.ParseInt(*budget, 10, 64)
+		if err != nil || v < 0 {
+			return fmt.Errorf("check: --budget %q is not a non-negative integer", *budget)
+		}
+		opt.Budget = &v
+	}
+
+	var h *histories.Header
+	var ops []histories.Op
+	switch *format {
+	case "indoubt":
+		var err error
+		if h, ops, err = histories.ReadFile(path, *partial); err != nil {
+			return err
+		}
+	case "jepsen-edn", "jepsen-log":
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("open history: %w", err)
+		}
+		defer f.Close()
+		if *format == "jepsen-edn" {
+			ops, err = histories.ReadJepsenEDN(f, path)
+		} else {
+			ops, err = histories.ReadJepsenLog(f, path)
+		}
+		if err != nil {
+			return err
+		}
+		if opt.Model == "" {
+			return fmt.Errorf("check: Jepsen histories name no model: give --model register or --model cas-register")
+		}
+	default:
+		return fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn or jepsen-log)", *format)
+	}
+	res, err := checker.Check(h, ops, opt)
+	if err != nil {
+		return fmt.Errorf("check %s: %v", path, err)
+	}
+	if *jsonOut {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		fmt.Fprintf(stdout, "%s: %s (%s): %s\n", path, res.Verdict, res.Checker, res.Summary)
+		for i, a := range res.Anomalies {
+			if i == 20 {
+				fmt.Fprintf(stdout, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
+				break
+			}
+			fmt.Fprintf(stdout, "  %s: %s\n", a.Kind, a.Explanation)
+		}
+	}
+	if code := res.Verdict.ExitCode(); code != 0 {
+		return verdictExit{code}
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+// Command indoubt makes ambiguous commits happen on demand and proves what a database
+// and its clients did about them.
+//
+//	indoubt run      run a workload against a database (launched locally or --dsn)
+//	indoubt check    re-check a recorded history (indoubt JSONL, Jepsen EDN or log)
+//	indoubt proxy    the commit-aware fault proxy in front of any application
+//
+// Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// Exit codes of every subcommand.
+const (
+	exitValid    = 0
+	exitInvalid  = 1
+	exitUnknown  = 2
+	exitCouldNot = 3
+)
+
+// verdictExit carries a verdict's exit code out of a subcommand that already printed
+// its result.
+type verdictExit struct{ code int }
+
+func (v verdictExit) Error() string { return fmt.Sprintf("exit %d", v.code) }
+
+func exitCode(err error, stderr io.Writer) int {
+	var v verdictExit
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitValid
+	case errors.As(err, &v):
+		return v.code
+	}
+	fmt.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
+	return exitCouldNot
+}
+
+// oneLine folds a multi-line error into one line.
+func oneLine(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		if r == '\n' || r == '\r' {
+			r = ' '
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run a workload against a database and check its history", runCommand},
+		{"check", "re-check a recorded history file", checkCommand},
+		{"proxy", "the commit-aware fault proxy in front of any application", proxyCommand},
+	}
+}
+
+const usage = `indoubt makes ambiguous commits happen on demand and proves what a database and
+its clients did about them.
+
+Usage: indoubt COMMAND [flags]
+
+Commands:
+%s
+Run 'indoubt COMMAND --help' for a command's flags.
+
+Example:
+  indoubt run                                     # budget scenario on a local PostgreSQL
+  indoubt run --fault commit-cut:0.2 --retry naive
+  indoubt check runs/<run>/history.jsonl
+
+Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time), 3 could not run.
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var list string
+	for _, c := range commands() {
+		list += fmt.Sprintf("  %-8s %s\n", c.name, c.summary)
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintf(stdout, usage, list)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	return fmt.Errorf("unknown command %q (want run, check or proxy; see indoubt --help)", args[0])
+}
+
+// newFlags returns a flag set that reports errors as values and prints its help, with
+// the command's description and example, to stdout on --help.
+func newFlags(name, description string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprint(stdout, description)
+		fmt.Fprintln(stdout, "\nFlags:")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into one-line errors and --help into
+// flag.ErrHelp after printing the help.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %v", fs.Name(), err)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/report"
+	"github.com/indoubt/indoubt/runner"
+)
+
+const runHelp = `indoubt run: run a workload against a database, record every operation in a
+history, check it, and report what correctness cost.
+
+Without --dsn it launches a throwaway local server (PostgreSQL from the installed
+binaries) and stops it afterwards. With --fault it puts the commit-aware proxy in front.
+Each run writes a directory under --out: config.json, history.jsonl, faults.jsonl,
+results.json, report.html, and the launched server's log.
+
+Usage: indoubt run [flags]
+
+Examples:
+  indoubt run                                   # budget 1000, 16 workers x 100 attempts, local PostgreSQL
+  indoubt run --time 30s --workers 32
+  indoubt run --fault commit-cut:0.2 --retry naive        # exits 1: double-applied decrements
+  indoubt run --fault commit-cut:0.2 --retry idempotent   # exits 0: reconciles exactly
+  indoubt run --dsn postgres://user@db:5432/app --json > results.json
+
+Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run.
+`
+
+// multiFlag collects a repeatable flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", runHelp, stdout)
+	var (
+		cfg      runner.Config
+		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
+		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
+		retry    = fs.String("retry", "none", "retry policy: none, conflict, naive, idempotent, driver")
+		jsonOut  = fs.Bool("json", false, "print results.json to stdout (the summary goes to stderr)")
+		faults   multiFlag
+		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
+		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
+	)
+	fs.StringVar(&cfg.Store, "store", "postgres", "store: postgres")
+	fs.StringVar(&cfg.DSN, "dsn", "", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db)")
+	fs.StringVar(&cfg.Workload, "workload", "budget", "workload: budget")
+	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
+	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
+	fs.StringVar(&cfg.Out, "out", "runs", "parent directory of run directories")
+	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction")
+	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
+	fs.Var(&faults, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...")
+	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("run: unexpected argument %q", fs.Arg(0))
+	}
+	pol, err := runner.ParsePolicy(*retry)
+	if err != nil {
+		return fmt.Errorf("run: %v", err)
+	}
+	cfg.Retry = pol
+	cfg.Faults = faults
+	cfg.CheckTimeout = *checkTO
+	if *timeFlag < 0 {
+		return fmt.Errorf("run: --time must be positive")
+	}
+	if *timeFlag > 0 {
+		cfg.Duration, cfg.Ops = *timeFlag, 0
+	}
+	if cfg.Budget < 0 {
+		return fmt.Errorf("run: --budget must not be negative")
+	}
+	counts, err := parseCounts(*workers)
+	if err != nil {
+		return fmt.Errorf("run: --workers: %v", err)
+	}
+	if !*quiet {
+		cfg.Progress = stderr
+	}
+	human := stdout
+	if *jsonOut {
+		human = stderr
+	}
+
+	var all []*report.Results
+	for _, n := range counts {
+		c := cfg
+		c.Workers = n
+		res, err := runner.Run(ctx, c)
+		if err != nil {
+			return err
+		}
+		all = append(all, res)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(all) == 1 {
+		report.WriteSummary(human, all[0])
+	} else {
+		report.WriteTable(human, all)
+		path, err := writeSummary(cfg.Out, all)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(human, "summary: %s\n", path)
+	}
+	if *jsonOut {
+		var v any = all[0]
+		if len(all) > 1 {
+			v = all
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+	}
+	return verdictOf(all)
+}
+
+// verdictOf turns the worst verdict of the runs into the exit code.
+func verdictOf(all []*report.Results) error {
+	worst := checker.Valid
+	for _, r := range all {
+		if r.Verdict == checker.Invalid || (r.Verdict == checker.Unknown && worst == checker.Valid) {
+			worst = r.Verdict
+		}
+	}
+	if code := worst.ExitCode(); code != 0 {
+		return verdictExit{code}
+	}
+	return nil
+}
+
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > 4096 {
+			return nil, fmt.Errorf("%q is not a worker count from 1 to 4096", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Summary is summary.json: the runs one command made.
+type Summary struct {
+	Runs []SummaryRow `json:"runs"`
+}
+
+// SummaryRow names one run and its headline figures.
+type SummaryRow struct {
+	RunDir     string          `json:"run_dir"`
+	Store      string          `json:"store"`
+	Workload   string          `json:"workload"`
+	Workers    int             `json:"workers"`
+	Verdict    checker.Verdict `json:"verdict"`
+	Throughput float64         `json:"throughput"`
+}
+
+func writeSummary(out string, all []*report.Results) (string, error) {
+	var s Summary
+	for _, r := range all {
+		s.Runs = append(s.Runs, SummaryRow{RunDir: r.RunDir, Store: r.Store, Workload: r.Workload, Workers: r.Workers, Verdict: r.Verdict, Throughput: r.Throughput})
+	}
+	path := filepath.Join(out, "summary-"+time.Now().Format("20060102-150405.000")+".json")
+	b, _ := json.MarshalIndent(s, "", "  ")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write summary: %v", err)
+	}
+	return path, nil
+}

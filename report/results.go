@@ -1,0 +1,114 @@
+// Package report renders a run's results: results.json, the one-screen summary, the
+// stand's multi-store table, report.html and junit.xml.
+package report
+
+import (
+	"time"
+
+	"github.com/indoubt/indoubt/checker"
+)
+
+// Results is results.json: everything a person or a CI job needs to judge a run.
+type Results struct {
+	Verdict     checker.Verdict `json:"verdict"`
+	Summary     string          `json:"summary"`
+	Workload    string          `json:"workload"`
+	Store       string          `json:"store"`
+	Mechanism   string          `json:"mechanism"`
+	Retry       string          `json:"retry"`
+	Seed        int64           `json:"seed"`
+	Workers     int             `json:"workers"`
+	Interrupted bool            `json:"interrupted"`
+	StartedAt   time.Time       `json:"started_at"`
+	DurationS   float64         `json:"duration_s"`
+	Ops         OpCounts        `json:"ops"`
+	// Throughput is completed operations (ok, fail and info) per second of the run.
+	Throughput float64 `json:"throughput"`
+	// PerSecond is completed operations in each second of the run.
+	PerSecond []int64     `json:"per_second"`
+	LatencyMs Latency     `json:"latency_ms"`
+	Retries   RetryCounts `json:"retries"`
+	// Conflicts counts compare-and-set rounds lost inside store mechanisms (LWT loops).
+	Conflicts int64             `json:"conflicts"`
+	Errors    map[string]int64  `json:"errors"`
+	Faults    FaultCounts       `json:"faults"`
+	Anomalies []checker.Anomaly `json:"anomalies"`
+	// Evidence joins the proxy's ground truth to operations; never fed to the checker.
+	Evidence *Evidence `json:"evidence,omitempty"`
+	Final    any       `json:"final"`
+	RunDir   string    `json:"run_dir"`
+	Server   string    `json:"server"`
+	Proxied  bool      `json:"proxied"`
+}
+
+// OpCounts counts logical operations by how they ended. Final reads are included.
+type OpCounts struct {
+	Invoked int64 `json:"invoked"`
+	OK      int64 `json:"ok"`
+	Fail    int64 `json:"fail"`
+	Info    int64 `json:"info"`
+}
+
+// Latency holds percentiles of operation latency, invocation to completion, retries
+// included, in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// RetryCounts accounts retries (attempts beyond the first) per outcome and per reason,
+// never as one mixed total alone.
+type RetryCounts struct {
+	Total     int64            `json:"total"`
+	ByReason  map[string]int64 `json:"by_reason"`
+	ByOutcome RetryOutcomes    `json:"by_outcome"`
+}
+
+// RetryOutcomes splits retries by how their operation ended; Deadline counts the
+// retries of operations that the run's deadline cut off, apart from the failures.
+type RetryOutcomes struct {
+	OK       int64 `json:"ok"`
+	Fail     int64 `json:"fail"`
+	Info     int64 `json:"info"`
+	Deadline int64 `json:"deadline"`
+}
+
+// FaultCounts counts what the proxy did, by kind and by ground truth.
+type FaultCounts struct {
+	Schedule []string         `json:"schedule"`
+	ByKind   map[string]int64 `json:"by_kind"`
+	ByTruth  map[string]int64 `json:"by_truth"`
+}
+
+// Evidence is the proxy's ground truth joined to the operations it hit. It is gathered
+// beside the history and never fed to the checker; it confirms or contradicts what the
+// checker inferred.
+type Evidence struct {
+	// Events counts the proxy's fault events; Joined those matched to an operation.
+	Events int64 `json:"events"`
+	Joined int64 `json:"joined"`
+	// Ambiguous lists, per operation a fault hit, what the proxy did to it.
+	Ambiguous []AmbiguousOp `json:"ambiguous"`
+	// AppliedTwice lists operations the ground truth proves took effect more than once:
+	// an attempt the proxy cut after commit, and a later attempt that applied again.
+	AppliedTwice []AmbiguousOp `json:"applied_twice"`
+	// Disagreements say where the checker's inference and the ground truth differ.
+	Disagreements []string `json:"disagreements"`
+}
+
+// AmbiguousOp is one operation a fault hit.
+type AmbiguousOp struct {
+	OpID    string `json:"op_id"`
+	Process int    `json:"process"`
+	// Invoke is the history index of the operation's invocation.
+	Invoke int64 `json:"invoke"`
+	// Completion is the history type the operation ended with: ok, fail or info.
+	Completion string `json:"completion"`
+	Conn       string `json:"conn"`
+	Fault      string `json:"fault"`
+	Truth      string `json:"truth"`
+	// Sentence says it in words.
+	Sentence string `json:"sentence"`
+}

@@ -1,0 +1,543 @@
+// Package runner runs one workload against one store: it launches or dials the server,
+// puts the fault proxy in front when faults are asked for, drives the workers under a
+// retry policy, records every attempt's outcome in the history, reads the final state,
+// checks the history and writes the run directory.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/report"
+	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads"
+)
+
+// Config is one run.
+type Config struct {
+	Workload  string        `json:"workload"`
+	Store     string        `json:"store"`
+	DSN       string        `json:"dsn,omitempty"`
+	Workers   int           `json:"workers"`
+	Ops       int           `json:"ops_per_worker"`
+	Duration  time.Duration `json:"duration"`
+	Seed      int64         `json:"seed"`
+	Out       string        `json:"out"`
+	Retry     Policy        `json:"retry"`
+	Mechanism string        `json:"mechanism,omitempty"`
+	Budget    int64         `json:"budget,omitempty"`
+	// Faults is the fault schedule, one NAME[:P][@START-END] per entry.
+	Faults []string `json:"faults,omitempty"`
+	// Proxy is auto (through the proxy when faults are asked for), on or off.
+	Proxy string `json:"proxy"`
+	// Progress receives human-readable progress lines; nil for none.
+	Progress io.Writer `json:"-"`
+	// CheckTimeout bounds a search checker; 0 means a minute.
+	CheckTimeout time.Duration `json:"check_timeout"`
+}
+
+// ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
+// configuration, an unreachable server, a run directory that cannot be written.
+var ErrCouldNotRun = errors.New("could not run")
+
+func couldNotRun(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrCouldNotRun, fmt.Errorf(format, a...))
+}
+
+func (c *Config) defaults() error {
+	if c.Workload == "" {
+		c.Workload = "budget"
+	}
+	if c.Store == "" {
+		c.Store = "postgres"
+	}
+	if c.Workers <= 0 {
+		return couldNotRun("--workers must be at least 1")
+	}
+	if c.Ops < 0 || c.Duration < 0 {
+		return couldNotRun("--ops and --time must not be negative")
+	}
+	if c.Ops == 0 && c.Duration == 0 {
+		return couldNotRun("give --ops or --time")
+	}
+	if c.Out == "" {
+		c.Out = "runs"
+	}
+	if c.Retry.Name == "" {
+		p, _ := ParsePolicy("none")
+		c.Retry = p
+	}
+	if c.Proxy == "" {
+		c.Proxy = "auto"
+	}
+	if c.CheckTimeout == 0 {
+		c.CheckTimeout = time.Minute
+	}
+	return nil
+}
+
+// Run performs one run and returns its results. The error wraps ErrCouldNotRun when no
+// verdict could be reached; an invalid history is a verdict, not an error. When ctx is
+// cancelled mid-run, the workers stop, what was recorded is checked, and the results are
+// marked interrupted.
+func Run(ctx context.Context, cfg Config) (*report.Results, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	b, ok := lookupBackend(cfg.Store)
+	if !ok {
+		return nil, couldNotRun("unknown store %q (want one of %s)", cfg.Store, backendNames())
+	}
+	start := time.Now()
+	name := fmt.Sprintf("%s-%s-%s", start.Format("20060102-150405.000"), cfg.Workload, cfg.Store)
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, couldNotRun("create %s: %v", cfg.Out, err)
+	}
+	partial := filepath.Join(cfg.Out, "."+name+".partial")
+	final := filepath.Join(cfg.Out, name)
+	if err := os.Mkdir(partial, 0o755); err != nil {
+		return nil, couldNotRun("create run directory: %v", err)
+	}
+	res, err := runIn(ctx, cfg, b, partial)
+	if err != nil {
+		os.RemoveAll(partial)
+		return nil, err
+	}
+	res.RunDir = final
+	if err := writeJSON(filepath.Join(partial, "results.json"), res); err != nil {
+		os.RemoveAll(partial)
+		return nil, couldNotRun("write results: %v", err)
+	}
+	if err := report.WriteHTML(filepath.Join(partial, "report.html"), res); err != nil {
+		os.RemoveAll(partial)
+		return nil, couldNotRun("write report: %v", err)
+	}
+	if err := os.Rename(partial, final); err != nil {
+		return nil, couldNotRun("publish run directory: %v", err)
+	}
+	return res, nil
+}
+
+func (c Config) progressf(format string, a ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, format+"\n", a...)
+	}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// runIn does the run with dir as its (not yet published) run directory.
+func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Results, error) {
+	red := cfg
+	red.DSN = redactDSN(cfg.DSN)
+	if err := writeJSON(filepath.Join(dir, "config.json"), red); err != nil {
+		return nil, couldNotRun("write config: %v", err)
+	}
+
+	// The server: dial --dsn, or launch a throwaway one.
+	dsn := cfg.DSN
+	serverDesc := "external"
+	if dsn == "" {
+		cfg.progressf("launching a local %s ...", b.name)
+		srv, err := b.launch(ctx, dir)
+		if err != nil {
+			return nil, couldNotRun("%v", err)
+		}
+		defer srv.stop()
+		dsn = srv.dsn
+		serverDesc = "launched " + srv.desc
+	}
+
+	// The proxy, when faults are asked for (or forced on).
+	proxied := cfg.Proxy == "on" || (cfg.Proxy == "auto" && len(cfg.Faults) > 0)
+	if cfg.Proxy != "auto" && cfg.Proxy != "on" && cfg.Proxy != "off" {
+		return nil, couldNotRun("--proxy must be auto, on or off")
+	}
+	if !proxied && len(cfg.Faults) > 0 {
+		return nil, couldNotRun("faults need the proxy: drop --proxy off")
+	}
+	var nem *nemesis
+	if proxied {
+		n, pdsn, err := startNemesis(ctx, cfg, b, dsn, dir)
+		if err != nil {
+			return nil, couldNotRun("%v", err)
+		}
+		defer n.close()
+		nem = n
+		dsn = pdsn
+	}
+
+	wl, closeStore, err := b.open(ctx, cfg, dsn)
+	if err != nil {
+		return nil, couldNotRun("%v", err)
+	}
+	defer closeStore()
+	if err := wl.Setup(ctx); err != nil {
+		return nil, couldNotRun("set up %s on %s: %v", cfg.Workload, cfg.Store, err)
+	}
+
+	hdr := histories.Header{
+		Workload: wl.Name(), Model: wl.Model(), Store: cfg.Store, Seed: cfg.Seed, Params: wl.Params(),
+	}
+	hw, err := histories.Create(filepath.Join(dir, "history.jsonl"), hdr)
+	if err != nil {
+		return nil, couldNotRun("%v", err)
+	}
+	defer hw.Close()
+
+	r := &run{cfg: cfg, wl: wl, hw: hw, start: time.Now(), lat: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
+	r.retries.ByReason = map[string]int64{}
+	r.errors = map[string]int64{}
+	if nem != nil {
+		nem.begin(r)
+	}
+	interrupted, err := r.drive(ctx)
+	if nem != nil {
+		nem.end()
+	}
+	if err != nil {
+		return nil, couldNotRun("%v", err)
+	}
+	elapsed := time.Since(r.start)
+
+	// Final reads run on a fresh context: an interrupted run is still reconciled.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.finalReads(fctx); err != nil {
+		return nil, couldNotRun("final read: %v", err)
+	}
+	if err := hw.Close(); err != nil {
+		return nil, couldNotRun("%v", err)
+	}
+
+	h, ops, err := histories.ReadFile(filepath.Join(dir, "history.jsonl"), false)
+	if err != nil {
+		return nil, couldNotRun("reread history: %v", err)
+	}
+	vizPath := ""
+	if wl.Model() == checker.RegisterModel || wl.Model() == checker.CASRegisterModel {
+		vizPath = filepath.Join(dir, "linearizability.html")
+	}
+	verdict, err := checker.Check(h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
+	if err != nil {
+		return nil, couldNotRun("check: %v", err)
+	}
+
+	res := &report.Results{
+		Verdict: verdict.Verdict, Summary: verdict.Summary,
+		Workload: wl.Name(), Store: cfg.Store, Mechanism: wl.Mechanism(), Retry: cfg.Retry.Name,
+		Seed: cfg.Seed, Workers: cfg.Workers, Interrupted: interrupted,
+		StartedAt: r.startWall(), DurationS: elapsed.Seconds(),
+		Retries: r.retries, Conflicts: r.conflicts, Errors: r.errors,
+		Anomalies: verdict.Anomalies, Final: wl.Summary(ops), Server: serverDesc, Proxied: proxied,
+		Faults: report.FaultCounts{Schedule: cfg.Faults, ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
+	}
+	if res.Anomalies == nil {
+		res.Anomalies = []checker.Anomaly{}
+	}
+	res.Ops = countOps(ops)
+	completed := r.completed
+	if elapsed > 0 {
+		res.Throughput = float64(completed) / elapsed.Seconds()
+	}
+	res.PerSecond = r.perSecond
+	res.LatencyMs = report.Latency{
+		P50: ms(r.lat.ValueAtQuantile(50)), P95: ms(r.lat.ValueAtQuantile(95)),
+		P99: ms(r.lat.ValueAtQuantile(99)), Max: ms(r.lat.Max()),
+	}
+	if nem != nil {
+		nem.account(res, ops)
+	}
+	return res, nil
+}
+
+func ms(us int64) float64 { return math.Round(float64(us)/10) / 100 }
+
+func countOps(ops []histories.Op) report.OpCounts {
+	var c report.OpCounts
+	for _, op := range ops {
+		if !op.IsClient() {
+			continue
+		}
+		switch op.Type {
+		case histories.Invoke:
+			c.Invoked++
+		case histories.OK:
+			c.OK++
+		case histories.Fail:
+			c.Fail++
+		case histories.Info:
+			c.Info++
+		}
+	}
+	return c
+}
+
+// run is the state of one run while workers drive it.
+type run struct {
+	cfg   Config
+	wl    workloads.Workload
+	hw    *histories.Writer
+	start time.Time
+
+	mu        sync.Mutex
+	lat       *hdrhistogram.Histogram
+	retries   report.RetryCounts
+	conflicts int64
+	errors    map[string]int64
+	completed int64
+	perSecond []int64
+	nextProc  int
+	attempts  []attemptSpan
+}
+
+// attemptSpan is one attempt that ended in an error, kept to join proxy fault events
+// to the operation whose connection they cut.
+type attemptSpan struct {
+	OpID     string
+	Process  int
+	Invoke   int64 // history index of the invocation
+	Conn     string
+	From, To int64 // monotonic ns since start
+	Class    stores.Class
+	Err      string
+}
+
+func (r *run) startWall() time.Time { return r.start.UTC() }
+
+func (r *run) now() int64 { return int64(time.Since(r.start)) }
+
+// drive runs the workers until each has done its operations or the deadline passes.
+// It reports whether ctx ended the run early.
+func (r *run) drive(ctx context.Context) (bool, error) {
+	var deadline time.Time
+	if r.cfg.Duration > 0 {
+		deadline = r.start.Add(r.cfg.Duration)
+	}
+	workers := make([]workloads.Worker, r.cfg.Workers)
+	for i := range workers {
+		w, err := r.wl.Worker(ctx, i)
+		if err != nil {
+			for _, o := range workers[:i] {
+				o.Close()
+			}
+			return false, fmt.Errorf("open session %d: %w", i, err)
+		}
+		workers[i] = w
+	}
+	r.nextProc = r.cfg.Workers
+	var wg sync.WaitGroup
+	errc := make(chan error, len(workers))
+	for i, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.Close()
+			rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(i)+1))
+			if err := r.work(ctx, i, w, rng, deadline); err != nil {
+				errc <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return false, err
+	}
+	return ctx.Err() != nil, nil
+}
+
+// work is one worker's loop.
+func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Rand, deadline time.Time) error {
+	process := id
+	for i := 0; r.cfg.Ops == 0 || i < r.cfg.Ops; i++ {
+		if ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline)) {
+			return nil
+		}
+		call := w.Next(rng)
+		opID := fmt.Sprintf("%d-%d", id, i)
+		t0 := time.Now()
+		inv, err := r.hw.Write(histories.Op{
+			Time: r.now(), Process: process, Type: histories.Invoke, F: call.F, Key: call.Key,
+			Value: histories.Value(call.Value), OpID: opID, Conn: w.Conn(),
+		})
+		if err != nil {
+			return err
+		}
+		comp, retried := r.attempt(ctx, w, call, opID, process, inv, rng, deadline)
+		comp.Time = r.now()
+		comp.Process = process
+		comp.F, comp.Key, comp.OpID = call.F, call.Key, opID
+		if _, err := r.hw.Write(comp); err != nil {
+			return err
+		}
+		r.account(comp, retried, time.Since(t0))
+		if comp.Type == histories.Info {
+			// Jepsen's rule: a process whose operation is open never invokes again.
+			r.mu.Lock()
+			process = r.nextProc
+			r.nextProc++
+			r.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// outcome of the retry loop beyond the completion event itself.
+type retried struct {
+	retries   int
+	reasons   []string
+	deadline  bool
+	conflicts int
+	errReason string
+}
+
+// attempt runs one logical operation under the retry policy and returns its completion.
+func (r *run) attempt(ctx context.Context, w workloads.Worker, call workloads.Call, opID string, process int, inv int64, rng *rand.Rand, deadline time.Time) (histories.Op, retried) {
+	pol := r.cfg.Retry
+	req := workloads.Request{OpID: opID, Idempotent: pol.Idempotent()}
+	var rt retried
+	maybeApplied := false
+	var conns []string
+	for n := 1; ; n++ {
+		from := r.now()
+		reply, err := w.Do(ctx, call, req)
+		conn := w.Conn()
+		if len(conns) == 0 || conns[len(conns)-1] != conn {
+			conns = append(conns, conn)
+		}
+		rt.conflicts += reply.Conflicts
+		class := stores.Classify(err)
+		if err == nil {
+			return histories.Op{Type: histories.OK, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
+		}
+		reason := stores.Reason(err)
+		if class == stores.ClassUnknown {
+			maybeApplied = true
+		}
+		r.mu.Lock()
+		r.attempts = append(r.attempts, attemptSpan{OpID: opID, Process: process, Invoke: inv, Conn: conn, From: from, To: r.now(), Class: class, Err: err.Error()})
+		r.mu.Unlock()
+		stop := !pol.retries(class) || n >= pol.MaxAttempts || ctx.Err() != nil
+		if !stop && !deadline.IsZero() && time.Now().After(deadline) {
+			stop, rt.deadline = true, true
+		}
+		if !stop {
+			pause := pol.backoff(n, rng)
+			if !deadline.IsZero() && time.Now().Add(pause).After(deadline) {
+				stop, rt.deadline = true, true
+			} else {
+				select {
+				case <-ctx.Done():
+					stop = true
+				case <-time.After(pause):
+				}
+			}
+		}
+		if stop {
+			rt.errReason = reason
+			typ := histories.Fail
+			if maybeApplied {
+				// An earlier attempt may have applied: the truth is unknown, whatever
+				// the last attempt said.
+				typ = histories.Info
+			}
+			return histories.Op{Type: typ, Error: err.Error(), Conn: conn, Attempt: n}, rt
+		}
+		rt.retries++
+		rt.reasons = append(rt.reasons, reason)
+	}
+}
+
+// account adds one completed operation to the metrics.
+func (r *run) account(comp histories.Op, rt retried, lat time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.completed++
+	sec := int(comp.Time / int64(time.Second))
+	for len(r.perSecond) <= sec {
+		r.perSecond = append(r.perSecond, 0)
+	}
+	r.perSecond[sec]++
+	us := lat.Microseconds()
+	if us < 1 {
+		us = 1
+	}
+	r.lat.RecordValue(us)
+	r.conflicts += int64(rt.conflicts)
+	if rt.conflicts > 0 {
+		r.retries.ByReason["cas-conflict"] += int64(rt.conflicts)
+	}
+	if rt.errReason != "" {
+		r.errors[rt.errReason]++
+	}
+	if rt.retries == 0 {
+		return
+	}
+	n := int64(rt.retries)
+	r.retries.Total += n
+	for _, reason := range rt.reasons {
+		r.retries.ByReason[reason]++
+	}
+	switch {
+	case rt.deadline:
+		r.retries.ByOutcome.Deadline += n
+	case comp.Type == histories.OK:
+		r.retries.ByOutcome.OK += n
+	case comp.Type == histories.Fail:
+		r.retries.ByOutcome.Fail += n
+	default:
+		r.retries.ByOutcome.Info += n
+	}
+}
+
+// finalReads records the workload's final reads as operations of a process of their own.
+func (r *run) finalReads(ctx context.Context) error {
+	calls, replies, err := r.wl.Final(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	proc := r.nextProc
+	r.nextProc++
+	r.mu.Unlock()
+	for i, c := range calls {
+		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: histories.Invoke, F: c.F, Key: c.Key, Value: histories.Value(c.Value), OpID: fmt.Sprintf("final-%d", i)}); err != nil {
+			return err
+		}
+		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: histories.OK, F: c.F, Key: c.Key, Value: histories.Value(replies[i].Value), OpID: fmt.Sprintf("final-%d", i)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sortedKeys returns m's keys in order, for stable output.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
