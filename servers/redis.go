@@ -1,0 +1,347 @@
+package servers
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Redis persistence modes for RedisOptions.Persistence.
+const (
+	// RedisNoPersistence keeps data in memory only: no RDB snapshots, no AOF.
+	RedisNoPersistence = "none"
+	// RedisEverySec appends every write to the AOF and fsyncs it once a second: an
+	// acknowledged write can be lost by a crash of the machine, not of Redis.
+	RedisEverySec = "everysec"
+	// RedisAlways appends every write to the AOF and fsyncs before replying.
+	RedisAlways = "always"
+)
+
+// RedisOptions configures StartRedis. The zero value is ready to use.
+type RedisOptions struct {
+	// Persistence is RedisNoPersistence (also ""), RedisEverySec or RedisAlways.
+	Persistence string
+	// Dir is the parent of the server's temporary directory; "" means os.TempDir(). When
+	// running as root, the server's user must be able to enter every directory on its path.
+	Dir string
+	// Settings are extra configuration directives, passed as --name value after the
+	// defaults, which they override. The directives that place the server or its files
+	// (port, bind, dir, unixsocket, daemonize, logfile, pidfile, include) and those of
+	// persistence (save, appendonly, appendfsync; use Persistence) are refused.
+	Settings map[string]string
+	// Keep leaves the temporary directory in place after Stop, or after a failed start.
+	Keep bool
+	// LogPath, if set, is where the server log goes (appended to, never removed). ""
+	// means redis.log in the temporary directory.
+	LogPath string
+	// Log, if set, receives one line per startup step, for humans.
+	Log io.Writer
+}
+
+// Redis is a running throwaway Redis. Its fields are read-only. Stop ends it.
+type Redis struct {
+	Addr        string // "127.0.0.1:PORT"
+	Port        int
+	Binary      string // the redis-server that runs
+	Version     string // "7.0.15", from redis-server --version; "" if it could not be read
+	Persistence string // RedisNoPersistence, RedisEverySec or RedisAlways
+	Dir         string // the temporary directory: the server's working dir (AOF, RDB), and the log
+	LogPath     string
+
+	proc     *Process
+	log      *os.File
+	keep     bool
+	stopOnce sync.Once
+	stopErr  error
+}
+
+const redisHint = "install Debian package redis-server, or set INDOUBT_REDIS_SERVER"
+
+// How long a shutdown (SIGTERM: flush the AOF, exit) may take before the server is killed.
+const redisStopGrace = 10 * time.Second
+
+// FindRedis returns the path of redis-server: the one named by INDOUBT_REDIS_SERVER if set
+// (and nothing else then), else the one on PATH, else /usr/bin/redis-server. The error
+// when none is found satisfies errors.Is(err, ErrNotInstalled).
+func FindRedis() (string, error) {
+	if p := os.Getenv("INDOUBT_REDIS_SERVER"); p != "" {
+		if !isExecutable(p) {
+			return "", &NotInstalledError{Server: "redis", Program: "redis-server",
+				Hint: "not at INDOUBT_REDIS_SERVER=" + p + "; install Debian package redis-server, or fix INDOUBT_REDIS_SERVER"}
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p, nil
+	}
+	// Debian installs it in /usr/bin, which a sparse PATH (a service, sudo) may lack.
+	if p := "/usr/bin/redis-server"; isExecutable(p) {
+		return p, nil
+	}
+	return "", &NotInstalledError{Server: "redis", Program: "redis-server", Hint: redisHint}
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0
+}
+
+var redisDirective = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+var redisReserved = map[string]bool{
+	"port": true, "bind": true, "dir": true, "unixsocket": true, "unixsocketperm": true,
+	"daemonize": true, "logfile": true, "pidfile": true, "include": true,
+	"save": true, "appendonly": true, "appendfsync": true, "tls-port": true,
+}
+
+// redisArgs returns the command line for a server on port in dir.
+func redisArgs(port int, dir, persistence string, settings map[string]string) ([]string, error) {
+	args := []string{
+		"--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1",
+		"--dir", dir,
+		"--daemonize", "no",
+		"--logfile", "", // stdout, which is the log file
+		"--protected-mode", "yes",
+		// No RDB snapshots in any mode: durability under test is the AOF's, and a
+		// background save would fork in the middle of a measurement.
+		"--save", "",
+	}
+	switch persistence {
+	case "", RedisNoPersistence:
+		args = append(args, "--appendonly", "no")
+	case RedisEverySec, RedisAlways:
+		args = append(args, "--appendonly", "yes", "--appendfsync", persistence)
+	default:
+		return nil, fmt.Errorf("redis: persistence %q is not none, everysec or always", persistence)
+	}
+	names := make([]string, 0, len(settings))
+	for name := range settings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		n := strings.ToLower(name)
+		if !redisDirective.MatchString(n) {
+			return nil, fmt.Errorf("redis: setting %q is not a directive name", name)
+		}
+		if redisReserved[n] {
+			return nil, fmt.Errorf("redis: setting %s is chosen by StartRedis", name)
+		}
+		args = append(args, "--"+n, settings[name])
+	}
+	return args, nil
+}
+
+// StartRedis starts redis-server on a free port of 127.0.0.1 with its working directory
+// in a fresh temporary directory, as an unprivileged user when the caller is root, in its
+// own process group, with the persistence opt asks for. It returns once the server
+// answers PING with PONG. ctx bounds the startup only: once started, the server runs until
+// Stop. On error nothing is left running and, unless opt.Keep, nothing is left on disk. A
+// missing redis-server gives an error matching ErrNotInstalled.
+func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	// Validate the options before touching the disk.
+	if _, err := redisArgs(0, "", opt.Persistence, opt.Settings); err != nil {
+		return nil, err
+	}
+	bin, err := FindRedis()
+	if err != nil {
+		return nil, err
+	}
+	acct, err := ServerAccount()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	parent := opt.Dir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	if err := acct.CheckReach(parent); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	dir, err := os.MkdirTemp(parent, "indoubt-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	r := &Redis{Binary: bin, Dir: dir, LogPath: opt.LogPath, keep: opt.Keep, Persistence: opt.Persistence}
+	if r.Persistence == "" {
+		r.Persistence = RedisNoPersistence
+	}
+	if r.LogPath == "" {
+		r.LogPath = filepath.Join(dir, "redis.log")
+	}
+	if err := r.start(ctx, acct, opt); err != nil {
+		_ = r.cleanup()
+		if opt.Keep {
+			err = fmt.Errorf("%w (kept %s)", err, dir)
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Redis) start(ctx context.Context, acct Account, opt RedisOptions) error {
+	say := func(format string, args ...any) {
+		if opt.Log != nil {
+			fmt.Fprintf(opt.Log, "redis: "+format+"\n", args...)
+		}
+	}
+	if err := acct.Own(r.Dir); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	// Opened by the caller and handed over as stdout, so the server's user needs no
+	// permission on the log's directory.
+	log, err := os.OpenFile(r.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("redis: log: %w", err)
+	}
+	r.log = log
+	r.Version = redisVersion(ctx, r.Binary)
+
+	// FreePort can lose a race with another process for the port; then try another.
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+		t0 := time.Now()
+		err = r.listen(ctx, acct, port, opt)
+		if err == nil {
+			say("pid %d ready on %s (persistence %s) in %v", r.proc.Pid(), r.Addr, r.Persistence, time.Since(t0).Round(time.Millisecond))
+			return nil
+		}
+		if attempt == 3 || !errors.Is(err, errAddrInUse) {
+			return err
+		}
+		say("port %d was taken; retrying", port)
+	}
+}
+
+func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOptions) error {
+	args, err := redisArgs(port, r.Dir, opt.Persistence, opt.Settings)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(r.Binary, args...)
+	cmd.Dir = r.Dir
+	cmd.Stdout = r.log
+	cmd.Stderr = r.log
+	cmd.Env = []string{"HOME=" + r.Dir, "LC_ALL=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	logStart, _ := r.log.Seek(0, io.SeekEnd)
+	proc, err := StartProcess("redis-server", cmd, acct)
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	err = Poll(ctx, 20*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
+		return probeRedis(ctx, addr)
+	})
+	if err != nil {
+		_ = proc.Stop(syscall.SIGKILL, time.Second)
+		tail := logTail(r.LogPath, logStart)
+		if strings.Contains(tail, "Address already in use") {
+			return fmt.Errorf("redis: port %d: %w: %s", port, errAddrInUse, tail)
+		}
+		return fmt.Errorf("redis: start: %w: %s", err, tail)
+	}
+	r.proc = proc
+	r.Port = port
+	r.Addr = addr
+	return nil
+}
+
+// redisVersion returns the version redis-server reports ("v=7.0.15 ..."), or "".
+func redisVersion(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// probeRedis sends an inline PING and wants +PONG. A server still loading its AOF answers
+// -LOADING, which is not ready.
+func probeRedis(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	if err := c.SetDeadline(deadline); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(io.LimitReader(c, 512)).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("read reply to PING: %w", err)
+	}
+	if line = strings.TrimRight(line, "\r\n"); line != "+PONG" {
+		return fmt.Errorf("reply to PING: %q", line)
+	}
+	return nil
+}
+
+// Pid returns the process id of redis-server.
+func (r *Redis) Pid() int { return r.proc.Pid() }
+
+// Exited is closed when redis-server has exited, whether by Stop or not.
+func (r *Redis) Exited() <-chan struct{} { return r.proc.Exited() }
+
+// Stop shuts the server down (SIGTERM: Redis flushes the AOF and exits; SIGKILL to its
+// process group after 10 s), then removes its temporary directory unless Keep was set.
+// It may be called more than once and concurrently; every call returns the first one's
+// result after the server is gone. The error reports a server that had died before Stop
+// or had to be killed, and a directory that could not be removed.
+func (r *Redis) Stop() error {
+	r.stopOnce.Do(func() {
+		r.stopErr = r.proc.Stop(syscall.SIGTERM, redisStopGrace)
+		r.stopErr = errors.Join(r.stopErr, r.cleanup())
+	})
+	return r.stopErr
+}
+
+func (r *Redis) cleanup() error {
+	var errs []error
+	if r.log != nil {
+		errs = append(errs, r.log.Close())
+	}
+	if !r.keep {
+		if err := os.RemoveAll(r.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("redis: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
