@@ -552,9 +552,11 @@ func registerExplain(model porcupine.Model, init registerState, key string, ops 
 	a := Anomaly{Kind: "not-linearizable", Ops: []int64{}}
 	timeout, ok := registerRemaining(deadline)
 	var partials [][]int
+	verdict := porcupine.Unknown
 	if ok {
 		h := &registerHist{byKey: map[string][]registerOp{key: ops}}
-		_, info := porcupine.CheckOperationsVerbose(model, h.porcupineOps(key), timeout)
+		var info porcupine.LinearizationInfo
+		verdict, info = porcupine.CheckOperationsVerbose(model, h.porcupineOps(key), timeout)
 		if p := info.PartialLinearizations(); len(p) == 1 {
 			partials = p[0]
 		}
@@ -567,7 +569,7 @@ func registerExplain(model porcupine.Model, init registerState, key string, ops 
 			best = p
 		}
 	}
-	if len(partials) == 0 {
+	if verdict != porcupine.Illegal {
 		a.Explanation = fmt.Sprintf("%s: its %d operations cannot be linearized; the time limit expired before the checker could say where", registerKeyName(key), len(ops))
 		return a
 	}
