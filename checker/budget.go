@@ -1,0 +1,602 @@
+package checker
+
+import (
+	"cmp"
+	"container/heap"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/indoubt/indoubt/histories"
+)
+
+// The budget object is one account whose balance starts at the budget B. A decrement
+// takes 1 while the balance is positive (applied) and is rejected at 0; a read returns
+// the balance. In a history:
+//
+//	decrement  invoke (no value), then one completion:
+//	           ok {"applied":true,"balance":N}   took 1 (N is ignored: not every store reports it)
+//	           ok {"applied":false,"balance":0}  rejected: observed balance 0
+//	           fail                              certainly no effect
+//	           info, or no completion at all     unknown: took 1 at some point after its
+//	                                             invocation, or never
+//	read       invoke, then ok {"balance":N}; a failed, unknown or open read carries nothing
+//
+// Why the exact checker needs no search. Let c be the number of decrements that have
+// taken effect (B - balance). c only grows, and a rejection needs c = B at its
+// linearization point exactly as a read of 0 does, so rejections and reads are both
+// observations "c = k". Number the events of the history 0, 1, ... and call the open
+// stretch between events g and g+1 gap g; an operation invoked at event i and completed
+// at event j can take effect in gaps i .. j-1, an unknown one in any gap from i on. Let
+// F(g) be the number of decrements placed in gaps up to g. Inside one gap the placed
+// decrements and the observations can be ordered freely, so an observation o invoked at
+// i and completed at j can be linearized iff
+//
+//	F(i-1) <= k_o <= F(j-1),
+//
+// and the whole history is linearizable iff there is a placement of every applied
+// decrement inside its interval, and of some unknown ones after their invocations, that
+// meets every observation's two bounds and F(end) <= B (an applied decrement needs a
+// positive balance). The lower bounds and the applied decrements' deadlines only push F
+// up; the upper bounds only cap it. Sweeping the gaps in order and placing decrements
+// lazily (an applied one at its deadline, and at an observation's completion just enough
+// to reach k_o, taking applied decrements by earliest deadline before unknown ones) gives
+// the pointwise smallest F that meets every lower bound, so the history is linearizable
+// iff that smallest F breaks no upper bound. (If at the last gap g1 <= g where the sweep
+// placed a decrement due after g it stood at the bound k, every decrement it placed in
+// (g1, g] is an applied one invoked after g1 and due by g, which any placement must also
+// put there, on top of its own F(g1) >= k.) The sweep is one pass with a heap of open
+// applied decrements: O(n log n).
+//
+// The reported balance of an applied decrement is ignored by this checker and by
+// BudgetModel alike, so that both decide the same object; stores that report it
+// non-atomically would otherwise make it a false alarm.
+
+// budgetParamKey is the history header parameter holding the initial balance.
+const budgetParamKey = "budget"
+
+// budgetMaxAnomalies bounds the anomalies a Result lists; Details["anomalies"] counts all.
+const budgetMaxAnomalies = 100
+
+// budgetMaxOps bounds the operations one aggregated anomaly lists.
+const budgetMaxOps = 100
+
+// BudgetFromHeader returns the initial balance recorded in a budget history's header
+// (params["budget"], a non-negative JSON integer). It errs when h is nil or when the
+// parameter is missing or malformed.
+func BudgetFromHeader(h *histories.Header) (int64, error) {
+	if h == nil {
+		return 0, errors.New("budget history: no header to read the budget from")
+	}
+	raw, ok := h.Params[budgetParamKey]
+	if !ok {
+		return 0, errors.New("budget history: header has no params.budget")
+	}
+	var b int64
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return 0, fmt.Errorf("budget history: params.budget %s: %w", raw, err)
+	}
+	if b < 0 {
+		return 0, fmt.Errorf("budget history: params.budget %d is negative", b)
+	}
+	return b, nil
+}
+
+// CheckBudget decides exactly, in O(n log n), whether ops (a budget history in real-time
+// order, nemesis events included or not) is linearizable for one account that starts at
+// budget, and explains every violation with the events involved. Unknown decrements are
+// allowed to have taken effect at any point after their invocation, or never, without
+// search. An invalid history is a Result; the error reports a history that cannot be
+// read as a budget history (a completion without invocation, an unknown function, a
+// value that does not parse) or a negative budget.
+func CheckBudget(ops []histories.Op, budget int64) (Result, error) {
+	c, err := NewBudgetChecker(budget)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, op := range ops {
+		if err := c.Add(op); err != nil {
+			return Result{}, err
+		}
+	}
+	return c.Result(), nil
+}
+
+// BudgetChecker is the streaming form of CheckBudget: feed it events with Add in
+// history order, then call Result once the history ends. It holds only the operations
+// between the oldest still-open invocation and the newest event, so a history read with
+// a histories.Reader need not fit in memory. It is not safe for concurrent use.
+type BudgetChecker struct {
+	budget int64
+	pairs  budgetPairer
+	queue  []budgetEvent // events not yet swept, from head on
+	head   int           // first unswept event in queue
+	done   bool          // Result was called
+	result Result        // cached by Result
+
+	// Sweep state: taken is F, the fewest decrements that must have taken effect.
+	taken      int64
+	pending    budgetDeadlines // applied decrements invoked, not yet placed
+	unknownNow int64           // unknown decrements invoked, not placed
+	ackPlaced  int64           // applied decrements placed
+	unkPlaced  int64           // unknown decrements placed (must have taken effect)
+	lastObs    *budgetOp       // the observation that last raised taken
+
+	// Figures.
+	applied, rejected, failed, unknown, reads, readsLost int64
+	final                                                *budgetOp // last completed ok read
+
+	anomalies []Anomaly
+	found     int
+	overOps   []*budgetOp // applied decrements placed over the budget
+	overCount int64
+	overWhy   []string
+}
+
+// budgetKind is what an operation turned out to be.
+type budgetKind uint8
+
+const (
+	budgetApplied  budgetKind = 1 + iota // decrement ok, applied
+	budgetRejected                       // decrement ok, rejected: observed balance 0
+	budgetFailed                         // decrement fail: no effect
+	budgetUnknown                        // decrement info or never completed
+	budgetRead                           // read ok
+	budgetNoRead                         // read failed, unknown or never completed
+)
+
+// budgetOp is one operation: its invocation and completion positions (in client
+// events) and history indices.
+type budgetOp struct {
+	process  int
+	opID     string
+	read     bool
+	kind     budgetKind // 0 while open
+	balance  int64      // read value
+	inv, ret int64      // positions; ret -1 while open
+	invIndex int64
+	retIndex int64 // -1 when never completed
+	heapAt   int   // index in pending, -1 when not there
+	minTaken int64 // taken at the invocation of an observation
+	stale    bool  // an observation that saw fewer decrements than had surely happened
+}
+
+type budgetEvent struct {
+	op       *budgetOp
+	complete bool
+}
+
+// NewBudgetChecker returns a streaming checker for an account that starts at budget. It
+// errs when budget is negative.
+func NewBudgetChecker(budget int64) (*BudgetChecker, error) {
+	if budget < 0 {
+		return nil, fmt.Errorf("budget checker: negative budget %d", budget)
+	}
+	return &BudgetChecker{budget: budget}, nil
+}
+
+// Add feeds the next event of the history. Nemesis events are skipped. It errs when the
+// event cannot belong to a budget history (see CheckBudget), or after Result; the
+// checker must not be used after an error.
+func (c *BudgetChecker) Add(op histories.Op) error {
+	if c.done {
+		return errors.New("budget checker: event added after Result")
+	}
+	o, complete, err := c.pairs.add(op)
+	if err != nil || o == nil {
+		return err
+	}
+	if !complete {
+		c.queue = append(c.queue, budgetEvent{op: o})
+		return nil
+	}
+	c.count(o)
+	c.queue = append(c.queue, budgetEvent{op: o, complete: true})
+	c.advance()
+	return nil
+}
+
+// budgetPairer matches completions to invocations by process, one open operation per
+// process, and numbers the client events.
+type budgetPairer struct {
+	open map[int]*budgetOp
+	pos  int64
+}
+
+// add takes one event. It returns the operation the event invoked or completed, nil
+// for a nemesis event.
+func (p *budgetPairer) add(op histories.Op) (o *budgetOp, complete bool, err error) {
+	if !op.IsClient() {
+		return nil, false, nil
+	}
+	if p.open == nil {
+		p.open = make(map[int]*budgetOp)
+	}
+	pos := p.pos
+	p.pos++
+	if op.Type == histories.Invoke {
+		if prev, busy := p.open[op.Process]; busy {
+			return nil, false, fmt.Errorf("history index %d: process %d invokes while its operation invoked at index %d is open", op.Index, op.Process, prev.invIndex)
+		}
+		if op.F != "decrement" && op.F != "read" {
+			return nil, false, fmt.Errorf("history index %d: budget history has unknown function %q", op.Index, op.F)
+		}
+		o := &budgetOp{process: op.Process, opID: op.OpID, read: op.F == "read", inv: pos, ret: -1, invIndex: op.Index, retIndex: -1, heapAt: -1}
+		p.open[op.Process] = o
+		return o, false, nil
+	}
+	o, ok := p.open[op.Process]
+	if !ok {
+		return nil, false, fmt.Errorf("history index %d: %s completion of process %d without an open invocation", op.Index, op.Type, op.Process)
+	}
+	if op.F != "" && op.F != o.f() {
+		return nil, false, fmt.Errorf("history index %d: completion %q of process %d does not match its invocation %q at index %d", op.Index, op.F, op.Process, o.f(), o.invIndex)
+	}
+	kind, balance, err := budgetClassify(o.read, op.Type, op.Value)
+	if err != nil {
+		return nil, false, fmt.Errorf("history index %d: %w", op.Index, err)
+	}
+	delete(p.open, op.Process)
+	o.kind, o.balance, o.ret, o.retIndex = kind, balance, pos, op.Index
+	return o, true, nil
+}
+
+// close ends the history: operations still open are unknown (a decrement may have
+// taken effect) or carry nothing (a read). It returns them in invocation order.
+func (p *budgetPairer) close() []*budgetOp {
+	var left []*budgetOp
+	for _, o := range p.open {
+		if o.read {
+			o.kind = budgetNoRead
+		} else {
+			o.kind = budgetUnknown
+		}
+		left = append(left, o)
+	}
+	p.open = nil
+	slices.SortFunc(left, func(a, b *budgetOp) int { return cmp.Compare(a.inv, b.inv) })
+	return left
+}
+
+func (o *budgetOp) f() string {
+	if o.read {
+		return "read"
+	}
+	return "decrement"
+}
+
+// budgetOutcome is the part of a completion value the checker reads.
+type budgetOutcome struct {
+	Applied *bool  `json:"applied"`
+	Balance *int64 `json:"balance"`
+}
+
+// budgetClassify reads a completion: what the operation was, and a read's balance.
+func budgetClassify(read bool, t histories.Type, value json.RawMessage) (budgetKind, int64, error) {
+	switch t {
+	case histories.Fail:
+		if read {
+			return budgetNoRead, 0, nil
+		}
+		return budgetFailed, 0, nil
+	case histories.Info:
+		if read {
+			return budgetNoRead, 0, nil
+		}
+		return budgetUnknown, 0, nil
+	case histories.OK:
+	default:
+		return 0, 0, fmt.Errorf("event type %s is not a completion", t)
+	}
+	var out budgetOutcome
+	if err := json.Unmarshal(value, &out); err != nil {
+		if read {
+			return 0, 0, fmt.Errorf("ok read value %q: %w", value, err)
+		}
+		return 0, 0, fmt.Errorf("ok decrement value %q: %w", value, err)
+	}
+	if read {
+		if out.Balance == nil {
+			return 0, 0, fmt.Errorf("ok read value %q has no balance", value)
+		}
+		return budgetRead, *out.Balance, nil
+	}
+	if out.Applied == nil {
+		return 0, 0, fmt.Errorf("ok decrement value %q has no applied", value)
+	}
+	if *out.Applied {
+		return budgetApplied, 0, nil
+	}
+	return budgetRejected, 0, nil
+}
+
+func (c *BudgetChecker) count(o *budgetOp) {
+	switch o.kind {
+	case budgetApplied:
+		c.applied++
+	case budgetRejected:
+		c.rejected++
+	case budgetFailed:
+		c.failed++
+	case budgetUnknown:
+		c.unknown++
+	case budgetRead:
+		c.reads++
+	case budgetNoRead:
+		c.readsLost++
+	}
+}
+
+// advance sweeps the queued events as far as it may: an invocation is swept only once
+// its operation has completed, because the sweep must know what it was; completions
+// wait behind it so that positions stay in order.
+func (c *BudgetChecker) advance() {
+	for c.head < len(c.queue) {
+		ev := c.queue[c.head]
+		if !ev.complete && ev.op.kind == 0 {
+			break
+		}
+		c.queue[c.head] = budgetEvent{}
+		c.head++
+		c.sweep(ev)
+	}
+	if c.head == len(c.queue) {
+		c.queue, c.head = c.queue[:0], 0
+	} else if c.head > 1024 && c.head > len(c.queue)/2 {
+		n := copy(c.queue, c.queue[c.head:])
+		c.queue, c.head = c.queue[:n], 0
+	}
+}
+
+func (c *BudgetChecker) sweep(ev budgetEvent) {
+	o := ev.op
+	if !ev.complete {
+		switch o.kind {
+		case budgetApplied:
+			heap.Push(&c.pending, o)
+		case budgetUnknown:
+			c.unknownNow++
+		case budgetRejected:
+			o.minTaken = c.taken
+		case budgetRead:
+			if o.balance < 0 || o.balance > c.budget {
+				c.anomaly("impossible-read", budgetEvents(o), fmt.Sprintf(
+					"%s returned balance %d, outside 0..%d (budget %d)", o.name(), o.balance, c.budget, c.budget))
+				o.kind = budgetNoRead
+				return
+			}
+			o.minTaken = c.taken
+			// Once taken passed the budget an overdraft is reported; comparing against
+			// the budget keeps every later read from repeating it.
+			if min(c.taken, c.budget) > c.budget-o.balance {
+				o.stale = true
+			}
+		}
+		return
+	}
+	switch o.kind {
+	case budgetApplied:
+		if o.heapAt >= 0 {
+			// Not placed yet and due now: the earliest deadline in the heap, since
+			// every earlier one was placed at its own.
+			heap.Remove(&c.pending, o.heapAt)
+			c.place(o)
+		}
+	case budgetRejected, budgetRead:
+		c.observe(o)
+	}
+}
+
+// place puts an applied decrement at its deadline.
+func (c *BudgetChecker) place(o *budgetOp) {
+	c.taken++
+	c.ackPlaced++
+	if c.taken <= c.budget {
+		return
+	}
+	c.overCount++
+	if len(c.overOps) < budgetMaxOps {
+		c.overOps = append(c.overOps, o)
+		why := fmt.Sprintf("%s was acknowledged as applied, but by the time it completed at least %d decrements must have taken effect, over the budget of %d (%d acknowledged as applied",
+			o.name(), c.taken, c.budget, c.ackPlaced)
+		if c.lastObs != nil {
+			why += fmt.Sprintf(", and %s had observed balance %d", c.lastObs.name(), c.budget-c.lastObs.target(c.budget))
+		}
+		c.overWhy = append(c.overWhy, why+")")
+	}
+}
+
+// target is the number of decrements an observation saw taken.
+func (o *budgetOp) target(budget int64) int64 {
+	if o.kind == budgetRejected {
+		return budget
+	}
+	return budget - o.balance
+}
+
+// observe meets an observation's lower bound at its completion, placing as few
+// decrements as it needs: applied ones by earliest deadline, then unknown ones.
+func (c *BudgetChecker) observe(o *budgetOp) {
+	if o.kind == budgetRead {
+		c.final = o
+	}
+	k := o.target(c.budget)
+	ack := c.ackPlaced + int64(c.pending.Len())
+	unkLo, unkHi := c.unkPlaced, c.unkPlaced+c.unknownNow
+	most := min(c.budget, c.taken+int64(c.pending.Len())+c.unknownNow)
+	if o.stale {
+		c.anomaly("stale-read", c.withCause(o), fmt.Sprintf(
+			"%s returned balance %d but between %d and %d expected from %d acknowledged and %d..%d unknown decrements (budget %d): at least %d had taken effect before it was invoked",
+			o.name(), o.balance, c.budget-most, c.budget-min(o.minTaken, c.budget), ack, unkLo, unkHi, c.budget, o.minTaken))
+		return
+	}
+	need := k - c.taken
+	if need <= 0 {
+		return
+	}
+	if most < k {
+		if o.kind == budgetRejected {
+			c.anomaly("premature-rejection", budgetEvents(o), fmt.Sprintf(
+				"%s was rejected (balance 0) when at most %d of the budget of %d could have been taken before it completed (%d acknowledged and %d..%d unknown decrements)",
+				o.name(), most, c.budget, ack, unkLo, unkHi))
+		} else {
+			c.anomaly("impossible-read", budgetEvents(o), fmt.Sprintf(
+				"%s returned balance %d (%d of %d taken) when at most %d decrements could have taken effect before it completed (%d acknowledged and %d..%d unknown)",
+				o.name(), o.balance, k, c.budget, most, ack, unkLo, unkHi))
+		}
+		return
+	}
+	for need > 0 && c.pending.Len() > 0 {
+		heap.Pop(&c.pending)
+		c.ackPlaced++
+		c.taken++
+		need--
+	}
+	c.unknownNow -= need
+	c.unkPlaced += need
+	c.taken += need
+	c.lastObs = o
+}
+
+// withCause lists a stale observation with the observation that pinned the count it
+// contradicts, if one did.
+func (c *BudgetChecker) withCause(o *budgetOp) []int64 {
+	ev := budgetEvents(o)
+	if c.lastObs != nil && c.lastObs != o && c.lastObs.ret < o.inv {
+		ev = append(budgetEvents(c.lastObs), ev...)
+	}
+	return ev
+}
+
+func (c *BudgetChecker) anomaly(kind string, ops []int64, why string) {
+	c.found++
+	if len(c.anomalies) < budgetMaxAnomalies {
+		c.anomalies = append(c.anomalies, Anomaly{Kind: kind, Ops: ops, Explanation: why})
+	}
+}
+
+// budgetEvents returns the history indices of an operation's events.
+func budgetEvents(o *budgetOp) []int64 {
+	if o.retIndex < 0 {
+		return []int64{o.invIndex}
+	}
+	return []int64{o.invIndex, o.retIndex}
+}
+
+// name says which operation it is, as a person would look it up.
+func (o *budgetOp) name() string {
+	if o.opID != "" {
+		return o.f() + " " + o.opID
+	}
+	return fmt.Sprintf("%s of process %d (index %d)", o.f(), o.process, o.invIndex)
+}
+
+// Result ends the history and returns the verdict. Operations still open count as
+// unknown: a decrement may have taken effect, a read observed nothing. Result may be
+// called more than once; Add may not follow it.
+func (c *BudgetChecker) Result() Result {
+	if c.done {
+		return c.result
+	}
+	c.done = true
+	for _, o := range c.pairs.close() {
+		c.count(o)
+	}
+	c.advance()
+	c.result = c.build()
+	return c.result
+}
+
+func (c *BudgetChecker) build() Result {
+	r := Result{Checker: "budget"}
+	var over []Anomaly
+	if c.overCount > 0 {
+		var ops []int64
+		for _, o := range c.overOps {
+			ops = append(ops, budgetEvents(o)...)
+		}
+		if c.applied > c.budget {
+			over = append(over, Anomaly{Kind: "overdraft", Ops: ops, Explanation: fmt.Sprintf(
+				"%d decrements acknowledged as applied, budget %d", c.applied, c.budget)})
+			c.found++
+		} else {
+			for i, o := range c.overOps {
+				over = append(over, Anomaly{Kind: "applied-after-exhausted", Ops: budgetEvents(o), Explanation: c.overWhy[i]})
+			}
+			c.found += int(c.overCount)
+		}
+	}
+	r.Anomalies = append(over, c.anomalies...)
+	if len(r.Anomalies) > budgetMaxAnomalies {
+		r.Anomalies = r.Anomalies[:budgetMaxAnomalies]
+	}
+
+	// Unplaced unknown decrements can always take effect after everything else, so the
+	// final count ranges from the forced minimum to all of them, within the budget.
+	lo := min(c.taken, c.budget)
+	hi := min(c.budget, c.applied+c.unknown)
+	hi = max(hi, lo)
+	d := map[string]any{
+		"budget":               c.budget,
+		"acknowledged_applied": c.applied,
+		"rejected":             c.rejected,
+		"failed":               c.failed,
+		"unknown":              c.unknown,
+		"unknown_applied_min":  c.unkPlaced,
+		"reads":                c.reads,
+		"reads_unknown":        c.readsLost,
+		"balance_min":          c.budget - hi,
+		"balance_max":          c.budget - lo,
+		"anomalies":            c.found,
+	}
+	if c.final != nil {
+		d["final_balance"] = c.final.balance
+	}
+	r.Details = make(map[string]json.RawMessage, len(d))
+	for k, v := range d {
+		r.Details[k] = histories.Value(v)
+	}
+
+	if len(r.Anomalies) == 0 {
+		r.Verdict = Valid
+		var b strings.Builder
+		fmt.Fprintf(&b, "linearizable: %d decrements acknowledged as applied, %d rejected, %d unknown (at least %d of them applied), budget %d; final balance between %d and %d",
+			c.applied, c.rejected, c.unknown, c.unkPlaced, c.budget, c.budget-hi, c.budget-lo)
+		if c.final != nil {
+			fmt.Fprintf(&b, ", last read %d", c.final.balance)
+		}
+		r.Summary = b.String()
+		return r
+	}
+	r.Verdict = Invalid
+	r.Summary = r.Anomalies[0].Explanation
+	if c.found > 1 {
+		r.Summary += fmt.Sprintf(" (and %d more anomalies)", c.found-1)
+	}
+	return r
+}
+
+// budgetDeadlines is a min-heap of applied decrements by completion position.
+type budgetDeadlines []*budgetOp
+
+func (h budgetDeadlines) Len() int           { return len(h) }
+func (h budgetDeadlines) Less(i, j int) bool { return h[i].ret < h[j].ret }
+func (h budgetDeadlines) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapAt, h[j].heapAt = i, j
+}
+func (h *budgetDeadlines) Push(x any) {
+	o := x.(*budgetOp)
+	o.heapAt = len(*h)
+	*h = append(*h, o)
+}
+func (h *budgetDeadlines) Pop() any {
+	old := *h
+	o := old[len(old)-1]
+	old[len(old)-1] = nil
+	o.heapAt = -1
+	*h = old[:len(old)-1]
+	return o
+}
