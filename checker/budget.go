@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/indoubt/indoubt/histories"
@@ -428,8 +429,8 @@ func (c *BudgetChecker) observe(o *budgetOp) {
 	most := min(c.budget, c.taken+int64(c.pending.Len())+c.unknownNow)
 	if o.stale {
 		c.anomaly("stale-read", c.withCause(o), fmt.Sprintf(
-			"%s returned balance %d but between %d and %d expected from %d acknowledged and %d..%d unknown decrements (budget %d): at least %d had taken effect before it was invoked",
-			o.name(), o.balance, c.budget-most, c.budget-min(o.minTaken, c.budget), ack, unkLo, unkHi, c.budget, o.minTaken))
+			"%s returned balance %d but %s expected from %d acknowledged and %s decrements (budget %d): at least %d had taken effect before it was invoked",
+			o.name(), o.balance, budgetBetween(c.budget-most, c.budget-min(o.minTaken, c.budget)), ack, budgetUnknownRange(unkLo, unkHi), c.budget, o.minTaken))
 		return
 	}
 	need := k - c.taken
@@ -439,12 +440,12 @@ func (c *BudgetChecker) observe(o *budgetOp) {
 	if most < k {
 		if o.kind == budgetRejected {
 			c.anomaly("premature-rejection", budgetEvents(o), fmt.Sprintf(
-				"%s was rejected (balance 0) when at most %d of the budget of %d could have been taken before it completed (%d acknowledged and %d..%d unknown decrements)",
-				o.name(), most, c.budget, ack, unkLo, unkHi))
+				"%s was rejected (balance 0) when at most %d of the budget of %d could have been taken before it completed (%d acknowledged and %s decrements)",
+				o.name(), most, c.budget, ack, budgetUnknownRange(unkLo, unkHi)))
 		} else {
 			c.anomaly("impossible-read", budgetEvents(o), fmt.Sprintf(
-				"%s returned balance %d (%d of %d taken) when at most %d decrements could have taken effect before it completed (%d acknowledged and %d..%d unknown)",
-				o.name(), o.balance, k, c.budget, most, ack, unkLo, unkHi))
+				"%s returned balance %d (%d of %d taken) when at most %d could have been taken before it completed (%d acknowledged and %s decrements)",
+				o.name(), o.balance, k, c.budget, most, ack, budgetUnknownRange(unkLo, unkHi)))
 		}
 		return
 	}
@@ -519,7 +520,7 @@ func (c *BudgetChecker) build() Result {
 		}
 		if c.applied > c.budget {
 			over = append(over, Anomaly{Kind: "overdraft", Ops: ops, Explanation: fmt.Sprintf(
-				"%d decrements acknowledged as applied, budget %d", c.applied, c.budget)})
+				"%s acknowledged as applied, budget %d", budgetPlural(c.applied, "decrement"), c.budget)})
 			c.found++
 		} else {
 			for i, o := range c.overOps {
@@ -562,8 +563,8 @@ func (c *BudgetChecker) build() Result {
 	if len(r.Anomalies) == 0 {
 		r.Verdict = Valid
 		var b strings.Builder
-		fmt.Fprintf(&b, "linearizable: %d decrements acknowledged as applied, %d rejected, %d unknown (at least %d of them applied), budget %d; final balance between %d and %d",
-			c.applied, c.rejected, c.unknown, c.unkPlaced, c.budget, c.budget-hi, c.budget-lo)
+		fmt.Fprintf(&b, "linearizable: %s acknowledged as applied, %d rejected, %d unknown (at least %d of them applied), budget %d; final balance %s",
+			budgetPlural(c.applied, "decrement"), c.rejected, c.unknown, c.unkPlaced, c.budget, budgetBetween(c.budget-hi, c.budget-lo))
 		if c.final != nil {
 			fmt.Fprintf(&b, ", last read %d", c.final.balance)
 		}
@@ -576,6 +577,32 @@ func (c *BudgetChecker) build() Result {
 		r.Summary += fmt.Sprintf(" (and %d more anomalies)", c.found-1)
 	}
 	return r
+}
+
+func budgetPlural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// budgetBetween words a range of balances.
+func budgetBetween(lo, hi int64) string {
+	if lo == hi {
+		return strconv.FormatInt(lo, 10)
+	}
+	return fmt.Sprintf("between %d and %d", lo, hi)
+}
+
+// budgetUnknownRange words how many unknown decrements may have taken effect.
+func budgetUnknownRange(lo, hi int64) string {
+	switch {
+	case hi == 0:
+		return "no unknown"
+	case lo == hi:
+		return fmt.Sprintf("%d unknown", lo)
+	}
+	return fmt.Sprintf("%d..%d unknown", lo, hi)
 }
 
 // budgetDeadlines is a min-heap of applied decrements by completion position.

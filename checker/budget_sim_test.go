@@ -208,7 +208,9 @@ func budgetMutate(rng *rand.Rand, ops []histories.Op, budget int64) ([]histories
 			}
 		}
 	case 1:
-		if i := pick(func(op histories.Op) bool { return op.F == "decrement" && op.Type != histories.Invoke && op.Type != histories.OK }); i >= 0 {
+		if i := pick(func(op histories.Op) bool {
+			return op.F == "decrement" && op.Type != histories.Invoke && op.Type != histories.OK
+		}); i >= 0 {
 			ops[i].Type = histories.OK
 			ops[i].Value = budgetSimApplied
 			if rng.IntN(2) == 0 {
