@@ -332,7 +332,7 @@ func (p *Postgres) listen(ctx context.Context, acct Account, port int, extra []s
 	})
 	if err != nil {
 		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
-		tail := logTail(p.LogPath, logStart)
+		tail := postgresLogTail(p.LogPath, logStart)
 		if strings.Contains(tail, "could not bind") || strings.Contains(tail, "already in use") {
 			return fmt.Errorf("postgres: port %d: %w: %s", port, errAddrInUse, tail)
 		}
@@ -353,7 +353,7 @@ func (p *Postgres) run(ctx context.Context, acct Account, stdin io.Reader, prog 
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if err := proc.Wait(ctx); err != nil {
-		return fmt.Errorf("postgres: %w: %s", err, logTail(p.LogPath, logStart))
+		return fmt.Errorf("postgres: %w: %s", err, postgresLogTail(p.LogPath, logStart))
 	}
 	return nil
 }
@@ -376,8 +376,8 @@ func (p *Postgres) command(acct Account, stdin io.Reader, prog string, args ...s
 	return cmd
 }
 
-// logTail returns the last lines of the log written since offset, on one line.
-func logTail(path string, offset int64) string {
+// postgresLogTail returns the last lines of the log written since offset, on one line.
+func postgresLogTail(path string, offset int64) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return "no log: " + err.Error()

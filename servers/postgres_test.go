@@ -48,7 +48,7 @@ func reachableDir(t *testing.T) string {
 	return d
 }
 
-func connect(t *testing.T, dsn string) *pgx.Conn {
+func pgConnect(t *testing.T, dsn string) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -60,7 +60,7 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 	return c
 }
 
-func setting(t *testing.T, c *pgx.Conn, name string) string {
+func pgSetting(t *testing.T, c *pgx.Conn, name string) string {
 	t.Helper()
 	var v string
 	if err := c.QueryRow(context.Background(), "select current_setting($1)", name).Scan(&v); err != nil {
@@ -91,7 +91,7 @@ func TestPostgres(t *testing.T) {
 	})
 
 	t.Run("serves queries as indoubt on indoubt", func(t *testing.T) {
-		c := connect(t, pg.DSN)
+		c := pgConnect(t, pg.DSN)
 		var user, db, version string
 		if err := c.QueryRow(context.Background(),
 			"select current_user, current_database(), current_setting('server_version_num')").Scan(&user, &db, &version); err != nil {
@@ -106,9 +106,9 @@ func TestPostgres(t *testing.T) {
 	})
 
 	t.Run("durability at defaults, room for clients", func(t *testing.T) {
-		c := connect(t, pg.DSN)
+		c := pgConnect(t, pg.DSN)
 		for name, want := range map[string]string{"fsync": "on", "synchronous_commit": "on", "max_connections": "200"} {
-			if got := setting(t, c, name); got != want {
+			if got := pgSetting(t, c, name); got != want {
 				t.Errorf("%s = %s, want %s", name, got, want)
 			}
 		}
@@ -237,14 +237,14 @@ func TestPostgresTwoAtOnce(t *testing.T) {
 	if pgs[0].Port == pgs[1].Port {
 		t.Fatalf("both on port %d", pgs[0].Port)
 	}
-	c0, c1 := connect(t, pgs[0].DSN), connect(t, pgs[1].DSN)
-	if got := setting(t, c0, "max_connections"); got != "64" {
+	c0, c1 := pgConnect(t, pgs[0].DSN), pgConnect(t, pgs[1].DSN)
+	if got := pgSetting(t, c0, "max_connections"); got != "64" {
 		t.Errorf("max_connections %s, want the setting 64", got)
 	}
-	if got := setting(t, c0, "work_mem"); got != "8MB" {
+	if got := pgSetting(t, c0, "work_mem"); got != "8MB" {
 		t.Errorf("work_mem %s, want 8MB", got)
 	}
-	if got := setting(t, c1, "max_connections"); got != "200" {
+	if got := pgSetting(t, c1, "max_connections"); got != "200" {
 		t.Errorf("max_connections %s, want the default 200", got)
 	}
 	// The two are distinct clusters: a table made in one is absent from the other.

@@ -65,7 +65,7 @@ func eventually(cond func() bool) bool {
 	return cond()
 }
 
-func start(t *testing.T, script string) *servers.Process {
+func startShell(t *testing.T, script string) *servers.Process {
 	t.Helper()
 	acct, err := servers.ServerAccount()
 	if err != nil {
@@ -80,7 +80,7 @@ func start(t *testing.T, script string) *servers.Process {
 }
 
 func TestProcessStopGraceful(t *testing.T) {
-	p := start(t, "sleep 60 & wait")
+	p := startShell(t, "sleep 60 & wait")
 	if pg, err := syscall.Getpgid(p.Pid()); err != nil || pg != p.Pid() {
 		t.Errorf("process group %d (%v), want its own, %d", pg, err, p.Pid())
 	}
@@ -102,7 +102,7 @@ func TestProcessStopGraceful(t *testing.T) {
 }
 
 func TestProcessStopForced(t *testing.T) {
-	p := start(t, `trap "" TERM; sleep 60 & wait`)
+	p := startShell(t, `trap "" TERM; sleep 60 & wait`)
 	// Once the sleep runs, the shell has set its trap.
 	if !eventually(func() bool { return len(groupAlive(p.Pid())) == 2 }) {
 		t.Fatalf("group %d: %v, want the shell and its sleep", p.Pid(), groupAlive(p.Pid()))
@@ -128,7 +128,7 @@ func TestProcessStopForced(t *testing.T) {
 }
 
 func TestProcessStopAfterCrash(t *testing.T) {
-	p := start(t, "exit 3")
+	p := startShell(t, "exit 3")
 	<-p.Exited()
 	err := p.Stop(syscall.SIGTERM, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "had exited before stop") || !strings.Contains(err.Error(), "exit status 3") {
@@ -137,13 +137,13 @@ func TestProcessStopAfterCrash(t *testing.T) {
 }
 
 func TestProcessWait(t *testing.T) {
-	if err := start(t, "exit 0").Wait(context.Background()); err != nil {
+	if err := startShell(t, "exit 0").Wait(context.Background()); err != nil {
 		t.Errorf("exit 0: %v", err)
 	}
-	if err := start(t, "exit 2").Wait(context.Background()); err == nil || !strings.Contains(err.Error(), "exit status 2") {
+	if err := startShell(t, "exit 2").Wait(context.Background()); err == nil || !strings.Contains(err.Error(), "exit status 2") {
 		t.Errorf("exit 2: got %v", err)
 	}
-	p := start(t, "sleep 60")
+	p := startShell(t, "sleep 60")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if err := p.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -162,7 +162,7 @@ func TestProcessRunsAsServerAccount(t *testing.T) {
 	if os.Geteuid() == 0 && acct.UID == 0 {
 		t.Fatalf("server account %+v is root", acct)
 	}
-	p := start(t, "sleep 60")
+	p := startShell(t, "sleep 60")
 	fi, err := os.Stat(filepath.Join("/proc", strconv.Itoa(p.Pid())))
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestFreePortAndWaitTCP(t *testing.T) {
 	}
 
 	// A dead server is not waited for until the deadline.
-	p := start(t, "exit 1")
+	p := startShell(t, "exit 1")
 	other, err := servers.FreePort()
 	if err != nil {
 		t.Fatal(err)
