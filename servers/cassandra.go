@@ -1,0 +1,589 @@
+package servers
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// CassandraVersion is the Apache Cassandra release StartCassandra runs by default. It must
+// equal the cassandra.version default in servers/cassandra/pom.xml, which
+// scripts/prepare-cassandra resolves.
+const CassandraVersion = "5.0.9"
+
+// CassandraOptions configures StartCassandra. The zero value is ready to use.
+type CassandraOptions struct {
+	// Version is the cassandra-all release to run; "" means CassandraVersion. Its jars must
+	// have been resolved into the cache by scripts/prepare-cassandra.
+	Version string
+	// CacheDir holds cassandra-<version>/lib; "" means CassandraCacheDir().
+	CacheDir string
+	// Java is the java executable; "" means INDOUBT_JAVA, else $JAVA_HOME/bin/java, else
+	// java on PATH. Cassandra 5.0 runs on Java 11 or 17; the JVM options here are Java 17's.
+	Java string
+	// HeapMB is the JVM heap (-Xms and -Xmx) in MiB; 0 means 512.
+	HeapMB int
+	// Dir is the parent of the server's temporary directory; "" means os.TempDir().
+	Dir string
+	// Settings are extra cassandra.yaml entries, name to a YAML value written as is
+	// ("cas_contention_timeout": "500ms", "paxos_variant": "v2"). They override the
+	// defaults of StartCassandra; the entries that place the server (addresses, ports,
+	// directories, seeds) are refused.
+	Settings map[string]string
+	// JVMOptions are appended to the java command line before the main class
+	// ("-Dcassandra.some_property=x").
+	JVMOptions []string
+	// StopGrace is how long Stop waits after SIGTERM (Cassandra drains and flushes) before
+	// it kills the process group; 0 means 20 s.
+	StopGrace time.Duration
+	// Keep leaves the temporary directory (data, commit log, configuration, log) in place
+	// after Stop, or after a failed start, for inspection.
+	Keep bool
+	// LogPath, if set, is where the server's output goes (appended to, never removed).
+	// "" means cassandra.log in the temporary directory.
+	LogPath string
+	// Log, if set, receives one line per startup step, for humans.
+	Log io.Writer
+}
+
+// Cassandra is a running throwaway single-node Apache Cassandra. Its fields are
+// read-only. Stop ends it.
+type Cassandra struct {
+	Addr        string // native transport (CQL), "127.0.0.1:PORT"
+	Host        string // "127.0.0.1"
+	Port        int    // native transport port
+	StoragePort int    // internode port, bound on loopback
+	Version     string // the cassandra-all release running, "5.0.9"
+	Dir         string // the temporary directory: cassandra.yaml, data, commitlog, ...
+	LogPath     string // the server's stdout and stderr (logback writes to stdout)
+	// Startup is how long the JVM took from exec to accepting CQL connections.
+	Startup time.Duration
+
+	proc     *Process
+	log      *os.File
+	keep     bool
+	grace    time.Duration
+	stopOnce sync.Once
+	stopErr  error
+}
+
+const cassandraHint = "run scripts/prepare-cassandra (needs mvn, java 17 and Maven Central)"
+
+// CassandraCacheDir returns the cache root that scripts/prepare-cassandra fills:
+// INDOUBT_CACHE if set, else the user cache directory ($XDG_CACHE_HOME or ~/.cache)
+// followed by "indoubt".
+func CassandraCacheDir() (string, error) {
+	if d := os.Getenv("INDOUBT_CACHE"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("cassandra: cache directory: %w", err)
+	}
+	return filepath.Join(d, "indoubt"), nil
+}
+
+// FindCassandra returns the directory of the jars of Cassandra version (cassandra-all and
+// its dependencies) under cache, as scripts/prepare-cassandra leaves it. The error when
+// they are missing satisfies errors.Is(err, ErrNotInstalled).
+func FindCassandra(cache, version string) (string, error) {
+	dir := filepath.Join(cache, "cassandra-"+version)
+	lib := filepath.Join(dir, "lib")
+	// The script writes "complete" last, so its presence means lib is whole.
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
+		return "", &NotInstalledError{Server: "cassandra", Program: "cassandra-all " + version + " jars in " + dir, Hint: cassandraHint}
+	}
+	if _, err := os.Stat(filepath.Join(lib, "cassandra-all-"+version+".jar")); err != nil {
+		return "", &NotInstalledError{Server: "cassandra", Program: "cassandra-all-" + version + ".jar in " + lib,
+			Hint: "the cache is damaged; remove " + dir + " and " + cassandraHint}
+	}
+	return lib, nil
+}
+
+// findJava returns the java executable: explicit, else INDOUBT_JAVA, else
+// $JAVA_HOME/bin/java, else java on PATH.
+func findJava(explicit string) (string, error) {
+	for _, p := range []string{explicit, os.Getenv("INDOUBT_JAVA")} {
+		if p == "" {
+			continue
+		}
+		found, err := exec.LookPath(p)
+		if err != nil {
+			return "", &NotInstalledError{Server: "cassandra", Program: "java " + p, Hint: "fix INDOUBT_JAVA or CassandraOptions.Java"}
+		}
+		return found, nil
+	}
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		if p, err := exec.LookPath(filepath.Join(home, "bin", "java")); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("java"); err == nil {
+		return p, nil
+	}
+	return "", &NotInstalledError{Server: "cassandra", Program: "java", Hint: "install Debian package openjdk-17-jre-headless, or set INDOUBT_JAVA"}
+}
+
+// cassandraJVM17 are the module-system openings that Cassandra's conf/jvm17-server.options
+// passes on Java 17: Cassandra reaches into JDK internals (jamm's object sizing, direct
+// buffer cleaning, Netty, the attach API) and fails at startup without them.
+var cassandraJVM17 = []string{
+	"-Djdk.attach.allowAttachSelf=true",
+	"--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+	"--add-exports", "java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED",
+	"--add-exports", "java.rmi/sun.rmi.registry=ALL-UNNAMED",
+	"--add-exports", "java.rmi/sun.rmi.server=ALL-UNNAMED",
+	"--add-exports", "java.sql/java.sql=ALL-UNNAMED",
+	"--add-exports", "java.base/java.lang.ref=ALL-UNNAMED",
+	"--add-exports", "jdk.unsupported/sun.misc=ALL-UNNAMED",
+	"--add-exports", "jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED",
+	"--add-exports", "jdk.attach/sun.tools.attach=ALL-UNNAMED",
+	"--add-opens", "java.base/java.lang.module=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.loader=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.reflect=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.math=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.module=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.util.jar=ALL-UNNAMED",
+	"--add-opens", "jdk.management/com.sun.management.internal=ALL-UNNAMED",
+	"--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+	"--add-opens", "java.base/java.io=ALL-UNNAMED",
+	"--add-opens", "java.base/java.lang.reflect=ALL-UNNAMED",
+	"--add-opens", "jdk.compiler/com.sun.tools.javac=ALL-UNNAMED",
+	"--add-opens", "java.base/java.lang=ALL-UNNAMED",
+	"--add-opens", "java.base/java.util=ALL-UNNAMED",
+	// Netty on Java 9+ needs this to allocate direct buffers through Unsafe.
+	"-Dio.netty.tryReflectionSetAccessible=true",
+}
+
+// cassandraPlacement are the cassandra.yaml entries StartCassandra chooses itself.
+var cassandraPlacement = map[string]bool{
+	"listen_address": true, "listen_interface": true, "rpc_address": true, "rpc_interface": true,
+	"broadcast_address": true, "broadcast_rpc_address": true, "native_transport_port": true,
+	"native_transport_port_ssl": true, "storage_port": true, "ssl_storage_port": true,
+	"seed_provider": true, "data_file_directories": true, "commitlog_directory": true,
+	"saved_caches_directory": true, "hints_directory": true, "cdc_raw_directory": true,
+	"local_system_data_file_directory": true,
+}
+
+var yamlKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// cassandraYAML returns the configuration of a single loopback node: the defaults below,
+// then settings, then the placement entries, one line each in name order.
+func cassandraYAML(dir string, nativePort, storagePort int, settings map[string]string) (string, error) {
+	entries := map[string]string{
+		"cluster_name": "indoubt",
+		// One token and no bootstrap: a lone seed owns the whole ring at once, without
+		// token allocation or streaming.
+		"num_tokens":         "1",
+		"initial_token":      "0",
+		"auto_bootstrap":     "false",
+		"partitioner":        "org.apache.cassandra.dht.Murmur3Partitioner",
+		"endpoint_snitch":    "SimpleSnitch",
+		"authenticator":      "AllowAllAuthenticator",
+		"authorizer":         "AllowAllAuthorizer",
+		"role_manager":       "CassandraRoleManager",
+		"network_authorizer": "AllowAllNetworkAuthorizer",
+		// Cassandra's shipped defaults for durability; tests that need another mode set it.
+		"commitlog_sync":         "periodic",
+		"commitlog_sync_period":  "10000ms",
+		"start_native_transport": "true",
+		// A throwaway node: no snapshots on drop or truncate.
+		"auto_snapshot":         "false",
+		"disk_failure_policy":   "stop",
+		"commit_failure_policy": "stop",
+	}
+	for name, value := range settings {
+		if !yamlKey.MatchString(name) {
+			return "", fmt.Errorf("cassandra: setting name %q is not a cassandra.yaml key", name)
+		}
+		if cassandraPlacement[name] {
+			return "", fmt.Errorf("cassandra: setting %s is chosen by StartCassandra", name)
+		}
+		if strings.ContainsAny(value, "\n\r") {
+			return "", fmt.Errorf("cassandra: setting %s: value spans lines", name)
+		}
+		entries[name] = value
+	}
+	quote := strconv.Quote
+	seeds := fmt.Sprintf("127.0.0.1:%d", storagePort)
+	entries["listen_address"] = "127.0.0.1"
+	entries["rpc_address"] = "127.0.0.1"
+	entries["native_transport_port"] = strconv.Itoa(nativePort)
+	entries["storage_port"] = strconv.Itoa(storagePort)
+	entries["seed_provider"] = "[{class_name: org.apache.cassandra.locator.SimpleSeedProvider, parameters: [{seeds: " + quote(seeds) + "}]}]"
+	entries["data_file_directories"] = "[" + quote(filepath.Join(dir, "data")) + "]"
+	entries["commitlog_directory"] = quote(filepath.Join(dir, "commitlog"))
+	entries["saved_caches_directory"] = quote(filepath.Join(dir, "saved_caches"))
+	entries["hints_directory"] = quote(filepath.Join(dir, "hints"))
+	entries["cdc_raw_directory"] = quote(filepath.Join(dir, "cdc_raw"))
+
+	names := make([]string, 0, len(entries))
+	for name := range entries {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("# Written by indoubt servers.StartCassandra: a throwaway single loopback node.\n")
+	for _, name := range names {
+		fmt.Fprintf(&b, "%s: %s\n", name, entries[name])
+	}
+	return b.String(), nil
+}
+
+// cassandraLogback sends Cassandra's log to stdout (the server's log file) at INFO: the jar
+// carries no logback configuration, and logback's fallback logs DEBUG.
+const cassandraLogback = `<configuration>
+  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="STDOUT"/></root>
+</configuration>
+`
+
+// StartCassandra starts a single-node Apache Cassandra from the jars that
+// scripts/prepare-cassandra resolved from Maven Central: CassandraDaemon in the foreground
+// under java, with a fresh temporary directory for its data, on free ports of 127.0.0.1,
+// with AllowAll authentication and no JMX port, in its own process group. It returns once
+// the node accepts connections on its native (CQL) port. ctx bounds the startup only: once
+// started, the server runs until Stop. On error nothing is left running and, unless
+// opt.Keep, nothing is left on disk. Missing jars or java give an error matching
+// ErrNotInstalled.
+//
+// It runs as the caller, root included: only Cassandra's shell launcher refuses root (its
+// -R flag), the daemon itself does not.
+func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	version := opt.Version
+	if version == "" {
+		version = CassandraVersion
+	}
+	cache := opt.CacheDir
+	if cache == "" {
+		var err error
+		if cache, err = CassandraCacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	// Validate the settings before anything else, so a bad option is reported as such.
+	if _, err := cassandraYAML("/", 1, 2, opt.Settings); err != nil {
+		return nil, err
+	}
+	lib, err := FindCassandra(cache, version)
+	if err != nil {
+		return nil, err
+	}
+	java, err := findJava(opt.Java)
+	if err != nil {
+		return nil, err
+	}
+	parent := opt.Dir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(parent, "indoubt-cassandra-")
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	c := &Cassandra{Host: "127.0.0.1", Version: version, Dir: dir, LogPath: opt.LogPath, keep: opt.Keep, grace: opt.StopGrace}
+	if c.LogPath == "" {
+		c.LogPath = filepath.Join(dir, "cassandra.log")
+	}
+	if c.grace <= 0 {
+		c.grace = 20 * time.Second
+	}
+	if err := c.start(ctx, java, lib, opt); err != nil {
+		c.cleanup()
+		if opt.Keep {
+			err = fmt.Errorf("%w (kept %s)", err, dir)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// cassandraPortAttempts bounds the retries when a free port was taken between FreePort
+// and the JVM binding it.
+const cassandraPortAttempts = 3
+
+func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOptions) error {
+	say := func(format string, args ...any) {
+		if opt.Log != nil {
+			fmt.Fprintf(opt.Log, "cassandra: "+format+"\n", args...)
+		}
+	}
+	for _, sub := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw", "logs"} {
+		if err := os.Mkdir(filepath.Join(c.Dir, sub), 0o755); err != nil {
+			return fmt.Errorf("cassandra: %w", err)
+		}
+	}
+	logback := filepath.Join(c.Dir, "logback.xml")
+	if err := os.WriteFile(logback, []byte(cassandraLogback), 0o644); err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	log, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("cassandra: log: %w", err)
+	}
+	c.log = log
+	heap := opt.HeapMB
+	if heap <= 0 {
+		heap = 512
+	}
+	for attempt := 1; ; attempt++ {
+		err := c.launch(ctx, java, lib, logback, heap, opt, say)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errPortTaken) || attempt == cassandraPortAttempts {
+			return err
+		}
+		say("a port was taken before the node bound it; retrying with new ports")
+		// The failed node may have written system tables; start over from empty.
+		for _, sub := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw"} {
+			p := filepath.Join(c.Dir, sub)
+			if err := os.RemoveAll(p); err != nil {
+				return fmt.Errorf("cassandra: %w", err)
+			}
+			if err := os.Mkdir(p, 0o755); err != nil {
+				return fmt.Errorf("cassandra: %w", err)
+			}
+		}
+	}
+}
+
+var errPortTaken = errors.New("address already in use")
+
+func (c *Cassandra) launch(ctx context.Context, java, lib, logback string, heap int, opt CassandraOptions, say func(string, ...any)) error {
+	native, err := FreePort()
+	if err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	storage, err := FreePort()
+	if err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	for storage == native {
+		if storage, err = FreePort(); err != nil {
+			return fmt.Errorf("cassandra: %w", err)
+		}
+	}
+	conf, err := cassandraYAML(c.Dir, native, storage, opt.Settings)
+	if err != nil {
+		return err
+	}
+	confPath := filepath.Join(c.Dir, "cassandra.yaml")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	args := []string{
+		fmt.Sprintf("-Xms%dm", heap), fmt.Sprintf("-Xmx%dm", heap),
+		"-Xss256k",
+		"-XX:+UseG1GC",
+		// A node that ran out of memory must not limp on and answer wrongly.
+		"-XX:+ExitOnOutOfMemoryError",
+	}
+	args = append(args, cassandraJVM17...)
+	args = append(args,
+		"-Dcassandra-foreground=yes",
+		"-Dcassandra.config=file://"+confPath,
+		"-Dcassandra.storagedir="+c.Dir,
+		"-Dcassandra.logdir="+filepath.Join(c.Dir, "logs"),
+		"-Dlogback.configurationFile=file://"+logback,
+		// A lone seed has nobody to gossip with: do not wait for gossip to settle.
+		"-Dcassandra.skip_wait_for_gossip_to_settle=0",
+		"-Djava.io.tmpdir="+c.Dir,
+	)
+	args = append(args, opt.JVMOptions...)
+	args = append(args, "-cp", filepath.Join(lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
+
+	cmd := exec.Command(java, args...)
+	cmd.Dir = c.Dir
+	cmd.Stdout = c.log
+	cmd.Stderr = c.log
+	// The log may already hold an earlier attempt; remember where this one starts.
+	logStart, _ := c.log.Seek(0, io.SeekEnd)
+	say("starting %s on 127.0.0.1:%d (storage %d), log %s", c.Version, native, storage, c.LogPath)
+	began := time.Now()
+	proc, err := StartProcess("cassandra", cmd, Account{})
+	if err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", native)
+	// The native port opens last in Cassandra's startup, but a SUPPORTED answer to OPTIONS
+	// is what proves the CQL server is serving.
+	if err := Poll(ctx, 100*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
+		return CQLOptions(ctx, addr)
+	}); err != nil {
+		_ = proc.Stop(syscall.SIGKILL, time.Second)
+		tail := logTail(c.LogPath, logStart)
+		if strings.Contains(tail, "Address already in use") {
+			return fmt.Errorf("cassandra: %w: %s", errPortTaken, complaint(tail))
+		}
+		return fmt.Errorf("cassandra: %w: %s", err, complaint(tail))
+	}
+	c.proc = proc
+	c.Port, c.StoragePort, c.Addr = native, storage, addr
+	c.Startup = time.Since(began)
+	say("ready on %s after %v", addr, c.Startup.Round(time.Millisecond))
+	return nil
+}
+
+// CQLOptions sends a native-protocol v4 OPTIONS request to addr and returns nil when the
+// answer is a SUPPORTED frame listing a CQL_VERSION: the wire-level proof that a CQL
+// server is serving there.
+func CQLOptions(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
+	// Header: version 4 request, no flags, stream 1, opcode OPTIONS (0x05), empty body.
+	if _, err := conn.Write([]byte{0x04, 0x00, 0x00, 0x01, 0x05, 0, 0, 0, 0}); err != nil {
+		return fmt.Errorf("cql options: %w", err)
+	}
+	var hdr [9]byte
+	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+		return fmt.Errorf("cql options: %w", err)
+	}
+	if hdr[0] != 0x84 || hdr[4] != 0x06 {
+		return fmt.Errorf("cql options: answer is version %#x opcode %#x, want 0x84 SUPPORTED (0x06)", hdr[0], hdr[4])
+	}
+	n := binary.BigEndian.Uint32(hdr[5:])
+	if n > 1<<16 {
+		return fmt.Errorf("cql options: SUPPORTED body of %d bytes", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return fmt.Errorf("cql options: %w", err)
+	}
+	if !bytes.Contains(body, []byte("CQL_VERSION")) {
+		return errors.New("cql options: SUPPORTED lists no CQL_VERSION")
+	}
+	return nil
+}
+
+// logTail returns the log from offset on (at most the last 64 KiB).
+func logTail(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size()-offset > 64<<10 {
+		offset = fi.Size() - 64<<10
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// complaint turns a failed start's log into one line that says why: the first ERROR
+// line's message with the exception and its causes that follow it (stack frames left
+// out), else the last line of the log.
+func complaint(log string) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "ERROR") {
+			continue
+		}
+		if _, msg, ok := strings.Cut(l, " - "); ok {
+			l = msg
+		}
+		parts := []string{strings.TrimSpace(l)}
+		for _, next := range lines[i+1:] {
+			if next == "" || strings.HasPrefix(next, "\t") || strings.HasPrefix(next, " ") {
+				continue
+			}
+			// The next log record ends the exception.
+			if strings.HasPrefix(next, "INFO") || strings.HasPrefix(next, "WARN") || strings.HasPrefix(next, "ERROR") || strings.HasPrefix(next, "DEBUG") {
+				break
+			}
+			parts = append(parts, strings.TrimSpace(next))
+		}
+		msg := strings.Join(parts, "; ")
+		if len(msg) > 600 {
+			msg = msg[:600] + "..."
+		}
+		return msg
+	}
+	if len(lines) == 0 || lines[len(lines)-1] == "" {
+		return "no output"
+	}
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Pid returns the process id of the JVM, which leads its process group.
+func (c *Cassandra) Pid() int { return c.proc.Pid() }
+
+// RSS returns the resident memory of the JVM in bytes, read from /proc.
+func (c *Cassandra) RSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.proc.Pid()))
+	if err != nil {
+		return 0, fmt.Errorf("cassandra rss: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) != 2 || f[1] != "kB" {
+				break
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("cassandra rss: %w", err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("cassandra rss: no VmRSS line")
+}
+
+// Stop sends SIGTERM (Cassandra drains and flushes), waits up to the stop grace, then kills
+// the process group, and removes the temporary directory unless Keep was set. It may be
+// called more than once and concurrently; every call returns the first call's result. It
+// returns an error when the node had died before Stop or had to be killed.
+func (c *Cassandra) Stop() error {
+	c.stopOnce.Do(func() {
+		c.stopErr = c.proc.Stop(syscall.SIGTERM, c.grace)
+		c.cleanup()
+	})
+	return c.stopErr
+}
+
+// cleanup closes the log and, unless keep, removes the temporary directory.
+func (c *Cassandra) cleanup() {
+	if c.log != nil {
+		_ = c.log.Close()
+		c.log = nil
+	}
+	if !c.keep {
+		_ = os.RemoveAll(c.Dir)
+	}
+}
