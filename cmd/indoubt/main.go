@@ -4,6 +4,7 @@
 //	indoubt run      run a workload against a database (launched locally or --dsn)
 //	indoubt check    re-check a recorded history (indoubt JSONL, Jepsen EDN or log)
 //	indoubt proxy    the commit-aware fault proxy in front of any application
+//	indoubt server   a throwaway local server until Ctrl-C, for scripts and benchmarks
 //
 // Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run.
 package main
@@ -74,6 +75,7 @@ func commands() []command {
 		{"run", "run a workload against a database and check its history", runCommand},
 		{"check", "re-check a recorded history file", checkCommand},
 		{"proxy", "the commit-aware fault proxy in front of any application", proxyCommand},
+		{"server", "launch a throwaway local server until Ctrl-C", serverCommand},
 	}
 }
 
@@ -108,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	return fmt.Errorf("unknown command %q (want run, check or proxy; see indoubt --help)", args[0])
+	return fmt.Errorf("unknown command %q (want run, check, proxy or server; see indoubt --help)", args[0])
 }
 
 // newFlags returns a flag set that reports errors as values and prints its help, with
