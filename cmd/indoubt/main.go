@@ -118,7 +118,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func newFlags(name, description string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
+	// The flag package calls Usage on every parse error too; help is printed only
+	// when asked for, by parseFlags.
+	fs.Usage = func() {}
+	helps[fs] = func() {
 		fmt.Fprint(stdout, description)
 		fmt.Fprintln(stdout, "\nFlags:")
 		fs.SetOutput(stdout)
@@ -128,12 +131,17 @@ func newFlags(name, description string, stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// helps holds each flag set's help printer. Subcommands run one at a time.
+var helps = map[*flag.FlagSet]func(){}
+
 // parseFlags parses args, turning flag errors into one-line errors and --help into
 // flag.ErrHelp after printing the help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
+		if h, ok := helps[fs]; ok {
+			h()
+		}
 		return err
 	}
 	if err != nil {
