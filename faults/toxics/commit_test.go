@@ -1,0 +1,426 @@
+package toxics
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2/stream"
+	tp "github.com/Shopify/toxiproxy/v2/toxics"
+)
+
+// harness drives the two halves of one connection synchronously, without toxiproxy's
+// goroutines: the framer's unit tests feed scripted client and server bytes to them.
+type harness struct {
+	c      *Commits
+	up     *upState
+	down   *downState
+	upStub *tp.ToxicStub
+	dnStub *tp.ToxicStub
+	upOut  chan *stream.StreamChunk
+	dnOut  chan *stream.StreamChunk
+	events []Event
+	rng    *rand.Rand
+	max    int // largest chunk
+}
+
+func newHarness(t *testing.T, c *Commits, chunkSeed uint64, max int) *harness {
+	t.Helper()
+	h := &harness{c: c, rng: rand.New(rand.NewPCG(chunkSeed, 7)), max: max}
+	h.upOut = make(chan *stream.StreamChunk, 1<<16)
+	h.dnOut = make(chan *stream.StreamChunk, 1<<16)
+	h.upStub = tp.NewToxicStub(nil, h.upOut)
+	h.dnStub = tp.NewToxicStub(nil, h.dnOut)
+	h.up = &upState{s: c.upSession()}
+	h.down = &downState{s: c.downSession()}
+	return h
+}
+
+// newCommits returns commit faults whose events the harness of the returned pointer
+// collects.
+func newCommits(t *testing.T, seed int64, match func(string) bool) (*Commits, *[]Event) {
+	t.Helper()
+	var evs []Event
+	c, err := NewCommits(Config{Protocol: Postgres{}, Seed: seed, Match: match, Events: func(e Event) { evs = append(evs, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, &evs
+}
+
+func (h *harness) client(b []byte) {
+	for _, ch := range chunk(h.rng, b, h.max) {
+		if h.up.closed {
+			return
+		}
+		h.c.upstream(h.up, h.upStub, &stream.StreamChunk{Data: append([]byte(nil), ch...), Timestamp: time.Now()})
+	}
+}
+
+func (h *harness) server(b []byte) {
+	for _, ch := range chunk(h.rng, b, h.max) {
+		if h.down.closed {
+			return
+		}
+		h.c.downstream(h.down, h.dnStub, &stream.StreamChunk{Data: append([]byte(nil), ch...), Timestamp: time.Now()})
+	}
+}
+
+// drain returns what a half forwarded so far and whether it closed the connection.
+func drain(out chan *stream.StreamChunk) ([]byte, bool) {
+	var b []byte
+	for {
+		select {
+		case c, ok := <-out:
+			if !ok {
+				return b, true
+			}
+			b = append(b, c.Data...)
+		default:
+			return b, false
+		}
+	}
+}
+
+func startupExchange(h *harness) (cli, srv []byte) {
+	cli = append(pgSSL(), pgStartupMsg()...)
+	srv = bytes.Join([][]byte{{'N'}, pgAuthOK(), pgParam("server_version", "15"), pgBackendKey(1, 2), pgReady('I')}, nil)
+	h.client(pgSSL())
+	h.server([]byte{'N'})
+	h.client(pgStartupMsg())
+	h.server(srv[1:])
+	return cli, srv
+}
+
+// step is one request and its reply in a scripted conversation.
+type step struct {
+	req, rep []byte
+}
+
+func (s step) run(h *harness) {
+	h.client(s.req)
+	if !h.up.closed {
+		// A dropped request gets no reply: the server never saw it.
+		h.server(s.rep)
+	}
+}
+
+func txSteps() []step {
+	return []step{
+		{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)},
+		{pgQuery("update account set balance = balance - 1 where id = 1"), append(pgComplete("UPDATE 1"), pgReady('T')...)},
+		{pgQuery("commit"), append(pgComplete("COMMIT"), pgReady('I')...)},
+	}
+}
+
+const extSQL = "UPDATE account SET balance = balance - $1 WHERE id = 1 AND balance > 0"
+
+func extendedSteps() []step {
+	sql := extSQL
+	return []step{
+		{bytes.Join([][]byte{pgParse("stmtcache_9", sql), pgDescribe('S', "stmtcache_9"), pgSync()}, nil),
+			bytes.Join([][]byte{pgParseComplete(), pgMsg('t', i16(1), i32(23)), pgNoData(), pgReady('I')}, nil)},
+		{bytes.Join([][]byte{pgBind("", "stmtcache_9"), pgDescribe('P', ""), pgExecute(""), pgSync()}, nil),
+			bytes.Join([][]byte{pgBindComplete(), pgNoData(), pgComplete("UPDATE 1"), pgReady('I')}, nil)},
+	}
+}
+
+func join(steps []step, rep bool) []byte {
+	var b []byte
+	for _, s := range steps {
+		if rep {
+			b = append(b, s.rep...)
+		} else {
+			b = append(b, s.req...)
+		}
+	}
+	return b
+}
+
+func TestHalvesPassEverythingWhenDisarmed(t *testing.T) {
+	for _, max := range []int{1, 3, 64, 32 << 10} {
+		c, evs := newCommits(t, 1, nil)
+		h := newHarness(t, c, uint64(max), max)
+		cli, srv := startupExchange(h)
+		steps := append(txSteps(), extendedSteps()...)
+		for _, s := range steps {
+			s.run(h)
+		}
+		gotUp, upClosed := drain(h.upOut)
+		gotDn, dnClosed := drain(h.dnOut)
+		if wantUp := append(cli, join(steps, false)...); !bytes.Equal(gotUp, wantUp) || upClosed {
+			t.Errorf("chunks %d: upstream forwarded %d bytes (closed %v), want %d", max, len(gotUp), upClosed, len(wantUp))
+		}
+		if wantDn := append(srv, join(steps, true)...); !bytes.Equal(gotDn, wantDn) || dnClosed {
+			t.Errorf("chunks %d: downstream forwarded %d bytes (closed %v), want %d", max, len(gotDn), dnClosed, len(wantDn))
+		}
+		if len(*evs) != 0 {
+			t.Errorf("events %v, want none", *evs)
+		}
+	}
+}
+
+func TestCommitFaults(t *testing.T) {
+	tx, ext := txSteps(), extendedSteps()
+	tests := []struct {
+		name  string
+		arm   func(*Faults)
+		steps []step
+		// the faulted step: its request is forwarded up to upTo bytes, its reply up
+		// to dnTo bytes (-1: whole), and the event expected.
+		at         int
+		upTo, dnTo int
+		kind       Kind
+		stmt, tag  string
+	}{
+		{"drop commit", func(f *Faults) { f.Drop.Set(1, 0) }, tx, 2, 0, 0, CommitDrop, "commit", ""},
+		{"cut commit", func(f *Faults) { f.Cut.Set(1, 0) }, tx, 2, -1, 0, CommitCut, "commit", "COMMIT"},
+		{"drop autocommit execute", func(f *Faults) { f.Drop.Set(1, 0) }, ext, 1,
+			len(pgBind("", "stmtcache_9")) + len(pgDescribe('P', "")), 0, CommitDrop, extSQL, ""},
+		{"cut autocommit execute", func(f *Faults) { f.Cut.Set(1, 0) }, ext, 1,
+			-1, len(pgBindComplete()) + len(pgNoData()), CommitCut, extSQL, "UPDATE 1"},
+		{"cut simple autocommit", func(f *Faults) { f.Cut.Set(1, 0) },
+			[]step{{pgQuery("insert into t values (1)"), append(pgComplete("INSERT 0 1"), pgReady('I')...)}}, 0,
+			-1, 0, CommitCut, "insert into t values (1)", "INSERT 0 1"},
+	}
+	for _, tt := range tests {
+		for _, max := range []int{1, 5, 32 << 10} {
+			t.Run(tt.name, func(t *testing.T) {
+				c, evs := newCommits(t, 1, nil)
+				tt.arm(&c.Faults)
+				h := newHarness(t, c, uint64(max), max)
+				cli, srv := startupExchange(h)
+				for _, s := range tt.steps {
+					s.run(h)
+				}
+				s := tt.steps[tt.at]
+				upTo, dnTo := tt.upTo, tt.dnTo
+				if upTo < 0 {
+					upTo = len(s.req)
+				}
+				if dnTo < 0 {
+					dnTo = len(s.rep)
+				}
+				wantUp := append(append(cli, join(tt.steps[:tt.at], false)...), s.req[:upTo]...)
+				wantDn := append(append(srv, join(tt.steps[:tt.at], true)...), s.rep[:dnTo]...)
+				gotUp, _ := drain(h.upOut)
+				gotDn, dnClosed := drain(h.dnOut)
+				if !bytes.Equal(gotUp, wantUp) {
+					t.Errorf("chunks %d: upstream forwarded %q, want %q", max, tail(gotUp), tail(wantUp))
+				}
+				if !bytes.Equal(gotDn, wantDn) {
+					t.Errorf("chunks %d: downstream forwarded %q, want %q", max, tail(gotDn), tail(wantDn))
+				}
+				if tt.kind == CommitCut && !dnClosed {
+					t.Errorf("downstream not closed after a cut")
+				}
+				if tt.kind == CommitDrop && !h.up.closed {
+					t.Errorf("upstream not closed after a drop")
+				}
+				if len(*evs) != 1 {
+					t.Fatalf("events %+v, want one", *evs)
+				}
+				e := (*evs)[0]
+				wantTruth := Applied
+				if tt.kind == CommitDrop {
+					wantTruth = NotApplied
+				}
+				if e.Kind != tt.kind || e.Truth != wantTruth || e.Tag != tt.tag || (tt.stmt != "" && e.Statement != tt.stmt) || e.Protocol != "postgres" {
+					t.Errorf("event %+v, want kind %v truth %v statement %q tag %q", e, tt.kind, wantTruth, tt.stmt, tt.tag)
+				}
+			})
+		}
+	}
+}
+
+func tail(b []byte) []byte {
+	if len(b) > 40 {
+		return b[len(b)-40:]
+	}
+	return b
+}
+
+func TestCommitPointsAndNonPoints(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+		fire  bool // whether a drop armed at 1 fires on the last request
+	}{
+		{"commit in a failed block rolls back: no point", []step{
+			{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)},
+			{pgQuery("update t set x = 1/0"), append(pgError("division by zero"), pgReady('E')...)},
+			{pgQuery("commit"), nil},
+		}, false},
+		{"commit outside a block: no point", []step{{pgQuery("commit"), nil}}, false},
+		{"read outside a block: no point", []step{{pgQuery("select balance from account"), nil}}, false},
+		{"write in a block: no point", []step{
+			{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)},
+			{pgQuery("delete from t"), nil},
+		}, false},
+		{"pipelined begin, write and commit: the commit", []step{
+			{bytes.Join([][]byte{pgQuery("begin"), pgQuery("update t set x = 1")}, nil), nil},
+			{pgQuery("commit"), nil},
+		}, true},
+		{"multi-statement block in one query", []step{{pgQuery("begin; update t set x = 1; commit"), nil}}, true},
+		{"end commits", []step{
+			{pgQuery("start transaction"), append(pgComplete("BEGIN"), pgReady('T')...)},
+			{pgQuery("END"), nil},
+		}, true},
+		{"rollback: no point", []step{
+			{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)},
+			{pgQuery("rollback"), nil},
+		}, false},
+		{"commit prepared", []step{{pgQuery("COMMIT PREPARED 'tx1'"), nil}}, true},
+		{"prepared commit via extended protocol", []step{
+			{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)},
+			{bytes.Join([][]byte{pgParse("c1", "commit"), pgBind("p", "c1"), pgExecute("p"), pgSync()}, nil), nil},
+		}, true},
+		{"second write of one extended implicit transaction is not a new point", []step{
+			{bytes.Join([][]byte{pgParse("", "select 1"), pgBind("", ""), pgExecute(""), pgParse("", "update t set x = 1"), pgBind("", ""), pgExecute(""), pgSync()}, nil), nil},
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, evs := newCommits(t, 1, nil)
+			c.Faults.Drop.Set(1, 0)
+			h := newHarness(t, c, 1, 1<<10)
+			startupExchange(h)
+			for _, s := range tt.steps {
+				s.run(h)
+			}
+			if got := len(*evs) == 1; got != tt.fire {
+				t.Errorf("fired %v (%+v), want %v", got, *evs, tt.fire)
+			}
+		})
+	}
+}
+
+func TestArmedCutEndsUnfiredOnError(t *testing.T) {
+	c, evs := newCommits(t, 1, nil)
+	c.Faults.Cut.Set(1, 1)
+	h := newHarness(t, c, 1, 1<<10)
+	startupExchange(h)
+	q := pgQuery("update t set x = 1; update t set y = 1/0")
+	rep := bytes.Join([][]byte{pgComplete("UPDATE 1"), pgError("division by zero"), pgReady('I')}, nil)
+	step{q, rep}.run(h)
+	_, _ = drain(h.upOut)
+	got, closed := drain(h.dnOut)
+	if !bytes.HasSuffix(got, rep) || closed || len(*evs) != 0 {
+		t.Fatalf("failed statement: forwarded %q closed %v events %v; want the reply forwarded, no event", tail(got), closed, *evs)
+	}
+	// The cap of 1 is free again: the next commit is cut.
+	step{pgQuery("insert into t values (2)"), append(pgComplete("INSERT 0 1"), pgReady('I')...)}.run(h)
+	if _, closed := drain(h.dnOut); !closed || len(*evs) != 1 {
+		t.Fatalf("after the error: closed %v events %v, want a cut", closed, *evs)
+	}
+}
+
+func TestMatchSelectsPoints(t *testing.T) {
+	c, evs := newCommits(t, 1, func(s string) bool { return strings.Contains(s, "account") })
+	c.Faults.Drop.Set(1, 0)
+	h := newHarness(t, c, 1, 1<<10)
+	startupExchange(h)
+	step{pgQuery("update other set x = 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
+	step{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)}.run(h)
+	step{pgQuery("update account set x = 1"), append(pgComplete("UPDATE 1"), pgReady('T')...)}.run(h)
+	if len(*evs) != 0 {
+		t.Fatalf("fired before the commit: %v", *evs)
+	}
+	step{pgQuery("commit"), nil}.run(h)
+	if len(*evs) != 1 || (*evs)[0].Statement != "commit" {
+		t.Fatalf("events %+v, want the commit of the block that touched account", *evs)
+	}
+}
+
+// decisions runs n autocommit statements, each on a fresh connection, and returns the
+// kinds of fault each got (0: none).
+func decisions(t *testing.T, seed int64, arm func(*Faults), n int) []Kind {
+	t.Helper()
+	c, evs := newCommits(t, seed, nil)
+	arm(&c.Faults)
+	var out []Kind
+	for i := 0; i < n; i++ {
+		h := newHarness(t, c, uint64(i), 1<<10)
+		startupExchange(h)
+		before := len(*evs)
+		step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
+		step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
+		k := Kind(0)
+		if len(*evs) > before {
+			k = (*evs)[len(*evs)-1].Kind
+			if got := (*evs)[len(*evs)-1].ConnIndex; got != uint64(i) {
+				t.Fatalf("event of connection %d says %d", i, got)
+			}
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestDecisionsAreSeeded(t *testing.T) {
+	mixed := func(f *Faults) { f.Mixed.Set(0.6, 0) }
+	a := decisions(t, 42, mixed, 200)
+	b := decisions(t, 42, mixed, 200)
+	other := decisions(t, 43, mixed, 200)
+	count := map[Kind]int{}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("same seed, connection %d: %v then %v", i, a[i], b[i])
+		}
+		count[a[i]]++
+	}
+	if equalKinds(a, other) {
+		t.Errorf("seeds 42 and 43 made the same %d decisions", len(a))
+	}
+	// Each connection has two points at 0.6: P(no fire) = 0.16; fires split evenly.
+	if count[0] < 10 || count[0] > 60 || count[CommitCut] < 50 || count[CommitDrop] < 50 {
+		t.Errorf("decisions %v: want about 32 none and 84 of each fault", count)
+	}
+}
+
+func equalKinds(a, b []Kind) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCapLimitsFires(t *testing.T) {
+	got := decisions(t, 1, func(f *Faults) { f.Cut.Set(1, 3) }, 10)
+	n := 0
+	for _, k := range got {
+		if k != 0 {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("fires %v: %d, want 3", got, n)
+	}
+}
+
+func TestGarbageNeverPanics(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := 0; i < 2000; i++ {
+		c, _ := newCommits(t, int64(i), nil)
+		c.Faults.Mixed.Set(1, 0)
+		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
+		if i%2 == 0 {
+			startupExchange(h)
+		}
+		for j := 0; j < 4; j++ {
+			b := make([]byte, rng.IntN(200))
+			for k := range b {
+				b[k] = byte(rng.IntN(256))
+			}
+			if rng.IntN(2) == 0 {
+				h.client(b)
+			} else {
+				h.server(b)
+			}
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package toxics
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// Kind is a commit fault. The zero value is invalid.
+type Kind uint8
+
+const (
+	// CommitCut lets the commit reach the server, drops the reply that proves it and
+	// closes the client's connection: the change is applied, the client is not told.
+	CommitCut Kind = 1 + iota
+	// CommitDrop never lets the commit reach the server and closes the connection: the
+	// change is not applied, and the client sees the same error as after a cut.
+	CommitDrop
+)
+
+var kindNames = [...]string{CommitCut: "commit-cut", CommitDrop: "commit-drop"}
+
+// String returns commit-cut or commit-drop.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (k Kind) MarshalText() ([]byte, error) {
+	if k != CommitCut && k != CommitDrop {
+		return nil, fmt.Errorf("invalid fault kind %d", uint8(k))
+	}
+	return []byte(k.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if n != "" && n == string(b) {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown fault kind %q", b)
+}
+
+// Truth is what a fault did to the commit it hit, known to the proxy and never to the
+// client. The zero value is invalid.
+type Truth uint8
+
+const (
+	Applied    Truth = 1 + iota // the server committed the change
+	NotApplied                  // the server never received the commit
+)
+
+var truthNames = [...]string{Applied: "applied", NotApplied: "not-applied"}
+
+// String returns applied or not-applied.
+func (t Truth) String() string {
+	if int(t) < len(truthNames) && truthNames[t] != "" {
+		return truthNames[t]
+	}
+	return fmt.Sprintf("truth(%d)", uint8(t))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (t Truth) MarshalText() ([]byte, error) {
+	if t != Applied && t != NotApplied {
+		return nil, fmt.Errorf("invalid truth %d", uint8(t))
+	}
+	return []byte(t.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (t *Truth) UnmarshalText(b []byte) error {
+	for i, n := range truthNames {
+		if n != "" && n == string(b) {
+			*t = Truth(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown truth %q", b)
+}
+
+// Event is one commit fault that fired, with its ground truth. One JSON object per
+// event is the faults.jsonl line format:
+//
+//	{"time":"2025-01-02T15:04:05.123456789Z","conn":"127.0.0.1:51514","conn_index":3,"protocol":"postgres","kind":"commit-cut","truth":"applied","statement":"commit","tag":"COMMIT"}
+type Event struct {
+	// Time is when the fault fired; it carries a monotonic reading for in-process use.
+	Time time.Time `json:"time"`
+	// Conn is the client's address as the proxy saw it: the client's local address,
+	// the same string a client reads from its connection's LocalAddr.
+	Conn string `json:"conn"`
+	// ConnIndex is the connection's position in the proxy's accept order, from 0.
+	ConnIndex uint64 `json:"conn_index"`
+	// Protocol names the wire protocol (postgres, ...).
+	Protocol string `json:"protocol"`
+	Kind     Kind   `json:"kind"`
+	Truth    Truth  `json:"truth"`
+	// Statement is the request that committed (or would have), shortened to 256 bytes.
+	Statement string `json:"statement,omitempty"`
+	// Tag is the server's reply that proved the commit (cuts only): "COMMIT", "UPDATE 1".
+	Tag string `json:"tag,omitempty"`
+}
+
+// Knob controls one commit fault at run time: its probability per commit point and an
+// optional cap on how many times it fires. All methods are safe for concurrent use and
+// take effect on connections already open; a schedule opens and closes windows with
+// Set and Disarm. The zero value is disarmed.
+type Knob struct {
+	p     atomic.Uint64 // math.Float64bits of the probability
+	max   atomic.Int64  // 0: no cap
+	taken atomic.Int64  // fires plus cuts decided and not yet resolved, against max
+	fired atomic.Int64
+}
+
+// Set arms the fault with probability p per commit point (clamped to [0, 1]) and at
+// most max fires from now on (0: no cap). It restarts the count that the cap limits.
+func (k *Knob) Set(p float64, max int64) {
+	if math.IsNaN(p) || p < 0 {
+		p = 0
+	}
+	if p > 1 {
+		p = 1
+	}
+	if max < 0 {
+		max = 0
+	}
+	k.max.Store(max)
+	k.taken.Store(0)
+	k.p.Store(math.Float64bits(p))
+}
+
+// Disarm sets the probability to 0. Cuts already decided for commits in flight still
+// happen.
+func (k *Knob) Disarm() { k.p.Store(0) }
+
+// P returns the current probability.
+func (k *Knob) P() float64 { return math.Float64frombits(k.p.Load()) }
+
+// Fired returns how many times the fault has fired since the proxy started.
+func (k *Knob) Fired() int64 { return k.fired.Load() }
+
+// take reserves one fire against the cap; false when the cap is reached.
+func (k *Knob) take() bool {
+	for {
+		n := k.taken.Load()
+		m := k.max.Load()
+		if m > 0 && n >= m {
+			return false
+		}
+		if k.taken.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// untake returns a reservation whose fault did not fire.
+func (k *Knob) untake() { k.taken.Add(-1) }
+
+// Faults holds the knobs of the commit faults of one proxy. There is one decision per
+// commit point: one uniform roll u in [0,1) from the connection's seeded generator;
+// u < Drop.P() drops, then the next Cut.P() cuts, then the next Mixed.P() fires and a
+// fair coin from the same generator picks drop or cut. So the faults never both fire on
+// one commit, and with only Mixed armed at P, each commit point fires with P and then
+// splits half and half. Probabilities whose sum exceeds 1 are cut at 1 in that order.
+type Faults struct {
+	Drop  Knob
+	Cut   Knob
+	Mixed Knob
+}
+
+// choose makes the decision for one commit point. It returns the fault to apply (0 for
+// none) and the knob whose reservation the fault holds.
+func (f *Faults) choose(u float64, coin func() bool) (Kind, *Knob) {
+	pd, pc, pm := f.Drop.P(), f.Cut.P(), f.Mixed.P()
+	switch {
+	case u < pd:
+		if f.Drop.take() {
+			return CommitDrop, &f.Drop
+		}
+	case u < pd+pc:
+		if f.Cut.take() {
+			return CommitCut, &f.Cut
+		}
+	case u < pd+pc+pm:
+		k := CommitCut
+		if coin() {
+			k = CommitDrop
+		}
+		if f.Mixed.take() {
+			return k, &f.Mixed
+		}
+	}
+	return 0, nil
+}

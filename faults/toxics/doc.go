@@ -1,0 +1,69 @@
+// Package toxics holds indoubt's commit-aware toxics for toxiproxy: they understand a
+// database's wire protocol well enough to find the moment of commit, and there either
+// drop the commit before it reaches the server (commit-drop: not applied) or let it
+// through and drop the server's proof of it, closing the client's connection
+// (commit-cut: applied). The client sees the same lost connection either way; the
+// proxy knows which it was, and reports an Event with that ground truth.
+//
+// # How the pieces fit
+//
+// A Commits value belongs to one proxy. Install puts its two halves on the proxy:
+//
+//	client ──► [commit_drop: frame requests, find commit points, decide] ──► server
+//	client ◄── [commit_cut: frame replies, hold, cut on proof of commit] ◄── server
+//
+// Every commit point gets exactly one decision, made by the upstream half when the
+// request passes: one roll from the connection's own generator (seeded from Config.Seed
+// and the connection's accept-order index), compared against the knobs in Faults (see
+// Faults for the arithmetic). A drop happens on the spot: the requests before the point
+// are forwarded, the point and everything after it are not, and the connection closes.
+// A cut is armed on the protocol state and carried out by the downstream half when the
+// server proves the commit; if the server reports an error or a rollback instead, the
+// armed cut ends unfired and its reservation against the knob's cap is returned. After
+// a cut nothing more from the client reaches the server.
+//
+// The two halves of one connection share a session. toxiproxy's accept loop creates the
+// upstream link's toxic state, then the downstream link's, in one goroutine (read in
+// toxiproxy v2.12.0's proxy.go and toxic_collection.go; checked by this package's tests
+// and faults' end-to-end tests, which match each event's client address against the
+// client's own), so the downstream half takes the session the upstream half made last.
+// This is why the halves are installed before the first connection and never added or
+// removed while the proxy runs: arm and disarm them through the Knobs instead, which
+// are atomics and take effect on open connections. toxicity stays 1 (toxiproxy rolls it
+// once per link, not per message), and a toxic's state lives in the ToxicStub so that
+// toxiproxy's interrupts (on any toxic added or removed) resume mid-message. A closed
+// half keeps draining its input until the link ends, or toxiproxy's goroutines leak.
+//
+// # Adding a protocol
+//
+// A protocol implements Protocol and Conn, nothing else; the halves are generic.
+//
+//   - Framer: split each direction into messages whatever the chunking (a message may
+//     arrive one byte at a time, or many in one chunk). Request and Reply return 0 until
+//     a whole unit is there; the halves buffer. A request that may be a commit point
+//     must be consumed whole, so it can be dropped whole. Long messages that never
+//     matter may be consumed in pieces. Bytes that do not frame switch that direction to
+//     pass-through for good (return len(b), never a point): a guess could cut the wrong
+//     reply. Never panic, never keep b.
+//   - Matcher, requests: return a *Point for a request whose execution commits: Default
+//     when it counts without a user match function, Text for the match function.
+//     Know what a commit is in that protocol: PostgreSQL's COMMIT or an autocommit
+//     write; for RESP a write command or EXEC outside MULTI; for MongoDB an OP_MSG write
+//     without a session transaction, or commitTransaction; for CQL a QUERY/EXECUTE/BATCH
+//     that writes (every CQL write is its own commit).
+//   - Matcher, replies: ExpectCut tells the protocol which request's reply to watch;
+//     the protocol must know which reply answers which request: PostgreSQL counts
+//     ReadyForQuery per query or Sync; RESP has no ids and answers in order (skip push
+//     '>' and attribute '|' frames); MongoDB's responseTo names the requestID; CQL's
+//     stream id names the request. For a watched reply return Hold until the commit is
+//     proven (when one message alone does not prove it), then Cut with the Pending, or
+//     Release with it when the reply shows no commit (an error). Unwatched replies Pass.
+//     Shared state between Request and Reply needs a lock; each is called from one
+//     goroutine.
+//   - Tests: chunk every stream from 1 byte to 32 KiB and compare; fuzz the framer and
+//     both directions (see FuzzPostgres*); run the end-to-end tests of package faults
+//     against the real server.
+//
+// Postgres is the first protocol; its documentation states its commit points and its
+// proof of commit.
+package toxics

@@ -1,0 +1,401 @@
+package toxics
+
+import (
+	"strings"
+	"sync"
+)
+
+// Postgres is the PostgreSQL frontend/backend protocol (3.x) for the commit toxics.
+//
+// Commit points (upstream, client to server):
+//   - a COMMIT or END that ends an open transaction block, as a simple query or as the
+//     Execute of a prepared statement;
+//   - a statement outside a transaction block (autocommit), as a simple query (all its
+//     statements form one implicit transaction: one point) or as an Execute; it counts
+//     by default when it writes (INSERT, UPDATE, DELETE, MERGE, COPY FROM, DDL, CALL,
+//     a data-modifying WITH), and with a match function when its SQL matches;
+//   - COMMIT PREPARED.
+//
+// Prepared statements are followed from Parse to Bind to Execute by name (pgx parses
+// "stmtcache_<hash>" once per connection and then only binds and executes it).
+//
+// Whether a block is open is known from the replies when nothing is in flight (the
+// status of the last ReadyForQuery: 'I' idle, 'T' in a block, 'E' in a failed block),
+// and predicted from the BEGIN, COMMIT and ROLLBACK statements forwarded since, for
+// clients that pipeline. A COMMIT in a failed block only rolls back: not a point.
+//
+// Proof of commit (downstream, server to client), for a request whose cut was armed:
+// CommandComplete "COMMIT"; or, for an autocommit statement, its CommandComplete
+// followed by ReadyForQuery 'I' with no ErrorResponse between (with the extended
+// protocol the implicit commit happens at Sync, so only that ReadyForQuery proves it).
+// The cut drops from the first CommandComplete of the request's reply on. An
+// ErrorResponse, CommandComplete "ROLLBACK", or a ReadyForQuery that is not 'I' ends an
+// armed cut unfired: nothing was committed.
+//
+// Holding replies until ReadyForQuery happens only for a request whose cut was armed,
+// so a client that waits for CommandComplete before it sends Sync stalls only then.
+type Postgres struct{}
+
+// Name returns "postgres".
+func (Postgres) Name() string { return "postgres" }
+
+// NewConn implements Protocol.
+func (Postgres) NewConn() Conn {
+	return &pgConn{
+		up:      pgFramer{upstream: true, matters: pgRequestMatters},
+		down:    pgFramer{matters: pgReplyMatters},
+		stmts:   map[string]string{},
+		portals: map[string]string{},
+	}
+}
+
+func pgRequestMatters(t byte) bool {
+	switch t {
+	case 'Q', 'P', 'B', 'E', 'S', 'C', 'F':
+		return true
+	}
+	return false
+}
+
+func pgReplyMatters(t byte) bool {
+	return t == 'C' || t == 'Z' || t == 'E'
+}
+
+type txState uint8
+
+const (
+	txIdle txState = iota
+	txOpen
+	txFailed
+)
+
+// maxBlockText bounds the statements of an open block kept for match functions.
+const maxBlockText = 64 << 10
+
+// pgCycle is a request that ends with one ReadyForQuery: a simple query, a function
+// call, or the extended-protocol messages up to a Sync.
+type pgCycle struct {
+	cut *Pending
+	// downstream only, while cut is armed
+	holding bool
+	tag     string
+}
+
+type pgConn struct {
+	up, down pgFramer
+
+	// Upstream goroutine only.
+	stmts     map[string]string // prepared statement name -> SQL
+	portals   map[string]string // portal name -> SQL
+	tx        txState           // predicted from the statements forwarded
+	blockText strings.Builder   // statements run in the open block
+	open      *pgCycle          // extended-protocol messages since the last Sync
+	implicit  bool              // the open cycle has run a statement outside a block
+	last      *pgCycle          // the cycle of the last point returned
+
+	// Downstream goroutine only.
+	ready bool // the ReadyForQuery that ends the startup has passed
+
+	mu     sync.Mutex
+	queue  []*pgCycle // sent, awaiting their ReadyForQuery; guarded by mu
+	status byte       // status of the last ReadyForQuery that left the queue empty
+	fresh  bool       // status not yet taken into tx by the upstream side
+}
+
+// txNow returns the transaction state for the next statement: the server's own word
+// when nothing is in flight and it has not been read yet, else the prediction.
+func (c *pgConn) txNow() txState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fresh && len(c.queue) == 0 {
+		c.fresh = false
+		switch c.status {
+		case 'I':
+			c.tx = txIdle
+		case 'T':
+			c.tx = txOpen
+		case 'E':
+			c.tx = txFailed
+		}
+	}
+	return c.tx
+}
+
+func (c *pgConn) push(cy *pgCycle) {
+	c.mu.Lock()
+	c.queue = append(c.queue, cy)
+	c.mu.Unlock()
+}
+
+// Request implements Conn.
+func (c *pgConn) Request(b []byte) (int, *Point) {
+	f, ok := c.up.next(b)
+	if !ok {
+		return 0, nil
+	}
+	if f.kind != frameMessage || f.typ == 0 {
+		return f.n, nil
+	}
+	switch f.typ {
+	case 'Q':
+		var p *Point
+		if sql, _, ok := cstring(f.body); ok {
+			// Judge before queueing the query: the server's status counts only
+			// while nothing is in flight.
+			p = c.query(sql)
+		}
+		cy := c.open
+		if cy == nil {
+			cy = &pgCycle{}
+		}
+		c.open, c.implicit = nil, false
+		c.push(cy)
+		if p != nil {
+			c.last = cy
+		}
+		return f.n, p
+	case 'P':
+		name, rest, ok := cstring(f.body)
+		if !ok {
+			break
+		}
+		if sql, _, ok := cstring(rest); ok {
+			c.stmts[name] = sql
+		}
+		c.openCycle()
+	case 'B':
+		portal, rest, ok := cstring(f.body)
+		if !ok {
+			break
+		}
+		if name, _, ok := cstring(rest); ok {
+			c.portals[portal] = c.stmts[name]
+		}
+		c.openCycle()
+	case 'E':
+		portal, _, ok := cstring(f.body)
+		cy := c.openCycle()
+		if !ok {
+			break
+		}
+		p := c.execute(c.portals[portal])
+		if p != nil {
+			c.last = cy
+		}
+		return f.n, p
+	case 'C':
+		if len(f.body) > 0 {
+			if name, _, ok := cstring(f.body[1:]); ok {
+				switch f.body[0] {
+				case 'S':
+					delete(c.stmts, name)
+				case 'P':
+					delete(c.portals, name)
+				}
+			}
+		}
+		c.openCycle()
+	case 'D', 'H':
+		c.openCycle()
+	case 'S':
+		cy := c.openCycle()
+		c.open, c.implicit = nil, false
+		c.push(cy)
+	case 'F':
+		cy := c.open
+		if cy == nil {
+			cy = &pgCycle{}
+		}
+		c.open, c.implicit = nil, false
+		c.push(cy)
+	}
+	return f.n, nil
+}
+
+func (c *pgConn) openCycle() *pgCycle {
+	if c.open == nil {
+		c.open = &pgCycle{}
+	}
+	return c.open
+}
+
+// query runs a simple query's statements through the transaction state and returns its
+// commit point, if it has one. All statements outside a block form one implicit
+// transaction, committed at the end of the query: one point for the query.
+func (c *pgConn) query(sql string) *Point {
+	tx := c.txNow()
+	var p *Point
+	prefix := ""
+	for _, s := range splitSQL(sql) {
+		switch cls := classify(s); {
+		case cls == stmtBegin:
+			if tx == txIdle {
+				tx = txOpen
+				c.blockText.Reset()
+			}
+		case cls == stmtCommit:
+			if tx == txOpen {
+				prefix = c.blockText.String()
+				p = pointOr(p, true)
+			}
+			tx = txIdle
+			c.blockText.Reset()
+		case cls == stmtRollback || cls == stmtPrepareTxn:
+			tx = txIdle
+			c.blockText.Reset()
+		case cls == stmtCommitPrepare:
+			if tx == txIdle {
+				p = pointOr(p, true)
+			}
+		case tx == txIdle:
+			p = pointOr(p, cls == stmtWrite)
+		default:
+			c.addBlockText(s)
+		}
+	}
+	c.tx = tx
+	if p == nil {
+		return nil
+	}
+	p.Statement = sql
+	p.Text = prefix + sql
+	return p
+}
+
+// execute runs one prepared statement (Execute) through the transaction state. In the
+// extended protocol the statements outside a block up to the Sync form one implicit
+// transaction; its first statement is the point.
+func (c *pgConn) execute(sql string) *Point {
+	tx := c.txNow()
+	var p *Point
+	switch cls := classify(sql); {
+	case cls == stmtBegin:
+		if tx == txIdle {
+			tx = txOpen
+			c.blockText.Reset()
+		}
+	case cls == stmtCommit:
+		if tx == txOpen {
+			p = &Point{Statement: sql, Text: c.blockText.String() + sql, Default: true}
+		}
+		tx = txIdle
+		c.blockText.Reset()
+	case cls == stmtRollback || cls == stmtPrepareTxn:
+		tx = txIdle
+		c.blockText.Reset()
+	case cls == stmtCommitPrepare:
+		if tx == txIdle {
+			p = &Point{Statement: sql, Text: sql, Default: true}
+		}
+	case tx == txIdle:
+		if !c.implicit {
+			p = &Point{Statement: sql, Text: sql, Default: cls == stmtWrite}
+		}
+		c.implicit = true
+	default:
+		c.addBlockText(sql)
+	}
+	c.tx = tx
+	return p
+}
+
+func pointOr(p *Point, def bool) *Point {
+	if p == nil {
+		p = &Point{}
+	}
+	p.Default = p.Default || def
+	return p
+}
+
+func (c *pgConn) addBlockText(s string) {
+	if c.blockText.Len()+len(s)+2 > maxBlockText {
+		return
+	}
+	c.blockText.WriteString(s)
+	c.blockText.WriteString("; ")
+}
+
+// ExpectCut implements Conn.
+func (c *pgConn) ExpectCut(_ *Point, p *Pending) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil || c.last.cut != nil {
+		// Already armed by an earlier statement of the same implicit transaction: one
+		// commit, one cut.
+		return false
+	}
+	c.last.cut = p
+	return true
+}
+
+// Reply implements Conn.
+func (c *pgConn) Reply(b []byte) (int, Verdict) {
+	f, ok := c.down.next(b)
+	if !ok {
+		return 0, Verdict{}
+	}
+	if f.kind != frameMessage {
+		return f.n, Verdict{}
+	}
+	switch f.typ {
+	case 'C', 'E', 'Z':
+	default:
+		return f.n, Verdict{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f.typ == 'Z' {
+		status := byte(0)
+		if len(f.body) > 0 {
+			status = f.body[0]
+		}
+		if !c.ready {
+			c.ready = true
+			if len(c.queue) == 0 {
+				c.status, c.fresh = status, true
+			}
+			return f.n, Verdict{}
+		}
+		var cy *pgCycle
+		if len(c.queue) > 0 {
+			cy = c.queue[0]
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+		}
+		if len(c.queue) == 0 {
+			c.status, c.fresh = status, true
+		}
+		if cy == nil || cy.cut == nil {
+			return f.n, Verdict{}
+		}
+		p := cy.cut
+		cy.cut = nil
+		if cy.holding && status == 'I' {
+			return f.n, Verdict{Action: Cut, Pending: p, Tag: cy.tag}
+		}
+		return f.n, Verdict{Action: Release, Pending: p}
+	}
+	if len(c.queue) == 0 || c.queue[0].cut == nil {
+		return f.n, Verdict{}
+	}
+	cy := c.queue[0]
+	if f.typ == 'E' {
+		p := cy.cut
+		cy.cut = nil
+		return f.n, Verdict{Action: Release, Pending: p}
+	}
+	tag, _, _ := cstring(f.body)
+	switch {
+	case tag == "COMMIT":
+		p := cy.cut
+		cy.cut = nil
+		return f.n, Verdict{Action: Cut, Pending: p, Tag: tag}
+	case tag == "ROLLBACK":
+		p := cy.cut
+		cy.cut = nil
+		return f.n, Verdict{Action: Release, Pending: p}
+	}
+	cy.tag = tag
+	cy.holding = true
+	return f.n, Verdict{Action: Hold}
+}
