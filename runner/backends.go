@@ -11,6 +11,7 @@ import (
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
+	"github.com/indoubt/indoubt/workloads/register"
 )
 
 // backend is one store: how to launch its throwaway server, where its DSN points, and
@@ -77,6 +78,12 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 			return nil, nil, err
 		}
 		return budget.New(c, cfg.Budget), c.Close, nil
+	case "register":
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		if err != nil {
+			return nil, nil, err
+		}
+		return register.New(c.Register()), c.Close, nil
 	}
 	return nil, nil, fmt.Errorf("store postgres has no workload %q", cfg.Workload)
 }

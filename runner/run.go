@@ -428,6 +428,9 @@ func (r *run) attempt(ctx context.Context, w workloads.Worker, call workloads.Ca
 		}
 		rt.conflicts += reply.Conflicts
 		class := stores.Classify(err)
+		if err == nil && reply.Failed {
+			return histories.Op{Type: histories.Fail, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
+		}
 		if err == nil {
 			return histories.Op{Type: histories.OK, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
 		}

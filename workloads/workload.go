@@ -23,6 +23,10 @@ type Reply struct {
 	Conflicts int
 	// Replayed is true when the idempotent path returned a recorded outcome.
 	Replayed bool
+	// Failed is true when the operation certainly did not take effect by its own
+	// semantics, with no error: a compare-and-set whose expected value did not match.
+	// It is recorded as fail without an error text, and never retried.
+	Failed bool
 }
 
 // Worker runs one worker's operations on its own Session, one at a time.

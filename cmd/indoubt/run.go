@@ -56,7 +56,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	)
 	fs.StringVar(&cfg.Store, "store", "postgres", "store: postgres")
 	fs.StringVar(&cfg.DSN, "dsn", "", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db)")
-	fs.StringVar(&cfg.Workload, "workload", "budget", "workload: budget")
+	fs.StringVar(&cfg.Workload, "workload", "budget", "workload: budget, register")
 	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
 	fs.StringVar(&cfg.Out, "out", "runs", "parent directory of run directories")

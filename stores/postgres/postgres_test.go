@@ -20,6 +20,7 @@ import (
 	"github.com/indoubt/indoubt/stores/storetest"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
+	"github.com/indoubt/indoubt/workloads/register"
 )
 
 var pg = servertest.Postgres(servers.PostgresOptions{})
@@ -245,4 +246,8 @@ func TestIdempotentReplayAcrossSessions(t *testing.T) {
 	if b, _ := c.Balance(ctx); b != 0 {
 		t.Fatalf("balance = %d after one applied decrement of 1", b)
 	}
+}
+
+func TestRegisterConformance(t *testing.T) {
+	storetest.Register(t, func(t *testing.T) register.Store { return open(t, postgres.Autocommit).Register() })
 }
