@@ -13,7 +13,7 @@ import (
 // Budget runs the budget conformance suite. open returns a store connected to the real
 // server; the store is used by one subtest and may be closed by open's own cleanup.
 func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) {
-	_ = buildOptions(opts)
+	o := buildOptions(opts)
 
 	t.Run("mechanism is named", func(t *testing.T) {
 		if m := open(t).Mechanism(); m == "" {
@@ -37,11 +37,11 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 		}
 	})
 	for _, idempotent := range []bool{false, true} {
-		name := "concurrent decrements stop at zero"
+		name := ConcurrentDecrements
 		if idempotent {
-			name += " (idempotent)"
+			name = ConcurrentIdempotentDecrements
 		}
-		t.Run(name, func(t *testing.T) { concurrentDecrements(t, open(t), idempotent) })
+		t.Run(name, func(t *testing.T) { concurrentDecrements(t, open(t), idempotent).report(t, o, name) })
 	}
 	for _, idempotent := range []bool{false, true} {
 		name := "decrement at zero is rejected"
@@ -192,9 +192,9 @@ func checkBalance(t *testing.T, s budget.Store, want int64) {
 }
 
 // concurrentDecrements races 16 sessions over a budget of 100 with 160 attempts: without
-// faults exactly 100 apply, 60 are rejected at 0, and each applied decrement saw a
-// distinct balance.
-func concurrentDecrements(t *testing.T, s budget.Store, idempotent bool) {
+// faults exactly 100 apply, 60 are rejected at 0, each applied decrement saw a distinct
+// balance, and the final balance is 0. It fails t on errors and returns the violations.
+func concurrentDecrements(t *testing.T, s budget.Store, idempotent bool) violations {
 	const (
 		workers  = 16
 		perWork  = 10
@@ -234,13 +234,14 @@ func concurrentDecrements(t *testing.T, s budget.Store, idempotent bool) {
 		}
 	}
 
+	var v violations
 	var applied, rejected int
 	var balances []int64
 	reported := true
 	for _, wo := range outcomes {
 		for _, o := range wo {
 			if o.Replayed {
-				t.Errorf("outcome %+v replayed: every op id was fresh", o)
+				v.add("outcome %+v replayed: every op id was fresh", o)
 			}
 			if o.Applied {
 				applied++
@@ -253,25 +254,36 @@ func concurrentDecrements(t *testing.T, s budget.Store, idempotent bool) {
 			}
 			rejected++
 			if o.Balance != 0 && o.Balance != -1 {
-				t.Errorf("rejected outcome %+v: balance must be 0 (or -1: not reported)", o)
+				v.add("rejected outcome %+v: balance must be 0 (or -1: not reported)", o)
 			}
 		}
 	}
 	if applied != startBal || rejected != total-startBal {
-		t.Errorf("applied %d, rejected %d; want %d and %d", applied, rejected, startBal, total-startBal)
+		v.add("applied %d, rejected %d; want %d and %d", applied, rejected, startBal, total-startBal)
 	}
-	if reported && len(balances) == startBal {
+	if reported {
 		// Decrements are serialised by the store, so their reported balances are exactly
-		// 99, 98, ..., 0 in some order.
+		// 99, 98, ..., 0 in some order: a balance reported twice means two decrements
+		// read the same balance and both wrote, one over the other.
 		sort.Slice(balances, func(i, j int) bool { return balances[i] < balances[j] })
-		for i, b := range balances {
-			if b != int64(i) {
-				t.Errorf("applied balances sorted: position %d holds %d; two decrements saw the same balance or one was skipped", i, b)
-				break
+		dups, example := 0, int64(0)
+		for i := 1; i < len(balances); i++ {
+			if balances[i] == balances[i-1] {
+				dups++
+				example = balances[i]
 			}
 		}
+		if dups > 0 {
+			v.add("%d applied decrements reported a balance another one also reported (balance %d, for one): lost updates", dups, example)
+		} else if len(balances) == startBal && (balances[0] != 0 || balances[startBal-1] != startBal-1) {
+			v.add("applied balances run from %d to %d, want 0 to %d", balances[0], balances[startBal-1], startBal-1)
+		}
 	}
-	checkBalance(t, s, 0)
+	if final, err := s.Balance(ctx); err != nil {
+		t.Fatalf("Balance: %v", err)
+	} else if final != 0 {
+		v.add("final balance %d, want 0: %d decrements were acknowledged as applied to a budget of %d", final, applied, startBal)
+	}
 
 	conns := map[string]int{}
 	for w, sess := range sessions {
@@ -282,4 +294,5 @@ func concurrentDecrements(t *testing.T, s budget.Store, idempotent bool) {
 		}
 		conns[c] = w
 	}
+	return v
 }

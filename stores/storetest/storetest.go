@@ -12,6 +12,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -28,6 +29,28 @@ type Option func(*options)
 
 type options struct {
 	noIdempotentRegister string
+	known                map[string]string
+}
+
+// Names of the subtests that check atomicity under concurrency, for KnownViolation.
+const (
+	ConcurrentDecrements           = "concurrent decrements stop at zero"
+	ConcurrentIdempotentDecrements = "concurrent decrements stop at zero (idempotent)"
+	ConcurrentCASIncrements        = "concurrent cas increments are not lost"
+)
+
+// KnownViolation marks the subtest name (one of the constants above) as one the server
+// is known to fail, with finding: what is wrong and where the evidence is. The subtest
+// then still runs and checks everything; it passes, logging what it saw, when it sees
+// the violation, and fails when it does not, so that a server that was fixed drops the
+// mark instead of hiding behind it.
+func KnownViolation(name, finding string) Option {
+	return func(o *options) {
+		if o.known == nil {
+			o.known = map[string]string{}
+		}
+		o.known[name] = finding
+	}
 }
 
 // WithoutIdempotentRegister skips the register subtests of idempotent replay, for a
@@ -76,5 +99,33 @@ func checkLoopbackConn(t *testing.T, addr string) {
 	}
 	if port == "" || port == "0" {
 		t.Errorf("Conn() = %q: no port", addr)
+	}
+}
+
+// violations collects what an atomicity check saw wrong, so that a known violation can
+// be reported as reproduced instead of failing the test.
+type violations []string
+
+func (v *violations) add(format string, args ...any) {
+	*v = append(*v, fmt.Sprintf(format, args...))
+}
+
+// report fails t with each violation, or, when the subtest is a known violation, passes
+// with them logged and fails if there was none.
+func (v violations) report(t *testing.T, o options, name string) {
+	t.Helper()
+	finding, known := o.known[name]
+	switch {
+	case !known:
+		for _, s := range v {
+			t.Error(s)
+		}
+	case len(v) == 0:
+		t.Errorf("known violation did not reproduce: %s; if the server was fixed, drop the KnownViolation mark", finding)
+	default:
+		t.Logf("known violation reproduced: %s", finding)
+		for _, s := range v {
+			t.Log(s)
+		}
 	}
 }

@@ -1,0 +1,234 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/servers/servertest"
+	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/stores/storetest"
+	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/budget"
+	"github.com/indoubt/indoubt/workloads/register"
+)
+
+// The DEBUG command (refused by default since Redis 7) lets the classification test
+// hold the server busy while a request is in flight.
+var srv = servertest.New("redis", func(ctx context.Context) (*servers.Redis, error) {
+	return servers.StartRedis(ctx, servers.RedisOptions{
+		Settings: map[string]string{"enable-debug-command": "local"},
+	})
+})
+
+func TestMain(m *testing.M) { os.Exit(servertest.Main(m, srv)) }
+
+func open(t *testing.T, cfg Config) *Client {
+	t.Helper()
+	cfg.Addr = srv.Get(t).Addr
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestBudget(t *testing.T) {
+	storetest.Budget(t, func(t *testing.T) budget.Store { return open(t, Config{}) })
+}
+
+func TestRegister(t *testing.T) {
+	storetest.Register(t, func(t *testing.T) register.Store { return open(t, Config{}).Register() })
+}
+
+func TestOpenRefusesBadConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []Config{{}, {Addr: "127.0.0.1:1", KeyPrefix: "a*"}} {
+		if c, err := Open(ctx, cfg); err == nil {
+			c.Close()
+			t.Errorf("Open(%+v) succeeded", cfg)
+		}
+	}
+}
+
+// TestClassify drives real failures through the adapter, or through a session's own
+// go-redis client where the adapter has no way to provoke them, and checks the class each
+// gets, and, where the server's state can tell, that the class was right.
+func TestClassify(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, Config{})
+	newSession := func(t *testing.T, c *Client) *budgetSession {
+		t.Helper()
+		s, err := c.Session(ctx)
+		if err != nil {
+			t.Fatalf("Session: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s.(*budgetSession)
+	}
+	check := func(t *testing.T, err error, want stores.Class, reason string) {
+		t.Helper()
+		if got := stores.Classify(err); got != want {
+			t.Errorf("class of %v = %v, want %v", err, got, want)
+		}
+		if reason != "" && stores.Reason(err) != reason {
+			t.Errorf("reason of %v = %q, want %q", err, stores.Reason(err), reason)
+		}
+	}
+
+	t.Run("script error reply is definite", func(t *testing.T) {
+		if err := c.admin.Del(ctx, c.budgetKeys()...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := newSession(t, c).Decrement(ctx, workloads.Request{OpID: "x"})
+		check(t, err, stores.ClassDefinite, "INDOUBT")
+	})
+	t.Run("NOSCRIPT is definite", func(t *testing.T) {
+		err := newSession(t, c).client.EvalSha(ctx, "0000000000000000000000000000000000000000", nil).Err()
+		check(t, Classify(err), stores.ClassDefinite, "NOSCRIPT")
+	})
+	t.Run("EVALSHA falls back to EVAL after SCRIPT FLUSH", func(t *testing.T) {
+		if err := c.Reset(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.admin.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := newSession(t, c).Decrement(ctx, workloads.Request{OpID: "x"})
+		if err != nil || !got.Applied || got.Balance != 1 {
+			t.Errorf("Decrement after SCRIPT FLUSH = %+v, %v; want applied, balance 1", got, err)
+		}
+	})
+	t.Run("WRONGTYPE is definite", func(t *testing.T) {
+		r := c.Register()
+		if err := r.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.admin.HSet(ctx, r.keys("h")[0], "f", "v").Err(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.Session(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		_, _, err = s.Read(ctx, "h")
+		check(t, err, stores.ClassDefinite, "WRONGTYPE")
+		_, err = s.CAS(ctx, workloads.Request{OpID: "c"}, "h", 1, 2)
+		check(t, err, stores.ClassDefinite, "WRONGTYPE")
+	})
+	t.Run("connection refused is definite", func(t *testing.T) {
+		port, err := servers.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := &Client{cfg: Config{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, prefix: "indoubt"}
+		_, err = dead.Session(ctx)
+		check(t, err, stores.ClassDefinite, "dial")
+	})
+	t.Run("context ended before the call is definite", func(t *testing.T) {
+		s := newSession(t, c)
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := s.Decrement(done, workloads.Request{OpID: "x"})
+		check(t, err, stores.ClassDefinite, "context")
+	})
+	t.Run("timeout while the server is busy is unknown, and the decrement applies", func(t *testing.T) {
+		if err := c.Reset(ctx, 5); err != nil {
+			t.Fatal(err)
+		}
+		s := newSession(t, c)
+		busy := make(chan error, 1)
+		go func() { busy <- c.admin.Do(ctx, "DEBUG", "SLEEP", "0.5").Err() }()
+		time.Sleep(100 * time.Millisecond) // let DEBUG SLEEP reach the server first
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		_, err := s.Decrement(short, workloads.Request{OpID: "slow"})
+		check(t, err, stores.ClassUnknown, "timeout")
+		if err := <-busy; err != nil {
+			t.Fatalf("DEBUG SLEEP: %v", err)
+		}
+		// The request was on the wire: the server ran it after its sleep. "Unknown" was
+		// the truth; "definite" would have been a lie.
+		if b, err := c.Balance(ctx); err != nil || b != 4 {
+			t.Errorf("Balance = %d, %v; want 4: the timed-out decrement applied", b, err)
+		}
+	})
+	t.Run("connection killed with the request in flight is unknown; the session redials", func(t *testing.T) {
+		if err := c.Reset(ctx, 5); err != nil {
+			t.Fatal(err)
+		}
+		s := newSession(t, c)
+		before := s.Conn()
+		// Writes are held back while paused; CLIENT KILL is not a write and runs.
+		if err := c.admin.Do(ctx, "CLIENT", "PAUSE", "2000", "WRITE").Err(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.admin.ClientUnpause(ctx)
+		res := make(chan error, 1)
+		go func() {
+			_, err := s.Decrement(ctx, workloads.Request{OpID: "cut"})
+			res <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		if err := c.admin.ClientKillByFilter(ctx, "ADDR", before).Err(); err != nil {
+			t.Fatalf("CLIENT KILL ADDR %s: %v", before, err)
+		}
+		err := <-res
+		check(t, err, stores.ClassUnknown, "conn-closed")
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("err %v: want a bare io.EOF underneath, as FIELD-NOTES say a cut reply looks", err)
+		}
+		if err := c.admin.ClientUnpause(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Decrement(ctx, workloads.Request{OpID: "after"})
+		if err != nil || !got.Applied {
+			t.Fatalf("Decrement after the kill = %+v, %v; want applied on a new connection", got, err)
+		}
+		if after := s.Conn(); after == before || after == "" {
+			t.Errorf("Conn() after the kill = %q, before %q: want a new connection", after, before)
+		}
+		// The killed request was dropped unexecuted this time: here the truth was "not
+		// applied", and the client could not tell it from the timeout case above.
+		if b, err := c.Balance(ctx); err != nil || b != 4 {
+			t.Errorf("Balance = %d, %v; want 4", b, err)
+		}
+	})
+	t.Run("driver retry resends after a killed connection", func(t *testing.T) {
+		// With DriverRetry go-redis resends the command on a new connection: the caller
+		// sees success, and a non-idempotent command could apply twice. Shown with a
+		// blocking read so the kill lands while the request is in flight.
+		rc := open(t, Config{DriverRetry: true})
+		s := newSession(t, rc)
+		if err := rc.admin.Del(ctx, "indoubt:test:list").Err(); err != nil {
+			t.Fatal(err)
+		}
+		res := make(chan error, 1)
+		go func() { res <- s.client.BLPop(ctx, 3*time.Second, "indoubt:test:list").Err() }()
+		time.Sleep(100 * time.Millisecond)
+		first := s.Conn()
+		if err := rc.admin.ClientKillByFilter(ctx, "ADDR", first).Err(); err != nil {
+			t.Fatalf("CLIENT KILL: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := rc.admin.RPush(ctx, "indoubt:test:list", "v").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-res; err != nil {
+			t.Errorf("BLPOP under DriverRetry = %v; want the retry to succeed", err)
+		}
+		if s.Conn() == first {
+			t.Errorf("Conn() still %s: the retry should have dialed anew", first)
+		}
+	})
+}
