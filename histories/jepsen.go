@@ -257,7 +257,7 @@ func jepsenName(v jepsenValue) (string, bool) {
 // jepsenIndependent unwraps a [key value] tuple of Jepsen's independent checker from the
 // value of a register operation. Plain register values are never ambiguous with it: a
 // write's value is an integer, a read's an integer or nil, a cas's [from to] of
-// integers.
+// integers, never [key [from to]] or [key nil].
 func jepsenIndependent(f string, v jepsenValue) (string, jepsenValue, bool) {
 	if v.kind != jepsenVector && v.kind != jepsenList || len(v.items) != 2 {
 		return "", v, false
@@ -266,7 +266,8 @@ func jepsenIndependent(f string, v jepsenValue) (string, jepsenValue, bool) {
 	switch f {
 	case "read", "write":
 	case "cas":
-		if inner.kind != jepsenVector && inner.kind != jepsenList {
+		// [key nil] is a completion that echoes no arguments.
+		if inner.kind != jepsenVector && inner.kind != jepsenList && inner.kind != jepsenNil {
 			return "", v, false
 		}
 	default:
@@ -298,7 +299,9 @@ func jepsenJSON(v jepsenValue) any {
 		}
 		return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
 	case jepsenString, jepsenChar, jepsenKeyword, jepsenSymbol:
-		return v.text
+		// encoding/json would escape invalid UTF-8 as \ufffd; doing it here keeps
+		// the bytes of a value the same across an export and a re-import.
+		return strings.ToValidUTF8(v.text, "\uFFFD")
 	case jepsenMap:
 		obj := make(map[string]any, len(v.items)/2)
 		for i := 0; i < len(v.items); i += 2 {
@@ -307,7 +310,7 @@ func jepsenJSON(v jepsenValue) any {
 			if !ok {
 				name = k.String()
 			}
-			obj[name] = jepsenJSON(v.items[i+1])
+			obj[strings.ToValidUTF8(name, "\uFFFD")] = jepsenJSON(v.items[i+1])
 		}
 		return obj
 	}
