@@ -80,7 +80,8 @@ type Final struct {
 	Rejected int64  `json:"rejected"`
 	Failed   int64  `json:"failed"`
 	Unknown  int64  `json:"unknown"`
-	// Replayed counts idempotent retries that found their op id recorded.
+	// Replayed counts applied decrements acknowledged by an idempotent retry that found
+	// the op id recorded by an earlier attempt: the earlier attempt took the unit.
 	Replayed int64 `json:"replayed,omitempty"`
 }
 
@@ -99,7 +100,7 @@ func (w *Workload) Summary(ops []histories.Op) any {
 			} else {
 				f.Rejected++
 			}
-			if o.Replayed {
+			if o.Replayed && o.Applied {
 				f.Replayed++
 			}
 		case op.F == "decrement" && op.Type == histories.Fail:

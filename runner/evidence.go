@@ -1,0 +1,171 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/report"
+	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads/budget"
+)
+
+// faultEvent is one thing the proxy did to a connection, with its ground truth.
+type faultEvent struct {
+	Time  int64  // monotonic ns since the run started
+	Conn  string // the client's address as the proxy saw it
+	Kind  string // commit-cut, commit-drop, ...
+	Truth string // applied, not-applied, or "" when the fault says nothing of a commit
+	What  string // the statement or reply it acted on
+}
+
+// joinEvidence matches fault events to the attempts they hit, by connection and time,
+// and compares what the ground truth proves with what the history shows. It never
+// changes the verdict: it is evidence beside it.
+func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, workload string, final any, verdictInvalid bool) *report.Evidence {
+	ev := &report.Evidence{Events: int64(len(events)), Ambiguous: []report.AmbiguousOp{}, AppliedTwice: []report.AmbiguousOp{}, Disagreements: []string{}}
+
+	// Completions by op id, and invocations, from the history.
+	type opInfo struct {
+		invoke     int64
+		completion *histories.Op
+	}
+	byID := map[string]*opInfo{}
+	for i := range ops {
+		op := &ops[i]
+		if !op.IsClient() || op.OpID == "" {
+			continue
+		}
+		oi := byID[op.OpID]
+		if oi == nil {
+			oi = &opInfo{invoke: -1}
+			byID[op.OpID] = oi
+		}
+		if op.Type == histories.Invoke {
+			oi.invoke = op.Index
+		} else {
+			oi.completion = op
+		}
+	}
+
+	// Spans by connection, in time order.
+	byConn := map[string][]attemptSpan{}
+	for _, s := range spans {
+		byConn[s.Conn] = append(byConn[s.Conn], s)
+	}
+	for _, ss := range byConn {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].From < ss[j].From })
+	}
+
+	appliedByCut := map[string]int{} // op id -> attempts the proxy proves applied
+	hits := map[string][]report.AmbiguousOp{}
+	var order []string
+	for _, e := range events {
+		var hit *attemptSpan
+		for i, s := range byConn[e.Conn] {
+			// The proxy acts before the client sees the error: the event falls inside
+			// the attempt that saw it.
+			if s.From <= e.Time && e.Time <= s.To {
+				hit = &byConn[e.Conn][i]
+				break
+			}
+		}
+		if hit == nil {
+			continue
+		}
+		ev.Joined++
+		oi := byID[hit.OpID]
+		completion := "open"
+		if oi != nil && oi.completion != nil {
+			completion = oi.completion.Type.String()
+		}
+		a := report.AmbiguousOp{
+			OpID: hit.OpID, Process: hit.Process, Invoke: hit.Invoke, Completion: completion,
+			Conn: e.Conn, Fault: e.Kind, Truth: e.Truth,
+		}
+		switch e.Truth {
+		case "applied":
+			appliedByCut[hit.OpID]++
+			a.Sentence = fmt.Sprintf("operation %s: the proxy cut the connection %s after the server committed it; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, hit.Err, hit.Class, completion)
+		case "not-applied":
+			a.Sentence = fmt.Sprintf("operation %s: the proxy dropped its commit on %s before the server saw it; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, hit.Err, hit.Class, completion)
+		default:
+			a.Sentence = fmt.Sprintf("operation %s: fault %s on %s; the client saw %q and the operation ended %s", hit.OpID, e.Kind, e.Conn, hit.Err, completion)
+		}
+		if hit.Class != stores.ClassUnknown && e.Truth != "" {
+			ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("operation %s: the adapter classified the error after a %s as %s, but the outcome was unknown to the client", hit.OpID, e.Kind, hit.Class))
+		}
+		if _, seen := hits[hit.OpID]; !seen {
+			order = append(order, hit.OpID)
+		}
+		hits[hit.OpID] = append(hits[hit.OpID], a)
+		ev.Ambiguous = append(ev.Ambiguous, a)
+	}
+
+	// An operation applied by a cut attempt and again by a later attempt (or by two cut
+	// attempts) took effect more than once, whatever the history says.
+	for _, id := range order {
+		oi := byID[id]
+		n := appliedByCut[id]
+		if n == 0 || oi == nil {
+			continue
+		}
+		if oi.completion != nil && oi.completion.Type == histories.OK && completionApplied(*oi.completion) {
+			n++
+		}
+		if n < 2 {
+			continue
+		}
+		a := hits[id][0]
+		a.Truth = "applied"
+		a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d) took effect %d times: %d attempt(s) committed before the proxy cut the reply, and the retry that was acknowledged applied it again", id, a.Invoke, n, appliedByCut[id])
+		ev.AppliedTwice = append(ev.AppliedTwice, a)
+	}
+
+	if len(ev.AppliedTwice) > 0 && !verdictInvalid {
+		ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("the ground truth proves %d operation(s) applied more than once, but the checker found the history valid: the duplicates left no trace it could see", len(ev.AppliedTwice)))
+	}
+	if verdictInvalid && len(ev.AppliedTwice) == 0 && ev.Joined > 0 {
+		ev.Disagreements = append(ev.Disagreements, "the checker found the history invalid, but the proxy's ground truth shows no operation applied twice: the cause is not established by the faults injected")
+	}
+	if workload == "budget" {
+		budgetTruth(ev, final, appliedByCut)
+	}
+	return ev
+}
+
+// completionApplied reports whether an ok completion says its operation took effect:
+// it does unless its value says "applied": false or "replayed": true.
+func completionApplied(op histories.Op) bool {
+	var v struct {
+		Applied  *bool `json:"applied"`
+		Replayed bool  `json:"replayed"`
+	}
+	if len(op.Value) > 0 && json.Unmarshal(op.Value, &v) == nil {
+		if v.Replayed || (v.Applied != nil && !*v.Applied) {
+			return false
+		}
+	}
+	return true
+}
+
+// budgetTruth compares the final balance with what the acknowledgements and the ground
+// truth account for. A commit the proxy cut took 1 from the balance, or nothing when
+// the balance was already 0; a replayed acknowledgement took nothing itself.
+func budgetTruth(ev *report.Evidence, final any, appliedByCut map[string]int) {
+	f, ok := final.(budget.Final)
+	if !ok || f.Balance == nil {
+		return
+	}
+	var cut int64
+	for _, n := range appliedByCut {
+		cut += int64(n)
+	}
+	taken := f.Budget - *f.Balance
+	low := f.Applied - f.Replayed
+	high := low + cut
+	if taken < low || taken > high {
+		ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("the balance fell by %d, but acknowledged decrements (%d, of which %d replayed) and the commits the proxy cut (%d) account for between %d and %d", taken, f.Applied, f.Replayed, cut, low, high))
+	}
+}
