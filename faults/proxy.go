@@ -1,0 +1,265 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/indoubt/indoubt/faults/toxics"
+)
+
+// Options configures a Proxy.
+type Options struct {
+	// Upstream is the server's address, host:port. Required.
+	Upstream string
+	// Listen is the proxy's address; default "127.0.0.1:0" (a free loopback port).
+	Listen string
+	// Name is the proxy's name in toxiproxy's HTTP API; default "indoubt".
+	Name string
+	// Protocol enables the commit faults for that wire protocol (toxics.Postgres{}).
+	// Nil: a plain TCP proxy, for the standard toxics and partitions only.
+	Protocol toxics.Protocol
+	// Seed seeds the commit decisions; see toxics.Config.
+	Seed int64
+	// Match restricts the commit points that count; see toxics.Config.
+	Match func(text string) bool
+	// Events receives each commit fault as it fires; see toxics.Config.
+	Events func(toxics.Event)
+	// API, when not empty, serves toxiproxy's HTTP API (the one its client package
+	// speaks) on that address. A host left empty (":8474") means loopback: the API has
+	// no authentication. Off by default.
+	API string
+}
+
+// Proxy is a TCP proxy between clients and one server: toxiproxy v2.12.0 embedded in
+// the process, with indoubt's commit toxics installed (disarmed) when a protocol is
+// given. Its methods are safe for concurrent use.
+type Proxy struct {
+	srv     *toxiproxy.ApiServer
+	px      *toxiproxy.Proxy
+	commits *toxics.Commits
+	addr    string
+
+	apiSrv *http.Server
+	apiLn  net.Listener
+	apiErr chan error
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// acceptLog receives toxiproxy's log lines. toxiproxy logs "Accepted client" with the
+// client's address from its accept loop, in the same goroutine and just before it
+// starts that connection's links; that is how the commit toxics learn the address to
+// put in their events. Everything else is discarded.
+type acceptLog struct{ commits *toxics.Commits }
+
+func (w acceptLog) Write(b []byte) (int, error) {
+	if w.commits == nil {
+		return len(b), nil
+	}
+	accepted := bytes.Contains(b, []byte(`"Accepted client"`))
+	rejected := !accepted && bytes.Contains(b, []byte(`"Unable to open connection to upstream"`))
+	if !accepted && !rejected {
+		return len(b), nil
+	}
+	var line struct {
+		Client string `json:"client"`
+	}
+	if err := json.Unmarshal(b, &line); err != nil {
+		return len(b), nil
+	}
+	if accepted {
+		w.commits.Accepted(line.Client)
+	} else {
+		w.commits.Rejected()
+	}
+	return len(b), nil
+}
+
+// Start starts a proxy and, if asked, its HTTP API. Close stops both.
+func Start(opt Options) (*Proxy, error) {
+	if opt.Upstream == "" {
+		return nil, errors.New("start proxy: no upstream address")
+	}
+	if opt.Listen == "" {
+		opt.Listen = "127.0.0.1:0"
+	}
+	if opt.Name == "" {
+		opt.Name = "indoubt"
+	}
+	p := &Proxy{}
+	if opt.Protocol != nil {
+		c, err := toxics.NewCommits(toxics.Config{Protocol: opt.Protocol, Seed: opt.Seed, Match: opt.Match, Events: opt.Events})
+		if err != nil {
+			return nil, fmt.Errorf("start proxy: %w", err)
+		}
+		p.commits = c
+		if zerolog.GlobalLevel() > zerolog.InfoLevel {
+			// The accept log line names the client of each fault event.
+			return nil, errors.New("start proxy: zerolog's global level is above info; commit faults need toxiproxy's info log")
+		}
+	}
+	logger := zerolog.New(acceptLog{p.commits}).Level(zerolog.InfoLevel)
+	// A real metrics container: toxiproxy dereferences it on every connection.
+	p.srv = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger)
+	p.px = toxiproxy.NewProxy(p.srv, opt.Name, opt.Listen, opt.Upstream)
+	if p.commits != nil {
+		// Before the proxy starts: the halves pair by creation order per connection.
+		if err := p.commits.Install(p.px.Toxics); err != nil {
+			return nil, fmt.Errorf("start proxy: %w", err)
+		}
+	}
+	if err := p.srv.Collection.Add(p.px, true); err != nil {
+		return nil, fmt.Errorf("start proxy on %s: %w", opt.Listen, err)
+	}
+	p.addr = p.px.Listen
+	if opt.API != "" {
+		if err := p.serveAPI(opt.API); err != nil {
+			p.px.Stop()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *Proxy) serveAPI(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("proxy api address %q: %w", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return fmt.Errorf("proxy api: %w", err)
+	}
+	p.apiLn = ln
+	p.apiSrv = &http.Server{Handler: p.srv.Routes()}
+	p.apiErr = make(chan error, 1)
+	go func() {
+		err := p.apiSrv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		p.apiErr <- err
+	}()
+	return nil
+}
+
+// Addr returns the address clients connect to, host:port.
+func (p *Proxy) Addr() string { return p.addr }
+
+// Upstream returns the server's address.
+func (p *Proxy) Upstream() string { return p.px.Upstream }
+
+// APIAddr returns the HTTP API's address, or "" when it is off.
+func (p *Proxy) APIAddr() string {
+	if p.apiLn == nil {
+		return ""
+	}
+	return p.apiLn.Addr().String()
+}
+
+// Faults returns the knobs of the commit faults, or nil without a protocol. They start
+// disarmed; Set and Disarm take effect on open connections.
+func (p *Proxy) Faults() *toxics.Faults {
+	if p.commits == nil {
+		return nil
+	}
+	return &p.commits.Faults
+}
+
+// Toxic is one of toxiproxy's standard toxics: latency (latency, jitter in ms),
+// bandwidth (rate in KB/s), timeout (timeout in ms), reset_peer (timeout in ms),
+// slow_close (delay in ms), limit_data (bytes).
+type Toxic struct {
+	// Name is unique on the proxy.
+	Name string
+	// Type is toxiproxy's type name: latency, bandwidth, timeout, reset_peer,
+	// slow_close, limit_data.
+	Type string
+	// Upstream applies the toxic to client-to-server bytes; default server to client.
+	Upstream bool
+	// Attributes are the toxic's attributes as toxiproxy names them.
+	Attributes map[string]int64
+}
+
+// AddToxic adds a standard toxic with toxicity 1. It takes effect on open connections.
+func (p *Proxy) AddToxic(t Toxic) error {
+	stream := "downstream"
+	if t.Upstream {
+		stream = "upstream"
+	}
+	body, err := json.Marshal(map[string]any{"name": t.Name, "type": t.Type, "stream": stream, "toxicity": 1, "attributes": t.Attributes})
+	if err != nil {
+		return fmt.Errorf("add toxic %s: %w", t.Name, err)
+	}
+	if _, err := p.px.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+		return fmt.Errorf("add toxic %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// RemoveToxic removes a toxic that AddToxic added.
+func (p *Proxy) RemoveToxic(name string) error {
+	if name == toxics.DropToxic || name == toxics.CutToxic {
+		return fmt.Errorf("remove toxic %s: the commit toxics stay; disarm them through Faults", name)
+	}
+	if err := p.px.Toxics.RemoveToxic(context.Background(), name); err != nil {
+		return fmt.Errorf("remove toxic %s: %w", name, err)
+	}
+	return nil
+}
+
+// Disable stops accepting connections and closes every open one, both sides: a
+// partition. Enable ends it, listening on the same address again.
+func (p *Proxy) Disable() { p.px.Stop() }
+
+// Enable listens again after Disable.
+func (p *Proxy) Enable() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("enable proxy: closed")
+	}
+	// toxiproxy replaced ":0" by the address it took, so this listens there again.
+	if err := p.px.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+		return fmt.Errorf("enable proxy on %s: %w", p.addr, err)
+	}
+	return nil
+}
+
+// Close stops the proxy, closes every connection through it and stops the HTTP API.
+// Link goroutines end shortly after, as their sockets close.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.px.Stop()
+	var err error
+	if p.apiSrv != nil {
+		err = p.apiSrv.Close()
+		if e := <-p.apiErr; e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("close proxy api: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,404 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/indoubt/indoubt/faults/toxics"
+)
+
+// Fault is one entry of a schedule, parsed from NAME[:PARAMS][@START-END]; see the
+// package documentation for the syntax.
+type Fault struct {
+	// Spec is the entry as written.
+	Spec string
+	// Name is the fault's canonical name: commit-cut, commit-drop, commit-mixed,
+	// partition, or a standard toxic's type (latency, bandwidth, timeout, reset_peer,
+	// slow_close, limit_data).
+	Name string
+	// P and Max configure a commit fault: probability per commit point, cap on fires
+	// per window (0: none).
+	P   float64
+	Max int64
+	// Toxic is the standard toxic to add (Name is set when the window opens).
+	Toxic *Toxic
+	// Start and End bound the window, from the start of the run. Bounded is false for
+	// an entry without a window (armed for the whole run) and for "@START-" (armed
+	// until the end of the run); End is 0 then.
+	Start, End time.Duration
+	Bounded    bool
+}
+
+// Schedule is a list of faults, each armed for its window.
+type Schedule []Fault
+
+// ParseSchedule parses the entries and checks that windows of one commit fault, or of
+// partitions, do not overlap. Errors are one line naming the entry.
+func ParseSchedule(specs []string) (Schedule, error) {
+	var s Schedule
+	for _, spec := range specs {
+		f, err := ParseFault(spec)
+		if err != nil {
+			return nil, err
+		}
+		s = append(s, f)
+	}
+	for i, a := range s {
+		if a.Toxic != nil {
+			continue
+		}
+		for _, b := range s[:i] {
+			if b.Name == a.Name && overlap(a, b) {
+				return nil, fmt.Errorf("fault %q: its window overlaps %q", a.Spec, b.Spec)
+			}
+		}
+	}
+	return s, nil
+}
+
+func overlap(a, b Fault) bool {
+	aEnd, bEnd := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	if a.Bounded {
+		aEnd = a.End
+	}
+	if b.Bounded {
+		bEnd = b.End
+	}
+	return a.Start < bEnd && b.Start < aEnd
+}
+
+// ParseFault parses one schedule entry, NAME[:PARAMS][@START-END].
+func ParseFault(spec string) (Fault, error) {
+	f := Fault{Spec: spec}
+	bad := func(format string, args ...any) (Fault, error) {
+		return Fault{}, fmt.Errorf("fault %q: %s", spec, fmt.Sprintf(format, args...))
+	}
+	body := strings.TrimSpace(spec)
+	if i := strings.LastIndexByte(body, '@'); i >= 0 {
+		start, end, bounded, err := parseWindow(body[i+1:])
+		if err != nil {
+			return bad("%v", err)
+		}
+		f.Start, f.End, f.Bounded = start, end, bounded
+		body = body[:i]
+	}
+	name, params, _ := strings.Cut(body, ":")
+	name = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "-", "_")
+	var args []string
+	if params != "" {
+		args = strings.Split(params, ",")
+	}
+	first := ""
+	opts := map[string]string{}
+	for i, a := range args {
+		a = strings.TrimSpace(a)
+		if k, v, ok := strings.Cut(a, "="); ok {
+			opts[strings.ToLower(k)] = v
+			continue
+		}
+		if i > 0 {
+			return bad("parameter %q: want KEY=VALUE after the first", a)
+		}
+		first = a
+	}
+	// Options each fault accepts, checked after the switch.
+	allowed := map[string]bool{}
+	switch name {
+	case "commit_cut", "commit_drop", "commit_mixed":
+		f.Name = strings.ReplaceAll(name, "_", "-")
+		f.P = 1
+		if first != "" {
+			p, err := strconv.ParseFloat(first, 64)
+			if err != nil || math.IsNaN(p) || p < 0 || p > 1 {
+				return bad("probability %q: want a number from 0 to 1", first)
+			}
+			f.P = p
+		}
+		allowed["max"] = true
+		if v, ok := opts["max"]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				return bad("max=%q: want a whole number of fires, at least 1", v)
+			}
+			f.Max = n
+		}
+	case "partition":
+		f.Name = name
+		if first != "" {
+			return bad("partition takes no parameter, only a window: partition@5s-7s")
+		}
+		if !f.Bounded {
+			return bad("partition needs a window with an end, as in partition@5s-7s")
+		}
+	case "latency", "bandwidth", "timeout", "reset_peer", "slow_close", "limit_data":
+		f.Name = name
+		t, err := parseToxic(name, first)
+		if err != nil {
+			return bad("%v", err)
+		}
+		allowed["stream"] = true
+		switch v := opts["stream"]; v {
+		case "", "down", "downstream":
+		case "up", "upstream":
+			t.Upstream = true
+		default:
+			return bad("stream=%q: want up or down", v)
+		}
+		f.Toxic = t
+	case "":
+		return bad("no fault name")
+	default:
+		return bad("unknown fault %q (want commit-cut, commit-drop, commit-mixed, latency, bandwidth, timeout, reset_peer, slow_close, limit_data or partition)", name)
+	}
+	for k := range opts {
+		if !allowed[k] {
+			return bad("%s takes no option %q", f.Name, k)
+		}
+	}
+	return f, nil
+}
+
+func parseToxic(typ, arg string) (*Toxic, error) {
+	t := &Toxic{Type: typ, Attributes: map[string]int64{}}
+	need := func(what string) error {
+		if arg == "" {
+			return fmt.Errorf("%s needs %s, as in %s", typ, what, example[typ])
+		}
+		return nil
+	}
+	switch typ {
+	case "latency":
+		if err := need("a delay"); err != nil {
+			return nil, err
+		}
+		lat, jit, _ := strings.Cut(arg, "~")
+		ms, err := millis(lat)
+		if err != nil {
+			return nil, fmt.Errorf("latency %q: %w", lat, err)
+		}
+		t.Attributes["latency"] = ms
+		if jit != "" {
+			j, err := millis(jit)
+			if err != nil {
+				return nil, fmt.Errorf("jitter %q: %w", jit, err)
+			}
+			t.Attributes["jitter"] = j
+		}
+	case "bandwidth":
+		if err := need("a rate in KB/s"); err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bandwidth %q: want a whole number of KB/s, at least 1", arg)
+		}
+		t.Attributes["rate"] = n
+	case "timeout", "reset_peer", "slow_close":
+		attr := "timeout"
+		if typ == "slow_close" {
+			attr = "delay"
+			if err := need("a delay"); err != nil {
+				return nil, err
+			}
+		}
+		if typ == "timeout" {
+			if err := need("a duration (0: never close)"); err != nil {
+				return nil, err
+			}
+		}
+		if arg != "" {
+			ms, err := millis(arg)
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: %w", typ, arg, err)
+			}
+			t.Attributes[attr] = ms
+		}
+	case "limit_data":
+		if err := need("a number of bytes"); err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("limit_data %q: want a whole number of bytes", arg)
+		}
+		t.Attributes["bytes"] = n
+	}
+	return t, nil
+}
+
+var example = map[string]string{
+	"latency":    "latency:50ms or latency:50ms~10ms",
+	"bandwidth":  "bandwidth:100",
+	"timeout":    "timeout:1s",
+	"slow_close": "slow_close:100ms",
+	"limit_data": "limit_data:1000",
+}
+
+// millis parses a Go duration of whole milliseconds, what toxiproxy's toxics take.
+func millis(s string) (int64, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, errors.New("not a duration (want e.g. 50ms, 1s)")
+	}
+	if d < 0 || d%time.Millisecond != 0 {
+		return 0, errors.New("want a whole number of milliseconds, not negative")
+	}
+	return d.Milliseconds(), nil
+}
+
+func parseWindow(w string) (start, end time.Duration, bounded bool, err error) {
+	a, b, ok := strings.Cut(w, "-")
+	if !ok {
+		return 0, 0, false, fmt.Errorf("window %q: want START-END or START-, as in @5s-15s", w)
+	}
+	start, err = time.ParseDuration(strings.TrimSpace(a))
+	if err != nil || start < 0 {
+		return 0, 0, false, fmt.Errorf("window start %q: want a duration from the start of the run, as in 5s", a)
+	}
+	if strings.TrimSpace(b) == "" {
+		return start, 0, false, nil
+	}
+	end, err = time.ParseDuration(strings.TrimSpace(b))
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("window end %q: want a duration from the start of the run, as in 15s", b)
+	}
+	if end <= start {
+		return 0, 0, false, fmt.Errorf("window %q: the end must come after the start", w)
+	}
+	return start, end, true, nil
+}
+
+// Window is a fault window that opened or closed, as Schedule.Run reports it. The runner
+// records these as nemesis events.
+type Window struct {
+	// Time is when the fault was armed or disarmed.
+	Time time.Time
+	// Fault is the schedule entry as written.
+	Fault string
+	// Open is true when the window opened, false when it closed.
+	Open bool
+}
+
+type action struct {
+	at   time.Duration
+	i    int
+	open bool
+}
+
+// Run arms each fault of the schedule on p at its window's start and disarms it at its
+// end, measured from start (the start of the run), reporting each change to report
+// (may be nil) after it takes effect. It returns when every window has closed, or when
+// ctx is done, after disarming what is still armed; the error is nil then. It fails at
+// once if p cannot carry a fault (commit faults without a protocol), and returns the
+// error of a toxic that cannot be added, after disarming.
+func (s Schedule) Run(ctx context.Context, p *Proxy, start time.Time, report func(Window)) error {
+	for _, f := range s {
+		if f.Toxic == nil && f.Name != "partition" && p.Faults() == nil {
+			return fmt.Errorf("fault %q: the proxy has no protocol for commit faults", f.Spec)
+		}
+	}
+	var acts []action
+	for i, f := range s {
+		acts = append(acts, action{at: f.Start, i: i, open: true})
+		if f.Bounded {
+			acts = append(acts, action{at: f.End, i: i})
+		}
+	}
+	// Close before open at the same instant: back-to-back windows of one fault.
+	sort.SliceStable(acts, func(a, b int) bool {
+		if acts[a].at != acts[b].at {
+			return acts[a].at < acts[b].at
+		}
+		return !acts[a].open && acts[b].open
+	})
+	open := map[int]bool{}
+	closeAll := func() {
+		for i := range s {
+			if open[i] {
+				_ = s.apply(p, i, false)
+				delete(open, i)
+				if report != nil {
+					report(Window{Time: time.Now(), Fault: s[i].Spec})
+				}
+			}
+		}
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for _, a := range acts {
+		if d := time.Until(start.Add(a.at)); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				closeAll()
+				return nil
+			case <-timer.C:
+			}
+		} else if ctx.Err() != nil {
+			closeAll()
+			return nil
+		}
+		if err := s.apply(p, a.i, a.open); err != nil {
+			closeAll()
+			return err
+		}
+		if a.open {
+			open[a.i] = true
+		} else {
+			delete(open, a.i)
+		}
+		if report != nil {
+			report(Window{Time: time.Now(), Fault: s[a.i].Spec, Open: a.open})
+		}
+	}
+	if len(open) > 0 {
+		<-ctx.Done()
+		closeAll()
+	}
+	return nil
+}
+
+func (s Schedule) apply(p *Proxy, i int, open bool) error {
+	f := s[i]
+	switch {
+	case f.Toxic != nil:
+		name := fmt.Sprintf("schedule_%d_%s", i, f.Toxic.Type)
+		if !open {
+			return p.RemoveToxic(name)
+		}
+		t := *f.Toxic
+		t.Name = name
+		return p.AddToxic(t)
+	case f.Name == "partition":
+		if open {
+			p.Disable()
+			return nil
+		}
+		return p.Enable()
+	}
+	k := p.knob(f.Name)
+	if open {
+		k.Set(f.P, f.Max)
+	} else {
+		k.Disarm()
+	}
+	return nil
+}
+
+func (p *Proxy) knob(name string) *toxics.Knob {
+	f := p.Faults()
+	switch name {
+	case "commit-cut":
+		return &f.Cut
+	case "commit-drop":
+		return &f.Drop
+	}
+	return &f.Mixed
+}

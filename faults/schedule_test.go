@@ -1,0 +1,98 @@
+package faults
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFault(t *testing.T) {
+	tests := []struct {
+		spec string
+		want Fault
+	}{
+		{"commit-cut", Fault{Name: "commit-cut", P: 1}},
+		{"commit-cut:0.2@5s-15s", Fault{Name: "commit-cut", P: 0.2, Start: 5 * time.Second, End: 15 * time.Second, Bounded: true}},
+		{"commit_drop:0.5,max=3", Fault{Name: "commit-drop", P: 0.5, Max: 3}},
+		{"commit-mixed:0.2@1m-", Fault{Name: "commit-mixed", P: 0.2, Start: time.Minute}},
+		{"latency:50ms", Fault{Name: "latency", Toxic: &Toxic{Type: "latency", Attributes: map[string]int64{"latency": 50}}}},
+		{"latency:50ms~10ms,stream=up@0s-30s", Fault{Name: "latency", Toxic: &Toxic{Type: "latency", Upstream: true,
+			Attributes: map[string]int64{"latency": 50, "jitter": 10}}, End: 30 * time.Second, Bounded: true}},
+		{"bandwidth:100", Fault{Name: "bandwidth", Toxic: &Toxic{Type: "bandwidth", Attributes: map[string]int64{"rate": 100}}}},
+		{"timeout:1s", Fault{Name: "timeout", Toxic: &Toxic{Type: "timeout", Attributes: map[string]int64{"timeout": 1000}}}},
+		{"timeout:0s", Fault{Name: "timeout", Toxic: &Toxic{Type: "timeout", Attributes: map[string]int64{"timeout": 0}}}},
+		{"reset_peer", Fault{Name: "reset_peer", Toxic: &Toxic{Type: "reset_peer", Attributes: map[string]int64{}}}},
+		{"reset-peer:500ms", Fault{Name: "reset_peer", Toxic: &Toxic{Type: "reset_peer", Attributes: map[string]int64{"timeout": 500}}}},
+		{"slow_close:100ms", Fault{Name: "slow_close", Toxic: &Toxic{Type: "slow_close", Attributes: map[string]int64{"delay": 100}}}},
+		{"limit_data:1000", Fault{Name: "limit_data", Toxic: &Toxic{Type: "limit_data", Attributes: map[string]int64{"bytes": 1000}}}},
+		{"partition@5s-7s", Fault{Name: "partition", Start: 5 * time.Second, End: 7 * time.Second, Bounded: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			got, err := ParseFault(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.want.Spec = tt.spec
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v (toxic %+v), want %+v (toxic %+v)", got, got.Toxic, tt.want, tt.want.Toxic)
+			}
+		})
+	}
+}
+
+func TestParseFaultErrors(t *testing.T) {
+	tests := []struct{ spec, want string }{
+		{"", "no fault name"},
+		{"chaos", `unknown fault "chaos"`},
+		{"commit-cut:2", "want a number from 0 to 1"},
+		{"commit-cut:abc", "want a number from 0 to 1"},
+		{"commit-cut:0.5,max=0", "at least 1"},
+		{"commit-cut:0.5,stream=up", `takes no option "stream"`},
+		{"commit-cut:0.5,0.3", "want KEY=VALUE"},
+		{"commit-cut@5s", "want START-END"},
+		{"commit-cut@15s-5s", "the end must come after the start"},
+		{"commit-cut@x-5s", "window start"},
+		{"commit-cut@1s-y", "window end"},
+		{"latency", "latency needs a delay"},
+		{"latency:abc", "not a duration"},
+		{"latency:1500us", "whole number of milliseconds"},
+		{"latency:5ms~x", "jitter"},
+		{"latency:5ms,stream=sideways", "want up or down"},
+		{"bandwidth:-1", "KB/s"},
+		{"limit_data:x", "bytes"},
+		{"slow_close", "needs a delay"},
+		{"partition", "needs a window"},
+		{"partition@5s-", "needs a window with an end"},
+		{"partition:1@1s-2s", "no parameter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			_, err := ParseFault(tt.spec)
+			if err == nil {
+				t.Fatalf("no error, want one containing %q", tt.want)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.want) || strings.Contains(msg, "\n") || !strings.Contains(msg, `"`+tt.spec+`"`) {
+				t.Errorf("error %q: want one line naming the entry and containing %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseScheduleOverlap(t *testing.T) {
+	if _, err := ParseSchedule([]string{"commit-cut:0.1@0s-10s", "commit-cut:0.5@10s-20s", "commit-drop@5s-", "latency:5ms", "latency:9ms@1s-2s"}); err != nil {
+		t.Fatalf("back-to-back windows and distinct faults: %v", err)
+	}
+	for _, specs := range [][]string{
+		{"commit-cut:0.1@0s-10s", "commit-cut:0.5@9s-20s"},
+		{"commit-drop", "commit-drop@5s-6s"},
+		{"partition@1s-3s", "partition@2s-4s"},
+		{"commit-mixed@5s-", "commit-mixed@100s-200s"},
+	} {
+		if _, err := ParseSchedule(specs); err == nil || !strings.Contains(err.Error(), "overlaps") {
+			t.Errorf("%q: error %v, want an overlap", specs, err)
+		}
+	}
+}
