@@ -15,7 +15,8 @@ type Options struct {
 	Model string
 	// Budget overrides the header's params.budget (budget model).
 	Budget *int64
-	// Initial overrides the header's params.initial (register models; nil = absent).
+	// Initial overrides the header's params.initial (register models; nil = absent), and
+	// for the counter model its params.before, the value before the run.
 	Initial *int64
 	// Timeout bounds a search checker; when it runs out the verdict is Unknown.
 	Timeout time.Duration
@@ -60,6 +61,15 @@ func Check(h *histories.Header, ops []histories.Op, opt Options) (Result, error)
 			}
 		}
 		return CheckRegister(ops, RegisterOptions{Model: model, Initial: initial, Timeout: opt.Timeout, VisualizePath: opt.VisualizePath})
+	case "counter":
+		if opt.Initial != nil {
+			return CheckCounter(ops, *opt.Initial)
+		}
+		before, err := CounterFromHeader(h)
+		if err != nil {
+			return Result{}, fmt.Errorf("%v (or give --initial)", err)
+		}
+		return CheckCounter(ops, before)
 	}
 	return Result{}, fmt.Errorf("unknown model %q (want one of %v)", model, Models)
 }

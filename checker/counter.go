@@ -1,0 +1,525 @@
+package checker
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/indoubt/indoubt/histories"
+)
+
+// The counter object starts at a value B (the header's params.before) and only grows by
+// 1. An increment reads the counter and writes it plus one in one transaction, so every
+// acknowledged increment names the value it wrote. In a history:
+//
+//	increment  invoke (no value), then one completion:
+//	           ok {"read":41,"wrote":42}  took effect, writing 42 (read is optional, but
+//	                                      when present it must be wrote - 1)
+//	           fail                       certainly no effect
+//	           info, or no completion     unknown: took effect at some point after its
+//	                                      invocation, or never
+//	read       invoke, then ok {"value":N}; a failed, unknown or open read carries nothing
+//
+// Why the exact checker needs no search. In a linearization the increments that took
+// effect are numbered 1, 2, ... K in order, and the k-th writes B + k: an acknowledged
+// increment that wrote w claims slot w - B. Two acknowledged increments claiming one slot
+// cannot both have taken effect: one update was lost. The slots no acknowledged
+// increment claims (holes) must be filled by unknown increments. Number the events of the
+// history 0, 1, ... and call the stretch between events g and g+1 gap g; slot k takes
+// effect in some gap t_k, and t_1 <= t_2 <= ... (inside one gap the order is free). Every
+// constraint is then a release (t_k >= r) or a deadline (t_k <= d) on one slot:
+//
+//	an increment invoked at event i and completed at j, claiming k:  i <= t_k <= j-1
+//	an unknown increment invoked at i, filling hole k:               i <= t_k
+//	a read invoked at i, completed at j, that returned B + m:        t_m <= j-1 and
+//	                                                                 i <= t_{m+1}
+//
+// (the read sits in a gap p with t_m <= p <= t_{m+1} inside its own interval). Because
+// the t_k only grow, the constraints can be met iff no slot's deadline is earlier than
+// the largest release of a slot at or below it; K is best as small as the history
+// allows (the highest claimed slot or read value), since every further slot only adds
+// constraints; and filling the holes in slot order with the unknown increments in
+// invocation order makes every such largest release as small as any filling can. So the
+// check sorts once and sweeps the constrained slots in order: O(n log n).
+
+// counterParamKey is the history header parameter holding the value before the run.
+const counterParamKey = "before"
+
+// counterMaxAnomalies bounds the anomalies a Result lists; Details["anomalies"] counts all.
+const counterMaxAnomalies = 100
+
+// counterMaxOps bounds the operations one lost-update anomaly lists.
+const counterMaxOps = 20
+
+// CounterFromHeader returns the counter's value before the run, recorded in a counter
+// history's header (params["before"], a JSON integer). It errs when h is nil or when the
+// parameter is missing or malformed.
+func CounterFromHeader(h *histories.Header) (int64, error) {
+	if h == nil {
+		return 0, errors.New("counter history: no header to read the value before the run from")
+	}
+	raw, ok := h.Params[counterParamKey]
+	if !ok {
+		return 0, errors.New("counter history: header has no params.before")
+	}
+	var b int64
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return 0, fmt.Errorf("counter history: params.before %s: %w", raw, err)
+	}
+	return b, nil
+}
+
+// counterKind is what an operation turned out to be.
+type counterKind uint8
+
+const (
+	counterAcked   counterKind = 1 + iota // increment ok, with the value it wrote
+	counterFailed                         // increment fail: no effect
+	counterUnknown                        // increment info or never completed
+	counterRead                           // read ok
+	counterNoRead                         // read failed, unknown or never completed
+)
+
+// counterOp is one operation with its event positions (client events only) and
+// history indices.
+type counterOp struct {
+	process  int
+	opID     string
+	read     bool
+	kind     counterKind
+	value    int64  // wrote (increment) or returned (read)
+	readVal  *int64 // what an increment read, if it says
+	inv, ret int64  // positions; ret -1 while open
+	invIndex int64
+	retIndex int64 // -1 when never completed
+}
+
+func (o *counterOp) f() string {
+	if o.read {
+		return "read"
+	}
+	return "increment"
+}
+
+// name says which operation it is, as a person would look it up.
+func (o *counterOp) name() string {
+	if o.opID != "" {
+		return o.f() + " " + o.opID
+	}
+	return fmt.Sprintf("%s of process %d (index %d)", o.f(), o.process, o.invIndex)
+}
+
+// what says what the operation observed, for explanations.
+func (o *counterOp) what() string {
+	switch {
+	case o.read:
+		return fmt.Sprintf("%s (returned %d)", o.name(), o.value)
+	case o.kind == counterUnknown:
+		return o.name() + " (outcome unknown)"
+	case o.readVal != nil:
+		return fmt.Sprintf("%s (read %d, wrote %d)", o.name(), *o.readVal, o.value)
+	}
+	return fmt.Sprintf("%s (wrote %d)", o.name(), o.value)
+}
+
+func (o *counterOp) events() []int64 {
+	if o.retIndex < 0 {
+		return []int64{o.invIndex}
+	}
+	return []int64{o.invIndex, o.retIndex}
+}
+
+// counterOps pairs a counter history's events into operations, in completion order
+// followed by the operations left open (unknown increments, reads without a value). It
+// also returns the number of client events.
+func counterOps(ops []histories.Op) ([]*counterOp, int64, error) {
+	open := map[int]*counterOp{}
+	var done []*counterOp
+	var pos int64
+	for _, op := range ops {
+		if !op.IsClient() {
+			continue
+		}
+		p := pos
+		pos++
+		if op.Type == histories.Invoke {
+			if prev, busy := open[op.Process]; busy {
+				return nil, 0, fmt.Errorf("history index %d: process %d invokes while its operation invoked at index %d is open", op.Index, op.Process, prev.invIndex)
+			}
+			if op.F != "increment" && op.F != "read" {
+				return nil, 0, fmt.Errorf("history index %d: counter history has unknown function %q", op.Index, op.F)
+			}
+			open[op.Process] = &counterOp{process: op.Process, opID: op.OpID, read: op.F == "read", inv: p, ret: -1, invIndex: op.Index, retIndex: -1}
+			continue
+		}
+		o, ok := open[op.Process]
+		if !ok {
+			return nil, 0, fmt.Errorf("history index %d: %s completion of process %d without an open invocation", op.Index, op.Type, op.Process)
+		}
+		if op.F != "" && op.F != o.f() {
+			return nil, 0, fmt.Errorf("history index %d: completion %q of process %d does not match its invocation %q at index %d", op.Index, op.F, op.Process, o.f(), o.invIndex)
+		}
+		if err := o.complete(op); err != nil {
+			return nil, 0, fmt.Errorf("history index %d: %w", op.Index, err)
+		}
+		delete(open, op.Process)
+		o.ret, o.retIndex = p, op.Index
+		done = append(done, o)
+	}
+	var left []*counterOp
+	for _, o := range open {
+		o.kind = counterUnknown
+		if o.read {
+			o.kind = counterNoRead
+		}
+		left = append(left, o)
+	}
+	slices.SortFunc(left, func(a, b *counterOp) int { return cmp.Compare(a.inv, b.inv) })
+	return append(done, left...), pos, nil
+}
+
+// counterValue is the part of a completion value the checker reads.
+type counterValue struct {
+	Read  *int64 `json:"read"`
+	Wrote *int64 `json:"wrote"`
+	Value *int64 `json:"value"`
+}
+
+func (o *counterOp) complete(op histories.Op) error {
+	switch op.Type {
+	case histories.Fail, histories.Info:
+		switch {
+		case o.read:
+			o.kind = counterNoRead
+		case op.Type == histories.Fail:
+			o.kind = counterFailed
+		default:
+			o.kind = counterUnknown
+		}
+		return nil
+	case histories.OK:
+	default:
+		return fmt.Errorf("event type %s is not a completion", op.Type)
+	}
+	var v counterValue
+	if err := json.Unmarshal(op.Value, &v); err != nil {
+		return fmt.Errorf("ok %s value %q: %w", o.f(), op.Value, err)
+	}
+	if o.read {
+		if v.Value == nil {
+			return fmt.Errorf("ok read value %q has no value", op.Value)
+		}
+		o.kind, o.value = counterRead, *v.Value
+		return nil
+	}
+	if v.Wrote == nil {
+		return fmt.Errorf("ok increment value %q has no wrote: the counter checker needs the value each increment wrote", op.Value)
+	}
+	o.kind, o.value, o.readVal = counterAcked, *v.Wrote, v.Read
+	return nil
+}
+
+// CheckCounter decides exactly, in O(n log n), whether ops (a counter history in
+// real-time order, nemesis events included or not) is linearizable for a counter that
+// starts at before and that every increment raises by 1, and explains every violation
+// with the events involved: lost updates (two acknowledged increments wrote the same
+// value), stale or premature reads and writes, and increments that took effect without
+// an operation to account for them. Unknown increments may have taken effect at any
+// point after their invocation, or never, without search. An invalid history is a
+// Result; the error reports a history that cannot be read as a counter history (a
+// completion without invocation, an unknown function, an ok increment without the value
+// it wrote).
+func CheckCounter(ops []histories.Op, before int64) (Result, error) {
+	all, _, err := counterOps(ops)
+	if err != nil {
+		return Result{}, err
+	}
+	c := counterCheck{before: before}
+	c.run(all)
+	return c.build(), nil
+}
+
+// counterCheck is one run of the exact checker.
+type counterCheck struct {
+	before    int64
+	anomalies []Anomaly
+	found     int
+
+	acked, failed, unknown, reads, readsLost int64
+	lostUpdates                              int64 // acknowledged increments beyond the first per written value
+	unexplained                              int64 // holes no unknown increment could fill
+	unknownUsed                              int64 // unknown increments that must have taken effect
+	final                                    *counterOp
+	k                                        int64 // slots: increments that must have taken effect
+}
+
+// counterSlot gathers the constraints on one slot.
+type counterSlot struct {
+	k          int64
+	release    int64 // -1 for none
+	relFrom    *counterOp
+	deadline   int64 // -1 for none
+	dlFrom     *counterOp
+	filledHole bool // the release is an unknown increment's, filling a hole
+}
+
+func (c *counterCheck) anomaly(kind string, ops []int64, why string) {
+	c.found++
+	if len(c.anomalies) < counterMaxAnomalies {
+		c.anomalies = append(c.anomalies, Anomaly{Kind: kind, Ops: ops, Explanation: why})
+	}
+}
+
+func (c *counterCheck) run(all []*counterOp) {
+	claims := map[int64][]*counterOp{}
+	var unknowns, readsOK []*counterOp
+	var maxSlot int64
+	var maxBy *counterOp
+	for _, o := range all {
+		switch o.kind {
+		case counterAcked:
+			c.acked++
+			if o.readVal != nil && *o.readVal != o.value-1 {
+				c.anomaly("inconsistent-increment", o.events(), fmt.Sprintf(
+					"%s read %d but wrote %d: an increment writes what it read plus 1", o.name(), *o.readVal, o.value))
+			}
+			s := o.value - c.before
+			if s < 1 {
+				c.anomaly("impossible-write", o.events(), fmt.Sprintf(
+					"%s wrote %d, but the counter started at %d and an increment writes more than that", o.name(), o.value, c.before))
+				continue
+			}
+			claims[s] = append(claims[s], o)
+			if s > maxSlot {
+				maxSlot, maxBy = s, o
+			}
+		case counterFailed:
+			c.failed++
+		case counterUnknown:
+			c.unknown++
+			unknowns = append(unknowns, o)
+		case counterRead:
+			c.reads++
+			if c.final == nil || o.ret > c.final.ret {
+				c.final = o
+			}
+			m := o.value - c.before
+			if m < 0 {
+				c.anomaly("impossible-read", o.events(), fmt.Sprintf(
+					"%s returned %d, below the value %d the counter started at", o.name(), o.value, c.before))
+				continue
+			}
+			readsOK = append(readsOK, o)
+			if m > maxSlot {
+				maxSlot, maxBy = m, o
+			}
+		case counterNoRead:
+			c.readsLost++
+		}
+	}
+
+	// Slots claimed more than once: lost updates. The rest of the check keeps one
+	// lenient stand-in per slot (the earliest invocation, the latest completion) so that
+	// the loss is reported once, not again as an ordering violation.
+	slots := map[int64]*counterSlot{}
+	slot := func(k int64) *counterSlot {
+		s, ok := slots[k]
+		if !ok {
+			s = &counterSlot{k: k, release: -1, deadline: -1}
+			slots[k] = s
+		}
+		return s
+	}
+	claimed := make([]int64, 0, len(claims))
+	for k := range claims {
+		claimed = append(claimed, k)
+	}
+	slices.Sort(claimed)
+	for _, k := range claimed {
+		group := claims[k]
+		s := slot(k)
+		s.release, s.relFrom = group[0].inv, group[0]
+		s.deadline, s.dlFrom = group[0].ret-1, group[0]
+		for _, o := range group[1:] {
+			if o.inv < s.release {
+				s.release, s.relFrom = o.inv, o
+			}
+			if o.ret-1 > s.deadline {
+				s.deadline, s.dlFrom = o.ret-1, o
+			}
+		}
+		if len(group) > 1 {
+			c.lostUpdates += int64(len(group) - 1)
+			c.lostUpdate(k, group)
+		}
+	}
+
+	// Holes, in slot order, filled by the unknown increments in invocation order.
+	c.k = maxSlot
+	holes := c.k - int64(len(claimed))
+	slices.SortFunc(unknowns, func(a, b *counterOp) int { return cmp.Compare(a.inv, b.inv) })
+	if holes > int64(len(unknowns)) {
+		c.unexplained = holes - int64(len(unknowns))
+		c.anomaly("unexplained-increments", maxBy.events(), fmt.Sprintf(
+			"%s shows the counter at %d, %d above the start %d, but only %s wrote distinct values and %d had an unknown outcome: %s took effect that no operation accounts for",
+			maxBy.what(), c.before+c.k, c.k, c.before, counterPlural(int64(len(claimed)), "acknowledged increment"), len(unknowns), counterPlural(c.unexplained, "increment")))
+	}
+	fill := min(holes, int64(len(unknowns)))
+	c.unknownUsed = fill
+	next, ci := int64(1), 0
+	for i := int64(0); i < fill; i++ {
+		for ci < len(claimed) && claimed[ci] == next {
+			ci++
+			next++
+		}
+		u := unknowns[i]
+		s := slot(next)
+		s.release, s.relFrom, s.filledHole = u.inv, u, true
+		next++
+	}
+
+	// Reads: a deadline on the slot they counted up to, a release on the one above.
+	for _, r := range readsOK {
+		m := r.value - c.before
+		if m >= 1 {
+			s := slot(m)
+			if s.deadline < 0 || r.ret-1 < s.deadline {
+				s.deadline, s.dlFrom = r.ret-1, r
+			}
+		}
+		if m+1 <= c.k {
+			s := slot(m + 1)
+			if r.inv > s.release {
+				s.release, s.relFrom, s.filledHole = r.inv, r, false
+			}
+		}
+	}
+
+	order := make([]*counterSlot, 0, len(slots))
+	for _, s := range slots {
+		order = append(order, s)
+	}
+	slices.SortFunc(order, func(a, b *counterSlot) int { return cmp.Compare(a.k, b.k) })
+	var rel int64 = -1
+	var relSlot *counterSlot
+	var relFrom *counterOp
+	reported := map[*counterOp]bool{}
+	for _, s := range order {
+		if s.release > rel {
+			rel, relSlot, relFrom = s.release, s, s.relFrom
+		}
+		if s.deadline < 0 || rel <= s.deadline || reported[relFrom] {
+			continue
+		}
+		reported[relFrom] = true
+		c.order(relSlot, relFrom, s)
+	}
+}
+
+// lostUpdate reports the acknowledged increments that wrote one value.
+func (c *counterCheck) lostUpdate(k int64, group []*counterOp) {
+	var ev []int64
+	var names []string
+	for i, o := range group {
+		if i < counterMaxOps {
+			ev = append(ev, o.events()...)
+			names = append(names, o.what())
+		}
+	}
+	if len(group) > counterMaxOps {
+		names = append(names, fmt.Sprintf("%d more", len(group)-counterMaxOps))
+	}
+	w := c.before + k
+	c.anomaly("lost-update", ev, fmt.Sprintf(
+		"%d acknowledged increments each wrote %d: %s; only one of them can have taken effect, so %d acknowledged updates were lost",
+		len(group), w, strings.Join(names, ", "), len(group)-1))
+}
+
+// order explains why slot at's deadline comes before the release that reached it from
+// slot from (from.k <= at.k).
+func (c *counterCheck) order(from *counterSlot, rel *counterOp, at *counterSlot) {
+	dl := at.dlFrom
+	ev := append(rel.events(), dl.events()...)
+	vFrom, vAt := c.before+from.k, c.before+at.k
+	switch {
+	case from.filledHole:
+		c.anomaly("unexplained-increments", ev, fmt.Sprintf(
+			"%s completed when the counter had reached at least %d, but no acknowledged increment wrote %d, and the unknown increments that could have (the earliest, %s) were invoked only after it completed",
+			dl.what(), vAt, vFrom, rel.name()))
+	case rel.read && dl.read:
+		c.anomaly("stale-read", ev, fmt.Sprintf(
+			"%s was invoked after %s had completed, yet returned less: the counter only grows", rel.what(), dl.what()))
+	case rel.read:
+		c.anomaly("stale-read", ev, fmt.Sprintf(
+			"%s was invoked after %s had completed, so it must count that increment, yet returned less than %d", rel.what(), dl.what(), vAt))
+	case dl.read:
+		c.anomaly("future-read", ev, fmt.Sprintf(
+			"%s counted %d increments, including the one that wrote %d, but %s was invoked only after the read completed",
+			dl.what(), at.k, vFrom, rel.what()))
+	default:
+		c.anomaly("stale-write", ev, fmt.Sprintf(
+			"%s wrote %d, but %s had completed before it was invoked: it read a value already overwritten",
+			rel.name(), vFrom, dl.what()))
+	}
+}
+
+func (c *counterCheck) build() Result {
+	r := Result{Checker: "counter", Anomalies: c.anomalies}
+	d := map[string]any{
+		"before":              c.before,
+		"acknowledged":        c.acked,
+		"failed":              c.failed,
+		"unknown":             c.unknown,
+		"unknown_applied_min": c.unknownUsed,
+		"lost_updates":        c.lostUpdates,
+		"unexplained":         c.unexplained,
+		"increments_min":      c.k,
+		"reads":               c.reads,
+		"reads_unknown":       c.readsLost,
+		"anomalies":           c.found,
+	}
+	if c.final != nil {
+		d["final_read"] = c.final.value
+	}
+	r.Details = make(map[string]json.RawMessage, len(d))
+	for k, v := range d {
+		r.Details[k] = histories.Value(v)
+	}
+	if c.found == 0 {
+		r.Verdict = Valid
+		r.Anomalies = []Anomaly{}
+		var b strings.Builder
+		fmt.Fprintf(&b, "linearizable: %s acknowledged, each writing a value of its own, %d failed, %d unknown (at least %d of them applied)",
+			counterPlural(c.acked, "increment"), c.failed, c.unknown, c.unknownUsed)
+		if c.final != nil {
+			fmt.Fprintf(&b, "; the counter went from %d to %d", c.before, c.final.value)
+		}
+		r.Summary = b.String()
+		return r
+	}
+	r.Verdict = Invalid
+	if c.lostUpdates > 0 {
+		r.Summary = fmt.Sprintf("%s lost: of %s, some wrote a value another had already written (%s in all)",
+			counterPlural(c.lostUpdates, "update"), counterPlural(c.acked, "acknowledged increment"), counterPlural(int64(c.found), "anomal"))
+		return r
+	}
+	r.Summary = r.Anomalies[0].Explanation
+	if c.found > 1 {
+		r.Summary += fmt.Sprintf(" (and %d more anomalies)", c.found-1)
+	}
+	return r
+}
+
+func counterPlural(n int64, noun string) string {
+	one, many := noun, noun+"s"
+	if noun == "anomal" {
+		one, many = "anomaly", "anomalies"
+	}
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

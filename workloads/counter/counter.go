@@ -1,0 +1,301 @@
+// Package counter is the hot-row counter of the CockroachDB contention experiment: every
+// worker increments one counter in its own transaction, by one of three mechanisms and
+// under an isolation level that is verified, not assumed. The counter must reconcile
+// exactly: its value after the run minus its value before must equal the acknowledged
+// increments, give or take the increments whose outcome is unknown.
+//
+// History values: an increment's invoke has no value; its ok completion carries what the
+// transaction read and wrote, {"read":41,"wrote":42}, or {"wrote":42} when the server
+// computed the new value itself (UPDATE ... SET hits = hits + 1 RETURNING hits), so that
+// a lost update shows as two acknowledged increments that wrote the same value. A read
+// is f "read" with ok value {"value":N}; the final read is one of them. The header's
+// params hold "before", the counter's value when the run started.
+package counter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads"
+)
+
+// Workload binds the counter to a Store. Set its fields before the run; it is then safe
+// for the runner's concurrent workers.
+type Workload struct {
+	Store Store
+	// ReadShare is the fraction of operations that read the counter instead of
+	// incrementing it; 0 (the experiment's setting) means increments only.
+	ReadShare float64
+
+	before   int64
+	restarts map[string]int64 // server restart counters at Setup, when the store has them
+	after    map[string]int64 // and at Final
+
+	mu sync.Mutex
+	// ambiguous counts attempts whose error said the outcome is unknown with the
+	// server's own word for it (SQLSTATE 40003, statement_completion_unknown), by op id.
+	ambiguous map[string]int
+	// restartErr is why the restart counters could not be read, if they could not.
+	restartErr string
+}
+
+var _ workloads.Workload = (*Workload)(nil)
+
+// New returns the counter workload on store, increments only.
+func New(store Store) *Workload { return &Workload{Store: store} }
+
+func (w *Workload) Name() string      { return "counter" }
+func (w *Workload) Model() string     { return "counter" }
+func (w *Workload) Mechanism() string { return w.Store.Mechanism() }
+
+// BeforeParam is the history header parameter holding the counter's value before the
+// run.
+const BeforeParam = "before"
+
+// Params records the value before the run for the checker.
+func (w *Workload) Params() map[string]json.RawMessage {
+	return map[string]json.RawMessage{BeforeParam: histories.Value(w.before)}
+}
+
+// Setup resets the counter, reads it back as the value before the run, and snapshots
+// the server's restart counters when the store has them.
+func (w *Workload) Setup(ctx context.Context) error {
+	if err := w.Store.Reset(ctx); err != nil {
+		return err
+	}
+	v, err := w.Store.Value(ctx)
+	if err != nil {
+		return fmt.Errorf("read the counter before the run: %w", err)
+	}
+	w.before = v
+	w.ambiguous = map[string]int{}
+	w.restarts, w.after, w.restartErr = nil, nil, ""
+	if rc, ok := w.Store.(RestartCounters); ok {
+		m, err := rc.RestartCounters(ctx)
+		if err != nil {
+			w.restartErr = err.Error()
+		} else {
+			w.restarts = m
+		}
+	}
+	return nil
+}
+
+// Worker opens a session.
+func (w *Workload) Worker(ctx context.Context, id int) (workloads.Worker, error) {
+	s, err := w.Store.Session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &worker{Session: s, w: w}, nil
+}
+
+// ReadValue is the value of an ok read.
+type ReadValue struct {
+	Value int64 `json:"value"`
+}
+
+// Final reads the counter after the run and snapshots the restart counters again.
+func (w *Workload) Final(ctx context.Context) ([]workloads.Call, []workloads.Reply, error) {
+	v, err := w.Store.Value(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rc, ok := w.Store.(RestartCounters); ok && w.restarts != nil {
+		m, err := rc.RestartCounters(ctx)
+		if err != nil {
+			w.restartErr = err.Error()
+		} else {
+			w.after = m
+		}
+	}
+	return []workloads.Call{{F: "read"}}, []workloads.Reply{{Value: ReadValue{Value: v}}}, nil
+}
+
+type worker struct {
+	Session
+	w *Workload
+}
+
+func (k *worker) Next(rng *rand.Rand) workloads.Call {
+	if k.w.ReadShare > 0 && rng.Float64() < k.w.ReadShare {
+		return workloads.Call{F: "read"}
+	}
+	return workloads.Call{F: "increment"}
+}
+
+func (k *worker) Do(ctx context.Context, call workloads.Call, req workloads.Request) (workloads.Reply, error) {
+	switch call.F {
+	case "increment":
+		out, err := k.Increment(ctx, req)
+		if err != nil {
+			if stores.Classify(err) == stores.ClassUnknown && stores.Reason(err) == "40003" {
+				k.w.mu.Lock()
+				k.w.ambiguous[req.OpID]++
+				k.w.mu.Unlock()
+			}
+			return workloads.Reply{}, err
+		}
+		return workloads.Reply{Value: out, Replayed: out.Replayed}, nil
+	case "read":
+		v, err := k.Read(ctx)
+		if err != nil {
+			return workloads.Reply{}, err
+		}
+		return workloads.Reply{Value: ReadValue{Value: v}}, nil
+	}
+	return workloads.Reply{}, fmt.Errorf("counter: unknown operation %q", call.F)
+}
+
+// Final is the `final` section of results.json for the counter: the exact
+// reconciliation of the counter against the acknowledged increments.
+type Final struct {
+	Before int64 `json:"before"`
+	// After is the final read; nil when it is missing from the history.
+	After *int64 `json:"after"`
+	// Acknowledged counts increments that completed ok; Failed those that certainly did
+	// not apply (fail, including those the run's deadline cut off); Unknown those whose
+	// outcome is unknown (info, or never completed).
+	Acknowledged int64 `json:"acknowledged"`
+	Failed       int64 `json:"failed"`
+	Unknown      int64 `json:"unknown"`
+	// Lost is how many acknowledged increments the counter is missing:
+	// acknowledged - (after - before) when positive. An unknown increment can only add.
+	Lost int64 `json:"lost"`
+	// Extra is how far the counter is above the acknowledged increments.
+	Extra int64 `json:"extra"`
+	// SameValueWrites counts acknowledged increments that wrote a value another
+	// acknowledged increment also wrote: each is an update lost with the operations
+	// that show it (the checker names them).
+	SameValueWrites int64 `json:"same_value_writes"`
+	// Replayed counts idempotent retries that found their op id recorded.
+	Replayed int64 `json:"replayed,omitempty"`
+	// Cause says why the counter disagrees with the acknowledged increments, with the
+	// evidence, or that no cause is established; empty when it agrees.
+	Cause string `json:"cause,omitempty"`
+	// Evidence of ambiguous commits: attempts that ended with SQLSTATE 40003
+	// (statement_completion_unknown), and commits the fault proxy cut after the server
+	// applied them (ground truth). Only these attribute Extra to ambiguous commits.
+	Evidence40003 int64 `json:"evidence_40003"`
+	EvidenceCuts  int64 `json:"evidence_cuts_applied"`
+	// ServerRestarts is the growth of the server's transaction restart counters during
+	// the run, by name (CockroachDB: txn.restarts.*); never their totals.
+	ServerRestarts map[string]int64 `json:"server_restarts,omitempty"`
+	// ServerRestartsError says why the restart counters could not be read.
+	ServerRestartsError string `json:"server_restarts_error,omitempty"`
+}
+
+// Summary reconciles the counter from the history (final read included).
+func (w *Workload) Summary(ops []histories.Op) any {
+	f := Final{Before: w.before}
+	open := map[int]string{}
+	wrote := map[int64]int64{}
+	var withValue int64
+	for _, op := range ops {
+		if !op.IsClient() {
+			continue
+		}
+		if op.Type == histories.Invoke {
+			open[op.Process] = op.F
+			continue
+		}
+		fn := open[op.Process]
+		delete(open, op.Process)
+		switch {
+		case fn == "increment" && op.Type == histories.OK:
+			f.Acknowledged++
+			var o Outcome
+			if json.Unmarshal(op.Value, &o) == nil {
+				wrote[o.Wrote]++
+				withValue++
+				if o.Replayed {
+					f.Replayed++
+				}
+			}
+		case fn == "increment" && op.Type == histories.Fail:
+			f.Failed++
+		case fn == "increment" && op.Type == histories.Info:
+			f.Unknown++
+		case fn == "read" && op.Type == histories.OK:
+			var r ReadValue
+			if json.Unmarshal(op.Value, &r) == nil {
+				v := r.Value
+				f.After = &v
+			}
+		}
+	}
+	for _, fn := range open {
+		if fn == "increment" {
+			f.Unknown++
+		}
+	}
+	f.SameValueWrites = withValue - int64(len(wrote))
+	w.mu.Lock()
+	for _, n := range w.ambiguous {
+		f.Evidence40003 += int64(n)
+	}
+	w.mu.Unlock()
+	if w.restarts != nil && w.after != nil {
+		f.ServerRestarts = map[string]int64{}
+		for k, v := range w.after {
+			f.ServerRestarts[k] = v - w.restarts[k]
+		}
+	}
+	f.ServerRestartsError = w.restartErr
+	f.reconcile()
+	return f
+}
+
+// Attribute adds the fault proxy's ground truth to a Final made by Summary: applied is
+// the op ids of commits the proxy cut after the server had applied them. It returns
+// final unchanged when it is not a counter Final.
+func (w *Workload) Attribute(final any, applied []string) any {
+	f, ok := final.(Final)
+	if !ok {
+		return final
+	}
+	f.EvidenceCuts = int64(len(applied))
+	f.reconcile()
+	return f
+}
+
+// reconcile computes Lost, Extra and Cause from the counts.
+func (f *Final) reconcile() {
+	f.Lost, f.Extra, f.Cause = 0, 0, ""
+	if f.After == nil {
+		f.Cause = "no final read: the counter could not be reconciled"
+		return
+	}
+	applied := *f.After - f.Before
+	switch {
+	case applied < f.Acknowledged:
+		f.Lost = f.Acknowledged - applied
+		f.Cause = fmt.Sprintf("silently lost: %d of %d acknowledged increments are missing from the counter (it grew by %d); each was reported committed",
+			f.Lost, f.Acknowledged, applied)
+		if f.SameValueWrites > 0 {
+			f.Cause += fmt.Sprintf(", and %d acknowledged increments wrote a value another had already written (lost updates)", f.SameValueWrites)
+		}
+		if f.Failed+f.Unknown == 0 {
+			f.Cause += "; no operation reported an error"
+		}
+	case applied > f.Acknowledged:
+		f.Extra = applied - f.Acknowledged
+		evidence := f.Evidence40003 + f.EvidenceCuts
+		attributed := min(f.Extra, evidence)
+		if attributed > 0 {
+			f.Cause = fmt.Sprintf("%d of %d extra attributed to ambiguous commits (evidence: %d attempts ended with SQLSTATE 40003, %d commits cut after they applied)",
+				attributed, f.Extra, f.Evidence40003, f.EvidenceCuts)
+		}
+		if rest := f.Extra - attributed; rest > 0 {
+			if f.Cause != "" {
+				f.Cause += "; "
+			}
+			f.Cause += fmt.Sprintf("%d extra: cause not established (%d increments ended with an unknown outcome; no SQLSTATE 40003 or applied cut to show they committed)", rest, f.Unknown)
+		}
+	}
+}
