@@ -1,0 +1,371 @@
+// Package cql is the Apache Cassandra (CQL) adapter, over gocql. Every operation goes
+// through lightweight transactions (Paxos), the only linearizable path Cassandra has:
+//
+//   - budget: the stand's LWT loop. A SERIAL read of the balance, then
+//     UPDATE ... SET balance = b-1 ... IF balance = b; a lost race returns the current
+//     balance, and the loop tries again from it until it applies or finds 0. Each lost
+//     race counts as one conflict in the outcome.
+//   - register: reads at SERIAL consistency; CAS as UPDATE ... IF value = from; a plain
+//     write is an LWT too (UPDATE ... IF EXISTS, or IF value = null for an absent
+//     register), because Cassandra does not order plain writes with Paxos writes on the
+//     same cells: a non-LWT write carries a client timestamp and can be lost behind, or
+//     overtake, a Paxos round, which would break the register's linearizability.
+//
+// Idempotent operations record their op id as a clustering row of the same partition as
+// the value (the value is a static column), written by the same LWT as the effect, so a
+// retry that finds the row returns the original outcome instead of applying again.
+// Schema, in the configured keyspace:
+//
+//	budget   (account text, op text, balance bigint static, after bigint, PRIMARY KEY (account, op))
+//	register (key text, op text, value bigint static, PRIMARY KEY (key, op))
+//
+// Reset starts a fresh generation of partitions (the partition key carries it) instead of
+// truncating: TRUNCATE does not clear Paxos state, and a proposal left in progress by an
+// ambiguous commit of an earlier run could otherwise be completed into the new one.
+//
+// Each session is its own gocql session holding one connection (NumConns 1) to each host;
+// its dialer records the connection's local address for Conn. gocql also keeps a control
+// connection per session, recognised by the REGISTER request it sends, and never named
+// by Conn.
+//
+// Errors follow the contract of package stores; see Classify.
+package cql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// Config says how to reach the cluster and how the client behaves.
+type Config struct {
+	// Hosts are the nodes' host:port (port 9042 when omitted). Sessions connect to these
+	// only: peers are not discovered, so a proxy in front of each node sees all traffic.
+	Hosts []string
+	// Keyspace holds the adapter's tables; "" means "indoubt". Reset creates it if missing.
+	Keyspace string
+	// Replication is the replication map of a keyspace Reset creates; "" means
+	// "{'class': 'SimpleStrategy', 'replication_factor': 1}".
+	Replication string
+	// Consistency is the consistency of LWT commits (Paxos learn phase); 0 means QUORUM.
+	Consistency gocql.Consistency
+	// SerialConsistency is the Paxos consistency of LWTs and the consistency of reads;
+	// 0 means SERIAL (LOCAL_SERIAL is the other choice).
+	SerialConsistency gocql.SerialConsistency
+	// Timeout is gocql's client-side timeout per request; 0 keeps its default (11 s).
+	Timeout time.Duration
+	// ConnectTimeout bounds connection setup; 0 keeps gocql's default (11 s).
+	ConnectTimeout time.Duration
+	// Logger receives gocql's own log lines (connection failures, reconnects); nil
+	// discards them, as library code must not write to the process's output.
+	Logger gocql.StdLogger
+	// DriverRetry leaves gocql's retry and reconnection settings as gocql.NewCluster sets
+	// them. In gocql v1.7.0 the default RetryPolicy is nil (no retries) and statements
+	// are not idempotent (no speculative execution), so this changes nothing today; it
+	// exists so that the "driver" retry policy means "whatever the driver does". When
+	// false the adapter sets RetryPolicy to nil itself, so each attempt the caller sees
+	// is one request on the wire.
+	DriverRetry bool
+}
+
+var keyspaceName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
+
+// ParseDSN reads "cql://host1:9042,host2:9042/keyspace?consistency=quorum&serial=serial
+// &timeout=5s&replication={...}" into a Config. Only the hosts are required.
+func ParseDSN(dsn string) (Config, error) {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok || (scheme != "cql" && scheme != "cassandra") {
+		return Config{}, errors.New("cql dsn: want cql://host:port[,host:port...]/keyspace?options")
+	}
+	// net/url refuses a comma-separated host list, so the hosts are cut off first.
+	hosts := rest
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		hosts, rest = rest[:i], rest[i:]
+	} else {
+		rest = ""
+	}
+	u, err := url.Parse("cql://hosts" + rest)
+	if err != nil {
+		return Config{}, fmt.Errorf("cql dsn: %w", err)
+	}
+	var cfg Config
+	for _, h := range strings.Split(hosts, ",") {
+		if h != "" {
+			cfg.Hosts = append(cfg.Hosts, h)
+		}
+	}
+	if len(cfg.Hosts) == 0 {
+		return Config{}, errors.New("cql dsn: no hosts")
+	}
+	cfg.Keyspace = strings.Trim(u.Path, "/")
+	q := u.Query()
+	if v := q.Get("consistency"); v != "" {
+		if err := cfg.Consistency.UnmarshalText([]byte(strings.ToUpper(v))); err != nil {
+			return Config{}, fmt.Errorf("cql dsn: consistency %q: %w", v, err)
+		}
+	}
+	if v := q.Get("serial"); v != "" {
+		if err := cfg.SerialConsistency.UnmarshalText([]byte(strings.ToUpper(v))); err != nil {
+			return Config{}, fmt.Errorf("cql dsn: serial %q: %w", v, err)
+		}
+	}
+	if v := q.Get("timeout"); v != "" {
+		if cfg.Timeout, err = time.ParseDuration(v); err != nil {
+			return Config{}, fmt.Errorf("cql dsn: timeout: %w", err)
+		}
+	}
+	cfg.Replication = q.Get("replication")
+	cfg.DriverRetry, _ = strconv.ParseBool(q.Get("driver_retry"))
+	return cfg, nil
+}
+
+// Client is an open adapter. It implements budget.Store; Register returns the register
+// store over the same cluster. Client is safe for concurrent use; its sessions are not.
+type Client struct {
+	cfg   Config
+	admin *gocql.Session
+
+	mu        sync.Mutex
+	account   string // the budget partition of the current generation, "" before Reset
+	registers string // the prefix of register partitions of the current generation
+}
+
+// Open checks the configuration and connects an administrative session (for Reset and
+// Balance). It does not need the keyspace to exist: Reset creates it.
+func Open(ctx context.Context, cfg Config) (*Client, error) {
+	if len(cfg.Hosts) == 0 {
+		return nil, errors.New("open cql: no hosts")
+	}
+	if cfg.Keyspace == "" {
+		cfg.Keyspace = "indoubt"
+	}
+	if !keyspaceName.MatchString(cfg.Keyspace) {
+		return nil, fmt.Errorf("open cql: keyspace %q is not a plain CQL name", cfg.Keyspace)
+	}
+	if cfg.Replication == "" {
+		cfg.Replication = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+	}
+	if cfg.Consistency == 0 {
+		cfg.Consistency = gocql.Quorum
+	}
+	if cfg.SerialConsistency == 0 {
+		cfg.SerialConsistency = gocql.Serial
+	}
+	c := &Client{cfg: cfg}
+	admin, err := c.cluster(nil).CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("open cql %s: %w", strings.Join(cfg.Hosts, ","), err)
+	}
+	c.admin = admin
+	if err := ctx.Err(); err != nil {
+		admin.Close()
+		return nil, fmt.Errorf("open cql: %w", err)
+	}
+	return c, nil
+}
+
+// Close closes the administrative session. Sessions are closed by their owners.
+func (c *Client) Close() { c.admin.Close() }
+
+// cluster builds the gocql configuration; dialer, when not nil, replaces gocql's.
+func (c *Client) cluster(dialer gocql.Dialer) *gocql.ClusterConfig {
+	cl := gocql.NewCluster(c.cfg.Hosts...)
+	// Protocol v4 is the highest gocql v1.7.0 speaks; fixing it skips the extra
+	// connection gocql otherwise opens to discover the version.
+	cl.ProtoVersion = 4
+	cl.NumConns = 1
+	cl.Consistency = c.cfg.Consistency
+	cl.SerialConsistency = c.cfg.SerialConsistency
+	// Only the configured hosts: peers discovered from system.peers would be dialed
+	// directly, around any proxy in front of the configured ones.
+	cl.DisableInitialHostLookup = true
+	cl.Events.DisableTopologyEvents = true
+	if c.cfg.Timeout > 0 {
+		cl.Timeout = c.cfg.Timeout
+	}
+	if c.cfg.ConnectTimeout > 0 {
+		cl.ConnectTimeout = c.cfg.ConnectTimeout
+	}
+	if !c.cfg.DriverRetry {
+		cl.RetryPolicy = nil
+	}
+	if dialer != nil {
+		cl.Dialer = dialer
+	}
+	cl.Logger = c.cfg.Logger
+	if cl.Logger == nil {
+		cl.Logger = log.New(io.Discard, "", 0)
+	}
+	return cl
+}
+
+// table returns keyspace.name.
+func (c *Client) table(name string) string { return c.cfg.Keyspace + "." + name }
+
+// ensureSchema creates the keyspace and both tables if they are missing.
+func (c *Client) ensureSchema(ctx context.Context) error {
+	stmts := []string{
+		"CREATE KEYSPACE IF NOT EXISTS " + c.cfg.Keyspace + " WITH replication = " + c.cfg.Replication,
+		"CREATE TABLE IF NOT EXISTS " + c.table("budget") +
+			" (account text, op text, balance bigint static, after bigint, PRIMARY KEY (account, op))",
+		"CREATE TABLE IF NOT EXISTS " + c.table("register") +
+			" (key text, op text, value bigint static, PRIMARY KEY (key, op))",
+	}
+	for _, s := range stmts {
+		if err := c.admin.Query(s).WithContext(ctx).Exec(); err != nil {
+			return fmt.Errorf("schema: %w", Classify(err, true))
+		}
+	}
+	return nil
+}
+
+// generation names a fresh set of partitions for Reset.
+func generation() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
+
+// session is one worker's gocql session, with the connections its dialer made.
+type session struct {
+	c     *Client
+	gs    *gocql.Session
+	conns *connTracker
+}
+
+func (c *Client) newSession(ctx context.Context) (*session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cql session: %w", err)
+	}
+	t := &connTracker{}
+	cl := c.cluster(t)
+	if dl, ok := ctx.Deadline(); ok {
+		if d := time.Until(dl); d > 0 && d < cl.ConnectTimeout {
+			cl.ConnectTimeout = d
+		}
+	}
+	gs, err := cl.CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("cql session: %w", err)
+	}
+	return &session{c: c, gs: gs, conns: t}, nil
+}
+
+// Conn returns the local address of the session's data connection, or "" when none is
+// open (it broke and gocql has not dialed the next one yet).
+func (s *session) Conn() string { return s.conns.current() }
+
+// Close closes the session's connections.
+func (s *session) Close() error {
+	s.gs.Close()
+	return nil
+}
+
+// noConnWait bounds how long an operation waits for gocql to replace a broken
+// connection. gocql answers ErrNoConnections, without sending anything, while its pool
+// refills in the background; the wait keeps that from failing the next operation.
+const noConnWait = 5 * time.Second
+
+// exec calls run (one gocql request) and returns its error, raw. It retries
+// ErrNoConnections only: that error means nothing was sent, so sending now is still the
+// first attempt. A context that has already ended is reported without sending.
+func (s *session) exec(ctx context.Context, run func() error) error {
+	if err := ctx.Err(); err != nil {
+		return &notSentError{err}
+	}
+	deadline := time.Now().Add(noConnWait)
+	for {
+		err := run()
+		if !errors.Is(err, gocql.ErrNoConnections) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// connTracker is a gocql Dialer that remembers the connections it made, and which one is
+// gocql's control connection, so Conn can name the one that carries the operations.
+type connTracker struct {
+	d     net.Dialer
+	mu    sync.Mutex
+	conns []*trackedConn // in dial order; closed ones are dropped
+}
+
+func (t *connTracker) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := t.d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, t: t, local: c.LocalAddr().String()}
+	t.mu.Lock()
+	t.conns = append(t.conns, tc)
+	t.mu.Unlock()
+	return tc, nil
+}
+
+// current returns the newest open connection that is not a control connection.
+func (t *connTracker) current() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := len(t.conns) - 1; i >= 0; i-- {
+		if c := t.conns[i]; !c.control {
+			return c.local
+		}
+	}
+	return ""
+}
+
+func (t *connTracker) drop(c *trackedConn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, x := range t.conns {
+		if x == c {
+			t.conns = append(t.conns[:i], t.conns[i+1:]...)
+			return
+		}
+	}
+}
+
+func (t *connTracker) markControl(c *trackedConn) {
+	t.mu.Lock()
+	c.control = true
+	t.mu.Unlock()
+}
+
+// trackedConn watches the frames gocql writes for REGISTER, which only the control
+// connection sends. gocql writes whole frames, so a frame header starts each Write:
+// byte 0 is the request version, byte 4 the opcode.
+type trackedConn struct {
+	net.Conn
+	t       *connTracker
+	local   string
+	control bool // guarded by t.mu
+	once    sync.Once
+}
+
+const (
+	opRegister = 0x0B
+)
+
+func (c *trackedConn) Write(p []byte) (int, error) {
+	if len(p) >= 9 && p[0]&0x80 == 0 && p[4] == opRegister {
+		c.t.markControl(c)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() { c.t.drop(c) })
+	return c.Conn.Close()
+}
