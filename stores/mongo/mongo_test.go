@@ -2,6 +2,7 @@ package mongo
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -26,7 +27,7 @@ var srv = servertest.New("ferretdb", func(ctx context.Context) (*servers.FerretD
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, srv)) }
 
-func open(t *testing.T, cfg Config) *Client {
+func open(t testing.TB, cfg Config) *Client {
 	t.Helper()
 	if cfg.URI == "" {
 		cfg.URI = srv.Get(t).URI
@@ -231,6 +232,16 @@ func TestClassify(t *testing.T) {
 				}
 				balance(t, 4)
 			})
+		})
+	}
+}
+
+// BenchmarkBudget is the budget workload without faults: 16 sessions, 100 attempts each,
+// a budget of 1000 (so 1000 apply and 600 are rejected).
+func BenchmarkBudget(b *testing.B) {
+	for _, idempotent := range []bool{false, true} {
+		b.Run(fmt.Sprintf("16x100 budget 1000 idempotent=%v", idempotent), func(b *testing.B) {
+			storetest.BenchmarkBudget(b, open(b, Config{}), 16, 100, 1000, idempotent)
 		})
 	}
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -29,7 +30,7 @@ var srv = servertest.New("redis", func(ctx context.Context) (*servers.Redis, err
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, srv)) }
 
-func open(t *testing.T, cfg Config) *Client {
+func open(t testing.TB, cfg Config) *Client {
 	t.Helper()
 	cfg.Addr = srv.Get(t).Addr
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -231,4 +232,14 @@ func TestClassify(t *testing.T) {
 			t.Errorf("Conn() still %s: the retry should have dialed anew", first)
 		}
 	})
+}
+
+// BenchmarkBudget is the budget workload without faults: 16 sessions, 100 attempts each,
+// a budget of 1000 (so 1000 apply and 600 are rejected).
+func BenchmarkBudget(b *testing.B) {
+	for _, idempotent := range []bool{false, true} {
+		b.Run(fmt.Sprintf("16x100 budget 1000 idempotent=%v", idempotent), func(b *testing.B) {
+			storetest.BenchmarkBudget(b, open(b, Config{}), 16, 100, 1000, idempotent)
+		})
+	}
 }
