@@ -29,7 +29,9 @@ type Results struct {
 	LatencyMs Latency     `json:"latency_ms"`
 	Retries   RetryCounts `json:"retries"`
 	// Conflicts counts compare-and-set rounds lost inside store mechanisms (LWT loops).
-	Conflicts int64             `json:"conflicts"`
+	Conflicts int64 `json:"conflicts"`
+	// Outcomes counts operations and their attempts by how the retry loop ended.
+	Outcomes  Outcomes          `json:"outcomes"`
 	Errors    map[string]int64  `json:"errors"`
 	Faults    FaultCounts       `json:"faults"`
 	Anomalies []checker.Anomaly `json:"anomalies"`

@@ -11,6 +11,7 @@ import (
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
+	"github.com/indoubt/indoubt/workloads/counter"
 	"github.com/indoubt/indoubt/workloads/register"
 )
 
@@ -84,6 +85,17 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 			return nil, nil, err
 		}
 		return register.New(c.Register()), c.Close, nil
+	case "counter":
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		if err != nil {
+			return nil, nil, err
+		}
+		k, err := postgres.NewCounter(c, postgres.CounterConfig{Mechanism: postgres.CounterMechanism(cfg.Mechanism), Isolation: postgres.Isolation(cfg.Isolation)})
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return counter.New(k), c.Close, nil
 	}
 	return nil, nil, fmt.Errorf("store postgres has no workload %q", cfg.Workload)
 }

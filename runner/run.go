@@ -39,7 +39,9 @@ type Config struct {
 	Out       string        `json:"out"`
 	Retry     Policy        `json:"retry"`
 	Mechanism string        `json:"mechanism,omitempty"`
-	Budget    int64         `json:"budget,omitempty"`
+	// Isolation is the transaction isolation level of workloads that take one (counter).
+	Isolation string `json:"isolation,omitempty"`
+	Budget    int64  `json:"budget,omitempty"`
 	// Faults is the fault schedule, one NAME[:P][@START-END] per entry.
 	Faults []string `json:"faults,omitempty"`
 	// Proxy is auto (through the proxy when faults are asked for), on or off.
@@ -78,7 +80,12 @@ func (c *Config) defaults() error {
 		c.Out = "runs"
 	}
 	if c.Retry.Name == "" {
-		p, _ := ParsePolicy("none")
+		// The counter measures the retry loop a serializable client must write.
+		name := "none"
+		if c.Workload == "counter" {
+			name = "conflict"
+		}
+		p, _ := ParsePolicy(name)
 		c.Retry = p
 	}
 	if c.Proxy == "" {
@@ -248,7 +255,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 		Workload: wl.Name(), Store: cfg.Store, Mechanism: wl.Mechanism(), Retry: cfg.Retry.Name,
 		Seed: cfg.Seed, Workers: cfg.Workers, Interrupted: interrupted,
 		StartedAt: r.startWall(), DurationS: elapsed.Seconds(),
-		Retries: r.retries, Conflicts: r.conflicts, Errors: r.errors,
+		Retries: r.retries, Conflicts: r.conflicts, Errors: r.errors, Outcomes: r.outcomes,
 		Anomalies: verdict.Anomalies, Final: wl.Summary(ops), Server: serverDesc, Proxied: proxied,
 		Faults: report.FaultCounts{Schedule: cfg.Faults, ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
 	}
@@ -268,7 +275,24 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	if nem != nil {
 		nem.account(res, ops)
 	}
+	// A workload that attributes discrepancies only to evidence (counter) gets the
+	// proxy's ground truth: the operations whose commit was cut after it applied.
+	if a, ok := wl.(attributor); ok && res.Evidence != nil {
+		var applied []string
+		for _, e := range res.Evidence.Ambiguous {
+			if e.Truth == "applied" {
+				applied = append(applied, e.OpID)
+			}
+		}
+		res.Final = a.Attribute(res.Final, applied)
+	}
 	return res, nil
+}
+
+// attributor is a workload that attributes a discrepancy only to evidence, given the
+// op ids of the operations whose commit the proxy cut after it applied.
+type attributor interface {
+	Attribute(final any, applied []string) any
 }
 
 func ms(us int64) float64 { return math.Round(float64(us)/10) / 100 }
@@ -303,6 +327,7 @@ type run struct {
 	mu        sync.Mutex
 	lat       *hdrhistogram.Histogram
 	retries   report.RetryCounts
+	outcomes  report.Outcomes
 	conflicts int64
 	errors    map[string]int64
 	completed int64
@@ -410,6 +435,8 @@ type retried struct {
 	deadline  bool
 	conflicts int
 	errReason string
+	// end is how the loop ended: succeeded, exhausted, non-retryable, unknown, deadline.
+	end string
 }
 
 // attempt runs one logical operation under the retry policy and returns its completion.
@@ -429,9 +456,11 @@ func (r *run) attempt(ctx context.Context, w workloads.Worker, call workloads.Ca
 		rt.conflicts += reply.Conflicts
 		class := stores.Classify(err)
 		if err == nil && reply.Failed {
+			rt.end, rt.errReason = "non-retryable", "no-effect"
 			return histories.Op{Type: histories.Fail, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
 		}
 		if err == nil {
+			rt.end = "succeeded"
 			return histories.Op{Type: histories.OK, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
 		}
 		reason := stores.Reason(err)
@@ -460,6 +489,16 @@ func (r *run) attempt(ctx context.Context, w workloads.Worker, call workloads.Ca
 		if stop {
 			rt.errReason = reason
 			typ := histories.Fail
+			switch {
+			case maybeApplied:
+				rt.end = "unknown"
+			case !pol.retries(class):
+				rt.end = "non-retryable"
+			case n >= pol.MaxAttempts:
+				rt.end = "exhausted"
+			default:
+				rt.end = "deadline"
+			}
 			if maybeApplied {
 				// An earlier attempt may have applied: the truth is unknown, whatever
 				// the last attempt said.
@@ -494,6 +533,7 @@ func (r *run) account(comp histories.Op, rt retried, lat time.Duration) {
 	if rt.errReason != "" {
 		r.errors[rt.errReason]++
 	}
+	r.countOutcome(rt, comp.Attempt)
 	if rt.retries == 0 {
 		return
 	}
@@ -511,6 +551,33 @@ func (r *run) account(comp histories.Op, rt retried, lat time.Duration) {
 		r.retries.ByOutcome.Fail += n
 	default:
 		r.retries.ByOutcome.Info += n
+	}
+}
+
+// countOutcome adds one operation to the per-outcome counts; r.mu is held.
+func (r *run) countOutcome(rt retried, attempts int) {
+	var c *report.OutcomeCount
+	switch rt.end {
+	case "succeeded":
+		c = &r.outcomes.Succeeded
+	case "exhausted":
+		c = &r.outcomes.Exhausted
+	case "non-retryable":
+		c = &r.outcomes.NonRetryable
+	case "unknown":
+		c = &r.outcomes.Unknown
+	case "deadline":
+		c = &r.outcomes.Deadline
+	default:
+		return
+	}
+	c.Ops++
+	c.Attempts += int64(attempts)
+	if rt.errReason != "" {
+		if c.Errors == nil {
+			c.Errors = map[string]int64{}
+		}
+		c.Errors[rt.errReason]++
 	}
 }
 
