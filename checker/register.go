@@ -373,7 +373,9 @@ func registerHistory(ops []histories.Op, model string) (*registerHist, error) {
 		if !ok {
 			return nil, fmt.Errorf("event %d: %s completion of process %d without an invocation", op.Index, op.Type, op.Process)
 		}
-		if inv.op.F != op.F || inv.op.Key != op.Key {
+		// A completion without a key belongs to its invocation's key: Jepsen's
+		// independent completions may omit the [key value] tuple.
+		if inv.op.F != op.F || op.Key != "" && inv.op.Key != op.Key {
 			return nil, fmt.Errorf("event %d: completion %s of key %q does not match invocation %s of key %q (event %d)", op.Index, op.F, op.Key, inv.op.F, inv.op.Key, inv.op.Index)
 		}
 		delete(pending, op.Process)

@@ -171,6 +171,8 @@ func TestRegisterModelErrors(t *testing.T) {
 			`{"index":4,"process":0,"type":"ok","f":"read","value":1}`, "event 4: ok completion of process 0 without an invocation"},
 		{"two open operations", "",
 			"{\"index\":0,\"process\":0,\"type\":\"invoke\",\"f\":\"read\"}\n{\"index\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"read\"}", "process 0 invokes while"},
+		{"completion of another key", "",
+			"{\"index\":0,\"process\":0,\"type\":\"invoke\",\"f\":\"read\",\"key\":\"a\"}\n{\"index\":1,\"process\":0,\"type\":\"ok\",\"f\":\"read\",\"key\":\"b\",\"value\":1}", "does not match"},
 		{"completion of another function", "",
 			"{\"index\":0,\"process\":0,\"type\":\"invoke\",\"f\":\"read\"}\n{\"index\":1,\"process\":0,\"type\":\"ok\",\"f\":\"write\",\"value\":1}", "does not match"},
 	} {
@@ -221,6 +223,8 @@ func TestRegisterEDNIndependentKeys(t *testing.T) {
 {:type :ok, :f :write, :process 0, :value [1 3]}
 {:type :invoke, :f :cas, :process 0, :value [2 [3 4]]}
 {:type :fail, :f :cas, :process 0, :value [2 [3 4]]}
+{:type :invoke, :f :write, :process 2, :value [1 9]}
+{:type :info, :f :write, :process 2, :value nil, :error :timeout}
 {:type :invoke, :f :read, :process 1, :value [1 nil]}
 {:type :ok, :f :read, :process 1, :value [1 3]}
 {:type :invoke, :f :read, :process 1, :value [2 nil]}
