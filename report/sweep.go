@@ -1,0 +1,148 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// SweepFinal is the part of a counter run's `final` section the sweep table reads. It
+// mirrors the JSON of the counter workload's Final so that report needs no workload.
+type SweepFinal struct {
+	Before         int64            `json:"before"`
+	After          *int64           `json:"after"`
+	Acknowledged   int64            `json:"acknowledged"`
+	Lost           int64            `json:"lost"`
+	Extra          int64            `json:"extra"`
+	Cause          string           `json:"cause"`
+	ServerRestarts map[string]int64 `json:"server_restarts"`
+	RestartsError  string           `json:"server_restarts_error"`
+}
+
+// sweepFinal reads a run's final section; ok is false when it has none of the counter's.
+func sweepFinal(r *Results) (SweepFinal, bool) {
+	var f SweepFinal
+	b, err := json.Marshal(r.Final)
+	if err != nil || json.Unmarshal(b, &f) != nil || f.After == nil && f.Acknowledged == 0 {
+		return SweepFinal{}, false
+	}
+	return f, true
+}
+
+// WriteSweep prints a contention sweep, one row per run (one per worker count): the
+// committed transactions per second, latency, the retries and what they bought (retries
+// per success counts only the retries of operations that succeeded), the failures (retries
+// exhausted or a non-retryable error; operations the run's deadline cut off are counted
+// apart), and the counter's reconciliation. Below the table: failures by SQLSTATE, the
+// server's restart counters as deltas over each run when the store has them, and each
+// run's `final` line.
+func WriteSweep(w io.Writer, runs []*Results) {
+	if len(runs) == 0 {
+		return
+	}
+	first := runs[0]
+	fmt.Fprintf(w, "%s on %s: %s, retry %s", first.Workload, first.Store, first.Mechanism, first.Retry)
+	if first.DurationS > 0 {
+		fmt.Fprintf(w, ", about %.0f s per level", first.DurationS)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workers\ttx/s\tp50 ms\tp99 ms\tretries\tretries/success\tfailed\tlost\textra\tunknown\tcut by deadline\tverdict\t")
+	for _, r := range runs {
+		o := r.Outcomes
+		tps := 0.0
+		if r.DurationS > 0 {
+			tps = float64(o.Succeeded.Ops) / r.DurationS
+		}
+		rps := "-"
+		if v, ok := o.RetriesPerSuccess(); ok {
+			rps = fmt.Sprintf("%.2f", v)
+		}
+		lost, extra := "-", "-"
+		if f, ok := sweepFinal(r); ok && f.After != nil {
+			lost = fmt.Sprintf("%d", f.Lost)
+			if f.Lost > 0 && f.Acknowledged > 0 {
+				lost += fmt.Sprintf(" (%.0f%%)", 100*float64(f.Lost)/float64(f.Acknowledged))
+			}
+			extra = fmt.Sprintf("%d", f.Extra)
+		}
+		verdict := r.Verdict.String()
+		if r.Interrupted {
+			verdict += " (interrupted)"
+		}
+		fmt.Fprintf(tw, "%d\t%.0f\t%.2f\t%.2f\t%d\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t\n", r.Workers, tps, r.LatencyMs.P50, r.LatencyMs.P99,
+			r.Retries.Total, rps, o.Failed(), lost, extra, o.Unknown.Ops, o.Deadline.Ops, verdict)
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w, "\ntx/s: committed transactions per second. retries: attempts beyond the first, every outcome;")
+	fmt.Fprintln(w, "retries/success: those of committed transactions only, per committed transaction.")
+	for _, r := range runs {
+		o := r.Outcomes
+		fmt.Fprintf(w, "%d workers: retries by outcome: succeeded %d, failed %d, unknown %d, cut by deadline %d; failures by SQLSTATE: %s",
+			r.Workers, o.Succeeded.Retries(), o.Exhausted.Retries()+o.NonRetryable.Retries(), o.Unknown.Retries(), o.Deadline.Retries(),
+			counts(o.FailedByReason()))
+		if o.Exhausted.Ops > 0 || o.NonRetryable.Ops > 0 {
+			fmt.Fprintf(w, " (%d exhausted, %d non-retryable)", o.Exhausted.Ops, o.NonRetryable.Ops)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, r := range runs {
+		f, ok := sweepFinal(r)
+		if !ok {
+			continue
+		}
+		after := "-"
+		if f.After != nil {
+			after = fmt.Sprintf("%d", *f.After)
+		}
+		fmt.Fprintf(w, "final %d workers: before %d, after %s, acknowledged %d, lost %d, extra %d", r.Workers, f.Before, after, f.Acknowledged, f.Lost, f.Extra)
+		if f.Cause != "" {
+			fmt.Fprintf(w, ": %s", f.Cause)
+		}
+		fmt.Fprintln(w)
+		if len(f.ServerRestarts) > 0 {
+			fmt.Fprintf(w, "  server restarts during the run (deltas): %s\n", restartDeltas(f.ServerRestarts))
+		}
+		if f.RestartsError != "" {
+			fmt.Fprintf(w, "  server restart counters unavailable: %s\n", f.RestartsError)
+		}
+	}
+	for _, r := range runs {
+		if r.RunDir != "" {
+			fmt.Fprintf(w, "run directory %d workers: %s\n", r.Workers, r.RunDir)
+		}
+	}
+}
+
+// restartDeltas lists the counters that moved, then how many did not.
+func restartDeltas(m map[string]int64) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var moved []string
+	still := 0
+	for _, k := range ks {
+		if m[k] == 0 {
+			still++
+			continue
+		}
+		moved = append(moved, fmt.Sprintf("%s +%d", k, m[k]))
+	}
+	s := strings.Join(moved, ", ")
+	if s == "" {
+		s = "none moved"
+	}
+	switch {
+	case still == 1:
+		s += " (1 other unchanged)"
+	case still > 1:
+		s += fmt.Sprintf(" (%d others unchanged)", still)
+	}
+	return s
+}
