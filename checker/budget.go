@@ -268,12 +268,6 @@ func (o *budgetOp) f() string {
 	return "decrement"
 }
 
-// budgetOutcome is the part of a completion value the checker reads.
-type budgetOutcome struct {
-	Applied *bool  `json:"applied"`
-	Balance *int64 `json:"balance"`
-}
-
 // budgetClassify reads a completion: what the operation was, and a read's balance.
 func budgetClassify(read bool, t histories.Type, value json.RawMessage) (budgetKind, int64, error) {
 	switch t {
@@ -291,23 +285,23 @@ func budgetClassify(read bool, t histories.Type, value json.RawMessage) (budgetK
 	default:
 		return 0, 0, fmt.Errorf("event type %s is not a completion", t)
 	}
-	var out budgetOutcome
-	if err := json.Unmarshal(value, &out); err != nil {
+	out, err := budgetParseOutcome(value)
+	if err != nil {
 		if read {
 			return 0, 0, fmt.Errorf("ok read value %q: %w", value, err)
 		}
 		return 0, 0, fmt.Errorf("ok decrement value %q: %w", value, err)
 	}
 	if read {
-		if out.Balance == nil {
+		if !out.hasBalance {
 			return 0, 0, fmt.Errorf("ok read value %q has no balance", value)
 		}
-		return budgetRead, *out.Balance, nil
+		return budgetRead, out.balance, nil
 	}
-	if out.Applied == nil {
+	if !out.hasApplied {
 		return 0, 0, fmt.Errorf("ok decrement value %q has no applied", value)
 	}
-	if *out.Applied {
+	if out.applied {
 		return budgetApplied, 0, nil
 	}
 	return budgetRejected, 0, nil

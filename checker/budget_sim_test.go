@@ -199,9 +199,8 @@ func budgetMutate(rng *rand.Rand, ops []histories.Op, budget int64) ([]histories
 	switch rng.IntN(9) {
 	case 0:
 		if i := pick(func(op histories.Op) bool { return op.F == "decrement" && op.Type == histories.OK }); i >= 0 {
-			var o budgetOutcome
-			json.Unmarshal(ops[i].Value, &o)
-			if *o.Applied {
+			o, _ := budgetParseOutcome(ops[i].Value)
+			if o.applied {
 				ops[i].Value = budgetSimRejected
 			} else {
 				ops[i].Value = budgetSimApplied

@@ -618,3 +618,39 @@ func TestBudgetGolden(t *testing.T) {
 		})
 	}
 }
+
+// FuzzBudgetValue holds the fast path of budgetParseOutcome to encoding/json: whatever
+// it accepts, encoding/json must accept and read the same.
+func FuzzBudgetValue(f *testing.F) {
+	for _, s := range []string{
+		`{"applied":true,"balance":-1}`, `{"applied":false,"balance":0}`, `{"balance":7}`,
+		` { "applied" : true , "conflicts":2,"replayed":false} `, `{"Applied":true}`,
+		`{"balance":1.5}`, `{}`, `null`, `{"balance":01}`, `{"applied":true,"applied":false}`,
+		`{"balance":-0}`, `{"balance":123456789012345678}`, `{"x":null,"balance":3}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := budgetScanFlat(b)
+		if !ok {
+			return
+		}
+		var raw struct {
+			Applied *bool  `json:"applied"`
+			Balance *int64 `json:"balance"`
+		}
+		if err := json.Unmarshal(b, &raw); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", b, err)
+		}
+		want := budgetOutcome{}
+		if raw.Applied != nil {
+			want.applied, want.hasApplied = *raw.Applied, true
+		}
+		if raw.Balance != nil {
+			want.balance, want.hasBalance = *raw.Balance, true
+		}
+		if got != want {
+			t.Fatalf("%q: fast path reads %+v, encoding/json %+v", b, got, want)
+		}
+	})
+}
