@@ -91,30 +91,37 @@ func WriteSweep(w io.Writer, runs []*Results) {
 		fmt.Fprintln(w)
 	}
 	for _, r := range runs {
-		f, ok := sweepFinal(r)
-		if !ok {
-			continue
-		}
-		after := "-"
-		if f.After != nil {
-			after = fmt.Sprintf("%d", *f.After)
-		}
-		fmt.Fprintf(w, "final %d workers: before %d, after %s, acknowledged %d, lost %d, extra %d", r.Workers, f.Before, after, f.Acknowledged, f.Lost, f.Extra)
-		if f.Cause != "" {
-			fmt.Fprintf(w, ": %s", f.Cause)
-		}
-		fmt.Fprintln(w)
-		if len(f.ServerRestarts) > 0 {
-			fmt.Fprintf(w, "  server restarts during the run (deltas): %s\n", restartDeltas(f.ServerRestarts))
-		}
-		if f.RestartsError != "" {
-			fmt.Fprintf(w, "  server restart counters unavailable: %s\n", f.RestartsError)
-		}
+		WriteCounterFinal(w, r)
 	}
 	for _, r := range runs {
 		if r.RunDir != "" {
 			fmt.Fprintf(w, "run directory %d workers: %s\n", r.Workers, r.RunDir)
 		}
+	}
+}
+
+// WriteCounterFinal prints a counter run's `final` line: the counter before and after,
+// the acknowledged increments, lost and extra with their cause, and the server's restart
+// counters as deltas over the run. It prints nothing for other workloads.
+func WriteCounterFinal(w io.Writer, r *Results) {
+	f, ok := sweepFinal(r)
+	if !ok {
+		return
+	}
+	after := "-"
+	if f.After != nil {
+		after = fmt.Sprintf("%d", *f.After)
+	}
+	fmt.Fprintf(w, "final %d workers: before %d, after %s, acknowledged %d, lost %d, extra %d", r.Workers, f.Before, after, f.Acknowledged, f.Lost, f.Extra)
+	if f.Cause != "" {
+		fmt.Fprintf(w, ": %s", f.Cause)
+	}
+	fmt.Fprintln(w)
+	if len(f.ServerRestarts) > 0 {
+		fmt.Fprintf(w, "  server restarts during the run (deltas): %s\n", restartDeltas(f.ServerRestarts))
+	}
+	if f.RestartsError != "" {
+		fmt.Fprintf(w, "  server restart counters unavailable: %s\n", f.RestartsError)
 	}
 }
 

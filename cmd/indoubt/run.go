@@ -32,6 +32,8 @@ Examples:
   indoubt run --fault commit-cut:0.2 --retry naive        # exits 1: double-applied decrements
   indoubt run --fault commit-cut:0.2 --retry idempotent   # exits 0: reconciles exactly
   indoubt run --dsn postgres://user@db:5432/app --json > results.json
+  indoubt run --workload counter --mechanism read-write --workers 1,4,16,32 --time 10s   # contention sweep
+  indoubt run --workload counter --mechanism read-write --isolation read-committed --workers 16 --time 10s
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run.
 `
@@ -48,7 +50,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg      runner.Config
 		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
 		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
-		retry    = fs.String("retry", "none", "retry policy: none, conflict, naive, idempotent, driver")
+		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
 		jsonOut  = fs.Bool("json", false, "print results.json to stdout (the summary goes to stderr)")
 		faults   multiFlag
 		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
@@ -56,11 +58,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	)
 	fs.StringVar(&cfg.Store, "store", "postgres", "store: postgres")
 	fs.StringVar(&cfg.DSN, "dsn", "", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db)")
-	fs.StringVar(&cfg.Workload, "workload", "budget", "workload: budget, register")
+	fs.StringVar(&cfg.Workload, "workload", "budget", "workload: budget, register, counter")
 	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
 	fs.StringVar(&cfg.Out, "out", "runs", "parent directory of run directories")
-	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction")
+	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
+	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
 	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
 	fs.Var(&faults, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...")
 	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
@@ -69,6 +72,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("run: unexpected argument %q", fs.Arg(0))
+	}
+	if *retry == "" {
+		// The counter measures the retry loop a serializable client must write.
+		*retry = "none"
+		if cfg.Workload == "counter" {
+			*retry = "conflict"
+		}
 	}
 	pol, err := runner.ParsePolicy(*retry)
 	if err != nil {
@@ -113,8 +123,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(all) == 1 {
 		report.WriteSummary(human, all[0])
+		report.WriteCounterFinal(human, all[0])
 	} else {
-		report.WriteTable(human, all)
+		if cfg.Workload == "counter" {
+			report.WriteSweep(human, all)
+		} else {
+			report.WriteTable(human, all)
+		}
 		path, err := writeSummary(cfg.Out, all)
 		if err != nil {
 			return err
