@@ -92,6 +92,17 @@ func BudgetFromHeader(h *histories.Header) (int64, error) {
 // search. An invalid history is a Result; the error reports a history that cannot be
 // read as a budget history (a completion without invocation, an unknown function, a
 // value that does not parse) or a negative budget.
+//
+// Anomaly kinds: "overdraft" (more decrements acknowledged as applied than the budget),
+// "applied-after-exhausted" (a decrement acknowledged as applied after observations
+// show the budget spent), "premature-rejection" (a rejection before the budget could
+// have been spent: a lost decrement), "stale-read" (a read that misses decrements
+// certainly taken before it began), "impossible-read" (a read showing more taken than
+// could have been, or a balance outside 0..budget). Details holds the figures:
+// budget, acknowledged_applied, rejected, failed, unknown, unknown_applied_min,
+// reads, reads_unknown, final_balance (the last read, if any), balance_min and
+// balance_max (the final balance the history allows), anomalies (how many were found;
+// at most 100 are listed).
 func CheckBudget(ops []histories.Op, budget int64) (Result, error) {
 	c, err := NewBudgetChecker(budget)
 	if err != nil {
@@ -353,8 +364,6 @@ func (c *BudgetChecker) sweep(ev budgetEvent) {
 			heap.Push(&c.pending, o)
 		case budgetUnknown:
 			c.unknownNow++
-		case budgetRejected:
-			o.minTaken = c.taken
 		case budgetRead:
 			if o.balance < 0 || o.balance > c.budget {
 				c.anomaly("impossible-read", budgetEvents(o), fmt.Sprintf(
