@@ -253,6 +253,8 @@ func (s registerState) String() string {
 type registerInput struct {
 	f    registerFunc
 	a, b int64 // write a; cas from a to b
+	// key only labels the operation in the visualization, where all keys share a page.
+	key string
 }
 
 // registerOutput is an operation's completion.
@@ -315,6 +317,7 @@ func registerHistory(ops []histories.Op, model string) (*registerHist, error) {
 		if err != nil {
 			return err
 		}
+		in.key = inv.Key
 		r := registerOp{in: in, process: inv.Process, invoke: inv.Index, complete: -1,
 			call: int64(pos), ret: h.end, key: inv.Key}
 		if c, ok := clients[inv.Process]; ok {
@@ -503,7 +506,11 @@ func registerPorcupineModel(init registerState) porcupine.Model {
 			return uint64(s.v) * 0xff51afd7ed558ccd
 		},
 		DescribeOperation: func(input, output any) string {
-			return registerDescribe(input.(registerInput), output.(registerOutput))
+			in := input.(registerInput)
+			if in.key != "" {
+				return in.key + ": " + registerDescribe(in, output.(registerOutput))
+			}
+			return registerDescribe(in, output.(registerOutput))
 		},
 		DescribeState: func(state any) string { return state.(registerState).String() },
 		DescribeOperationMetadata: func(info any) string {

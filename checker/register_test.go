@@ -310,7 +310,7 @@ func TestRegisterVisualization(t *testing.T) {
 		t.Errorf("the file and the writer got different pages")
 	}
 	for _, want := range []string{"<html", `"Tag":"nemesis"`, `"Description":"partition"`, `"Description":"heal"`,
-		"read 1", "write 2", "process 2, events 12-13"} {
+		"b: read 1", "a: write 1", "process 2, events 12-13"} {
 		if !bytes.Contains(file, []byte(want)) {
 			t.Errorf("visualization lacks %q", want)
 		}
