@@ -81,7 +81,7 @@ type Op struct {
 	Time int64 `json:"time"`
 	// Process is the logical process; Nemesis for fault events. A process whose
 	// operation ended in info never invokes again.
-	Process int `json:"process"`
+	Process int  `json:"process"`
 	Type    Type `json:"type"`
 	// F is the function: decrement, read, write, cas, increment, ...
 	F string `json:"f"`

@@ -1,21 +1,181 @@
 package runner
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/report"
 )
 
-// nemesis owns the fault proxy of a run and its schedule.
-type nemesis struct{}
+// nemesis owns the fault proxy of a run and its schedule. It writes every fault event
+// and every window to faults.jsonl and, as nemesis events, to the history; it keeps the
+// events to join them to operations when the run ends. The ground truth never reaches
+// the checker: nemesis events are skipped by every checker.
+type nemesis struct {
+	px    *faults.Proxy
+	sched faults.Schedule
 
-func startNemesis(ctx context.Context, cfg Config, b backend, dsn, dir string) (*nemesis, string, error) {
-	return nil, "", fmt.Errorf("fault injection is being wired in")
+	mu     sync.Mutex
+	file   *os.File
+	w      *bufio.Writer
+	r      *run
+	events []faultEvent
+	byKind map[string]int64
+	byTr   map[string]int64
+
+	cancel context.CancelFunc
+	done   chan error
 }
 
-func (n *nemesis) begin(r *run)                                  {}
-func (n *nemesis) end()                                          {}
-func (n *nemesis) close()                                        {}
-func (n *nemesis) account(res *report.Results, ops []histories.Op) {}
+// protocolFor maps a backend's protocol name to the toxics that understand it.
+func protocolFor(name string) (toxics.Protocol, error) {
+	switch name {
+	case "postgres":
+		return toxics.Postgres{}, nil
+	}
+	return nil, fmt.Errorf("no commit-aware toxics for the %s protocol yet", name)
+}
+
+func startNemesis(ctx context.Context, cfg Config, b backend, dsn, dir string) (*nemesis, string, error) {
+	sched, err := faults.ParseSchedule(cfg.Faults)
+	if err != nil {
+		return nil, "", err
+	}
+	upstream, err := b.addr(dsn)
+	if err != nil {
+		return nil, "", err
+	}
+	var proto toxics.Protocol
+	if needsCommitFaults(sched) {
+		if proto, err = protocolFor(b.protocol); err != nil {
+			return nil, "", err
+		}
+	} else {
+		proto, _ = protocolFor(b.protocol) // disarmed toxics cost nothing measurable
+	}
+	f, err := os.Create(filepath.Join(dir, "faults.jsonl"))
+	if err != nil {
+		return nil, "", err
+	}
+	n := &nemesis{sched: sched, file: f, w: bufio.NewWriter(f), byKind: map[string]int64{}, byTr: map[string]int64{}}
+	n.px, err = faults.Start(faults.Options{
+		Upstream: upstream, Protocol: proto, Seed: cfg.Seed, Events: n.onEvent,
+	})
+	if err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	pdsn, err := b.rewrite(dsn, n.px.Addr())
+	if err != nil {
+		n.close()
+		return nil, "", err
+	}
+	cfg.progressf("fault proxy %s -> %s, schedule: %v", n.px.Addr(), upstream, cfg.Faults)
+	return n, pdsn, nil
+}
+
+func needsCommitFaults(s faults.Schedule) bool {
+	for _, f := range s {
+		if f.Toxic == nil && f.Name != "partition" {
+			return true
+		}
+	}
+	return false
+}
+
+// onEvent receives a commit fault from the proxy's goroutines.
+func (n *nemesis) onEvent(e toxics.Event) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	kind, truth := e.Kind.String(), e.Truth.String()
+	n.byKind[kind]++
+	n.byTr[truth]++
+	var at int64
+	if n.r != nil {
+		at = int64(e.Time.Sub(n.r.start))
+	}
+	n.events = append(n.events, faultEvent{Time: at, Conn: e.Conn, Kind: kind, Truth: truth, What: e.Statement})
+	line, _ := json.Marshal(struct {
+		toxics.Event
+		RunTime int64 `json:"run_time"`
+	}{e, at})
+	n.w.Write(append(line, '\n'))
+	if n.r != nil {
+		n.r.hw.Write(histories.Op{
+			Time: at, Process: histories.Nemesis, Type: histories.Info, F: kind, Conn: e.Conn,
+			Value: histories.Value(map[string]string{"truth": truth, "statement": e.Statement, "tag": e.Tag}),
+		})
+	}
+}
+
+// onWindow records a fault window opening or closing.
+func (n *nemesis) onWindow(w faults.Window) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at := int64(w.Time.Sub(n.r.start))
+	f := "start"
+	if !w.Open {
+		f = "stop"
+	}
+	line, _ := json.Marshal(map[string]any{"window": f, "fault": w.Fault, "run_time": at, "time": w.Time})
+	n.w.Write(append(line, '\n'))
+	n.r.hw.Write(histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: f, Value: histories.Value(map[string]string{"fault": w.Fault})})
+}
+
+// begin arms the schedule against the run's clock.
+func (n *nemesis) begin(r *run) {
+	n.mu.Lock()
+	n.r = r
+	n.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	n.done = make(chan error, 1)
+	go func() { n.done <- n.sched.Run(ctx, n.px, r.start, n.onWindow) }()
+}
+
+// end disarms every fault; the workers have stopped.
+func (n *nemesis) end() error {
+	if n.cancel == nil {
+		return nil
+	}
+	n.cancel()
+	err := <-n.done
+	n.cancel = nil
+	return err
+}
+
+func (n *nemesis) close() {
+	n.end()
+	n.px.Close()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.w.Flush()
+	n.file.Sync()
+	n.file.Close()
+}
+
+// account adds the fault counts and the evidence to the results.
+func (n *nemesis) account(res *report.Results, ops []histories.Op) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for k, v := range n.byKind {
+		res.Faults.ByKind[k] = v
+	}
+	for k, v := range n.byTr {
+		res.Faults.ByTruth[k] = v
+	}
+	events := append([]faultEvent(nil), n.events...)
+	n.r.mu.Lock()
+	spans := append([]attemptSpan(nil), n.r.attempts...)
+	n.r.mu.Unlock()
+	res.Evidence = joinEvidence(events, spans, ops, res.Workload, res.Final, res.Verdict == checker.Invalid)
+}

@@ -220,7 +220,9 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	}
 	interrupted, err := r.drive(ctx)
 	if nem != nil {
-		nem.end()
+		if nerr := nem.end(); nerr != nil && err == nil {
+			err = fmt.Errorf("fault schedule: %v", nerr)
+		}
 	}
 	if err != nil {
 		return nil, couldNotRun("%v", err)
