@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
@@ -43,6 +44,14 @@ var backends = []backend{
 		addr:    urlAddr,
 		rewrite: urlRewrite,
 		open:    openPostgres,
+	},
+	{
+		// CockroachDB runs only where --dsn points at one: nothing launches it here.
+		name: "cockroach", protocol: "postgres",
+		launch:  launchCockroach,
+		addr:    urlAddr,
+		rewrite: urlRewrite,
+		open:    openCockroach,
 	},
 }
 
@@ -98,6 +107,26 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 		return counter.New(k), c.Close, nil
 	}
 	return nil, nil, fmt.Errorf("store postgres has no workload %q", cfg.Workload)
+}
+
+func launchCockroach(ctx context.Context, dir string) (launched, error) {
+	return launched{}, fmt.Errorf("no CockroachDB can be launched here: give --dsn postgresql://root@HOST:26257/defaultdb?sslmode=disable (compose/ starts a three-node cluster)")
+}
+
+func openCockroach(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
+	if cfg.Workload != "counter" {
+		return nil, nil, fmt.Errorf("store cockroach has no workload %q (it has counter)", cfg.Workload)
+	}
+	c, err := cockroach.Open(ctx, cockroach.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := c.Counter(postgres.CounterConfig{Mechanism: postgres.CounterMechanism(cfg.Mechanism), Isolation: postgres.Isolation(cfg.Isolation)})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return counter.New(k), c.Close, nil
 }
 
 // urlAddr returns host:port of a URL-form DSN (postgres://, redis://, mongodb://).

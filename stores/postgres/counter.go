@@ -86,10 +86,12 @@ type CounterConfig struct {
 var ErrIsolation = errors.New("isolation level differs from the one asked for")
 
 // counterSchema holds the hot row and, for the idempotent path, the op ids of applied
-// increments with the value each wrote.
-const counterSchema = `
-CREATE TABLE IF NOT EXISTS indoubt_counter (id int PRIMARY KEY, hits bigint NOT NULL);
-CREATE TABLE IF NOT EXISTS indoubt_counter_ops (op_id text PRIMARY KEY, wrote bigint NOT NULL)`
+// increments with the value each wrote. The statements run one at a time: CockroachDB
+// runs a multi-statement query as one implicit transaction, which schema changes avoid.
+var counterSchema = []string{
+	`CREATE TABLE IF NOT EXISTS indoubt_counter (id int PRIMARY KEY, hits bigint NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS indoubt_counter_ops (op_id text PRIMARY KEY, wrote bigint NOT NULL)`,
+}
 
 // The statements of the three mechanisms, on the one hot row.
 const (
@@ -142,8 +144,10 @@ func (k *Counter) Client() *Client { return k.c }
 
 // Reset creates the schema if needed, sets the counter to 0 and forgets recorded op ids.
 func (k *Counter) Reset(ctx context.Context) error {
-	if err := k.c.Exec(ctx, counterSchema); err != nil {
-		return fmt.Errorf("postgres: create counter schema: %w", err)
+	for _, q := range counterSchema {
+		if err := k.c.Exec(ctx, q); err != nil {
+			return fmt.Errorf("postgres: create counter schema: %w", err)
+		}
 	}
 	if err := k.c.Exec(ctx, `TRUNCATE indoubt_counter_ops`); err != nil {
 		return fmt.Errorf("postgres: reset counter op ids: %w", err)
