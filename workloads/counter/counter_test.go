@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/report"
@@ -166,6 +168,51 @@ func TestReadWriteReadCommittedLosesSilently(t *testing.T) {
 		t.Fatalf("no lost-update anomaly naming what the increments read: %+v", res.Anomalies)
 	}
 	t.Logf("first anomaly: %s", lostUpdate.Explanation)
+}
+
+// SQLSTATE 40003 at COMMIT (raised here by a deferred trigger on about one increment in
+// ten, as CockroachDB raises it for an ambiguous result) ends the increment unknown, is
+// not retried by the conflict policy, and is kept as evidence of an ambiguous commit.
+// PostgreSQL rolls these transactions back, so the count stays exact: the unknown
+// increments did not apply, which the checker allows.
+func TestAmbiguousCommitEvidence(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pg.Get(t).DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS indoubt_counter (id int PRIMARY KEY, hits bigint NOT NULL)`,
+		`CREATE OR REPLACE FUNCTION indoubt_ambiguous() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN
+		   IF NEW.hits > 0 AND random() < 0.1 THEN
+		     RAISE EXCEPTION 'result is ambiguous' USING ERRCODE = '40003';
+		   END IF;
+		   RETURN NULL;
+		 END $$`,
+		`DROP TRIGGER IF EXISTS indoubt_ambiguous ON indoubt_counter`,
+		`CREATE CONSTRAINT TRIGGER indoubt_ambiguous AFTER UPDATE ON indoubt_counter
+		 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION indoubt_ambiguous()`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer conn.Exec(context.Background(), `DROP TRIGGER IF EXISTS indoubt_ambiguous ON indoubt_counter`)
+
+	res, f := runCounter(t, "increment", "read-committed", 4)
+	u := res.Outcomes.Unknown
+	if u.Ops == 0 || u.Errors["40003"] != u.Ops || u.Attempts != u.Ops {
+		t.Fatalf("unknown outcomes %+v: want 40003s, none retried", u)
+	}
+	if f.Unknown != u.Ops || f.Evidence40003 != u.Ops {
+		t.Errorf("final: %d unknown, %d with 40003 evidence; the loop saw %d", f.Unknown, f.Evidence40003, u.Ops)
+	}
+	if res.Verdict != checker.Valid || f.Lost != 0 || f.Extra != 0 || f.Cause != "" {
+		t.Errorf("verdict %v, lost %d, extra %d, cause %q", res.Verdict, f.Lost, f.Extra, f.Cause)
+	}
 }
 
 // The final section reconciles exactly and attributes an extra increment only to
