@@ -101,8 +101,9 @@ type Config struct {
 	// Protocol is the wire protocol spoken through the proxy. Required.
 	Protocol Protocol
 	// Seed derives one generator per connection, from the seed and the connection's
-	// position in accept order: the same seed and the same messages in the same order
-	// give the same decisions.
+	// position among the connections that reached a commit point, in the order they
+	// reached their first: the same seed and the same messages in the same order give
+	// the same decisions.
 	Seed int64
 	// Match, when set, selects which commit points count: those whose Point.Text it
 	// accepts. When nil, writes and commits count (Point.Default).
@@ -126,6 +127,7 @@ type Commits struct {
 	addr    string   // client address of the connection being set up
 	next    uint64   // accept-order index of the next connection
 	forDown *session // made by the upstream toxic, waiting for the downstream one
+	streams uint64   // generators handed out so far
 }
 
 // NewCommits returns the commit faults for cfg, all disarmed.
@@ -208,7 +210,8 @@ type session struct {
 	index uint64
 	addr  string
 	conn  Conn
-	rng   *rand.Rand // upstream goroutine only: all decisions are made there
+	rng   *rand.Rand // upstream goroutine only: all decisions are made there; nil
+	//                  until the connection's first commit point
 
 	mu    sync.Mutex
 	armed []*Pending // cuts accepted by the protocol and not resolved yet
@@ -266,7 +269,6 @@ func (c *Commits) upSession() *session {
 		index: c.next,
 		addr:  c.addr,
 		conn:  c.cfg.Protocol.NewConn(),
-		rng:   rand.New(rand.NewPCG(uint64(c.cfg.Seed), c.next)),
 	}
 	c.next++
 	c.addr = ""
@@ -322,6 +324,16 @@ func (c *Commits) decide(s *session, p *Point) (Kind, *Knob) {
 		}
 	} else if !p.Default {
 		return 0, nil
+	}
+	if s.rng == nil {
+		// The generator goes with the connection's first commit point, not its
+		// accept: connections without commits (pgx opens one after every error
+		// to send a CancelRequest, at a moment that races the client's next
+		// connection) must not shift the streams of the others.
+		c.mu.Lock()
+		s.rng = rand.New(rand.NewPCG(uint64(c.cfg.Seed), c.streams))
+		c.streams++
+		c.mu.Unlock()
 	}
 	// Roll even when nothing is armed, so that the draws stay aligned with the
 	// commit points whatever the schedule did.

@@ -14,7 +14,7 @@
 //
 // Every commit point gets exactly one decision, made by the upstream half when the
 // request passes: one roll from the connection's own generator (seeded from Config.Seed
-// and the connection's accept-order index), compared against the knobs in Faults (see
+// and the connection's position among those that reached a commit point), compared against the knobs in Faults (see
 // Faults for the arithmetic). A drop happens on the spot: the requests before the point
 // are forwarded, the point and everything after it are not, and the connection closes.
 // A cut is armed on the protocol state and carried out by the downstream half when the

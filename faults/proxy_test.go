@@ -1,0 +1,598 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/goleak"
+
+	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/servers/servertest"
+)
+
+var pg = servertest.Postgres(servers.PostgresOptions{})
+
+func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
+
+// events collects a proxy's fault events.
+type events struct {
+	mu  sync.Mutex
+	evs []toxics.Event
+}
+
+func (e *events) add(ev toxics.Event) {
+	e.mu.Lock()
+	e.evs = append(e.evs, ev)
+	e.mu.Unlock()
+}
+
+func (e *events) all() []toxics.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]toxics.Event(nil), e.evs...)
+}
+
+func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *events) {
+	t.Helper()
+	evs := &events{}
+	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: seed, Events: evs.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	return px, evs
+}
+
+// dsnVia is the server's DSN with the proxy's address in place of the server's.
+func dsnVia(t *testing.T, srv *servers.Postgres, addr string) string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	return fmt.Sprintf("postgres://%s@%s:%s/%s?sslmode=disable", cfg.User, host, port, cfg.Database)
+}
+
+func connect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// freshAccount creates a table of its own with one row of the given balance.
+func freshAccount(t *testing.T, direct *pgx.Conn, balance int) string {
+	t.Helper()
+	name := fmt.Sprintf("account_%d", rand.Uint32())
+	_, err := direct.Exec(context.Background(), fmt.Sprintf("create table %s (id int primary key, balance int not null); insert into %s values (1, %d)", name, name, balance))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func balance(t *testing.T, direct *pgx.Conn, table string) int {
+	t.Helper()
+	var b int
+	if err := direct.QueryRow(context.Background(), "select balance from "+table+" where id = 1").Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ambiguous is the rule that holds for pgx: outcome unknown = not safe to retry and not
+// an error the server reported.
+func ambiguous(err error) bool {
+	var pgErr *pgconn.PgError
+	return err != nil && !pgconn.SafeToRetry(err) && !errors.As(err, &pgErr)
+}
+
+func TestCommitFaultsWithPgx(t *testing.T) {
+	srv := pg.Get(t)
+	direct := connect(t, srv.DSN)
+	ops := []struct {
+		name string
+		do   func(ctx context.Context, c *pgx.Conn, table string) error
+		stmt string
+	}{
+		{"tx.Commit (simple query)", func(ctx context.Context, c *pgx.Conn, table string) error {
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				return fmt.Errorf("begin: %w", err)
+			}
+			if _, err := tx.Exec(ctx, "update "+table+" set balance = balance - 1 where id = 1 and balance > 0"); err != nil {
+				return fmt.Errorf("update: %w", err)
+			}
+			return tx.Commit(ctx)
+		}, "commit"},
+		{"autocommit Exec (extended protocol)", func(ctx context.Context, c *pgx.Conn, table string) error {
+			_, err := c.Exec(ctx, "update "+table+" set balance = balance - $1 where id = 1 and balance > 0", 1)
+			return err
+		}, "update %s set balance = balance - $1 where id = 1 and balance > 0"},
+	}
+	faults := []struct {
+		kind    toxics.Kind
+		arm     func(*toxics.Faults)
+		applied bool
+	}{
+		{toxics.CommitCut, func(f *toxics.Faults) { f.Cut.Set(1, 0) }, true},
+		{toxics.CommitDrop, func(f *toxics.Faults) { f.Drop.Set(1, 0) }, false},
+	}
+	for _, op := range ops {
+		for _, fl := range faults {
+			t.Run(fl.kind.String()+" "+op.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				table := freshAccount(t, direct, 10)
+				px, evs := startProxy(t, srv, 1)
+				c := connect(t, dsnVia(t, srv, px.Addr()))
+				local := c.PgConn().Conn().LocalAddr().String()
+				// One operation unfaulted first: the extended protocol prepares its
+				// statement once per connection, so the faulted one is Bind/Execute only.
+				if err := op.do(ctx, c, table); err != nil {
+					t.Fatalf("unfaulted: %v", err)
+				}
+				fl.arm(px.Faults())
+				err := op.do(ctx, c, table)
+				if !ambiguous(err) {
+					t.Fatalf("faulted operation: error %v (%T), want one pgx deems ambiguous", err, err)
+				}
+				want := 9
+				if fl.applied {
+					want = 8
+				}
+				if got := balance(t, direct, table); got != want {
+					t.Errorf("balance %d after a %v, want %d", got, fl.kind, want)
+				}
+				got := evs.all()
+				if len(got) != 1 {
+					t.Fatalf("events %+v, want one", got)
+				}
+				e := got[0]
+				wantTruth := toxics.NotApplied
+				if fl.applied {
+					wantTruth = toxics.Applied
+				}
+				stmt := op.stmt
+				if op.stmt != "commit" {
+					stmt = fmt.Sprintf(op.stmt, table)
+				}
+				if e.Kind != fl.kind || e.Truth != wantTruth || e.Conn != local || e.Statement != stmt {
+					t.Errorf("event %+v, want kind %v truth %v conn %s statement %q", e, fl.kind, wantTruth, local, stmt)
+				}
+			})
+		}
+	}
+}
+
+// TestSameSeedSameDecisions runs one sequence of connections, one at a time, twice per
+// seed against fresh proxies, and compares what happened.
+func TestSameSeedSameDecisions(t *testing.T) {
+	srv := pg.Get(t)
+	direct := connect(t, srv.DSN)
+	run := func(seed int64) []string {
+		table := freshAccount(t, direct, 1000)
+		px, evs := startProxy(t, srv, seed)
+		px.Faults().Mixed.Set(0.3, 0)
+		dsn := dsnVia(t, srv, px.Addr())
+		var outcomes []string
+		ctx := context.Background()
+		client := map[string]int{}
+		for conn := 0; conn < 6; conn++ {
+			c := connect(t, dsn)
+			client[c.PgConn().Conn().LocalAddr().String()] = conn
+			for i := 0; i < 8; i++ {
+				_, err := c.Exec(ctx, "update "+table+" set balance = balance - 1 where id = 1 and balance > 0")
+				if err != nil {
+					outcomes = append(outcomes, fmt.Sprintf("conn %d op %d: error", conn, i))
+					break
+				}
+			}
+		}
+		// The proxy's accept index is not compared: pgx sends a CancelRequest on a
+		// connection of its own after each error, racing the next connection.
+		for _, e := range evs.all() {
+			conn, ok := client[e.Conn]
+			if !ok {
+				t.Fatalf("event %+v names no client connection", e)
+			}
+			outcomes = append(outcomes, fmt.Sprintf("conn %d: %v %v", conn, e.Kind, e.Truth))
+		}
+		return append(outcomes, fmt.Sprintf("balance %d", balance(t, direct, table)))
+	}
+	a, b, c := run(7), run(7), run(8)
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("seed 7 twice:\n%q\n%q", a, b)
+	}
+	if fmt.Sprint(a) == fmt.Sprint(c) {
+		t.Errorf("seeds 7 and 8 gave the same run: %q", a)
+	}
+	t.Logf("seed 7: %q", a)
+}
+
+// TestManyCutConnections cuts or drops thousands of connections from concurrent
+// clients, checks that every event names a client that lost its connection, that the
+// server applied exactly the cuts, and that no goroutine outlives the proxy. The clients
+// speak the protocol by hand: pgx would open a second connection after each error to
+// send a CancelRequest, doubling the cost for nothing this test looks at.
+func TestManyCutConnections(t *testing.T) {
+	srv := pg.Get(t)
+	direct := connect(t, srv.DSN)
+	table := freshAccount(t, direct, 1<<30)
+	cfg, err := pgx.ParseConfig(srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignore := goleak.IgnoreCurrent()
+	evs := &events{}
+	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 3, Events: evs.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Faults().Mixed.Set(1, 0)
+	const conns, workers = 2000, 8
+	var mu sync.Mutex
+	lost := map[string]bool{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	next := make(chan int, conns)
+	for i := 0; i < conns; i++ {
+		next <- i
+	}
+	close(next)
+	sql := fmt.Sprintf("update %s set balance = balance - 1 where id = 1", table)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				local, err := rawUpdate(px.Addr(), cfg.User, cfg.Database, sql, i%2 == 1)
+				if err != nil {
+					errs <- fmt.Errorf("connection %d: %w", i, err)
+					return
+				}
+				mu.Lock()
+				lost[local] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := evs.all()
+	if len(got) != conns {
+		t.Errorf("%d events for %d faulted connections", len(got), conns)
+	}
+	applied := 0
+	for _, e := range got {
+		if !lost[e.Conn] {
+			t.Fatalf("event %+v names no client that lost its connection", e)
+		}
+		if e.Truth == toxics.Applied {
+			applied++
+		}
+	}
+	if applied < conns/3 || applied > 2*conns/3 {
+		t.Errorf("%d of %d mixed faults were cuts, want about half", applied, conns)
+	}
+	if b := balance(t, direct, table); b != 1<<30-applied {
+		t.Errorf("balance %d: %d decrements applied, the proxy says %d", b, 1<<30-b, applied)
+	}
+	if err := px.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, ignore)
+}
+
+// rawUpdate connects, runs sql as a simple query or through the extended protocol, and
+// expects the connection to end before ReadyForQuery. It returns its local address.
+func rawUpdate(addr, user, db, sql string, extended bool) (string, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	local := c.LocalAddr().String()
+	startup := pgUntypedMsg(196608, "user", user, "database", db)
+	if _, err := c.Write(startup); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(c)
+	if err := readUntilReady(r); err != nil {
+		return "", fmt.Errorf("startup: %w", err)
+	}
+	var req []byte
+	if extended {
+		req = append(req, pgTyped('P', "\x00"+sql+"\x00\x00\x00")...)
+		req = append(req, pgTyped('B', "\x00\x00\x00\x00\x00\x00\x00\x00")...)
+		req = append(req, pgTyped('E', "\x00\x00\x00\x00\x00")...)
+		req = append(req, pgTyped('S', "")...)
+	} else {
+		req = pgTyped('Q', sql+"\x00")
+	}
+	if _, err := c.Write(req); err != nil {
+		return "", err
+	}
+	if err := readUntilReady(r); err == nil {
+		return "", errors.New("the update completed: no fault")
+	} else if !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return local, nil
+}
+
+func pgTyped(typ byte, body string) []byte {
+	b := []byte{typ, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], uint32(4+len(body)))
+	return append(b, body...)
+}
+
+func pgUntypedMsg(code uint32, kv ...string) []byte {
+	body := binary.BigEndian.AppendUint32(nil, code)
+	for _, s := range kv {
+		body = append(append(body, s...), 0)
+	}
+	body = append(body, 0)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(4+len(body))), body...)
+}
+
+// readUntilReady reads messages up to ReadyForQuery; an ErrorResponse is an error.
+func readUntilReady(r *bufio.Reader) error {
+	for {
+		var hdr [5]byte
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = io.EOF
+			}
+			return err
+		}
+		body := make([]byte, binary.BigEndian.Uint32(hdr[1:])-4)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return io.EOF
+		}
+		switch hdr[0] {
+		case 'Z':
+			return nil
+		case 'E':
+			return fmt.Errorf("server error: %q", body)
+		}
+	}
+}
+
+// TestGarbageNeverPanics sends random bytes from either side through the proxy: the
+// client's to the real server, and a listener's that answers with random bytes.
+func TestGarbageNeverPanics(t *testing.T) {
+	srv := pg.Get(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for i := 0; ; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn, rng *rand.Rand) {
+				defer c.Close()
+				b := make([]byte, 1+rng.IntN(4096))
+				for i := range b {
+					b[i] = byte(rng.IntN(256))
+				}
+				if rng.IntN(2) == 0 {
+					// A plausible start: 'N' then typed garbage.
+					b[0] = 'N'
+				}
+				c.SetDeadline(time.Now().Add(2 * time.Second))
+				c.Write(b)
+				io.Copy(io.Discard, c)
+			}(c, rand.New(rand.NewPCG(uint64(i), 1)))
+		}
+	}()
+	for _, upstream := range []string{srv.Addr, ln.Addr().String()} {
+		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Postgres{}, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		px.Faults().Mixed.Set(1, 0)
+		rng := rand.New(rand.NewPCG(5, 5))
+		for i := 0; i < 100; i++ {
+			c, err := net.Dial("tcp", px.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, rng.IntN(2048))
+			for j := range b {
+				b[j] = byte(rng.IntN(256))
+			}
+			if i%3 == 0 && len(b) > 8 {
+				// A valid startup length, to get past the first check.
+				copy(b, []byte{0, 0, 0, 8, 0, 3, 0, 0})
+			}
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			c.Write(b)
+			// Half-close: the server reads the end of the garbage and hangs up.
+			c.(*net.TCPConn).CloseWrite()
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+		// Still serving real clients.
+		if upstream == srv.Addr {
+			c := connect(t, dsnVia(t, srv, px.Addr()))
+			if _, err := c.Exec(context.Background(), "select 1"); err != nil {
+				t.Fatalf("after garbage: %v", err)
+			}
+		}
+		px.Close()
+	}
+}
+
+func TestScheduleRun(t *testing.T) {
+	srv := pg.Get(t)
+	direct := connect(t, srv.DSN)
+	table := freshAccount(t, direct, 1000)
+	px, evs := startProxy(t, srv, 1)
+	sched, err := ParseSchedule([]string{"commit-drop:1@300ms-600ms", "partition@900ms-1200ms", "latency:60ms@1300ms-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var windows []Window
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- sched.Run(ctx, px, start, func(w Window) {
+			mu.Lock()
+			windows = append(windows, w)
+			mu.Unlock()
+		})
+	}()
+	dsn := dsnVia(t, srv, px.Addr())
+	exec := func() (time.Duration, error) {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		defer ccancel()
+		t0 := time.Now()
+		c, err := pgx.Connect(cctx, dsn)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close(context.Background())
+		t0 = time.Now()
+		_, err = c.Exec(cctx, "update "+table+" set balance = balance - 1 where id = 1")
+		return time.Since(t0), err
+	}
+	at := func(d time.Duration) { time.Sleep(time.Until(start.Add(d))) }
+
+	if _, err := exec(); err != nil {
+		t.Fatalf("before the drop window: %v", err)
+	}
+	at(400 * time.Millisecond)
+	if _, err := exec(); !ambiguous(err) {
+		t.Fatalf("in the drop window: error %v, want a dropped commit", err)
+	}
+	at(700 * time.Millisecond)
+	if _, err := exec(); err != nil {
+		t.Fatalf("after the drop window: %v", err)
+	}
+	at(1000 * time.Millisecond)
+	if _, err := exec(); err == nil {
+		t.Fatalf("in the partition: no error")
+	}
+	at(1400 * time.Millisecond)
+	took, err := exec()
+	if err != nil {
+		t.Fatalf("after the partition: %v", err)
+	}
+	if took < 60*time.Millisecond {
+		t.Errorf("with 60ms latency downstream the update took %v", took)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	var got []string
+	for _, w := range windows {
+		got = append(got, fmt.Sprintf("%s open=%v", w.Fault, w.Open))
+	}
+	mu.Unlock()
+	want := []string{
+		"commit-drop:1@300ms-600ms open=true", "commit-drop:1@300ms-600ms open=false",
+		"partition@900ms-1200ms open=true", "partition@900ms-1200ms open=false",
+		"latency:60ms@1300ms- open=true", "latency:60ms@1300ms- open=false",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("windows %q, want %q", got, want)
+	}
+	if n := len(evs.all()); n != 1 {
+		t.Errorf("%d fault events, want the one drop", n)
+	}
+	if px.Faults().Drop.P() != 0 {
+		t.Errorf("drop still armed after its window")
+	}
+	if b := balance(t, direct, table); b != 997 {
+		t.Errorf("balance %d, want 997 (three updates, one dropped, one partitioned)", b)
+	}
+}
+
+func TestHTTPAPI(t *testing.T) {
+	srv := pg.Get(t)
+	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, API: ":0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	host, _, _ := net.SplitHostPort(px.APIAddr())
+	if host != "127.0.0.1" {
+		t.Errorf("API on %s, want loopback", px.APIAddr())
+	}
+	cl := toxiclient.NewClient(px.APIAddr())
+	p, err := cl.Proxy("indoubt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Listen != px.Addr() || p.Upstream != srv.Addr || !p.Enabled {
+		t.Errorf("API shows %+v, want listen %s upstream %s enabled", p, px.Addr(), srv.Addr)
+	}
+	if _, err := p.AddToxic("slow", "latency", "downstream", 1, toxiclient.Attributes{"latency": 80}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := p.Toxics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tx := range list {
+		names[tx.Name] = true
+	}
+	if !names["slow"] || !names[toxics.CutToxic] || !names[toxics.DropToxic] {
+		t.Errorf("toxics %v, want slow and the commit halves", names)
+	}
+	c := connect(t, dsnVia(t, srv, px.Addr()))
+	t0 := time.Now()
+	if _, err := c.Exec(context.Background(), "select 1"); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(t0); took < 80*time.Millisecond {
+		t.Errorf("select took %v through an 80ms latency toxic added by the API", took)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	if _, err := Start(Options{}); err == nil {
+		t.Error("no upstream: no error")
+	}
+	if _, err := Start(Options{Upstream: "127.0.0.1:1", Listen: "256.0.0.1:0"}); err == nil {
+		t.Error("bad listen address: no error")
+	}
+	if _, err := Start(Options{Upstream: "127.0.0.1:1", API: "nonsense"}); err == nil {
+		t.Error("bad API address: no error")
+	}
+}
