@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/report"
@@ -17,7 +19,39 @@ type faultEvent struct {
 	Conn  string // the client's address as the proxy saw it
 	Kind  string // commit-cut, commit-drop, ...
 	Truth string // applied, not-applied, or "" when the fault says nothing of a commit
-	What  string // the statement or reply it acted on
+	What  string // the statement it acted on
+	Tag   string // the server's proof of commit, for cuts: "UPDATE 1", "COMMIT"
+}
+
+// Effect is what a cut commit is known to have changed.
+type effect int8
+
+const (
+	effectUnknown effect = iota // committed; what it changed is not in the reply (COMMIT, CALL)
+	effectRows                  // committed and changed rows ("UPDATE 1")
+	effectNone                  // committed and changed nothing ("UPDATE 0")
+)
+
+// effectOf reads a PostgreSQL-style command tag: its last word is the row count of
+// INSERT, UPDATE, DELETE and MERGE. Other tags say nothing of rows.
+func effectOf(tag string) effect {
+	f := strings.Fields(tag)
+	if len(f) < 2 {
+		return effectUnknown
+	}
+	switch f[0] {
+	case "INSERT", "UPDATE", "DELETE", "MERGE":
+	default:
+		return effectUnknown
+	}
+	n, err := strconv.Atoi(f[len(f)-1])
+	switch {
+	case err != nil:
+		return effectUnknown
+	case n > 0:
+		return effectRows
+	}
+	return effectNone
 }
 
 // joinEvidence matches fault events to the attempts they hit, by connection and time,
@@ -58,7 +92,8 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 		sort.Slice(ss, func(i, j int) bool { return ss[i].From < ss[j].From })
 	}
 
-	appliedByCut := map[string]int{} // op id -> attempts the proxy proves applied
+	appliedByCut := map[string]int{}   // op id -> cut attempts the reply proves changed rows
+	committedByCut := map[string]int{} // op id -> cut attempts committed with unknown effect
 	hits := map[string][]report.AmbiguousOp{}
 	var order []string
 	for _, e := range events {
@@ -86,8 +121,20 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 		}
 		switch e.Truth {
 		case "applied":
-			appliedByCut[hit.OpID]++
-			a.Sentence = fmt.Sprintf("operation %s: the proxy cut the connection %s after the server committed it; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, hit.Err, hit.Class, completion)
+			what := "committed it"
+			switch effectOf(e.Tag) {
+			case effectRows:
+				appliedByCut[hit.OpID]++
+				what = fmt.Sprintf("committed it (%s)", e.Tag)
+			case effectNone:
+				what = fmt.Sprintf("committed it without changing a row (%s)", e.Tag)
+			default:
+				committedByCut[hit.OpID]++
+				if e.Tag != "" {
+					what = fmt.Sprintf("committed it (%s; the reply does not say what changed)", e.Tag)
+				}
+			}
+			a.Sentence = fmt.Sprintf("operation %s: the proxy cut the connection %s after the server %s; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, what, hit.Err, hit.Class, completion)
 		case "not-applied":
 			a.Sentence = fmt.Sprintf("operation %s: the proxy dropped its commit on %s before the server saw it; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, hit.Err, hit.Class, completion)
 		default:
@@ -103,8 +150,10 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 		ev.Ambiguous = append(ev.Ambiguous, a)
 	}
 
-	// An operation applied by a cut attempt and again by a later attempt (or by two cut
-	// attempts) took effect more than once, whatever the history says.
+	// An operation whose cut attempt the server's reply proves changed rows, and that a
+	// later attempt applied again (or a second proven cut), took effect more than once,
+	// whatever the history says. Cuts of commits whose reply does not say what changed
+	// (COMMIT, CALL) prove a commit, not an effect: they are listed, never counted here.
 	for _, id := range order {
 		oi := byID[id]
 		n := appliedByCut[id]
@@ -119,7 +168,7 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 		}
 		a := hits[id][0]
 		a.Truth = "applied"
-		a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d) took effect %d times: %d attempt(s) committed before the proxy cut the reply, and the retry that was acknowledged applied it again", id, a.Invoke, n, appliedByCut[id])
+		a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d) took effect %d times: %d attempt(s) changed rows before the proxy cut the reply, and the retry that was acknowledged applied it again", id, a.Invoke, n, appliedByCut[id])
 		ev.AppliedTwice = append(ev.AppliedTwice, a)
 	}
 
@@ -130,7 +179,7 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 		ev.Disagreements = append(ev.Disagreements, "the checker found the history invalid, but the proxy's ground truth shows no operation applied twice: the cause is not established by the faults injected")
 	}
 	if workload == "budget" {
-		budgetTruth(ev, final, appliedByCut)
+		budgetTruth(ev, final, appliedByCut, committedByCut)
 	}
 	return ev
 }
@@ -151,21 +200,24 @@ func completionApplied(op histories.Op) bool {
 }
 
 // budgetTruth compares the final balance with what the acknowledgements and the ground
-// truth account for. A commit the proxy cut took 1 from the balance, or nothing when
-// the balance was already 0; a replayed acknowledgement took nothing itself.
-func budgetTruth(ev *report.Evidence, final any, appliedByCut map[string]int) {
+// truth account for. A cut whose reply proves a changed row took 1; a cut commit whose
+// reply does not say took 1 or nothing; a replayed acknowledgement took nothing itself.
+func budgetTruth(ev *report.Evidence, final any, proven, committed map[string]int) {
 	f, ok := final.(budget.Final)
 	if !ok || f.Balance == nil {
 		return
 	}
-	var cut int64
-	for _, n := range appliedByCut {
-		cut += int64(n)
+	var certain, maybe int64
+	for _, n := range proven {
+		certain += int64(n)
+	}
+	for _, n := range committed {
+		maybe += int64(n)
 	}
 	taken := f.Budget - *f.Balance
-	low := f.Applied - f.Replayed
-	high := low + cut
+	low := f.Applied - f.Replayed + certain
+	high := f.Applied + certain + maybe
 	if taken < low || taken > high {
-		ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("the balance fell by %d, but acknowledged decrements (%d, of which %d replayed) and the commits the proxy cut (%d) account for between %d and %d", taken, f.Applied, f.Replayed, cut, low, high))
+		ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("the balance fell by %d, but acknowledged decrements (%d, of which %d replayed) and the commits the proxy cut (%d that changed a row, %d that may have) account for between %d and %d", taken, f.Applied, f.Replayed, certain, maybe, low, high))
 	}
 }

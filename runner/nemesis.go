@@ -103,7 +103,7 @@ func (n *nemesis) onEvent(e toxics.Event) {
 	if n.r != nil {
 		at = int64(e.Time.Sub(n.r.start))
 	}
-	n.events = append(n.events, faultEvent{Time: at, Conn: e.Conn, Kind: kind, Truth: truth, What: e.Statement})
+	n.events = append(n.events, faultEvent{Time: at, Conn: e.Conn, Kind: kind, Truth: truth, What: e.Statement, Tag: e.Tag})
 	line, _ := json.Marshal(struct {
 		toxics.Event
 		RunTime int64 `json:"run_time"`

@@ -21,14 +21,16 @@ var (
 const DecrementSQL = `UPDATE indoubt_account SET balance = balance - 1 WHERE id = 1 AND balance > 0`
 
 // budgetSchema creates the account and, for the idempotent path, the table of op ids
-// and a function that records the op id and applies the decrement in one statement.
-// The function inserts the op id first: a concurrent attempt with the same id then
+// and a procedure that records the op id and applies the decrement in one statement.
+// The procedure inserts the op id first: a concurrent attempt with the same id then
 // waits on the unique index and, once it sees the row, replays its outcome instead of
-// applying again.
+// applying again. It is a procedure, called with CALL, rather than a function called by
+// SELECT, so that the statement says it writes: the commit faults (and any reader of
+// the SQL) can tell it from a read.
 const budgetSchema = `
 CREATE TABLE IF NOT EXISTS indoubt_account (id int PRIMARY KEY, balance bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS indoubt_budget_ops (op_id text PRIMARY KEY, applied boolean, balance bigint);
-CREATE OR REPLACE FUNCTION indoubt_take(p_op text, OUT applied boolean, OUT balance bigint, OUT replayed boolean)
+CREATE OR REPLACE PROCEDURE indoubt_budget_take(p_op text, INOUT applied boolean DEFAULT NULL, INOUT balance bigint DEFAULT NULL, INOUT replayed boolean DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO indoubt_budget_ops(op_id) VALUES (p_op) ON CONFLICT DO NOTHING;
@@ -41,7 +43,7 @@ BEGIN
   UPDATE indoubt_account a SET balance = a.balance - 1 WHERE a.id = 1 AND a.balance > 0 RETURNING a.balance INTO balance;
   applied := FOUND;
   IF NOT applied THEN balance := 0; END IF;
-  UPDATE indoubt_budget_ops o SET applied = indoubt_take.applied, balance = indoubt_take.balance WHERE o.op_id = p_op;
+  UPDATE indoubt_budget_ops o SET applied = indoubt_budget_take.applied, balance = indoubt_budget_take.balance WHERE o.op_id = p_op;
 END $$;`
 
 // Mechanism names the decrement mechanism for reports.
@@ -123,7 +125,7 @@ func decrementOn(ctx context.Context, q execer, req workloads.Request) (budget.O
 	if req.Idempotent {
 		var applied, replayed bool
 		var bal int64
-		if err := q.QueryRow(ctx, `SELECT applied, balance, replayed FROM indoubt_take($1)`, req.OpID).Scan(&applied, &bal, &replayed); err != nil {
+		if err := q.QueryRow(ctx, `CALL indoubt_budget_take($1)`, req.OpID).Scan(&applied, &bal, &replayed); err != nil {
 			return budget.Outcome{}, err
 		}
 		return budget.Outcome{Applied: applied, Balance: bal, Replayed: replayed}, nil

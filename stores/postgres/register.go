@@ -23,12 +23,12 @@ var (
 func (c *Client) Register() RegisterStore { return RegisterStore{c} }
 
 // registerSchema: one row per key. The idempotent path records the op id and the
-// outcome in the same statement as the effect, through functions that insert the op id
-// first, as indoubt_take does for the budget.
+// outcome in the same statement as the effect, through procedures that insert the op id
+// first, as indoubt_budget_take does for the budget.
 const registerSchema = `
 CREATE TABLE IF NOT EXISTS indoubt_register (key text PRIMARY KEY, value bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS indoubt_register_ops (op_id text PRIMARY KEY, ok boolean);
-CREATE OR REPLACE FUNCTION indoubt_reg_write(p_op text, p_key text, p_value bigint, OUT replayed boolean)
+CREATE OR REPLACE PROCEDURE indoubt_register_write(p_op text, p_key text, p_value bigint, INOUT replayed boolean DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO indoubt_register_ops(op_id, ok) VALUES (p_op, true) ON CONFLICT DO NOTHING;
@@ -37,7 +37,7 @@ BEGIN
   INSERT INTO indoubt_register(key, value) VALUES (p_key, p_value)
     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
 END $$;
-CREATE OR REPLACE FUNCTION indoubt_reg_cas(p_op text, p_key text, p_from bigint, p_to bigint, OUT ok boolean, OUT replayed boolean)
+CREATE OR REPLACE PROCEDURE indoubt_register_cas(p_op text, p_key text, p_from bigint, p_to bigint, INOUT ok boolean DEFAULT NULL, INOUT replayed boolean DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO indoubt_register_ops(op_id) VALUES (p_op) ON CONFLICT DO NOTHING;
@@ -49,7 +49,7 @@ BEGIN
   replayed := false;
   UPDATE indoubt_register SET value = p_to WHERE key = p_key AND value = p_from;
   ok := FOUND;
-  UPDATE indoubt_register_ops o SET ok = indoubt_reg_cas.ok WHERE o.op_id = p_op;
+  UPDATE indoubt_register_ops o SET ok = indoubt_register_cas.ok WHERE o.op_id = p_op;
 END $$;`
 
 // RegisterMechanism describes the register operations.
@@ -102,7 +102,7 @@ func (s *registerSession) Write(ctx context.Context, req workloads.Request, key 
 	}
 	if req.Idempotent {
 		var replayed bool
-		err = conn.QueryRow(ctx, `SELECT replayed FROM indoubt_reg_write($1, $2, $3)`, req.OpID, key, value).Scan(&replayed)
+		err = conn.QueryRow(ctx, `CALL indoubt_register_write($1, $2, $3)`, req.OpID, key, value).Scan(&replayed)
 	} else {
 		_, err = conn.Exec(ctx, `INSERT INTO indoubt_register(key, value) VALUES ($1, $2)
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, key, value)
@@ -117,7 +117,7 @@ func (s *registerSession) CAS(ctx context.Context, req workloads.Request, key st
 	}
 	if req.Idempotent {
 		var ok, replayed bool
-		err = conn.QueryRow(ctx, `SELECT ok, replayed FROM indoubt_reg_cas($1, $2, $3, $4)`, req.OpID, key, from, to).Scan(&ok, &replayed)
+		err = conn.QueryRow(ctx, `CALL indoubt_register_cas($1, $2, $3, $4)`, req.OpID, key, from, to).Scan(&ok, &replayed)
 		return ok, Classify(err)
 	}
 	tag, err := conn.Exec(ctx, `UPDATE indoubt_register SET value = $3 WHERE key = $1 AND value = $2`, key, from, to)
