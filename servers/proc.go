@@ -14,8 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrExited is returned by Poll and WaitTCP when the server process exited before it
@@ -253,7 +251,9 @@ func StartProcess(name string, cmd *exec.Cmd, a Account) (*Process, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := setParentDeathSignal(cmd.SysProcAttr); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
 	if c := a.Credential(); c != nil {
 		cmd.SysProcAttr.Credential = c
 	}
@@ -291,13 +291,7 @@ func onSpawnerThread(f func()) {
 }
 
 func (p *Process) watch() {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	waitExitedUnreaped(p.cmd.Process.Pid)
 	close(p.exited)
 }
 

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package servers
+
+import (
+	"errors"
+	"syscall"
+)
+
+// Servers are launched on Linux only: elsewhere a child cannot be tied to the harness's
+// life, nor its exit observed without reaping it. The rest of the module still builds.
+func setParentDeathSignal(*syscall.SysProcAttr) error {
+	return errors.New("launching servers needs Linux")
+}
+
+func waitExitedUnreaped(int) {}
