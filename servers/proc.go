@@ -68,7 +68,8 @@ func WaitTCP(ctx context.Context, addr string, exited <-chan struct{}) error {
 	})
 }
 
-// Account is the operating-system user a launched server runs as.
+// Account is the operating-system user a launched server runs as. Get one from
+// ServerAccount; the zero Account means "the caller itself".
 type Account struct {
 	Name     string
 	UID, GID uint32
@@ -245,7 +246,8 @@ type Process struct {
 // StartProcess starts cmd as account a in a new process group (so a Ctrl-C on the
 // terminal reaches the harness but not the server, which the harness stops itself) with
 // the parent-death signal SIGKILL (so the server dies with the harness rather than outlive
-// it). name labels errors. The caller must end the process with Stop or Wait.
+// it). name labels errors. The caller must end the process with Stop or Wait. On systems
+// other than Linux it returns an error.
 func StartProcess(name string, cmd *exec.Cmd, a Account) (*Process, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
