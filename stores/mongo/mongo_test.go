@@ -207,7 +207,7 @@ func TestClassify(t *testing.T) {
 					t.Fatal(err)
 				}
 				fired, err := decrement(t, cutReply, 10*time.Second)
-				<-fired
+				waitFired(t, fired)
 				check(t, err, stores.ClassUnknown, "network")
 				balance(t, 4)
 			})
@@ -216,7 +216,7 @@ func TestClassify(t *testing.T) {
 					t.Fatal(err)
 				}
 				fired, err := decrement(t, dropCmd, 10*time.Second)
-				<-fired
+				waitFired(t, fired)
 				check(t, err, stores.ClassUnknown, "network")
 				balance(t, 5)
 			})
@@ -225,7 +225,7 @@ func TestClassify(t *testing.T) {
 					t.Fatal(err)
 				}
 				fired, err := decrement(t, holdReply, 300*time.Millisecond)
-				<-fired
+				waitFired(t, fired)
 				check(t, err, stores.ClassUnknown, "")
 				if r := stores.Reason(err); r != "timeout" && r != "network" {
 					t.Errorf("reason %q, want timeout or network", r)
@@ -243,5 +243,14 @@ func BenchmarkBudget(b *testing.B) {
 		b.Run(fmt.Sprintf("16x100 budget 1000 idempotent=%v", idempotent), func(b *testing.B) {
 			storetest.BenchmarkBudget(b, open(b, Config{}), 16, 100, 1000, idempotent)
 		})
+	}
+}
+
+func waitFired(t *testing.T, fired <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-fired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay's fault never fired")
 	}
 }

@@ -47,7 +47,8 @@ func newRelay(t *testing.T, upstream string) *relay {
 func (r *relay) addr() string { return r.ln.Addr().String() }
 
 // arm makes the next command (not a hello) on any connection meet f; the returned channel
-// is closed when it has.
+// is closed when it has: when the command was dropped, or when the server's reply to it
+// arrived and was cut or held.
 func (r *relay) arm(f fault) <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -101,7 +102,11 @@ func (r *relay) serve() {
 func (r *relay) pipe(down, up net.Conn) {
 	defer down.Close()
 	defer up.Close()
-	replyFault := make(chan fault, 1)
+	type armed struct {
+		f     fault
+		fired chan struct{}
+	}
+	replyFault := make(chan armed, 1)
 	go func() {
 		defer down.Close()
 		defer up.Close()
@@ -111,8 +116,11 @@ func (r *relay) pipe(down, up net.Conn) {
 				return
 			}
 			select {
-			case f := <-replyFault:
-				switch f {
+			case a := <-replyFault:
+				// The reply proves the server has run the command: only now is the
+				// fault complete.
+				close(a.fired)
+				switch a.f {
 				case cutReply:
 					return
 				case holdReply:
@@ -138,13 +146,10 @@ func (r *relay) pipe(down, up net.Conn) {
 			return
 		}
 		if f != pass {
-			replyFault <- f
+			replyFault <- armed{f, fired}
 		}
 		if _, err := up.Write(msg); err != nil {
 			return
-		}
-		if f != pass {
-			close(fired)
 		}
 	}
 }

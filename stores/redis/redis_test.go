@@ -7,9 +7,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/indoubt/indoubt/servers"
 	"github.com/indoubt/indoubt/servers/servertest"
@@ -148,9 +152,14 @@ func TestClassify(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := newSession(t, c)
+		// A first decrement puts the script in the server's cache: a timed-out EVALSHA
+		// of an uncached script is a NOSCRIPT no-op, and the EVAL fallback is never sent.
+		if _, err := s.Decrement(ctx, workloads.Request{OpID: "warm"}); err != nil {
+			t.Fatal(err)
+		}
 		busy := make(chan error, 1)
-		go func() { busy <- c.admin.Do(ctx, "DEBUG", "SLEEP", "0.5").Err() }()
-		time.Sleep(100 * time.Millisecond) // let DEBUG SLEEP reach the server first
+		go func() { busy <- c.admin.Do(ctx, "DEBUG", "SLEEP", "1").Err() }()
+		waitBusy(t, c.cfg.Addr)
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
 		_, err := s.Decrement(short, workloads.Request{OpID: "slow"})
@@ -158,10 +167,17 @@ func TestClassify(t *testing.T) {
 		if err := <-busy; err != nil {
 			t.Fatalf("DEBUG SLEEP: %v", err)
 		}
-		// The request was on the wire: the server ran it after its sleep. "Unknown" was
-		// the truth; "definite" would have been a lie.
-		if b, err := c.Balance(ctx); err != nil || b != 4 {
-			t.Errorf("Balance = %d, %v; want 4: the timed-out decrement applied", b, err)
+		// The request was on the wire: the server runs it after its sleep, though maybe
+		// after our next read, so poll. "Unknown" was the truth; "definite" would have
+		// been a lie.
+		var b int64
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if b, err = c.Balance(ctx); err != nil || b == 3 {
+				break
+			}
+		}
+		if err != nil || b != 3 {
+			t.Errorf("Balance = %d, %v; want 3: the timed-out decrement applied", b, err)
 		}
 	})
 	t.Run("connection killed with the request in flight is unknown; the session redials", func(t *testing.T) {
@@ -180,7 +196,7 @@ func TestClassify(t *testing.T) {
 			_, err := s.Decrement(ctx, workloads.Request{OpID: "cut"})
 			res <- err
 		}()
-		time.Sleep(100 * time.Millisecond)
+		waitBlocked(t, c, before, "evalsha")
 		if err := c.admin.ClientKillByFilter(ctx, "ADDR", before).Err(); err != nil {
 			t.Fatalf("CLIENT KILL ADDR %s: %v", before, err)
 		}
@@ -215,21 +231,26 @@ func TestClassify(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := make(chan error, 1)
-		go func() { res <- s.client.BLPop(ctx, 3*time.Second, "indoubt:test:list").Err() }()
-		time.Sleep(100 * time.Millisecond)
+		go func() { res <- s.client.BLPop(ctx, 5*time.Second, "indoubt:test:list").Err() }()
 		first := s.Conn()
+		waitBlocked(t, rc, first, "blpop")
 		if err := rc.admin.ClientKillByFilter(ctx, "ADDR", first).Err(); err != nil {
 			t.Fatalf("CLIENT KILL: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		// go-redis resends on a new connection after its retry backoff.
+		deadline := time.Now().Add(5 * time.Second)
+		for s.Conn() == first && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if s.Conn() == first {
+			t.Fatalf("Conn() still %s: no retry dialed a new connection", first)
+		}
+		waitBlocked(t, rc, s.Conn(), "blpop")
 		if err := rc.admin.RPush(ctx, "indoubt:test:list", "v").Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-res; err != nil {
 			t.Errorf("BLPOP under DriverRetry = %v; want the retry to succeed", err)
-		}
-		if s.Conn() == first {
-			t.Errorf("Conn() still %s: the retry should have dialed anew", first)
 		}
 	})
 }
@@ -242,4 +263,45 @@ func BenchmarkBudget(b *testing.B) {
 			storetest.BenchmarkBudget(b, open(b, Config{}), 16, 100, 1000, idempotent)
 		})
 	}
+}
+
+// waitBusy returns once the server at addr stops answering PING within 50 ms: it is
+// running the DEBUG SLEEP the caller sent.
+func waitBusy(t *testing.T, addr string) {
+	t.Helper()
+	probe := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 50 * time.Millisecond, DisableIdentity: true})
+	defer probe.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		err := probe.Ping(context.Background()).Err()
+		if isTimeout(err) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the server never got busy")
+}
+
+// waitBlocked returns once the server lists the client at addr as blocked (flags=b) in
+// cmd: its request has arrived and waits, so a kill now cuts it in flight.
+func waitBlocked(t *testing.T, c *Client, addr, cmd string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		list, err := c.admin.ClientList(context.Background()).Result()
+		if err != nil {
+			t.Fatalf("CLIENT LIST: %v", err)
+		}
+		for _, line := range strings.Split(list, "\n") {
+			f := strings.Fields(line)
+			if slices.Contains(f, "addr="+addr) && slices.Contains(f, "cmd="+cmd) && slices.ContainsFunc(f, func(s string) bool {
+				return strings.HasPrefix(s, "flags=") && strings.Contains(s, "b")
+			}) {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	list, _ := c.admin.ClientList(context.Background()).Result()
+	t.Fatalf("client %s never blocked in %s: %s", addr, cmd, list)
 }
