@@ -23,7 +23,7 @@ type backend struct {
 	name string
 	// protocol names the proxy's wire protocol for this store.
 	protocol string
-	launch   func(ctx context.Context, dir string) (launched, error)
+	launch   func(ctx context.Context, cfg Config, dir string) (launched, error)
 	// addr returns the host:port a DSN points at; rewrite points it at addr instead.
 	addr    func(dsn string) (string, error)
 	rewrite func(dsn, addr string) (string, error)
@@ -44,6 +44,30 @@ var backends = []backend{
 		addr:    urlAddr,
 		rewrite: urlRewrite,
 		open:    openPostgres,
+	},
+	{
+		name: "redis", protocol: "resp",
+		launch:  launchRedis,
+		addr:    urlAddr,
+		rewrite: urlRewrite,
+		open:    openRedis,
+	},
+	{
+		// Locally, FerretDB (a MongoDB-wire server, in process); --dsn reaches MongoDB.
+		name: "mongo", protocol: "mongo",
+		launch:  launchFerretDB,
+		addr:    urlAddr,
+		rewrite: mongoRewrite,
+		open:    openMongo,
+	},
+	{
+		// Locally, Apache Cassandra from the jars scripts/prepare-cassandra resolves;
+		// --dsn reaches ScyllaDB or Cassandra.
+		name: "cql", protocol: "cql",
+		launch:  launchCassandra,
+		addr:    cqlAddr,
+		rewrite: cqlRewrite,
+		open:    openCQL,
 	},
 	{
 		// CockroachDB runs only where --dsn points at one: nothing launches it here.
@@ -72,7 +96,7 @@ func backendNames() string {
 	return strings.Join(ns, ", ")
 }
 
-func launchPostgres(ctx context.Context, dir string) (launched, error) {
+func launchPostgres(ctx context.Context, _ Config, dir string) (launched, error) {
 	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log")})
 	if err != nil {
 		return launched{}, err
@@ -109,7 +133,7 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 	return nil, nil, fmt.Errorf("store postgres has no workload %q", cfg.Workload)
 }
 
-func launchCockroach(ctx context.Context, dir string) (launched, error) {
+func launchCockroach(ctx context.Context, _ Config, dir string) (launched, error) {
 	return launched{}, fmt.Errorf("no CockroachDB can be launched here: give --dsn postgresql://root@HOST:26257/defaultdb?sslmode=disable (compose/ starts a three-node cluster)")
 }
 

@@ -42,6 +42,8 @@ type Config struct {
 	// Isolation is the transaction isolation level of workloads that take one (counter).
 	Isolation string `json:"isolation,omitempty"`
 	Budget    int64  `json:"budget,omitempty"`
+	// Persistence is a launched Redis's durability: none, everysec or always.
+	Persistence string `json:"persistence,omitempty"`
 	// Faults is the fault schedule, one NAME[:P][@START-END] per entry.
 	Faults []string `json:"faults,omitempty"`
 	// Proxy is auto (through the proxy when faults are asked for), on or off.
@@ -166,7 +168,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	serverDesc := "external"
 	if dsn == "" {
 		cfg.progressf("launching a local %s ...", b.name)
-		srv, err := b.launch(ctx, dir)
+		srv, err := b.launch(ctx, cfg, dir)
 		if err != nil {
 			return nil, couldNotRun("%v", err)
 		}

@@ -27,7 +27,8 @@ results.json, report.html, and the launched server's log.
 Usage: indoubt run [flags]
 
 Examples:
-  indoubt run                                   # budget 1000, 16 workers x 100 attempts, local PostgreSQL
+  indoubt run                                   # the stand: budget 1000, 16 workers x 100 attempts, every local store
+  indoubt run --store postgres
   indoubt run --time 30s --workers 32
   indoubt run --fault commit-cut:0.2 --retry naive        # exits 1: double-applied decrements
   indoubt run --fault commit-cut:0.2 --retry idempotent   # exits 0: reconciles exactly
@@ -56,7 +57,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
 		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
 	)
-	fs.StringVar(&cfg.Store, "store", "postgres", "store: postgres")
+	fs.StringVar(&cfg.Store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
+	fs.StringVar(&cfg.Persistence, "persistence", "none", "a launched Redis's durability: none, everysec, always")
 	fs.StringVar(&cfg.DSN, "dsn", "", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db)")
 	fs.StringVar(&cfg.Workload, "workload", "budget", "workload: budget, register, counter")
 	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
@@ -108,24 +110,35 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		human = stderr
 	}
 
+	stores, err := pickStores(cfg, stderr)
+	if err != nil {
+		return err
+	}
+
 	var all []*report.Results
-	for _, n := range counts {
-		c := cfg
-		c.Workers = n
-		res, err := runner.Run(ctx, c)
-		if err != nil {
-			return err
-		}
-		all = append(all, res)
-		if ctx.Err() != nil {
-			break
+runs:
+	for _, store := range stores {
+		for _, n := range counts {
+			c := cfg
+			c.Store, c.Workers = store, n
+			res, err := runner.Run(ctx, c)
+			if err != nil {
+				if len(stores) > 1 {
+					return fmt.Errorf("%s: %w", store, err)
+				}
+				return err
+			}
+			all = append(all, res)
+			if ctx.Err() != nil {
+				break runs
+			}
 		}
 	}
 	if len(all) == 1 {
 		report.WriteSummary(human, all[0])
 		report.WriteCounterFinal(human, all[0])
 	} else {
-		if cfg.Workload == "counter" {
+		if cfg.Workload == "counter" && len(stores) == 1 {
 			report.WriteSweep(human, all)
 		} else {
 			report.WriteTable(human, all)
@@ -145,6 +158,43 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "%s\n", b)
 	}
 	return verdictOf(all)
+}
+
+// pickStores resolves --store: one store, or every store launchable here that has the
+// workload. Without --store, a --dsn names its store by its scheme.
+func pickStores(cfg runner.Config, stderr io.Writer) ([]string, error) {
+	store := cfg.Store
+	if store == "" && cfg.DSN != "" {
+		s, ok := runner.StoreFromDSN(cfg.DSN)
+		if !ok {
+			return nil, fmt.Errorf("run: cannot tell the store from the DSN's scheme: give --store")
+		}
+		return []string{s}, nil
+	}
+	if store == "" {
+		store = "all"
+	}
+	if store != "all" {
+		return []string{store}, nil
+	}
+	if cfg.DSN != "" {
+		return nil, fmt.Errorf("run: --store all launches its servers; it takes no --dsn")
+	}
+	var out []string
+	for _, s := range runner.StoreNames() {
+		if !runner.Supports(s, cfg.Workload) {
+			continue
+		}
+		if err := runner.Available(s); err != nil {
+			fmt.Fprintf(stderr, "skipping %s: %v\n", s, err)
+			continue
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("run: no store with the %s workload can be launched here", cfg.Workload)
+	}
+	return out, nil
 }
 
 // verdictOf turns the worst verdict of the runs into the exit code.
