@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/stores/redis"
 )
 
 const serverHelp = `indoubt server: launch a throwaway local server and keep it up until Ctrl-C.
 
 It prints the server's DSN and address as shell assignments, so a script or an
 application under test can reach it (and 'indoubt run --dsn' or 'indoubt proxy
---upstream' can share it). The data directory is removed when it stops.
+--upstream' can share it). The data directory is removed when it stops. For Redis it
+also loads the budget's decrement script and prints its SHA and keys, so a reference
+client such as redis-benchmark can run the very script indoubt runs.
 
 Usage: indoubt server [flags]
 
@@ -21,14 +25,18 @@ Example:
   # DSN=postgres://indoubt@127.0.0.1:41234/indoubt?sslmode=disable
   # ADDR=127.0.0.1:41234
   # BINDIR=/usr/lib/postgresql/15/bin
+  indoubt server --store redis --persistence always
 `
 
 func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("server", serverHelp, stdout)
-	store := fs.String("store", "postgres", "which server: postgres")
+	store := fs.String("store", "postgres", "which server: postgres, redis")
+	persistence := fs.String("persistence", "none", "redis: none, everysec, always")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	var exited <-chan struct{}
+	var logPath string
 	switch *store {
 	case "postgres":
 		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
@@ -37,15 +45,35 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		defer pg.Stop()
 		fmt.Fprintf(stdout, "DSN=%s\nADDR=%s\nBINDIR=%s\nPID=%d\n", pg.DSN, pg.Addr, pg.BinDir, pg.Pid())
-		if f, ok := stdout.(interface{ Sync() error }); ok {
-			f.Sync()
+		exited, logPath = pg.Exited(), pg.LogPath
+	case "redis":
+		rs, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: *persistence})
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-		case <-pg.Exited():
-			return fmt.Errorf("server: postgres exited; see %s", pg.LogPath)
+		defer rs.Stop()
+		c, err := redis.Open(ctx, redis.Config{Addr: rs.Addr})
+		if err != nil {
+			return err
 		}
-		return nil
+		sha, keys, err := c.LoadBudgetScript(ctx)
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("server: load the budget script: %v", err)
+		}
+		fmt.Fprintf(stdout, "DSN=redis://%s/0\nADDR=%s\nHOST=127.0.0.1\nPORT=%d\nBUDGET_SHA=%s\nBUDGET_KEYS='%s'\nPID=%d\n",
+			rs.Addr, rs.Addr, rs.Port, sha, strings.Join(keys, " "), rs.Pid())
+		exited, logPath = rs.Exited(), rs.LogPath
+	default:
+		return fmt.Errorf("server: unknown --store %q (want postgres or redis)", *store)
 	}
-	return fmt.Errorf("server: unknown --store %q (want postgres)", *store)
+	if f, ok := stdout.(interface{ Sync() error }); ok {
+		f.Sync()
+	}
+	select {
+	case <-ctx.Done():
+	case <-exited:
+		return fmt.Errorf("server: %s exited; see %s", *store, logPath)
+	}
+	return nil
 }
