@@ -67,6 +67,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Addr == "" {
 		return nil, errors.New("open redis: no address")
 	}
+	silenceDriverLog()
 	prefix := cfg.KeyPrefix
 	if prefix == "" {
 		prefix = "indoubt"
