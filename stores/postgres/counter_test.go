@@ -286,8 +286,10 @@ func TestCounterReadCommittedConcurrency(t *testing.T) {
 			}
 			lost := workers*each - v
 			t.Logf("%d acknowledged, counter %d, %d distinct values written", workers*each, v, len(wrote))
-			if tc.loseSome && (lost <= 0 || int64(len(wrote)) != v) {
-				t.Errorf("read-write under read committed lost %d updates; want some, each shown by a value written twice", lost)
+			// Values written twice show at least acknowledged - distinct of the losses; a
+			// stale write can also move the counter back below a value already written.
+			if tc.loseSome && (lost <= 0 || int64(len(wrote)) < v || lost < int64(workers*each-len(wrote))) {
+				t.Errorf("read-write under read committed lost %d updates with %d distinct values written; want losses, shown by values written twice", lost, len(wrote))
 			}
 			if !tc.loseSome && (lost != 0 || len(wrote) != workers*each) {
 				t.Errorf("lost %d updates, %d distinct values; want none lost", lost, len(wrote))
