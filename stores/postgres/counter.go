@@ -39,10 +39,11 @@ var CounterMechanisms = []CounterMechanism{Increment, ReadWrite, ForUpdate}
 // Isolation is a transaction isolation level.
 type Isolation string
 
+// The levels, as --isolation spells them.
 const (
-	Serializable   Isolation = "serializable"
-	RepeatableRead Isolation = "repeatable-read"
-	ReadCommitted  Isolation = "read-committed"
+	Serializable   Isolation = "serializable"    // SERIALIZABLE
+	RepeatableRead Isolation = "repeatable-read" // REPEATABLE READ
+	ReadCommitted  Isolation = "read-committed"  // READ COMMITTED
 )
 
 // Isolations lists the levels in the order --help shows them.

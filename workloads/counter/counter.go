@@ -49,8 +49,13 @@ var _ workloads.Workload = (*Workload)(nil)
 // New returns the counter workload on store, increments only.
 func New(store Store) *Workload { return &Workload{Store: store} }
 
-func (w *Workload) Name() string      { return "counter" }
-func (w *Workload) Model() string     { return "counter" }
+// Name is "counter".
+func (w *Workload) Name() string { return "counter" }
+
+// Model is "counter": the exact checker.CheckCounter judges its histories.
+func (w *Workload) Model() string { return "counter" }
+
+// Mechanism is the store's mechanism and isolation level.
 func (w *Workload) Mechanism() string { return w.Store.Mechanism() }
 
 // BeforeParam is the history header parameter holding the counter's value before the
