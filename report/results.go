@@ -96,6 +96,10 @@ type Evidence struct {
 	// AppliedTwice lists operations the ground truth proves took effect more than once:
 	// an attempt the proxy cut after commit, and a later attempt that applied again.
 	AppliedTwice []AmbiguousOp `json:"applied_twice"`
+	// CommittedTwice lists operations with an attempt the proxy cut after a commit whose
+	// reply does not show what it changed (COMMIT, CALL), and a later attempt that was
+	// acknowledged as applied: applied twice unless the first commit changed nothing.
+	CommittedTwice []AmbiguousOp `json:"committed_twice"`
 	// Disagreements say where the checker's inference and the ground truth differ.
 	Disagreements []string `json:"disagreements"`
 }

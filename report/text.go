@@ -98,6 +98,16 @@ func WriteSummary(w io.Writer, r *Results) {
 				fmt.Fprintf(w, "  %s\n", a.Sentence)
 			}
 		}
+		if len(e.CommittedTwice) > 0 {
+			fmt.Fprintf(w, "ground truth: %d operations committed twice (the first commit's reply does not show what it changed):\n", len(e.CommittedTwice))
+			for i, a := range e.CommittedTwice {
+				if i == 5 {
+					fmt.Fprintf(w, "  ... and %d more in results.json\n", len(e.CommittedTwice)-5)
+					break
+				}
+				fmt.Fprintf(w, "  %s\n", a.Sentence)
+			}
+		}
 		for _, d := range e.Disagreements {
 			fmt.Fprintf(w, "ground truth vs checker: %s\n", d)
 		}

@@ -58,7 +58,7 @@ func effectOf(tag string) effect {
 // and compares what the ground truth proves with what the history shows. It never
 // changes the verdict: it is evidence beside it.
 func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, workload string, final any, verdictInvalid bool) *report.Evidence {
-	ev := &report.Evidence{Events: int64(len(events)), Ambiguous: []report.AmbiguousOp{}, AppliedTwice: []report.AmbiguousOp{}, Disagreements: []string{}}
+	ev := &report.Evidence{Events: int64(len(events)), Ambiguous: []report.AmbiguousOp{}, AppliedTwice: []report.AmbiguousOp{}, CommittedTwice: []report.AmbiguousOp{}, Disagreements: []string{}}
 
 	// Completions by op id, and invocations, from the history.
 	type opInfo struct {
@@ -156,14 +156,21 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 	// (COMMIT, CALL) prove a commit, not an effect: they are listed, never counted here.
 	for _, id := range order {
 		oi := byID[id]
-		n := appliedByCut[id]
-		if n == 0 || oi == nil {
+		if oi == nil {
 			continue
 		}
-		if oi.completion != nil && oi.completion.Type == histories.OK && completionApplied(*oi.completion) {
+		n := appliedByCut[id]
+		acked := oi.completion != nil && oi.completion.Type == histories.OK && completionApplied(*oi.completion)
+		if acked {
 			n++
 		}
 		if n < 2 {
+			if c := committedByCut[id]; c > 0 && (acked || appliedByCut[id] > 0) {
+				a := hits[id][0]
+				a.Truth = "committed"
+				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %d attempt(s) committed before the proxy cut the reply, which does not show what they changed, and another attempt applied it: applied twice unless the first commit changed nothing", id, a.Invoke, c)
+				ev.CommittedTwice = append(ev.CommittedTwice, a)
+			}
 			continue
 		}
 		a := hits[id][0]
@@ -175,8 +182,8 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 	if len(ev.AppliedTwice) > 0 && !verdictInvalid {
 		ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("the ground truth proves %d operation(s) applied more than once, but the checker found the history valid: the duplicates left no trace it could see", len(ev.AppliedTwice)))
 	}
-	if verdictInvalid && len(ev.AppliedTwice) == 0 && ev.Joined > 0 {
-		ev.Disagreements = append(ev.Disagreements, "the checker found the history invalid, but the proxy's ground truth shows no operation applied twice: the cause is not established by the faults injected")
+	if verdictInvalid && len(ev.AppliedTwice) == 0 && len(ev.CommittedTwice) == 0 && ev.Joined > 0 {
+		ev.Disagreements = append(ev.Disagreements, "the checker found the history invalid, but the proxy's ground truth shows no operation committed twice: the cause is not established by the faults injected")
 	}
 	if workload == "budget" {
 		budgetTruth(ev, final, appliedByCut, committedByCut)
