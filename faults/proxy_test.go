@@ -58,7 +58,7 @@ func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *event
 }
 
 // dsnVia is the server's DSN with the proxy's address in place of the server's.
-func dsnVia(t *testing.T, srv *servers.Postgres, addr string) string {
+func dsnVia(t testing.TB, srv *servers.Postgres, addr string) string {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(srv.DSN)
 	if err != nil {
