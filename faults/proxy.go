@@ -36,7 +36,8 @@ type Options struct {
 	Events func(toxics.Event)
 	// API, when not empty, serves toxiproxy's HTTP API (the one its client package
 	// speaks) on that address. A host left empty (":8474") means loopback: the API has
-	// no authentication. Off by default.
+	// no authentication. Off by default. Its POST /reset removes every toxic, the
+	// commit toxics included, which ends commit faults for the proxy's lifetime.
 	API string
 }
 

@@ -27,7 +27,8 @@ as JSON (one object per line) with its ground truth. It runs until Ctrl-C.
 Commit points (postgres): COMMIT/END of a transaction block, and autocommit writes
 (INSERT, UPDATE, DELETE, ...), as simple queries or prepared statements. --match
 replaces the default choice of statements with a regular expression on their SQL (for a
-COMMIT, the SQL of the whole transaction).
+COMMIT, the SQL of the whole transaction). The proxy cannot see inside TLS: clients
+must connect without it (sslmode=disable), or their connections pass unfaulted.
 
 Usage: indoubt proxy --upstream HOST:PORT [flags]
 

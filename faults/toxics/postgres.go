@@ -34,6 +34,10 @@ import (
 //
 // Holding replies until ReadyForQuery happens only for a request whose cut was armed,
 // so a client that waits for CommandComplete before it sends Sync stalls only then.
+//
+// Encrypted connections (SSLRequest answered 'S', GSSENCRequest answered 'G', or TLS
+// sent directly) pass through unparsed and are never faulted: clients of a faulting
+// proxy connect with sslmode=disable.
 type Postgres struct{}
 
 // Name returns "postgres".
