@@ -161,6 +161,10 @@ type respReqFramer struct {
 	// A request passed on in pieces.
 	streamLeft int // elements whose header is still to come
 	streamBulk int // bytes left of the current element, CRLF included
+
+	// seen: bytes of the line being waited for (from its start) already searched for
+	// its end, so that a line arriving a byte at a time is not searched again and again.
+	seen int
 }
 
 // Request implements Conn.
@@ -179,10 +183,16 @@ func (c *respConn) Request(b []byte) (int, *Point) {
 		return c.inline(b)
 	}
 	if !f.scanning {
-		end, ok := respLine(b, '\r')
-		if !ok {
-			return f.refuse(b, end)
+		end, st := respLine(b, '\r', f.seen)
+		switch st {
+		case lineRefused:
+			f.opaque = true
+			return len(b), nil
+		case lineWait:
+			f.seen = end
+			return 0, nil
 		}
+		f.seen = 0
 		n, ok := respInt(b[1:end])
 		if !ok || n > 1<<31-1 {
 			f.opaque = true
@@ -202,15 +212,13 @@ func (c *respConn) Request(b []byte) (int, *Point) {
 			f.opaque, f.scanning = true, false
 			return len(b), nil
 		}
-		end, ok := respLine(b[f.pos:], '\r')
-		if !ok {
-			if end < 0 {
-				f.opaque, f.scanning = true, false
-				return len(b), nil
-			}
-			if f.pos > f.maxWhole {
-				return f.startStream(b), nil
-			}
+		end, st := respLine(b[f.pos:], '\r', f.seen)
+		switch st {
+		case lineRefused:
+			f.opaque, f.scanning = true, false
+			return len(b), nil
+		case lineWait:
+			f.seen = end
 			return 0, nil
 		}
 		n, ok := respInt(b[f.pos+1 : f.pos+end])
@@ -223,7 +231,7 @@ func (c *respConn) Request(b []byte) (int, *Point) {
 		if next > f.maxWhole {
 			// Decided on the declared sizes, not on what has arrived, so that any
 			// chunking of the same bytes gives the same verdict.
-			return f.startStream(b), nil
+			return c.startStream(b), nil
 		}
 		if next > len(b) {
 			return 0, nil
@@ -234,32 +242,30 @@ func (c *respConn) Request(b []byte) (int, *Point) {
 		f.nargs++
 		f.pos = next
 		f.left--
+		f.seen = 0
 	}
 	f.scanning = false
+	return f.pos, c.request(f.scanned(b), f.nargs, true)
+}
+
+// scanned returns the kept words of the request being scanned.
+func (f *respReqFramer) scanned(b []byte) [][]byte {
 	args := make([][]byte, len(f.args))
 	for i, s := range f.args {
 		args[i] = b[s[0]:s[1]]
 	}
-	return f.pos, c.request(args, f.nargs)
+	return args
 }
 
-// refuse handles a header line that did not end: wait for more, or, when Redis would
-// refuse it (too long, or a NUL byte first), pass through for good.
-func (f *respReqFramer) refuse(b []byte, end int) (int, *Point) {
-	if end < 0 {
-		f.opaque = true
-		return len(b), nil
-	}
-	return 0, nil
-}
-
-// startStream passes the scanned part of an oversized request on and streams the rest.
-// The request still gets its reply, so it is queued, unjudged.
-func (f *respReqFramer) startStream(b []byte) int {
-	n := f.pos
+// startStream passes the scanned part of an oversized request on, and sets the rest to
+// stream. The request still gets its reply, so it is queued, unjudged: its name is
+// known unless the first word itself is the oversized one.
+func (c *respConn) startStream(b []byte) int {
+	f := &c.up
+	c.request(f.scanned(b), f.nargs+f.left, false)
 	f.streamLeft, f.streamBulk = f.left, 0
 	f.scanning = false
-	return n
+	return f.pos
 }
 
 func (f *respReqFramer) stream(b []byte) int {
@@ -272,14 +278,16 @@ func (f *respReqFramer) stream(b []byte) int {
 		f.opaque, f.streamLeft = true, 0
 		return len(b)
 	}
-	end, ok := respLine(b, '\r')
-	if !ok {
-		if end < 0 {
-			f.opaque, f.streamLeft = true, 0
-			return len(b)
-		}
+	end, st := respLine(b, '\r', f.seen)
+	switch st {
+	case lineRefused:
+		f.opaque, f.streamLeft = true, 0
+		return len(b)
+	case lineWait:
+		f.seen = end
 		return 0
 	}
+	f.seen = 0
 	n, ok := respInt(b[1:end])
 	if !ok || n < 0 || n > respMaxBulk {
 		f.opaque, f.streamLeft = true, 0
@@ -292,32 +300,42 @@ func (f *respReqFramer) stream(b []byte) int {
 
 // respLine finds the end of a line as Redis does (strchr on a NUL-terminated buffer):
 // the first stop byte, which must be followed by one more byte (the "\n" Redis skips
-// without looking). It returns the stop byte's index and true; or false with -1 when
-// Redis would never read the line (a NUL first, or longer than respMaxInline), or 0
-// when more bytes may complete it.
-func respLine(b []byte, stop byte) (int, bool) {
+// without looking). The search starts at from: the bytes before it are known to hold
+// neither the stop byte nor NUL. It returns the stop byte's index and lineEnd; or
+// lineWait with the index to resume from when more bytes may complete the line; or
+// lineRefused when Redis would never read it (a NUL first, or longer than
+// respMaxInline).
+func respLine(b []byte, stop byte, from int) (int, lineStatus) {
 	lim := min(len(b), respMaxInline+1)
-	for i := 0; i < lim; i++ {
+	for i := from; i < lim; i++ {
 		switch b[i] {
 		case stop:
 			if i+1 < len(b) {
-				return i, true
+				return i, lineEnd
 			}
-			return 0, false
+			return i, lineWait
 		case 0:
-			return -1, false
+			return 0, lineRefused
 		}
 	}
 	if len(b) > respMaxInline {
-		return -1, false
+		return 0, lineRefused
 	}
-	return 0, false
+	return max(from, lim), lineWait
 }
+
+type lineStatus uint8
+
+const (
+	lineEnd lineStatus = iota
+	lineWait
+	lineRefused
+)
 
 // inline frames an inline command: a line of words up to "\n".
 func (c *respConn) inline(b []byte) (int, *Point) {
 	lim := min(len(b), respMaxInline+1)
-	i := 0
+	i := c.up.seen
 	for ; i < lim; i++ {
 		if b[i] == '\n' {
 			break
@@ -332,8 +350,10 @@ func (c *respConn) inline(b []byte) (int, *Point) {
 			c.up.opaque = true
 			return len(b), nil
 		}
+		c.up.seen = i
 		return 0, nil
 	}
+	c.up.seen = 0
 	line := b[:i]
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
@@ -347,7 +367,7 @@ func (c *respConn) inline(b []byte) (int, *Point) {
 	if len(args) > respKeepArgs {
 		args = args[:respKeepArgs]
 	}
-	return i + 1, c.request(args, n)
+	return i + 1, c.request(args, n, true)
 }
 
 // respSplit splits an inline command into words, as Redis's sdssplitargs does in the
@@ -409,9 +429,10 @@ func respInt(b []byte) (int64, bool) {
 	return n, true
 }
 
-// request takes one whole request, queues it for its reply and returns its point.
-// args holds at most respKeepArgs of its nargs words; nil when not known.
-func (c *respConn) request(args [][]byte, nargs int) *Point {
+// request takes one request, queues it for its reply and returns its point (none unless
+// judge: the request was not consumed whole). args holds at most respKeepArgs of its
+// nargs words; none when not known.
+func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 	r := &respReq{}
 	if len(args) > 0 && len(args[0]) <= 32 {
 		r.name = strings.ToUpper(string(args[0]))
@@ -447,6 +468,9 @@ func (c *respConn) request(args [][]byte, nargs int) *Point {
 	default:
 		t := respText(args, nargs)
 		p = &Point{Statement: t, Text: t, Default: respWrites[name]}
+	}
+	if !judge {
+		p = nil
 	}
 	c.mu.Lock()
 	c.queue = append(c.queue, r)
@@ -525,6 +549,17 @@ type respReplyFramer struct {
 	attr     bool // an attribute has started the next reply
 	holdAttr bool // ... and is held, the reply's request having an armed cut
 	replies  int  // replies started, for tests
+	seen     int  // bytes of a header line being waited for already searched
+}
+
+// crlf returns the index of the first "\r\n" in b, searching from from-1 (the bytes
+// before from are known to hold none, but the last of them may be its "\r"); -1 if none.
+func crlf(b []byte, from int) int {
+	from = max(from-1, 0)
+	if i := bytes.Index(b[from:], []byte("\r\n")); i >= 0 {
+		return from + i
+	}
+	return -1
 }
 
 // Reply implements Conn.
@@ -545,7 +580,7 @@ func (c *respConn) Reply(b []byte) (int, Verdict) {
 		return n, Verdict{}
 	}
 	if f.line {
-		i := bytes.Index(b[:min(len(b), respMaxInline+2)], []byte("\r\n"))
+		i := crlf(b[:min(len(b), respMaxInline+2)], 0)
 		if i >= 0 {
 			f.line = false
 			f.done(false)
@@ -560,9 +595,11 @@ func (c *respConn) Reply(b []byte) (int, Verdict) {
 	typ := b[0]
 	n, tag, null, ok := f.token(b)
 	if !ok {
-		return n, Verdict{}
-	}
-	if f.opaque {
+		if n > 0 && f.holdAttr {
+			// Framing lost while an attribute is held: let it go.
+			f.holdAttr = false
+			return n, Verdict{Action: Release}
+		}
 		return n, Verdict{}
 	}
 	if !top || f.push {
@@ -608,6 +645,9 @@ func (c *respConn) Reply(b []byte) (int, Verdict) {
 	if r != nil && r.last {
 		// This reply and all after it pass unjudged.
 		f.opaque = true
+		if held {
+			return len(b), Verdict{Action: Release}
+		}
 		return len(b), Verdict{}
 	}
 	if p == nil {
@@ -632,19 +672,21 @@ func (c *respConn) Reply(b []byte) (int, Verdict) {
 func (f *respReplyFramer) token(b []byte) (n int, tag string, null, ok bool) {
 	typ := b[0]
 	lim := min(len(b), respMaxInline+2)
-	i := bytes.Index(b[:lim], []byte("\r\n"))
+	i := crlf(b[:lim], f.seen)
 	if i < 0 {
 		if (typ == '+' || typ == '-') && len(b) > respMaxInline {
 			// A long simple line: on in pieces, keeping a last "\r".
-			f.line = true
+			f.line, f.seen = true, 0
 			return lim - 1, string(b[:respMaxTag]), false, true
 		}
 		if len(b) > respMaxInline+1 {
 			f.opaque = true
 			return len(b), "", false, false
 		}
+		f.seen = lim
 		return 0, "", false, false
 	}
+	f.seen = 0
 	line := b[1:i]
 	tag = string(b[:min(i, respMaxTag)])
 	n = i + 2
