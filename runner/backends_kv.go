@@ -48,15 +48,19 @@ func openRedis(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 	if err != nil {
 		return nil, nil, err
 	}
-	closer := func() { c.Close() }
+	return bindKV(cfg, "redis", c, c.Register(), func() { c.Close() })
+}
+
+// bindKV binds the budget or register workload to a store that has both, or closes it.
+func bindKV(cfg Config, name string, b budget.Store, r register.Store, closer func()) (workloads.Workload, func(), error) {
 	switch cfg.Workload {
 	case "budget":
-		return budget.New(c, cfg.Budget), closer, nil
+		return budget.New(b, cfg.Budget), closer, nil
 	case "register":
-		return register.New(c.Register()), closer, nil
+		return register.New(r), closer, nil
 	}
-	c.Close()
-	return nil, nil, fmt.Errorf("store redis has no workload %q (it has budget, register)", cfg.Workload)
+	closer()
+	return nil, nil, fmt.Errorf("store %s has no workload %q (it has budget, register)", name, cfg.Workload)
 }
 
 func launchFerretDB(ctx context.Context, cfg Config, dir string) (launched, error) {
@@ -89,15 +93,7 @@ func openMongo(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 	if err != nil {
 		return nil, nil, err
 	}
-	closer := func() { c.Close() }
-	switch cfg.Workload {
-	case "budget":
-		return budget.New(c, cfg.Budget), closer, nil
-	case "register":
-		return register.New(c.Register()), closer, nil
-	}
-	c.Close()
-	return nil, nil, fmt.Errorf("store mongo has no workload %q (it has budget, register)", cfg.Workload)
+	return bindKV(cfg, "mongo", c, c.Register(), func() { c.Close() })
 }
 
 func launchCassandra(ctx context.Context, cfg Config, dir string) (launched, error) {
@@ -139,14 +135,7 @@ func openCQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, f
 	if err != nil {
 		return nil, nil, err
 	}
-	switch cfg.Workload {
-	case "budget":
-		return budget.New(c, cfg.Budget), c.Close, nil
-	case "register":
-		return register.New(c.Register()), c.Close, nil
-	}
-	c.Close()
-	return nil, nil, fmt.Errorf("store cql has no workload %q (it has budget, register)", cfg.Workload)
+	return bindKV(cfg, "cql", c, c.Register(), c.Close)
 }
 
 // StoreNames lists the stores in the order --store all runs them.
