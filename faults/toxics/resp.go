@@ -671,6 +671,10 @@ func (c *respConn) Reply(b []byte) (int, Verdict) {
 // null reports a null value.
 func (f *respReplyFramer) token(b []byte) (n int, tag string, null, ok bool) {
 	typ := b[0]
+	if !strings.ContainsRune("+-:,(#_$=!*%~>|", rune(typ)) {
+		f.opaque = true
+		return len(b), "", false, false
+	}
 	lim := min(len(b), respMaxInline+2)
 	i := crlf(b[:lim], f.seen)
 	if i < 0 {
@@ -728,6 +732,7 @@ func (f *respReplyFramer) token(b []byte) (n int, tag string, null, ok bool) {
 		f.stack = append(f.stack, respAgg{left: v, attr: typ == '|'})
 		return n, tag, false, true
 	}
+	// Unreachable: the type was checked first.
 	f.opaque = true
 	return len(b), "", false, false
 }
