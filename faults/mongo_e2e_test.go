@@ -458,3 +458,37 @@ func TestMongoGarbageNeverPanics(t *testing.T) {
 		px.Close()
 	}
 }
+
+// With every commit point dropped from the first byte on, mongo-driver's handshake and
+// monitoring (hello, isMaster), ping, buildInfo and reads go through; the first write,
+// the adapter's findAndModify, is the one dropped, and endSessions at disconnect passes.
+func TestMongoDefaultPointsSkipHandshakeAndReads(t *testing.T) {
+	f := startFerretDB(t)
+	ctx := context.Background()
+	px, log := startProtoProxy(t, f.Addr, toxics.Mongo{}, 1)
+	px.Faults().Drop.Set(1, 0)
+	c, _ := mongoVia(t, px.Addr())
+	if err := c.Ping(ctx, nil); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Err(); err != nil {
+		t.Fatalf("buildInfo: %v", err)
+	}
+	coll := c.Database("indoubt").Collection("budget")
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: "absent"}}).Err(); !errors.Is(err, mongo.ErrNoDocuments) {
+		t.Fatalf("find: %v", err)
+	}
+	if n := len(log.all()); n != 0 {
+		t.Fatalf("%d faults before the first write: %+v", n, log.all())
+	}
+	err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: "absent"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: -1}}}}).Err()
+	if !mongo.IsNetworkError(err) {
+		t.Fatalf("findOneAndUpdate: %v, want it dropped", err)
+	}
+	if err := c.Disconnect(ctx); err != nil {
+		t.Fatalf("disconnect: %v", err)
+	}
+	if evs := log.all(); len(evs) != 1 || !strings.HasPrefix(evs[0].Statement, "{findAndModify: ") {
+		t.Fatalf("events %+v, want the findAndModify dropped", evs)
+	}
+}

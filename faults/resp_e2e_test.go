@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -451,5 +452,34 @@ func TestRespSameSeedSameDecisions(t *testing.T) {
 	}
 	if a == c {
 		t.Errorf("seeds 7 and 8 gave the same run: %s", a)
+	}
+}
+
+// With every commit point dropped from the first byte on, go-redis's handshake (HELLO 3,
+// CLIENT SETINFO ...), PING and reads go through; the first write, the adapter's
+// EVALSHA, is the one dropped.
+func TestRespDefaultPointsSkipHandshakeAndReads(t *testing.T) {
+	r := startRedis(t)
+	ctx := context.Background()
+	px, log := startProtoProxy(t, r.Addr, toxics.Resp{}, 1)
+	px.Faults().Drop.Set(1, 0)
+	c, _ := redisVia(t, px.Addr())
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	if err := c.Get(ctx, "absent").Err(); !errors.Is(err, goredis.Nil) {
+		t.Fatalf("get: %v", err)
+	}
+	if err := c.MGet(ctx, "a", "b").Err(); err != nil {
+		t.Fatalf("mget: %v", err)
+	}
+	if n := len(log.all()); n != 0 {
+		t.Fatalf("%d faults before the first write: %+v", n, log.all())
+	}
+	if err := decrementScript.Run(ctx, c, []string{"absent"}).Err(); !cutError(err) {
+		t.Fatalf("script: %v, want it dropped", err)
+	}
+	if evs := log.all(); len(evs) != 1 || !strings.HasPrefix(evs[0].Statement, "EVALSHA ") {
+		t.Fatalf("events %+v, want the EVALSHA dropped", evs)
 	}
 }
