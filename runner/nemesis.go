@@ -41,6 +41,10 @@ func protocolFor(name string) (toxics.Protocol, error) {
 	switch name {
 	case "postgres":
 		return toxics.Postgres{}, nil
+	case "resp":
+		return toxics.Resp{}, nil
+	case "mongo":
+		return toxics.Mongo{}, nil
 	}
 	return nil, fmt.Errorf("no commit-aware toxics for the %s protocol yet", name)
 }

@@ -30,6 +30,11 @@ replaces the default choice of statements with a regular expression on their SQL
 COMMIT, the SQL of the whole transaction). The proxy cannot see inside TLS: clients
 must connect without it (sslmode=disable), or their connections pass unfaulted.
 
+Commit points (resp): write commands outside MULTI (SET, INCR, EVAL, EVALSHA, FCALL,
+...) and EXEC; an error reply is never cut. (mongo): insert, update, delete,
+findAndModify and bulkWrite outside a transaction, and commitTransaction; --match sees
+the command's name and body.
+
 Usage: indoubt proxy --upstream HOST:PORT [flags]
 
 Example:
@@ -43,7 +48,7 @@ Exit codes: 0 stopped by Ctrl-C, 3 could not run (bad flags, address in use).
 func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("proxy", proxyHelp, stdout)
 	var (
-		protocol = fs.String("protocol", "postgres", "wire protocol: postgres, or tcp (no commit faults)")
+		protocol = fs.String("protocol", "postgres", "wire protocol: postgres, resp (Redis), mongo (OP_MSG), or tcp (no commit faults)")
 		listen   = fs.String("listen", "127.0.0.1:6432", "address to accept clients on")
 		upstream = fs.String("upstream", "", "the server's address, host:port (required)")
 		cut      = fs.Float64("cut-after-commit", 0, "probability per commit point of cutting the connection after the server committed")
@@ -79,12 +84,16 @@ func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	switch *protocol {
 	case "postgres", "postgresql", "pg":
 		proto = toxics.Postgres{}
+	case "resp", "redis":
+		proto = toxics.Resp{}
+	case "mongo", "mongodb":
+		proto = toxics.Mongo{}
 	case "tcp":
 		if *cut > 0 || *drop > 0 || *match != "" {
-			return fmt.Errorf("proxy: commit faults need a protocol: --protocol postgres")
+			return fmt.Errorf("proxy: commit faults need a protocol: --protocol postgres, resp or mongo")
 		}
 	default:
-		return fmt.Errorf("proxy: unknown --protocol %q (want postgres or tcp)", *protocol)
+		return fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo or tcp)", *protocol)
 	}
 	schedule, err := faults.ParseSchedule(sched)
 	if err != nil {
