@@ -631,7 +631,7 @@ func (p *preparedIDs) get(id []byte) (string, bool) {
 	return s, ok
 }
 
-// cqlWrite is a write found in a request.
+// cqlWriteReq is a write found in a request.
 type cqlWriteReq struct {
 	stmt   string
 	stream int16
