@@ -45,6 +45,8 @@ func protocolFor(name string) (toxics.Protocol, error) {
 		return toxics.Resp{}, nil
 	case "mongo":
 		return toxics.Mongo{}, nil
+	case "cql":
+		return toxics.CQL{}, nil
 	}
 	return nil, fmt.Errorf("no commit-aware toxics for the %s protocol yet", name)
 }

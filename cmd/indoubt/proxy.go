@@ -33,7 +33,8 @@ must connect without it (sslmode=disable), or their connections pass unfaulted.
 Commit points (resp): write commands outside MULTI (SET, INCR, EVAL, EVALSHA, FCALL,
 ...) and EXEC; an error reply is never cut. (mongo): insert, update, delete,
 findAndModify and bulkWrite outside a transaction, and commitTransaction; --match sees
-the command's name and body.
+the command's name and body. (cql): QUERY and EXECUTE of writes, and BATCH; an LWT
+whose [applied] is false, and errors, are never cut.
 
 Usage: indoubt proxy --upstream HOST:PORT [flags]
 
@@ -48,7 +49,7 @@ Exit codes: 0 stopped by Ctrl-C, 3 could not run (bad flags, address in use).
 func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("proxy", proxyHelp, stdout)
 	var (
-		protocol = fs.String("protocol", "postgres", "wire protocol: postgres, resp (Redis), mongo (OP_MSG), or tcp (no commit faults)")
+		protocol = fs.String("protocol", "postgres", "wire protocol: postgres, resp (Redis), mongo (OP_MSG), cql (native protocol v3-v5), or tcp (no commit faults)")
 		listen   = fs.String("listen", "127.0.0.1:6432", "address to accept clients on")
 		upstream = fs.String("upstream", "", "the server's address, host:port (required)")
 		cut      = fs.Float64("cut-after-commit", 0, "probability per commit point of cutting the connection after the server committed")
@@ -88,12 +89,14 @@ func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		proto = toxics.Resp{}
 	case "mongo", "mongodb":
 		proto = toxics.Mongo{}
+	case "cql", "cassandra":
+		proto = toxics.CQL{}
 	case "tcp":
 		if *cut > 0 || *drop > 0 || *match != "" {
-			return fmt.Errorf("proxy: commit faults need a protocol: --protocol postgres, resp or mongo")
+			return fmt.Errorf("proxy: commit faults need a protocol: --protocol postgres, resp, mongo or cql")
 		}
 	default:
-		return fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo or tcp)", *protocol)
+		return fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo, cql or tcp)", *protocol)
 	}
 	schedule, err := faults.ParseSchedule(sched)
 	if err != nil {
