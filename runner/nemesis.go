@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
@@ -34,6 +35,9 @@ type nemesis struct {
 
 	cancel context.CancelFunc
 	done   chan error
+	// opened receives each window as it opens, so begin can wait for the windows that
+	// open at the start of the run before the workers send anything.
+	opened chan struct{}
 }
 
 // protocolFor maps a backend's protocol name to the toxics that understand it.
@@ -135,6 +139,12 @@ func (n *nemesis) onWindow(w faults.Window) {
 	line, _ := json.Marshal(map[string]any{"window": f, "fault": w.Fault, "run_time": at, "time": w.Time})
 	n.w.Write(append(line, '\n'))
 	n.r.hw.Write(histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: f, Value: histories.Value(map[string]string{"fault": w.Fault})})
+	if w.Open {
+		select {
+		case n.opened <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // begin arms the schedule against the run's clock.
@@ -145,7 +155,24 @@ func (n *nemesis) begin(r *run) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.done = make(chan error, 1)
+	atStart := 0
+	for _, f := range n.sched {
+		if f.Start == 0 {
+			atStart++
+		}
+	}
+	n.opened = make(chan struct{}, len(n.sched))
 	go func() { n.done <- n.sched.Run(ctx, n.px, r.start, n.onWindow) }()
+	// A fault armed for the whole run must be armed before the first operation: with
+	// one worker and one operation, a race here would decide whether it fires at all.
+	timeout := time.After(5 * time.Second)
+	for i := 0; i < atStart; i++ {
+		select {
+		case <-n.opened:
+		case <-timeout:
+			return
+		}
+	}
 }
 
 // end disarms every fault; the workers have stopped.
