@@ -56,6 +56,10 @@ func RowOf(r *Results) Row {
 	row.Retries = fmt.Sprintf("%d", r.Retries.Total)
 	if r.Conflicts > 0 {
 		row.Retries = fmt.Sprintf("%d/%d", r.Retries.Total, r.Conflicts)
+		var applied float64
+		if _, err := fmt.Sscan(row.Applied, &applied); err == nil && applied > 0 {
+			row.Retries += fmt.Sprintf(" (%.1f/applied)", float64(r.Conflicts)/applied)
+		}
 	}
 	cut, drop := r.Faults.ByKind["commit-cut"], r.Faults.ByKind["commit-drop"]
 	row.Ambiguous = fmt.Sprintf("%d (%d/%d)", r.Ops.Info, cut, drop)
@@ -72,6 +76,15 @@ func WriteSummary(w io.Writer, r *Results) {
 		fmt.Fprintf(w, "retries: %d (ok %d, fail %d, info %d, deadline %d) by reason: %s\n", r.Retries.Total,
 			r.Retries.ByOutcome.OK, r.Retries.ByOutcome.Fail, r.Retries.ByOutcome.Info, r.Retries.ByOutcome.Deadline,
 			counts(r.Retries.ByReason))
+	}
+	if r.Conflicts > 0 {
+		per := ""
+		if row := RowOf(r); r.Workload == "budget" && row.Applied != "-" && row.Applied != "0" {
+			var applied float64
+			fmt.Sscan(row.Applied, &applied)
+			per = fmt.Sprintf(" (%.2f per applied decrement)", float64(r.Conflicts)/applied)
+		}
+		fmt.Fprintf(w, "CAS conflicts: %d%s\n", r.Conflicts, per)
 	}
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(w, "errors (last attempt): %s\n", counts(r.Errors))
@@ -143,7 +156,7 @@ func WriteTable(w io.Writer, runs []*Results) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "store\tmechanism\ttx/s\tvs fastest\tapplied\trejected\tfinal\tretries\tambiguous (cut/drop)\tverdict")
+	fmt.Fprintln(tw, "store\tmechanism\ttx/s\tvs fastest\tapplied\trejected\tfinal\tretries/conflicts\tambiguous (cut/drop)\tverdict")
 	for _, r := range runs {
 		row := RowOf(r)
 		ratio := "-"
