@@ -24,15 +24,16 @@
 // ambiguous commit of an earlier run could otherwise be completed into the new one.
 //
 // Each session is its own gocql session holding one connection (NumConns 1) to each host;
-// its dialer records the connection's local address for Conn. gocql also keeps a control
-// connection per session, recognised by the REGISTER request it sends, and never named
-// by Conn.
+// its dialer watches the requests written on its connections, and Conn names the one
+// that carried the latest request. gocql also keeps a control connection per session,
+// recognised by the REGISTER request it sends, and never named by Conn.
 //
 // Errors follow the contract of package stores; see Classify.
 package cql
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -258,8 +259,10 @@ func (c *Client) newSession(ctx context.Context) (*session, error) {
 	return &session{c: c, gs: gs, conns: t}, nil
 }
 
-// Conn returns the local address of the session's data connection, or "" when none is
-// open (it broke and gocql has not dialed the next one yet).
+// Conn returns the local address of the connection that carried the session's latest
+// request, even when it has closed since (a cut connection is the one the failed call
+// used); until the first request, the pool connection gocql opened for the session, or
+// "" when there is none.
 func (s *session) Conn() string { return s.conns.current() }
 
 // Close closes the session's connections.
@@ -294,12 +297,26 @@ func (s *session) exec(ctx context.Context, run func() error) error {
 	}
 }
 
-// connTracker is a gocql Dialer that remembers the connections it made, and which one is
-// gocql's control connection, so Conn can name the one that carries the operations.
+// connTracker is a gocql Dialer that watches the frames written on the connections it
+// made, so that Conn can name the one that carries the session's requests.
+//
+// What gocql v1.7.0 does per session, with the configuration of cluster: it dials the
+// control connection first (OPTIONS, STARTUP, a QUERY of system.local, then REGISTER for
+// status and schema events) and only then, once that is set up, the pool's one connection
+// to the host, which carries every request of the session. When a connection breaks,
+// gocql hands the error to the waiting request before it closes the socket, then dials a
+// replacement in the background; so by the time the caller asks, the broken connection
+// may already be closed and its replacement open. Dial order therefore cannot say which
+// connection the last call used; the frames written can. The control connection also
+// sends QUERY frames (of system tables), which is why it is recognised by REGISTER and
+// why queries of system tables never count as the session's requests.
 type connTracker struct {
 	d     net.Dialer
 	mu    sync.Mutex
-	conns []*trackedConn // in dial order; closed ones are dropped
+	conns []*trackedConn // open ones, in dial order
+	// last is the connection that carried the latest request of the session. It stays
+	// after the connection closes: the call that used it may still be ending.
+	last *trackedConn
 }
 
 func (t *connTracker) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -314,10 +331,15 @@ func (t *connTracker) DialContext(ctx context.Context, network, addr string) (ne
 	return tc, nil
 }
 
-// current returns the newest open connection that is not a control connection.
+// current returns the connection that carried the session's latest request, open or
+// not; before the first request, the newest open connection that is not the control
+// connection, which is the pool's: gocql dials it after the control connection is set up.
 func (t *connTracker) current() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.last != nil {
+		return t.last.local
+	}
 	for i := len(t.conns) - 1; i >= 0; i-- {
 		if c := t.conns[i]; !c.control {
 			return c.local
@@ -340,12 +362,24 @@ func (t *connTracker) drop(c *trackedConn) {
 func (t *connTracker) markControl(c *trackedConn) {
 	t.mu.Lock()
 	c.control = true
+	if t.last == c {
+		t.last = nil
+	}
 	t.mu.Unlock()
 }
 
-// trackedConn watches the frames gocql writes for REGISTER, which only the control
-// connection sends. gocql writes whole frames, so a frame header starts each Write:
-// byte 0 is the request version, byte 4 the opcode.
+func (t *connTracker) carried(c *trackedConn) {
+	t.mu.Lock()
+	if !c.control {
+		t.last = c
+	}
+	t.mu.Unlock()
+}
+
+// trackedConn watches the request frames gocql writes. gocql writes whole frames (its
+// write coalescer hands each frame to Write on its own, since trackedConn offers no
+// writev), so a frame header starts each Write: byte 0 is the version, with the bit 0x80
+// clear on requests, byte 4 the opcode, and the body follows the 9-byte header.
 type trackedConn struct {
 	net.Conn
 	t       *connTracker
@@ -354,15 +388,45 @@ type trackedConn struct {
 	once    sync.Once
 }
 
+// Request opcodes of the native protocol.
 const (
+	opQuery    = 0x07
+	opExecute  = 0x0A
 	opRegister = 0x0B
+	opBatch    = 0x0D
 )
 
 func (c *trackedConn) Write(p []byte) (int, error) {
-	if len(p) >= 9 && p[0]&0x80 == 0 && p[4] == opRegister {
-		c.t.markControl(c)
+	if len(p) >= 9 && p[0]&0x80 == 0 {
+		switch p[4] {
+		case opRegister:
+			c.t.markControl(c)
+		case opExecute, opBatch:
+			c.t.carried(c)
+		case opQuery:
+			if !readsSystemTable(p[9:]) {
+				c.t.carried(c)
+			}
+		}
 	}
 	return c.Conn.Write(p)
+}
+
+// readsSystemTable reports whether a QUERY body is one of gocql's own queries of the
+// system keyspace (host discovery on the control connection, schema agreement after a
+// schema change); the adapter's statements never read it. The body starts with the
+// statement as a [long string]: a 4-byte length, then the text.
+func readsSystemTable(body []byte) bool {
+	const prefix = "SELECT "
+	if len(body) < 4 {
+		return false
+	}
+	stmt := body[4:]
+	if n := int(binary.BigEndian.Uint32(body)); n >= 0 && n < len(stmt) {
+		stmt = stmt[:n]
+	}
+	return len(stmt) > len(prefix) && strings.EqualFold(string(stmt[:len(prefix)]), prefix) &&
+		strings.Contains(string(stmt), " FROM system.")
 }
 
 func (c *trackedConn) Close() error {
