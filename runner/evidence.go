@@ -32,9 +32,17 @@ const (
 	effectNone                  // committed and changed nothing ("UPDATE 0")
 )
 
-// effectOf reads a PostgreSQL-style command tag: its last word is the row count of
-// INSERT, UPDATE, DELETE and MERGE. Other tags say nothing of rows.
+// effectOf reads the reply the proxy cut: a PostgreSQL command tag, whose last word is
+// the row count of INSERT, UPDATE, DELETE and MERGE, or a CQL lightweight transaction's
+// [applied] column. Other replies (COMMIT, CALL, a Lua script's result) say nothing of
+// what changed.
 func effectOf(tag string) effect {
+	switch {
+	case strings.Contains(tag, "[applied]=true"):
+		return effectRows
+	case strings.Contains(tag, "[applied]=false"):
+		return effectNone
+	}
 	f := strings.Fields(tag)
 	if len(f) < 2 {
 		return effectUnknown

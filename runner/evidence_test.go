@@ -12,6 +12,7 @@ import (
 func TestEffectOf(t *testing.T) {
 	for tag, want := range map[string]effect{
 		"UPDATE 1": effectRows, "UPDATE 0": effectNone, "INSERT 0 3": effectRows, "DELETE 0": effectNone,
+		"RESULT Rows [applied]=true": effectRows, "RESULT Rows [applied]=false": effectNone, "RESULT Void": effectUnknown,
 		"COMMIT": effectUnknown, "CALL": effectUnknown, "": effectUnknown, "UPDATE x": effectUnknown, "SELECT 1": effectUnknown,
 	} {
 		if got := effectOf(tag); got != want {
