@@ -17,6 +17,7 @@ type Writer struct {
 	mu     sync.Mutex
 	f      *os.File
 	buf    *bufio.Writer
+	line   []byte // the event being encoded, reused
 	next   int64
 	dirty  bool
 	err    error
@@ -96,10 +97,11 @@ func (w *Writer) Write(op Op) (int64, error) {
 		return -1, fmt.Errorf("write history: writer closed")
 	}
 	op.Index = w.next
-	line, err := json.Marshal(op)
+	line, err := appendOp(w.line[:0], op)
 	if err != nil {
 		return -1, fmt.Errorf("encode history event: %w", err)
 	}
+	w.line = line
 	if _, err := w.buf.Write(append(line, '\n')); err != nil {
 		w.err = fmt.Errorf("write history: %w", err)
 		return -1, w.err
