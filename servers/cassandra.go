@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -73,12 +72,7 @@ type Cassandra struct {
 	// Startup is how long the JVM took from exec to accepting CQL connections.
 	Startup time.Duration
 
-	proc     *Process
-	log      *os.File
-	keep     bool
-	grace    time.Duration
-	stopOnce sync.Once
-	stopErr  error
+	instance
 }
 
 const cassandraHint = "run scripts/prepare-cassandra (needs mvn, java 17 and Maven Central)"
@@ -293,30 +287,22 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	if err != nil {
 		return nil, err
 	}
-	parent := opt.Dir
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	dir, err := os.MkdirTemp(parent, "indoubt-cassandra-")
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
-	}
-	c := &Cassandra{Host: "127.0.0.1", Version: version, Dir: dir, LogPath: opt.LogPath, keep: opt.Keep, grace: opt.StopGrace}
-	if c.LogPath == "" {
-		c.LogPath = filepath.Join(dir, "cassandra.log")
-	}
+	c := &Cassandra{Host: "127.0.0.1", Version: version, LogPath: opt.LogPath,
+		instance: instance{name: "cassandra", keep: opt.Keep, sig: syscall.SIGTERM, grace: opt.StopGrace}}
 	if c.grace <= 0 {
 		c.grace = 20 * time.Second
 	}
-	if err := c.start(ctx, java, lib, opt); err != nil {
-		c.cleanup()
-		if opt.Keep {
-			err = fmt.Errorf("%w (kept %s)", err, dir)
-		}
+	// The zero Account: the node runs as the caller, so there is nothing to check.
+	dir, err := c.makeTempDir(opt.Dir, Account{})
+	if err != nil {
 		return nil, err
+	}
+	c.Dir = dir
+	if c.LogPath == "" {
+		c.LogPath = filepath.Join(dir, "cassandra.log")
+	}
+	if err := c.start(ctx, java, lib, opt); err != nil {
+		return nil, c.abandon(err)
 	}
 	return c, nil
 }
@@ -326,11 +312,7 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 const cassandraPortAttempts = 3
 
 func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOptions) error {
-	say := func(format string, args ...any) {
-		if opt.Log != nil {
-			fmt.Fprintf(opt.Log, "cassandra: "+format+"\n", args...)
-		}
-	}
+	say := c.sayer(opt.Log)
 	for _, sub := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw", "logs"} {
 		if err := os.Mkdir(filepath.Join(c.Dir, sub), 0o755); err != nil {
 			return fmt.Errorf("cassandra: %w", err)
@@ -340,11 +322,9 @@ func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOp
 	if err := os.WriteFile(logback, []byte(cassandraLogback), 0o644); err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
-	log, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("cassandra: log: %w", err)
+	if err := c.openLog(c.LogPath); err != nil {
+		return err
 	}
-	c.log = log
 	heap := opt.HeapMB
 	if heap <= 0 {
 		heap = 512
@@ -568,22 +548,6 @@ func (c *Cassandra) RSS() (int64, error) {
 // Stop sends SIGTERM (Cassandra drains and flushes), waits up to the stop grace, then kills
 // the process group, and removes the temporary directory unless Keep was set. It may be
 // called more than once and concurrently; every call returns the first call's result. It
-// returns an error when the node had died before Stop or had to be killed.
-func (c *Cassandra) Stop() error {
-	c.stopOnce.Do(func() {
-		c.stopErr = c.proc.Stop(syscall.SIGTERM, c.grace)
-		c.cleanup()
-	})
-	return c.stopErr
-}
-
-// cleanup closes the log and, unless keep, removes the temporary directory.
-func (c *Cassandra) cleanup() {
-	if c.log != nil {
-		_ = c.log.Close()
-		c.log = nil
-	}
-	if !c.keep {
-		_ = os.RemoveAll(c.Dir)
-	}
-}
+// returns an error when the node had died before Stop or had to be killed, and when the
+// directory could not be removed.
+func (c *Cassandra) Stop() error { return c.stop() }

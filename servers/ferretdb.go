@@ -8,10 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
@@ -57,12 +55,9 @@ type FerretDB struct {
 	Dir     string // the temporary directory: SQLite files (with the sqlite handler) and the log
 	LogPath string
 
-	cancel   context.CancelFunc
-	done     chan error
-	log      *os.File
-	keep     bool
-	stopOnce sync.Once
-	stopErr  error
+	cancel context.CancelFunc
+	done   chan error
+	instance
 }
 
 // How long Stop waits for FerretDB to close its connections and its backend. FerretDB
@@ -77,18 +72,13 @@ func StartFerretDB(ctx context.Context, opt FerretDBOptions) (*FerretDB, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("ferretdb: %w", err)
 	}
-	parent := opt.Dir
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	dir, err := os.MkdirTemp(parent, "indoubt-ferretdb-")
+	f := &FerretDB{LogPath: opt.LogPath, Handler: FerretDBSQLite, instance: instance{name: "ferretdb", keep: opt.Keep}}
+	// The zero Account: FerretDB runs in this process.
+	dir, err := f.makeTempDir(opt.Dir, Account{})
 	if err != nil {
-		return nil, fmt.Errorf("ferretdb: %w", err)
+		return nil, err
 	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, fmt.Errorf("ferretdb: %w", err)
-	}
-	f := &FerretDB{Dir: dir, LogPath: opt.LogPath, keep: opt.Keep, Handler: FerretDBSQLite}
+	f.Dir = dir
 	if opt.PostgreSQLURL != "" {
 		f.Handler = FerretDBPostgreSQL
 	}
@@ -96,26 +86,20 @@ func StartFerretDB(ctx context.Context, opt FerretDBOptions) (*FerretDB, error) 
 		f.LogPath = filepath.Join(dir, "ferretdb.log")
 	}
 	if err := f.start(ctx, opt); err != nil {
-		_ = f.cleanup()
-		if opt.Keep {
-			err = fmt.Errorf("%w (kept %s)", err, dir)
-		}
-		return nil, err
+		return nil, f.abandon(err)
 	}
 	return f, nil
 }
 
 func (f *FerretDB) start(ctx context.Context, opt FerretDBOptions) error {
 	t0 := time.Now()
-	log, err := os.OpenFile(f.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("ferretdb: log: %w", err)
+	if err := f.openLog(f.LogPath); err != nil {
+		return err
 	}
-	f.log = log
 	cfg := &ferretdb.Config{
 		// Port 0: the kernel picks a free port while FerretDB binds, so no race.
 		Listener: ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
-		Logger:   slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: opt.LogLevel})),
+		Logger:   slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: opt.LogLevel})),
 		Handler:  f.Handler,
 	}
 	if f.Handler == FerretDBPostgreSQL {
@@ -193,22 +177,4 @@ func (f *FerretDB) halt() error {
 // (up to 15 s, after the few seconds FerretDB gives connected clients), then removes the
 // temporary directory unless Keep was set. Close clients first for a quick stop. It may
 // be called more than once and concurrently; every call returns the first one's result.
-func (f *FerretDB) Stop() error {
-	f.stopOnce.Do(func() {
-		f.stopErr = errors.Join(f.halt(), f.cleanup())
-	})
-	return f.stopErr
-}
-
-func (f *FerretDB) cleanup() error {
-	var errs []error
-	if f.log != nil {
-		errs = append(errs, f.log.Close())
-	}
-	if !f.keep {
-		if err := os.RemoveAll(f.Dir); err != nil {
-			errs = append(errs, fmt.Errorf("ferretdb: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
+func (f *FerretDB) Stop() error { return f.stopWith(f.halt) }

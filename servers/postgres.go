@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -62,11 +61,7 @@ type Postgres struct {
 	SocketDir string // unix socket directory, for psql -h; in Dir unless that path is too long
 	LogPath   string // the server log
 
-	proc     *Process
-	log      *os.File
-	keep     bool
-	stopOnce sync.Once
-	stopErr  error
+	instance
 }
 
 // How long a fast shutdown may take before the server is killed.
@@ -193,61 +188,36 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	parent := opt.Dir
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	if err := acct.CheckReach(parent); err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	dir, err := os.MkdirTemp(parent, "indoubt-postgres-")
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	// MkdirTemp may return a relative path; the server runs with its own working dir.
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
 	p := &Postgres{
-		BinDir:    bin,
-		Dir:       dir,
-		DataDir:   filepath.Join(dir, "data"),
-		SocketDir: filepath.Join(dir, "sock"),
-		LogPath:   opt.LogPath,
-		keep:      opt.Keep,
+		BinDir:   bin,
+		LogPath:  opt.LogPath,
+		instance: instance{name: "postgres", keep: opt.Keep, sig: syscall.SIGINT, grace: postgresStopGrace},
 	}
+	dir, err := p.makeTempDir(opt.Dir, acct)
+	if err != nil {
+		return nil, err
+	}
+	p.Dir, p.DataDir, p.SocketDir = dir, filepath.Join(dir, "data"), filepath.Join(dir, "sock")
 	if p.LogPath == "" {
 		p.LogPath = filepath.Join(dir, "postgres.log")
 	}
 	if err := p.start(ctx, acct, extra, opt.Log); err != nil {
-		p.cleanup()
-		if opt.Keep {
-			err = fmt.Errorf("%w (kept %s)", err, dir)
-		}
-		return nil, err
+		return nil, p.abandon(err)
 	}
 	return p, nil
 }
 
 func (p *Postgres) start(ctx context.Context, acct Account, extra []string, progress io.Writer) error {
-	say := func(format string, args ...any) {
-		if progress != nil {
-			fmt.Fprintf(progress, "postgres: "+format+"\n", args...)
-		}
-	}
+	say := p.sayer(progress)
 	if err := p.makeSocketDir(); err != nil {
 		return err
 	}
 	if err := acct.Own(p.Dir, p.SocketDir); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	// The log is opened here and handed to the children as their stdout and stderr, so it
-	// needs no permission for the server's user and can live anywhere the caller can write.
-	log, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("postgres: log: %w", err)
+	if err := p.openLog(p.LogPath); err != nil {
+		return err
 	}
-	p.log = log
 
 	t0 := time.Now()
 	// --no-sync skips only initdb's final flush of the files it wrote: the cluster is
@@ -266,32 +236,23 @@ func (p *Postgres) start(ctx context.Context, acct Account, extra []string, prog
 	}
 	say("initdb %s in %v", p.DataDir, time.Since(t0).Round(time.Millisecond))
 
-	// FreePort can lose a race with another process for the port; then try another.
-	for attempt := 1; ; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return fmt.Errorf("postgres: %w", err)
-		}
-		t1 := time.Now()
-		err = p.listen(ctx, acct, port, extra)
-		if err == nil {
-			say("pid %d ready on %s in %v", p.proc.Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
-			return nil
-		}
-		if attempt == 3 || !errors.Is(err, errAddrInUse) {
-			return err
-		}
-		say("port %d was taken; retrying", port)
+	var t1 time.Time
+	if err := p.listenOnFreePort(say, func(port int) error {
+		t1 = time.Now()
+		return p.listen(ctx, acct, port, extra)
+	}); err != nil {
+		return err
 	}
+	say("pid %d ready on %s in %v", p.proc.Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
+	return nil
 }
-
-var errAddrInUse = errors.New("address in use")
 
 // A unix socket path is limited to 107 bytes, which a Dir such as t.TempDir() can exceed.
 const maxSocketPath = 107
 
 // makeSocketDir makes SocketDir: "sock" in Dir, or if that path is too long for a socket,
-// a directory of its own under the system's temporary directory, removed by cleanup.
+// a directory of its own under the system's temporary directory, removed by cleanup with
+// Dir.
 func (p *Postgres) makeSocketDir() error {
 	socketPath := func(dir string) string { return filepath.Join(dir, ".s.PGSQL.65535") }
 	if len(socketPath(p.SocketDir)) <= maxSocketPath {
@@ -309,6 +270,7 @@ func (p *Postgres) makeSocketDir() error {
 			return fmt.Errorf("postgres: %w", err)
 		}
 		p.SocketDir = dir
+		p.dirs = append(p.dirs, dir)
 		return nil
 	}
 	return fmt.Errorf("postgres: no directory short enough for a unix socket (%d bytes at most)", maxSocketPath)
@@ -414,28 +376,7 @@ func (p *Postgres) Exited() <-chan struct{} { return p.proc.Exited() }
 // returns the first one's result after the server is gone. The error reports a server
 // that had died before Stop or had to be killed, and a directory that could not be
 // removed.
-func (p *Postgres) Stop() error {
-	p.stopOnce.Do(func() {
-		p.stopErr = p.proc.Stop(syscall.SIGINT, postgresStopGrace)
-		p.stopErr = errors.Join(p.stopErr, p.cleanup())
-	})
-	return p.stopErr
-}
-
-func (p *Postgres) cleanup() error {
-	var errs []error
-	if p.log != nil {
-		errs = append(errs, p.log.Close())
-	}
-	if !p.keep {
-		for _, dir := range []string{p.Dir, p.SocketDir} {
-			if err := os.RemoveAll(dir); err != nil {
-				errs = append(errs, fmt.Errorf("postgres: %w", err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
+func (p *Postgres) Stop() error { return p.stop() }
 
 // probePostgres logs in over the PostgreSQL v3 protocol as user on db, expecting trust
 // authentication, runs "select 1" and says goodbye. A nil error means the server accepts

@@ -3,7 +3,6 @@ package servers
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -61,11 +59,7 @@ type Redis struct {
 	Dir         string // the temporary directory: the server's working dir (AOF, RDB), and the log
 	LogPath     string
 
-	proc     *Process
-	log      *os.File
-	keep     bool
-	stopOnce sync.Once
-	stopErr  error
+	instance
 }
 
 const redisHint = "install Debian package redis-server, or set INDOUBT_REDIS_SERVER"
@@ -168,21 +162,13 @@ func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
-	parent := opt.Dir
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	if err := acct.CheckReach(parent); err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	dir, err := os.MkdirTemp(parent, "indoubt-redis-")
+	r := &Redis{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence,
+		instance: instance{name: "redis", keep: opt.Keep, sig: syscall.SIGTERM, grace: redisStopGrace}}
+	dir, err := r.makeTempDir(opt.Dir, acct)
 	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
+		return nil, err
 	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	r := &Redis{Binary: bin, Dir: dir, LogPath: opt.LogPath, keep: opt.Keep, Persistence: opt.Persistence}
+	r.Dir = dir
 	if r.Persistence == "" {
 		r.Persistence = RedisNoPersistence
 	}
@@ -190,50 +176,30 @@ func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 		r.LogPath = filepath.Join(dir, "redis.log")
 	}
 	if err := r.start(ctx, acct, opt); err != nil {
-		_ = r.cleanup()
-		if opt.Keep {
-			err = fmt.Errorf("%w (kept %s)", err, dir)
-		}
-		return nil, err
+		return nil, r.abandon(err)
 	}
 	return r, nil
 }
 
 func (r *Redis) start(ctx context.Context, acct Account, opt RedisOptions) error {
-	say := func(format string, args ...any) {
-		if opt.Log != nil {
-			fmt.Fprintf(opt.Log, "redis: "+format+"\n", args...)
-		}
-	}
+	say := r.sayer(opt.Log)
 	if err := acct.Own(r.Dir); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	// Opened by the caller and handed over as stdout, so the server's user needs no
-	// permission on the log's directory.
-	log, err := os.OpenFile(r.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("redis: log: %w", err)
+	if err := r.openLog(r.LogPath); err != nil {
+		return err
 	}
-	r.log = log
 	r.Version = redisVersion(ctx, r.Binary)
 
-	// FreePort can lose a race with another process for the port; then try another.
-	for attempt := 1; ; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return fmt.Errorf("redis: %w", err)
-		}
-		t0 := time.Now()
-		err = r.listen(ctx, acct, port, opt)
-		if err == nil {
-			say("pid %d ready on %s (persistence %s) in %v", r.proc.Pid(), r.Addr, r.Persistence, time.Since(t0).Round(time.Millisecond))
-			return nil
-		}
-		if attempt == 3 || !errors.Is(err, errAddrInUse) {
-			return err
-		}
-		say("port %d was taken; retrying", port)
+	var t0 time.Time
+	if err := r.listenOnFreePort(say, func(port int) error {
+		t0 = time.Now()
+		return r.listen(ctx, acct, port, opt)
+	}); err != nil {
+		return err
 	}
+	say("pid %d ready on %s (persistence %s) in %v", r.proc.Pid(), r.Addr, r.Persistence, time.Since(t0).Round(time.Millisecond))
+	return nil
 }
 
 func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOptions) error {
@@ -325,23 +291,4 @@ func (r *Redis) Exited() <-chan struct{} { return r.proc.Exited() }
 // It may be called more than once and concurrently; every call returns the first one's
 // result after the server is gone. The error reports a server that had died before Stop
 // or had to be killed, and a directory that could not be removed.
-func (r *Redis) Stop() error {
-	r.stopOnce.Do(func() {
-		r.stopErr = r.proc.Stop(syscall.SIGTERM, redisStopGrace)
-		r.stopErr = errors.Join(r.stopErr, r.cleanup())
-	})
-	return r.stopErr
-}
-
-func (r *Redis) cleanup() error {
-	var errs []error
-	if r.log != nil {
-		errs = append(errs, r.log.Close())
-	}
-	if !r.keep {
-		if err := os.RemoveAll(r.Dir); err != nil {
-			errs = append(errs, fmt.Errorf("redis: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
+func (r *Redis) Stop() error { return r.stop() }

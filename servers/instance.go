@@ -1,0 +1,134 @@
+package servers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// instance is the lifecycle that every launcher shares: a temporary directory, a log file
+// the caller opened, and a Stop that runs once. The launchers embed it and keep their own
+// exported Pid, Exited and Stop, whose doc comments state each server's shutdown.
+type instance struct {
+	name  string   // the server, "postgres": prefixes errors
+	keep  bool     // leave dirs in place after Stop or a failed start
+	dirs  []string // removed by cleanup unless keep; dirs[0] is the server's temporary directory
+	log   *os.File // the server log, closed by cleanup
+	proc  *Process // the server process once it is ready; nil for a server run in-process
+	sig   syscall.Signal
+	grace time.Duration // how long stop waits after sig before it kills the process group
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// makeTempDir makes the server's temporary directory under parent ("" means os.TempDir())
+// after checking that acct can reach parent, records it as dirs[0] and returns its
+// absolute path: the server runs with its own working directory, and MkdirTemp may return
+// a relative one.
+func (s *instance) makeTempDir(parent string, acct Account) (string, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	if err := acct.CheckReach(parent); err != nil {
+		return "", fmt.Errorf("%s: %w", s.name, err)
+	}
+	dir, err := os.MkdirTemp(parent, "indoubt-"+s.name+"-")
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", s.name, err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", fmt.Errorf("%s: %w", s.name, err)
+	}
+	s.dirs = append(s.dirs, dir)
+	return dir, nil
+}
+
+// openLog opens the server log for appending. The caller opens it and hands it to the
+// server as stdout and stderr, so the server's user needs no permission for it and it can
+// live anywhere the caller can write.
+func (s *instance) openLog(path string) error {
+	log, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: log: %w", s.name, err)
+	}
+	s.log = log
+	return nil
+}
+
+// abandon cleans up after a failed start and returns err, naming the kept directory when
+// keep is set. The start's error is the one worth reporting, so cleanup's is dropped.
+func (s *instance) abandon(err error) error {
+	_ = s.cleanup()
+	if s.keep && len(s.dirs) > 0 {
+		err = fmt.Errorf("%w (kept %s)", err, s.dirs[0])
+	}
+	return err
+}
+
+// stop sends sig to the server process, waits up to grace, kills its process group if
+// need be, then cleans up. Every call returns the first call's result, after the server
+// is gone.
+func (s *instance) stop() error {
+	return s.stopWith(func() error { return s.proc.Stop(s.sig, s.grace) })
+}
+
+// stopWith runs halt and then cleanup, once; every call returns the first call's result.
+func (s *instance) stopWith(halt func() error) error {
+	s.stopOnce.Do(func() {
+		s.stopErr = errors.Join(halt(), s.cleanup())
+	})
+	return s.stopErr
+}
+
+// cleanup closes the log and, unless keep, removes dirs.
+func (s *instance) cleanup() error {
+	var errs []error
+	if s.log != nil {
+		errs = append(errs, s.log.Close())
+		s.log = nil
+	}
+	if !s.keep {
+		for _, dir := range s.dirs {
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sayer returns the progress printer of a start: one line to w, prefixed with the server's
+// name, or nothing when w is nil.
+func (s *instance) sayer(w io.Writer) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if w != nil {
+			fmt.Fprintf(w, s.name+": "+format+"\n", args...)
+		}
+	}
+}
+
+// errAddrInUse marks a start that failed because another process bound the port first.
+var errAddrInUse = errors.New("address in use")
+
+// listenOnFreePort calls listen with a free port until it returns nil or an error other
+// than errAddrInUse, or three ports were taken: FreePort can lose a race with another
+// process for the port, and then another port is worth a try.
+func (s *instance) listenOnFreePort(say func(string, ...any), listen func(port int) error) error {
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		err = listen(port)
+		if err == nil || attempt == 3 || !errors.Is(err, errAddrInUse) {
+			return err
+		}
+		say("port %d was taken; retrying", port)
+	}
+}
