@@ -21,6 +21,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/report"
 	"github.com/indoubt/indoubt/stores"
@@ -95,6 +96,10 @@ func (c *Config) defaults() error {
 	}
 	if c.CheckTimeout == 0 {
 		c.CheckTimeout = time.Minute
+	}
+	// A bad fault schedule is bad input: refuse it before launching anything.
+	if _, err := faults.ParseSchedule(c.Faults); err != nil {
+		return couldNotRun("%v", err)
 	}
 	return nil
 }

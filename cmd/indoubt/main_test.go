@@ -43,6 +43,8 @@ func TestBadInputIsOneLineAndExit3(t *testing.T) {
 		{"run", "--retry", "sometimes"},
 		{"run", "--store", "etcd", "--out", dir},
 		{"run", "--time", "-1s"},
+		{"run", "--store", "postgres", "--fault", "wobble", "--out", dir},
+		{"run", "--store", "postgres", "--fault", "commit-cut:2", "--out", dir},
 		{"run", "extra-arg"},
 		{"check"},
 		{"check", filepath.Join(dir, "missing.jsonl")},
