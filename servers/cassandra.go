@@ -416,7 +416,9 @@ func (c *Cassandra) launch(ctx context.Context, java, lib, logback string, heap 
 	}); err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		tail := logTail(c.LogPath, logStart)
-		if strings.Contains(tail, "Address already in use") {
+		// Cassandra says it either way: a socket's bind error, or its own check of the
+		// storage port ("... is in use by another process").
+		if strings.Contains(tail, "Address already in use") || strings.Contains(tail, "in use by another process") {
 			return fmt.Errorf("cassandra: %w: %s", errPortTaken, complaint(tail))
 		}
 		return fmt.Errorf("cassandra: %w: %s", err, complaint(tail))
