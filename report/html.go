@@ -39,14 +39,15 @@ pre{background:#f6f6f6;padding:.5em;overflow:auto}
 <tr><th>CAS conflicts</th><td>{{.Conflicts}}</td></tr>
 <tr><th>faults</th><td>{{range .Faults.Schedule}}{{.}} {{end}}{{range $k, $v := .Faults.ByKind}}{{$k}}={{$v}} {{end}}{{range $k, $v := .Faults.ByTruth}}truth {{$k}}={{$v}} {{end}}</td></tr>
 </table>
-{{if .Anomalies}}<h2>Anomalies</h2><ul>{{range .Anomalies}}<li><b>{{.Kind}}</b>: {{.Explanation}} (history events {{range .Ops}}{{.}} {{end}})</li>{{end}}</ul>{{end}}
 {{with .Evidence}}<h2>Ground truth from the proxy</h2>
 <p>{{.Events}} fault events, {{.Joined}} joined to operations.</p>
 {{if .AppliedTwice}}<h3>Applied more than once</h3><ul>{{range .AppliedTwice}}<li>{{.Sentence}}</li>{{end}}</ul>{{end}}
+{{if .CommittedTwice}}<h3>Committed more than once (the first commit's reply does not show what it changed)</h3><ul>{{range .CommittedTwice}}<li>{{.Sentence}}</li>{{end}}</ul>{{end}}
 {{if .Disagreements}}<h3>Checker and ground truth disagree</h3><ul>{{range .Disagreements}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Ambiguous}}<h3>Operations hit by a fault</h3><table><tr><th>op</th><th>ended</th><th>connection</th><th>fault</th><th>truth</th></tr>
 {{range .Ambiguous}}<tr><td>{{.OpID}}</td><td>{{.Completion}}</td><td>{{.Conn}}</td><td>{{.Fault}}</td><td>{{.Truth}}</td></tr>{{end}}</table>{{end}}
 {{end}}
+{{if .Anomalies}}<h2>Anomalies</h2><p>{{len .Anomalies}} listed{{if gt (len .Anomalies) 20}}; the first 20 here, all in results.json{{end}}.</p><ul>{{range $i, $a := .Anomalies}}{{if lt $i 20}}<li><b>{{$a.Kind}}</b>: {{$a.Explanation}} (history events {{range $a.Ops}}{{.}} {{end}})</li>{{end}}{{end}}</ul>{{end}}
 <h2>Final state</h2><pre>{{json .Final}}</pre>
 <p>Files beside this one: history.jsonl (every operation), faults.jsonl (proxy events), results.json, config.json.</p>
 </body></html>
