@@ -111,8 +111,8 @@ Commands:
 Run 'indoubt COMMAND --help' for a command's flags.
 
 Example:
-  indoubt run                                     # budget scenario on a local PostgreSQL
-  indoubt run --fault commit-cut:0.2 --retry naive
+  indoubt run                                     # the budget scenario on every local store
+  indoubt run --store postgres --fault commit-cut:0.2 --retry naive
   indoubt check runs/<run>/history.jsonl
 
 Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time), 3 could not run.
