@@ -42,12 +42,7 @@ func newHarness(t *testing.T, c *Commits, chunkSeed uint64, max int) *harness {
 // collects.
 func newCommits(t *testing.T, seed int64, match func(string) bool) (*Commits, *[]Event) {
 	t.Helper()
-	var evs []Event
-	c, err := NewCommits(Config{Protocol: Postgres{}, Seed: seed, Match: match, Events: func(e Event) { evs = append(evs, e) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, &evs
+	return newProtoCommits(t, Postgres{}, seed, match)
 }
 
 func (h *harness) client(b []byte) {
@@ -164,17 +159,7 @@ func TestHalvesPassEverythingWhenDisarmed(t *testing.T) {
 
 func TestCommitFaults(t *testing.T) {
 	tx, ext := txSteps(), extendedSteps()
-	tests := []struct {
-		name  string
-		arm   func(*Faults)
-		steps []step
-		// the faulted step: its request is forwarded up to upTo bytes, its reply up
-		// to dnTo bytes (-1: whole), and the event expected.
-		at         int
-		upTo, dnTo int
-		kind       Kind
-		stmt, tag  string
-	}{
+	runFaultCases(t, faultRun{proto: Postgres{}, name: "postgres", hello: startupExchange}, []faultCase{
 		{"drop commit", func(f *Faults) { f.Drop.Set(1, 0) }, tx, 2, 0, 0, CommitDrop, "commit", ""},
 		{"cut commit", func(f *Faults) { f.Cut.Set(1, 0) }, tx, 2, -1, 0, CommitCut, "commit", "COMMIT"},
 		{"drop autocommit execute", func(f *Faults) { f.Drop.Set(1, 0) }, ext, 1,
@@ -184,55 +169,7 @@ func TestCommitFaults(t *testing.T) {
 		{"cut simple autocommit", func(f *Faults) { f.Cut.Set(1, 0) },
 			[]step{{pgQuery("insert into t values (1)"), append(pgComplete("INSERT 0 1"), pgReady('I')...)}}, 0,
 			-1, 0, CommitCut, "insert into t values (1)", "INSERT 0 1"},
-	}
-	for _, tt := range tests {
-		for _, max := range []int{1, 5, 32 << 10} {
-			t.Run(tt.name, func(t *testing.T) {
-				c, evs := newCommits(t, 1, nil)
-				tt.arm(&c.Faults)
-				h := newHarness(t, c, uint64(max), max)
-				cli, srv := startupExchange(h)
-				for _, s := range tt.steps {
-					s.run(h)
-				}
-				s := tt.steps[tt.at]
-				upTo, dnTo := tt.upTo, tt.dnTo
-				if upTo < 0 {
-					upTo = len(s.req)
-				}
-				if dnTo < 0 {
-					dnTo = len(s.rep)
-				}
-				wantUp := append(append(cli, join(tt.steps[:tt.at], false)...), s.req[:upTo]...)
-				wantDn := append(append(srv, join(tt.steps[:tt.at], true)...), s.rep[:dnTo]...)
-				gotUp, _ := drain(h.upOut)
-				gotDn, dnClosed := drain(h.dnOut)
-				if !bytes.Equal(gotUp, wantUp) {
-					t.Errorf("chunks %d: upstream forwarded %q, want %q", max, tail(gotUp), tail(wantUp))
-				}
-				if !bytes.Equal(gotDn, wantDn) {
-					t.Errorf("chunks %d: downstream forwarded %q, want %q", max, tail(gotDn), tail(wantDn))
-				}
-				if tt.kind == CommitCut && !dnClosed {
-					t.Errorf("downstream not closed after a cut")
-				}
-				if tt.kind == CommitDrop && !h.up.closed {
-					t.Errorf("upstream not closed after a drop")
-				}
-				if len(*evs) != 1 {
-					t.Fatalf("events %+v, want one", *evs)
-				}
-				e := (*evs)[0]
-				wantTruth := Applied
-				if tt.kind == CommitDrop {
-					wantTruth = NotApplied
-				}
-				if e.Kind != tt.kind || e.Truth != wantTruth || e.Tag != tt.tag || (tt.stmt != "" && e.Statement != tt.stmt) || e.Protocol != "postgres" {
-					t.Errorf("event %+v, want kind %v truth %v statement %q tag %q", e, tt.kind, wantTruth, tt.stmt, tt.tag)
-				}
-			})
-		}
-	}
+	})
 }
 
 func tail(b []byte) []byte {
@@ -360,24 +297,9 @@ func decisions(t *testing.T, seed int64, arm func(*Faults), n int) []Kind {
 }
 
 func TestDecisionsAreSeeded(t *testing.T) {
-	mixed := func(f *Faults) { f.Mixed.Set(0.6, 0) }
-	a := decisions(t, 42, mixed, 200)
-	b := decisions(t, 42, mixed, 200)
-	other := decisions(t, 43, mixed, 200)
-	count := map[Kind]int{}
-	for i := range a {
-		if a[i] != b[i] {
-			t.Fatalf("same seed, connection %d: %v then %v", i, a[i], b[i])
-		}
-		count[a[i]]++
-	}
-	if equalKinds(a, other) {
-		t.Errorf("seeds 42 and 43 made the same %d decisions", len(a))
-	}
-	// Each connection has two points at 0.6: P(no fire) = 0.16; fires split evenly.
-	if count[0] < 10 || count[0] > 60 || count[CommitCut] < 50 || count[CommitDrop] < 50 {
-		t.Errorf("decisions %v: want about 32 none and 84 of each fault", count)
-	}
+	checkSeededDecisions(t, func(seed int64, n int) []Kind {
+		return decisions(t, seed, func(f *Faults) { f.Mixed.Set(0.6, 0) }, n)
+	})
 }
 
 func equalKinds(a, b []Kind) bool {

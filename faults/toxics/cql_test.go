@@ -503,12 +503,7 @@ func TestClassifyCQL(t *testing.T) {
 
 func newCQLCommits(t *testing.T, seed int64, match func(string) bool) (*Commits, *[]Event) {
 	t.Helper()
-	var evs []Event
-	c, err := NewCommits(Config{Protocol: CQL{}, Seed: seed, Match: match, Events: func(e Event) { evs = append(evs, e) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, &evs
+	return newProtoCommits(t, CQL{}, seed, match)
 }
 
 // cqlHandshake runs OPTIONS and STARTUP for a protocol version and returns the bytes
@@ -566,94 +561,35 @@ func TestCQLHalvesPassEverythingWhenDisarmed(t *testing.T) {
 func TestCQLCommitFaults(t *testing.T) {
 	const lwt = "UPDATE ks.budget SET balance = ? WHERE account = ? IF balance = ?"
 	insert := "INSERT INTO ks.t (k, v) VALUES (1, 2)"
-	tests := []struct {
-		name  string
-		arm   func(*Faults)
-		steps func(id []byte) []step
-		at    int // the faulted step
-		// its request is forwarded up to upTo bytes, its reply up to dnTo (-1: whole)
-		upTo, dnTo int
-		kind       Kind
-		stmt, tag  string
-	}{
+	// Prepared ids are remembered process-wide: each case prepares its own.
+	id := func(i int) []byte { return []byte(fmt.Sprintf("faults-%d", i)) }
+	cql4 := func(h *harness) (cli, srv []byte) { return cqlHandshake(h, 4) }
+	runFaultCases(t, faultRun{proto: CQL{}, name: "cql", hello: cql4}, []faultCase{
 		{"drop query", func(f *Faults) { f.Drop.Set(1, 0) },
-			func([]byte) []step { return []step{{cqlQuery(2, insert), cqlVoid(2)}} }, 0, 0, 0, CommitDrop, insert, ""},
+			[]step{{cqlQuery(2, insert), cqlVoid(2)}}, 0, 0, 0, CommitDrop, insert, ""},
 		{"cut query", func(f *Faults) { f.Cut.Set(1, 0) },
-			func([]byte) []step { return []step{{cqlQuery(2, insert), cqlVoid(2)}} }, 0, -1, 0, CommitCut, insert, "RESULT Void"},
+			[]step{{cqlQuery(2, insert), cqlVoid(2)}}, 0, -1, 0, CommitCut, insert, "RESULT Void"},
 		{"drop lwt execute", func(f *Faults) { f.Drop.Set(1, 0) },
-			func(id []byte) []step { return cqlLWTSteps(id, true) }, 2, 0, 0, CommitDrop, lwt, ""},
+			cqlLWTSteps(id(2), true), 2, 0, 0, CommitDrop, lwt, ""},
 		{"cut lwt execute", func(f *Faults) { f.Cut.Set(1, 0) },
-			func(id []byte) []step { return cqlLWTSteps(id, true) }, 2, -1, 0, CommitCut, lwt, "RESULT Rows [applied]=true"},
+			cqlLWTSteps(id(3), true), 2, -1, 0, CommitCut, lwt, "RESULT Rows [applied]=true"},
 		{"cut lwt without metadata, after an event and another stream's reply", func(f *Faults) { f.Cut.Set(1, 0) },
-			func(id []byte) []step {
-				return append(preparedSteps(2, id, lwt),
-					step{append(cqlQuery(3, "SELECT 1 FROM t"), cqlExecuteReq(4, id)...),
-						bytes.Join([][]byte{cqlEvent(), cqlRowsV(4, 3, 0, []string{"x"}, [][]byte{{1}}), cqlLWTNoMetadata(4, true)}, nil)})
-			}, 1, -1, len(cqlEvent()) + len(cqlRowsV(4, 3, 0, []string{"x"}, [][]byte{{1}})), CommitCut, lwt, "RESULT Rows [applied]=true"},
+			append(preparedSteps(2, id(4), lwt),
+				step{append(cqlQuery(3, "SELECT 1 FROM t"), cqlExecuteReq(4, id(4))...),
+					bytes.Join([][]byte{cqlEvent(), cqlRowsV(4, 3, 0, []string{"x"}, [][]byte{{1}}), cqlLWTNoMetadata(4, true)}, nil)}),
+			1, -1, len(cqlEvent()) + len(cqlRowsV(4, 3, 0, []string{"x"}, [][]byte{{1}})), CommitCut, lwt, "RESULT Rows [applied]=true"},
 		{"cut batch of prepared statements", func(f *Faults) { f.Cut.Set(1, 0) },
-			func(id []byte) []step {
-				return append(preparedSteps(2, id, lwt),
-					step{cqlBatchReq(3, 0, batchEntry{id: id}, batchEntry{stmt: "INSERT INTO ks.budget (account, op) VALUES (?, ?)"}), cqlLWT(3, true)})
-			}, 1, -1, 0, CommitCut, "BEGIN BATCH " + lwt + "; INSERT INTO ks.budget (account, op) VALUES (?, ?); APPLY BATCH", "RESULT Rows [applied]=true"},
+			append(preparedSteps(2, id(5), lwt),
+				step{cqlBatchReq(3, 0, batchEntry{id: id(5)}, batchEntry{stmt: "INSERT INTO ks.budget (account, op) VALUES (?, ?)"}), cqlLWT(3, true)}),
+			1, -1, 0, CommitCut, "BEGIN BATCH " + lwt + "; INSERT INTO ks.budget (account, op) VALUES (?, ?); APPLY BATCH", "RESULT Rows [applied]=true"},
 		{"drop batch with an unknown id", func(f *Faults) { f.Drop.Set(1, 0) },
-			func([]byte) []step {
-				return []step{{cqlBatchReq(3, 1, batchEntry{id: []byte{0xde, 0xad}}), cqlVoid(3)}}
-			}, 0, 0, 0, CommitDrop, "BEGIN UNLOGGED BATCH <prepared dead>; APPLY BATCH", ""},
+			[]step{{cqlBatchReq(3, 1, batchEntry{id: []byte{0xde, 0xad}}), cqlVoid(3)}},
+			0, 0, 0, CommitDrop, "BEGIN UNLOGGED BATCH <prepared dead>; APPLY BATCH", ""},
 		{"cut a warned and traced lwt", func(f *Faults) { f.Cut.Set(1, 0) },
-			func([]byte) []step {
-				return []step{{cqlQuery(2, "INSERT INTO t (k) VALUES (1) IF NOT EXISTS"),
-					cqlRowsV(4, 2, cqlFlagTracing|cqlFlagWarning, []string{"[applied]"}, [][]byte{{1}})}}
-			}, 0, -1, 0, CommitCut, "INSERT INTO t (k) VALUES (1) IF NOT EXISTS", "RESULT Rows [applied]=true"},
-	}
-	for ti, tt := range tests {
-		for _, max := range []int{1, 5, 32 << 10} {
-			t.Run(fmt.Sprintf("%s/%d", tt.name, max), func(t *testing.T) {
-				c, evs := newCQLCommits(t, 1, nil)
-				tt.arm(&c.Faults)
-				h := newHarness(t, c, uint64(max), max)
-				cli, srv := cqlHandshake(h, 4)
-				steps := tt.steps([]byte(fmt.Sprintf("faults-%d", ti)))
-				for _, s := range steps {
-					s.run(h)
-				}
-				s := steps[tt.at]
-				upTo, dnTo := tt.upTo, tt.dnTo
-				if upTo < 0 {
-					upTo = len(s.req)
-				}
-				if dnTo < 0 {
-					dnTo = len(s.rep)
-				}
-				wantUp := append(append(cli, join(steps[:tt.at], false)...), s.req[:upTo]...)
-				wantDn := append(append(srv, join(steps[:tt.at], true)...), s.rep[:dnTo]...)
-				gotUp, _ := drain(h.upOut)
-				gotDn, dnClosed := drain(h.dnOut)
-				if !bytes.Equal(gotUp, wantUp) {
-					t.Errorf("upstream forwarded %d bytes %q, want %d %q", len(gotUp), tail(gotUp), len(wantUp), tail(wantUp))
-				}
-				if !bytes.Equal(gotDn, wantDn) {
-					t.Errorf("downstream forwarded %d bytes %q, want %d %q", len(gotDn), tail(gotDn), len(wantDn), tail(wantDn))
-				}
-				if tt.kind == CommitCut && !dnClosed {
-					t.Errorf("downstream not closed after a cut")
-				}
-				if tt.kind == CommitDrop && !h.up.closed {
-					t.Errorf("upstream not closed after a drop")
-				}
-				if len(*evs) != 1 {
-					t.Fatalf("events %+v, want one", *evs)
-				}
-				e := (*evs)[0]
-				wantTruth := Applied
-				if tt.kind == CommitDrop {
-					wantTruth = NotApplied
-				}
-				if e.Kind != tt.kind || e.Truth != wantTruth || e.Tag != tt.tag || e.Statement != tt.stmt || e.Protocol != "cql" {
-					t.Errorf("event %+v, want kind %v truth %v statement %q tag %q", e, tt.kind, wantTruth, tt.stmt, tt.tag)
-				}
-			})
-		}
-	}
+			[]step{{cqlQuery(2, "INSERT INTO t (k) VALUES (1) IF NOT EXISTS"),
+				cqlRowsV(4, 2, cqlFlagTracing|cqlFlagWarning, []string{"[applied]"}, [][]byte{{1}})}},
+			0, -1, 0, CommitCut, "INSERT INTO t (k) VALUES (1) IF NOT EXISTS", "RESULT Rows [applied]=true"},
+	})
 }
 
 // TestCQLArmedCutsEndUnfired: an LWT that did not apply, an error, a result that
@@ -757,85 +693,35 @@ func TestCQLCompressionPassesThrough(t *testing.T) {
 func TestCQLv5(t *testing.T) {
 	insert := "INSERT INTO t (k) VALUES (1)"
 	seg := func(envs ...[]byte) []byte { return cqlFramed(cqlMaxPayload, envs...) }
-	tests := []struct {
-		name      string
-		arm       func(*Faults)
-		steps     []step
-		at        int
-		upTo      int // -1: whole request
-		dnTo      int
-		fired     bool
-		kind      Kind
-		stmt, tag string
-	}{
+	cql5 := func(h *harness) (cli, srv []byte) { return cqlHandshake(h, 5) }
+	runFaultCases(t, faultRun{proto: CQL{}, name: "cql", hello: cql5, maxes: []int{1, 9, 32 << 10}}, []faultCase{
 		{"cut a write in a segment", func(f *Faults) { f.Cut.Set(1, 0) },
 			[]step{{seg(cqlQueryV(5, 2, "SELECT * FROM t")), seg(cqlRowsV(5, 2, 0, []string{"x"}, [][]byte{{1}}))},
 				{seg(cqlQueryV(5, 3, insert)), seg(cqlVoidV(5, 3))}},
-			1, -1, 0, true, CommitCut, insert, "RESULT Void"},
+			1, -1, 0, CommitCut, insert, "RESULT Void"},
 		{"drop a write in a segment", func(f *Faults) { f.Drop.Set(1, 0) },
 			[]step{{seg(cqlQueryV(5, 3, insert)), seg(cqlVoidV(5, 3))}},
-			0, 0, 0, true, CommitDrop, insert, ""},
+			0, 0, 0, CommitDrop, insert, ""},
 		{"drop a long write spanning segments", func(f *Faults) { f.Drop.Set(1, 0) },
 			[]step{{seg(cqlEnv(5, false, 0, 2, cqlOpOptions)), seg(cqlSupported(5, 2))},
 				{seg(cqlQueryV(5, 3, bigStmt)), nil}},
-			1, 0, 0, true, CommitDrop, bigStmt, ""},
+			1, 0, 0, CommitDrop, shorten(bigStmt, 256), ""},
 		{"cut with the proof in a long reply", func(f *Faults) { f.Cut.Set(1, 0) },
 			[]step{{seg(cqlQueryV(5, 3, "INSERT INTO t (k) VALUES (1) IF NOT EXISTS")),
 				seg(cqlRowsV(5, 3, cqlFlagWarning, []string{"[applied]", "big"}, [][]byte{{1}, bytes.Repeat([]byte("b"), 140<<10)}))}},
-			0, -1, 0, true, CommitCut, "INSERT INTO t (k) VALUES (1) IF NOT EXISTS", "RESULT Rows [applied]=true"},
+			0, -1, 0, CommitCut, "INSERT INTO t (k) VALUES (1) IF NOT EXISTS", "RESULT Rows [applied]=true"},
 		{"two writes in one segment: dropped together", func(f *Faults) { f.Drop.Set(1, 0) },
 			[]step{{seg(cqlQueryV(5, 2, insert), cqlQueryV(5, 3, "DELETE FROM t WHERE k = 2")), nil}},
-			0, 0, 0, true, CommitDrop, insert, ""},
+			0, 0, 0, CommitDrop, insert, ""},
 		{"two writes in one segment: not cut", func(f *Faults) { f.Cut.Set(1, 1) },
 			[]step{{seg(cqlQueryV(5, 2, insert), cqlQueryV(5, 3, "DELETE FROM t WHERE k = 2")), seg(cqlVoidV(5, 2), cqlVoidV(5, 3))},
 				{seg(cqlQueryV(5, 4, "UPDATE t SET x = 1 WHERE k = 3")), seg(cqlVoidV(5, 4))}},
-			1, -1, 0, true, CommitCut, "UPDATE t SET x = 1 WHERE k = 3", "RESULT Void"},
+			1, -1, 0, CommitCut, "UPDATE t SET x = 1 WHERE k = 3", "RESULT Void"},
 		{"replies to two armed cuts in one segment", func(f *Faults) { f.Cut.Set(1, 0) },
 			[]step{{append(seg(cqlQueryV(5, 2, insert)), seg(cqlQueryV(5, 3, "DELETE FROM t WHERE k = 2"))...),
 				seg(cqlEnv(5, true, 0, 2, cqlOpError, i32(0x1000), cqlStr("unavailable")), cqlVoidV(5, 3))}},
-			0, -1, 0, true, CommitCut, "DELETE FROM t WHERE k = 2", "RESULT Void"},
-	}
-	for _, tt := range tests {
-		for _, max := range []int{1, 9, 32 << 10} {
-			t.Run(fmt.Sprintf("%s/%d", tt.name, max), func(t *testing.T) {
-				c, evs := newCQLCommits(t, 1, nil)
-				tt.arm(&c.Faults)
-				h := newHarness(t, c, uint64(max), max)
-				cli, srv := cqlHandshake(h, 5)
-				for _, s := range tt.steps {
-					s.run(h)
-				}
-				s := tt.steps[tt.at]
-				upTo := tt.upTo
-				if upTo < 0 {
-					upTo = len(s.req)
-				}
-				wantUp := append(append(cli, join(tt.steps[:tt.at], false)...), s.req[:upTo]...)
-				wantDn := append(append(srv, join(tt.steps[:tt.at], true)...), s.rep[:tt.dnTo]...)
-				gotUp, _ := drain(h.upOut)
-				gotDn, _ := drain(h.dnOut)
-				if !bytes.Equal(gotUp, wantUp) {
-					t.Errorf("upstream forwarded %d bytes, want %d", len(gotUp), len(wantUp))
-				}
-				if !bytes.Equal(gotDn, wantDn) {
-					t.Errorf("downstream forwarded %d bytes, want %d", len(gotDn), len(wantDn))
-				}
-				if !tt.fired {
-					if len(*evs) != 0 {
-						t.Errorf("events %+v, want none", *evs)
-					}
-					return
-				}
-				if len(*evs) != 1 {
-					t.Fatalf("events %+v, want one", *evs)
-				}
-				e := (*evs)[0]
-				if e.Kind != tt.kind || e.Tag != tt.tag || e.Statement != shorten(tt.stmt, 256) {
-					t.Errorf("event %+v, want kind %v statement %q tag %q", e, tt.kind, shorten(tt.stmt, 256), tt.tag)
-				}
-			})
-		}
-	}
+			0, -1, 0, CommitCut, "DELETE FROM t WHERE k = 2", "RESULT Void"},
+	})
 }
 
 // TestCQLv5RefusedStaysUnframed: a server that answers a v5 STARTUP with an error (it
@@ -877,23 +763,9 @@ func cqlDecisions(t *testing.T, seed int64, arm func(*Faults), n int) []Kind {
 }
 
 func TestCQLDecisionsAreSeeded(t *testing.T) {
-	mixed := func(f *Faults) { f.Mixed.Set(0.6, 0) }
-	a := cqlDecisions(t, 42, mixed, 200)
-	b := cqlDecisions(t, 42, mixed, 200)
-	other := cqlDecisions(t, 43, mixed, 200)
-	count := map[Kind]int{}
-	for i := range a {
-		if a[i] != b[i] {
-			t.Fatalf("same seed, connection %d: %v then %v", i, a[i], b[i])
-		}
-		count[a[i]]++
-	}
-	if equalKinds(a, other) {
-		t.Errorf("seeds 42 and 43 made the same %d decisions", len(a))
-	}
-	if count[0] < 10 || count[0] > 60 || count[CommitCut] < 50 || count[CommitDrop] < 50 {
-		t.Errorf("decisions %v: want about 32 none and 84 of each fault", count)
-	}
+	checkSeededDecisions(t, func(seed int64, n int) []Kind {
+		return cqlDecisions(t, seed, func(f *Faults) { f.Mixed.Set(0.6, 0) }, n)
+	})
 }
 
 func TestCQLGarbageNeverPanics(t *testing.T) {

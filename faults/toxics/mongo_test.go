@@ -256,69 +256,22 @@ func TestMongoReplyFraming(t *testing.T) {
 
 func TestMongoCommitFaults(t *testing.T) {
 	fam := mongoFindAndModify(t, 5)
+	const famText = `{findAndModify: "budget", query: {_id: "budget", balance: {$gt: 0}}, update: {$inc: {balance: -1}}, new: true, lsid: {id: BinData(4, 07070707070707070707070707070707)}, $db: "indoubt"}`
 	famReply := mongoOK(t, 300, 5, bson.E{Key: "value", Value: bson.D{{Key: "balance", Value: int64(9)}}})
-	tests := []struct {
-		name       string
-		arm        func(*Faults)
-		steps      []step
-		at         int
-		upTo, dnTo int
-		kind       Kind
-		tag        string
-	}{
+	runFaultCases(t, faultRun{proto: Mongo{}, name: "mongo"}, []faultCase{
 		{"cut findAndModify", func(f *Faults) { f.Cut.Set(1, 0) },
-			[]step{mongoHandshake(t), {fam, famReply}}, 1, -1, 0, CommitCut, `{value: {balance: NumberLong(9)}, ok: 1.0}`},
+			[]step{mongoHandshake(t), {fam, famReply}}, 1, -1, 0, CommitCut, famText, `{value: {balance: NumberLong(9)}, ok: 1.0}`},
 		{"drop findAndModify", func(f *Faults) { f.Drop.Set(1, 0) },
-			[]step{mongoHandshake(t), {fam, famReply}}, 1, 0, 0, CommitDrop, ""},
+			[]step{mongoHandshake(t), {fam, famReply}}, 1, 0, 0, CommitDrop, famText, ""},
 		{"pipelined through one connection: replies by responseTo", func(f *Faults) { f.Cut.Set(1, 0) },
 			[]step{mongoHandshake(t), {
 				append(mongoCmd(t, 20, bson.D{{Key: "find", Value: "c"}}), fam...),
 				append(mongoOK(t, 301, 20), famReply...)}},
-			1, -1, len(mongoOK(t, 301, 20)), CommitCut, `{value: {balance: NumberLong(9)}, ok: 1.0}`},
+			1, -1, len(mongoOK(t, 301, 20)), CommitCut, famText, `{value: {balance: NumberLong(9)}, ok: 1.0}`},
 		{"drop unacknowledged insert", func(f *Faults) { f.Drop.Set(1, 0) },
 			[]step{mongoHandshake(t), {opMsg(30, 0, mongoMoreToCome, bsonDoc(t, bson.D{{Key: "insert", Value: "c"}})), nil}},
-			1, 0, 0, CommitDrop, ""},
-	}
-	for _, tt := range tests {
-		for _, max := range []int{1, 5, 32 << 10} {
-			t.Run(fmt.Sprintf("%s/chunks %d", tt.name, max), func(t *testing.T) {
-				c, evs := newProtoCommits(t, Mongo{}, 1, nil)
-				tt.arm(&c.Faults)
-				h := newHarness(t, c, uint64(max), max)
-				for _, s := range tt.steps {
-					s.run(h)
-				}
-				s := tt.steps[tt.at]
-				upTo, dnTo := tt.upTo, tt.dnTo
-				if upTo < 0 {
-					upTo = len(s.req)
-				}
-				if dnTo < 0 {
-					dnTo = len(s.rep)
-				}
-				wantUp := append(join(tt.steps[:tt.at], false), s.req[:upTo]...)
-				wantDn := append(join(tt.steps[:tt.at], true), s.rep[:dnTo]...)
-				gotUp, _ := drain(h.upOut)
-				gotDn, dnClosed := drain(h.dnOut)
-				if !bytes.Equal(gotUp, wantUp) {
-					t.Errorf("upstream forwarded %d bytes, want %d", len(gotUp), len(wantUp))
-				}
-				if !bytes.Equal(gotDn, wantDn) {
-					t.Errorf("downstream forwarded %d bytes, want %d", len(gotDn), len(wantDn))
-				}
-				if tt.kind == CommitCut && !dnClosed {
-					t.Errorf("downstream not closed after a cut")
-				}
-				if len(*evs) != 1 {
-					t.Fatalf("events %+v, want one", *evs)
-				}
-				e := (*evs)[0]
-				if e.Kind != tt.kind || e.Tag != tt.tag || e.Protocol != "mongo" || !strings.HasPrefix(e.Statement, "{") {
-					t.Errorf("event %+v, want kind %v tag %q", e, tt.kind, tt.tag)
-				}
-			})
-		}
-	}
+			1, 0, 0, CommitDrop, `{insert: "c"}`, ""},
+	})
 }
 
 func TestMongoReleases(t *testing.T) {
@@ -388,20 +341,7 @@ func mongoDecisions(t *testing.T, seed int64, n int) []Kind {
 }
 
 func TestMongoDecisionsAreSeeded(t *testing.T) {
-	a, b, other := mongoDecisions(t, 42, 200), mongoDecisions(t, 42, 200), mongoDecisions(t, 43, 200)
-	if !reflect.DeepEqual(a, b) {
-		t.Fatalf("same seed, different decisions:\n%v\n%v", a, b)
-	}
-	if reflect.DeepEqual(a, other) {
-		t.Errorf("seeds 42 and 43 made the same decisions")
-	}
-	count := map[Kind]int{}
-	for _, k := range a {
-		count[k]++
-	}
-	if count[0] < 10 || count[0] > 60 || count[CommitCut] < 50 || count[CommitDrop] < 50 {
-		t.Errorf("decisions %v: want about 32 none and 84 of each fault", count)
-	}
+	checkSeededDecisions(t, func(seed int64, n int) []Kind { return mongoDecisions(t, seed, n) })
 }
 
 func TestMongoGarbageNeverPanics(t *testing.T) {

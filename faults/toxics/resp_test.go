@@ -333,17 +333,7 @@ func respHandshake() step {
 
 func TestRespCommitFaults(t *testing.T) {
 	evalsha := respCmd("evalsha", "1f0e", "2", "{b}:balance", "{b}:ops", "")
-	tests := []struct {
-		name  string
-		arm   func(*Faults)
-		steps []step
-		// the faulted step: its request is forwarded up to upTo bytes, its reply up to
-		// dnTo bytes (-1: whole); the event expected.
-		at         int
-		upTo, dnTo int
-		kind       Kind
-		stmt, tag  string
-	}{
+	runFaultCases(t, faultRun{proto: Resp{}, name: "resp"}, []faultCase{
 		{"cut set", func(f *Faults) { f.Cut.Set(1, 0) },
 			[]step{respHandshake(), {respCmd("get", "k"), rBulk("1")}, {respCmd("set", "k", "2"), rOK()}}, 2,
 			-1, 0, CommitCut, "SET k 2", "+OK"},
@@ -371,54 +361,7 @@ func TestRespCommitFaults(t *testing.T) {
 			[]step{respHandshake(), {respCmd("set", "k", "2"),
 				bytes.Join([][]byte{rAgg('>', 2, rBulk("invalidate"), rAgg('*', 1, rBulk("k"))), rAgg('|', 1, rBulk("a"), rInt(1)), rOK()}, nil)}}, 1,
 			-1, len(rAgg('>', 2, rBulk("invalidate"), rAgg('*', 1, rBulk("k")))), CommitCut, "SET k 2", "+OK"},
-	}
-	for _, tt := range tests {
-		for _, max := range []int{1, 5, 32 << 10} {
-			t.Run(fmt.Sprintf("%s/chunks %d", tt.name, max), func(t *testing.T) {
-				c, evs := newProtoCommits(t, Resp{}, 1, nil)
-				tt.arm(&c.Faults)
-				h := newHarness(t, c, uint64(max), max)
-				for _, s := range tt.steps {
-					s.run(h)
-				}
-				s := tt.steps[tt.at]
-				upTo, dnTo := tt.upTo, tt.dnTo
-				if upTo < 0 {
-					upTo = len(s.req)
-				}
-				if dnTo < 0 {
-					dnTo = len(s.rep)
-				}
-				wantUp := append(join(tt.steps[:tt.at], false), s.req[:upTo]...)
-				wantDn := append(join(tt.steps[:tt.at], true), s.rep[:dnTo]...)
-				gotUp, _ := drain(h.upOut)
-				gotDn, dnClosed := drain(h.dnOut)
-				if !bytes.Equal(gotUp, wantUp) {
-					t.Errorf("upstream forwarded %q, want %q", tail(gotUp), tail(wantUp))
-				}
-				if !bytes.Equal(gotDn, wantDn) {
-					t.Errorf("downstream forwarded %q, want %q", tail(gotDn), tail(wantDn))
-				}
-				if tt.kind == CommitCut && !dnClosed {
-					t.Errorf("downstream not closed after a cut")
-				}
-				if tt.kind == CommitDrop && !h.up.closed {
-					t.Errorf("upstream not closed after a drop")
-				}
-				if len(*evs) != 1 {
-					t.Fatalf("events %+v, want one", *evs)
-				}
-				e := (*evs)[0]
-				wantTruth := Applied
-				if tt.kind == CommitDrop {
-					wantTruth = NotApplied
-				}
-				if e.Kind != tt.kind || e.Truth != wantTruth || e.Tag != tt.tag || e.Statement != tt.stmt || e.Protocol != "resp" {
-					t.Errorf("event %+v, want kind %v truth %v statement %q tag %q", e, tt.kind, wantTruth, tt.stmt, tt.tag)
-				}
-			})
-		}
-	}
+	})
 }
 
 func TestRespReleases(t *testing.T) {
@@ -512,20 +455,7 @@ func respDecisions(t *testing.T, seed int64, n int) []Kind {
 }
 
 func TestRespDecisionsAreSeeded(t *testing.T) {
-	a, b, other := respDecisions(t, 42, 200), respDecisions(t, 42, 200), respDecisions(t, 43, 200)
-	if !reflect.DeepEqual(a, b) {
-		t.Fatalf("same seed, different decisions:\n%v\n%v", a, b)
-	}
-	if reflect.DeepEqual(a, other) {
-		t.Errorf("seeds 42 and 43 made the same decisions")
-	}
-	count := map[Kind]int{}
-	for _, k := range a {
-		count[k]++
-	}
-	if count[0] < 10 || count[0] > 60 || count[CommitCut] < 50 || count[CommitDrop] < 50 {
-		t.Errorf("decisions %v: want about 32 none and 84 of each fault", count)
-	}
+	checkSeededDecisions(t, func(seed int64, n int) []Kind { return respDecisions(t, seed, n) })
 }
 
 func TestRespGarbageNeverPanics(t *testing.T) {
