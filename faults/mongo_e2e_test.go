@@ -204,44 +204,17 @@ func TestMongoManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	log := &faultLog{}
+	log := &events{}
 	px, err := Start(Options{Upstream: f.Addr, Protocol: toxics.Mongo{}, Seed: 9, Events: log.add})
 	if err != nil {
 		t.Fatal(err)
 	}
 	px.Faults().Mixed.Set(1, 0)
-	const conns, workers = 1000, 8
-	idOf := map[string]int32{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int32, conns)
-	for i := int32(0); i < conns; i++ {
-		next <- i
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				insert := bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: i}}}}, {Key: "$db", Value: "indoubt"}}
-				local, err := rawMongoExpectCut(px.Addr(), insert)
-				if err != nil {
-					errs <- fmt.Errorf("connection %d: %w", i, err)
-					return
-				}
-				mu.Lock()
-				idOf[local] = i
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	const conns = 1000
+	idOf := cutConnections(t, conns, func(i int) (string, error) {
+		insert := bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: int32(i)}}}}, {Key: "$db", Value: "indoubt"}}
+		return rawMongoExpectCut(px.Addr(), insert)
+	})
 	evs := log.all()
 	if len(evs) != conns {
 		t.Errorf("%d events for %d faulted connections", len(evs), conns)

@@ -28,7 +28,7 @@ var pg = servertest.Postgres(servers.PostgresOptions{})
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 
-// events collects a proxy's fault events.
+// events collects a proxy's fault events; it is safe for the proxy's goroutines.
 type events struct {
 	mu  sync.Mutex
 	evs []toxics.Event
@@ -230,6 +230,45 @@ func TestSameSeedSameDecisions(t *testing.T) {
 	t.Logf("seed 7: %q", a)
 }
 
+// cutConnections runs conns clients, 8 at a time: client i runs dial(i), which opens a
+// connection through a proxy that cuts it and returns the connection's local address.
+// It fails the test at a client's error and returns the clients by local address.
+func cutConnections(t *testing.T, conns int, dial func(i int) (local string, err error)) map[string]int {
+	t.Helper()
+	const workers = 8
+	var mu sync.Mutex
+	lost := map[string]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	next := make(chan int, conns)
+	for i := 0; i < conns; i++ {
+		next <- i
+	}
+	close(next)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				local, err := dial(i)
+				if err != nil {
+					errs <- fmt.Errorf("connection %d: %w", i, err)
+					return
+				}
+				mu.Lock()
+				lost[local] = i
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return lost
+}
+
 // TestManyCutConnections cuts or drops thousands of connections from concurrent
 // clients, checks that every event names a client that lost its connection, that the
 // server applied exactly the cuts, and that no goroutine outlives the proxy. The clients
@@ -250,45 +289,18 @@ func TestManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	px.Faults().Mixed.Set(1, 0)
-	const conns, workers = 2000, 8
-	var mu sync.Mutex
-	lost := map[string]bool{}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int, conns)
-	for i := 0; i < conns; i++ {
-		next <- i
-	}
-	close(next)
+	const conns = 2000
 	sql := fmt.Sprintf("update %s set balance = balance - 1 where id = 1", table)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				local, err := rawUpdate(px.Addr(), cfg.User, cfg.Database, sql, i%2 == 1)
-				if err != nil {
-					errs <- fmt.Errorf("connection %d: %w", i, err)
-					return
-				}
-				mu.Lock()
-				lost[local] = true
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	lost := cutConnections(t, conns, func(i int) (string, error) {
+		return rawUpdate(px.Addr(), cfg.User, cfg.Database, sql, i%2 == 1)
+	})
 	got := evs.all()
 	if len(got) != conns {
 		t.Errorf("%d events for %d faulted connections", len(got), conns)
 	}
 	applied := 0
 	for _, e := range got {
-		if !lost[e.Conn] {
+		if _, ok := lost[e.Conn]; !ok {
 			t.Fatalf("event %+v names no client that lost its connection", e)
 		}
 		if e.Truth == toxics.Applied {

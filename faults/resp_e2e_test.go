@@ -22,28 +22,10 @@ import (
 	"github.com/indoubt/indoubt/servers/servertest"
 )
 
-// faultLog collects a proxy's fault events for the end-to-end tests of RESP and Mongo.
-type faultLog struct {
-	mu  sync.Mutex
-	evs []toxics.Event
-}
-
-func (l *faultLog) add(e toxics.Event) {
-	l.mu.Lock()
-	l.evs = append(l.evs, e)
-	l.mu.Unlock()
-}
-
-func (l *faultLog) all() []toxics.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]toxics.Event(nil), l.evs...)
-}
-
 // startProtoProxy starts a proxy with commit faults for proto in front of upstream.
-func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed int64) (*Proxy, *faultLog) {
+func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed int64) (*Proxy, *events) {
 	t.Helper()
-	log := &faultLog{}
+	log := &events{}
 	px, err := Start(Options{Upstream: upstream, Protocol: proto, Seed: seed, Events: log.add})
 	if err != nil {
 		t.Fatal(err)
@@ -242,56 +224,29 @@ func TestRespManyCutConnections(t *testing.T) {
 	ctx := context.Background()
 	key := fmt.Sprintf("counter:%d", rand.Uint32())
 	ignore := goleak.IgnoreCurrent()
-	log := &faultLog{}
+	log := &events{}
 	px, err := Start(Options{Upstream: r.Addr, Protocol: toxics.Resp{}, Seed: 5, Events: log.add})
 	if err != nil {
 		t.Fatal(err)
 	}
 	px.Faults().Mixed.Set(1, 0)
-	const conns, workers = 2000, 8
+	const conns = 2000
 	req := fmt.Sprintf("*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", len(key), key)
-	lost := map[string]bool{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int, conns)
-	for i := 0; i < conns; i++ {
-		next <- i
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				// Half inline, half arrays: both frame the same.
-				msg := req
-				if i%2 == 1 {
-					msg = "INCR " + key + "\r\n"
-				}
-				local, err := rawExpectCut(px.Addr(), msg)
-				if err != nil {
-					errs <- fmt.Errorf("connection %d: %w", i, err)
-					return
-				}
-				mu.Lock()
-				lost[local] = true
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	lost := cutConnections(t, conns, func(i int) (string, error) {
+		// Half inline, half arrays: both frame the same.
+		msg := req
+		if i%2 == 1 {
+			msg = "INCR " + key + "\r\n"
+		}
+		return rawExpectCut(px.Addr(), msg)
+	})
 	evs := log.all()
 	if len(evs) != conns {
 		t.Errorf("%d events for %d faulted connections", len(evs), conns)
 	}
 	applied := 0
 	for _, e := range evs {
-		if !lost[e.Conn] {
+		if _, ok := lost[e.Conn]; !ok {
 			t.Fatalf("event %+v names no client that lost its connection", e)
 		}
 		if e.Truth == toxics.Applied {
