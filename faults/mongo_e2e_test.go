@@ -113,14 +113,7 @@ func TestMongoCommitFaultsWithDriver(t *testing.T) {
 		}},
 	}
 	for _, op := range ops {
-		for _, fl := range []struct {
-			kind    toxics.Kind
-			arm     func(*toxics.Faults)
-			applied bool
-		}{
-			{toxics.CommitCut, func(f *toxics.Faults) { f.Cut.Set(1, 0) }, true},
-			{toxics.CommitDrop, func(f *toxics.Faults) { f.Drop.Set(1, 0) }, false},
-		} {
+		for _, fl := range commitFaults {
 			t.Run(fl.kind.String()+" "+op.name, func(t *testing.T) {
 				id := fmt.Sprintf("budget-%d", rand.Uint32())
 				if _, err := direct.Database("indoubt").Collection("budget").InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "balance", Value: int64(10)}}); err != nil {

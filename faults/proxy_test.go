@@ -57,6 +57,20 @@ func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *event
 	return px, evs
 }
 
+// commitFault is a fault the end-to-end tests arm for one commit, and whether the
+// server applies the commit it hits.
+type commitFault struct {
+	kind    toxics.Kind
+	arm     func(*toxics.Faults)
+	applied bool
+}
+
+// commitFaults are the two faults: a cut commit is applied, a dropped one is not.
+var commitFaults = []commitFault{
+	{toxics.CommitCut, func(f *toxics.Faults) { f.Cut.Set(1, 0) }, true},
+	{toxics.CommitDrop, func(f *toxics.Faults) { f.Drop.Set(1, 0) }, false},
+}
+
 // dsnVia is the server's DSN with the proxy's address in place of the server's.
 func dsnVia(t testing.TB, srv *servers.Postgres, addr string) string {
 	t.Helper()
@@ -130,16 +144,8 @@ func TestCommitFaultsWithPgx(t *testing.T) {
 			return err
 		}, "update %s set balance = balance - $1 where id = 1 and balance > 0"},
 	}
-	faults := []struct {
-		kind    toxics.Kind
-		arm     func(*toxics.Faults)
-		applied bool
-	}{
-		{toxics.CommitCut, func(f *toxics.Faults) { f.Cut.Set(1, 0) }, true},
-		{toxics.CommitDrop, func(f *toxics.Faults) { f.Drop.Set(1, 0) }, false},
-	}
 	for _, op := range ops {
-		for _, fl := range faults {
+		for _, fl := range commitFaults {
 			t.Run(fl.kind.String()+" "+op.name, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
@@ -269,6 +275,29 @@ func cutConnections(t *testing.T, conns int, dial func(i int) (local string, err
 	return lost
 }
 
+// countCuts checks that evs, the events of conns connections run by cutConnections
+// under mixed faults, are one a connection, each naming a client in lost, and about
+// half cuts. It returns the number of cuts, the faults the server applied.
+func countCuts(t *testing.T, evs []toxics.Event, lost map[string]int, conns int) int {
+	t.Helper()
+	if len(evs) != conns {
+		t.Errorf("%d events for %d faulted connections", len(evs), conns)
+	}
+	applied := 0
+	for _, e := range evs {
+		if _, ok := lost[e.Conn]; !ok {
+			t.Fatalf("event %+v names no client that lost its connection", e)
+		}
+		if e.Truth == toxics.Applied {
+			applied++
+		}
+	}
+	if applied < conns/3 || applied > 2*conns/3 {
+		t.Errorf("%d of %d mixed faults were cuts, want about half", applied, conns)
+	}
+	return applied
+}
+
 // TestManyCutConnections cuts or drops thousands of connections from concurrent
 // clients, checks that every event names a client that lost its connection, that the
 // server applied exactly the cuts, and that no goroutine outlives the proxy. The clients
@@ -294,22 +323,7 @@ func TestManyCutConnections(t *testing.T) {
 	lost := cutConnections(t, conns, func(i int) (string, error) {
 		return rawUpdate(px.Addr(), cfg.User, cfg.Database, sql, i%2 == 1)
 	})
-	got := evs.all()
-	if len(got) != conns {
-		t.Errorf("%d events for %d faulted connections", len(got), conns)
-	}
-	applied := 0
-	for _, e := range got {
-		if _, ok := lost[e.Conn]; !ok {
-			t.Fatalf("event %+v names no client that lost its connection", e)
-		}
-		if e.Truth == toxics.Applied {
-			applied++
-		}
-	}
-	if applied < conns/3 || applied > 2*conns/3 {
-		t.Errorf("%d of %d mixed faults were cuts, want about half", applied, conns)
-	}
+	applied := countCuts(t, evs.all(), lost, conns)
 	if b := balance(t, direct, table); b != 1<<30-applied {
 		t.Errorf("balance %d: %d decrements applied, the proxy says %d", b, 1<<30-b, applied)
 	}

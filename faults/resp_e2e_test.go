@@ -135,14 +135,7 @@ func TestRespCommitFaultsWithGoRedis(t *testing.T) {
 		}, func(string) string { return "EXEC" }},
 	}
 	for _, op := range ops {
-		for _, fl := range []struct {
-			kind    toxics.Kind
-			arm     func(*toxics.Faults)
-			applied bool
-		}{
-			{toxics.CommitCut, func(f *toxics.Faults) { f.Cut.Set(1, 0) }, true},
-			{toxics.CommitDrop, func(f *toxics.Faults) { f.Drop.Set(1, 0) }, false},
-		} {
+		for _, fl := range commitFaults {
 			t.Run(fl.kind.String()+" "+op.name, func(t *testing.T) {
 				key := fmt.Sprintf("balance:%d", rand.Uint32())
 				if err := direct.Set(ctx, key, 10, 0).Err(); err != nil {
@@ -240,22 +233,7 @@ func TestRespManyCutConnections(t *testing.T) {
 		}
 		return rawExpectCut(px.Addr(), msg)
 	})
-	evs := log.all()
-	if len(evs) != conns {
-		t.Errorf("%d events for %d faulted connections", len(evs), conns)
-	}
-	applied := 0
-	for _, e := range evs {
-		if _, ok := lost[e.Conn]; !ok {
-			t.Fatalf("event %+v names no client that lost its connection", e)
-		}
-		if e.Truth == toxics.Applied {
-			applied++
-		}
-	}
-	if applied < conns/3 || applied > 2*conns/3 {
-		t.Errorf("%d of %d mixed faults were cuts, want about half", applied, conns)
-	}
+	applied := countCuts(t, log.all(), lost, conns)
 	n, err := direct.Get(ctx, key).Int()
 	if err != nil {
 		t.Fatal(err)
