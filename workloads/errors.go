@@ -1,5 +1,14 @@
 package workloads
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+)
+
 // The error contract. A store's operation returns nil, or an error of one of three
 // classes, which the workloads and the retry loop branch on and every adapter follows:
 // the adapter wraps an error with ErrUnknown when the operation may or may not have
@@ -10,16 +19,6 @@ package workloads
 //
 // Each wrapped error also carries a Reason from one vocabulary shared by every store, so
 // that the same fault is counted under the same name whichever store met it.
-
-import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"syscall"
-)
-
 var (
 	// ErrUnknown marks an error after which the operation may or may not have applied.
 	ErrUnknown = errors.New("outcome unknown")
