@@ -17,8 +17,8 @@ type Outcomes struct {
 }
 
 // OutcomeCount is the operations of one outcome, their attempts (first tries and
-// retries), and the reasons of their last errors (an SQLSTATE such as 40001, or
-// conn-closed, timeout ...).
+// retries), and the reasons of their last errors (workloads.Reason values such as
+// serialization-failure, conn-closed, timeout, or a server's own code such as 23505).
 type OutcomeCount struct {
 	Ops      int64            `json:"ops"`
 	Attempts int64            `json:"attempts"`

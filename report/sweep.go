@@ -36,7 +36,7 @@ func sweepFinal(r *Results) (SweepFinal, bool) {
 // committed transactions per second, latency, the retries and what they bought (retries
 // per success counts only the retries of operations that succeeded), the failures (retries
 // exhausted or a non-retryable error; operations the run's deadline cut off are counted
-// apart), and the counter's reconciliation. Below the table: failures by SQLSTATE, the
+// apart), and the counter's reconciliation. Below the table: failures by reason, the
 // server's restart counters as deltas over each run when the store has them, and each
 // run's `final` line.
 func WriteSweep(w io.Writer, runs []*Results) {
@@ -82,7 +82,7 @@ func WriteSweep(w io.Writer, runs []*Results) {
 	fmt.Fprintln(w, "retries/success: those of committed transactions only, per committed transaction.")
 	for _, r := range runs {
 		o := r.Outcomes
-		fmt.Fprintf(w, "%d workers: retries by outcome: succeeded %d, failed %d, unknown %d, cut by deadline %d; failures by SQLSTATE: %s",
+		fmt.Fprintf(w, "%d workers: retries by outcome: succeeded %d, failed %d, unknown %d, cut by deadline %d; failures by reason: %s",
 			r.Workers, o.Succeeded.Retries(), o.Exhausted.Retries()+o.NonRetryable.Retries(), o.Unknown.Retries(), o.Deadline.Retries(),
 			counts(o.FailedByReason()))
 		if o.Exhausted.Ops > 0 || o.NonRetryable.Ops > 0 {

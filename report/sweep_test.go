@@ -13,7 +13,7 @@ func sweepRun(workers int, ok, okAttempts, exhausted, deadline, deadlineAttempts
 		if n == 0 {
 			return nil
 		}
-		return map[string]int64{"40001": n}
+		return map[string]int64{"serialization-failure": n}
 	}
 	return &Results{
 		Verdict: checker.Valid, Workload: "counter", Store: "postgres", Mechanism: "read-write, serializable", Retry: "conflict",
@@ -62,7 +62,7 @@ func TestWriteSweep(t *testing.T) {
 	}
 	for _, want := range []string{
 		"counter on postgres: read-write, serializable, retry conflict",
-		"32 workers: retries by outcome: succeeded 1122, failed 6120, unknown 0, cut by deadline 6; failures by SQLSTATE: 40001=680 (680 exhausted, 0 non-retryable)",
+		"32 workers: retries by outcome: succeeded 1122, failed 6120, unknown 0, cut by deadline 6; failures by reason: serialization-failure=680 (680 exhausted, 0 non-retryable)",
 		"final 16 workers: before 0, after 76, acknowledged 1209, lost 1133, extra 0: silently lost",
 		"server restarts during the run (deltas): txn.restarts.writetooold +10020 (1 other unchanged)",
 	} {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/report"
-	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
 
@@ -148,7 +148,7 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 		default:
 			a.Sentence = fmt.Sprintf("operation %s: fault %s on %s; the client saw %q and the operation ended %s", hit.OpID, e.Kind, e.Conn, hit.Err, completion)
 		}
-		if hit.Class != stores.ClassUnknown && e.Truth != "" {
+		if hit.Class != workloads.ClassUnknown && e.Truth != "" {
 			ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("operation %s: the adapter classified the error after a %s as %s, but the outcome was unknown to the client", hit.OpID, e.Kind, hit.Class))
 		}
 		if _, seen := hits[hit.OpID]; !seen {

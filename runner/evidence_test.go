@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
 
@@ -40,9 +40,9 @@ func TestJoinEvidence(t *testing.T) {
 		op(5, 2, histories.OK, "2-0", `{"applied":true,"balance":7,"replayed":true}`), // cut with CALL, replayed
 	}
 	spans := []attemptSpan{
-		{OpID: "0-0", Process: 0, Invoke: 0, Conn: "a:1", From: 10, To: 20, Class: stores.ClassUnknown, Err: "conn closed"},
-		{OpID: "1-0", Process: 1, Invoke: 1, Conn: "b:1", From: 10, To: 20, Class: stores.ClassUnknown, Err: "conn closed"},
-		{OpID: "2-0", Process: 2, Invoke: 2, Conn: "c:1", From: 10, To: 20, Class: stores.ClassUnknown, Err: "EOF"},
+		{OpID: "0-0", Process: 0, Invoke: 0, Conn: "a:1", From: 10, To: 20, Class: workloads.ClassUnknown, Err: "conn closed"},
+		{OpID: "1-0", Process: 1, Invoke: 1, Conn: "b:1", From: 10, To: 20, Class: workloads.ClassUnknown, Err: "conn closed"},
+		{OpID: "2-0", Process: 2, Invoke: 2, Conn: "c:1", From: 10, To: 20, Class: workloads.ClassUnknown, Err: "EOF"},
 	}
 	events := []faultEvent{
 		{Time: 15, Conn: "a:1", Kind: "commit-cut", Truth: "applied", Tag: "UPDATE 1"},
@@ -71,7 +71,7 @@ func TestJoinEvidence(t *testing.T) {
 		t.Fatalf("disagreements: %v", ev.Disagreements)
 	}
 	// A definite classification after a commit fault is itself a disagreement.
-	spans[1].Class = stores.ClassDefinite
+	spans[1].Class = workloads.ClassDefinite
 	ev = joinEvidence(events, spans, ops, "budget", final, true)
 	found := false
 	for _, d := range ev.Disagreements {

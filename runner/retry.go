@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // Policy is a retry policy: what a worker does when an attempt errs.
@@ -52,12 +52,12 @@ func (p Policy) Idempotent() bool { return p.Name == "idempotent" }
 func (p Policy) DriverRetry() bool { return p.Name == "driver" }
 
 // retries reports whether an attempt that failed with class c is retried.
-func (p Policy) retries(c stores.Class) bool {
+func (p Policy) retries(c workloads.Class) bool {
 	switch p.Name {
 	case "conflict":
-		return c == stores.ClassConflict
+		return c == workloads.ClassConflict
 	case "naive", "idempotent":
-		return c != stores.ClassNone
+		return c != workloads.ClassNone
 	}
 	return false
 }

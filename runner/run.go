@@ -24,7 +24,6 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/report"
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -353,7 +352,7 @@ type attemptSpan struct {
 	Invoke   int64 // history index of the invocation
 	Conn     string
 	From, To int64 // monotonic ns since start
-	Class    stores.Class
+	Class    workloads.Class
 	Err      string
 }
 
@@ -463,7 +462,7 @@ func (r *run) attempt(ctx context.Context, w workloads.Worker, call workloads.Ca
 			conns = append(conns, conn)
 		}
 		rt.conflicts += reply.Conflicts
-		class := stores.Classify(err)
+		class := workloads.Classify(err)
 		if err == nil && reply.Failed {
 			rt.end, rt.errReason = "non-retryable", "no-effect"
 			return histories.Op{Type: histories.Fail, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
@@ -472,8 +471,8 @@ func (r *run) attempt(ctx context.Context, w workloads.Worker, call workloads.Ca
 			rt.end = "succeeded"
 			return histories.Op{Type: histories.OK, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
 		}
-		reason := stores.Reason(err)
-		if class == stores.ClassUnknown {
+		reason := string(workloads.ReasonOf(err))
+		if class == workloads.ClassUnknown {
 			maybeApplied = true
 		}
 		r.mu.Lock()

@@ -34,7 +34,7 @@ type Worker interface {
 	Session
 	// Next returns the worker's next operation.
 	Next(rng *rand.Rand) Call
-	// Do runs one attempt of call. Errors follow the contract of package stores.
+	// Do runs one attempt of call. Errors follow the error contract (see Classify).
 	Do(ctx context.Context, call Call, req Request) (Reply, error)
 }
 

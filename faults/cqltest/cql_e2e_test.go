@@ -28,7 +28,6 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/servers"
 	"github.com/indoubt/indoubt/servers/servertest"
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/stores/cql"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
@@ -238,10 +237,10 @@ func TestLWTCutAndDrop(t *testing.T) {
 	// The client cannot tell the two apart: both are a lost connection, which the
 	// adapter's contract calls unknown for a write, for the same reason.
 	t.Logf("cut: %v; drop: %v", cutErr, dropErr)
-	cc, dc := cql.Classify(cutErr, true), cql.Classify(dropErr, true)
-	if stores.Classify(cc) != stores.ClassUnknown || stores.Classify(dc) != stores.ClassUnknown || stores.Reason(cc) != stores.Reason(dc) {
+	cc, dc := cql.Classify(cutErr), cql.Classify(dropErr)
+	if workloads.Classify(cc) != workloads.ClassUnknown || workloads.Classify(dc) != workloads.ClassUnknown || workloads.ReasonOf(cc) != workloads.ReasonOf(dc) {
 		t.Errorf("cut classified %v (%s), drop %v (%s); want both unknown for one reason",
-			stores.Classify(cc), stores.Reason(cc), stores.Classify(dc), stores.Reason(dc))
+			workloads.Classify(cc), workloads.ReasonOf(cc), workloads.Classify(dc), workloads.ReasonOf(dc))
 	}
 	var re gocql.RequestError
 	if errors.As(cutErr, &re) || errors.As(dropErr, &re) {
@@ -275,7 +274,7 @@ func TestAdapterThroughProxy(t *testing.T) {
 	}
 	_, err = sess.Decrement(ctx, workloads.Request{OpID: "op-1"})
 	sess.Close()
-	if !errors.Is(err, stores.ErrUnknown) {
+	if !errors.Is(err, workloads.ErrUnknown) {
 		t.Fatalf("dropped decrement: %v, want an unknown outcome", err)
 	}
 	if b, err := c.Balance(ctx); err != nil || b != 10 {
@@ -294,7 +293,7 @@ func TestAdapterThroughProxy(t *testing.T) {
 	}
 	_, err = sess.Decrement(ctx, workloads.Request{OpID: "op-2", Idempotent: true})
 	sess.Close()
-	if !errors.Is(err, stores.ErrUnknown) {
+	if !errors.Is(err, workloads.ErrUnknown) {
 		t.Fatalf("cut decrement: %v, want an unknown outcome", err)
 	}
 	got = evs.all()

@@ -4,9 +4,9 @@
 //
 //   - SQLSTATE 40003 (statement_completion_unknown: "result is ambiguous") is the
 //     server's own word that a commit's outcome is unknown. It is classified unknown
-//     with the reason "40003", which the counter workload keeps as the evidence that
-//     lets it attribute a counter above the acknowledged increments to ambiguous
-//     commits, and nothing else does.
+//     with workloads.ReasonServerUnknown, which the counter workload keeps as the
+//     evidence that lets it attribute a counter above the acknowledged increments to
+//     ambiguous commits, and nothing else does.
 //   - SQLSTATE 40001 covers every transaction retry error (RETRY_WRITE_TOO_OLD,
 //     RETRY_SERIALIZABLE, ...): a conflict, recognised by code, never by message.
 //   - The server counts transaction restarts by reason (txn.restarts.writetooold,

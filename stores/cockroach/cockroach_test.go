@@ -10,7 +10,6 @@ import (
 
 	"github.com/indoubt/indoubt/servers"
 	"github.com/indoubt/indoubt/servers/servertest"
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
@@ -36,7 +35,7 @@ func TestOpenRefusesPostgres(t *testing.T) {
 }
 
 // A server error with SQLSTATE 40003 (raised here by PostgreSQL on request, as
-// CockroachDB raises it for an ambiguous result) is unknown, with 40003 as its reason:
+// CockroachDB raises it for an ambiguous result) is unknown, with the reason server-unknown:
 // the evidence the counter workload needs.
 func TestAmbiguousResultIsUnknown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -47,8 +46,8 @@ func TestAmbiguousResultIsUnknown(t *testing.T) {
 	}
 	defer c.Close()
 	err = c.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'result is ambiguous' USING ERRCODE = '40003'; END $$`)
-	if stores.Classify(err) != stores.ClassUnknown || stores.Reason(err) != "40003" {
-		t.Fatalf("40003: class %v reason %q (%v)", stores.Classify(err), stores.Reason(err), err)
+	if workloads.Classify(err) != workloads.ClassUnknown || workloads.ReasonOf(err) != workloads.ReasonServerUnknown {
+		t.Fatalf("40003: class %v reason %q (%v)", workloads.Classify(err), workloads.ReasonOf(err), err)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
@@ -31,7 +30,7 @@ func (c *Client) Reset(ctx context.Context, amount int64) error {
 	applied, err := c.admin.Query("INSERT INTO "+c.table("budget")+" (account, op, balance) VALUES (?, ?, ?) IF NOT EXISTS",
 		account, headOp, amount).WithContext(ctx).MapScanCAS(map[string]any{})
 	if err != nil {
-		return fmt.Errorf("cql reset: %w", Classify(err, true))
+		return fmt.Errorf("cql reset: %w", Classify(err))
 	}
 	if !applied {
 		return fmt.Errorf("cql reset: account partition %s already exists", account)
@@ -67,7 +66,7 @@ func (c *Client) Balance(ctx context.Context) (int64, error) {
 	err = c.admin.Query("SELECT balance FROM "+c.table("budget")+" WHERE account = ? LIMIT 1", account).
 		WithContext(ctx).Consistency(gocql.Consistency(c.cfg.SerialConsistency)).Scan(&b)
 	if err != nil {
-		return 0, fmt.Errorf("cql balance: %w", Classify(err, false))
+		return 0, fmt.Errorf("cql balance: %w", classifyRead(err))
 	}
 	return b, nil
 }
@@ -96,11 +95,11 @@ type budgetSession struct{ *session }
 func (s *budgetSession) Decrement(ctx context.Context, req workloads.Request) (budget.Outcome, error) {
 	account, err := s.c.currentAccount()
 	if err != nil {
-		return budget.Outcome{Balance: -1}, stores.Definite(err, "no-reset")
+		return budget.Outcome{Balance: -1}, workloads.Definite(err, "no-reset")
 	}
 	if req.Idempotent {
 		if req.OpID == headOp {
-			return budget.Outcome{Balance: -1}, stores.Definite(errors.New("cql decrement: idempotent request without an op id"), "no-op-id")
+			return budget.Outcome{Balance: -1}, workloads.Definite(errors.New("cql decrement: idempotent request without an op id"), "no-op-id")
 		}
 		return s.decrementIdempotent(ctx, account, req.OpID)
 	}
@@ -113,7 +112,7 @@ func (s *budgetSession) Decrement(ctx context.Context, req workloads.Request) (b
 	})
 	if err != nil {
 		// Nothing was written yet: the read's failure is the operation's, and definite.
-		return budget.Outcome{Balance: -1}, fmt.Errorf("cql decrement: read: %w", Classify(err, false))
+		return budget.Outcome{Balance: -1}, fmt.Errorf("cql decrement: read: %w", classifyRead(err))
 	}
 	conflicts := 0
 	for {
@@ -129,7 +128,7 @@ func (s *budgetSession) Decrement(ctx context.Context, req workloads.Request) (b
 			return err
 		})
 		if err != nil {
-			return budget.Outcome{Balance: -1, Conflicts: conflicts}, fmt.Errorf("cql decrement: %w", Classify(err, true))
+			return budget.Outcome{Balance: -1, Conflicts: conflicts}, fmt.Errorf("cql decrement: %w", Classify(err))
 		}
 		if applied {
 			return budget.Outcome{Applied: true, Balance: bal - 1, Conflicts: conflicts}, nil
@@ -173,7 +172,7 @@ func (s *budgetSession) decrementIdempotent(ctx context.Context, account, opID s
 		if err != nil {
 			// Earlier tries of this call all lost their race, so nothing of this call
 			// was written: the read's failure is definite.
-			return budget.Outcome{Balance: -1, Conflicts: conflicts}, fmt.Errorf("cql decrement: read: %w", Classify(err, false))
+			return budget.Outcome{Balance: -1, Conflicts: conflicts}, fmt.Errorf("cql decrement: read: %w", classifyRead(err))
 		}
 		if recorded {
 			return budget.Outcome{Applied: true, Balance: after, Conflicts: conflicts, Replayed: true}, nil
@@ -197,7 +196,7 @@ func (s *budgetSession) decrementIdempotent(ctx context.Context, account, opID s
 			return err
 		})
 		if err != nil {
-			return budget.Outcome{Balance: -1, Conflicts: conflicts}, fmt.Errorf("cql decrement: %w", Classify(err, true))
+			return budget.Outcome{Balance: -1, Conflicts: conflicts}, fmt.Errorf("cql decrement: %w", Classify(err))
 		}
 		if applied {
 			return budget.Outcome{Applied: true, Balance: bal - 1, Conflicts: conflicts}, nil

@@ -28,7 +28,7 @@
 // that carried the latest request. gocql also keeps a control connection per session,
 // recognised by the REGISTER request it sends, and never named by Conn.
 //
-// Errors follow the contract of package stores; see Classify.
+// Errors follow the contract of package workloads; see Classify.
 package cql
 
 import (
@@ -225,7 +225,7 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 	}
 	for _, s := range stmts {
 		if err := c.admin.Query(s).WithContext(ctx).Exec(); err != nil {
-			return fmt.Errorf("schema: %w", Classify(err, true))
+			return fmt.Errorf("schema: %w", Classify(err))
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 
 	"github.com/indoubt/indoubt/servers"
 	"github.com/indoubt/indoubt/servers/servertest"
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/stores/cql"
 	"github.com/indoubt/indoubt/stores/storetest"
 	"github.com/indoubt/indoubt/workloads"
@@ -211,35 +211,35 @@ func TestClassifyRealErrors(t *testing.T) {
 		name   string
 		write  bool
 		run    func() error
-		class  stores.Class
-		reason string
+		class  workloads.Class
+		reason workloads.Reason
 	}{
 		{"syntax error of a write", true, func() error {
 			return admin.Query("UPDAT classify.budget SET balance = 1").Exec()
-		}, stores.ClassDefinite, "syntax"},
+		}, workloads.ClassDefinite, "syntax"},
 		{"unknown table in a read", false, func() error {
 			var v int64
 			return admin.Query("SELECT v FROM classify.nosuch WHERE k = 'a'").Scan(&v)
-		}, stores.ClassDefinite, "invalid"},
+		}, workloads.ClassDefinite, "invalid"},
 		{"LWT on a keyspace with more replicas than nodes", true, func() error {
 			_, err := admin.Query("UPDATE classify_rf3.t SET v = 1 WHERE k = 'a' IF v = 0").MapScanCAS(map[string]any{})
 			return err
-		}, stores.ClassDefinite, "unavailable"},
+		}, workloads.ClassDefinite, "unavailable"},
 		{"SERIAL read on a keyspace with more replicas than nodes", false, func() error {
 			var v int64
 			return admin.Query("SELECT v FROM classify_rf3.t WHERE k = 'a'").Consistency(serial).Scan(&v)
-		}, stores.ClassDefinite, "unavailable"},
+		}, workloads.ClassDefinite, "unavailable"},
 		{"read over too many tombstones", false, func() error {
 			return admin.Query("SELECT v FROM classify.tomb WHERE k = 'dead'").Iter().Close()
-		}, stores.ClassDefinite, "read-failure"},
+		}, workloads.ClassDefinite, "read-failure"},
 		{"LWT whose Paxos read fails over tombstones", true, func() error {
 			// IF EXISTS on the partition makes the Paxos read look for any live row.
 			_, err := admin.Query("UPDATE classify.tomb SET s = 1 WHERE k = 'dead' IF EXISTS").MapScanCAS(map[string]any{})
 			return err
-		}, stores.ClassUnknown, "read-failure"},
+		}, workloads.ClassUnknown, "read-failure"},
 		{"write on a closed session", true, func() error {
 			return closed.Query("UPDATE classify.tomb SET v = 2 WHERE k = 'x' AND c = 0").Exec()
-		}, stores.ClassDefinite, "session-closed"},
+		}, workloads.ClassDefinite, workloads.ReasonClientClosed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,11 +247,11 @@ func TestClassifyRealErrors(t *testing.T) {
 			if raw == nil {
 				t.Fatal("no error")
 			}
-			err := cql.Classify(raw, tc.write)
-			if got := stores.Classify(err); got != tc.class {
+			err := classify(raw, tc.write)
+			if got := workloads.Classify(err); got != tc.class {
 				t.Errorf("class of %v (%T) = %v, want %v", raw, raw, got, tc.class)
 			}
-			if got := stores.Reason(err); got != tc.reason {
+			if got := workloads.ReasonOf(err); got != tc.reason {
 				t.Errorf("reason of %v (%T) = %q, want %q", raw, raw, got, tc.reason)
 			}
 		})
@@ -266,7 +266,7 @@ func TestClassifyRealErrors(t *testing.T) {
 		done, cancel := context.WithCancel(ctx)
 		cancel()
 		_, err = s.Decrement(done, workloads.Request{OpID: "late"})
-		if got := stores.Classify(err); got != stores.ClassDefinite || !errors.Is(err, context.Canceled) {
+		if got := workloads.Classify(err); got != workloads.ClassDefinite || !errors.Is(err, context.Canceled) {
 			t.Errorf("got %v (class %v), want a definite context error", err, got)
 		}
 	})
@@ -308,10 +308,10 @@ func TestCutConnection(t *testing.T) {
 			// Let the SERIAL read through; cut at the UPDATE ... IF.
 			r.cutAt(2, tc.forward)
 			_, err = s.Decrement(ctx, workloads.Request{OpID: "cut"})
-			if got := stores.Classify(err); got != stores.ClassUnknown {
+			if got := workloads.Classify(err); got != workloads.ClassUnknown {
 				t.Errorf("error %v: class %v, want unknown", err, got)
 			}
-			t.Logf("cut %s: %v (reason %s)", tc.name, err, stores.Reason(err))
+			t.Logf("cut %s: %v (reason %s)", tc.name, err, workloads.ReasonOf(err))
 			bal, err := c.Balance(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -332,34 +332,36 @@ func TestClassifyConstructed(t *testing.T) {
 		name   string
 		err    error
 		write  bool
-		class  stores.Class
-		reason string
+		class  workloads.Class
+		reason workloads.Reason
 	}{
-		{"CAS write timeout", &gocql.RequestErrWriteTimeout{WriteType: "CAS"}, true, stores.ClassUnknown, "write-timeout-cas"},
-		{"simple write timeout", &gocql.RequestErrWriteTimeout{WriteType: "SIMPLE"}, true, stores.ClassUnknown, "write-timeout-simple"},
-		{"batch log write timeout", &gocql.RequestErrWriteTimeout{WriteType: "BATCH_LOG"}, true, stores.ClassUnknown, "write-timeout-batch_log"},
-		{"write failure", &gocql.RequestErrWriteFailure{WriteType: "CAS"}, true, stores.ClassUnknown, "write-failure"},
-		{"CAS write unknown", &gocql.RequestErrCASWriteUnknown{}, true, stores.ClassUnknown, "cas-write-unknown"},
-		{"read timeout of a read", &gocql.RequestErrReadTimeout{}, false, stores.ClassDefinite, "read-timeout"},
-		{"read timeout inside an LWT", &gocql.RequestErrReadTimeout{}, true, stores.ClassUnknown, "read-timeout"},
-		{"unavailable", &gocql.RequestErrUnavailable{}, true, stores.ClassDefinite, "unavailable"},
-		{"function failure", &gocql.RequestErrFunctionFailure{}, true, stores.ClassDefinite, "function-failure"},
-		{"no connections", gocql.ErrNoConnections, true, stores.ClassDefinite, "no-connections"},
-		{"no streams", gocql.ErrNoStreams, true, stores.ClassDefinite, "no-streams"},
-		{"connection closed", gocql.ErrConnectionClosed, true, stores.ClassUnknown, "conn-closed"},
-		{"client timeout", gocql.ErrTimeoutNoResponse, true, stores.ClassUnknown, "timeout"},
-		{"client timeout of a read", gocql.ErrTimeoutNoResponse, false, stores.ClassDefinite, "timeout"},
-		{"deadline while waiting", context.DeadlineExceeded, true, stores.ClassUnknown, "deadline"},
-		{"eof", io.ErrUnexpectedEOF, true, stores.ClassUnknown, "conn-lost"},
-		{"bad answer", gocql.NewErrProtocol("unexpected protocol version"), true, stores.ClassUnknown, "bad-response"},
-		{"wrapped", fmt.Errorf("ctx: %w", &gocql.RequestErrWriteTimeout{WriteType: "CAS"}), true, stores.ClassUnknown, "write-timeout-cas"},
+		{"CAS write timeout", &gocql.RequestErrWriteTimeout{WriteType: "CAS"}, true, workloads.ClassUnknown, "write-timeout-cas"},
+		{"simple write timeout", &gocql.RequestErrWriteTimeout{WriteType: "SIMPLE"}, true, workloads.ClassUnknown, "write-timeout-simple"},
+		{"batch log write timeout", &gocql.RequestErrWriteTimeout{WriteType: "BATCH_LOG"}, true, workloads.ClassUnknown, "write-timeout-batch_log"},
+		{"write failure", &gocql.RequestErrWriteFailure{WriteType: "CAS"}, true, workloads.ClassUnknown, "write-failure"},
+		{"CAS write unknown", &gocql.RequestErrCASWriteUnknown{}, true, workloads.ClassUnknown, workloads.ReasonServerUnknown},
+		{"read timeout of a read", &gocql.RequestErrReadTimeout{}, false, workloads.ClassDefinite, "read-timeout"},
+		{"read timeout inside an LWT", &gocql.RequestErrReadTimeout{}, true, workloads.ClassUnknown, "read-timeout"},
+		{"unavailable", &gocql.RequestErrUnavailable{}, true, workloads.ClassDefinite, "unavailable"},
+		{"function failure", &gocql.RequestErrFunctionFailure{}, true, workloads.ClassDefinite, "function-failure"},
+		{"no connections", gocql.ErrNoConnections, true, workloads.ClassDefinite, "no-connections"},
+		{"no streams", gocql.ErrNoStreams, true, workloads.ClassDefinite, "no-streams"},
+		{"connection closed", gocql.ErrConnectionClosed, true, workloads.ClassUnknown, "conn-closed"},
+		{"client timeout", gocql.ErrTimeoutNoResponse, true, workloads.ClassUnknown, "timeout"},
+		{"client timeout of a read", gocql.ErrTimeoutNoResponse, false, workloads.ClassDefinite, "timeout"},
+		{"deadline while waiting", context.DeadlineExceeded, true, workloads.ClassUnknown, workloads.ReasonTimeout},
+		{"eof", io.ErrUnexpectedEOF, true, workloads.ClassUnknown, workloads.ReasonConnClosed},
+		{"reset", syscall.ECONNRESET, true, workloads.ClassUnknown, workloads.ReasonConnReset},
+		{"unrecognised", errors.New("something else"), true, workloads.ClassUnknown, workloads.ReasonConnLost},
+		{"bad answer", gocql.NewErrProtocol("unexpected protocol version"), true, workloads.ClassUnknown, workloads.ReasonBadReply},
+		{"wrapped", fmt.Errorf("ctx: %w", &gocql.RequestErrWriteTimeout{WriteType: "CAS"}), true, workloads.ClassUnknown, "write-timeout-cas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := cql.Classify(tc.err, tc.write)
-			if got := stores.Classify(err); got != tc.class {
+			err := classify(tc.err, tc.write)
+			if got := workloads.Classify(err); got != tc.class {
 				t.Errorf("class = %v, want %v", got, tc.class)
 			}
-			if got := stores.Reason(err); got != tc.reason {
+			if got := workloads.ReasonOf(err); got != tc.reason {
 				t.Errorf("reason = %q, want %q", got, tc.reason)
 			}
 			if !errors.Is(err, tc.err) {
@@ -367,7 +369,7 @@ func TestClassifyConstructed(t *testing.T) {
 			}
 		})
 	}
-	if cql.Classify(nil, true) != nil {
+	if cql.Classify(nil) != nil {
 		t.Error("Classify(nil) is not nil")
 	}
 }
@@ -595,4 +597,12 @@ func (r *relay) serve(client net.Conn) {
 		}
 		return
 	}
+}
+
+// classify classifies err as the adapter does for a write or for a read.
+func classify(err error, write bool) error {
+	if write {
+		return cql.Classify(err)
+	}
+	return cql.ClassifyRead(err)
 }

@@ -1,18 +1,17 @@
 package cql
 
 import (
-	"context"
 	"errors"
 	"strings"
 
 	"github.com/gocql/gocql"
 
-	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads"
 )
 
-// Classify wraps err under the contract of package stores. write says whether the
-// statement could change data (an LWT, an UPDATE, a batch); the failure of a read changes
-// nothing, so every error of a read is definite.
+// Classify wraps err under the contract of package workloads, for a statement that could
+// change data (an LWT, an UPDATE, a batch). The adapter's reads use classifyRead instead:
+// the failure of a read changes nothing, so every error of a read is definite.
 //
 // For writes:
 //   - unknown: a write timeout (any write type, CAS included: the Paxos proposal may have
@@ -32,28 +31,64 @@ import (
 //
 // A lost CAS race is not an error here (the statement answers applied=false); the budget
 // loop counts it in Outcome.Conflicts.
-func Classify(err error, write bool) error {
+func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if !write {
-		return stores.Definite(err, reason(err))
+	r := reason(err)
+	if notExecuted[r] {
+		return workloads.Definite(err, r)
 	}
-	switch r := reason(err); r {
-	case "unavailable", "overloaded", "bootstrapping", "syntax", "invalid", "unauthorized",
-		"config", "already-exists", "unprepared", "protocol", "function-failure",
-		"cdc-write-failure", "credentials", "no-connections", "no-streams", "session-closed",
-		"arguments", "not-sent":
-		return stores.Definite(err, r)
-	default:
-		return stores.Unknown(err, r)
-	}
+	return workloads.Unknown(err, r)
 }
 
-// reason names err for accounting: a CQL error's name, or what gocql reported. gocql
-// decodes most error codes into typed values, which are matched by type (their code is
-// in an unexported field); the rest by code.
-func reason(err error) string {
+// classifyRead is Classify for a statement that changes nothing: every error is
+// definite.
+func classifyRead(err error) error {
+	return workloads.Definite(err, reason(err))
+}
+
+// notExecuted holds the reasons of the errors raised before anything of a write was
+// executed: by the coordinator before it acts, or by gocql or the adapter before the
+// request was written.
+var notExecuted = map[workloads.Reason]bool{
+	"unavailable": true, "overloaded": true, "bootstrapping": true, "syntax": true,
+	"invalid": true, "unauthorized": true, "config": true, "already-exists": true,
+	"unprepared": true, "protocol": true, "function-failure": true,
+	"cdc-write-failure": true, "credentials": true, "no-connections": true,
+	"no-streams": true, "arguments": true,
+	workloads.ReasonClientClosed: true, workloads.ReasonNotSent: true,
+}
+
+// reason names err for accounting: a CQL error's name, or what gocql or the network
+// reported, in the vocabulary of package workloads where it has a word for it.
+func reason(err error) workloads.Reason {
+	var ns *notSentError
+	if errors.As(err, &ns) {
+		return workloads.ReasonNotSent
+	}
+	if r := typedReason(err); r != "" {
+		return r
+	}
+	// gocql decodes most error codes into typed values, which are matched by type (their
+	// code is in an unexported field); the rest by code.
+	var re gocql.RequestError
+	if errors.As(err, &re) {
+		return codeReason(re.Code())
+	}
+	if r := clientReason(err); r != "" {
+		return r
+	}
+	var pe gocql.ErrProtocol
+	if errors.As(err, &pe) {
+		// gocql could not make sense of the answer: the request was sent.
+		return workloads.ReasonBadReply
+	}
+	return workloads.ReasonConnLost
+}
+
+// typedReason names the server errors gocql decodes into typed values, or returns "".
+func typedReason(err error) workloads.Reason {
 	var (
 		wt *gocql.RequestErrWriteTimeout
 		wf *gocql.RequestErrWriteFailure
@@ -69,7 +104,7 @@ func reason(err error) string {
 	switch {
 	case errors.As(err, &wt):
 		if wt.WriteType != "" {
-			return "write-timeout-" + strings.ToLower(wt.WriteType)
+			return workloads.Reason("write-timeout-" + strings.ToLower(wt.WriteType))
 		}
 		return "write-timeout"
 	case errors.As(err, &wf):
@@ -81,7 +116,7 @@ func reason(err error) string {
 	case errors.As(err, &un):
 		return "unavailable"
 	case errors.As(err, &cu):
-		return "cas-write-unknown"
+		return workloads.ReasonServerUnknown
 	case errors.As(err, &ff):
 		return "function-failure"
 	case errors.As(err, &cd):
@@ -91,82 +126,61 @@ func reason(err error) string {
 	case errors.As(err, &up):
 		return "unprepared"
 	}
-	var re gocql.RequestError
-	if errors.As(err, &re) {
-		switch re.Code() {
-		case gocql.ErrCodeServer:
-			return "server-error"
-		case gocql.ErrCodeProtocol:
-			return "protocol"
-		case gocql.ErrCodeCredentials:
-			return "credentials"
-		case gocql.ErrCodeUnavailable:
-			return "unavailable"
-		case gocql.ErrCodeOverloaded:
-			return "overloaded"
-		case gocql.ErrCodeBootstrapping:
-			return "bootstrapping"
-		case gocql.ErrCodeTruncate:
-			return "truncate"
-		case gocql.ErrCodeWriteTimeout:
-			return "write-timeout"
-		case gocql.ErrCodeReadTimeout:
-			return "read-timeout"
-		case gocql.ErrCodeReadFailure:
-			return "read-failure"
-		case gocql.ErrCodeFunctionFailure:
-			return "function-failure"
-		case gocql.ErrCodeWriteFailure:
-			return "write-failure"
-		case gocql.ErrCodeCDCWriteFailure:
-			return "cdc-write-failure"
-		case gocql.ErrCodeCASWriteUnknown:
-			return "cas-write-unknown"
-		case gocql.ErrCodeSyntax:
-			return "syntax"
-		case gocql.ErrCodeUnauthorized:
-			return "unauthorized"
-		case gocql.ErrCodeInvalid:
-			return "invalid"
-		case gocql.ErrCodeConfig:
-			return "config"
-		case gocql.ErrCodeAlreadyExists:
-			return "already-exists"
-		case gocql.ErrCodeUnprepared:
-			return "unprepared"
-		}
-		return "cql-error"
+	return ""
+}
+
+// codeNames names the CQL error codes by the protocol's names for them.
+var codeNames = map[int]workloads.Reason{
+	gocql.ErrCodeServer:          "server-error",
+	gocql.ErrCodeProtocol:        "protocol",
+	gocql.ErrCodeCredentials:     "credentials",
+	gocql.ErrCodeUnavailable:     "unavailable",
+	gocql.ErrCodeOverloaded:      "overloaded",
+	gocql.ErrCodeBootstrapping:   "bootstrapping",
+	gocql.ErrCodeTruncate:        "truncate",
+	gocql.ErrCodeWriteTimeout:    "write-timeout",
+	gocql.ErrCodeReadTimeout:     "read-timeout",
+	gocql.ErrCodeReadFailure:     "read-failure",
+	gocql.ErrCodeFunctionFailure: "function-failure",
+	gocql.ErrCodeWriteFailure:    "write-failure",
+	gocql.ErrCodeCDCWriteFailure: "cdc-write-failure",
+	gocql.ErrCodeCASWriteUnknown: workloads.ReasonServerUnknown,
+	gocql.ErrCodeSyntax:          "syntax",
+	gocql.ErrCodeUnauthorized:    "unauthorized",
+	gocql.ErrCodeInvalid:         "invalid",
+	gocql.ErrCodeConfig:          "config",
+	gocql.ErrCodeAlreadyExists:   "already-exists",
+	gocql.ErrCodeUnprepared:      "unprepared",
+}
+
+// codeReason names a CQL error by its code.
+func codeReason(code int) workloads.Reason {
+	if r, ok := codeNames[code]; ok {
+		return r
 	}
+	return "cql-error"
+}
+
+// clientReason names the errors gocql and the network raise on the client's side, or
+// returns "".
+func clientReason(err error) workloads.Reason {
 	switch {
 	case errors.Is(err, gocql.ErrNoConnections):
 		return "no-connections"
 	case errors.Is(err, gocql.ErrNoStreams):
 		return "no-streams"
 	case errors.Is(err, gocql.ErrSessionClosed):
-		return "session-closed"
+		return workloads.ReasonClientClosed
 	case errors.Is(err, gocql.ErrQueryArgLength):
 		return "arguments"
 	case errors.Is(err, gocql.ErrConnectionClosed):
 		// gocql returns it both for a connection found closed before the write and for
 		// one lost while waiting for the answer; the two cannot be told apart.
-		return "conn-closed"
+		return workloads.ReasonConnClosed
 	case errors.Is(err, gocql.ErrTimeoutNoResponse):
-		return "timeout"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
+		return workloads.ReasonTimeout
 	}
-	var ns *notSentError
-	if errors.As(err, &ns) {
-		return "not-sent"
-	}
-	var pe gocql.ErrProtocol
-	if errors.As(err, &pe) {
-		// gocql could not make sense of the answer: the request was sent.
-		return "bad-response"
-	}
-	return "conn-lost"
+	return workloads.NetReason(err)
 }
 
 // notSentError is an error the adapter raised before handing a request to gocql, such as

@@ -8,7 +8,6 @@ import (
 
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -95,7 +94,7 @@ func TestConnJoinsProxyCuts(t *testing.T) {
 		}
 		cl := hits[0]
 		cl.joined = true
-		if got := stores.Classify(cl.err); got != stores.ClassUnknown {
+		if got := workloads.Classify(cl.err); got != workloads.ClassUnknown {
 			t.Errorf("session %d: the cut call ended with %v (class %v), want an unknown failure", cl.session, cl.err, got)
 		}
 	}
@@ -110,7 +109,7 @@ func TestConnJoinsProxyCuts(t *testing.T) {
 				t.Errorf("session %d: Conn() was %q before a call on a healthy connection and %q after it", cl.session, cl.before, cl.after)
 			}
 		case cl.joined:
-		case stores.Classify(cl.err) == stores.ClassUnknown:
+		case workloads.Classify(cl.err) == workloads.ClassUnknown:
 			t.Errorf("session %d: unknown failure %v on Conn() %q, which no cut explains", cl.session, cl.err, cl.after)
 		case cl.afterFailure && cutConns[cl.after]:
 			// gocql can hand the next request the broken connection before its pool

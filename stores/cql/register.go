@@ -7,7 +7,6 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/register"
 )
@@ -64,7 +63,7 @@ type registerSession struct {
 func (s *registerSession) Read(ctx context.Context, key string) (int64, bool, error) {
 	pk, err := s.r.partition(key)
 	if err != nil {
-		return 0, false, stores.Definite(err, "no-reset")
+		return 0, false, workloads.Definite(err, "no-reset")
 	}
 	var v *int64
 	err = s.exec(ctx, func() error {
@@ -75,7 +74,7 @@ func (s *registerSession) Read(ctx context.Context, key string) (int64, bool, er
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("cql read: %w", Classify(err, false))
+		return 0, false, fmt.Errorf("cql read: %w", classifyRead(err))
 	}
 	if v == nil {
 		return 0, false, nil
@@ -90,12 +89,12 @@ func (s *registerSession) Read(ctx context.Context, key string) (int64, bool, er
 func (s *registerSession) Write(ctx context.Context, req workloads.Request, key string, value int64) error {
 	pk, err := s.r.partition(key)
 	if err != nil {
-		return stores.Definite(err, "no-reset")
+		return workloads.Definite(err, "no-reset")
 	}
 	tbl := s.c.table("register")
 	if req.Idempotent {
 		if req.OpID == "" {
-			return stores.Definite(errors.New("cql write: idempotent request without an op id"), "no-op-id")
+			return workloads.Definite(errors.New("cql write: idempotent request without an op id"), "no-op-id")
 		}
 		// Not applied means the op id's row exists: the write was already done.
 		err := s.exec(ctx, func() error {
@@ -104,7 +103,7 @@ func (s *registerSession) Write(ctx context.Context, req workloads.Request, key 
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("cql write: %w", Classify(err, true))
+			return fmt.Errorf("cql write: %w", Classify(err))
 		}
 		return nil
 	}
@@ -117,14 +116,14 @@ func (s *registerSession) Write(ctx context.Context, req workloads.Request, key 
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("cql write: %w", Classify(err, true))
+			return fmt.Errorf("cql write: %w", Classify(err))
 		}
 		if applied {
 			return nil
 		}
 	}
 	// Registers are never deleted, so the second IF EXISTS cannot miss.
-	return stores.Definite(errors.New("cql write: register neither exists nor is absent"), "write-lost")
+	return workloads.Definite(errors.New("cql write: register neither exists nor is absent"), "write-lost")
 }
 
 // CAS sets the register to to if it holds from, with UPDATE ... IF value = from. With
@@ -136,7 +135,7 @@ func (s *registerSession) Write(ctx context.Context, req workloads.Request, key 
 func (s *registerSession) CAS(ctx context.Context, req workloads.Request, key string, from, to int64) (bool, error) {
 	pk, err := s.r.partition(key)
 	if err != nil {
-		return false, stores.Definite(err, "no-reset")
+		return false, workloads.Definite(err, "no-reset")
 	}
 	tbl := s.c.table("register")
 	if !req.Idempotent {
@@ -148,12 +147,12 @@ func (s *registerSession) CAS(ctx context.Context, req workloads.Request, key st
 			return err
 		})
 		if err != nil {
-			return false, fmt.Errorf("cql cas: %w", Classify(err, true))
+			return false, fmt.Errorf("cql cas: %w", Classify(err))
 		}
 		return applied, nil
 	}
 	if req.OpID == "" {
-		return false, stores.Definite(errors.New("cql cas: idempotent request without an op id"), "no-op-id")
+		return false, workloads.Definite(errors.New("cql cas: idempotent request without an op id"), "no-op-id")
 	}
 	var applied, replayed bool
 	err = s.exec(ctx, func() error {
@@ -186,7 +185,7 @@ func (s *registerSession) CAS(ctx context.Context, req workloads.Request, key st
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("cql cas: %w", Classify(err, true))
+		return false, fmt.Errorf("cql cas: %w", Classify(err))
 	}
 	return applied || replayed, nil
 }

@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
@@ -125,7 +124,7 @@ func (s *budgetSession) Decrement(ctx context.Context, req workloads.Request) (b
 		// This attempt certainly matched nothing, but whether an earlier attempt of the
 		// same op applied is what the lookup was for: the operation's outcome is unknown,
 		// whatever the lookup's error says.
-		return budget.Outcome{}, stores.Unknown(fmt.Errorf("decrement: look up op %s: %w", req.OpID, err), "lookup")
+		return budget.Outcome{}, workloads.Unknown(fmt.Errorf("decrement: look up op %s: %w", req.OpID, err), "lookup")
 	}
 	k := slices.Index(d.Ops, req.OpID)
 	if k < 0 {

@@ -30,7 +30,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
-	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // Config says how to reach the server and how the driver behaves.
@@ -200,19 +200,22 @@ func carriesCommand(b []byte) bool {
 // failure is definite, where the same error during the call would be unknown.
 func start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return stores.Definite(err, "context")
+		return workloads.Definite(err, workloads.ReasonNotSent)
 	}
 	return nil
 }
 
-// The driver's error labels that leave an operation's outcome unknown.
-var unknownLabels = []struct{ label, reason string }{
-	{"NetworkError", "network"},
+// The driver's error labels that leave an operation's outcome unknown, besides
+// NetworkError, which is named by the network error underneath.
+var unknownLabels = []struct {
+	label  string
+	reason workloads.Reason
+}{
 	{"RetryableWriteError", "retryable-write"},
 	{"UnknownTransactionCommitResult", "unknown-commit"},
 }
 
-// Classify wraps an error from mongo-driver in the contract of package stores:
+// Classify wraps an error from mongo-driver in the contract of package workloads:
 //   - no server selected, a dial error, a disconnected client: definite, nothing was sent;
 //   - an error labelled NetworkError, RetryableWriteError or UnknownTransactionCommitResult,
 //     a timeout (context deadline, CSOT, maxTimeMS) or a canceled context: unknown;
@@ -231,61 +234,73 @@ func Classify(err error) error {
 	var opErr *net.OpError
 	switch {
 	case errors.As(err, new(topology.ServerSelectionError)):
-		return stores.Definite(err, "server-selection")
+		return workloads.Definite(err, "server-selection")
 	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return stores.Definite(err, "dial")
+		return workloads.Definite(err, workloads.ReasonDial)
 	case errors.Is(err, mongo.ErrClientDisconnected):
-		return stores.Definite(err, "client-closed")
+		return workloads.Definite(err, workloads.ReasonClientClosed)
 	}
 	var se mongo.ServerError
 	isServer := errors.As(err, &se)
 	if isServer {
+		if se.HasErrorLabel("NetworkError") {
+			return workloads.Unknown(err, networkReason(err))
+		}
 		for _, l := range unknownLabels {
 			if se.HasErrorLabel(l.label) {
-				return stores.Unknown(err, l.reason)
+				return workloads.Unknown(err, l.reason)
 			}
 		}
 	}
 	switch {
 	case mongo.IsTimeout(err):
-		return stores.Unknown(err, "timeout")
+		return workloads.Unknown(err, workloads.ReasonTimeout)
 	case errors.Is(err, context.Canceled):
-		return stores.Unknown(err, "canceled")
+		return workloads.Unknown(err, workloads.ReasonCanceled)
 	case mongo.IsNetworkError(err):
-		return stores.Unknown(err, "network")
+		return workloads.Unknown(err, networkReason(err))
 	}
 	var we mongo.WriteException
 	if errors.As(err, &we) && we.WriteConcernError != nil {
-		return stores.Unknown(err, "write-concern")
+		return workloads.Unknown(err, "write-concern")
 	}
 	if isServer {
 		switch {
 		case se.HasErrorCode(112):
-			return stores.Conflict(err, "WriteConflict")
+			return workloads.Conflict(err, workloads.ReasonWriteConflict)
 		case se.HasErrorLabel("TransientTransactionError"):
-			return stores.Conflict(err, "transient-transaction")
+			return workloads.Conflict(err, "transient-transaction")
 		case mongo.IsDuplicateKeyError(err):
-			return stores.Definite(err, "DuplicateKey")
+			return workloads.Definite(err, workloads.ServerCode("DuplicateKey"))
 		}
-		return stores.Definite(err, serverReason(err))
+		return workloads.Definite(err, serverReason(err))
 	}
-	return stores.Unknown(err, "")
+	return workloads.Unknown(err, "")
+}
+
+// networkReason names a lost connection as every store does, from the network error
+// the driver wraps.
+func networkReason(err error) workloads.Reason {
+	if r := workloads.NetReason(err); r != "" {
+		return r
+	}
+	return workloads.ReasonConnLost
 }
 
 // serverReason names a server error by its code name, else its code.
-func serverReason(err error) string {
+func serverReason(err error) workloads.Reason {
 	var ce mongo.CommandError
 	if errors.As(err, &ce) {
 		if ce.Name != "" {
-			return ce.Name
+			return workloads.ServerCode(ce.Name)
 		}
-		return fmt.Sprintf("code-%d", ce.Code)
+		return workloads.ServerCode(fmt.Sprintf("code-%d", ce.Code))
 	}
 	var we mongo.WriteException
 	if errors.As(err, &we) && len(we.WriteErrors) > 0 {
-		return fmt.Sprintf("code-%d", we.WriteErrors[0].Code)
+		return workloads.ServerCode(fmt.Sprintf("code-%d", we.WriteErrors[0].Code))
 	}
-	return "server-error"
+	return workloads.ServerCode("")
 }
 
 // readConcern is the read concern of register reads.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/indoubt/indoubt/servers"
 	"github.com/indoubt/indoubt/servers/servertest"
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/stores/storetest"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
@@ -112,13 +111,13 @@ func TestCarriesCommand(t *testing.T) {
 func TestClassify(t *testing.T) {
 	ctx := context.Background()
 	c := open(t, Config{})
-	check := func(t *testing.T, err error, want stores.Class, reason string) {
+	check := func(t *testing.T, err error, want workloads.Class, reason workloads.Reason) {
 		t.Helper()
-		if got := stores.Classify(err); got != want {
+		if got := workloads.Classify(err); got != want {
 			t.Errorf("class of %v = %v, want %v", err, got, want)
 		}
-		if reason != "" && stores.Reason(err) != reason {
-			t.Errorf("reason of %v = %q, want %q", err, stores.Reason(err), reason)
+		if reason != "" && workloads.ReasonOf(err) != reason {
+			t.Errorf("reason of %v = %q, want %q", err, workloads.ReasonOf(err), reason)
 		}
 	}
 	balance := func(t *testing.T, want int64) {
@@ -133,12 +132,12 @@ func TestClassify(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := c.budget(c.admin).InsertOne(ctx, bson.D{{Key: "_id", Value: budgetID}})
-		check(t, Classify(err), stores.ClassDefinite, "DuplicateKey")
+		check(t, Classify(err), workloads.ClassDefinite, workloads.ServerCode("DuplicateKey"))
 	})
 	t.Run("unknown update operator is definite", func(t *testing.T) {
 		_, err := c.budget(c.admin).UpdateOne(ctx, bson.D{{Key: "_id", Value: budgetID}},
 			bson.D{{Key: "$bogus", Value: bson.D{{Key: "balance", Value: 1}}}})
-		check(t, Classify(err), stores.ClassDefinite, "")
+		check(t, Classify(err), workloads.ClassDefinite, "")
 		if err == nil {
 			t.Error("no error")
 		}
@@ -149,7 +148,7 @@ func TestClassify(t *testing.T) {
 		}
 		_, err := c.budget(c.admin).UpdateOne(ctx, bson.D{{Key: "_id", Value: budgetID}},
 			bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: "one"}}}})
-		check(t, Classify(err), stores.ClassDefinite, "")
+		check(t, Classify(err), workloads.ClassDefinite, "")
 		if err == nil {
 			t.Error("no error")
 		}
@@ -163,7 +162,7 @@ func TestClassify(t *testing.T) {
 		dead := &Client{cfg: Config{URI: "mongodb://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) +
 			"/?serverSelectionTimeoutMS=300&connectTimeoutMS=300"}, db: "indoubt"}
 		_, err = dead.Session(ctx)
-		check(t, err, stores.ClassDefinite, "server-selection")
+		check(t, err, workloads.ClassDefinite, "server-selection")
 	})
 	t.Run("context ended before the call is definite", func(t *testing.T) {
 		s, err := c.Session(ctx)
@@ -174,7 +173,7 @@ func TestClassify(t *testing.T) {
 		done, cancel := context.WithCancel(ctx)
 		cancel()
 		_, err = s.Decrement(done, workloads.Request{OpID: "x"})
-		check(t, err, stores.ClassDefinite, "context")
+		check(t, err, workloads.ClassDefinite, workloads.ReasonNotSent)
 	})
 
 	// Through the relay: the same ambiguity the proxy makes, with the truth read back.
@@ -208,7 +207,7 @@ func TestClassify(t *testing.T) {
 				}
 				fired, err := decrement(t, cutReply, 10*time.Second)
 				waitFired(t, fired)
-				check(t, err, stores.ClassUnknown, "network")
+				check(t, err, workloads.ClassUnknown, workloads.ReasonConnClosed)
 				balance(t, 4)
 			})
 			t.Run("command dropped before the server is unknown, and it did not apply", func(t *testing.T) {
@@ -217,7 +216,7 @@ func TestClassify(t *testing.T) {
 				}
 				fired, err := decrement(t, dropCmd, 10*time.Second)
 				waitFired(t, fired)
-				check(t, err, stores.ClassUnknown, "network")
+				check(t, err, workloads.ClassUnknown, workloads.ReasonConnClosed)
 				balance(t, 5)
 			})
 			t.Run("reply held past the deadline is unknown, and it applied", func(t *testing.T) {
@@ -226,9 +225,9 @@ func TestClassify(t *testing.T) {
 				}
 				fired, err := decrement(t, holdReply, 300*time.Millisecond)
 				waitFired(t, fired)
-				check(t, err, stores.ClassUnknown, "")
-				if r := stores.Reason(err); r != "timeout" && r != "network" {
-					t.Errorf("reason %q, want timeout or network", r)
+				check(t, err, workloads.ClassUnknown, "")
+				if r := workloads.ReasonOf(err); r != workloads.ReasonTimeout && r != workloads.ReasonConnClosed {
+					t.Errorf("reason %q, want timeout or conn-closed", r)
 				}
 				balance(t, 4)
 			})

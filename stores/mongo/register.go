@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/register"
 )
@@ -95,7 +94,7 @@ func (s *registerSession) Write(ctx context.Context, req workloads.Request, key 
 		_, err := s.coll.UpdateOne(ctx, filter, update, upsert)
 		if mongo.IsDuplicateKeyError(err) {
 			// Two upserts raced to insert the document; this one inserted nothing.
-			return stores.Conflict(fmt.Errorf("write %s: %w", key, err), "upsert-race")
+			return workloads.Conflict(fmt.Errorf("write %s: %w", key, err), "upsert-race")
 		}
 		if err != nil {
 			return fmt.Errorf("write %s: %w", key, Classify(err))
@@ -117,13 +116,13 @@ func (s *registerSession) Write(ctx context.Context, req workloads.Request, key 
 		}
 		recorded, err := s.recorded(ctx, key, req.OpID)
 		if err != nil {
-			return stores.Unknown(fmt.Errorf("write %s: look up op %s: %w", key, req.OpID, err), "lookup")
+			return workloads.Unknown(fmt.Errorf("write %s: look up op %s: %w", key, req.OpID, err), "lookup")
 		}
 		if recorded {
 			return nil
 		}
 	}
-	return stores.Conflict(fmt.Errorf("write %s: upsert lost %d races to insert the document", key, upsertRaces), "upsert-race")
+	return workloads.Conflict(fmt.Errorf("write %s: upsert lost %d races to insert the document", key, upsertRaces), "upsert-race")
 }
 
 // CAS is an update whose filter holds the expected value. With Idempotent the filter
@@ -152,7 +151,7 @@ func (s *registerSession) CAS(ctx context.Context, req workloads.Request, key st
 	}
 	recorded, err := s.recorded(ctx, key, req.OpID)
 	if err != nil {
-		return false, stores.Unknown(fmt.Errorf("cas %s: look up op %s: %w", key, req.OpID, err), "lookup")
+		return false, workloads.Unknown(fmt.Errorf("cas %s: look up op %s: %w", key, req.OpID, err), "lookup")
 	}
 	return recorded, nil
 }

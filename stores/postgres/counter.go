@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/counter"
 )
@@ -110,8 +109,8 @@ const (
 // exact: deadlock_detected (40P01) is a definite failure here, not a conflict, so that
 // the conflict policy retries SQLSTATE 40001 and nothing else. On one row every
 // transaction locks the same single row, so the workload cannot deadlock by itself; a
-// 40P01 would mean something else is going on, and it is counted under its SQLSTATE
-// rather than retried away.
+// 40P01 would mean something else is going on, and it is counted under its reason
+// (deadlock) rather than retried away.
 type Counter struct {
 	c    *Client
 	mech CounterMechanism
@@ -202,7 +201,7 @@ func (s *counterSession) begin(ctx context.Context, conn *pgx.Conn) error {
 		return classifyCounter(err)
 	}
 	if len(res) != 2 || len(res[1].Rows) != 1 || len(res[1].Rows[0]) != 1 {
-		return stores.Definite(fmt.Errorf("postgres: SHOW transaction_isolation returned no single value"), "isolation")
+		return workloads.Definite(fmt.Errorf("postgres: SHOW transaction_isolation returned no single value"), "isolation")
 	}
 	return checkIsolation(s.k.iso, string(res[1].Rows[0][0]))
 }
@@ -210,7 +209,7 @@ func (s *counterSession) begin(ctx context.Context, conn *pgx.Conn) error {
 // checkIsolation compares what SHOW transaction_isolation said with the level asked for.
 func checkIsolation(want Isolation, shown string) error {
 	if shown != want.shown() {
-		return stores.Definite(fmt.Errorf("postgres: asked for %s, the server runs the transaction at %q: %w", want.sql(), shown, ErrIsolation), "isolation")
+		return workloads.Definite(fmt.Errorf("postgres: asked for %s, the server runs the transaction at %q: %w", want.sql(), shown, ErrIsolation), "isolation")
 	}
 	return nil
 }
@@ -253,7 +252,7 @@ func (s *counterSession) Increment(ctx context.Context, req workloads.Request) (
 	}
 	if len(tag) != 1 || tag[0].CommandTag.String() != "COMMIT" {
 		// The server rolled back instead: certainly not applied.
-		return counter.Outcome{}, stores.Definite(pgx.ErrTxCommitRollback, "rollback")
+		return counter.Outcome{}, workloads.Definite(pgx.ErrTxCommitRollback, "rollback")
 	}
 	return out, nil
 }
@@ -325,11 +324,11 @@ func (s *counterSession) Read(ctx context.Context) (int64, error) {
 func classifyCounter(err error) error {
 	var ce *counterError
 	if errors.As(err, &ce) {
-		return stores.Definite(ce.err, ce.reason)
+		return workloads.Definite(ce.err, ce.reason)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "40P01" {
-		return stores.Definite(err, pgErr.Code)
+		return workloads.Definite(err, workloads.ReasonDeadlock)
 	}
 	return Classify(err)
 }
@@ -338,7 +337,7 @@ func classifyCounter(err error) error {
 // kept apart from driver errors until it is classified.
 type counterError struct {
 	err    error
-	reason string
+	reason workloads.Reason
 }
 
 func (e *counterError) Error() string { return e.err.Error() }

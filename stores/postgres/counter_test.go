@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/counter"
@@ -96,15 +95,15 @@ func TestCounterIsolationMismatch(t *testing.T) {
 		t.Errorf("matching level: %v", err)
 	}
 	err := postgres.CheckIsolation(postgres.RepeatableRead, "serializable")
-	if !errors.Is(err, postgres.ErrIsolation) || stores.Classify(err) != stores.ClassDefinite || stores.Reason(err) != "isolation" {
-		t.Fatalf("mismatch: %v (class %v, reason %q)", err, stores.Classify(err), stores.Reason(err))
+	if !errors.Is(err, postgres.ErrIsolation) || workloads.Classify(err) != workloads.ClassDefinite || workloads.ReasonOf(err) != "isolation" {
+		t.Fatalf("mismatch: %v (class %v, reason %q)", err, workloads.Classify(err), workloads.ReasonOf(err))
 	}
 	if !strings.Contains(err.Error(), "REPEATABLE READ") || !strings.Contains(err.Error(), `"serializable"`) {
 		t.Errorf("error %q does not name both levels", err)
 	}
 }
 
-// A serialization failure is a conflict with reason 40001; the session rolls back and
+// A serialization failure (40001) is a conflict with reason serialization-failure; the session rolls back and
 // the next attempt runs on the same connection.
 func TestCounterSerializationFailureRetriesOnTheSameConnection(t *testing.T) {
 	for _, mech := range postgres.CounterMechanisms {
@@ -142,8 +141,8 @@ func TestCounterSerializationFailureRetriesOnTheSameConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = <-done
-			if stores.Classify(err) != stores.ClassConflict || stores.Reason(err) != "40001" {
-				t.Fatalf("increment behind a committed writer: %v (class %v, reason %q), want a 40001 conflict", err, stores.Classify(err), stores.Reason(err))
+			if workloads.Classify(err) != workloads.ClassConflict || workloads.ReasonOf(err) != workloads.ReasonSerialization {
+				t.Fatalf("increment behind a committed writer: %v (class %v, reason %q), want a serialization-failure (40001) conflict", err, workloads.Classify(err), workloads.ReasonOf(err))
 			}
 			out, err := s.Increment(ctx, workloads.Request{})
 			if err != nil {
@@ -232,14 +231,14 @@ func TestCounterDeadlockIsNotRetried(t *testing.T) {
 	if dead == nil {
 		t.Fatal("no deadlock detected")
 	}
-	if got := postgres.Classify(dead); stores.Classify(got) != stores.ClassConflict || stores.Reason(got) != "40P01" {
-		t.Errorf("Classify: %v %q, want conflict 40P01", stores.Classify(got), stores.Reason(got))
+	if got := postgres.Classify(dead); workloads.Classify(got) != workloads.ClassConflict || workloads.ReasonOf(got) != workloads.ReasonDeadlock {
+		t.Errorf("Classify: %v %q, want conflict deadlock (40P01)", workloads.Classify(got), workloads.ReasonOf(got))
 	}
-	if got := postgres.ClassifyCounter(dead); stores.Classify(got) != stores.ClassDefinite || stores.Reason(got) != "40P01" {
-		t.Errorf("counter: %v %q, want definite 40P01", stores.Classify(got), stores.Reason(got))
+	if got := postgres.ClassifyCounter(dead); workloads.Classify(got) != workloads.ClassDefinite || workloads.ReasonOf(got) != workloads.ReasonDeadlock {
+		t.Errorf("counter: %v %q, want definite deadlock (40P01)", workloads.Classify(got), workloads.ReasonOf(got))
 	}
-	if got := postgres.ClassifyCounter(errors.New("dial: connection refused")); stores.Classify(got) != stores.ClassUnknown {
-		t.Errorf("other errors keep Classify's answer: %v", stores.Classify(got))
+	if got := postgres.ClassifyCounter(errors.New("dial: connection refused")); workloads.Classify(got) != workloads.ClassUnknown {
+		t.Errorf("other errors keep Classify's answer: %v", workloads.Classify(got))
 	}
 }
 

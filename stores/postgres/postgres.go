@@ -7,10 +7,11 @@
 // statement or inside an explicit BEGIN/COMMIT, and an idempotent path that records the
 // op id in the same transaction as the effect.
 //
-// Errors follow the contract of package stores: an error the server answered
+// Errors follow the contract of package workloads: an error the server answered
 // (*pgconn.PgError) is definite, except 40001 and 40P01 (conflict) and 40003
-// (statement_completion_unknown: unknown); any other error after which pgx cannot say the
-// request was never sent (!pgconn.SafeToRetry) is unknown.
+// (statement_completion_unknown: unknown, with workloads.ReasonServerUnknown); any other
+// error after which pgx cannot say the request was never sent (!pgconn.SafeToRetry) is
+// unknown.
 package postgres
 
 import (
@@ -25,7 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // Mechanism selects how a decrement is committed.
@@ -137,7 +138,7 @@ func (s *session) acquire(ctx context.Context) (*pgx.Conn, error) {
 	if s.conn == nil {
 		c, err := s.pool.Acquire(ctx)
 		if err != nil {
-			return nil, stores.Definite(fmt.Errorf("acquire connection: %w", err), "connect")
+			return nil, workloads.Definite(fmt.Errorf("acquire connection: %w", err), workloads.ReasonDial)
 		}
 		s.conn = c
 		s.addr = localAddr(c.Conn())
@@ -173,7 +174,7 @@ func (s *session) Close() error {
 	return nil
 }
 
-// Classify applies the error contract of package stores to an error from pgx.
+// Classify applies the error contract of package workloads to an error from pgx.
 func Classify(err error) error {
 	if err == nil {
 		return nil
@@ -181,41 +182,45 @@ func Classify(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
-		case "40001", "40P01":
-			return stores.Conflict(err, pgErr.Code)
+		case "40001":
+			return workloads.Conflict(err, workloads.ReasonSerialization)
+		case "40P01":
+			return workloads.Conflict(err, workloads.ReasonDeadlock)
 		case "40003":
-			return stores.Unknown(err, pgErr.Code)
+			return workloads.Unknown(err, workloads.ReasonServerUnknown)
 		}
-		return stores.Definite(err, pgErr.Code)
+		return workloads.Definite(err, workloads.ServerCode(pgErr.Code))
 	}
-	if errors.Is(err, stores.ErrUnknown) || errors.Is(err, stores.ErrConflict) {
+	if errors.Is(err, workloads.ErrUnknown) || errors.Is(err, workloads.ErrConflict) {
 		return err
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
 		// Nothing of an operation is sent before the connection is established.
-		return stores.Definite(redactErr(err), "connect")
+		return workloads.Definite(redactErr(err), workloads.ReasonDial)
 	}
 	if pgconn.SafeToRetry(err) {
-		return stores.Definite(err, reasonOf(err))
+		return workloads.Definite(err, reasonOf(err))
 	}
-	return stores.Unknown(err, reasonOf(err))
+	return workloads.Unknown(err, reasonOf(err))
 }
 
-func reasonOf(err error) string {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, pgconn.ErrConnClosed), strings.Contains(err.Error(), "conn closed"):
-		return "conn-closed"
-	case strings.Contains(err.Error(), "EOF"):
-		return "eof"
-	case strings.Contains(err.Error(), "connection reset"):
-		return "reset"
-	case strings.Contains(err.Error(), "connect"):
-		return "connect"
+// reasonOf names an error pgx raised without a server's answer. pgx does not always
+// wrap the network error it met, so its texts are read where the chain says nothing.
+func reasonOf(err error) workloads.Reason {
+	if pgconn.Timeout(err) {
+		return workloads.ReasonTimeout
 	}
-	return "io"
+	if r := workloads.NetReason(err); r != "" {
+		return r
+	}
+	switch msg := err.Error(); {
+	case errors.Is(err, pgconn.ErrConnClosed), strings.Contains(msg, "conn closed"), strings.Contains(msg, "EOF"):
+		return workloads.ReasonConnClosed
+	case strings.Contains(msg, "connection reset"):
+		return workloads.ReasonConnReset
+	case strings.Contains(msg, "connect"):
+		return workloads.ReasonDial
+	}
+	return workloads.ReasonConnLost
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/indoubt/indoubt/servers"
 	"github.com/indoubt/indoubt/servers/servertest"
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/stores/storetest"
 	"github.com/indoubt/indoubt/workloads"
@@ -92,17 +91,17 @@ func TestClassify(t *testing.T) {
 	cases := []struct {
 		name       string
 		provoke    func(t *testing.T) error
-		want       stores.Class
-		wantReason string
+		want       workloads.Class
+		wantReason workloads.Reason
 	}{
 		{"syntax error is definite", func(t *testing.T) error {
 			_, err := connect(t).Exec(ctx, "UPDATE cls SET")
 			return err
-		}, stores.ClassDefinite, "42601"},
+		}, workloads.ClassDefinite, workloads.ServerCode("42601")},
 		{"unique violation is definite", func(t *testing.T) error {
 			_, err := connect(t).Exec(ctx, "INSERT INTO cls VALUES (1, 1)")
 			return err
-		}, stores.ClassDefinite, "23505"},
+		}, workloads.ClassDefinite, workloads.ServerCode("23505")},
 		{"serialization failure is a conflict", func(t *testing.T) error {
 			a, b := connect(t), connect(t)
 			ta, err := a.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
@@ -126,7 +125,7 @@ func TestClassify(t *testing.T) {
 			}
 			_, err = tb.Exec(ctx, "UPDATE cls SET v = v + 1 WHERE id = 1")
 			return err
-		}, stores.ClassConflict, "40001"},
+		}, workloads.ClassConflict, workloads.ReasonSerialization},
 		{"deadlock is a conflict", func(t *testing.T) error {
 			a, b := connect(t), connect(t)
 			ta, _ := a.Begin(ctx)
@@ -149,14 +148,14 @@ func TestClassify(t *testing.T) {
 				return errA
 			}
 			return errB
-		}, stores.ClassConflict, "40P01"},
+		}, workloads.ClassConflict, workloads.ReasonDeadlock},
 		{"timeout after the query was sent is unknown", func(t *testing.T) error {
 			c := connect(t)
 			qctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			defer cancel()
 			_, err := c.Exec(qctx, "SELECT pg_sleep(5)")
 			return err
-		}, stores.ClassUnknown, "timeout"},
+		}, workloads.ClassUnknown, workloads.ReasonTimeout},
 		{"connection killed mid-statement is unknown", func(t *testing.T) error {
 			c := connect(t)
 			pid := c.PgConn().PID()
@@ -179,7 +178,7 @@ func TestClassify(t *testing.T) {
 			c.Close(ctx)
 			_, err := c.Exec(ctx, "SELECT 1")
 			return err
-		}, stores.ClassDefinite, ""},
+		}, workloads.ClassDefinite, ""},
 		{"refused connection is definite", func(t *testing.T) error {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -189,7 +188,7 @@ func TestClassify(t *testing.T) {
 			ln.Close()
 			_, err = pgx.Connect(ctx, "postgres://indoubt@"+addr+"/indoubt")
 			return err
-		}, stores.ClassDefinite, ""},
+		}, workloads.ClassDefinite, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -201,9 +200,9 @@ func TestClassify(t *testing.T) {
 			if !errors.Is(got, raw) && got.Error() != raw.Error() {
 				t.Errorf("Classify lost the cause: %v", got)
 			}
-			class := stores.Classify(got)
+			class := workloads.Classify(got)
 			if tc.want == 0 {
-				if class != stores.ClassUnknown && !(class == stores.ClassDefinite && stores.Reason(got) == "57P01") {
+				if class != workloads.ClassUnknown && !(class == workloads.ClassDefinite && workloads.ReasonOf(got) == workloads.ServerCode("57P01")) {
 					t.Errorf("class = %v (%v), want unknown, or definite 57P01", class, raw)
 				}
 				return
@@ -211,8 +210,8 @@ func TestClassify(t *testing.T) {
 			if class != tc.want {
 				t.Errorf("class = %v, want %v (error: %v)", class, tc.want, raw)
 			}
-			if tc.wantReason != "" && stores.Reason(got) != tc.wantReason {
-				t.Errorf("reason = %q, want %q", stores.Reason(got), tc.wantReason)
+			if tc.wantReason != "" && workloads.ReasonOf(got) != tc.wantReason {
+				t.Errorf("reason = %q, want %q", workloads.ReasonOf(got), tc.wantReason)
 			}
 		})
 	}

@@ -8,7 +8,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
@@ -116,7 +115,7 @@ func (s *budgetSession) Decrement(ctx context.Context, req workloads.Request) (b
 	}
 	if len(reply) != 3 {
 		// The script ran, so its effect is unknown to us.
-		return budget.Outcome{}, stores.Unknown(fmt.Errorf("decrement: reply %v is not {replayed, applied, balance}", reply), "bad-reply")
+		return budget.Outcome{}, workloads.Unknown(fmt.Errorf("decrement: reply %v is not {replayed, applied, balance}", reply), workloads.ReasonBadReply)
 	}
 	return budget.Outcome{Replayed: reply[0] == 1, Applied: reply[1] == 1, Balance: reply[2]}, nil
 }

@@ -19,17 +19,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"github.com/indoubt/indoubt/stores"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // Config says how to reach Redis and how the client behaves.
@@ -162,12 +160,12 @@ func (s *session) Close() error { return s.client.Close() }
 // failure is definite, where the same error during the call would be unknown.
 func start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return stores.Definite(err, "context")
+		return workloads.Definite(err, workloads.ReasonNotSent)
 	}
 	return nil
 }
 
-// Classify wraps an error from go-redis in the contract of package stores:
+// Classify wraps an error from go-redis in the contract of package workloads:
 //   - a reply error from the server (script error, NOSCRIPT, WRONGTYPE, LOADING ...) is
 //     definite: the command did not run, or our scripts failed before writing; the
 //     reason is the error's first word;
@@ -183,40 +181,25 @@ func Classify(err error) error {
 	}
 	var rerr goredis.Error
 	if errors.As(err, &rerr) {
-		return stores.Definite(err, replyReason(rerr.Error()))
+		return workloads.Definite(err, replyReason(rerr.Error()))
 	}
 	var opErr *net.OpError
 	switch {
 	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return stores.Definite(err, "dial")
+		return workloads.Definite(err, workloads.ReasonDial)
 	case errors.Is(err, goredis.ErrPoolTimeout):
-		return stores.Definite(err, "pool-timeout")
+		return workloads.Definite(err, "pool-timeout")
 	case errors.Is(err, goredis.ErrClosed):
-		return stores.Definite(err, "client-closed")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
-		return stores.Unknown(err, "conn-closed")
-	case errors.Is(err, syscall.ECONNRESET):
-		return stores.Unknown(err, "conn-reset")
-	case errors.Is(err, syscall.EPIPE):
-		return stores.Unknown(err, "broken-pipe")
-	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
-		return stores.Unknown(err, "timeout")
-	case errors.Is(err, context.Canceled):
-		return stores.Unknown(err, "canceled")
+		return workloads.Definite(err, workloads.ReasonClientClosed)
 	}
-	return stores.Unknown(err, "")
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return workloads.Unknown(err, workloads.NetReason(err))
 }
 
 // replyReason is the error code Redis puts first in an error reply ("NOSCRIPT", "ERR").
-func replyReason(msg string) string {
+func replyReason(msg string) workloads.Reason {
 	code, _, _ := strings.Cut(msg, " ")
 	if code == "" {
 		return "reply-error"
 	}
-	return code
+	return workloads.ServerCode(code)
 }

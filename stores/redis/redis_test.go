@@ -17,7 +17,6 @@ import (
 
 	"github.com/indoubt/indoubt/servers"
 	"github.com/indoubt/indoubt/servers/servertest"
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/stores/storetest"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
@@ -80,13 +79,13 @@ func TestClassify(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s.(*budgetSession)
 	}
-	check := func(t *testing.T, err error, want stores.Class, reason string) {
+	check := func(t *testing.T, err error, want workloads.Class, reason workloads.Reason) {
 		t.Helper()
-		if got := stores.Classify(err); got != want {
+		if got := workloads.Classify(err); got != want {
 			t.Errorf("class of %v = %v, want %v", err, got, want)
 		}
-		if reason != "" && stores.Reason(err) != reason {
-			t.Errorf("reason of %v = %q, want %q", err, stores.Reason(err), reason)
+		if reason != "" && workloads.ReasonOf(err) != reason {
+			t.Errorf("reason of %v = %q, want %q", err, workloads.ReasonOf(err), reason)
 		}
 	}
 
@@ -95,11 +94,11 @@ func TestClassify(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := newSession(t, c).Decrement(ctx, workloads.Request{OpID: "x"})
-		check(t, err, stores.ClassDefinite, "INDOUBT")
+		check(t, err, workloads.ClassDefinite, "INDOUBT")
 	})
 	t.Run("NOSCRIPT is definite", func(t *testing.T) {
 		err := newSession(t, c).client.EvalSha(ctx, "0000000000000000000000000000000000000000", nil).Err()
-		check(t, Classify(err), stores.ClassDefinite, "NOSCRIPT")
+		check(t, Classify(err), workloads.ClassDefinite, "NOSCRIPT")
 	})
 	t.Run("EVALSHA falls back to EVAL after SCRIPT FLUSH", func(t *testing.T) {
 		if err := c.Reset(ctx, 2); err != nil {
@@ -127,9 +126,9 @@ func TestClassify(t *testing.T) {
 		}
 		defer s.Close()
 		_, _, err = s.Read(ctx, "h")
-		check(t, err, stores.ClassDefinite, "WRONGTYPE")
+		check(t, err, workloads.ClassDefinite, "WRONGTYPE")
 		_, err = s.CAS(ctx, workloads.Request{OpID: "c"}, "h", 1, 2)
-		check(t, err, stores.ClassDefinite, "WRONGTYPE")
+		check(t, err, workloads.ClassDefinite, "WRONGTYPE")
 	})
 	t.Run("connection refused is definite", func(t *testing.T) {
 		port, err := servers.FreePort()
@@ -138,14 +137,14 @@ func TestClassify(t *testing.T) {
 		}
 		dead := &Client{cfg: Config{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, prefix: "indoubt"}
 		_, err = dead.Session(ctx)
-		check(t, err, stores.ClassDefinite, "dial")
+		check(t, err, workloads.ClassDefinite, workloads.ReasonDial)
 	})
 	t.Run("context ended before the call is definite", func(t *testing.T) {
 		s := newSession(t, c)
 		done, cancel := context.WithCancel(ctx)
 		cancel()
 		_, err := s.Decrement(done, workloads.Request{OpID: "x"})
-		check(t, err, stores.ClassDefinite, "context")
+		check(t, err, workloads.ClassDefinite, workloads.ReasonNotSent)
 	})
 	t.Run("timeout while the server is busy is unknown, and the decrement applies", func(t *testing.T) {
 		if err := c.Reset(ctx, 5); err != nil {
@@ -163,7 +162,7 @@ func TestClassify(t *testing.T) {
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
 		_, err := s.Decrement(short, workloads.Request{OpID: "slow"})
-		check(t, err, stores.ClassUnknown, "timeout")
+		check(t, err, workloads.ClassUnknown, workloads.ReasonTimeout)
 		if err := <-busy; err != nil {
 			t.Fatalf("DEBUG SLEEP: %v", err)
 		}
@@ -201,7 +200,7 @@ func TestClassify(t *testing.T) {
 			t.Fatalf("CLIENT KILL ADDR %s: %v", before, err)
 		}
 		err := <-res
-		check(t, err, stores.ClassUnknown, "conn-closed")
+		check(t, err, workloads.ClassUnknown, workloads.ReasonConnClosed)
 		if !errors.Is(err, io.EOF) {
 			t.Errorf("err %v: want a bare io.EOF underneath, as FIELD-NOTES say a cut reply looks", err)
 		}
@@ -274,7 +273,7 @@ func waitBusy(t *testing.T, addr string) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		err := probe.Ping(context.Background()).Err()
-		if isTimeout(err) {
+		if workloads.NetReason(err) == workloads.ReasonTimeout {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

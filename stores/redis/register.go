@@ -8,7 +8,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/register"
 )
@@ -174,5 +173,5 @@ func (s *registerSession) CAS(ctx context.Context, req workloads.Request, key st
 	case 1:
 		return true, nil
 	}
-	return false, stores.Unknown(fmt.Errorf("cas %s: reply %d is not 0 or 1", key, n), "bad-reply")
+	return false, workloads.Unknown(fmt.Errorf("cas %s: reply %d is not 0 or 1", key, n), workloads.ReasonBadReply)
 }

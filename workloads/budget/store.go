@@ -25,7 +25,7 @@ type Store interface {
 type Session interface {
 	workloads.Session
 	// Decrement takes 1 from the balance if it is positive. Errors follow the contract
-	// of package stores (ErrUnknown, ErrConflict, or definite).
+	// of package workloads (ErrUnknown, ErrConflict, or definite).
 	Decrement(ctx context.Context, req workloads.Request) (Outcome, error)
 }
 

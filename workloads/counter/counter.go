@@ -20,7 +20,6 @@ import (
 	"sync"
 
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/stores"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -38,7 +37,8 @@ type Workload struct {
 
 	mu sync.Mutex
 	// ambiguous counts attempts whose error said the outcome is unknown with the
-	// server's own word for it (SQLSTATE 40003, statement_completion_unknown), by op id.
+	// server's own word for it (workloads.ReasonServerUnknown: SQLSTATE 40003,
+	// statement_completion_unknown, on PostgreSQL and CockroachDB), by op id.
 	ambiguous map[string]int
 	// restartErr is why the restart counters could not be read, if they could not.
 	restartErr string
@@ -139,7 +139,7 @@ func (k *worker) Do(ctx context.Context, call workloads.Call, req workloads.Requ
 	case "increment":
 		out, err := k.Increment(ctx, req)
 		if err != nil {
-			if stores.Classify(err) == stores.ClassUnknown && stores.Reason(err) == "40003" {
+			if workloads.Classify(err) == workloads.ClassUnknown && workloads.ReasonOf(err) == workloads.ReasonServerUnknown {
 				k.w.mu.Lock()
 				k.w.ambiguous[req.OpID]++
 				k.w.mu.Unlock()
@@ -183,11 +183,13 @@ type Final struct {
 	// Cause says why the counter disagrees with the acknowledged increments, with the
 	// evidence, or that no cause is established; empty when it agrees.
 	Cause string `json:"cause,omitempty"`
-	// Evidence of ambiguous commits: attempts that ended with SQLSTATE 40003
-	// (statement_completion_unknown), and commits the fault proxy cut after the server
-	// applied them (ground truth). Only these attribute Extra to ambiguous commits.
-	Evidence40003 int64 `json:"evidence_40003"`
-	EvidenceCuts  int64 `json:"evidence_cuts_applied"`
+	// Evidence of ambiguous commits: attempts that ended with the server's own word
+	// that the outcome is unknown (workloads.ReasonServerUnknown: SQLSTATE 40003,
+	// statement_completion_unknown, on the stores that run the counter), and commits the
+	// fault proxy cut after the server applied them (ground truth). Only these attribute
+	// Extra to ambiguous commits.
+	EvidenceServerUnknown int64 `json:"evidence_40003"`
+	EvidenceCuts          int64 `json:"evidence_cuts_applied"`
 	// ServerRestarts is the growth of the server's transaction restart counters during
 	// the run, by name (CockroachDB: txn.restarts.*); never their totals.
 	ServerRestarts map[string]int64 `json:"server_restarts,omitempty"`
@@ -242,7 +244,7 @@ func (w *Workload) Summary(ops []histories.Op) any {
 	f.SameValueWrites = withValue - int64(len(wrote))
 	w.mu.Lock()
 	for _, n := range w.ambiguous {
-		f.Evidence40003 += int64(n)
+		f.EvidenceServerUnknown += int64(n)
 	}
 	w.mu.Unlock()
 	if w.restarts != nil && w.after != nil {
@@ -290,11 +292,11 @@ func (f *Final) reconcile() {
 		}
 	case applied > f.Acknowledged:
 		f.Extra = applied - f.Acknowledged
-		evidence := f.Evidence40003 + f.EvidenceCuts
+		evidence := f.EvidenceServerUnknown + f.EvidenceCuts
 		attributed := min(f.Extra, evidence)
 		if attributed > 0 {
 			f.Cause = fmt.Sprintf("%d of %d extra attributed to ambiguous commits (evidence: %d attempts ended with SQLSTATE 40003, %d commits cut after they applied)",
-				attributed, f.Extra, f.Evidence40003, f.EvidenceCuts)
+				attributed, f.Extra, f.EvidenceServerUnknown, f.EvidenceCuts)
 		}
 		if rest := f.Extra - attributed; rest > 0 {
 			if f.Cause != "" {

@@ -26,7 +26,7 @@ type Store interface {
 type Session interface {
 	workloads.Session
 	// Increment adds 1 to the counter in one transaction and reports what the
-	// transaction read and wrote. Errors follow the contract of package stores
+	// transaction read and wrote. Errors follow the contract of package workloads
 	// (ErrUnknown, ErrConflict, or definite); an isolation level other than the one
 	// asked for is a definite error.
 	Increment(ctx context.Context, req workloads.Request) (Outcome, error)
