@@ -535,10 +535,10 @@ func (r *run) account(comp histories.Op, rt retried, lat time.Duration) {
 		us = 1
 	}
 	r.lat.RecordValue(us)
+	// Compare-and-set rounds lost inside a store's mechanism are not retries of the
+	// operation: they are counted in conflicts only, so that retries.total is the sum of
+	// retries.by_reason and of retries.by_outcome.
 	r.conflicts += int64(rt.conflicts)
-	if rt.conflicts > 0 {
-		r.retries.ByReason["cas-conflict"] += int64(rt.conflicts)
-	}
 	if rt.errReason != "" {
 		r.errors[rt.errReason]++
 	}
