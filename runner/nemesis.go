@@ -196,7 +196,8 @@ func (n *nemesis) close() {
 	n.file.Close()
 }
 
-// account adds the fault counts and the evidence to the results.
+// account adds the fault counts and the evidence to the results, and reconciles the
+// workload's final state with the ground truth.
 func (n *nemesis) account(res *report.Results, ops []histories.Op) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -210,5 +211,5 @@ func (n *nemesis) account(res *report.Results, ops []histories.Op) {
 	n.r.mu.Lock()
 	spans := append([]attemptSpan(nil), n.r.attempts...)
 	n.r.mu.Unlock()
-	res.Evidence = joinEvidence(events, spans, ops, res.Workload, res.Final, res.Verdict == checker.Invalid)
+	res.Evidence, res.Final = joinEvidence(events, spans, ops, res.Final, res.Verdict == checker.Invalid)
 }

@@ -211,7 +211,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	}
 
 	hdr := histories.Header{
-		Workload: wl.Name(), Model: wl.Model(), Store: cfg.Store, Seed: cfg.Seed, Params: wl.Params(),
+		Workload: string(wl.Name()), Model: wl.Model(), Store: cfg.Store, Seed: cfg.Seed, Params: wl.Params(),
 	}
 	hw, err := histories.Create(filepath.Join(dir, "history.jsonl"), hdr)
 	if err != nil {
@@ -260,7 +260,8 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	}
 
 	res := &report.Results{
-		Verdict: verdict.Verdict, Summary: verdict.Summary,
+		SchemaVersion: report.SchemaVersion,
+		Verdict:       verdict.Verdict, Summary: verdict.Summary,
 		Workload: wl.Name(), Store: cfg.Store, Mechanism: wl.Mechanism(), Retry: cfg.Retry.Name,
 		Seed: cfg.Seed, Workers: cfg.Workers, Interrupted: interrupted,
 		StartedAt: r.startWall(), DurationS: elapsed.Seconds(),
@@ -284,24 +285,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	if nem != nil {
 		nem.account(res, ops)
 	}
-	// A workload that attributes discrepancies only to evidence (counter) gets the
-	// proxy's ground truth: the operations whose commit was cut after it applied.
-	if a, ok := wl.(attributor); ok && res.Evidence != nil {
-		var applied []string
-		for _, e := range res.Evidence.Ambiguous {
-			if e.Truth == "applied" {
-				applied = append(applied, e.OpID)
-			}
-		}
-		res.Final = a.Attribute(res.Final, applied)
-	}
 	return res, nil
-}
-
-// attributor is a workload that attributes a discrepancy only to evidence, given the
-// op ids of the operations whose commit the proxy cut after it applied.
-type attributor interface {
-	Attribute(final any, applied []string) any
 }
 
 func ms(us int64) float64 { return math.Round(float64(us)/10) / 100 }
@@ -404,6 +388,7 @@ func (r *run) drive(ctx context.Context) (bool, error) {
 // work is one worker's loop.
 func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Rand, deadline time.Time) error {
 	process := id
+	t := &retrier{r: r, w: w, rng: rng, deadline: deadline}
 	for i := 0; r.cfg.Ops == 0 || i < r.cfg.Ops; i++ {
 		if ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline)) {
 			return nil
@@ -418,7 +403,7 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 		if err != nil {
 			return err
 		}
-		comp, retried := r.attempt(ctx, w, call, opID, process, inv, rng, deadline)
+		comp, retried := t.do(ctx, operation{call: call, id: opID, process: process, invoke: inv})
 		comp.Time = r.now()
 		comp.Process = process
 		comp.F, comp.Key, comp.OpID = call.F, call.Key, opID
@@ -435,89 +420,6 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 		}
 	}
 	return nil
-}
-
-// outcome of the retry loop beyond the completion event itself.
-type retried struct {
-	retries   int
-	reasons   []string
-	deadline  bool
-	conflicts int
-	errReason string
-	// end is how the loop ended: succeeded, exhausted, non-retryable, unknown, deadline.
-	end string
-}
-
-// attempt runs one logical operation under the retry policy and returns its completion.
-func (r *run) attempt(ctx context.Context, w workloads.Worker, call workloads.Call, opID string, process int, inv int64, rng *rand.Rand, deadline time.Time) (histories.Op, retried) {
-	pol := r.cfg.Retry
-	req := workloads.Request{OpID: opID, Idempotent: pol.Idempotent()}
-	var rt retried
-	maybeApplied := false
-	var conns []string
-	for n := 1; ; n++ {
-		from := r.now()
-		reply, err := w.Do(ctx, call, req)
-		conn := w.Conn()
-		if len(conns) == 0 || conns[len(conns)-1] != conn {
-			conns = append(conns, conn)
-		}
-		rt.conflicts += reply.Conflicts
-		class := stores.Classify(err)
-		if err == nil && reply.Failed {
-			rt.end, rt.errReason = "non-retryable", "no-effect"
-			return histories.Op{Type: histories.Fail, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
-		}
-		if err == nil {
-			rt.end = "succeeded"
-			return histories.Op{Type: histories.OK, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
-		}
-		reason := stores.Reason(err)
-		if class == stores.ClassUnknown {
-			maybeApplied = true
-		}
-		r.mu.Lock()
-		r.attempts = append(r.attempts, attemptSpan{OpID: opID, Process: process, Invoke: inv, Conn: conn, From: from, To: r.now(), Class: class, Err: err.Error()})
-		r.mu.Unlock()
-		stop := !pol.retries(class) || n >= pol.MaxAttempts || ctx.Err() != nil
-		if !stop && !deadline.IsZero() && time.Now().After(deadline) {
-			stop, rt.deadline = true, true
-		}
-		if !stop {
-			pause := pol.backoff(n, rng)
-			if !deadline.IsZero() && time.Now().Add(pause).After(deadline) {
-				stop, rt.deadline = true, true
-			} else {
-				select {
-				case <-ctx.Done():
-					stop = true
-				case <-time.After(pause):
-				}
-			}
-		}
-		if stop {
-			rt.errReason = reason
-			typ := histories.Fail
-			switch {
-			case maybeApplied:
-				rt.end = "unknown"
-			case !pol.retries(class):
-				rt.end = "non-retryable"
-			case n >= pol.MaxAttempts:
-				rt.end = "exhausted"
-			default:
-				rt.end = "deadline"
-			}
-			if maybeApplied {
-				// An earlier attempt may have applied: the truth is unknown, whatever
-				// the last attempt said.
-				typ = histories.Info
-			}
-			return histories.Op{Type: typ, Error: err.Error(), Conn: conn, Attempt: n}, rt
-		}
-		rt.retries++
-		rt.reasons = append(rt.reasons, reason)
-	}
 }
 
 // account adds one completed operation to the metrics.
@@ -567,15 +469,15 @@ func (r *run) account(comp histories.Op, rt retried, lat time.Duration) {
 func (r *run) countOutcome(rt retried, attempts int) {
 	var c *report.OutcomeCount
 	switch rt.end {
-	case "succeeded":
+	case succeeded:
 		c = &r.outcomes.Succeeded
-	case "exhausted":
+	case exhausted:
 		c = &r.outcomes.Exhausted
-	case "non-retryable":
+	case nonRetryable:
 		c = &r.outcomes.NonRetryable
-	case "unknown":
+	case endedUnknown:
 		c = &r.outcomes.Unknown
-	case "deadline":
+	case cutByEnd:
 		c = &r.outcomes.Deadline
 	default:
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/report"
 	"github.com/indoubt/indoubt/runner"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 const runHelp = `indoubt run: run a workload against a database, record every operation in a
@@ -232,7 +233,7 @@ type Summary struct {
 type SummaryRow struct {
 	RunDir     string          `json:"run_dir"`
 	Store      string          `json:"store"`
-	Workload   string          `json:"workload"`
+	Workload   workloads.Name  `json:"workload"`
 	Workers    int             `json:"workers"`
 	Verdict    checker.Verdict `json:"verdict"`
 	Throughput float64         `json:"throughput"`
