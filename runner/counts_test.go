@@ -42,7 +42,7 @@ func TestRetryCountsAddUp(t *testing.T) {
 	})
 	t.Run("budget under commit faults, naive retry", func(t *testing.T) {
 		cfg := budgetConfig(t)
-		cfg.Faults = []string{"commit-mixed:0.3"}
+		cfg.Faults = schedule(t, "commit-mixed:0.3")
 		cfg.Retry = policy(t, "naive")
 		res, err := runner.Run(context.Background(), cfg)
 		if err != nil {

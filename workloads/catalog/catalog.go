@@ -6,6 +6,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
@@ -44,12 +45,14 @@ func Names() []workloads.Name {
 
 // Parse returns the workload named s, or an error that lists the names.
 func Parse(s string) (workloads.Name, error) {
+	var names []string
 	for _, e := range table {
 		if string(e.name) == s {
 			return e.name, nil
 		}
+		names = append(names, string(e.name))
 	}
-	return "", fmt.Errorf("unknown workload %q (want one of %v)", s, Names())
+	return "", fmt.Errorf("unknown workload %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
 // DecodeFinal reads the `final` section of results.json of a run of workload name back
