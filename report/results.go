@@ -3,25 +3,36 @@
 package report
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/catalog"
 )
+
+// SchemaVersion is the version of results.json's layout, written in every results.json
+// as schema_version; schemas/results.schema.json describes it. It changes when a key is
+// removed or changes meaning, not when one is added.
+const SchemaVersion = 1
 
 // Results is results.json: everything a person or a CI job needs to judge a run.
 type Results struct {
-	Verdict     checker.Verdict `json:"verdict"`
-	Summary     string          `json:"summary"`
-	Workload    string          `json:"workload"`
-	Store       string          `json:"store"`
-	Mechanism   string          `json:"mechanism"`
-	Retry       string          `json:"retry"`
-	Seed        int64           `json:"seed"`
-	Workers     int             `json:"workers"`
-	Interrupted bool            `json:"interrupted"`
-	StartedAt   time.Time       `json:"started_at"`
-	DurationS   float64         `json:"duration_s"`
-	Ops         OpCounts        `json:"ops"`
+	// SchemaVersion is SchemaVersion when the run wrote it; 0 in results.json files
+	// written before the field existed.
+	SchemaVersion int             `json:"schema_version"`
+	Verdict       checker.Verdict `json:"verdict"`
+	Summary       string          `json:"summary"`
+	Workload      workloads.Name  `json:"workload"`
+	Store         string          `json:"store"`
+	Mechanism     string          `json:"mechanism"`
+	Retry         string          `json:"retry"`
+	Seed          int64           `json:"seed"`
+	Workers       int             `json:"workers"`
+	Interrupted   bool            `json:"interrupted"`
+	StartedAt     time.Time       `json:"started_at"`
+	DurationS     float64         `json:"duration_s"`
+	Ops           OpCounts        `json:"ops"`
 	// Throughput is completed operations (ok, fail and info) per second of the run.
 	Throughput float64 `json:"throughput"`
 	// PerSecond is completed operations in each second of the run.
@@ -37,10 +48,30 @@ type Results struct {
 	Anomalies []checker.Anomaly `json:"anomalies"`
 	// Evidence joins the proxy's ground truth to operations; never fed to the checker.
 	Evidence *Evidence `json:"evidence,omitempty"`
-	Final    any       `json:"final"`
-	RunDir   string    `json:"run_dir"`
-	Server   string    `json:"server"`
-	Proxied  bool      `json:"proxied"`
+	// Final is the workload's final state; nil when the run has none.
+	Final   workloads.Final `json:"final"`
+	RunDir  string          `json:"run_dir"`
+	Server  string          `json:"server"`
+	Proxied bool            `json:"proxied"`
+}
+
+// UnmarshalJSON reads results.json back, with its `final` section as the typed final
+// state of the run's workload.
+func (r *Results) UnmarshalJSON(b []byte) error {
+	type plain Results
+	aux := struct {
+		*plain
+		Final json.RawMessage `json:"final"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	f, err := catalog.DecodeFinal(r.Workload, aux.Final)
+	if err != nil {
+		return err
+	}
+	r.Final = f
+	return nil
 }
 
 // OpCounts counts logical operations by how they ended. Final reads are included.

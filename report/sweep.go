@@ -1,35 +1,22 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/indoubt/indoubt/workloads"
 )
 
-// SweepFinal is the part of a counter run's `final` section the sweep table reads. It
-// mirrors the JSON of the counter workload's Final so that report needs no workload.
-type SweepFinal struct {
-	Before         int64            `json:"before"`
-	After          *int64           `json:"after"`
-	Acknowledged   int64            `json:"acknowledged"`
-	Lost           int64            `json:"lost"`
-	Extra          int64            `json:"extra"`
-	Cause          string           `json:"cause"`
-	ServerRestarts map[string]int64 `json:"server_restarts"`
-	RestartsError  string           `json:"server_restarts_error"`
-}
-
-// sweepFinal reads a run's final section; ok is false when it has none of the counter's.
-func sweepFinal(r *Results) (SweepFinal, bool) {
-	var f SweepFinal
-	b, err := json.Marshal(r.Final)
-	if err != nil || json.Unmarshal(b, &f) != nil || f.After == nil && f.Acknowledged == 0 {
-		return SweepFinal{}, false
+// sweepFinal returns a counter run's reconciliation; ok is false when the run has none.
+func sweepFinal(r *Results) (workloads.Reconciliation, bool) {
+	f := figuresOf(r).Reconciliation
+	if f == nil || f.After == nil && f.Acknowledged == 0 {
+		return workloads.Reconciliation{}, false
 	}
-	return f, true
+	return *f, true
 }
 
 // WriteSweep prints a contention sweep, one row per run (one per worker count): the
@@ -120,8 +107,8 @@ func WriteCounterFinal(w io.Writer, r *Results) {
 	if len(f.ServerRestarts) > 0 {
 		fmt.Fprintf(w, "  server restarts during the run (deltas): %s\n", restartDeltas(f.ServerRestarts))
 	}
-	if f.RestartsError != "" {
-		fmt.Fprintf(w, "  server restart counters unavailable: %s\n", f.RestartsError)
+	if f.ServerRestartsError != "" {
+		fmt.Fprintf(w, "  server restart counters unavailable: %s\n", f.ServerRestartsError)
 	}
 }
 

@@ -2,10 +2,13 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/catalog"
 )
 
 func sweepRun(workers int, ok, okAttempts, exhausted, deadline, deadlineAttempts int64, final map[string]any) *Results {
@@ -25,8 +28,21 @@ func sweepRun(workers int, ok, okAttempts, exhausted, deadline, deadlineAttempts
 			Exhausted: OutcomeCount{Ops: exhausted, Attempts: exhausted * 10, Errors: errs(exhausted)},
 			Deadline:  OutcomeCount{Ops: deadline, Attempts: deadlineAttempts, Errors: errs(deadline)},
 		},
-		Final: final,
+		Final: decodeFinal(workloads.Counter, final),
 	}
+}
+
+// decodeFinal reads a `final` section written as a map, the way results.json holds it.
+func decodeFinal(w workloads.Name, m map[string]any) workloads.Final {
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	f, err := catalog.DecodeFinal(w, b)
+	if err != nil {
+		panic(err)
+	}
+	return f
 }
 
 func TestWriteSweep(t *testing.T) {

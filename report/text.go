@@ -1,12 +1,13 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // Row is one line of the stand's table, taken from a run's results.
@@ -23,7 +24,8 @@ type Row struct {
 }
 
 // RowOf reads the stand's columns out of results. Workload-specific columns come from
-// the `final` section (budget: applied, rejected, balance; counter: acknowledged, after).
+// the figures of the final state (budget: applied, rejected, balance; counter:
+// acknowledged, after).
 func RowOf(r *Results) Row {
 	row := Row{
 		Store: r.Store, Mechanism: r.Mechanism, TxPerSec: r.Throughput,
@@ -33,26 +35,8 @@ func RowOf(r *Results) Row {
 	if r.Interrupted {
 		row.Verdict += " (interrupted)"
 	}
-	var fin map[string]any
-	if b, err := json.Marshal(r.Final); err == nil {
-		json.Unmarshal(b, &fin)
-	}
-	num := func(k string) string {
-		v, ok := fin[k]
-		if !ok || v == nil {
-			return "-"
-		}
-		if f, ok := v.(float64); ok {
-			return fmt.Sprintf("%d", int64(f))
-		}
-		return fmt.Sprint(v)
-	}
-	switch r.Workload {
-	case "budget":
-		row.Applied, row.Rejected, row.Final = num("applied"), num("rejected"), num("balance")
-	case "counter":
-		row.Applied, row.Final = num("acknowledged"), num("after")
-	}
+	fig := figuresOf(r)
+	row.Applied, row.Rejected, row.Final = num(fig.Applied), num(fig.Rejected), num(fig.Value)
 	row.Retries = fmt.Sprintf("%d", r.Retries.Total)
 	if r.Conflicts > 0 {
 		row.Retries = fmt.Sprintf("%d/%d", r.Retries.Total, r.Conflicts)
@@ -79,10 +63,8 @@ func WriteSummary(w io.Writer, r *Results) {
 	}
 	if r.Conflicts > 0 {
 		per := ""
-		if row := RowOf(r); r.Workload == "budget" && row.Applied != "-" && row.Applied != "0" {
-			var applied float64
-			fmt.Sscan(row.Applied, &applied)
-			per = fmt.Sprintf(" (%.2f per applied decrement)", float64(r.Conflicts)/applied)
+		if fig := figuresOf(r); fig.PerApplied != "" && fig.Applied != nil && *fig.Applied != 0 {
+			per = fmt.Sprintf(" (%.2f per %s)", float64(r.Conflicts)/float64(*fig.Applied), fig.PerApplied)
 		}
 		fmt.Fprintf(w, "CAS conflicts: %d%s\n", r.Conflicts, per)
 	}
@@ -128,6 +110,22 @@ func WriteSummary(w io.Writer, r *Results) {
 	if r.RunDir != "" {
 		fmt.Fprintf(w, "run directory: %s\n", r.RunDir)
 	}
+}
+
+// figuresOf returns the figures of r's final state, none when it has no final state.
+func figuresOf(r *Results) workloads.Figures {
+	if r.Final == nil {
+		return workloads.Figures{}
+	}
+	return r.Final.Figures()
+}
+
+// num shows a figure, "-" when there is none.
+func num(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d", *v)
 }
 
 func counts(m map[string]int64) string {

@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 func TestTableRowsAndRatios(t *testing.T) {
 	bal := int64(0)
 	fast := &Results{Store: "redis", Mechanism: "Lua", Workload: "budget", Throughput: 2000, Verdict: checker.Valid,
-		Final: map[string]any{"applied": 1000, "rejected": 600, "balance": bal}}
+		Final: decodeFinal(workloads.Budget, map[string]any{"applied": 1000, "rejected": 600, "balance": bal})}
 	slow := &Results{Store: "cql", Mechanism: "LWT", Workload: "budget", Throughput: 100, Verdict: checker.Invalid, Conflicts: 1500,
-		Final: map[string]any{"applied": 1000, "rejected": 600, "balance": bal}, Interrupted: true}
+		Final: decodeFinal(workloads.Budget, map[string]any{"applied": 1000, "rejected": 600, "balance": bal}), Interrupted: true}
 	slow.Faults.ByKind = map[string]int64{"commit-cut": 3, "commit-drop": 2}
 	slow.Ops.Info = 5
 	var b bytes.Buffer

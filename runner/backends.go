@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/servers"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
@@ -16,14 +18,33 @@ import (
 	"github.com/indoubt/indoubt/workloads/register"
 )
 
-// backend is one store: how to launch its throwaway server, where its DSN points, and
-// how to bind each workload it supports. The table below is the one place stores are
-// wired; nothing registers itself.
+// StoreName names a store. The names are defined here, once; everything else refers
+// to these values or looks them up in the table below.
+type StoreName string
+
+// The stores indoubt has.
+const (
+	Postgres  StoreName = "postgres"
+	Redis     StoreName = "redis"
+	Mongo     StoreName = "mongo"
+	CQL       StoreName = "cql"
+	Cockroach StoreName = "cockroach"
+)
+
+// backend is one store: the DSN schemes that name it, the workloads it has, the wire
+// protocol the proxy's toxics speak to it, how to launch its throwaway server and
+// whether that can be done here, where its DSN points, and how to bind each workload.
+// The table below is the one place stores are wired; nothing registers itself.
 type backend struct {
-	name string
-	// protocol names the proxy's wire protocol for this store.
-	protocol string
+	name StoreName
+	// schemes are the DSN schemes that name the store.
+	schemes   []string
+	workloads []workloads.Name
+	// protocol is the commit-aware toxics' protocol for the store's wire protocol.
+	protocol toxics.Protocol
 	launch   func(ctx context.Context, cfg Config, dir string) (launched, error)
+	// available says why no server can be launched here, or nil when one can.
+	available func() error
 	// addr returns the host:port a DSN points at; rewrite points it at addr instead.
 	addr    func(dsn string) (string, error)
 	rewrite func(dsn, addr string) (string, error)
@@ -37,49 +58,62 @@ type launched struct {
 	stop func() error
 }
 
+// kv are the workloads of a store that has budget and register (bindKV).
+var kv = []workloads.Name{workloads.Budget, workloads.Register}
+
 var backends = []backend{
 	{
-		name: "postgres", protocol: "postgres",
-		launch:  launchPostgres,
-		addr:    urlAddr,
-		rewrite: urlRewrite,
-		open:    openPostgres,
+		name: Postgres, schemes: []string{"postgres", "postgresql"}, protocol: toxics.Postgres{},
+		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter},
+		launch:    launchPostgres,
+		available: func() error { _, err := servers.FindPostgres(); return err },
+		addr:      urlAddr,
+		rewrite:   urlRewrite,
+		open:      openPostgres,
 	},
 	{
-		name: "redis", protocol: "resp",
-		launch:  launchRedis,
-		addr:    urlAddr,
-		rewrite: urlRewrite,
-		open:    openRedis,
+		name: Redis, schemes: []string{"redis", "rediss"}, protocol: toxics.Resp{},
+		workloads: kv,
+		launch:    launchRedis,
+		available: func() error { _, err := servers.FindRedis(); return err },
+		addr:      urlAddr,
+		rewrite:   urlRewrite,
+		open:      openRedis,
 	},
 	{
 		// Locally, FerretDB (a MongoDB-wire server, in process); --dsn reaches MongoDB.
-		name: "mongo", protocol: "mongo",
-		launch:  launchFerretDB,
-		addr:    urlAddr,
-		rewrite: mongoRewrite,
-		open:    openMongo,
+		name: Mongo, schemes: []string{"mongodb", "mongodb+srv"}, protocol: toxics.Mongo{},
+		workloads: kv,
+		launch:    launchFerretDB,
+		available: func() error { return nil }, // FerretDB runs in this process
+		addr:      urlAddr,
+		rewrite:   mongoRewrite,
+		open:      openMongo,
 	},
 	{
 		// Locally, Apache Cassandra from the jars scripts/prepare-cassandra resolves;
 		// --dsn reaches ScyllaDB or Cassandra.
-		name: "cql", protocol: "cql",
-		launch:  launchCassandra,
-		addr:    cqlAddr,
-		rewrite: cqlRewrite,
-		open:    openCQL,
+		name: CQL, schemes: []string{"cql", "cassandra"}, protocol: toxics.CQL{},
+		workloads: kv,
+		launch:    launchCassandra,
+		available: cassandraAvailable,
+		addr:      cqlAddr,
+		rewrite:   cqlRewrite,
+		open:      openCQL,
 	},
 	{
 		// CockroachDB runs only where --dsn points at one: nothing launches it here.
-		name: "cockroach", protocol: "postgres",
-		launch:  launchCockroach,
-		addr:    urlAddr,
-		rewrite: urlRewrite,
-		open:    openCockroach,
+		name: Cockroach, protocol: toxics.Postgres{},
+		workloads: []workloads.Name{workloads.Counter},
+		launch:    launchCockroach,
+		available: func() error { return fmt.Errorf("cockroach: no CockroachDB can be launched here; give --dsn") },
+		addr:      urlAddr,
+		rewrite:   urlRewrite,
+		open:      openCockroach,
 	},
 }
 
-func lookupBackend(name string) (backend, bool) {
+func lookupBackend(name StoreName) (backend, bool) {
 	for _, b := range backends {
 		if b.name == name {
 			return b, true
@@ -88,12 +122,67 @@ func lookupBackend(name string) (backend, bool) {
 	return backend{}, false
 }
 
-func backendNames() string {
-	var ns []string
+func backendNames() string { return joinNames(StoreNames()) }
+
+// StoreNames lists the stores in the order --store all runs them.
+func StoreNames() []StoreName {
+	var ns []StoreName
 	for _, b := range backends {
 		ns = append(ns, b.name)
 	}
-	return strings.Join(ns, ", ")
+	return ns
+}
+
+// Available reports why a store cannot be launched on this machine, or nil when it can:
+// what --store all uses to pick the stores it runs.
+func Available(store StoreName) error {
+	b, ok := lookupBackend(store)
+	if !ok {
+		return fmt.Errorf("unknown store %q", store)
+	}
+	return b.available()
+}
+
+// StoreFromDSN tells the store a DSN names by its scheme.
+func StoreFromDSN(dsn string) (StoreName, bool) {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return "", false
+	}
+	for _, b := range backends {
+		if slices.Contains(b.schemes, scheme) {
+			return b.name, true
+		}
+	}
+	return "", false
+}
+
+// Supports reports whether store has the workload.
+func Supports(store StoreName, workload workloads.Name) bool {
+	b, ok := lookupBackend(store)
+	return ok && slices.Contains(b.workloads, workload)
+}
+
+// ProtocolFor returns the commit-aware toxics' protocol for name: a store's name, one of
+// its DSN schemes, or a protocol's own name (resp). ok is false for any other name.
+func ProtocolFor(name string) (p toxics.Protocol, ok bool) {
+	for _, b := range backends {
+		if string(b.name) == name || b.protocol.Name() == name || slices.Contains(b.schemes, name) {
+			return b.protocol, true
+		}
+	}
+	return nil, false
+}
+
+// noWorkload is the error of a store asked for a workload it does not have.
+func noWorkload(b backend, w workloads.Name) error {
+	return fmt.Errorf("store %s has no workload %q (it has %s)", b.name, w, joinNames(b.workloads))
+}
+
+// unbound is the error of an open function given a workload the table does not list
+// for its store: Config.defaults refuses those first.
+func unbound(b StoreName, w workloads.Name) error {
+	return fmt.Errorf("store %s cannot bind workload %q", b, w)
 }
 
 func launchPostgres(ctx context.Context, _ Config, dir string) (launched, error) {
@@ -106,19 +195,19 @@ func launchPostgres(ctx context.Context, _ Config, dir string) (launched, error)
 
 func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
 	switch cfg.Workload {
-	case "budget":
+	case workloads.Budget:
 		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Mechanism: postgres.Mechanism(cfg.Mechanism), MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}
 		return budget.New(c, cfg.Budget), c.Close, nil
-	case "register":
+	case workloads.Register:
 		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}
 		return register.New(c.Register()), c.Close, nil
-	case "counter":
+	case workloads.Counter:
 		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
@@ -130,7 +219,7 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 		}
 		return counter.New(k), c.Close, nil
 	}
-	return nil, nil, fmt.Errorf("store postgres has no workload %q", cfg.Workload)
+	return nil, nil, unbound(Postgres, cfg.Workload)
 }
 
 func launchCockroach(ctx context.Context, _ Config, dir string) (launched, error) {
@@ -138,8 +227,8 @@ func launchCockroach(ctx context.Context, _ Config, dir string) (launched, error
 }
 
 func openCockroach(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
-	if cfg.Workload != "counter" {
-		return nil, nil, fmt.Errorf("store cockroach has no workload %q (it has counter)", cfg.Workload)
+	if cfg.Workload != workloads.Counter {
+		return nil, nil, unbound(Cockroach, cfg.Workload)
 	}
 	c, err := cockroach.Open(ctx, cockroach.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
 	if err != nil {

@@ -32,7 +32,7 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 
 func openRedis(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
 	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme != "redis" || u.Host == "" {
+	if err != nil || u.Scheme != string(Redis) || u.Host == "" {
 		return nil, nil, fmt.Errorf("redis dsn: want redis://[:password@]host:port[/db], got %q", redactDSN(dsn))
 	}
 	rc := redis.Config{Addr: u.Host, DriverRetry: cfg.Retry.DriverRetry()}
@@ -48,19 +48,19 @@ func openRedis(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 	if err != nil {
 		return nil, nil, err
 	}
-	return bindKV(cfg, "redis", c, c.Register(), func() { c.Close() })
+	return bindKV(cfg, Redis, c, c.Register(), func() { c.Close() })
 }
 
 // bindKV binds the budget or register workload to a store that has both, or closes it.
-func bindKV(cfg Config, name string, b budget.Store, r register.Store, closer func()) (workloads.Workload, func(), error) {
+func bindKV(cfg Config, name StoreName, b budget.Store, r register.Store, closer func()) (workloads.Workload, func(), error) {
 	switch cfg.Workload {
-	case "budget":
+	case workloads.Budget:
 		return budget.New(b, cfg.Budget), closer, nil
-	case "register":
+	case workloads.Register:
 		return register.New(r), closer, nil
 	}
 	closer()
-	return nil, nil, fmt.Errorf("store %s has no workload %q (it has budget, register)", name, cfg.Workload)
+	return nil, nil, unbound(name, cfg.Workload)
 }
 
 func launchFerretDB(ctx context.Context, cfg Config, dir string) (launched, error) {
@@ -93,7 +93,7 @@ func openMongo(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 	if err != nil {
 		return nil, nil, err
 	}
-	return bindKV(cfg, "mongo", c, c.Register(), func() { c.Close() })
+	return bindKV(cfg, Mongo, c, c.Register(), func() { c.Close() })
 }
 
 func launchCassandra(ctx context.Context, cfg Config, dir string) (launched, error) {
@@ -135,69 +135,16 @@ func openCQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, f
 	if err != nil {
 		return nil, nil, err
 	}
-	return bindKV(cfg, "cql", c, c.Register(), c.Close)
+	return bindKV(cfg, CQL, c, c.Register(), c.Close)
 }
 
-// StoreNames lists the stores in the order --store all runs them.
-func StoreNames() []string {
-	var ns []string
-	for _, b := range backends {
-		ns = append(ns, b.name)
-	}
-	return ns
-}
-
-// Available reports why a store cannot be launched on this machine, or nil when it can:
-// what --store all uses to pick the stores it runs.
-func Available(store string) error {
-	switch store {
-	case "postgres":
-		_, err := servers.FindPostgres()
+// cassandraAvailable says why no Cassandra can be launched here: its jars are not in
+// the cache scripts/prepare-cassandra fills.
+func cassandraAvailable() error {
+	cache, err := servers.CassandraCacheDir()
+	if err != nil {
 		return err
-	case "redis":
-		_, err := servers.FindRedis()
-		return err
-	case "mongo":
-		return nil // FerretDB runs in this process
-	case "cql":
-		cache, err := servers.CassandraCacheDir()
-		if err != nil {
-			return err
-		}
-		_, err = servers.FindCassandra(cache, servers.CassandraVersion)
-		return err
-	case "cockroach":
-		return fmt.Errorf("cockroach: no CockroachDB can be launched here; give --dsn")
 	}
-	return fmt.Errorf("unknown store %q", store)
-}
-
-// StoreFromDSN guesses the store a DSN names by its scheme.
-func StoreFromDSN(dsn string) (string, bool) {
-	scheme, _, ok := strings.Cut(dsn, "://")
-	if !ok {
-		return "", false
-	}
-	switch scheme {
-	case "postgres", "postgresql":
-		return "postgres", true
-	case "redis", "rediss":
-		return "redis", true
-	case "mongodb", "mongodb+srv":
-		return "mongo", true
-	case "cql", "cassandra":
-		return "cql", true
-	}
-	return "", false
-}
-
-// Supports reports whether store has the workload.
-func Supports(store, workload string) bool {
-	switch workload {
-	case "budget", "register":
-		return store == "postgres" || store == "redis" || store == "mongo" || store == "cql"
-	case "counter":
-		return store == "postgres" || store == "cockroach"
-	}
-	return false
+	_, err = servers.FindCassandra(cache, servers.CassandraVersion)
+	return err
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/report"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/budget"
 )
 
 // faultEvent is one thing the proxy did to a connection, with its ground truth.
@@ -63,16 +62,36 @@ func effectOf(tag string) effect {
 }
 
 // joinEvidence matches fault events to the attempts they hit, by connection and time,
-// and compares what the ground truth proves with what the history shows. It never
-// changes the verdict: it is evidence beside it.
-func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, workload string, final any, verdictInvalid bool) *report.Evidence {
-	ev := &report.Evidence{Events: int64(len(events)), Ambiguous: []report.AmbiguousOp{}, AppliedTwice: []report.AmbiguousOp{}, CommittedTwice: []report.AmbiguousOp{}, Disagreements: []string{}}
-
-	// Completions by op id, and invocations, from the history.
-	type opInfo struct {
-		invoke     int64
-		completion *histories.Op
+// and compares what the ground truth proves with what the history shows and with the
+// workload's final state. It never changes the verdict: it is evidence beside it. It
+// returns the final state reconciled with the ground truth.
+func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, final workloads.Final, verdictInvalid bool) (*report.Evidence, workloads.Final) {
+	j := &join{
+		ev:   &report.Evidence{Events: int64(len(events)), Ambiguous: []report.AmbiguousOp{}, AppliedTwice: []report.AmbiguousOp{}, CommittedTwice: []report.AmbiguousOp{}, Disagreements: []string{}},
+		byID: indexOps(ops), byConn: spansByConn(spans),
+		appliedByCut: map[string]int{}, committedByCut: map[string]int{}, hits: map[string][]report.AmbiguousOp{},
 	}
+	for _, e := range events {
+		j.add(e)
+	}
+	j.twice()
+	j.disagree(verdictInvalid)
+	if final == nil {
+		return j.ev, nil
+	}
+	final, dis := final.Reconcile(j.truth())
+	j.ev.Disagreements = append(j.ev.Disagreements, dis...)
+	return j.ev, final
+}
+
+// opInfo is an operation of the history: its invocation and completion.
+type opInfo struct {
+	invoke     int64
+	completion *histories.Op
+}
+
+// indexOps returns the client operations of the history by op id.
+func indexOps(ops []histories.Op) map[string]*opInfo {
 	byID := map[string]*opInfo{}
 	for i := range ops {
 		op := &ops[i]
@@ -90,8 +109,11 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 			oi.completion = op
 		}
 	}
+	return byID
+}
 
-	// Spans by connection, in time order.
+// spansByConn returns the failed attempts by connection, in time order.
+func spansByConn(spans []attemptSpan) map[string][]attemptSpan {
 	byConn := map[string][]attemptSpan{}
 	for _, s := range spans {
 		byConn[s.Conn] = append(byConn[s.Conn], s)
@@ -99,104 +121,134 @@ func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, 
 	for _, ss := range byConn {
 		sort.Slice(ss, func(i, j int) bool { return ss[i].From < ss[j].From })
 	}
+	return byConn
+}
 
-	appliedByCut := map[string]int{}   // op id -> cut attempts the reply proves changed rows
-	committedByCut := map[string]int{} // op id -> cut attempts committed with unknown effect
-	hits := map[string][]report.AmbiguousOp{}
-	var order []string
-	for _, e := range events {
-		var hit *attemptSpan
-		for i, s := range byConn[e.Conn] {
-			// The proxy acts before the client sees the error: the event falls inside
-			// the attempt that saw it.
-			if s.From <= e.Time && e.Time <= s.To {
-				hit = &byConn[e.Conn][i]
-				break
-			}
+// join is the evidence being gathered from the fault events, one at a time.
+type join struct {
+	ev     *report.Evidence
+	byID   map[string]*opInfo
+	byConn map[string][]attemptSpan
+
+	appliedByCut   map[string]int // op id -> cut attempts the reply proves changed rows
+	committedByCut map[string]int // op id -> cut attempts committed with unknown effect
+	hits           map[string][]report.AmbiguousOp
+	order          []string // op ids in the order a fault first hit them
+}
+
+// add joins one fault event to the attempt it hit, if any.
+func (j *join) add(e faultEvent) {
+	var hit *attemptSpan
+	for i, s := range j.byConn[e.Conn] {
+		// The proxy acts before the client sees the error: the event falls inside
+		// the attempt that saw it.
+		if s.From <= e.Time && e.Time <= s.To {
+			hit = &j.byConn[e.Conn][i]
+			break
 		}
-		if hit == nil {
-			continue
-		}
-		ev.Joined++
-		oi := byID[hit.OpID]
-		completion := "open"
-		if oi != nil && oi.completion != nil {
-			completion = oi.completion.Type.String()
-		}
-		a := report.AmbiguousOp{
-			OpID: hit.OpID, Process: hit.Process, Invoke: hit.Invoke, Completion: completion,
-			Conn: e.Conn, Fault: e.Kind, Truth: e.Truth,
-		}
-		switch e.Truth {
-		case "applied":
-			what := "committed it"
-			switch effectOf(e.Tag) {
-			case effectRows:
-				appliedByCut[hit.OpID]++
-				what = fmt.Sprintf("committed it (%s)", e.Tag)
-			case effectNone:
-				what = fmt.Sprintf("committed it without changing a row (%s)", e.Tag)
-			default:
-				committedByCut[hit.OpID]++
-				if e.Tag != "" {
-					what = fmt.Sprintf("committed it (%s; the reply does not say what changed)", e.Tag)
-				}
-			}
-			a.Sentence = fmt.Sprintf("operation %s: the proxy cut the connection %s after the server %s; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, what, hit.Err, hit.Class, completion)
-		case "not-applied":
-			a.Sentence = fmt.Sprintf("operation %s: the proxy dropped its commit on %s before the server saw it; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, hit.Err, hit.Class, completion)
-		default:
-			a.Sentence = fmt.Sprintf("operation %s: fault %s on %s; the client saw %q and the operation ended %s", hit.OpID, e.Kind, e.Conn, hit.Err, completion)
-		}
-		if hit.Class != workloads.ClassUnknown && e.Truth != "" {
-			ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("operation %s: the adapter classified the error after a %s as %s, but the outcome was unknown to the client", hit.OpID, e.Kind, hit.Class))
-		}
-		if _, seen := hits[hit.OpID]; !seen {
-			order = append(order, hit.OpID)
-		}
-		hits[hit.OpID] = append(hits[hit.OpID], a)
-		ev.Ambiguous = append(ev.Ambiguous, a)
 	}
+	if hit == nil {
+		return
+	}
+	j.ev.Joined++
+	completion := "open"
+	if oi := j.byID[hit.OpID]; oi != nil && oi.completion != nil {
+		completion = oi.completion.Type.String()
+	}
+	a := report.AmbiguousOp{
+		OpID: hit.OpID, Process: hit.Process, Invoke: hit.Invoke, Completion: completion,
+		Conn: e.Conn, Fault: e.Kind, Truth: e.Truth,
+	}
+	switch e.Truth {
+	case "applied":
+		what := "committed it"
+		switch effectOf(e.Tag) {
+		case effectRows:
+			j.appliedByCut[hit.OpID]++
+			what = fmt.Sprintf("committed it (%s)", e.Tag)
+		case effectNone:
+			what = fmt.Sprintf("committed it without changing a row (%s)", e.Tag)
+		default:
+			j.committedByCut[hit.OpID]++
+			if e.Tag != "" {
+				what = fmt.Sprintf("committed it (%s; the reply does not say what changed)", e.Tag)
+			}
+		}
+		a.Sentence = fmt.Sprintf("operation %s: the proxy cut the connection %s after the server %s; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, what, hit.Err, hit.Class, completion)
+	case "not-applied":
+		a.Sentence = fmt.Sprintf("operation %s: the proxy dropped its commit on %s before the server saw it; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, hit.Err, hit.Class, completion)
+	default:
+		a.Sentence = fmt.Sprintf("operation %s: fault %s on %s; the client saw %q and the operation ended %s", hit.OpID, e.Kind, e.Conn, hit.Err, completion)
+	}
+	if hit.Class != workloads.ClassUnknown && e.Truth != "" {
+		j.ev.Disagreements = append(j.ev.Disagreements, fmt.Sprintf("operation %s: the adapter classified the error after a %s as %s, but the outcome was unknown to the client", hit.OpID, e.Kind, hit.Class))
+	}
+	if _, seen := j.hits[hit.OpID]; !seen {
+		j.order = append(j.order, hit.OpID)
+	}
+	j.hits[hit.OpID] = append(j.hits[hit.OpID], a)
+	j.ev.Ambiguous = append(j.ev.Ambiguous, a)
+}
 
-	// An operation whose cut attempt the server's reply proves changed rows, and that a
-	// later attempt applied again (or a second proven cut), took effect more than once,
-	// whatever the history says. Cuts of commits whose reply does not say what changed
-	// (COMMIT, CALL) prove a commit, not an effect: they are listed, never counted here.
-	for _, id := range order {
-		oi := byID[id]
+// twice lists the operations that took effect, or committed, more than once.
+//
+// An operation whose cut attempt the server's reply proves changed rows, and that a
+// later attempt applied again (or a second proven cut), took effect more than once,
+// whatever the history says. Cuts of commits whose reply does not say what changed
+// (COMMIT, CALL) prove a commit, not an effect: they are listed, never counted here.
+func (j *join) twice() {
+	for _, id := range j.order {
+		oi := j.byID[id]
 		if oi == nil {
 			continue
 		}
-		n := appliedByCut[id]
+		n := j.appliedByCut[id]
 		acked := oi.completion != nil && oi.completion.Type == histories.OK && completionApplied(*oi.completion)
 		if acked {
 			n++
 		}
 		if n < 2 {
-			if c := committedByCut[id]; c > 0 && (acked || appliedByCut[id] > 0) {
-				a := hits[id][0]
+			if c := j.committedByCut[id]; c > 0 && (acked || j.appliedByCut[id] > 0) {
+				a := j.hits[id][0]
 				a.Truth = "committed"
 				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %d attempt(s) committed before the proxy cut the reply, which does not show what they changed, and another attempt applied it: applied twice unless the first commit changed nothing", id, a.Invoke, c)
-				ev.CommittedTwice = append(ev.CommittedTwice, a)
+				j.ev.CommittedTwice = append(j.ev.CommittedTwice, a)
 			}
 			continue
 		}
-		a := hits[id][0]
+		a := j.hits[id][0]
 		a.Truth = "applied"
-		a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d) took effect %d times: %d attempt(s) changed rows before the proxy cut the reply, and the retry that was acknowledged applied it again", id, a.Invoke, n, appliedByCut[id])
-		ev.AppliedTwice = append(ev.AppliedTwice, a)
+		a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d) took effect %d times: %d attempt(s) changed rows before the proxy cut the reply, and the retry that was acknowledged applied it again", id, a.Invoke, n, j.appliedByCut[id])
+		j.ev.AppliedTwice = append(j.ev.AppliedTwice, a)
 	}
+}
 
+// disagree says where the checker's verdict and the ground truth differ.
+func (j *join) disagree(verdictInvalid bool) {
+	ev := j.ev
 	if len(ev.AppliedTwice) > 0 && !verdictInvalid {
 		ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("the ground truth proves %d operation(s) applied more than once, but the checker found the history valid: the duplicates left no trace it could see", len(ev.AppliedTwice)))
 	}
 	if verdictInvalid && len(ev.AppliedTwice) == 0 && len(ev.CommittedTwice) == 0 && ev.Joined > 0 {
 		ev.Disagreements = append(ev.Disagreements, "the checker found the history invalid, but the proxy's ground truth shows no operation committed twice: the cause is not established by the faults injected")
 	}
-	if workload == "budget" {
-		budgetTruth(ev, final, appliedByCut, committedByCut)
+}
+
+// truth is the ground truth the workload's final state is reconciled with.
+func (j *join) truth() workloads.Truth {
+	var t workloads.Truth
+	for _, a := range j.ev.Ambiguous {
+		if a.Truth == "applied" {
+			t.Applied = append(t.Applied, a.OpID)
+		}
 	}
-	return ev
+	for _, n := range j.appliedByCut {
+		t.Proven += int64(n)
+	}
+	for _, n := range j.committedByCut {
+		t.Committed += int64(n)
+	}
+	return t
 }
 
 // completionApplied reports whether an ok completion says its operation took effect:
@@ -212,27 +264,4 @@ func completionApplied(op histories.Op) bool {
 		}
 	}
 	return true
-}
-
-// budgetTruth compares the final balance with what the acknowledgements and the ground
-// truth account for. A cut whose reply proves a changed row took 1; a cut commit whose
-// reply does not say took 1 or nothing; a replayed acknowledgement took nothing itself.
-func budgetTruth(ev *report.Evidence, final any, proven, committed map[string]int) {
-	f, ok := final.(budget.Final)
-	if !ok || f.Balance == nil {
-		return
-	}
-	var certain, maybe int64
-	for _, n := range proven {
-		certain += int64(n)
-	}
-	for _, n := range committed {
-		maybe += int64(n)
-	}
-	taken := f.Budget - *f.Balance
-	low := f.Applied - f.Replayed + certain
-	high := f.Applied + certain + maybe
-	if taken < low || taken > high {
-		ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("the balance fell by %d, but acknowledged decrements (%d, of which %d replayed) and the commits the proxy cut (%d that changed a row, %d that may have) account for between %d and %d", taken, f.Applied, f.Replayed, certain, maybe, low, high))
-	}
 }

@@ -52,7 +52,7 @@ func TestJoinEvidence(t *testing.T) {
 	}
 	bal := int64(6)
 	final := budget.Final{Budget: 10, Balance: &bal, Applied: 2, Replayed: 1}
-	ev := joinEvidence(events, spans, ops, "budget", final, true)
+	ev, _ := joinEvidence(events, spans, ops, final, true)
 	if ev.Events != 4 || ev.Joined != 3 || len(ev.Ambiguous) != 3 {
 		t.Fatalf("events %d joined %d ambiguous %d", ev.Events, ev.Joined, len(ev.Ambiguous))
 	}
@@ -66,13 +66,13 @@ func TestJoinEvidence(t *testing.T) {
 	}
 	bal = 1 // fell by 9: more than anything accounts for
 	final.Balance = &bal
-	ev = joinEvidence(events, spans, ops, "budget", final, true)
+	ev, _ = joinEvidence(events, spans, ops, final, true)
 	if len(ev.Disagreements) != 1 || !strings.Contains(ev.Disagreements[0], "fell by 9") {
 		t.Fatalf("disagreements: %v", ev.Disagreements)
 	}
 	// A definite classification after a commit fault is itself a disagreement.
 	spans[1].Class = workloads.ClassDefinite
-	ev = joinEvidence(events, spans, ops, "budget", final, true)
+	ev, _ = joinEvidence(events, spans, ops, final, true)
 	found := false
 	for _, d := range ev.Disagreements {
 		found = found || strings.Contains(d, "classified")

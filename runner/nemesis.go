@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -40,38 +39,14 @@ type nemesis struct {
 	opened chan struct{}
 }
 
-// protocolFor maps a backend's protocol name to the toxics that understand it.
-func protocolFor(name string) (toxics.Protocol, error) {
-	switch name {
-	case "postgres":
-		return toxics.Postgres{}, nil
-	case "resp":
-		return toxics.Resp{}, nil
-	case "mongo":
-		return toxics.Mongo{}, nil
-	case "cql":
-		return toxics.CQL{}, nil
-	}
-	return nil, fmt.Errorf("no commit-aware toxics for the %s protocol yet", name)
-}
-
 func startNemesis(ctx context.Context, cfg Config, b backend, dsn, dir string) (*nemesis, string, error) {
-	sched, err := faults.ParseSchedule(cfg.Faults)
-	if err != nil {
-		return nil, "", err
-	}
+	sched := cfg.Faults
 	upstream, err := b.addr(dsn)
 	if err != nil {
 		return nil, "", err
 	}
-	var proto toxics.Protocol
-	if needsCommitFaults(sched) {
-		if proto, err = protocolFor(b.protocol); err != nil {
-			return nil, "", err
-		}
-	} else {
-		proto, _ = protocolFor(b.protocol) // disarmed toxics cost nothing measurable
-	}
+	// Every store has its protocol's toxics; disarmed, they cost nothing measurable.
+	proto := b.protocol
 	f, err := os.Create(filepath.Join(dir, "faults.jsonl"))
 	if err != nil {
 		return nil, "", err
@@ -89,17 +64,8 @@ func startNemesis(ctx context.Context, cfg Config, b backend, dsn, dir string) (
 		n.close()
 		return nil, "", err
 	}
-	cfg.progressf("fault proxy %s -> %s, schedule: %v", n.px.Addr(), upstream, cfg.Faults)
+	cfg.progressf("fault proxy %s -> %s, schedule: %v", n.px.Addr(), upstream, specs(cfg.Faults))
 	return n, pdsn, nil
-}
-
-func needsCommitFaults(s faults.Schedule) bool {
-	for _, f := range s {
-		if f.Toxic == nil && f.Name != "partition" {
-			return true
-		}
-	}
-	return false
 }
 
 // onEvent receives a commit fault from the proxy's goroutines.
@@ -196,7 +162,8 @@ func (n *nemesis) close() {
 	n.file.Close()
 }
 
-// account adds the fault counts and the evidence to the results.
+// account adds the fault counts and the evidence to the results, and reconciles the
+// workload's final state with the ground truth.
 func (n *nemesis) account(res *report.Results, ops []histories.Op) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -210,5 +177,5 @@ func (n *nemesis) account(res *report.Results, ops []histories.Op) {
 	n.r.mu.Lock()
 	spans := append([]attemptSpan(nil), n.r.attempts...)
 	n.r.mu.Unlock()
-	res.Evidence = joinEvidence(events, spans, ops, res.Workload, res.Final, res.Verdict == checker.Invalid)
+	res.Evidence, res.Final = joinEvidence(events, spans, ops, res.Final, res.Verdict == checker.Invalid)
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/indoubt/indoubt/workloads"
@@ -22,41 +23,70 @@ import (
 // Retries use exponential backoff with full jitter, capped, on the same connection while
 // it survives.
 type Policy struct {
-	Name        string
+	Name        PolicyName
 	MaxAttempts int
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
 }
 
-// Policies lists the policy names in the order --help shows them.
-var Policies = []string{"none", "conflict", "naive", "idempotent", "driver"}
+// PolicyName names a retry policy. The names are defined here, once.
+type PolicyName string
+
+// The retry policies, in the order --help shows them.
+const (
+	NoRetry    PolicyName = "none"
+	Conflict   PolicyName = "conflict"
+	Naive      PolicyName = "naive"
+	Idempotent PolicyName = "idempotent"
+	Driver     PolicyName = "driver"
+)
+
+var policyNames = []PolicyName{NoRetry, Conflict, Naive, Idempotent, Driver}
+
+// DefaultPolicy is the retry policy of a workload when none is asked for: the counter
+// measures the retry loop a serializable client must write; the others retry nothing.
+func DefaultPolicy(w workloads.Name) PolicyName {
+	if w == workloads.Counter {
+		return Conflict
+	}
+	return NoRetry
+}
 
 // ParsePolicy returns the named policy with indoubt's defaults: at most 10 attempts,
 // backoff from 1 ms doubling to at most 100 ms.
 func ParsePolicy(name string) (Policy, error) {
-	p := Policy{Name: name, MaxAttempts: 10, BaseBackoff: time.Millisecond, MaxBackoff: 100 * time.Millisecond}
-	switch name {
-	case "none", "driver":
+	p := Policy{Name: PolicyName(name), MaxAttempts: 10, BaseBackoff: time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	switch p.Name {
+	case NoRetry, Driver:
 		p.MaxAttempts = 1
-	case "conflict", "naive", "idempotent":
+	case Conflict, Naive, Idempotent:
 	default:
-		return Policy{}, fmt.Errorf("unknown retry policy %q (want one of none, conflict, naive, idempotent, driver)", name)
+		return Policy{}, fmt.Errorf("unknown retry policy %q (want one of %s)", name, joinNames(policyNames))
 	}
 	return p, nil
 }
 
+// joinNames lists names as "a, b, c".
+func joinNames[N ~string](ns []N) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ", ")
+}
+
 // Idempotent reports whether operations carry their op id to the store.
-func (p Policy) Idempotent() bool { return p.Name == "idempotent" }
+func (p Policy) Idempotent() bool { return p.Name == Idempotent }
 
 // DriverRetry reports whether the client library's own retries are left on.
-func (p Policy) DriverRetry() bool { return p.Name == "driver" }
+func (p Policy) DriverRetry() bool { return p.Name == Driver }
 
 // retries reports whether an attempt that failed with class c is retried.
 func (p Policy) retries(c workloads.Class) bool {
 	switch p.Name {
-	case "conflict":
+	case Conflict:
 		return c == workloads.ClassConflict
-	case "naive", "idempotent":
+	case Naive, Idempotent:
 		return c != workloads.ClassNone
 	}
 	return false

@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -29,23 +30,24 @@ import (
 
 // Config is one run.
 type Config struct {
-	Workload  string        `json:"workload"`
-	Store     string        `json:"store"`
-	DSN       string        `json:"dsn,omitempty"`
-	Workers   int           `json:"workers"`
-	Ops       int           `json:"ops_per_worker"`
-	Duration  time.Duration `json:"duration"`
-	Seed      int64         `json:"seed"`
-	Out       string        `json:"out"`
-	Retry     Policy        `json:"retry"`
-	Mechanism string        `json:"mechanism,omitempty"`
+	Workload  workloads.Name `json:"workload"`
+	Store     StoreName      `json:"store"`
+	DSN       string         `json:"dsn,omitempty"`
+	Workers   int            `json:"workers"`
+	Ops       int            `json:"ops_per_worker"`
+	Duration  time.Duration  `json:"duration"`
+	Seed      int64          `json:"seed"`
+	Out       string         `json:"out"`
+	Retry     Policy         `json:"retry"`
+	Mechanism string         `json:"mechanism,omitempty"`
 	// Isolation is the transaction isolation level of workloads that take one (counter).
 	Isolation string `json:"isolation,omitempty"`
 	Budget    int64  `json:"budget,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
 	Persistence string `json:"persistence,omitempty"`
-	// Faults is the fault schedule, one NAME[:P][@START-END] per entry.
-	Faults []string `json:"faults,omitempty"`
+	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
+	// config.json, one NAME[:P][@START-END] per entry.
+	Faults faults.Schedule `json:"-"`
 	// Proxy is auto (through the proxy when faults are asked for), on or off.
 	Proxy string `json:"proxy"`
 	// Progress receives human-readable progress lines; nil for none.
@@ -62,12 +64,37 @@ func couldNotRun(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrCouldNotRun, fmt.Errorf(format, a...))
 }
 
+// MarshalJSON writes config.json: the configuration with the fault schedule as written.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config
+	return json.Marshal(struct {
+		plain
+		Faults []string `json:"faults,omitempty"`
+	}{plain(c), specs(c.Faults)})
+}
+
+// specs returns the schedule's entries as written.
+func specs(s faults.Schedule) []string {
+	var out []string
+	for _, f := range s {
+		out = append(out, f.Spec)
+	}
+	return out
+}
+
 func (c *Config) defaults() error {
 	if c.Workload == "" {
-		c.Workload = "budget"
+		c.Workload = workloads.Budget
 	}
 	if c.Store == "" {
-		c.Store = "postgres"
+		c.Store = Postgres
+	}
+	b, ok := lookupBackend(c.Store)
+	if !ok {
+		return couldNotRun("unknown store %q (want one of %s)", c.Store, backendNames())
+	}
+	if !slices.Contains(b.workloads, c.Workload) {
+		return couldNotRun("%v", noWorkload(b, c.Workload))
 	}
 	if c.Workers <= 0 {
 		return couldNotRun("--workers must be at least 1")
@@ -82,26 +109,26 @@ func (c *Config) defaults() error {
 		c.Out = "runs"
 	}
 	if c.Retry.Name == "" {
-		// The counter measures the retry loop a serializable client must write.
-		name := "none"
-		if c.Workload == "counter" {
-			name = "conflict"
-		}
-		p, _ := ParsePolicy(name)
+		p, _ := ParsePolicy(string(DefaultPolicy(c.Workload)))
 		c.Retry = p
 	}
 	if c.Proxy == "" {
 		c.Proxy = "auto"
 	}
+	if c.Proxy != "auto" && c.Proxy != "on" && c.Proxy != "off" {
+		return couldNotRun("--proxy must be auto, on or off")
+	}
+	if c.Proxy == "off" && len(c.Faults) > 0 {
+		return couldNotRun("faults need the proxy: drop --proxy off")
+	}
 	if c.CheckTimeout == 0 {
 		c.CheckTimeout = time.Minute
 	}
-	// A bad fault schedule is bad input: refuse it before launching anything.
-	if _, err := faults.ParseSchedule(c.Faults); err != nil {
-		return couldNotRun("%v", err)
-	}
 	return nil
 }
+
+// proxied reports whether the run goes through the fault proxy.
+func (c Config) proxied() bool { return c.Proxy == "on" || (c.Proxy == "auto" && len(c.Faults) > 0) }
 
 // Run performs one run and returns its results. The error wraps ErrCouldNotRun when no
 // verdict could be reached; an invalid history is a verdict, not an error. When ctx is
@@ -111,10 +138,7 @@ func Run(ctx context.Context, cfg Config) (*report.Results, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	b, ok := lookupBackend(cfg.Store)
-	if !ok {
-		return nil, couldNotRun("unknown store %q (want one of %s)", cfg.Store, backendNames())
-	}
+	b, _ := lookupBackend(cfg.Store)
 	start := time.Now()
 	name := fmt.Sprintf("%s-%s-%s", start.Format("20060102-150405.000"), cfg.Workload, cfg.Store)
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
@@ -166,40 +190,20 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	if err := writeJSON(filepath.Join(dir, "config.json"), red); err != nil {
 		return nil, couldNotRun("write config: %v", err)
 	}
-
-	// The server: dial --dsn, or launch a throwaway one.
-	dsn := cfg.DSN
-	serverDesc := "external"
-	if dsn == "" {
-		cfg.progressf("launching a local %s ...", b.name)
-		srv, err := b.launch(ctx, cfg, dir)
-		if err != nil {
-			return nil, couldNotRun("%v", err)
-		}
-		defer srv.stop()
-		dsn = srv.dsn
-		serverDesc = "launched " + srv.desc
+	dsn, serverDesc, stop, err := serve(ctx, cfg, b, dir)
+	if err != nil {
+		return nil, couldNotRun("%v", err)
 	}
-
-	// The proxy, when faults are asked for (or forced on).
-	proxied := cfg.Proxy == "on" || (cfg.Proxy == "auto" && len(cfg.Faults) > 0)
-	if cfg.Proxy != "auto" && cfg.Proxy != "on" && cfg.Proxy != "off" {
-		return nil, couldNotRun("--proxy must be auto, on or off")
-	}
-	if !proxied && len(cfg.Faults) > 0 {
-		return nil, couldNotRun("faults need the proxy: drop --proxy off")
-	}
+	defer stop()
 	var nem *nemesis
-	if proxied {
+	if cfg.proxied() {
 		n, pdsn, err := startNemesis(ctx, cfg, b, dsn, dir)
 		if err != nil {
 			return nil, couldNotRun("%v", err)
 		}
 		defer n.close()
-		nem = n
-		dsn = pdsn
+		nem, dsn = n, pdsn
 	}
-
 	wl, closeStore, err := b.open(ctx, cfg, dsn)
 	if err != nil {
 		return nil, couldNotRun("%v", err)
@@ -208,13 +212,44 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	if err := wl.Setup(ctx); err != nil {
 		return nil, couldNotRun("set up %s on %s: %v", cfg.Workload, cfg.Store, err)
 	}
+	r, err := record(ctx, cfg, wl, nem, dir)
+	if err != nil {
+		return nil, couldNotRun("%v", err)
+	}
+	ops, verdict, err := check(cfg, wl, dir)
+	if err != nil {
+		return nil, couldNotRun("%v", err)
+	}
+	res := r.results(verdict, ops, serverDesc, nem != nil)
+	if nem != nil {
+		nem.account(res, ops)
+	}
+	return res, nil
+}
 
+// serve dials --dsn, or launches a throwaway server. It returns the DSN, the server's
+// description for the report, and what stops it.
+func serve(ctx context.Context, cfg Config, b backend, dir string) (dsn, desc string, stop func(), err error) {
+	if cfg.DSN != "" {
+		return cfg.DSN, "external", func() {}, nil
+	}
+	cfg.progressf("launching a local %s ...", b.name)
+	srv, err := b.launch(ctx, cfg, dir)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return srv.dsn, "launched " + srv.desc, func() { srv.stop() }, nil
+}
+
+// record drives the workers with the history open, then records the final reads. The
+// history is closed when it returns.
+func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis, dir string) (*run, error) {
 	hdr := histories.Header{
-		Workload: wl.Name(), Model: wl.Model(), Store: cfg.Store, Seed: cfg.Seed, Params: wl.Params(),
+		Workload: string(wl.Name()), Model: wl.Model(), Store: string(cfg.Store), Seed: cfg.Seed, Params: wl.Params(),
 	}
 	hw, err := histories.Create(filepath.Join(dir, "history.jsonl"), hdr)
 	if err != nil {
-		return nil, couldNotRun("%v", err)
+		return nil, err
 	}
 	defer hw.Close()
 
@@ -231,23 +266,24 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 		}
 	}
 	if err != nil {
-		return nil, couldNotRun("%v", err)
+		return nil, err
 	}
-	elapsed := time.Since(r.start)
+	r.interrupted, r.elapsed = interrupted, time.Since(r.start)
 
 	// Final reads run on a fresh context: an interrupted run is still reconciled.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := r.finalReads(fctx); err != nil {
-		return nil, couldNotRun("final read: %v", err)
+		return nil, fmt.Errorf("final read: %v", err)
 	}
-	if err := hw.Close(); err != nil {
-		return nil, couldNotRun("%v", err)
-	}
+	return r, hw.Close()
+}
 
+// check reads the history back from the run directory and checks it.
+func check(cfg Config, wl workloads.Workload, dir string) ([]histories.Op, checker.Result, error) {
 	h, ops, err := histories.ReadFile(filepath.Join(dir, "history.jsonl"), false)
 	if err != nil {
-		return nil, couldNotRun("reread history: %v", err)
+		return nil, checker.Result{}, fmt.Errorf("reread history: %v", err)
 	}
 	vizPath := ""
 	if wl.Model() == checker.RegisterModel || wl.Model() == checker.CASRegisterModel {
@@ -255,52 +291,37 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	}
 	verdict, err := checker.Check(h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
 	if err != nil {
-		return nil, couldNotRun("check: %v", err)
+		return nil, checker.Result{}, fmt.Errorf("check: %v", err)
 	}
+	return ops, verdict, nil
+}
 
+// results assembles results.json from the run's counts, the history and the verdict.
+func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc string, proxied bool) *report.Results {
+	cfg := r.cfg
 	res := &report.Results{
-		Verdict: verdict.Verdict, Summary: verdict.Summary,
-		Workload: wl.Name(), Store: cfg.Store, Mechanism: wl.Mechanism(), Retry: cfg.Retry.Name,
-		Seed: cfg.Seed, Workers: cfg.Workers, Interrupted: interrupted,
-		StartedAt: r.startWall(), DurationS: elapsed.Seconds(),
+		SchemaVersion: report.SchemaVersion,
+		Verdict:       verdict.Verdict, Summary: verdict.Summary,
+		Workload: r.wl.Name(), Store: string(cfg.Store), Mechanism: r.wl.Mechanism(), Retry: string(cfg.Retry.Name),
+		Seed: cfg.Seed, Workers: cfg.Workers, Interrupted: r.interrupted,
+		StartedAt: r.startWall(), DurationS: r.elapsed.Seconds(),
 		Retries: r.retries, Conflicts: r.conflicts, Errors: r.errors, Outcomes: r.outcomes,
-		Anomalies: verdict.Anomalies, Final: wl.Summary(ops), Server: serverDesc, Proxied: proxied,
-		Faults: report.FaultCounts{Schedule: cfg.Faults, ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
+		Anomalies: verdict.Anomalies, Final: r.wl.Summary(ops), Server: serverDesc, Proxied: proxied,
+		Faults: report.FaultCounts{Schedule: specs(cfg.Faults), ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
 	}
 	if res.Anomalies == nil {
 		res.Anomalies = []checker.Anomaly{}
 	}
 	res.Ops = countOps(ops)
-	completed := r.completed
-	if elapsed > 0 {
-		res.Throughput = float64(completed) / elapsed.Seconds()
+	if r.elapsed > 0 {
+		res.Throughput = float64(r.completed) / r.elapsed.Seconds()
 	}
 	res.PerSecond = r.perSecond
 	res.LatencyMs = report.Latency{
 		P50: ms(r.lat.ValueAtQuantile(50)), P95: ms(r.lat.ValueAtQuantile(95)),
 		P99: ms(r.lat.ValueAtQuantile(99)), Max: ms(r.lat.Max()),
 	}
-	if nem != nil {
-		nem.account(res, ops)
-	}
-	// A workload that attributes discrepancies only to evidence (counter) gets the
-	// proxy's ground truth: the operations whose commit was cut after it applied.
-	if a, ok := wl.(attributor); ok && res.Evidence != nil {
-		var applied []string
-		for _, e := range res.Evidence.Ambiguous {
-			if e.Truth == "applied" {
-				applied = append(applied, e.OpID)
-			}
-		}
-		res.Final = a.Attribute(res.Final, applied)
-	}
-	return res, nil
-}
-
-// attributor is a workload that attributes a discrepancy only to evidence, given the
-// op ids of the operations whose commit the proxy cut after it applied.
-type attributor interface {
-	Attribute(final any, applied []string) any
+	return res
 }
 
 func ms(us int64) float64 { return math.Round(float64(us)/10) / 100 }
@@ -342,6 +363,10 @@ type run struct {
 	perSecond []int64
 	nextProc  int
 	attempts  []attemptSpan
+
+	// Set when the workers have stopped.
+	interrupted bool
+	elapsed     time.Duration
 }
 
 // attemptSpan is one attempt that ended in an error, kept to join proxy fault events
@@ -403,6 +428,7 @@ func (r *run) drive(ctx context.Context) (bool, error) {
 // work is one worker's loop.
 func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Rand, deadline time.Time) error {
 	process := id
+	t := &retrier{r: r, w: w, rng: rng, deadline: deadline}
 	for i := 0; r.cfg.Ops == 0 || i < r.cfg.Ops; i++ {
 		if ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline)) {
 			return nil
@@ -417,7 +443,7 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 		if err != nil {
 			return err
 		}
-		comp, retried := r.attempt(ctx, w, call, opID, process, inv, rng, deadline)
+		comp, retried := t.do(ctx, operation{call: call, id: opID, process: process, invoke: inv})
 		comp.Time = r.now()
 		comp.Process = process
 		comp.F, comp.Key, comp.OpID = call.F, call.Key, opID
@@ -436,89 +462,6 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 	return nil
 }
 
-// outcome of the retry loop beyond the completion event itself.
-type retried struct {
-	retries   int
-	reasons   []string
-	deadline  bool
-	conflicts int
-	errReason string
-	// end is how the loop ended: succeeded, exhausted, non-retryable, unknown, deadline.
-	end string
-}
-
-// attempt runs one logical operation under the retry policy and returns its completion.
-func (r *run) attempt(ctx context.Context, w workloads.Worker, call workloads.Call, opID string, process int, inv int64, rng *rand.Rand, deadline time.Time) (histories.Op, retried) {
-	pol := r.cfg.Retry
-	req := workloads.Request{OpID: opID, Idempotent: pol.Idempotent()}
-	var rt retried
-	maybeApplied := false
-	var conns []string
-	for n := 1; ; n++ {
-		from := r.now()
-		reply, err := w.Do(ctx, call, req)
-		conn := w.Conn()
-		if len(conns) == 0 || conns[len(conns)-1] != conn {
-			conns = append(conns, conn)
-		}
-		rt.conflicts += reply.Conflicts
-		class := workloads.Classify(err)
-		if err == nil && reply.Failed {
-			rt.end, rt.errReason = "non-retryable", "no-effect"
-			return histories.Op{Type: histories.Fail, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
-		}
-		if err == nil {
-			rt.end = "succeeded"
-			return histories.Op{Type: histories.OK, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
-		}
-		reason := string(workloads.ReasonOf(err))
-		if class == workloads.ClassUnknown {
-			maybeApplied = true
-		}
-		r.mu.Lock()
-		r.attempts = append(r.attempts, attemptSpan{OpID: opID, Process: process, Invoke: inv, Conn: conn, From: from, To: r.now(), Class: class, Err: err.Error()})
-		r.mu.Unlock()
-		stop := !pol.retries(class) || n >= pol.MaxAttempts || ctx.Err() != nil
-		if !stop && !deadline.IsZero() && time.Now().After(deadline) {
-			stop, rt.deadline = true, true
-		}
-		if !stop {
-			pause := pol.backoff(n, rng)
-			if !deadline.IsZero() && time.Now().Add(pause).After(deadline) {
-				stop, rt.deadline = true, true
-			} else {
-				select {
-				case <-ctx.Done():
-					stop = true
-				case <-time.After(pause):
-				}
-			}
-		}
-		if stop {
-			rt.errReason = reason
-			typ := histories.Fail
-			switch {
-			case maybeApplied:
-				rt.end = "unknown"
-			case !pol.retries(class):
-				rt.end = "non-retryable"
-			case n >= pol.MaxAttempts:
-				rt.end = "exhausted"
-			default:
-				rt.end = "deadline"
-			}
-			if maybeApplied {
-				// An earlier attempt may have applied: the truth is unknown, whatever
-				// the last attempt said.
-				typ = histories.Info
-			}
-			return histories.Op{Type: typ, Error: err.Error(), Conn: conn, Attempt: n}, rt
-		}
-		rt.retries++
-		rt.reasons = append(rt.reasons, reason)
-	}
-}
-
 // account adds one completed operation to the metrics.
 func (r *run) account(comp histories.Op, rt retried, lat time.Duration) {
 	r.mu.Lock()
@@ -534,10 +477,10 @@ func (r *run) account(comp histories.Op, rt retried, lat time.Duration) {
 		us = 1
 	}
 	r.lat.RecordValue(us)
+	// Compare-and-set rounds lost inside a store's mechanism are not retries of the
+	// operation: they are counted in conflicts only, so that retries.total is the sum of
+	// retries.by_reason and of retries.by_outcome.
 	r.conflicts += int64(rt.conflicts)
-	if rt.conflicts > 0 {
-		r.retries.ByReason["cas-conflict"] += int64(rt.conflicts)
-	}
 	if rt.errReason != "" {
 		r.errors[rt.errReason]++
 	}
@@ -566,15 +509,15 @@ func (r *run) account(comp histories.Op, rt retried, lat time.Duration) {
 func (r *run) countOutcome(rt retried, attempts int) {
 	var c *report.OutcomeCount
 	switch rt.end {
-	case "succeeded":
+	case succeeded:
 		c = &r.outcomes.Succeeded
-	case "exhausted":
+	case exhausted:
 		c = &r.outcomes.Exhausted
-	case "non-retryable":
+	case nonRetryable:
 		c = &r.outcomes.NonRetryable
-	case "unknown":
+	case endedUnknown:
 		c = &r.outcomes.Unknown
-	case "deadline":
+	case cutByEnd:
 		c = &r.outcomes.Deadline
 	default:
 		return

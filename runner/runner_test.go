@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/runner"
 	"github.com/indoubt/indoubt/servers"
@@ -40,6 +41,16 @@ func policy(t *testing.T, name string) runner.Policy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// schedule parses a fault schedule, as the command line does before a run.
+func schedule(t *testing.T, specs ...string) faults.Schedule {
+	t.Helper()
+	s, err := faults.ParseSchedule(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func budgetConfig(t *testing.T) runner.Config {

@@ -41,8 +41,8 @@ type Worker interface {
 // Workload is a workload bound to a store for one run. The runner owns the workers,
 // the history, retries and timing; the workload owns what is run and what it means.
 type Workload interface {
-	// Name is the workload's name (budget, register, counter).
-	Name() string
+	// Name is the workload's name.
+	Name() Name
 	// Model names the checker model that judges its histories.
 	Model() string
 	// Mechanism describes how the store applies the operation, for reports.
@@ -56,7 +56,7 @@ type Workload interface {
 	// Final reads the final state after every worker stopped; the runner records each
 	// read in the history as an operation of its own process.
 	Final(ctx context.Context) ([]Call, []Reply, error)
-	// Summary is the workload-specific `final` section of results.json, computed from
-	// the history (final reads included).
-	Summary(ops []histories.Op) any
+	// Summary is the workload's final state, the `final` section of results.json,
+	// computed from the history (final reads included).
+	Summary(ops []histories.Op) Final
 }

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/report"
 	"github.com/indoubt/indoubt/runner"
+	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/catalog"
 )
 
 const runHelp = `indoubt run: run a workload against a database, record every operation in a
@@ -45,111 +48,35 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
+// runArgs is what the run command's flags ask for, parsed.
+type runArgs struct {
+	cfg     runner.Config
+	counts  []int
+	store   string // --store as given: a store, all, or empty
+	jsonOut bool
+}
+
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", runHelp, stdout)
-	var (
-		cfg      runner.Config
-		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
-		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
-		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
-		jsonOut  = fs.Bool("json", false, "print results.json to stdout (the summary goes to stderr)")
-		faults   multiFlag
-		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
-		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
-	)
-	fs.StringVar(&cfg.Store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
-	fs.StringVar(&cfg.Persistence, "persistence", "none", "a launched Redis's durability: none, everysec, always")
-	fs.StringVar(&cfg.DSN, "dsn", "", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db)")
-	fs.StringVar(&cfg.Workload, "workload", "budget", "workload: budget, register, counter")
-	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
-	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
-	fs.StringVar(&cfg.Out, "out", "runs", "parent directory of run directories")
-	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
-	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
-	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
-	fs.Var(&faults, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...")
-	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
-	if err := parseFlags(fs, args); err != nil {
+	a, err := parseRunArgs(args, stdout, stderr)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("run: unexpected argument %q", fs.Arg(0))
-	}
-	if *retry == "" {
-		// The counter measures the retry loop a serializable client must write.
-		*retry = "none"
-		if cfg.Workload == "counter" {
-			*retry = "conflict"
-		}
-	}
-	pol, err := runner.ParsePolicy(*retry)
-	if err != nil {
-		return fmt.Errorf("run: %v", err)
-	}
-	cfg.Retry = pol
-	cfg.Faults = faults
-	cfg.CheckTimeout = *checkTO
-	if *timeFlag < 0 {
-		return fmt.Errorf("run: --time must be positive")
-	}
-	if *timeFlag > 0 {
-		cfg.Duration, cfg.Ops = *timeFlag, 0
-	}
-	if cfg.Budget < 0 {
-		return fmt.Errorf("run: --budget must not be negative")
-	}
-	counts, err := parseCounts(*workers)
-	if err != nil {
-		return fmt.Errorf("run: --workers: %v", err)
-	}
-	if !*quiet {
-		cfg.Progress = stderr
 	}
 	human := stdout
-	if *jsonOut {
+	if a.jsonOut {
 		human = stderr
 	}
-
-	stores, err := pickStores(cfg, stderr)
+	stores, err := pickStores(a.cfg, a.store, stderr)
 	if err != nil {
 		return err
 	}
-
-	var all []*report.Results
-runs:
-	for _, store := range stores {
-		for _, n := range counts {
-			c := cfg
-			c.Store, c.Workers = store, n
-			res, err := runner.Run(ctx, c)
-			if err != nil {
-				if len(stores) > 1 {
-					return fmt.Errorf("%s: %w", store, err)
-				}
-				return err
-			}
-			all = append(all, res)
-			if ctx.Err() != nil {
-				break runs
-			}
-		}
+	all, err := runEach(ctx, a.cfg, stores, a.counts)
+	if err != nil {
+		return err
 	}
-	if len(all) == 1 {
-		report.WriteSummary(human, all[0])
-		report.WriteCounterFinal(human, all[0])
-	} else {
-		if cfg.Workload == "counter" && len(stores) == 1 {
-			report.WriteSweep(human, all)
-		} else {
-			report.WriteTable(human, all)
-		}
-		path, err := writeSummary(cfg.Out, all)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(human, "summary: %s\n", path)
+	if err := printRuns(human, a.cfg, all, len(stores)); err != nil {
+		return err
 	}
-	if *jsonOut {
+	if a.jsonOut {
 		var v any = all[0]
 		if len(all) > 1 {
 			v = all
@@ -160,27 +87,136 @@ runs:
 	return verdictOf(all)
 }
 
+// parseRunArgs parses the run command's flags into a configuration with typed,
+// validated values: the workload, the retry policy and the fault schedule.
+func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
+	fs := newFlags("run", runHelp, stdout)
+	var (
+		a        runArgs
+		cfg      = &a.cfg
+		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
+		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
+		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
+		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter")
+		specs    multiFlag
+		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
+		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
+	)
+	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
+	fs.BoolVar(&a.jsonOut, "json", false, "print results.json to stdout (the summary goes to stderr)")
+	fs.StringVar(&cfg.Persistence, "persistence", "none", "a launched Redis's durability: none, everysec, always")
+	fs.StringVar(&cfg.DSN, "dsn", "", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db)")
+	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
+	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
+	fs.StringVar(&cfg.Out, "out", "runs", "parent directory of run directories")
+	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
+	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
+	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
+	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...")
+	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
+	if err := parseFlags(fs, args); err != nil {
+		return a, err
+	}
+	if fs.NArg() > 0 {
+		return a, fmt.Errorf("run: unexpected argument %q", fs.Arg(0))
+	}
+	w, err := catalog.Parse(*workload)
+	if err != nil {
+		return a, fmt.Errorf("run: %v", err)
+	}
+	cfg.Workload = w
+	if *retry == "" {
+		*retry = string(runner.DefaultPolicy(w))
+	}
+	if cfg.Retry, err = runner.ParsePolicy(*retry); err != nil {
+		return a, fmt.Errorf("run: %v", err)
+	}
+	if cfg.Faults, err = faults.ParseSchedule(specs); err != nil {
+		return a, fmt.Errorf("run: %v", err)
+	}
+	cfg.CheckTimeout = *checkTO
+	if *timeFlag < 0 {
+		return a, fmt.Errorf("run: --time must be positive")
+	}
+	if *timeFlag > 0 {
+		cfg.Duration, cfg.Ops = *timeFlag, 0
+	}
+	if cfg.Budget < 0 {
+		return a, fmt.Errorf("run: --budget must not be negative")
+	}
+	if a.counts, err = parseCounts(*workers); err != nil {
+		return a, fmt.Errorf("run: --workers: %v", err)
+	}
+	if !*quiet {
+		cfg.Progress = stderr
+	}
+	return a, nil
+}
+
+// runEach runs every store at every worker count, and stops early when ctx ends.
+func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, counts []int) ([]*report.Results, error) {
+	var all []*report.Results
+	for _, store := range stores {
+		for _, n := range counts {
+			c := cfg
+			c.Store, c.Workers = store, n
+			res, err := runner.Run(ctx, c)
+			if err != nil {
+				if len(stores) > 1 {
+					return nil, fmt.Errorf("%s: %w", store, err)
+				}
+				return nil, err
+			}
+			all = append(all, res)
+			if ctx.Err() != nil {
+				return all, nil
+			}
+		}
+	}
+	return all, nil
+}
+
+// printRuns prints one run's summary, or the table (a sweep for the counter on one
+// store) of several runs and the path of their summary.json.
+func printRuns(w io.Writer, cfg runner.Config, all []*report.Results, stores int) error {
+	if len(all) == 1 {
+		report.WriteSummary(w, all[0])
+		report.WriteCounterFinal(w, all[0])
+		return nil
+	}
+	if cfg.Workload == workloads.Counter && stores == 1 {
+		report.WriteSweep(w, all)
+	} else {
+		report.WriteTable(w, all)
+	}
+	path, err := writeSummary(cfg.Out, all)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "summary: %s\n", path)
+	return nil
+}
+
 // pickStores resolves --store: one store, or every store launchable here that has the
 // workload. Without --store, a --dsn names its store by its scheme.
-func pickStores(cfg runner.Config, stderr io.Writer) ([]string, error) {
-	store := cfg.Store
+func pickStores(cfg runner.Config, store string, stderr io.Writer) ([]runner.StoreName, error) {
 	if store == "" && cfg.DSN != "" {
 		s, ok := runner.StoreFromDSN(cfg.DSN)
 		if !ok {
 			return nil, fmt.Errorf("run: cannot tell the store from the DSN's scheme: give --store")
 		}
-		return []string{s}, nil
+		return []runner.StoreName{s}, nil
 	}
 	if store == "" {
 		store = "all"
 	}
 	if store != "all" {
-		return []string{store}, nil
+		return []runner.StoreName{runner.StoreName(store)}, nil
 	}
 	if cfg.DSN != "" {
 		return nil, fmt.Errorf("run: --store all launches its servers; it takes no --dsn")
 	}
-	var out []string
+	var out []runner.StoreName
 	for _, s := range runner.StoreNames() {
 		if !runner.Supports(s, cfg.Workload) {
 			continue
@@ -232,7 +268,7 @@ type Summary struct {
 type SummaryRow struct {
 	RunDir     string          `json:"run_dir"`
 	Store      string          `json:"store"`
-	Workload   string          `json:"workload"`
+	Workload   workloads.Name  `json:"workload"`
 	Workers    int             `json:"workers"`
 	Verdict    checker.Verdict `json:"verdict"`
 	Throughput float64         `json:"throughput"`

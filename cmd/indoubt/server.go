@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/indoubt/indoubt/runner"
 	"github.com/indoubt/indoubt/servers"
 	"github.com/indoubt/indoubt/stores/redis"
 )
@@ -30,15 +31,15 @@ Example:
 
 func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("server", serverHelp, stdout)
-	store := fs.String("store", "postgres", "which server: postgres, redis")
+	store := fs.String("store", string(runner.Postgres), "which server: postgres, redis")
 	persistence := fs.String("persistence", "none", "redis: none, everysec, always")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var exited <-chan struct{}
 	var logPath string
-	switch *store {
-	case "postgres":
+	switch runner.StoreName(*store) {
+	case runner.Postgres:
 		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
 		if err != nil {
 			return err
@@ -46,7 +47,7 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer pg.Stop()
 		fmt.Fprintf(stdout, "DSN=%s\nADDR=%s\nBINDIR=%s\nPID=%d\n", pg.DSN, pg.Addr, pg.BinDir, pg.Pid())
 		exited, logPath = pg.Exited(), pg.LogPath
-	case "redis":
+	case runner.Redis:
 		rs, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: *persistence})
 		if err != nil {
 			return err

@@ -49,11 +49,11 @@ var _ workloads.Workload = (*Workload)(nil)
 // New returns the counter workload on store, increments only.
 func New(store Store) *Workload { return &Workload{Store: store} }
 
-// Name is "counter".
-func (w *Workload) Name() string { return "counter" }
+// Name is workloads.Counter.
+func (w *Workload) Name() workloads.Name { return workloads.Counter }
 
 // Model is "counter": the exact checker.CheckCounter judges its histories.
-func (w *Workload) Model() string { return "counter" }
+func (w *Workload) Model() string { return string(workloads.Counter) }
 
 // Mechanism is the store's mechanism and isolation level.
 func (w *Workload) Mechanism() string { return w.Store.Mechanism() }
@@ -198,7 +198,7 @@ type Final struct {
 }
 
 // Summary reconciles the counter from the history (final read included).
-func (w *Workload) Summary(ops []histories.Op) any {
+func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 	f := Final{Before: w.before}
 	open := map[int]string{}
 	wrote := map[int64]int64{}
@@ -258,17 +258,24 @@ func (w *Workload) Summary(ops []histories.Op) any {
 	return f
 }
 
-// Attribute adds the fault proxy's ground truth to a Final made by Summary: applied is
-// the op ids of commits the proxy cut after the server had applied them. It returns
-// final unchanged when it is not a counter Final.
-func (w *Workload) Attribute(final any, applied []string) any {
-	f, ok := final.(Final)
-	if !ok {
-		return final
-	}
-	f.EvidenceCuts = int64(len(applied))
+var _ workloads.Final = Final{}
+
+// Reconcile adds the fault proxy's ground truth to a Final made by Summary: the commits
+// the proxy cut after the server had applied them are evidence that attributes extra
+// increments to ambiguous commits.
+func (f Final) Reconcile(t workloads.Truth) (workloads.Final, []string) {
+	f.EvidenceCuts = int64(len(t.Applied))
 	f.reconcile()
-	return f
+	return f, nil
+}
+
+// Figures shows the acknowledged increments, the counter after the run and the
+// reconciliation.
+func (f Final) Figures() workloads.Figures {
+	return workloads.Figures{Applied: &f.Acknowledged, Value: f.After, Reconciliation: &workloads.Reconciliation{
+		Before: f.Before, After: f.After, Acknowledged: f.Acknowledged, Lost: f.Lost, Extra: f.Extra, Cause: f.Cause,
+		ServerRestarts: f.ServerRestarts, ServerRestartsError: f.ServerRestartsError,
+	}}
 }
 
 // reconcile computes Lost, Extra and Cause from the counts.

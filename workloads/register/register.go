@@ -37,8 +37,8 @@ func New(store Store) *Workload {
 	return &Workload{Store: store, Keys: DefaultKeys, Values: DefaultValues}
 }
 
-func (w *Workload) Name() string  { return "register" }
-func (w *Workload) Model() string { return "cas-register" }
+func (w *Workload) Name() workloads.Name { return workloads.Register }
+func (w *Workload) Model() string        { return "cas-register" }
 
 // Mechanism is the store's own description when it offers one (RegisterMechanism),
 // else a generic one.
@@ -103,7 +103,7 @@ type Final struct {
 }
 
 // Summary counts operations by kind and takes the final reads.
-func (w *Workload) Summary(ops []histories.Op) any {
+func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 	f := Final{Keys: w.Keys, FinalState: map[string]any{}}
 	for _, op := range ops {
 		if !op.IsClient() || op.Type == histories.Invoke {
@@ -127,6 +127,15 @@ func (w *Workload) Summary(ops []histories.Op) any {
 	}
 	return f
 }
+
+var _ workloads.Final = Final{}
+
+// Reconcile returns f unchanged: a register's state is judged by the linearizability
+// checker alone, and the ground truth has nothing to add to its counts.
+func (f Final) Reconcile(workloads.Truth) (workloads.Final, []string) { return f, nil }
+
+// Figures is empty: the register has no column of the stand's table.
+func (f Final) Figures() workloads.Figures { return workloads.Figures{} }
 
 func keyName(k int) string { return fmt.Sprintf("k%d", k) }
 

@@ -1,0 +1,126 @@
+package runner
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/workloads"
+)
+
+// ending is how the retry loop ended one logical operation.
+type ending uint8
+
+const (
+	succeeded    ending = 1 + iota // an attempt returned without error
+	exhausted                      // every allowed attempt hit a retryable error
+	nonRetryable                   // the policy does not retry the last error, or the operation certainly had no effect
+	endedUnknown                   // some attempt may have applied: the outcome is unknown
+	cutByEnd                       // the run's deadline or its interruption stopped the retries
+)
+
+// retried is what the retry loop saw beyond the completion event itself.
+type retried struct {
+	retries   int
+	reasons   []string
+	deadline  bool
+	conflicts int
+	errReason string
+	end       ending
+}
+
+// operation is one logical operation the retry loop runs: its call, its op id, the
+// process that invoked it and the history index of the invocation.
+type operation struct {
+	call    workloads.Call
+	id      string
+	process int
+	invoke  int64
+}
+
+// retrier runs one worker's operations under the run's retry policy. It keeps the
+// worker's random source (backoff) and the run's deadline.
+type retrier struct {
+	r        *run
+	w        workloads.Worker
+	rng      *rand.Rand
+	deadline time.Time
+}
+
+// do runs op's attempts until one succeeds or the policy, the deadline or ctx stops it,
+// and returns the completion.
+func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) {
+	pol := t.r.cfg.Retry
+	req := workloads.Request{OpID: op.id, Idempotent: pol.Idempotent()}
+	var rt retried
+	maybeApplied := false
+	for n := 1; ; n++ {
+		from := t.r.now()
+		reply, err := t.w.Do(ctx, op.call, req)
+		conn := t.w.Conn()
+		rt.conflicts += reply.Conflicts
+		if err == nil {
+			rt.end = succeeded
+			typ := histories.OK
+			if reply.Failed {
+				rt.end, rt.errReason, typ = nonRetryable, "no-effect", histories.Fail
+			}
+			return histories.Op{Type: typ, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
+		}
+		class := workloads.Classify(err)
+		if class == workloads.ClassUnknown {
+			maybeApplied = true
+		}
+		t.r.recordSpan(attemptSpan{OpID: op.id, Process: op.process, Invoke: op.invoke, Conn: conn, From: from, To: t.r.now(), Class: class, Err: err.Error()})
+		if end, stop := t.stop(ctx, class, n, &rt); stop {
+			rt.errReason = string(workloads.ReasonOf(err))
+			rt.end = end
+			typ := histories.Fail
+			if maybeApplied {
+				// An earlier attempt may have applied: the truth is unknown, whatever
+				// the last attempt said.
+				rt.end, typ = endedUnknown, histories.Info
+			}
+			return histories.Op{Type: typ, Error: err.Error(), Conn: conn, Attempt: n}, rt
+		}
+		rt.retries++
+		rt.reasons = append(rt.reasons, string(workloads.ReasonOf(err)))
+	}
+}
+
+// stop decides, after attempt n failed with class, whether the loop ends, and how; when
+// it does not, it has waited out the backoff before the next attempt.
+func (t *retrier) stop(ctx context.Context, class workloads.Class, n int, rt *retried) (ending, bool) {
+	pol := t.r.cfg.Retry
+	switch {
+	case !pol.retries(class):
+		return nonRetryable, true
+	case n >= pol.MaxAttempts:
+		return exhausted, true
+	case ctx.Err() != nil:
+		return cutByEnd, true
+	}
+	if !t.deadline.IsZero() && time.Now().After(t.deadline) {
+		rt.deadline = true
+		return cutByEnd, true
+	}
+	pause := pol.backoff(n, t.rng)
+	if !t.deadline.IsZero() && time.Now().Add(pause).After(t.deadline) {
+		rt.deadline = true
+		return cutByEnd, true
+	}
+	select {
+	case <-ctx.Done():
+		return cutByEnd, true
+	case <-time.After(pause):
+		return 0, false
+	}
+}
+
+// recordSpan keeps an attempt that ended in an error, to join fault events to it.
+func (r *run) recordSpan(s attemptSpan) {
+	r.mu.Lock()
+	r.attempts = append(r.attempts, s)
+	r.mu.Unlock()
+}

@@ -1,0 +1,56 @@
+package runner_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/indoubt/indoubt/report"
+	"github.com/indoubt/indoubt/runner"
+)
+
+// retrySums checks that retries.total is the sum of retries.by_reason and of
+// retries.by_outcome, and that the outcomes' attempts beyond the first add up to it too.
+func retrySums(t *testing.T, res *report.Results) {
+	t.Helper()
+	r := res.Retries
+	var byReason int64
+	for _, n := range r.ByReason {
+		byReason += n
+	}
+	byOutcome := r.ByOutcome.OK + r.ByOutcome.Fail + r.ByOutcome.Info + r.ByOutcome.Deadline
+	o := res.Outcomes
+	byEnd := o.Succeeded.Retries() + o.Exhausted.Retries() + o.NonRetryable.Retries() + o.Unknown.Retries() + o.Deadline.Retries()
+	if byReason != r.Total || byOutcome != r.Total || byEnd != r.Total {
+		t.Errorf("retries: total %d, by reason %d (%v), by outcome %d (%+v), by ending %d", r.Total, byReason, r.ByReason, byOutcome, r.ByOutcome, byEnd)
+	}
+}
+
+// Retries of serialization failures and of cut commits both add up, whatever ended them.
+func TestRetryCountsAddUp(t *testing.T) {
+	t.Run("counter read-write serializable, conflict retry", func(t *testing.T) {
+		cfg := budgetConfig(t)
+		cfg.Workload, cfg.Mechanism, cfg.Workers, cfg.Ops = "counter", "read-write", 8, 40
+		cfg.Retry = policy(t, "conflict")
+		res, err := runner.Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Retries.Total == 0 {
+			t.Fatalf("no retries: 8 workers on one serializable row should conflict")
+		}
+		retrySums(t, res)
+	})
+	t.Run("budget under commit faults, naive retry", func(t *testing.T) {
+		cfg := budgetConfig(t)
+		cfg.Faults = schedule(t, "commit-mixed:0.3")
+		cfg.Retry = policy(t, "naive")
+		res, err := runner.Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Retries.Total == 0 {
+			t.Fatalf("no retries under commit-mixed:0.3")
+		}
+		retrySums(t, res)
+	})
+}

@@ -1,0 +1,125 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/indoubt/indoubt/report"
+	"github.com/indoubt/indoubt/runner"
+	"github.com/indoubt/indoubt/servers/servertest"
+)
+
+// resultsSchema compiles schemas/results.schema.json, with formats asserted.
+func resultsSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	s, err := c.Compile(filepath.Join("..", "schemas", "results.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func validate(s *jsonschema.Schema, b []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	return s.Validate(v)
+}
+
+// Every workload's real results.json validates against the published schema, and reads
+// back into report.Results with the same final state.
+func TestResultsMatchTheSchema(t *testing.T) {
+	s := resultsSchema(t)
+	cases := []struct {
+		name string
+		edit func(*runner.Config)
+	}{
+		{"budget on postgres under commit faults", func(c *runner.Config) {
+			c.Workers, c.Ops, c.Budget = 4, 20, 50
+			c.Retry, c.Faults = policy(t, "naive"), schedule(t, "commit-mixed:0.3")
+		}},
+		{"counter on postgres", func(c *runner.Config) {
+			c.Workload, c.Mechanism, c.Workers, c.Ops = "counter", "read-write", 4, 20
+			c.Retry = policy(t, "conflict")
+		}},
+		{"register on postgres under commit faults", func(c *runner.Config) {
+			c.Workload, c.Workers, c.Ops = "register", 4, 20
+			c.Faults = schedule(t, "commit-mixed:0.2")
+		}},
+		{"budget on a launched redis", func(c *runner.Config) {
+			if err := runner.Available(runner.Redis); err != nil {
+				servertest.SkipOrFail(t, err)
+			}
+			c.Store, c.DSN, c.Workers, c.Ops, c.Budget = "redis", "", 4, 20, 50
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := budgetConfig(t)
+			tc.edit(&cfg)
+			res, err := runner.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := validate(s, b); err != nil {
+				t.Fatalf("results.json does not match the schema: %v", err)
+			}
+			var back report.Results
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatalf("read results.json back: %v", err)
+			}
+			if back.SchemaVersion != report.SchemaVersion || !reflect.DeepEqual(back.Final, res.Final) {
+				t.Errorf("read back: version %d, final %#v; want %d, %#v", back.SchemaVersion, back.Final, report.SchemaVersion, res.Final)
+			}
+		})
+	}
+}
+
+// The schema refuses what version 1 never writes: it is not a schema that accepts all.
+func TestResultsSchemaRefuses(t *testing.T) {
+	s := resultsSchema(t)
+	cfg := budgetConfig(t)
+	cfg.Workers, cfg.Ops, cfg.Budget = 2, 5, 10
+	res, err := runner.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(m map[string]any){
+		"an unknown key":                 func(m map[string]any) { m["bogus"] = 1 },
+		"no schema_version":              func(m map[string]any) { delete(m, "schema_version") },
+		"a later schema_version":         func(m map[string]any) { m["schema_version"] = 2 },
+		"a budget final without applied": func(m map[string]any) { delete(m["final"].(map[string]any), "applied") },
+		"a counter's final under budget": func(m map[string]any) {
+			m["final"] = map[string]any{"before": 0, "after": 1, "acknowledged": 1}
+		},
+		"a verdict out of the vocabulary": func(m map[string]any) { m["verdict"] = "maybe" },
+	} {
+		var m map[string]any
+		if err := json.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		b, _ := json.Marshal(m)
+		if err := validate(s, b); err == nil {
+			t.Errorf("%s: the schema accepted it", name)
+		}
+	}
+}

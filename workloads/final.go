@@ -1,0 +1,63 @@
+package workloads
+
+// Name names a workload. The names are defined here, once; everything else refers to
+// these values.
+type Name string
+
+// The workloads indoubt has.
+const (
+	Budget   Name = "budget"
+	Counter  Name = "counter"
+	Register Name = "register"
+)
+
+// Final is a workload's final state after a run: the `final` section of results.json,
+// computed from the history by Workload.Summary. It marshals to that section's JSON, and
+// it is the only way the runner, the evidence and the reports read the final state.
+type Final interface {
+	// Reconcile returns the final state with the fault proxy's ground truth taken into
+	// account, and the sentences that say where the two disagree (none when they agree).
+	// The ground truth never reaches the checker; it confirms or contradicts it.
+	Reconcile(t Truth) (Final, []string)
+	// Figures is what the stand's table and the summaries show of the final state.
+	Figures() Figures
+}
+
+// Truth is what the fault proxy knows of the run's commits, joined to the operations
+// whose attempts it cut.
+type Truth struct {
+	// Applied holds, per commit the proxy cut after the server applied it, the op id of
+	// its operation (an operation cut twice appears twice).
+	Applied []string
+	// Proven counts cut attempts whose reply proves they changed rows ("UPDATE 1");
+	// Committed counts cut attempts that committed with a reply that does not say what
+	// changed ("COMMIT", "CALL").
+	Proven, Committed int64
+}
+
+// Figures is what a report shows of a final state. A nil figure shows as "-".
+type Figures struct {
+	// Applied counts the operations acknowledged as applied; Rejected those
+	// acknowledged as rejected by the workload's own rule.
+	Applied, Rejected *int64
+	// Value is the final value read back (a balance, a counter).
+	Value *int64
+	// PerApplied names an applied operation when conflicts per applied operation are a
+	// figure worth showing ("applied decrement"); empty when they are not.
+	PerApplied string
+	// Reconciliation is the exact reconciliation of a counting workload, nil for others.
+	Reconciliation *Reconciliation
+}
+
+// Reconciliation is a counter's value before and after the run against its
+// acknowledged increments, with the cause of any difference and the server's restart
+// counters as deltas over the run.
+type Reconciliation struct {
+	Before              int64
+	After               *int64
+	Acknowledged        int64
+	Lost, Extra         int64
+	Cause               string
+	ServerRestarts      map[string]int64
+	ServerRestartsError string
+}
