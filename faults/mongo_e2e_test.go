@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
 // startFerretDB launches a FerretDB (in process, SQLite) of the test's own, stopped when

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/servers"
-	"github.com/indoubt/indoubt/servers/servertest"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // startProtoProxy starts a proxy with commit faults for proto in front of upstream.

@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/servers"
-	"github.com/indoubt/indoubt/servers/servertest"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the proxy's goroutines and the test's.

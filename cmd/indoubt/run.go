@@ -13,8 +13,8 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
-	"github.com/indoubt/indoubt/report"
-	"github.com/indoubt/indoubt/runner"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/catalog"
 )

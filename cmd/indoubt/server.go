@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/indoubt/indoubt/runner"
-	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/stores/redis"
 )
 

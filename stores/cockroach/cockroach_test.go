@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/servers"
-	"github.com/indoubt/indoubt/servers/servertest"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"

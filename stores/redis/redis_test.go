@@ -15,8 +15,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/indoubt/indoubt/servers"
-	"github.com/indoubt/indoubt/servers/servertest"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/stores/storetest"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"

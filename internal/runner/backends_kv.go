@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/stores/cql"
 	"github.com/indoubt/indoubt/stores/mongo"
 	"github.com/indoubt/indoubt/stores/redis"

@@ -24,7 +24,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/report"
+	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/workloads"
 )
 

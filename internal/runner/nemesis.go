@@ -13,7 +13,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/report"
+	"github.com/indoubt/indoubt/internal/report"
 )
 
 // nemesis owns the fault proxy of a run and its schedule. It writes every fault event

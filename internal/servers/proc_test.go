@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
 // procState returns the state letter of a process from /proc, "" if there is none.

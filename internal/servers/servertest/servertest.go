@@ -31,7 +31,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
 // Server is what servertest needs of a launched server.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/servers"
-	"github.com/indoubt/indoubt/servers/servertest"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // redisCLI runs redis-cli (shipped beside redis-server by Debian) against r and returns

@@ -15,9 +15,9 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/runner"
-	"github.com/indoubt/indoubt/servers"
-	"github.com/indoubt/indoubt/servers/servertest"
+	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/runner"
+	"github.com/indoubt/indoubt/internal/runner"
 )
 
 // The register workload through the fault proxy: unknown writes and cas are info

@@ -11,9 +11,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/indoubt/indoubt/report"
-	"github.com/indoubt/indoubt/runner"
-	"github.com/indoubt/indoubt/servers/servertest"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // resultsSchema compiles schemas/results.schema.json, with formats asserted.

@@ -20,7 +20,7 @@ import (
 )
 
 // CassandraVersion is the Apache Cassandra release StartCassandra runs by default. It must
-// equal the cassandra.version default in servers/cassandra/pom.xml, which
+// equal the cassandra.version default in internal/servers/cassandra/pom.xml, which
 // scripts/prepare-cassandra resolves.
 const CassandraVersion = "5.0.9"
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
 // runner stands in for *testing.M: run calls Run where m.Run would run the tests.

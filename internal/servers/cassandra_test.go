@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/servers"
-	"github.com/indoubt/indoubt/servers/servertest"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // needCassandra skips (or under CI=true fails) the test when the jars or java are missing.

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/report"
+	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/workloads"
 )
 

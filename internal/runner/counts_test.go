@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/indoubt/indoubt/report"
-	"github.com/indoubt/indoubt/runner"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/runner"
 )
 
 // retrySums checks that retries.total is the sum of retries.by_reason and of

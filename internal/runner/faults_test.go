@@ -11,8 +11,8 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/report"
-	"github.com/indoubt/indoubt/runner"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/runner"
 )
 
 func faultRun(t *testing.T, retry string, specs ...string) *report.Results {
