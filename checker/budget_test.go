@@ -2,7 +2,6 @@ package checker
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,18 +14,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/indoubt/indoubt/histories"
 )
-
-var budgetUpdate = flag.Bool("update-budget", false, "rewrite the expected verdicts of testdata/budget")
-
-// budgetUpdating honours this file's flag and a package-wide -update, if another test
-// file of the package defines one.
-func budgetUpdating() bool {
-	if *budgetUpdate {
-		return true
-	}
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // budgetScript builds a history from lines "<process> <type> <f> [result]": type is
 // invoke, ok, fail or info; f is dec or read; the result of an ok is applied, rejected
@@ -577,8 +564,8 @@ func budgetDump(ops []histories.Op, budget int64) string {
 }
 
 // TestBudgetGolden checks every history under testdata/budget against the verdict and
-// anomaly kinds in the .verdict file beside it; -update-budget (or a package-wide
-// -update) rewrites them.
+// anomaly kinds in the .verdict file beside it; -update rewrites
+// them.
 func TestBudgetGolden(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "budget", "*.jsonl"))
 	if err != nil {
@@ -608,14 +595,14 @@ func TestBudgetGolden(t *testing.T) {
 			}
 			got += "\n"
 			vpath := strings.TrimSuffix(path, ".jsonl") + ".verdict"
-			if budgetUpdating() {
+			if *update {
 				if err := os.WriteFile(vpath, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			want, err := os.ReadFile(vpath)
 			if err != nil {
-				t.Fatalf("%v (run with -update-budget to write it)", err)
+				t.Fatalf("%v (run with -update to write it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("got %q, want %q: %s", got, want, r.Summary)

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"github.com/indoubt/indoubt/histories"
 )
 
-var counterUpdate = flag.Bool("update-counter", false, "rewrite the expected verdicts of testdata/counter")
 
 // counterScript builds a history from lines "<process> <type> <f> [result]": type is
 // invoke, ok, fail or info; f is inc or read; the result of an ok increment is the value
@@ -559,8 +557,8 @@ func TestCounterLargeHistory(t *testing.T) {
 }
 
 // TestCounterGolden checks every history under testdata/counter against the verdict and
-// anomaly kinds in the .verdict file beside it; -update-counter (or a package-wide
-// -update) rewrites them.
+// anomaly kinds in the .verdict file beside it; -update rewrites
+// them.
 func TestCounterGolden(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "counter", "*.jsonl"))
 	if err != nil {
@@ -568,10 +566,6 @@ func TestCounterGolden(t *testing.T) {
 	}
 	if len(paths) == 0 {
 		t.Fatal("no golden histories in testdata/counter")
-	}
-	update := *counterUpdate
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		update = true
 	}
 	for _, path := range paths {
 		name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
@@ -590,14 +584,14 @@ func TestCounterGolden(t *testing.T) {
 			}
 			got += "\n"
 			vpath := strings.TrimSuffix(path, ".jsonl") + ".verdict"
-			if update {
+			if *update {
 				if err := os.WriteFile(vpath, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			want, err := os.ReadFile(vpath)
 			if err != nil {
-				t.Fatalf("%v (run with -update-counter to write it)", err)
+				t.Fatalf("%v (run with -update to write it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("got %q, want %q: %s", got, want, r.Summary)

@@ -3,7 +3,6 @@ package checker
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 )
 
 // The flag has its own name because another checker's tests share the package.
-var registerUpdate = flag.Bool("register-update", false, "rewrite testdata/register/*.want.json from the checker's results")
 
 // registerWant is the expectation beside each golden history.
 type registerWant struct {
@@ -68,7 +66,7 @@ func TestRegisterGolden(t *testing.T) {
 			}
 			got := registerWant{Verdict: res.Verdict, Anomalies: res.Anomalies}
 			wantFile := strings.TrimSuffix(file, ".jsonl") + ".want.json"
-			if *registerUpdate {
+			if *update {
 				b, _ := json.MarshalIndent(got, "", "  ")
 				if err := os.WriteFile(wantFile, append(b, '\n'), 0o644); err != nil {
 					t.Fatal(err)
@@ -77,7 +75,7 @@ func TestRegisterGolden(t *testing.T) {
 			}
 			b, err := os.ReadFile(wantFile)
 			if err != nil {
-				t.Fatalf("%v (run with -register-update to write it)", err)
+				t.Fatalf("%v (run with -update to write it)", err)
 			}
 			var want registerWant
 			if err := json.Unmarshal(b, &want); err != nil {
