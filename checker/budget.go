@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"container/heap"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,15 +104,24 @@ func BudgetFromHeader(h *histories.Header) (int64, error) {
 // reads, reads_unknown, final_balance (the last read, if any), balance_min and
 // balance_max (the final balance the history allows), anomalies (how many were found;
 // at most 100 are listed).
-func CheckBudget(ops []histories.Op, budget int64) (Result, error) {
+//
+// It needs no search, so ctx is only looked at every few thousand events: a check
+// whose ctx has ended returns an Unknown Result saying it was interrupted.
+func CheckBudget(ctx context.Context, ops []histories.Op, budget int64) (Result, error) {
 	c, err := NewBudgetChecker(budget)
 	if err != nil {
 		return Result{}, err
 	}
-	for _, op := range ops {
+	for i, op := range ops {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return interrupted("budget", ctx.Err()), nil
+		}
 		if err := c.Add(op); err != nil {
 			return Result{}, err
 		}
+	}
+	if ctx.Err() != nil {
+		return interrupted("budget", ctx.Err()), nil
 	}
 	return c.Result(), nil
 }

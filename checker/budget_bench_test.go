@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -53,7 +54,7 @@ func BenchmarkBudget(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				r, err := CheckBudget(ops, budget)
+				r, err := CheckBudget(context.Background(), ops, budget)
 				if err != nil || r.Verdict != Valid {
 					b.Fatalf("%v %s: %s", err, r.Verdict, r.Summary)
 				}

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -228,7 +229,7 @@ func TestBudgetCases(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := budgetScript(t, tt.script)
-			r, err := CheckBudget(ops, tt.budget)
+			r, err := CheckBudget(context.Background(), ops, tt.budget)
 			if err != nil {
 				t.Fatalf("CheckBudget: %v", err)
 			}
@@ -292,7 +293,7 @@ func TestBudgetExplanations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := CheckBudget(budgetScript(t, tt.script), tt.budget)
+			r, err := CheckBudget(context.Background(), budgetScript(t, tt.script), tt.budget)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -319,7 +320,7 @@ func TestBudgetDetails(t *testing.T) {
 		4 ok read 1
 		5 invoke read
 		5 fail read`)
-	r, err := CheckBudget(ops, 3)
+	r, err := CheckBudget(context.Background(), ops, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestBudgetMalformed(t *testing.T) {
 			for i := range tt.ops {
 				tt.ops[i].Index = int64(i)
 			}
-			_, err := CheckBudget(tt.ops, 3)
+			_, err := CheckBudget(context.Background(), tt.ops, 3)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("CheckBudget error %v, want one containing %q", err, tt.want)
 			}
@@ -378,7 +379,7 @@ func TestBudgetMalformed(t *testing.T) {
 			}
 		})
 	}
-	if _, err := CheckBudget(nil, -1); err == nil {
+	if _, err := CheckBudget(context.Background(), nil, -1); err == nil {
 		t.Errorf("CheckBudget accepted a negative budget")
 	}
 }
@@ -453,7 +454,7 @@ func TestBudgetStreaming(t *testing.T) {
 		most = max(most, len(c.queue)-c.head)
 	}
 	got := c.Result()
-	want, err := CheckBudget(ops, 1000)
+	want, err := CheckBudget(context.Background(), ops, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,7 +534,7 @@ func TestBudgetDifferential(t *testing.T) {
 				ops, budget = budgetMutate(rng, ops, budget)
 			}
 		}
-		r, err := CheckBudget(ops, budget)
+		r, err := CheckBudget(context.Background(), ops, budget)
 		if err != nil {
 			t.Fatalf("history %d: %v", i, err)
 		}
@@ -585,7 +586,7 @@ func TestBudgetGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := CheckBudget(ops, budget)
+			r, err := CheckBudget(context.Background(), ops, budget)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -232,10 +233,19 @@ func (o *counterOp) complete(op histories.Op) error {
 // Result; the error reports a history that cannot be read as a counter history (a
 // completion without invocation, an unknown function, an ok increment without the value
 // it wrote).
-func CheckCounter(ops []histories.Op, before int64) (Result, error) {
+//
+// It needs no search; ctx is looked at before the check and after reading the history:
+// a check whose ctx has ended returns an Unknown Result saying it was interrupted.
+func CheckCounter(ctx context.Context, ops []histories.Op, before int64) (Result, error) {
+	if ctx.Err() != nil {
+		return interrupted("counter", ctx.Err()), nil
+	}
 	all, _, err := counterOps(ops)
 	if err != nil {
 		return Result{}, err
+	}
+	if ctx.Err() != nil {
+		return interrupted("counter", ctx.Err()), nil
 	}
 	c := counterCheck{before: before}
 	c.run(all)

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,7 +15,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/indoubt/indoubt/histories"
 )
-
 
 // counterScript builds a history from lines "<process> <type> <f> [result]": type is
 // invoke, ok, fail or info; f is inc or read; the result of an ok increment is the value
@@ -203,7 +203,7 @@ func TestCounterCases(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ops := counterScript(t, tc.script)
-			r, err := CheckCounter(ops, tc.before)
+			r, err := CheckCounter(context.Background(), ops, tc.before)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,7 +234,7 @@ func TestCounterExplainsLostUpdates(t *testing.T) {
 		2 ok inc 41>42
 		3 invoke read
 		3 ok read 42`)
-	r, err := CheckCounter(ops, 41)
+	r, err := CheckCounter(context.Background(), ops, 41)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestCounterMalformed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := CheckCounter(tc.ops, 0)
+			_, err := CheckCounter(context.Background(), tc.ops, 0)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -294,12 +294,12 @@ func TestCounterFromHeader(t *testing.T) {
 		t.Fatal("no params.before: want an error")
 	}
 	ops := counterScript(t, "0 invoke inc\n0 ok inc 18")
-	r, err := Check(h, ops, Options{})
+	r, err := Check(context.Background(), h, ops, Options{})
 	if err != nil || r.Verdict != Valid || r.Checker != "counter" {
 		t.Fatalf("Check dispatch: %+v %v", r, err)
 	}
 	zero := int64(0)
-	if r, err := Check(h, ops, Options{Initial: &zero}); err != nil || r.Verdict != Invalid {
+	if r, err := Check(context.Background(), h, ops, Options{Initial: &zero}); err != nil || r.Verdict != Invalid {
 		t.Fatalf("--initial 0 over a history that wrote 18 first: %v %v", r.Verdict, err)
 	}
 }
@@ -492,7 +492,7 @@ func TestCounterDifferential(t *testing.T) {
 				ops = counterMutate(rng, ops)
 			}
 		}
-		r, err := CheckCounter(ops, before)
+		r, err := CheckCounter(context.Background(), ops, before)
 		if err != nil {
 			t.Fatalf("history %d: %v", i, err)
 		}
@@ -527,7 +527,7 @@ func TestCounterLargeHistory(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	ops := counterSimulate(rng, 32, 3000, 1000, 0.05, 0.01, 0.01)
 	start := time.Now()
-	r, err := CheckCounter(ops, 1000)
+	r, err := CheckCounter(context.Background(), ops, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +547,7 @@ func TestCounterLargeHistory(t *testing.T) {
 			break
 		}
 	}
-	r, err = CheckCounter(ops, 1000)
+	r, err = CheckCounter(context.Background(), ops, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +574,7 @@ func TestCounterGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := Check(h, ops, Options{})
+			r, err := Check(context.Background(), h, ops, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

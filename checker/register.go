@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -68,7 +70,14 @@ type RegisterOptions struct {
 // linearization fails. An error means the history is not a register history
 // (unknown functions, malformed values, a completion without invocation), or that
 // the visualization could not be written; in the latter case the Result is complete.
-func CheckRegister(ops []histories.Op, opt RegisterOptions) (Result, error) {
+//
+// When ctx ends during the search, CheckRegister returns within moments an Unknown
+// Result whose Summary says it was interrupted, and writes no visualization.
+// porcupine v1.3.1 takes no context, so the model stops it: once ctx has ended every
+// step of the model refuses, and porcupine's depth-first search unwinds at the cost of
+// one refused step per candidate on its stack. The verdict it then returns means
+// nothing and is discarded. While ctx is live the cost is one atomic load per step.
+func CheckRegister(ctx context.Context, ops []histories.Op, opt RegisterOptions) (Result, error) {
 	start := time.Now()
 	if opt.Model == "" {
 		opt.Model = CASRegisterModel
@@ -88,9 +97,14 @@ func CheckRegister(ops []histories.Op, opt RegisterOptions) (Result, error) {
 	if opt.Timeout > 0 {
 		deadline = start.Add(opt.Timeout)
 	}
-	model := registerPorcupineModel(init)
+	var stop atomic.Bool
+	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
+	model := registerPorcupineModel(init, &stop)
 
 	verdicts := registerSearch(model, h, deadline, opt.Workers)
+	if ctx.Err() != nil {
+		return interrupted(opt.Model, ctx.Err()), nil
+	}
 	res := Result{Checker: opt.Model, Anomalies: []Anomaly{}}
 	var invalid, unknown []string
 	for i, key := range h.keys {
@@ -98,6 +112,9 @@ func CheckRegister(ops []histories.Op, opt RegisterOptions) (Result, error) {
 		case porcupine.Illegal:
 			invalid = append(invalid, key)
 			res.Anomalies = append(res.Anomalies, registerExplain(model, init, key, h.byKey[key], deadline))
+			if ctx.Err() != nil {
+				return interrupted(opt.Model, ctx.Err()), nil
+			}
 		case porcupine.Unknown:
 			unknown = append(unknown, key)
 		}
@@ -494,10 +511,17 @@ func registerStep(state, input, output any) (bool, any) {
 	return true, s
 }
 
-func registerPorcupineModel(init registerState) porcupine.Model {
+// registerPorcupineModel is the register for porcupine. Once stop is set every step
+// refuses, which ends porcupine's search (see CheckRegister).
+func registerPorcupineModel(init registerState, stop *atomic.Bool) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return init },
-		Step: registerStep,
+		Step: func(state, input, output any) (bool, any) {
+			if stop.Load() {
+				return false, state
+			}
+			return registerStep(state, input, output)
+		},
 		Hash: func(state any) uint64 {
 			s := state.(registerState)
 			if !s.present {

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -87,7 +88,7 @@ func TestRegisterEtcdJepsen(t *testing.T) {
 	var slowFile string
 	for _, c := range cases {
 		t0 := time.Now()
-		res, err := CheckRegister(c.ops, RegisterOptions{Model: CASRegisterModel})
+		res, err := CheckRegister(context.Background(), c.ops, RegisterOptions{Model: CASRegisterModel})
 		took := time.Since(t0)
 		if took > slowest {
 			slowest, slowFile = took, c.file
@@ -117,7 +118,7 @@ func TestRegisterEtcdJepsen(t *testing.T) {
 	if err != nil || len(ops) != 0 {
 		t.Fatalf("etcd_095.log: %d ops, %v; want an empty history", len(ops), err)
 	}
-	res, err := CheckRegister(ops, RegisterOptions{})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{})
 	if err != nil || res.Verdict != Valid {
 		t.Fatalf("empty history: %v %v, want valid", res.Verdict, err)
 	}
@@ -130,7 +131,7 @@ func BenchmarkRegisterEtcdJepsen(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for _, c := range cases {
-			if _, err := CheckRegister(c.ops, RegisterOptions{}); err != nil {
+			if _, err := CheckRegister(context.Background(), c.ops, RegisterOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -54,7 +55,7 @@ func TestRegisterGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := CheckRegister(ops, registerOptionsFor(t, hdr))
+			res, err := CheckRegister(context.Background(), ops, registerOptionsFor(t, hdr))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +109,7 @@ func TestRegisterAnomalyNamesKeyAndOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := CheckRegister(ops, RegisterOptions{})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestRegisterModelErrors(t *testing.T) {
 			if tc.history != "" {
 				ops = registerOps(t, tc.history)
 			}
-			_, err := CheckRegister(ops, RegisterOptions{Model: tc.model})
+			_, err := CheckRegister(context.Background(), ops, RegisterOptions{Model: tc.model})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -199,7 +200,7 @@ func TestRegisterEDNNilReadCarriesNoInformation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := CheckRegister(ops, RegisterOptions{})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{})
 	if err != nil || res.Verdict != Valid {
 		t.Fatalf("EDN: %v %v (%s), want valid", res.Verdict, err, res.Summary)
 	}
@@ -209,7 +210,7 @@ func TestRegisterEDNNilReadCarriesNoInformation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = CheckRegister(ops, RegisterOptions{})
+	res, err = CheckRegister(context.Background(), ops, RegisterOptions{})
 	if err != nil || res.Verdict != Invalid {
 		t.Fatalf("log: %v %v (%s), want invalid", res.Verdict, err, res.Summary)
 	}
@@ -231,7 +232,7 @@ func TestRegisterEDNIndependentKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := CheckRegister(ops, RegisterOptions{})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func registerHardHistory(writers, reads int) string {
 func TestRegisterTimeoutIsUnknown(t *testing.T) {
 	ops := registerOps(t, registerHardHistory(22, 21))
 	start := time.Now()
-	res, err := CheckRegister(ops, RegisterOptions{Timeout: 200 * time.Millisecond})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,7 @@ func TestRegisterTimeoutIsUnknown(t *testing.T) {
 	}
 	// A small version of the same shape is decided, and invalid.
 	small := registerOps(t, registerHardHistory(3, 3))
-	res, err = CheckRegister(small, RegisterOptions{Timeout: 10 * time.Second})
+	res, err = CheckRegister(context.Background(), small, RegisterOptions{Timeout: 10 * time.Second})
 	if err != nil || res.Verdict != Invalid {
 		t.Fatalf("small hard history: %v %v, want invalid", res.Verdict, err)
 	}
@@ -293,7 +294,7 @@ func TestRegisterVisualization(t *testing.T) {
 	}
 	var page bytes.Buffer
 	path := filepath.Join(t.TempDir(), "linearizability.html")
-	res, err := CheckRegister(ops, RegisterOptions{Visualize: &page, VisualizePath: path})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{Visualize: &page, VisualizePath: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,8 +314,42 @@ func TestRegisterVisualization(t *testing.T) {
 			t.Errorf("visualization lacks %q", want)
 		}
 	}
-	_, err = CheckRegister(ops, RegisterOptions{VisualizePath: filepath.Join(t.TempDir(), "missing", "x.html")})
+	_, err = CheckRegister(context.Background(), ops, RegisterOptions{VisualizePath: filepath.Join(t.TempDir(), "missing", "x.html")})
 	if err == nil {
 		t.Errorf("writing into a missing folder succeeded")
+	}
+}
+
+// TestRegisterStopsWhenCancelled cancels a search that would run for minutes: it must
+// end within a second as unknown, saying it was interrupted.
+func TestRegisterStopsWhenCancelled(t *testing.T) {
+	ops := registerOps(t, registerHardHistory(22, 21))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := Check(ctx, nil, ops, Options{Model: CASRegisterModel})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != Unknown || !strings.Contains(res.Summary, "interrupted") {
+		t.Fatalf("verdict %v (%s), want unknown, interrupted", res.Verdict, res.Summary)
+	}
+	if took > 300*time.Millisecond+time.Second {
+		t.Fatalf("the check took %v to notice the cancellation", took)
+	}
+}
+
+// TestExactCheckersStopWhenCancelled: the exact checkers need no search, but a check
+// asked for after its context ended still says it was interrupted.
+func TestExactCheckersStopWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	budget, before := int64(3), int64(0)
+	for _, model := range []string{"budget", "counter"} {
+		res, err := Check(ctx, nil, nil, Options{Model: model, Budget: &budget, Initial: &before})
+		if err != nil || res.Verdict != Unknown || !strings.Contains(res.Summary, "interrupted") {
+			t.Errorf("%s: %v %q %v, want unknown, interrupted", model, res.Verdict, res.Summary, err)
+		}
 	}
 }

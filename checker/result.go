@@ -63,6 +63,13 @@ func (v Verdict) ExitCode() int {
 	return 2
 }
 
+// interrupted is the Result of a check stopped by its context: Unknown, because what was
+// not searched was not decided either way.
+func interrupted(checker string, err error) Result {
+	return Result{Verdict: Unknown, Checker: checker, Anomalies: []Anomaly{},
+		Summary: fmt.Sprintf("interrupted before the history could be decided (%v)", err)}
+}
+
 // Anomaly is one thing found wrong, with the history indices of the events involved and
 // a sentence a person understands.
 type Anomaly struct {

@@ -254,7 +254,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	if wl.Model() == checker.RegisterModel || wl.Model() == checker.CASRegisterModel {
 		vizPath = filepath.Join(dir, "linearizability.html")
 	}
-	verdict, err := checker.Check(h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
+	verdict, err := checker.Check(context.WithoutCancel(ctx), h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
 	if err != nil {
 		return nil, couldNotRun("check: %v", err)
 	}

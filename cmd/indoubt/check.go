@@ -94,7 +94,7 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	default:
 		return fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn or jepsen-log)", *format)
 	}
-	res, err := checker.Check(h, ops, opt)
+	res, err := checker.Check(ctx, h, ops, opt)
 	if err != nil {
 		return fmt.Errorf("check %s: %v", path, err)
 	}
