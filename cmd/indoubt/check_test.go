@@ -101,4 +101,3 @@ func TestCheckStopsOnSignal(t *testing.T) {
 		})
 	}
 }
-
