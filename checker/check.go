@@ -19,6 +19,9 @@ type Options struct {
 	// Initial overrides the header's params.initial (register models; nil = absent), and
 	// for the counter model its params.before, the value before the run.
 	Initial *int64
+	// FailMeans is what a failed cas means to the register models (see FailMeaning);
+	// empty means FailCompareFailed, the reading of indoubt's own histories.
+	FailMeans FailMeaning
 	// Timeout bounds a search checker; when it runs out the verdict is Unknown.
 	Timeout time.Duration
 	// VisualizePath, when set, receives porcupine's HTML visualization (register models).
@@ -67,7 +70,7 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 				initial = &v
 			}
 		}
-		return CheckRegister(ctx, ops, RegisterOptions{Model: model, Initial: initial, Timeout: opt.Timeout, VisualizePath: opt.VisualizePath})
+		return CheckRegister(ctx, ops, RegisterOptions{Model: model, Initial: initial, FailMeans: opt.FailMeans, Timeout: opt.Timeout, VisualizePath: opt.VisualizePath})
 	case "counter":
 		if opt.Initial != nil {
 			return CheckCounter(ctx, ops, *opt.Initial)

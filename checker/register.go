@@ -25,6 +25,27 @@ const (
 	CASRegisterModel = "cas-register"
 )
 
+// FailMeaning says what a fail completion of a cas tells the register checkers. The
+// two conventions judge the same history differently: a cas 4→4 that fails while the
+// register holds 4 is impossible under FailCompareFailed and harmless under
+// FailNotApplied.
+type FailMeaning string
+
+const (
+	// FailCompareFailed is porcupine's convention for its etcd logs, and indoubt's for
+	// its own histories: a cas that failed without an Error evaluated its compare and
+	// found the register not holding from (or absent). A fail with an Error says
+	// nothing about the value. This is the default.
+	FailCompareFailed FailMeaning = "compare-failed"
+	// FailNotApplied is Jepsen's: a failed operation certainly did not take place and
+	// constrains nothing about the state; Knossos drops failed operations before it
+	// searches, and so does the checker under this reading.
+	FailNotApplied FailMeaning = "not-applied"
+)
+
+// FailMeanings lists the readings of a failed cas, by the names flags give them.
+var FailMeanings = []FailMeaning{FailNotApplied, FailCompareFailed}
+
 // RegisterOptions configures CheckRegister. The zero value checks a cas-register that
 // starts absent, without a time limit and without a visualization.
 type RegisterOptions struct {
@@ -36,6 +57,8 @@ type RegisterOptions struct {
 	// no bound. Keys left undecided when it expires make the verdict Unknown, unless
 	// another key is already known not to be linearizable.
 	Timeout time.Duration
+	// FailMeans is what a failed cas means; empty means FailCompareFailed.
+	FailMeans FailMeaning
 	// Workers is how many keys are searched at once; 0 means GOMAXPROCS.
 	Workers int
 	// Visualize, when not nil, receives porcupine's HTML visualization of the history:
@@ -55,9 +78,11 @@ type RegisterOptions struct {
 //     carries no information (Knossos's convention for EDN's nil, see
 //     histories.ReadJepsenEDN) and is accepted in any state.
 //   - write: the invocation's value is the integer written.
-//   - cas: the invocation's value is [from, to]. ok means it swapped; fail without an
-//     Error means it did not because the register did not hold from (or was absent);
-//     fail with an Error is a failure that says nothing about the value.
+//   - cas: the invocation's value is [from, to]. ok means it swapped. Under
+//     FailCompareFailed (the default), fail without an Error means it did not because
+//     the register did not hold from (or was absent), and fail with an Error is a
+//     failure that says nothing about the value; under FailNotApplied every fail says
+//     nothing and is left out.
 //
 // Info completions, and invocations never completed, may take effect at any point after
 // their invocation or never. Reads that failed or ended in info, and writes that
@@ -85,7 +110,14 @@ func CheckRegister(ctx context.Context, ops []histories.Op, opt RegisterOptions)
 	if opt.Model != RegisterModel && opt.Model != CASRegisterModel {
 		return Result{}, fmt.Errorf("check register: unknown model %q (want %s or %s)", opt.Model, RegisterModel, CASRegisterModel)
 	}
-	h, err := registerHistory(ops, opt.Model)
+	switch opt.FailMeans {
+	case "":
+		opt.FailMeans = FailCompareFailed
+	case FailCompareFailed, FailNotApplied:
+	default:
+		return Result{}, fmt.Errorf("check register: unknown meaning of fail %q (want %s or %s)", opt.FailMeans, FailNotApplied, FailCompareFailed)
+	}
+	h, err := registerHistory(ops, opt.Model, opt.FailMeans)
 	if err != nil {
 		return Result{}, fmt.Errorf("check register: %w", err)
 	}
@@ -152,6 +184,7 @@ func CheckRegister(ctx context.Context, ops []histories.Op, opt RegisterOptions)
 func registerDetails(opt RegisterOptions, h *registerHist, total int, invalid, unknown []string, took time.Duration) map[string]json.RawMessage {
 	d := map[string]json.RawMessage{
 		"model":        histories.Value(opt.Model),
+		"fail_means":   histories.Value(opt.FailMeans),
 		"keys":         histories.Value(len(h.keys)),
 		"operations":   histories.Value(total),
 		"initial":      json.RawMessage("null"),
@@ -321,7 +354,7 @@ func (h *registerHist) porcupineOps(key string) []porcupine.Operation {
 
 // registerHistory pairs invocations with completions and builds the operations the
 // search needs.
-func registerHistory(ops []histories.Op, model string) (*registerHist, error) {
+func registerHistory(ops []histories.Op, model string, failMeans FailMeaning) (*registerHist, error) {
 	h := &registerHist{byKey: map[string][]registerOp{}, end: int64(len(ops))}
 	type open struct {
 		op  histories.Op
@@ -357,8 +390,8 @@ func registerHistory(ops []histories.Op, model string) (*registerHist, error) {
 			r.out, err = registerParseRead(*comp)
 		case in.f == registerRead:
 			keep = false // a read that failed or may not have happened tells nothing
-		case t == histories.Fail && in.f == registerWrite:
-			keep = false
+		case t == histories.Fail && (in.f == registerWrite || failMeans == FailNotApplied):
+			keep = false // did not take place: Jepsen's meaning of every fail
 		case t == histories.Fail && comp.Error != "":
 			keep = false // a cas that failed for a reason other than the value
 		case t == histories.Fail:

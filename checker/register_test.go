@@ -196,7 +196,7 @@ func TestRegisterEDNNilReadCarriesNoInformation(t *testing.T) {
  {:type :ok, :f :write, :process 0, :value 3}
  {:type :invoke, :f :read, :process 1, :value nil}
  {:type :ok, :f :read, :process 1, :value nil}]`
-	ops, err := histories.ReadJepsenEDN(strings.NewReader(edn), "nil.edn")
+	ops, err := histories.ReadJepsenEDN(strings.NewReader(edn), "nil.edn", histories.JepsenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestRegisterEDNNilReadCarriesNoInformation(t *testing.T) {
 	}
 	log := "INFO  jepsen.util - 0\t:invoke\t:write\t3\nINFO  jepsen.util - 0\t:ok\t:write\t3\n" +
 		"INFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\tnil\n"
-	ops, err = histories.ReadJepsenLog(strings.NewReader(log), "nil.log")
+	ops, err = histories.ReadJepsenLog(strings.NewReader(log), "nil.log", histories.JepsenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestRegisterEDNIndependentKeys(t *testing.T) {
 {:type :ok, :f :read, :process 1, :value [1 3]}
 {:type :invoke, :f :read, :process 1, :value [2 nil]}
 {:type :ok, :f :read, :process 1, :value [2 3]}`
-	ops, err := histories.ReadJepsenEDN(strings.NewReader(edn), "independent.edn")
+	ops, err := histories.ReadJepsenEDN(strings.NewReader(edn), "independent.edn", histories.JepsenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
