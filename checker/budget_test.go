@@ -68,9 +68,9 @@ func budgetScript(t testing.TB, script string) []histories.Op {
 // budgetPorcupine decides a history with the porcupine model.
 func budgetPorcupine(t testing.TB, ops []histories.Op, budget int64, model porcupine.Model) Verdict {
 	t.Helper()
-	pops, err := BudgetOperations(ops)
+	pops, err := budgetOperations(ops)
 	if err != nil {
-		t.Fatalf("BudgetOperations: %v", err)
+		t.Fatalf("budgetOperations: %v", err)
 	}
 	switch porcupine.CheckOperationsTimeout(model, pops, 10*time.Second) {
 	case porcupine.Ok:
@@ -247,7 +247,7 @@ func TestBudgetCases(t *testing.T) {
 			if r.Summary == "" || r.Checker != "budget" {
 				t.Errorf("summary %q checker %q", r.Summary, r.Checker)
 			}
-			if got := budgetPorcupine(t, ops, tt.budget, BudgetModel(tt.budget)); got != tt.want {
+			if got := budgetPorcupine(t, ops, tt.budget, budgetModel(tt.budget)); got != tt.want {
 				t.Errorf("porcupine says %s, want %s", got, tt.want)
 			}
 		})
@@ -374,8 +374,8 @@ func TestBudgetMalformed(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("CheckBudget error %v, want one containing %q", err, tt.want)
 			}
-			if _, err := BudgetOperations(tt.ops); err == nil {
-				t.Errorf("BudgetOperations accepted a malformed history")
+			if _, err := budgetOperations(tt.ops); err == nil {
+				t.Errorf("budgetOperations accepted a malformed history")
 			}
 		})
 	}
@@ -438,7 +438,7 @@ func TestBudgetStreaming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewBudgetChecker(budget)
+	c, err := newBudgetChecker(budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestBudgetStreaming(t *testing.T) {
 
 // budgetLiteralModel is the budget object written as its specification reads: a set of
 // balances, an unknown decrement either taking 1 (when it can) or doing nothing. It
-// checks BudgetModel's interval encoding.
+// checks budgetModel's interval encoding.
 func budgetLiteralModel(budget int64) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Init: func() []any { return []any{budget} },
@@ -541,7 +541,7 @@ func TestBudgetDifferential(t *testing.T) {
 		if !mutated && r.Verdict != Valid {
 			t.Fatalf("history %d is a simulated linearizable run but the checker says %s: %s\n%s", i, r.Verdict, r.Summary, budgetDump(ops, budget))
 		}
-		if got := budgetPorcupine(t, ops, budget, BudgetModel(budget)); got != r.Verdict {
+		if got := budgetPorcupine(t, ops, budget, budgetModel(budget)); got != r.Verdict {
 			t.Fatalf("history %d: exact checker says %s (%s), porcupine %s\n%s", i, r.Verdict, r.Summary, got, budgetDump(ops, budget))
 		}
 		if got := budgetPorcupine(t, ops, budget, budgetLiteralModel(budget)); got != r.Verdict {
@@ -608,7 +608,7 @@ func TestBudgetGolden(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("got %q, want %q: %s", got, want, r.Summary)
 			}
-			if pv := budgetPorcupine(t, ops, budget, BudgetModel(budget)); pv != r.Verdict {
+			if pv := budgetPorcupine(t, ops, budget, budgetModel(budget)); pv != r.Verdict {
 				t.Errorf("porcupine says %s, exact checker %s", pv, r.Verdict)
 			}
 			t.Log(r.Summary)

@@ -284,6 +284,9 @@ func (c *counterCheck) anomaly(kind string, ops []int64, why string) {
 	}
 }
 
+// run is the exact check: slots are the values 1..k above the start an increment may
+// write; acknowledged increments and unknown ones fill them, reads bound when, and
+// the slots are then walked in order for a write or read that came too early.
 func (c *counterCheck) run(all []*counterOp) {
 	t := c.tally(all)
 	c.slots = map[int64]*counterSlot{}

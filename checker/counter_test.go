@@ -73,9 +73,9 @@ func counterScript(t testing.TB, script string) []histories.Op {
 // counterPorcupine decides a history with a porcupine model.
 func counterPorcupine(t testing.TB, ops []histories.Op, model porcupine.Model) Verdict {
 	t.Helper()
-	pops, err := CounterOperations(ops)
+	pops, err := counterOperations(ops)
 	if err != nil {
-		t.Fatalf("CounterOperations: %v", err)
+		t.Fatalf("counterOperations: %v", err)
 	}
 	switch porcupine.CheckOperationsTimeout(model, pops, 10*time.Second) {
 	case porcupine.Ok:
@@ -210,7 +210,7 @@ func TestCounterCases(t *testing.T) {
 			if r.Verdict != tc.want || counterKinds(r) != tc.kinds {
 				t.Fatalf("got %s [%s], want %s [%s]: %s", r.Verdict, counterKinds(r), tc.want, tc.kinds, r.Summary)
 			}
-			if pv := counterPorcupine(t, ops, CounterModel(tc.before)); pv != r.Verdict {
+			if pv := counterPorcupine(t, ops, counterModel(tc.before)); pv != r.Verdict {
 				t.Errorf("porcupine says %s", pv)
 			}
 			for _, a := range r.Anomalies {
@@ -305,7 +305,7 @@ func TestCounterFromHeader(t *testing.T) {
 }
 
 // counterLiteralModel is the counter written as its specification reads: one value, an
-// unknown increment either adding 1 or doing nothing. It checks CounterModel's interval
+// unknown increment either adding 1 or doing nothing. It checks counterModel's interval
 // encoding.
 func counterLiteralModel(before int64) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
@@ -499,7 +499,7 @@ func TestCounterDifferential(t *testing.T) {
 		if !mutated && r.Verdict != Valid {
 			t.Fatalf("history %d is a simulated linearizable run but the checker says %s: %s\n%s", i, r.Verdict, r.Summary, counterDump(ops, before))
 		}
-		if got := counterPorcupine(t, ops, CounterModel(before)); got != r.Verdict {
+		if got := counterPorcupine(t, ops, counterModel(before)); got != r.Verdict {
 			t.Fatalf("history %d: exact checker says %s (%s), porcupine %s\n%s", i, r.Verdict, r.Summary, got, counterDump(ops, before))
 		}
 		if got := counterPorcupine(t, ops, counterLiteralModel(before)); got != r.Verdict {
@@ -597,7 +597,7 @@ func TestCounterGolden(t *testing.T) {
 				t.Errorf("got %q, want %q: %s", got, want, r.Summary)
 			}
 			before, _ := CounterFromHeader(h)
-			if pv := counterPorcupine(t, ops, CounterModel(before)); pv != r.Verdict {
+			if pv := counterPorcupine(t, ops, counterModel(before)); pv != r.Verdict {
 				t.Errorf("porcupine says %s, exact checker %s", pv, r.Verdict)
 			}
 			t.Log(r.Summary)
