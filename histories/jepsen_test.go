@@ -240,6 +240,13 @@ func TestReadJepsenLogEtcd(t *testing.T) {
 			t.Fatal(err)
 		}
 		ops, err := ReadJepsenLog(bytes.NewReader(b), file, JepsenOptions{})
+		if len(b) == 0 {
+			// etcd_095.log is empty: refused, never a history of no operations.
+			if !errors.Is(err, ErrEmpty) {
+				t.Errorf("%s is empty: %v, want it refused", file, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
