@@ -94,6 +94,15 @@ func BudgetFromHeader(h *histories.Header) (int64, error) {
 // read as a budget history (a completion without invocation, an unknown function, a
 // value that does not parse) or a negative budget.
 //
+// Operations, in an indoubt history:
+//   - decrement: the invocation carries no value; an ok completion's value is
+//     {"applied":true,"balance":n} when it took one unit (balance, the store's report,
+//     is not relied on) and {"applied":false} when it was rejected because nothing
+//     was left.
+//   - read: an ok completion's value is {"balance":n}.
+//
+// Fail and info completions carry no value that the checker reads.
+//
 // Anomaly kinds: "overdraft" (more decrements acknowledged as applied than the budget),
 // "applied-after-exhausted" (a decrement acknowledged as applied after observations
 // show the budget spent), "premature-rejection" (a rejection before the budget could

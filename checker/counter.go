@@ -234,6 +234,12 @@ func (o *counterOp) complete(op histories.Op) error {
 // completion without invocation, an unknown function, an ok increment without the value
 // it wrote).
 //
+// Operations, in an indoubt history:
+//   - increment: the invocation carries no value; an ok completion's value is
+//     {"wrote":n}, or {"read":n-1,"wrote":n} when the mechanism read the value it
+//     raised (a read that is not n-1 is an "inconsistent-increment").
+//   - read: an ok completion's value is {"value":n}.
+//
 // It needs no search; ctx is looked at before the check and after reading the history:
 // a check whose ctx has ended returns an Unknown Result saying it was interrupted.
 func CheckCounter(ctx context.Context, ops []histories.Op, before int64) (Result, error) {
