@@ -65,10 +65,10 @@ const budgetMaxAnomalies = 100
 // budgetMaxOps bounds the operations one aggregated anomaly lists.
 const budgetMaxOps = 100
 
-// BudgetFromHeader returns the initial balance recorded in a budget history's header
+// budgetFromHeader returns the initial balance recorded in a budget history's header
 // (params["budget"], a non-negative JSON integer). It errs when h is nil or when the
 // parameter is missing or malformed.
-func BudgetFromHeader(h *histories.Header) (int64, error) {
+func budgetFromHeader(h *histories.Header) (int64, error) {
 	if h == nil {
 		return 0, errors.New("budget history: no header to read the budget from")
 	}

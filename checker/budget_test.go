@@ -399,9 +399,9 @@ func TestBudgetFromHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := BudgetFromHeader(tt.h)
+			got, err := budgetFromHeader(tt.h)
 			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("BudgetFromHeader = %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
+				t.Errorf("budgetFromHeader = %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
 			}
 		})
 	}
@@ -434,7 +434,7 @@ func TestBudgetStreaming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	budget, err := BudgetFromHeader(rd.Header())
+	budget, err := budgetFromHeader(rd.Header())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +582,7 @@ func TestBudgetGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			budget, err := BudgetFromHeader(h)
+			budget, err := budgetFromHeader(h)
 			if err != nil {
 				t.Fatal(err)
 			}

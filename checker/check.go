@@ -54,7 +54,7 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 			b = *opt.Budget
 		} else {
 			var err error
-			if b, err = BudgetFromHeader(h); err != nil {
+			if b, err = budgetFromHeader(h); err != nil {
 				return Result{}, fmt.Errorf("%v (or give --budget)", err)
 			}
 		}
@@ -75,7 +75,7 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 		if opt.Initial != nil {
 			return CheckCounter(ctx, ops, *opt.Initial)
 		}
-		before, err := CounterFromHeader(h)
+		before, err := counterFromHeader(h)
 		if err != nil {
 			return Result{}, fmt.Errorf("%v (or give --initial)", err)
 		}

@@ -55,10 +55,10 @@ const counterMaxAnomalies = 100
 // counterMaxOps bounds the operations one lost-update anomaly lists.
 const counterMaxOps = 20
 
-// CounterFromHeader returns the counter's value before the run, recorded in a counter
+// counterFromHeader returns the counter's value before the run, recorded in a counter
 // history's header (params["before"], a JSON integer). It errs when h is nil or when the
 // parameter is missing or malformed.
-func CounterFromHeader(h *histories.Header) (int64, error) {
+func counterFromHeader(h *histories.Header) (int64, error) {
 	if h == nil {
 		return 0, errors.New("counter history: no header to read the value before the run from")
 	}

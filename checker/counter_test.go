@@ -287,10 +287,10 @@ func TestCounterMalformed(t *testing.T) {
 
 func TestCounterFromHeader(t *testing.T) {
 	h := &histories.Header{Model: "counter", Params: map[string]json.RawMessage{"before": json.RawMessage("17")}}
-	if b, err := CounterFromHeader(h); err != nil || b != 17 {
+	if b, err := counterFromHeader(h); err != nil || b != 17 {
 		t.Fatalf("got %d, %v", b, err)
 	}
-	if _, err := CounterFromHeader(&histories.Header{Model: "counter"}); err == nil {
+	if _, err := counterFromHeader(&histories.Header{Model: "counter"}); err == nil {
 		t.Fatal("no params.before: want an error")
 	}
 	ops := counterScript(t, "0 invoke inc\n0 ok inc 18")
@@ -596,7 +596,7 @@ func TestCounterGolden(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("got %q, want %q: %s", got, want, r.Summary)
 			}
-			before, _ := CounterFromHeader(h)
+			before, _ := counterFromHeader(h)
 			if pv := counterPorcupine(t, ops, counterModel(before)); pv != r.Verdict {
 				t.Errorf("porcupine says %s, exact checker %s", pv, r.Verdict)
 			}

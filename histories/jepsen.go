@@ -42,9 +42,9 @@ import (
 // a cas whose value is [key [from to]]) and sets Key to the key's text: an integer's
 // digits, a keyword's or symbol's name, a string itself.
 
-// JepsenNemesisProcess is the process name Jepsen gives the nemesis; ops of it become
+// jepsenNemesisProcess is the process name Jepsen gives the nemesis; ops of it become
 // events of the Nemesis process.
-const JepsenNemesisProcess = "nemesis"
+const jepsenNemesisProcess = "nemesis"
 
 // JepsenOptions tune ReadJepsenEDN and ReadJepsenLog. The zero value is strict: input
 // that is not entirely a history of the format is refused, so that garbage is never
@@ -441,7 +441,7 @@ func jepsenLogLine(b []byte, name string, line int) (Op, bool, error) {
 	proc := string(fields[0])
 	if n, err := strconv.ParseInt(proc, 10, 32); err == nil && n >= 0 {
 		op.Process = int(n)
-	} else if proc == ":"+JepsenNemesisProcess {
+	} else if proc == ":"+jepsenNemesisProcess {
 		op.Process = Nemesis
 	} else {
 		return op, false, nil
@@ -507,7 +507,7 @@ func WriteJepsenEDN(w io.Writer, ops []Op) error {
 		b.Reset()
 		fmt.Fprintf(&b, "{:index %d, :time %d, :type :%s, :process ", op.Index, op.Time, op.Type)
 		if op.Process < 0 {
-			b.WriteString(":" + JepsenNemesisProcess)
+			b.WriteString(":" + jepsenNemesisProcess)
 		} else {
 			b.WriteString(strconv.Itoa(op.Process))
 		}

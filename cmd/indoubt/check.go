@@ -80,16 +80,16 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		opt.Budget = &v
 	}
 
-	switch checker.FailMeaning(*failMns) {
-	case "":
-		opt.FailMeans = checker.FailCompareFailed
-		if *format == "jepsen-edn" {
-			opt.FailMeans = checker.FailNotApplied
-		}
-	case checker.FailNotApplied, checker.FailCompareFailed:
+	// Each format is read the way the tool its histories come from reads it.
+	opt.FailMeans = checker.FailCompareFailed
+	if *format == "jepsen-edn" {
+		opt.FailMeans = checker.FailNotApplied
+	}
+	if *failMns != "" {
 		opt.FailMeans = checker.FailMeaning(*failMns)
-	default:
-		return fmt.Errorf("check: unknown --fail-means %q (want not-applied or compare-failed)", *failMns)
+		if !slices.Contains(checker.FailMeanings, opt.FailMeans) {
+			return fmt.Errorf("check: unknown --fail-means %q (want one of %v)", *failMns, checker.FailMeanings)
+		}
 	}
 	if *skipBad && *format == "indoubt" {
 		return fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
