@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"container/heap"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,7 +53,7 @@ import (
 // applied decrements: O(n log n).
 //
 // The reported balance of an applied decrement is ignored by this checker and by
-// BudgetModel alike, so that both decide the same object; stores that report it
+// the porcupine model the tests hold it to (budget_porcupine_test.go) alike, so that both decide the same object; stores that report it
 // non-atomically would otherwise make it a false alarm.
 
 // budgetParamKey is the history header parameter holding the initial balance.
@@ -64,10 +65,10 @@ const budgetMaxAnomalies = 100
 // budgetMaxOps bounds the operations one aggregated anomaly lists.
 const budgetMaxOps = 100
 
-// BudgetFromHeader returns the initial balance recorded in a budget history's header
+// budgetFromHeader returns the initial balance recorded in a budget history's header
 // (params["budget"], a non-negative JSON integer). It errs when h is nil or when the
 // parameter is missing or malformed.
-func BudgetFromHeader(h *histories.Header) (int64, error) {
+func budgetFromHeader(h *histories.Header) (int64, error) {
 	if h == nil {
 		return 0, errors.New("budget history: no header to read the budget from")
 	}
@@ -93,6 +94,15 @@ func BudgetFromHeader(h *histories.Header) (int64, error) {
 // read as a budget history (a completion without invocation, an unknown function, a
 // value that does not parse) or a negative budget.
 //
+// Operations, in an indoubt history:
+//   - decrement: the invocation carries no value; an ok completion's value is
+//     {"applied":true,"balance":n} when it took one unit (balance, the store's report,
+//     is not relied on) and {"applied":false} when it was rejected because nothing
+//     was left.
+//   - read: an ok completion's value is {"balance":n}.
+//
+// Fail and info completions carry no value that the checker reads.
+//
 // Anomaly kinds: "overdraft" (more decrements acknowledged as applied than the budget),
 // "applied-after-exhausted" (a decrement acknowledged as applied after observations
 // show the budget spent), "premature-rejection" (a rejection before the budget could
@@ -103,24 +113,33 @@ func BudgetFromHeader(h *histories.Header) (int64, error) {
 // reads, reads_unknown, final_balance (the last read, if any), balance_min and
 // balance_max (the final balance the history allows), anomalies (how many were found;
 // at most 100 are listed).
-func CheckBudget(ops []histories.Op, budget int64) (Result, error) {
-	c, err := NewBudgetChecker(budget)
+//
+// It needs no search, so ctx is only looked at every few thousand events: a check
+// whose ctx has ended returns an Unknown Result saying it was interrupted.
+func CheckBudget(ctx context.Context, ops []histories.Op, budget int64) (Result, error) {
+	c, err := newBudgetChecker(budget)
 	if err != nil {
 		return Result{}, err
 	}
-	for _, op := range ops {
+	for i, op := range ops {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return interrupted("budget", ctx.Err()), nil
+		}
 		if err := c.Add(op); err != nil {
 			return Result{}, err
 		}
 	}
+	if ctx.Err() != nil {
+		return interrupted("budget", ctx.Err()), nil
+	}
 	return c.Result(), nil
 }
 
-// BudgetChecker is the streaming form of CheckBudget: feed it events with Add in
+// budgetChecker is the streaming form of CheckBudget: feed it events with Add in
 // history order, then call Result once the history ends. It holds only the operations
 // between the oldest still-open invocation and the newest event, so a history read with
 // a histories.Reader need not fit in memory. It is not safe for concurrent use.
-type BudgetChecker struct {
+type budgetChecker struct {
 	budget int64
 	pairs  budgetPairer
 	queue  []budgetEvent // events not yet swept, from head on
@@ -180,19 +199,19 @@ type budgetEvent struct {
 	complete bool
 }
 
-// NewBudgetChecker returns a streaming checker for an account that starts at budget. It
+// newBudgetChecker returns a streaming checker for an account that starts at budget. It
 // errs when budget is negative.
-func NewBudgetChecker(budget int64) (*BudgetChecker, error) {
+func newBudgetChecker(budget int64) (*budgetChecker, error) {
 	if budget < 0 {
 		return nil, fmt.Errorf("budget checker: negative budget %d", budget)
 	}
-	return &BudgetChecker{budget: budget}, nil
+	return &budgetChecker{budget: budget}, nil
 }
 
 // Add feeds the next event of the history. Nemesis events are skipped. It errs when the
 // event cannot belong to a budget history (see CheckBudget), or after Result; the
 // checker must not be used after an error.
-func (c *BudgetChecker) Add(op histories.Op) error {
+func (c *budgetChecker) Add(op histories.Op) error {
 	if c.done {
 		return errors.New("budget checker: event added after Result")
 	}
@@ -318,7 +337,7 @@ func budgetClassify(read bool, t histories.Type, value json.RawMessage) (budgetK
 	return budgetRejected, 0, nil
 }
 
-func (c *BudgetChecker) count(o *budgetOp) {
+func (c *budgetChecker) count(o *budgetOp) {
 	switch o.kind {
 	case budgetApplied:
 		c.applied++
@@ -338,7 +357,7 @@ func (c *BudgetChecker) count(o *budgetOp) {
 // advance sweeps the queued events as far as it may: an invocation is swept only once
 // its operation has completed, because the sweep must know what it was; completions
 // wait behind it so that positions stay in order.
-func (c *BudgetChecker) advance() {
+func (c *budgetChecker) advance() {
 	for c.head < len(c.queue) {
 		ev := c.queue[c.head]
 		if !ev.complete && ev.op.kind == 0 {
@@ -356,7 +375,7 @@ func (c *BudgetChecker) advance() {
 	}
 }
 
-func (c *BudgetChecker) sweep(ev budgetEvent) {
+func (c *budgetChecker) sweep(ev budgetEvent) {
 	o := ev.op
 	if !ev.complete {
 		switch o.kind {
@@ -394,7 +413,7 @@ func (c *BudgetChecker) sweep(ev budgetEvent) {
 }
 
 // place puts an applied decrement at its deadline.
-func (c *BudgetChecker) place(o *budgetOp) {
+func (c *budgetChecker) place(o *budgetOp) {
 	c.taken++
 	c.ackPlaced++
 	if c.taken <= c.budget {
@@ -422,7 +441,7 @@ func (o *budgetOp) target(budget int64) int64 {
 
 // observe meets an observation's lower bound at its completion, placing as few
 // decrements as it needs: applied ones by earliest deadline, then unknown ones.
-func (c *BudgetChecker) observe(o *budgetOp) {
+func (c *budgetChecker) observe(o *budgetOp) {
 	if o.kind == budgetRead {
 		c.final = o
 	}
@@ -466,7 +485,7 @@ func (c *BudgetChecker) observe(o *budgetOp) {
 
 // withCause lists a stale observation with the observation that pinned the count it
 // contradicts, if one did.
-func (c *BudgetChecker) withCause(o *budgetOp) []int64 {
+func (c *budgetChecker) withCause(o *budgetOp) []int64 {
 	ev := budgetEvents(o)
 	if c.lastObs != nil && c.lastObs != o && c.lastObs.ret < o.inv {
 		ev = append(budgetEvents(c.lastObs), ev...)
@@ -474,7 +493,7 @@ func (c *BudgetChecker) withCause(o *budgetOp) []int64 {
 	return ev
 }
 
-func (c *BudgetChecker) anomaly(kind string, ops []int64, why string) {
+func (c *budgetChecker) anomaly(kind string, ops []int64, why string) {
 	c.found++
 	if len(c.anomalies) < budgetMaxAnomalies {
 		c.anomalies = append(c.anomalies, Anomaly{Kind: kind, Ops: ops, Explanation: why})
@@ -500,7 +519,7 @@ func (o *budgetOp) name() string {
 // Result ends the history and returns the verdict. Operations still open count as
 // unknown: a decrement may have taken effect, a read observed nothing. Result may be
 // called more than once; Add may not follow it.
-func (c *BudgetChecker) Result() Result {
+func (c *budgetChecker) Result() Result {
 	if c.done {
 		return c.result
 	}
@@ -513,7 +532,7 @@ func (c *BudgetChecker) Result() Result {
 	return c.result
 }
 
-func (c *BudgetChecker) build() Result {
+func (c *budgetChecker) build() Result {
 	r := Result{Checker: "budget"}
 	var over []Anomaly
 	if c.overCount > 0 {

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -53,7 +54,7 @@ func BenchmarkBudget(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				r, err := CheckBudget(ops, budget)
+				r, err := CheckBudget(context.Background(), ops, budget)
 				if err != nil || r.Verdict != Valid {
 					b.Fatalf("%v %s: %s", err, r.Verdict, r.Summary)
 				}
@@ -66,7 +67,7 @@ func BenchmarkBudget(b *testing.B) {
 // budgetPorcupineTimeout bounds one porcupine run in BenchmarkBudgetPorcupine.
 const budgetPorcupineTimeout = 10 * time.Second
 
-// BenchmarkBudgetPorcupine measures porcupine with BudgetModel on the 10k histories of
+// BenchmarkBudgetPorcupine measures porcupine with budgetModel on the 10k histories of
 // BenchmarkBudget. Reads pin the balance, so unknown decrements that porcupine
 // linearized early must be moved after them by backtracking: with both, it gives up
 // after budgetPorcupineTimeout and reports timeouts=1 instead of a rate.
@@ -74,11 +75,11 @@ func BenchmarkBudgetPorcupine(b *testing.B) {
 	for _, reads := range []bool{true, false} {
 		b.Run(budgetBenchName(10_000, reads), func(b *testing.B) {
 			ops, budget := budgetBenchHistory(10_000, reads)
-			pops, err := BudgetOperations(ops)
+			pops, err := budgetOperations(ops)
 			if err != nil {
 				b.Fatal(err)
 			}
-			model := BudgetModel(budget)
+			model := budgetModel(budget)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				switch res := porcupine.CheckOperationsTimeout(model, pops, budgetPorcupineTimeout); res {

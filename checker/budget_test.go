@@ -1,8 +1,8 @@
 package checker
 
 import (
+	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,18 +15,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/indoubt/indoubt/histories"
 )
-
-var budgetUpdate = flag.Bool("update-budget", false, "rewrite the expected verdicts of testdata/budget")
-
-// budgetUpdating honours this file's flag and a package-wide -update, if another test
-// file of the package defines one.
-func budgetUpdating() bool {
-	if *budgetUpdate {
-		return true
-	}
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // budgetScript builds a history from lines "<process> <type> <f> [result]": type is
 // invoke, ok, fail or info; f is dec or read; the result of an ok is applied, rejected
@@ -80,9 +68,9 @@ func budgetScript(t testing.TB, script string) []histories.Op {
 // budgetPorcupine decides a history with the porcupine model.
 func budgetPorcupine(t testing.TB, ops []histories.Op, budget int64, model porcupine.Model) Verdict {
 	t.Helper()
-	pops, err := BudgetOperations(ops)
+	pops, err := budgetOperations(ops)
 	if err != nil {
-		t.Fatalf("BudgetOperations: %v", err)
+		t.Fatalf("budgetOperations: %v", err)
 	}
 	switch porcupine.CheckOperationsTimeout(model, pops, 10*time.Second) {
 	case porcupine.Ok:
@@ -241,7 +229,7 @@ func TestBudgetCases(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := budgetScript(t, tt.script)
-			r, err := CheckBudget(ops, tt.budget)
+			r, err := CheckBudget(context.Background(), ops, tt.budget)
 			if err != nil {
 				t.Fatalf("CheckBudget: %v", err)
 			}
@@ -259,7 +247,7 @@ func TestBudgetCases(t *testing.T) {
 			if r.Summary == "" || r.Checker != "budget" {
 				t.Errorf("summary %q checker %q", r.Summary, r.Checker)
 			}
-			if got := budgetPorcupine(t, ops, tt.budget, BudgetModel(tt.budget)); got != tt.want {
+			if got := budgetPorcupine(t, ops, tt.budget, budgetModel(tt.budget)); got != tt.want {
 				t.Errorf("porcupine says %s, want %s", got, tt.want)
 			}
 		})
@@ -305,7 +293,7 @@ func TestBudgetExplanations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := CheckBudget(budgetScript(t, tt.script), tt.budget)
+			r, err := CheckBudget(context.Background(), budgetScript(t, tt.script), tt.budget)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,7 +320,7 @@ func TestBudgetDetails(t *testing.T) {
 		4 ok read 1
 		5 invoke read
 		5 fail read`)
-	r, err := CheckBudget(ops, 3)
+	r, err := CheckBudget(context.Background(), ops, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,16 +370,16 @@ func TestBudgetMalformed(t *testing.T) {
 			for i := range tt.ops {
 				tt.ops[i].Index = int64(i)
 			}
-			_, err := CheckBudget(tt.ops, 3)
+			_, err := CheckBudget(context.Background(), tt.ops, 3)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("CheckBudget error %v, want one containing %q", err, tt.want)
 			}
-			if _, err := BudgetOperations(tt.ops); err == nil {
-				t.Errorf("BudgetOperations accepted a malformed history")
+			if _, err := budgetOperations(tt.ops); err == nil {
+				t.Errorf("budgetOperations accepted a malformed history")
 			}
 		})
 	}
-	if _, err := CheckBudget(nil, -1); err == nil {
+	if _, err := CheckBudget(context.Background(), nil, -1); err == nil {
 		t.Errorf("CheckBudget accepted a negative budget")
 	}
 }
@@ -411,9 +399,9 @@ func TestBudgetFromHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := BudgetFromHeader(tt.h)
+			got, err := budgetFromHeader(tt.h)
 			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("BudgetFromHeader = %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
+				t.Errorf("budgetFromHeader = %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
 			}
 		})
 	}
@@ -446,11 +434,11 @@ func TestBudgetStreaming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	budget, err := BudgetFromHeader(rd.Header())
+	budget, err := budgetFromHeader(rd.Header())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewBudgetChecker(budget)
+	c, err := newBudgetChecker(budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +454,7 @@ func TestBudgetStreaming(t *testing.T) {
 		most = max(most, len(c.queue)-c.head)
 	}
 	got := c.Result()
-	want, err := CheckBudget(ops, 1000)
+	want, err := CheckBudget(context.Background(), ops, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +473,7 @@ func TestBudgetStreaming(t *testing.T) {
 
 // budgetLiteralModel is the budget object written as its specification reads: a set of
 // balances, an unknown decrement either taking 1 (when it can) or doing nothing. It
-// checks BudgetModel's interval encoding.
+// checks budgetModel's interval encoding.
 func budgetLiteralModel(budget int64) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Init: func() []any { return []any{budget} },
@@ -546,14 +534,14 @@ func TestBudgetDifferential(t *testing.T) {
 				ops, budget = budgetMutate(rng, ops, budget)
 			}
 		}
-		r, err := CheckBudget(ops, budget)
+		r, err := CheckBudget(context.Background(), ops, budget)
 		if err != nil {
 			t.Fatalf("history %d: %v", i, err)
 		}
 		if !mutated && r.Verdict != Valid {
 			t.Fatalf("history %d is a simulated linearizable run but the checker says %s: %s\n%s", i, r.Verdict, r.Summary, budgetDump(ops, budget))
 		}
-		if got := budgetPorcupine(t, ops, budget, BudgetModel(budget)); got != r.Verdict {
+		if got := budgetPorcupine(t, ops, budget, budgetModel(budget)); got != r.Verdict {
 			t.Fatalf("history %d: exact checker says %s (%s), porcupine %s\n%s", i, r.Verdict, r.Summary, got, budgetDump(ops, budget))
 		}
 		if got := budgetPorcupine(t, ops, budget, budgetLiteralModel(budget)); got != r.Verdict {
@@ -577,8 +565,8 @@ func budgetDump(ops []histories.Op, budget int64) string {
 }
 
 // TestBudgetGolden checks every history under testdata/budget against the verdict and
-// anomaly kinds in the .verdict file beside it; -update-budget (or a package-wide
-// -update) rewrites them.
+// anomaly kinds in the .verdict file beside it; -update rewrites
+// them.
 func TestBudgetGolden(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "budget", "*.jsonl"))
 	if err != nil {
@@ -594,11 +582,11 @@ func TestBudgetGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			budget, err := BudgetFromHeader(h)
+			budget, err := budgetFromHeader(h)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := CheckBudget(ops, budget)
+			r, err := CheckBudget(context.Background(), ops, budget)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -608,19 +596,19 @@ func TestBudgetGolden(t *testing.T) {
 			}
 			got += "\n"
 			vpath := strings.TrimSuffix(path, ".jsonl") + ".verdict"
-			if budgetUpdating() {
+			if *update {
 				if err := os.WriteFile(vpath, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			want, err := os.ReadFile(vpath)
 			if err != nil {
-				t.Fatalf("%v (run with -update-budget to write it)", err)
+				t.Fatalf("%v (run with -update to write it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("got %q, want %q: %s", got, want, r.Summary)
 			}
-			if pv := budgetPorcupine(t, ops, budget, BudgetModel(budget)); pv != r.Verdict {
+			if pv := budgetPorcupine(t, ops, budget, budgetModel(budget)); pv != r.Verdict {
 				t.Errorf("porcupine says %s, exact checker %s", pv, r.Verdict)
 			}
 			t.Log(r.Summary)

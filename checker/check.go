@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -18,19 +19,28 @@ type Options struct {
 	// Initial overrides the header's params.initial (register models; nil = absent), and
 	// for the counter model its params.before, the value before the run.
 	Initial *int64
+	// FailMeans is what a failed cas means to the register models (see FailMeaning);
+	// empty means FailCompareFailed, the reading of indoubt's own histories.
+	FailMeans FailMeaning
 	// Timeout bounds a search checker; when it runs out the verdict is Unknown.
 	Timeout time.Duration
 	// VisualizePath, when set, receives porcupine's HTML visualization (register models).
 	VisualizePath string
 }
 
+// checkEvery is how many events the exact checkers handle between looks at their
+// context: often enough to stop within moments, rarely enough to cost nothing.
+const checkEvery = 4096
+
 // Models lists the models Check knows.
 var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter"}
 
 // Check chooses the checker for the history's model and runs it. The error means the
 // history cannot be checked (no model, missing parameters, not a history of that model);
-// an invalid history is a Result.
-func Check(h *histories.Header, ops []histories.Op, opt Options) (Result, error) {
+// an invalid history is a Result. When ctx ends first (SIGINT, a caller's deadline) the
+// check stops within moments and the Result is Unknown, its Summary saying it was
+// interrupted.
+func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Options) (Result, error) {
 	model := opt.Model
 	if model == "" && h != nil {
 		model = h.Model
@@ -44,11 +54,11 @@ func Check(h *histories.Header, ops []histories.Op, opt Options) (Result, error)
 			b = *opt.Budget
 		} else {
 			var err error
-			if b, err = BudgetFromHeader(h); err != nil {
+			if b, err = budgetFromHeader(h); err != nil {
 				return Result{}, fmt.Errorf("%v (or give --budget)", err)
 			}
 		}
-		return CheckBudget(ops, b)
+		return CheckBudget(ctx, ops, b)
 	case RegisterModel, CASRegisterModel:
 		initial := opt.Initial
 		if initial == nil && h != nil {
@@ -60,16 +70,16 @@ func Check(h *histories.Header, ops []histories.Op, opt Options) (Result, error)
 				initial = &v
 			}
 		}
-		return CheckRegister(ops, RegisterOptions{Model: model, Initial: initial, Timeout: opt.Timeout, VisualizePath: opt.VisualizePath})
+		return CheckRegister(ctx, ops, RegisterOptions{Model: model, Initial: initial, FailMeans: opt.FailMeans, Timeout: opt.Timeout, VisualizePath: opt.VisualizePath})
 	case "counter":
 		if opt.Initial != nil {
-			return CheckCounter(ops, *opt.Initial)
+			return CheckCounter(ctx, ops, *opt.Initial)
 		}
-		before, err := CounterFromHeader(h)
+		before, err := counterFromHeader(h)
 		if err != nil {
 			return Result{}, fmt.Errorf("%v (or give --initial)", err)
 		}
-		return CheckCounter(ops, before)
+		return CheckCounter(ctx, ops, before)
 	}
 	return Result{}, fmt.Errorf("unknown model %q (want one of %v)", model, Models)
 }

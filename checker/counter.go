@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,10 +55,10 @@ const counterMaxAnomalies = 100
 // counterMaxOps bounds the operations one lost-update anomaly lists.
 const counterMaxOps = 20
 
-// CounterFromHeader returns the counter's value before the run, recorded in a counter
+// counterFromHeader returns the counter's value before the run, recorded in a counter
 // history's header (params["before"], a JSON integer). It errs when h is nil or when the
 // parameter is missing or malformed.
-func CounterFromHeader(h *histories.Header) (int64, error) {
+func counterFromHeader(h *histories.Header) (int64, error) {
 	if h == nil {
 		return 0, errors.New("counter history: no header to read the value before the run from")
 	}
@@ -232,10 +233,25 @@ func (o *counterOp) complete(op histories.Op) error {
 // Result; the error reports a history that cannot be read as a counter history (a
 // completion without invocation, an unknown function, an ok increment without the value
 // it wrote).
-func CheckCounter(ops []histories.Op, before int64) (Result, error) {
+//
+// Operations, in an indoubt history:
+//   - increment: the invocation carries no value; an ok completion's value is
+//     {"wrote":n}, or {"read":n-1,"wrote":n} when the mechanism read the value it
+//     raised (a read that is not n-1 is an "inconsistent-increment").
+//   - read: an ok completion's value is {"value":n}.
+//
+// It needs no search; ctx is looked at before the check and after reading the history:
+// a check whose ctx has ended returns an Unknown Result saying it was interrupted.
+func CheckCounter(ctx context.Context, ops []histories.Op, before int64) (Result, error) {
+	if ctx.Err() != nil {
+		return interrupted("counter", ctx.Err()), nil
+	}
 	all, _, err := counterOps(ops)
 	if err != nil {
 		return Result{}, err
+	}
+	if ctx.Err() != nil {
+		return interrupted("counter", ctx.Err()), nil
 	}
 	c := counterCheck{before: before}
 	c.run(all)
@@ -254,6 +270,7 @@ type counterCheck struct {
 	unknownUsed                              int64 // unknown increments that must have taken effect
 	final                                    *counterOp
 	k                                        int64 // slots: increments that must have taken effect
+	slots                                    map[int64]*counterSlot
 }
 
 // counterSlot gathers the constraints on one slot.
@@ -273,11 +290,31 @@ func (c *counterCheck) anomaly(kind string, ops []int64, why string) {
 	}
 }
 
+// run is the exact check: slots are the values 1..k above the start an increment may
+// write; acknowledged increments and unknown ones fill them, reads bound when, and
+// the slots are then walked in order for a write or read that came too early.
 func (c *counterCheck) run(all []*counterOp) {
-	claims := map[int64][]*counterOp{}
-	var unknowns, readsOK []*counterOp
-	var maxSlot int64
-	var maxBy *counterOp
+	t := c.tally(all)
+	c.slots = map[int64]*counterSlot{}
+	claimed := c.claim(t.claims)
+	c.fillHoles(claimed, t)
+	c.constrainByReads(t.readsOK)
+	c.checkOrder()
+}
+
+// counterTally is what one pass over the operations finds: which slots acknowledged
+// increments claim, the unknown increments and usable reads, and the highest slot any
+// operation shows (with the operation that shows it).
+type counterTally struct {
+	claims            map[int64][]*counterOp
+	unknowns, readsOK []*counterOp
+	maxSlot           int64
+	maxBy             *counterOp
+}
+
+// tally counts the operations by kind and reports those that are wrong on their own.
+func (c *counterCheck) tally(all []*counterOp) counterTally {
+	t := counterTally{claims: map[int64][]*counterOp{}}
 	for _, o := range all {
 		switch o.kind {
 		case counterAcked:
@@ -292,15 +329,15 @@ func (c *counterCheck) run(all []*counterOp) {
 					"%s wrote %d, but the counter started at %d and an increment writes more than that", o.name(), o.value, c.before))
 				continue
 			}
-			claims[s] = append(claims[s], o)
-			if s > maxSlot {
-				maxSlot, maxBy = s, o
+			t.claims[s] = append(t.claims[s], o)
+			if s > t.maxSlot {
+				t.maxSlot, t.maxBy = s, o
 			}
 		case counterFailed:
 			c.failed++
 		case counterUnknown:
 			c.unknown++
-			unknowns = append(unknowns, o)
+			t.unknowns = append(t.unknowns, o)
 		case counterRead:
 			c.reads++
 			if c.final == nil || o.ret > c.final.ret {
@@ -312,27 +349,32 @@ func (c *counterCheck) run(all []*counterOp) {
 					"%s returned %d, below the value %d the counter started at", o.name(), o.value, c.before))
 				continue
 			}
-			readsOK = append(readsOK, o)
-			if m > maxSlot {
-				maxSlot, maxBy = m, o
+			t.readsOK = append(t.readsOK, o)
+			if m > t.maxSlot {
+				t.maxSlot, t.maxBy = m, o
 			}
 		case counterNoRead:
 			c.readsLost++
 		}
 	}
+	return t
+}
 
-	// Slots claimed more than once: lost updates. The rest of the check keeps one
-	// lenient stand-in per slot (the earliest invocation, the latest completion) so that
-	// the loss is reported once, not again as an ordering violation.
-	slots := map[int64]*counterSlot{}
-	slot := func(k int64) *counterSlot {
-		s, ok := slots[k]
-		if !ok {
-			s = &counterSlot{k: k, release: -1, deadline: -1}
-			slots[k] = s
-		}
-		return s
+// slot returns the constraints of slot k, creating them unconstrained.
+func (c *counterCheck) slot(k int64) *counterSlot {
+	s, ok := c.slots[k]
+	if !ok {
+		s = &counterSlot{k: k, release: -1, deadline: -1}
+		c.slots[k] = s
 	}
+	return s
+}
+
+// claim constrains the slots acknowledged increments wrote, and returns them in order.
+// Slots claimed more than once are lost updates. The rest of the check keeps one
+// lenient stand-in per slot (the earliest invocation, the latest completion) so that
+// the loss is reported once, not again as an ordering violation.
+func (c *counterCheck) claim(claims map[int64][]*counterOp) []int64 {
 	claimed := make([]int64, 0, len(claims))
 	for k := range claims {
 		claimed = append(claimed, k)
@@ -340,7 +382,7 @@ func (c *counterCheck) run(all []*counterOp) {
 	slices.Sort(claimed)
 	for _, k := range claimed {
 		group := claims[k]
-		s := slot(k)
+		s := c.slot(k)
 		s.release, s.relFrom = group[0].inv, group[0]
 		s.deadline, s.dlFrom = group[0].ret-1, group[0]
 		for _, o := range group[1:] {
@@ -356,16 +398,22 @@ func (c *counterCheck) run(all []*counterOp) {
 			c.lostUpdate(k, group)
 		}
 	}
+	return claimed
+}
 
-	// Holes, in slot order, filled by the unknown increments in invocation order.
-	c.k = maxSlot
+// fillHoles fills the slots no acknowledged increment claimed, in slot order, with
+// the unknown increments in invocation order; holes left over are increments no
+// operation accounts for.
+func (c *counterCheck) fillHoles(claimed []int64, t counterTally) {
+	c.k = t.maxSlot
 	holes := c.k - int64(len(claimed))
+	unknowns := t.unknowns
 	slices.SortFunc(unknowns, func(a, b *counterOp) int { return cmp.Compare(a.inv, b.inv) })
 	if holes > int64(len(unknowns)) {
 		c.unexplained = holes - int64(len(unknowns))
-		c.anomaly("unexplained-increments", maxBy.events(), fmt.Sprintf(
+		c.anomaly("unexplained-increments", t.maxBy.events(), fmt.Sprintf(
 			"%s shows the counter at %d, %d above the start %d, but only %s wrote distinct values and %d had an unknown outcome: %s took effect that no operation accounts for",
-			maxBy.what(), c.before+c.k, c.k, c.before, counterPlural(int64(len(claimed)), "acknowledged increment"), len(unknowns), counterPlural(c.unexplained, "increment")))
+			t.maxBy.what(), c.before+c.k, c.k, c.before, counterPlural(int64(len(claimed)), "acknowledged increment"), len(unknowns), counterPlural(c.unexplained, "increment")))
 	}
 	fill := min(holes, int64(len(unknowns)))
 	c.unknownUsed = fill
@@ -376,30 +424,37 @@ func (c *counterCheck) run(all []*counterOp) {
 			next++
 		}
 		u := unknowns[i]
-		s := slot(next)
+		s := c.slot(next)
 		s.release, s.relFrom, s.filledHole = u.inv, u, true
 		next++
 	}
+}
 
-	// Reads: a deadline on the slot they counted up to, a release on the one above.
+// constrainByReads puts a deadline on the slot each read counted up to, and a release
+// on the one above it.
+func (c *counterCheck) constrainByReads(readsOK []*counterOp) {
 	for _, r := range readsOK {
 		m := r.value - c.before
 		if m >= 1 {
-			s := slot(m)
+			s := c.slot(m)
 			if s.deadline < 0 || r.ret-1 < s.deadline {
 				s.deadline, s.dlFrom = r.ret-1, r
 			}
 		}
 		if m+1 <= c.k {
-			s := slot(m + 1)
+			s := c.slot(m + 1)
 			if r.inv > s.release {
 				s.release, s.relFrom, s.filledHole = r.inv, r, false
 			}
 		}
 	}
+}
 
-	order := make([]*counterSlot, 0, len(slots))
-	for _, s := range slots {
+// checkOrder walks the slots in order and reports each slot whose deadline comes
+// before the latest release of a slot at or below it, once per releasing operation.
+func (c *counterCheck) checkOrder() {
+	order := make([]*counterSlot, 0, len(c.slots))
+	for _, s := range c.slots {
 		order = append(order, s)
 	}
 	slices.SortFunc(order, func(a, b *counterSlot) int { return cmp.Compare(a.k, b.k) })

@@ -1,8 +1,8 @@
 package checker
 
 import (
+	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,8 +15,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/indoubt/indoubt/histories"
 )
-
-var counterUpdate = flag.Bool("update-counter", false, "rewrite the expected verdicts of testdata/counter")
 
 // counterScript builds a history from lines "<process> <type> <f> [result]": type is
 // invoke, ok, fail or info; f is inc or read; the result of an ok increment is the value
@@ -75,9 +73,9 @@ func counterScript(t testing.TB, script string) []histories.Op {
 // counterPorcupine decides a history with a porcupine model.
 func counterPorcupine(t testing.TB, ops []histories.Op, model porcupine.Model) Verdict {
 	t.Helper()
-	pops, err := CounterOperations(ops)
+	pops, err := counterOperations(ops)
 	if err != nil {
-		t.Fatalf("CounterOperations: %v", err)
+		t.Fatalf("counterOperations: %v", err)
 	}
 	switch porcupine.CheckOperationsTimeout(model, pops, 10*time.Second) {
 	case porcupine.Ok:
@@ -205,14 +203,14 @@ func TestCounterCases(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ops := counterScript(t, tc.script)
-			r, err := CheckCounter(ops, tc.before)
+			r, err := CheckCounter(context.Background(), ops, tc.before)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.Verdict != tc.want || counterKinds(r) != tc.kinds {
 				t.Fatalf("got %s [%s], want %s [%s]: %s", r.Verdict, counterKinds(r), tc.want, tc.kinds, r.Summary)
 			}
-			if pv := counterPorcupine(t, ops, CounterModel(tc.before)); pv != r.Verdict {
+			if pv := counterPorcupine(t, ops, counterModel(tc.before)); pv != r.Verdict {
 				t.Errorf("porcupine says %s", pv)
 			}
 			for _, a := range r.Anomalies {
@@ -236,7 +234,7 @@ func TestCounterExplainsLostUpdates(t *testing.T) {
 		2 ok inc 41>42
 		3 invoke read
 		3 ok read 42`)
-	r, err := CheckCounter(ops, 41)
+	r, err := CheckCounter(context.Background(), ops, 41)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +277,7 @@ func TestCounterMalformed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := CheckCounter(tc.ops, 0)
+			_, err := CheckCounter(context.Background(), tc.ops, 0)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -289,25 +287,25 @@ func TestCounterMalformed(t *testing.T) {
 
 func TestCounterFromHeader(t *testing.T) {
 	h := &histories.Header{Model: "counter", Params: map[string]json.RawMessage{"before": json.RawMessage("17")}}
-	if b, err := CounterFromHeader(h); err != nil || b != 17 {
+	if b, err := counterFromHeader(h); err != nil || b != 17 {
 		t.Fatalf("got %d, %v", b, err)
 	}
-	if _, err := CounterFromHeader(&histories.Header{Model: "counter"}); err == nil {
+	if _, err := counterFromHeader(&histories.Header{Model: "counter"}); err == nil {
 		t.Fatal("no params.before: want an error")
 	}
 	ops := counterScript(t, "0 invoke inc\n0 ok inc 18")
-	r, err := Check(h, ops, Options{})
+	r, err := Check(context.Background(), h, ops, Options{})
 	if err != nil || r.Verdict != Valid || r.Checker != "counter" {
 		t.Fatalf("Check dispatch: %+v %v", r, err)
 	}
 	zero := int64(0)
-	if r, err := Check(h, ops, Options{Initial: &zero}); err != nil || r.Verdict != Invalid {
+	if r, err := Check(context.Background(), h, ops, Options{Initial: &zero}); err != nil || r.Verdict != Invalid {
 		t.Fatalf("--initial 0 over a history that wrote 18 first: %v %v", r.Verdict, err)
 	}
 }
 
 // counterLiteralModel is the counter written as its specification reads: one value, an
-// unknown increment either adding 1 or doing nothing. It checks CounterModel's interval
+// unknown increment either adding 1 or doing nothing. It checks counterModel's interval
 // encoding.
 func counterLiteralModel(before int64) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
@@ -494,14 +492,14 @@ func TestCounterDifferential(t *testing.T) {
 				ops = counterMutate(rng, ops)
 			}
 		}
-		r, err := CheckCounter(ops, before)
+		r, err := CheckCounter(context.Background(), ops, before)
 		if err != nil {
 			t.Fatalf("history %d: %v", i, err)
 		}
 		if !mutated && r.Verdict != Valid {
 			t.Fatalf("history %d is a simulated linearizable run but the checker says %s: %s\n%s", i, r.Verdict, r.Summary, counterDump(ops, before))
 		}
-		if got := counterPorcupine(t, ops, CounterModel(before)); got != r.Verdict {
+		if got := counterPorcupine(t, ops, counterModel(before)); got != r.Verdict {
 			t.Fatalf("history %d: exact checker says %s (%s), porcupine %s\n%s", i, r.Verdict, r.Summary, got, counterDump(ops, before))
 		}
 		if got := counterPorcupine(t, ops, counterLiteralModel(before)); got != r.Verdict {
@@ -529,7 +527,7 @@ func TestCounterLargeHistory(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	ops := counterSimulate(rng, 32, 3000, 1000, 0.05, 0.01, 0.01)
 	start := time.Now()
-	r, err := CheckCounter(ops, 1000)
+	r, err := CheckCounter(context.Background(), ops, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +547,7 @@ func TestCounterLargeHistory(t *testing.T) {
 			break
 		}
 	}
-	r, err = CheckCounter(ops, 1000)
+	r, err = CheckCounter(context.Background(), ops, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,8 +557,8 @@ func TestCounterLargeHistory(t *testing.T) {
 }
 
 // TestCounterGolden checks every history under testdata/counter against the verdict and
-// anomaly kinds in the .verdict file beside it; -update-counter (or a package-wide
-// -update) rewrites them.
+// anomaly kinds in the .verdict file beside it; -update rewrites
+// them.
 func TestCounterGolden(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "counter", "*.jsonl"))
 	if err != nil {
@@ -569,10 +567,6 @@ func TestCounterGolden(t *testing.T) {
 	if len(paths) == 0 {
 		t.Fatal("no golden histories in testdata/counter")
 	}
-	update := *counterUpdate
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		update = true
-	}
 	for _, path := range paths {
 		name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 		t.Run(name, func(t *testing.T) {
@@ -580,7 +574,7 @@ func TestCounterGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := Check(h, ops, Options{})
+			r, err := Check(context.Background(), h, ops, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -590,20 +584,20 @@ func TestCounterGolden(t *testing.T) {
 			}
 			got += "\n"
 			vpath := strings.TrimSuffix(path, ".jsonl") + ".verdict"
-			if update {
+			if *update {
 				if err := os.WriteFile(vpath, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			want, err := os.ReadFile(vpath)
 			if err != nil {
-				t.Fatalf("%v (run with -update-counter to write it)", err)
+				t.Fatalf("%v (run with -update to write it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("got %q, want %q: %s", got, want, r.Summary)
 			}
-			before, _ := CounterFromHeader(h)
-			if pv := counterPorcupine(t, ops, CounterModel(before)); pv != r.Verdict {
+			before, _ := counterFromHeader(h)
+			if pv := counterPorcupine(t, ops, counterModel(before)); pv != r.Verdict {
 				t.Errorf("porcupine says %s, exact checker %s", pv, r.Verdict)
 			}
 			t.Log(r.Summary)

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -23,6 +25,27 @@ const (
 	CASRegisterModel = "cas-register"
 )
 
+// FailMeaning says what a fail completion of a cas tells the register checkers. The
+// two conventions judge the same history differently: a cas 4→4 that fails while the
+// register holds 4 is impossible under FailCompareFailed and harmless under
+// FailNotApplied.
+type FailMeaning string
+
+const (
+	// FailCompareFailed is porcupine's convention for its etcd logs, and indoubt's for
+	// its own histories: a cas that failed without an Error evaluated its compare and
+	// found the register not holding from (or absent). A fail with an Error says
+	// nothing about the value. This is the default.
+	FailCompareFailed FailMeaning = "compare-failed"
+	// FailNotApplied is Jepsen's: a failed operation certainly did not take place and
+	// constrains nothing about the state; Knossos drops failed operations before it
+	// searches, and so does the checker under this reading.
+	FailNotApplied FailMeaning = "not-applied"
+)
+
+// FailMeanings lists the readings of a failed cas, by the names flags give them.
+var FailMeanings = []FailMeaning{FailNotApplied, FailCompareFailed}
+
 // RegisterOptions configures CheckRegister. The zero value checks a cas-register that
 // starts absent, without a time limit and without a visualization.
 type RegisterOptions struct {
@@ -34,6 +57,8 @@ type RegisterOptions struct {
 	// no bound. Keys left undecided when it expires make the verdict Unknown, unless
 	// another key is already known not to be linearizable.
 	Timeout time.Duration
+	// FailMeans is what a failed cas means; empty means FailCompareFailed.
+	FailMeans FailMeaning
 	// Workers is how many keys are searched at once; 0 means GOMAXPROCS.
 	Workers int
 	// Visualize, when not nil, receives porcupine's HTML visualization of the history:
@@ -53,9 +78,11 @@ type RegisterOptions struct {
 //     carries no information (Knossos's convention for EDN's nil, see
 //     histories.ReadJepsenEDN) and is accepted in any state.
 //   - write: the invocation's value is the integer written.
-//   - cas: the invocation's value is [from, to]. ok means it swapped; fail without an
-//     Error means it did not because the register did not hold from (or was absent);
-//     fail with an Error is a failure that says nothing about the value.
+//   - cas: the invocation's value is [from, to]. ok means it swapped. Under
+//     FailCompareFailed (the default), fail without an Error means it did not because
+//     the register did not hold from (or was absent), and fail with an Error is a
+//     failure that says nothing about the value; under FailNotApplied every fail says
+//     nothing and is left out.
 //
 // Info completions, and invocations never completed, may take effect at any point after
 // their invocation or never. Reads that failed or ended in info, and writes that
@@ -68,7 +95,14 @@ type RegisterOptions struct {
 // linearization fails. An error means the history is not a register history
 // (unknown functions, malformed values, a completion without invocation), or that
 // the visualization could not be written; in the latter case the Result is complete.
-func CheckRegister(ops []histories.Op, opt RegisterOptions) (Result, error) {
+//
+// When ctx ends during the search, CheckRegister returns within moments an Unknown
+// Result whose Summary says it was interrupted, and writes no visualization.
+// porcupine v1.3.1 takes no context, so the model stops it: once ctx has ended every
+// step of the model refuses, and porcupine's depth-first search unwinds at the cost of
+// one refused step per candidate on its stack. The verdict it then returns means
+// nothing and is discarded. While ctx is live the cost is one atomic load per step.
+func CheckRegister(ctx context.Context, ops []histories.Op, opt RegisterOptions) (Result, error) {
 	start := time.Now()
 	if opt.Model == "" {
 		opt.Model = CASRegisterModel
@@ -76,7 +110,14 @@ func CheckRegister(ops []histories.Op, opt RegisterOptions) (Result, error) {
 	if opt.Model != RegisterModel && opt.Model != CASRegisterModel {
 		return Result{}, fmt.Errorf("check register: unknown model %q (want %s or %s)", opt.Model, RegisterModel, CASRegisterModel)
 	}
-	h, err := registerHistory(ops, opt.Model)
+	switch opt.FailMeans {
+	case "":
+		opt.FailMeans = FailCompareFailed
+	case FailCompareFailed, FailNotApplied:
+	default:
+		return Result{}, fmt.Errorf("check register: unknown meaning of fail %q (want %s or %s)", opt.FailMeans, FailNotApplied, FailCompareFailed)
+	}
+	h, err := registerHistory(ops, opt.Model, opt.FailMeans)
 	if err != nil {
 		return Result{}, fmt.Errorf("check register: %w", err)
 	}
@@ -88,9 +129,14 @@ func CheckRegister(ops []histories.Op, opt RegisterOptions) (Result, error) {
 	if opt.Timeout > 0 {
 		deadline = start.Add(opt.Timeout)
 	}
-	model := registerPorcupineModel(init)
+	var stop atomic.Bool
+	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
+	model := registerPorcupineModel(init, &stop)
 
 	verdicts := registerSearch(model, h, deadline, opt.Workers)
+	if ctx.Err() != nil {
+		return interrupted(opt.Model, ctx.Err()), nil
+	}
 	res := Result{Checker: opt.Model, Anomalies: []Anomaly{}}
 	var invalid, unknown []string
 	for i, key := range h.keys {
@@ -98,6 +144,9 @@ func CheckRegister(ops []histories.Op, opt RegisterOptions) (Result, error) {
 		case porcupine.Illegal:
 			invalid = append(invalid, key)
 			res.Anomalies = append(res.Anomalies, registerExplain(model, init, key, h.byKey[key], deadline))
+			if ctx.Err() != nil {
+				return interrupted(opt.Model, ctx.Err()), nil
+			}
 		case porcupine.Unknown:
 			unknown = append(unknown, key)
 		}
@@ -135,6 +184,7 @@ func CheckRegister(ops []histories.Op, opt RegisterOptions) (Result, error) {
 func registerDetails(opt RegisterOptions, h *registerHist, total int, invalid, unknown []string, took time.Duration) map[string]json.RawMessage {
 	d := map[string]json.RawMessage{
 		"model":        histories.Value(opt.Model),
+		"fail_means":   histories.Value(opt.FailMeans),
 		"keys":         histories.Value(len(h.keys)),
 		"operations":   histories.Value(total),
 		"initial":      json.RawMessage("null"),
@@ -304,7 +354,7 @@ func (h *registerHist) porcupineOps(key string) []porcupine.Operation {
 
 // registerHistory pairs invocations with completions and builds the operations the
 // search needs.
-func registerHistory(ops []histories.Op, model string) (*registerHist, error) {
+func registerHistory(ops []histories.Op, model string, failMeans FailMeaning) (*registerHist, error) {
 	h := &registerHist{byKey: map[string][]registerOp{}, end: int64(len(ops))}
 	type open struct {
 		op  histories.Op
@@ -340,8 +390,8 @@ func registerHistory(ops []histories.Op, model string) (*registerHist, error) {
 			r.out, err = registerParseRead(*comp)
 		case in.f == registerRead:
 			keep = false // a read that failed or may not have happened tells nothing
-		case t == histories.Fail && in.f == registerWrite:
-			keep = false
+		case t == histories.Fail && (in.f == registerWrite || failMeans == FailNotApplied):
+			keep = false // did not take place: Jepsen's meaning of every fail
 		case t == histories.Fail && comp.Error != "":
 			keep = false // a cas that failed for a reason other than the value
 		case t == histories.Fail:
@@ -494,10 +544,17 @@ func registerStep(state, input, output any) (bool, any) {
 	return true, s
 }
 
-func registerPorcupineModel(init registerState) porcupine.Model {
+// registerPorcupineModel is the register for porcupine. Once stop is set every step
+// refuses, which ends porcupine's search (see CheckRegister).
+func registerPorcupineModel(init registerState, stop *atomic.Bool) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return init },
-		Step: registerStep,
+		Step: func(state, input, output any) (bool, any) {
+			if stop.Load() {
+				return false, state
+			}
+			return registerStep(state, input, output)
+		},
 		Hash: func(state any) uint64 {
 			s := state.(registerState)
 			if !s.present {

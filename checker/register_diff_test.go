@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -230,7 +231,7 @@ func TestRegisterAgainstBruteForce(t *testing.T) {
 		if registerBrute(brute, init) {
 			want = Valid
 		}
-		res, err := CheckRegister(hist, RegisterOptions{Initial: init})
+		res, err := CheckRegister(context.Background(), hist, RegisterOptions{Initial: init})
 		if err != nil {
 			t.Fatalf("history %d: %v", i, err)
 		}

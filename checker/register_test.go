@@ -2,8 +2,8 @@ package checker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +15,6 @@ import (
 )
 
 // The flag has its own name because another checker's tests share the package.
-var registerUpdate = flag.Bool("register-update", false, "rewrite testdata/register/*.want.json from the checker's results")
 
 // registerWant is the expectation beside each golden history.
 type registerWant struct {
@@ -56,7 +55,7 @@ func TestRegisterGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := CheckRegister(ops, registerOptionsFor(t, hdr))
+			res, err := CheckRegister(context.Background(), ops, registerOptionsFor(t, hdr))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +67,7 @@ func TestRegisterGolden(t *testing.T) {
 			}
 			got := registerWant{Verdict: res.Verdict, Anomalies: res.Anomalies}
 			wantFile := strings.TrimSuffix(file, ".jsonl") + ".want.json"
-			if *registerUpdate {
+			if *update {
 				b, _ := json.MarshalIndent(got, "", "  ")
 				if err := os.WriteFile(wantFile, append(b, '\n'), 0o644); err != nil {
 					t.Fatal(err)
@@ -77,7 +76,7 @@ func TestRegisterGolden(t *testing.T) {
 			}
 			b, err := os.ReadFile(wantFile)
 			if err != nil {
-				t.Fatalf("%v (run with -register-update to write it)", err)
+				t.Fatalf("%v (run with -update to write it)", err)
 			}
 			var want registerWant
 			if err := json.Unmarshal(b, &want); err != nil {
@@ -110,7 +109,7 @@ func TestRegisterAnomalyNamesKeyAndOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := CheckRegister(ops, RegisterOptions{})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +180,7 @@ func TestRegisterModelErrors(t *testing.T) {
 			if tc.history != "" {
 				ops = registerOps(t, tc.history)
 			}
-			_, err := CheckRegister(ops, RegisterOptions{Model: tc.model})
+			_, err := CheckRegister(context.Background(), ops, RegisterOptions{Model: tc.model})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -197,21 +196,21 @@ func TestRegisterEDNNilReadCarriesNoInformation(t *testing.T) {
  {:type :ok, :f :write, :process 0, :value 3}
  {:type :invoke, :f :read, :process 1, :value nil}
  {:type :ok, :f :read, :process 1, :value nil}]`
-	ops, err := histories.ReadJepsenEDN(strings.NewReader(edn), "nil.edn")
+	ops, err := histories.ReadJepsenEDN(strings.NewReader(edn), "nil.edn", histories.JepsenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := CheckRegister(ops, RegisterOptions{})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{})
 	if err != nil || res.Verdict != Valid {
 		t.Fatalf("EDN: %v %v (%s), want valid", res.Verdict, err, res.Summary)
 	}
 	log := "INFO  jepsen.util - 0\t:invoke\t:write\t3\nINFO  jepsen.util - 0\t:ok\t:write\t3\n" +
 		"INFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\tnil\n"
-	ops, err = histories.ReadJepsenLog(strings.NewReader(log), "nil.log")
+	ops, err = histories.ReadJepsenLog(strings.NewReader(log), "nil.log", histories.JepsenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = CheckRegister(ops, RegisterOptions{})
+	res, err = CheckRegister(context.Background(), ops, RegisterOptions{})
 	if err != nil || res.Verdict != Invalid {
 		t.Fatalf("log: %v %v (%s), want invalid", res.Verdict, err, res.Summary)
 	}
@@ -229,11 +228,11 @@ func TestRegisterEDNIndependentKeys(t *testing.T) {
 {:type :ok, :f :read, :process 1, :value [1 3]}
 {:type :invoke, :f :read, :process 1, :value [2 nil]}
 {:type :ok, :f :read, :process 1, :value [2 3]}`
-	ops, err := histories.ReadJepsenEDN(strings.NewReader(edn), "independent.edn")
+	ops, err := histories.ReadJepsenEDN(strings.NewReader(edn), "independent.edn", histories.JepsenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := CheckRegister(ops, RegisterOptions{})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +269,7 @@ func registerHardHistory(writers, reads int) string {
 func TestRegisterTimeoutIsUnknown(t *testing.T) {
 	ops := registerOps(t, registerHardHistory(22, 21))
 	start := time.Now()
-	res, err := CheckRegister(ops, RegisterOptions{Timeout: 200 * time.Millisecond})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +281,7 @@ func TestRegisterTimeoutIsUnknown(t *testing.T) {
 	}
 	// A small version of the same shape is decided, and invalid.
 	small := registerOps(t, registerHardHistory(3, 3))
-	res, err = CheckRegister(small, RegisterOptions{Timeout: 10 * time.Second})
+	res, err = CheckRegister(context.Background(), small, RegisterOptions{Timeout: 10 * time.Second})
 	if err != nil || res.Verdict != Invalid {
 		t.Fatalf("small hard history: %v %v, want invalid", res.Verdict, err)
 	}
@@ -295,7 +294,7 @@ func TestRegisterVisualization(t *testing.T) {
 	}
 	var page bytes.Buffer
 	path := filepath.Join(t.TempDir(), "linearizability.html")
-	res, err := CheckRegister(ops, RegisterOptions{Visualize: &page, VisualizePath: path})
+	res, err := CheckRegister(context.Background(), ops, RegisterOptions{Visualize: &page, VisualizePath: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,8 +314,42 @@ func TestRegisterVisualization(t *testing.T) {
 			t.Errorf("visualization lacks %q", want)
 		}
 	}
-	_, err = CheckRegister(ops, RegisterOptions{VisualizePath: filepath.Join(t.TempDir(), "missing", "x.html")})
+	_, err = CheckRegister(context.Background(), ops, RegisterOptions{VisualizePath: filepath.Join(t.TempDir(), "missing", "x.html")})
 	if err == nil {
 		t.Errorf("writing into a missing folder succeeded")
+	}
+}
+
+// TestRegisterStopsWhenCancelled cancels a search that would run for minutes: it must
+// end within a second as unknown, saying it was interrupted.
+func TestRegisterStopsWhenCancelled(t *testing.T) {
+	ops := registerOps(t, registerHardHistory(22, 21))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := Check(ctx, nil, ops, Options{Model: CASRegisterModel})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != Unknown || !strings.Contains(res.Summary, "interrupted") {
+		t.Fatalf("verdict %v (%s), want unknown, interrupted", res.Verdict, res.Summary)
+	}
+	if took > 300*time.Millisecond+time.Second {
+		t.Fatalf("the check took %v to notice the cancellation", took)
+	}
+}
+
+// TestExactCheckersStopWhenCancelled: the exact checkers need no search, but a check
+// asked for after its context ended still says it was interrupted.
+func TestExactCheckersStopWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	budget, before := int64(3), int64(0)
+	for _, model := range []string{"budget", "counter"} {
+		res, err := Check(ctx, nil, nil, Options{Model: model, Budget: &budget, Initial: &before})
+		if err != nil || res.Verdict != Unknown || !strings.Contains(res.Summary, "interrupted") {
+			t.Errorf("%s: %v %q %v, want unknown, interrupted", model, res.Verdict, res.Summary, err)
+		}
 	}
 }

@@ -1,9 +1,3 @@
-// Package checker decides whether a history is correct, and explains why not.
-//
-// It works on histories alone (package histories) and never sees the proxy's ground
-// truth. An invalid history is a Result, not an error; errors mean the input could not be
-// read. Exact checkers (budget, counter) run in O(n log n) without search; porcupine
-// models (register, cas-register) search, under a timeout that yields Unknown.
 package checker
 
 import (
@@ -63,18 +57,34 @@ func (v Verdict) ExitCode() int {
 	return 2
 }
 
+// interrupted is the Result of a check stopped by its context: Unknown, because what was
+// not searched was not decided either way.
+func interrupted(checker string, err error) Result {
+	return Result{Verdict: Unknown, Checker: checker, Anomalies: []Anomaly{},
+		Summary: fmt.Sprintf("interrupted before the history could be decided (%v)", err)}
+}
+
 // Anomaly is one thing found wrong, with the history indices of the events involved and
 // a sentence a person understands.
 type Anomaly struct {
-	Kind        string  `json:"kind"`
-	Ops         []int64 `json:"ops"`
-	Explanation string  `json:"explanation"`
+	// Kind is the class of the anomaly, named in each checker's documentation
+	// (overdraft, lost-update, not-linearizable, ...).
+	Kind string `json:"kind"`
+	// Ops are the Index values of the events involved.
+	Ops []int64 `json:"ops"`
+	// Explanation says what happened, naming the operations.
+	Explanation string `json:"explanation"`
 }
 
-// Result is a checker's finding.
+// Result is a checker's finding. It marshals to the JSON that results.json and
+// `indoubt check --json` print.
 type Result struct {
-	Verdict   Verdict   `json:"verdict"`
-	Checker   string    `json:"checker"`
+	// Verdict is valid, invalid or unknown.
+	Verdict Verdict `json:"verdict"`
+	// Checker names the checker that decided: budget, counter, register, cas-register.
+	Checker string `json:"checker"`
+	// Anomalies lists what was found wrong; a checker that bounds the list says in
+	// Details how many it found.
 	Anomalies []Anomaly `json:"anomalies"`
 	// Summary is one sentence: why valid, why invalid, or why undecided.
 	Summary string `json:"summary"`

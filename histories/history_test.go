@@ -126,7 +126,11 @@ func TestReaderErrors(t *testing.T) {
 		wantOps    int
 		wantErr    string
 	}{
-		{"empty file is an empty history", "", false, 0, ""},
+		{"empty file is refused", "", false, 0, "h.jsonl: no history in it"},
+		{"blank lines only are refused", "\n \n", false, 0, "no history in it"},
+		{"header without events is a history of no operations", header, false, 0, ""},
+		{"duplicated index names the line", header + good + good, false, 0, "h.jsonl line 3: event index 0 does not increase on index 0 of line 2"},
+		{"reversed index names the line", header + `{"index":5,"type":"invoke","process":0,"f":"read"}` + "\n" + `{"index":4,"type":"ok","process":0,"f":"read"}` + "\n", false, 0, "h.jsonl line 3: event index 4 does not increase on index 5"},
 		{"blank lines are skipped", header + "\n" + good + "\n", false, 1, ""},
 		{"malformed line names the file and line", header + good + "{nope\n", false, 0, "h.jsonl line 3: malformed event"},
 		{"unknown type", header + `{"type":"maybe"}` + "\n", false, 0, "line 2"},
@@ -189,7 +193,7 @@ func FuzzReader(f *testing.F) {
 		for _, partial := range []bool{false, true} {
 			r, err := histories.NewReader(bytes.NewReader(data), "fuzz")
 			if err != nil {
-				if !strings.HasPrefix(err.Error(), "fuzz line ") {
+				if !strings.HasPrefix(err.Error(), "fuzz line ") && !errors.Is(err, histories.ErrEmpty) {
 					t.Fatalf("error without file and line: %v", err)
 				}
 				continue

@@ -42,18 +42,35 @@ import (
 // a cas whose value is [key [from to]]) and sets Key to the key's text: an integer's
 // digits, a keyword's or symbol's name, a string itself.
 
-// JepsenNemesisProcess is the process name Jepsen gives the nemesis; ops of it become
+// jepsenNemesisProcess is the process name Jepsen gives the nemesis; ops of it become
 // events of the Nemesis process.
-const JepsenNemesisProcess = "nemesis"
+const jepsenNemesisProcess = "nemesis"
+
+// JepsenOptions tune ReadJepsenEDN and ReadJepsenLog. The zero value is strict: input
+// that is not entirely a history of the format is refused, so that garbage is never
+// read as a short (and valid) history.
+type JepsenOptions struct {
+	// SkipBadLines skips what is not an op instead of refusing the history: for the
+	// log format, lines that are not jepsen.util op lines (as in a whole Jepsen log,
+	// with the lines of other loggers); for EDN, top-level values that are not op maps
+	// or not well-formed ops. EDN that does not parse is refused all the same, and the
+	// input must still hold at least one operation.
+	SkipBadLines bool
+}
 
 // ReadJepsenEDN reads a Jepsen history in EDN: a vector or list of op maps, or op maps
-// one after another. name is used in errors, which give the line. Keys other than
-// :type, :f, :process, :value, :time, :index, :error, :op-id, :conn and :attempt are
-// ignored. Ops of the nemesis (a :process that is a keyword or string) are kept as
-// events of the Nemesis process with their own type. Index is the file's :index when
-// every op has one and they increase, else the position; Time is :time when every op
-// has one, else the position.
-func ReadJepsenEDN(r io.Reader, name string) ([]Op, error) {
+// one after another, with or without commas. name is used in errors, which give the
+// line. Keys other than :type, :f, :process, :value, :time, :index, :error, :op-id,
+// :conn and :attempt are ignored. Ops of the nemesis (a :process that is a keyword or
+// string, such as :nemesis, with :f :start, :stop or any other) are kept as events of
+// the Nemesis process with their own type: checkers skip them, and show them as fault
+// annotations. Index is the file's :index when every op has one, else the position;
+// indices given for every op must increase, or the history is refused at the line of
+// the first that does not. Time is :time when every op has one, else the position.
+//
+// Input with no operation of a worker (empty, only nemesis events, only values that
+// are not ops under opt.SkipBadLines) is refused with an error wrapping ErrEmpty.
+func ReadJepsenEDN(r io.Reader, name string, opt JepsenOptions) ([]Op, error) {
 	src, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
@@ -63,6 +80,9 @@ func ReadJepsenEDN(r io.Reader, name string) ([]Op, error) {
 	var meta []jepsenMeta
 	add := func(v jepsenValue) error {
 		op, m, err := jepsenOp(p, v)
+		if err != nil && opt.SkipBadLines {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -101,7 +121,12 @@ func ReadJepsenEDN(r io.Reader, name string) ([]Op, error) {
 			return nil, p.errAt(p.line, "data after the history's closing %q", closer)
 		}
 	}
-	jepsenNumber(ops, meta)
+	if !slices.ContainsFunc(ops, Op.IsClient) {
+		return nil, fmt.Errorf("%s: %w: expected Jepsen op maps in EDN (--format jepsen-edn) such as {:type :invoke, :f :read, :process 0}", name, ErrEmpty)
+	}
+	if err := jepsenNumber(p, ops, meta); err != nil {
+		return nil, err
+	}
 	return ops, nil
 }
 
@@ -109,15 +134,20 @@ func ReadJepsenEDN(r io.Reader, name string) ([]Op, error) {
 type jepsenMeta struct {
 	index, time       int64
 	hasIndex, hasTime bool
+	line              int
 }
 
-// jepsenNumber sets Index and Time from the file when it gave them consistently, and
-// from positions otherwise.
-func jepsenNumber(ops []Op, meta []jepsenMeta) {
+// jepsenNumber sets Index and Time from the file when every op gave them, and from
+// positions otherwise. Indices given must increase: duplicated or reordered ops make a
+// history whose order cannot be trusted.
+func jepsenNumber(p *jepsenParser, ops []Op, meta []jepsenMeta) error {
 	useIndex, useTime := true, true
 	for i, m := range meta {
-		useIndex = useIndex && m.hasIndex && (i == 0 || m.index > meta[i-1].index)
+		useIndex = useIndex && m.hasIndex
 		useTime = useTime && m.hasTime
+		if i > 0 && m.hasIndex && meta[i-1].hasIndex && m.index <= meta[i-1].index {
+			return p.errAt(m.line, ":index %d does not increase on :index %d of line %d: duplicated or reordered ops", m.index, meta[i-1].index, meta[i-1].line)
+		}
 	}
 	for i := range ops {
 		ops[i].Index, ops[i].Time = int64(i), int64(i)
@@ -128,12 +158,13 @@ func jepsenNumber(ops []Op, meta []jepsenMeta) {
 			ops[i].Time = meta[i].time
 		}
 	}
+	return nil
 }
 
 // jepsenOp turns one op map into an Op.
 func jepsenOp(p *jepsenParser, v jepsenValue) (Op, jepsenMeta, error) {
 	var op Op
-	var m jepsenMeta
+	m := jepsenMeta{line: v.line}
 	if v.kind != jepsenMap {
 		return op, m, p.errAt(v.line, "expected an op map, found a %s", v.kind)
 	}
@@ -325,12 +356,17 @@ func jepsenJSON(v jepsenValue) any {
 //
 //	INFO  jepsen.util - <process> :<type> :<f> <value>
 //
-// with fields separated by tabs or spaces. Lines that are not such op lines are
-// ignored. nil means absent (JSON null) except on invoke, where it means no argument;
-// a keyword value on a fail or info completion (:timed-out) is its error, and the value
-// is left empty: the checker takes the invocation's. name is used in errors, which give
-// the line. Index and Time are positions among the ops read.
-func ReadJepsenLog(r io.Reader, name string) ([]Op, error) {
+// with fields separated by tabs or spaces. nil means absent (JSON null) except on
+// invoke, where it means no argument; a keyword value on a fail or info completion
+// (:timed-out) is its error, and the value is left empty: the checker takes the
+// invocation's. name is used in errors, which give the line. Index and Time are
+// positions among the ops read.
+//
+// Blank lines are skipped. Any other line that is not such an op line refuses the
+// history, naming the first, unless opt.SkipBadLines skips them (a whole Jepsen log,
+// with the lines of other loggers). Input with no op line of a worker (empty, random
+// bytes, another format) is refused with an error wrapping ErrEmpty.
+func ReadJepsenLog(r io.Reader, name string, opt JepsenOptions) ([]Op, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
 	var ops []Op
@@ -338,8 +374,11 @@ func ReadJepsenLog(r io.Reader, name string) ([]Op, error) {
 	for sc.Scan() {
 		line++
 		op, ok, err := jepsenLogLine(sc.Bytes(), name, line)
-		if err != nil {
+		if err != nil && !opt.SkipBadLines {
 			return nil, err
+		}
+		if !ok && err == nil && !opt.SkipBadLines && len(bytes.TrimSpace(sc.Bytes())) > 0 {
+			return nil, fmt.Errorf("%s line %d: not a jepsen.util op line (--skip-bad-lines skips such lines): %s", name, line, jepsenLogShow(sc.Bytes()))
 		}
 		if !ok {
 			continue
@@ -353,7 +392,19 @@ func ReadJepsenLog(r io.Reader, name string) ([]Op, error) {
 		}
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
+	if !slices.ContainsFunc(ops, Op.IsClient) {
+		return nil, fmt.Errorf("%s: %w: expected jepsen.util op lines (--format jepsen-log) such as \"INFO  jepsen.util - 3\t:invoke\t:cas\t[1 2]\"", name, ErrEmpty)
+	}
 	return ops, nil
+}
+
+// jepsenLogShow quotes the start of a bad line for an error message.
+func jepsenLogShow(b []byte) string {
+	const most = 60
+	if len(b) > most {
+		return strconv.Quote(string(b[:most])) + "..."
+	}
+	return strconv.Quote(string(b))
 }
 
 var jepsenLogMarker = []byte("jepsen.util - ")
@@ -390,7 +441,7 @@ func jepsenLogLine(b []byte, name string, line int) (Op, bool, error) {
 	proc := string(fields[0])
 	if n, err := strconv.ParseInt(proc, 10, 32); err == nil && n >= 0 {
 		op.Process = int(n)
-	} else if proc == ":"+JepsenNemesisProcess {
+	} else if proc == ":"+jepsenNemesisProcess {
 		op.Process = Nemesis
 	} else {
 		return op, false, nil
@@ -456,7 +507,7 @@ func WriteJepsenEDN(w io.Writer, ops []Op) error {
 		b.Reset()
 		fmt.Fprintf(&b, "{:index %d, :time %d, :type :%s, :process ", op.Index, op.Time, op.Type)
 		if op.Process < 0 {
-			b.WriteString(":" + JepsenNemesisProcess)
+			b.WriteString(":" + jepsenNemesisProcess)
 		} else {
 			b.WriteString(strconv.Itoa(op.Process))
 		}

@@ -2,6 +2,7 @@ package histories
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -33,9 +34,9 @@ func FuzzReadJepsenEDN(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		ops, err := ReadJepsenEDN(bytes.NewReader(in), "fuzz.edn")
+		ops, err := ReadJepsenEDN(bytes.NewReader(in), "fuzz.edn", JepsenOptions{})
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fuzz.edn line ") {
+			if !strings.HasPrefix(err.Error(), "fuzz.edn line ") && !errors.Is(err, ErrEmpty) {
 				t.Fatalf("error without file and line: %v", err)
 			}
 			return
@@ -49,7 +50,7 @@ func FuzzReadJepsenEDN(f *testing.F) {
 		if err := WriteJepsenEDN(&out, ops); err != nil {
 			t.Fatalf("export: %v", err)
 		}
-		again, err := ReadJepsenEDN(bytes.NewReader(out.Bytes()), "export.edn")
+		again, err := ReadJepsenEDN(bytes.NewReader(out.Bytes()), "export.edn", JepsenOptions{})
 		if err != nil {
 			t.Fatalf("export does not read back: %v\n%s", err, out.Bytes())
 		}
@@ -82,9 +83,9 @@ func FuzzReadJepsenLog(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		ops, err := ReadJepsenLog(bytes.NewReader(in), "fuzz.log")
+		ops, err := ReadJepsenLog(bytes.NewReader(in), "fuzz.log", JepsenOptions{})
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fuzz.log line ") {
+			if !strings.HasPrefix(err.Error(), "fuzz.log line ") && !errors.Is(err, ErrEmpty) {
 				t.Fatalf("error without file and line: %v", err)
 			}
 			return

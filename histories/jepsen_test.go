@@ -3,6 +3,7 @@ package histories
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -46,8 +47,8 @@ func TestReadJepsenEDN(t *testing.T) {
 		{"bare sequence with time and index",
 			"{:index 4 :time 100 :type :invoke :f :read :process 1 :value nil}\n{:index 6 :time 250 :type :ok :f :read :process 1 :value 7}\n",
 			[]jepsenBrief{{4, 100, 1, Invoke, "read", "", "", ""}, {6, 250, 1, OK, "read", "", "7", ""}}},
-		{"index not increasing falls back to positions",
-			"{:index 4 :type :invoke :f :read :process 1}\n{:index 4 :type :ok :f :read :process 1 :value 7}\n",
+		{"index on some ops only falls back to positions",
+			"{:index 4 :type :invoke :f :read :process 1}\n{:type :ok :f :read :process 1 :value 7}\n",
 			[]jepsenBrief{{0, 0, 1, Invoke, "read", "", "", ""}, {1, 1, 1, OK, "read", "", "7", ""}}},
 		{"nil read carries no information",
 			`[{:type :invoke :f :read :process 0 :value nil} {:type :ok :f :read :process 0 :value nil}]`,
@@ -77,11 +78,9 @@ func TestReadJepsenEDN(t *testing.T) {
 			[]jepsenBrief{
 				{0, 5, 0, Invoke, "add", "", `{"c":"a","inst":"2024-01-01","n":-7,"s":"a\"b\n","t":true,"x":1.5}`, ""},
 				{1, 9, 0, OK, "add", "", `["##Inf","1/2","##NaN",null,1000]`, ""}}},
-		{"empty file", "  ; nothing\n", nil},
-		{"empty vector", "[]", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ops, err := ReadJepsenEDN(strings.NewReader(tc.in), "h.edn")
+			ops, err := ReadJepsenEDN(strings.NewReader(tc.in), "h.edn", JepsenOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,9 +112,17 @@ func TestReadJepsenEDNErrors(t *testing.T) {
 		{"deep nesting", strings.Repeat("[", 1000), "nested deeper than"},
 		{"unsupported dispatch", "#(+ 1 2)", "unsupported dispatch #("},
 		{"discard of nothing", "[#_]", "#_ discards nothing"},
+		{"empty file", "  ; nothing\n", "h.edn: no history in it: expected Jepsen op maps in EDN (--format jepsen-edn)"},
+		{"empty vector", "[]", "h.edn: no history in it"},
+		{"nemesis events only", "[{:type :info :f :start :process :nemesis}]", "h.edn: no history in it"},
+		{"duplicated index names the line", "{:index 4 :type :invoke :f :read :process 1}\n{:index 4 :type :ok :f :read :process 1 :value 7}\n",
+			"h.edn line 2: :index 4 does not increase on :index 4 of line 1"},
+		{"reversed index names the line", "[{:index 9 :type :invoke :f :read :process 1}\n{:index 10 :type :ok :f :read :process 1 :value 7}\n{:index 3 :type :invoke :f :read :process 1}]",
+			"h.edn line 3: :index 3 does not increase on :index 10 of line 2"},
+		{"a value that is not an op among ops", "[{:type :invoke :f :read :process 0}\n{:not :an-op}\n{:type :ok :f :read :process 0 :value 1}]", "h.edn line 2: op has no :type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadJepsenEDN(strings.NewReader(tc.in), "h.edn")
+			_, err := ReadJepsenEDN(strings.NewReader(tc.in), "h.edn", JepsenOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -123,6 +130,8 @@ func TestReadJepsenEDNErrors(t *testing.T) {
 	}
 }
 
+// TestReadJepsenLog reads a whole Jepsen log, other loggers' lines included, with
+// SkipBadLines; without it the first such line refuses the log.
 func TestReadJepsenLog(t *testing.T) {
 	in := "2015-04-21 INFO  jepsen.core - Running test\n" +
 		"INFO  jepsen.util - 0\t:invoke\t:read\tnil\n" +
@@ -138,7 +147,11 @@ func TestReadJepsenLog(t *testing.T) {
 		"INFO  jepsen.util - :nemesis\t:info\t:start\tCut off {:n1 #{:n2}} and so on\n" +
 		"INFO  jepsen.util - Worker 3 done\n" +
 		"\n"
-	ops, err := ReadJepsenLog(strings.NewReader(in), "etcd.log")
+	if _, err := ReadJepsenLog(strings.NewReader(in), "etcd.log", JepsenOptions{}); err == nil ||
+		!strings.Contains(err.Error(), `etcd.log line 1: not a jepsen.util op line (--skip-bad-lines skips such lines): "2015-04-21 INFO  jepsen.core - Running test"`) {
+		t.Fatalf("strict read: %v, want line 1 refused", err)
+	}
+	ops, err := ReadJepsenLog(strings.NewReader(in), "etcd.log", JepsenOptions{SkipBadLines: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,17 +175,47 @@ func TestReadJepsenLog(t *testing.T) {
 
 func TestReadJepsenLogErrors(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
-		{"unknown type", "x\nINFO  jepsen.util - 1\t:maybe\t:read\tnil\n", "a.log line 2: unknown op type :maybe"},
+		{"unknown type", "\nINFO  jepsen.util - 1\t:maybe\t:read\tnil\n", "a.log line 2: unknown op type :maybe"},
+		{"empty", "", "a.log: no history in it: expected jepsen.util op lines (--format jepsen-log)"},
+		{"blank lines only", "\n\n  \n", "a.log: no history in it"},
+		{"random bytes", "\x8f\x00\xfe\x12garbage\x01", `a.log line 1: not a jepsen.util op line (--skip-bad-lines skips such lines): "\x8f\x00`},
+		{"indoubt's own JSONL", `{"header":{"format":"indoubt-history/1","model":"register"}}` + "\n" + `{"index":0,"type":"invoke","process":0,"f":"read"}` + "\n", `a.log line 1: not a jepsen.util op line`},
+		{"a bad line among op lines", "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nzzz\nINFO  jepsen.util - 0\t:ok\t:read\t1\n", `a.log line 2: not a jepsen.util op line (--skip-bad-lines skips such lines): "zzz"`},
+		{"nemesis lines only", "INFO  jepsen.util - :nemesis\t:info\t:start\tnil\n", "a.log: no history in it"},
 		{"f not a keyword", "INFO  jepsen.util - 1\t:ok\tread\tnil\n", "a.log line 1: expected an op function keyword"},
 		{"bad value", "INFO  jepsen.util - 1\t:ok\t:read\t[1 2\n", "a.log line 1: unexpected end of input"},
 		{"two values", "INFO  jepsen.util - 1\t:ok\t:read\t1 2\n", "a.log line 1: more than one value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadJepsenLog(strings.NewReader(tc.in), "a.log")
+			_, err := ReadJepsenLog(strings.NewReader(tc.in), "a.log", JepsenOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
 		})
+	}
+}
+
+// TestJepsenSkipBadLines: the flag skips what is not an op, never what is missing.
+func TestJepsenSkipBadLines(t *testing.T) {
+	skip := JepsenOptions{SkipBadLines: true}
+	log := "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nzzz\nINFO  jepsen.util - 0\t:ok\t:read\t1\n"
+	if ops, err := ReadJepsenLog(strings.NewReader(log), "a.log", skip); err != nil || len(ops) != 2 {
+		t.Errorf("log with a bad line, skipped: %d ops, %v; want 2", len(ops), err)
+	}
+	edn := "[{:type :invoke :f :read :process 0}\n{:not :an-op}\n{:type :ok :f :read :process 0 :value 1}]"
+	if ops, err := ReadJepsenEDN(strings.NewReader(edn), "h.edn", skip); err != nil || len(ops) != 2 {
+		t.Errorf("EDN with a value that is not an op, skipped: %d ops, %v; want 2", len(ops), err)
+	}
+	for name, in := range map[string]string{"random bytes": "\x8f\x00\xfe\x12garbage\x01\n", "empty": ""} {
+		if _, err := ReadJepsenLog(strings.NewReader(in), "a.log", skip); !errors.Is(err, ErrEmpty) {
+			t.Errorf("%s, bad lines skipped: %v, want refused as empty", name, err)
+		}
+	}
+	if _, err := ReadJepsenEDN(strings.NewReader("[{:x 1} 5]"), "h.edn", skip); !errors.Is(err, ErrEmpty) {
+		t.Errorf("EDN of no ops, bad values skipped: %v, want refused as empty", err)
 	}
 }
 
@@ -196,7 +239,14 @@ func TestReadJepsenLogEtcd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ops, err := ReadJepsenLog(bytes.NewReader(b), file)
+		ops, err := ReadJepsenLog(bytes.NewReader(b), file, JepsenOptions{})
+		if len(b) == 0 {
+			// etcd_095.log is empty: refused, never a history of no operations.
+			if !errors.Is(err, ErrEmpty) {
+				t.Errorf("%s is empty: %v, want it refused", file, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +289,7 @@ func TestWriteJepsenEDNRoundTrip(t *testing.T) {
 	if err := WriteJepsenEDN(&b, ops); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadJepsenEDN(&b, "export.edn")
+	got, err := ReadJepsenEDN(&b, "export.edn", JepsenOptions{})
 	if err != nil {
 		t.Fatalf("%v in\n%s", err, b.String())
 	}
@@ -269,7 +319,7 @@ func TestWriteJepsenEDNAbsentRead(t *testing.T) {
 	if want := "{:index 0, :time 0, :type :ok, :process 0, :f :read, :value nil}\n"; b.String() != want {
 		t.Fatalf("got %q, want %q", b.String(), want)
 	}
-	ops, err := ReadJepsenEDN(&b, "x")
+	ops, err := ReadJepsenEDN(&b, "x", JepsenOptions{})
 	if err != nil || len(ops) != 1 || len(ops[0].Value) != 0 {
 		t.Fatalf("got %+v, %v; want one read without value", ops, err)
 	}

@@ -1,18 +1,3 @@
-// Package histories records and reads operation histories.
-//
-// Every operation appears as an invocation followed by one completion: ok, fail or info.
-// Info means the outcome is unknown; checkers must allow it to take effect at any point
-// after its invocation, or never. Events are stored one per line as JSON (JSONL), in
-// real-time order, after an optional header line that names the workload, the model and
-// the seed, so that a history file can be re-checked without flags.
-//
-// A history line looks like:
-//
-//	{"index":7,"time":1843021,"process":3,"type":"invoke","f":"decrement","op_id":"3-41","conn":"127.0.0.1:51514"}
-//	{"index":9,"time":2901554,"process":3,"type":"info","f":"decrement","op_id":"3-41","error":"conn closed"}
-//
-// Events of the nemesis (fault windows, proxy fault events) carry process -1 and type
-// info; checkers skip them.
 package histories
 
 import (
@@ -81,13 +66,17 @@ type Op struct {
 	Time int64 `json:"time"`
 	// Process is the logical process; Nemesis for fault events. A process whose
 	// operation ended in info never invokes again.
-	Process int  `json:"process"`
-	Type    Type `json:"type"`
+	Process int `json:"process"`
+	// Type is invoke, or the completion: ok, fail or info.
+	Type Type `json:"type"`
 	// F is the function: decrement, read, write, cas, increment, ...
 	F string `json:"f"`
 	// Key partitions independent objects (register workload); empty for one object.
 	Key string `json:"key,omitempty"`
-	// Value is the workload-specific argument (on invoke) or result (on completion).
+	// Value is the workload-specific argument (on invoke) or result (on completion),
+	// as JSON: for each model and function, see "Values" in the package
+	// documentation. Empty means no value, which for an ok read of a register means
+	// no information; JSON null is a value (the register is absent).
 	Value json.RawMessage `json:"value,omitempty"`
 	// OpID identifies the logical operation across its retries.
 	OpID string `json:"op_id,omitempty"`
@@ -106,13 +95,19 @@ func (o Op) IsClient() bool { return o.Process >= 0 }
 // checker without flags.
 type Header struct {
 	// Format is "indoubt-history/1".
-	Format   string `json:"format"`
+	Format string `json:"format"`
+	// Workload is the workload run: budget, counter, register.
 	Workload string `json:"workload"`
-	Model    string `json:"model"`
-	Store    string `json:"store,omitempty"`
-	Seed     int64  `json:"seed"`
-	// Params holds the workload's parameters the checker needs (budget: the initial
-	// balance; counter: the value before the run; register: the initial value).
+	// Model is the checker's model: budget, counter, register or cas-register.
+	Model string `json:"model"`
+	// Store is the store the history was recorded against (postgres, redis, ...).
+	Store string `json:"store,omitempty"`
+	// Seed is the run's seed: the same seed gives the same fault decisions.
+	Seed int64 `json:"seed"`
+	// Params holds the workload's parameters the checker needs, as JSON: "budget"
+	// (budget model: the initial balance, an integer), "before" (counter: the value
+	// before the run, an integer), "initial" (register models: every register's initial
+	// value, an integer, or null or absent for a register that starts absent).
 	Params map[string]json.RawMessage `json:"params,omitempty"`
 }
 

@@ -17,7 +17,15 @@ const MaxLine = 4 << 20
 // cut while it was being written.
 var ErrTruncated = errors.New("history ends in a truncated line")
 
+// ErrEmpty reports input with nothing of a history in it: no header line and no event.
+// Such input is refused rather than read as a history of no operations, which every
+// checker would call valid.
+var ErrEmpty = errors.New("no history in it")
+
 // Reader reads a JSONL history one event at a time. Errors name the file and the line.
+// It refuses input with neither a header nor an event (ErrEmpty), a line that is not an
+// event, and an event whose Index does not increase on the one before it: a history
+// whose order cannot be trusted cannot be checked.
 type Reader struct {
 	name   string
 	sc     *bufio.Scanner
@@ -28,6 +36,9 @@ type Reader struct {
 	Partial bool
 	peeked  *Op
 	eofNoNL bool
+	// last is the Index and line of the previous event, for the order check.
+	last, lastLine int64
+	seen           bool
 }
 
 // NewReader returns a Reader of r; name is used in errors. It reads the header line, if
@@ -64,8 +75,11 @@ func (r *Reader) errf(format string, a ...any) error {
 
 func (r *Reader) readFirst() error {
 	raw, ok, err := r.rawLine()
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s: %w: expected a %s header line or JSON events, one per line", r.name, ErrEmpty, FormatV1)
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`{"header"`)) {
 		var h struct {
@@ -87,7 +101,19 @@ func (r *Reader) readFirst() error {
 		}
 		return err
 	}
+	if err := r.order(op); err != nil {
+		return err
+	}
 	r.peeked = &op
+	return nil
+}
+
+// order refuses an event whose Index does not increase on the previous event's.
+func (r *Reader) order(op Op) error {
+	if r.seen && op.Index <= r.last {
+		return r.errf("event index %d does not increase on index %d of line %d: duplicated or reordered events", op.Index, r.last, r.lastLine)
+	}
+	r.last, r.lastLine, r.seen = op.Index, int64(r.line), true
 	return nil
 }
 
@@ -154,7 +180,13 @@ func (r *Reader) Next() (Op, error) {
 	if err != nil && r.eofNoNL && r.Partial {
 		return Op{}, io.EOF
 	}
-	return op, err
+	if err != nil {
+		return Op{}, err
+	}
+	if err := r.order(op); err != nil {
+		return Op{}, err
+	}
+	return op, nil
 }
 
 // ReadAll reads the remaining events into memory.

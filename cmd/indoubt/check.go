@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,12 +20,23 @@ indoubt's own histories (history.jsonl of a run directory) name their workload, 
 and parameters in their header, so they need no flags. Public Jepsen histories need
 --format and --model.
 
+A file with nothing of its format in it (empty, another format, random bytes) is
+refused, and so is one line that is not of the format among lines that are, unless
+--skip-bad-lines says to skip them (a whole Jepsen log, with other loggers' lines).
+
+What a failed cas means differs: for --format jepsen-edn it is Jepsen's meaning, the
+operation did not take place and constrains nothing (Knossos drops it); for
+jepsen-log, porcupine's etcd convention, and indoubt's own, it is "the compare did not
+match". --fail-means chooses explicitly; the verdict line says which was used.
+
 Usage: indoubt check [flags] FILE
 
 Examples:
   indoubt check runs/20261130-120000.000-budget-postgres/history.jsonl
   indoubt check --format jepsen-log --model cas-register etcd_000.log
   indoubt check --format jepsen-edn --model cas-register --initial 0 history.edn
+  indoubt check --format jepsen-log --skip-bad-lines --model cas-register jepsen.log
+  indoubt check --format jepsen-edn --fail-means compare-failed --model cas-register h.edn
 
 Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time), 3 could not read
 the history.
@@ -41,6 +53,8 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		partial = fs.Bool("partial", false, "indoubt format: accept a history cut short by a crash (drop a truncated last line)")
 		viz     = fs.String("html", "", "register models: write porcupine's visualization to this file")
 		jsonOut = fs.Bool("json", false, "print the result as JSON")
+		skipBad = fs.Bool("skip-bad-lines", false, "Jepsen formats: skip lines (log) or values (EDN) that are not ops instead of refusing the file")
+		failMns = fs.String("fail-means", "", "register models: what a failed cas means, not-applied (Jepsen; default for jepsen-edn) or compare-failed (porcupine; default otherwise)")
 	)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -66,6 +80,21 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		opt.Budget = &v
 	}
 
+	// Each format is read the way the tool its histories come from reads it.
+	opt.FailMeans = checker.FailCompareFailed
+	if *format == "jepsen-edn" {
+		opt.FailMeans = checker.FailNotApplied
+	}
+	if *failMns != "" {
+		opt.FailMeans = checker.FailMeaning(*failMns)
+		if !slices.Contains(checker.FailMeanings, opt.FailMeans) {
+			return fmt.Errorf("check: unknown --fail-means %q (want one of %v)", *failMns, checker.FailMeanings)
+		}
+	}
+	if *skipBad && *format == "indoubt" {
+		return fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
+	}
+
 	var h *histories.Header
 	var ops []histories.Op
 	switch *format {
@@ -74,16 +103,20 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if h, ops, err = histories.ReadFile(path, *partial); err != nil {
 			return err
 		}
+		if !slices.ContainsFunc(ops, histories.Op.IsClient) {
+			return fmt.Errorf("check %s: the history has a header but no operations: nothing to check", path)
+		}
 	case "jepsen-edn", "jepsen-log":
 		f, err := os.Open(path)
 		if err != nil {
 			return fmt.Errorf("open history: %w", err)
 		}
 		defer f.Close()
+		jopt := histories.JepsenOptions{SkipBadLines: *skipBad}
 		if *format == "jepsen-edn" {
-			ops, err = histories.ReadJepsenEDN(f, path)
+			ops, err = histories.ReadJepsenEDN(f, path, jopt)
 		} else {
-			ops, err = histories.ReadJepsenLog(f, path)
+			ops, err = histories.ReadJepsenLog(f, path, jopt)
 		}
 		if err != nil {
 			return err
@@ -94,7 +127,7 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	default:
 		return fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn or jepsen-log)", *format)
 	}
-	res, err := checker.Check(h, ops, opt)
+	res, err := checker.Check(ctx, h, ops, opt)
 	if err != nil {
 		return fmt.Errorf("check %s: %v", path, err)
 	}
@@ -102,7 +135,11 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
-		fmt.Fprintf(stdout, "%s: %s (%s): %s\n", path, res.Verdict, res.Checker, res.Summary)
+		checked := res.Checker
+		if res.Checker == checker.RegisterModel || res.Checker == checker.CASRegisterModel {
+			checked += ", a failed cas read as " + string(opt.FailMeans)
+		}
+		fmt.Fprintf(stdout, "%s: %s (%s): %s\n", path, res.Verdict, checked, res.Summary)
 		for i, a := range res.Anomalies {
 			if i == 20 {
 				fmt.Fprintf(stdout, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)

@@ -216,7 +216,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	if err != nil {
 		return nil, couldNotRun("%v", err)
 	}
-	ops, verdict, err := check(cfg, wl, dir)
+	ops, verdict, err := check(ctx, cfg, wl, dir)
 	if err != nil {
 		return nil, couldNotRun("%v", err)
 	}
@@ -280,7 +280,7 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 }
 
 // check reads the history back from the run directory and checks it.
-func check(cfg Config, wl workloads.Workload, dir string) ([]histories.Op, checker.Result, error) {
+func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string) ([]histories.Op, checker.Result, error) {
 	h, ops, err := histories.ReadFile(filepath.Join(dir, "history.jsonl"), false)
 	if err != nil {
 		return nil, checker.Result{}, fmt.Errorf("reread history: %v", err)
@@ -289,7 +289,7 @@ func check(cfg Config, wl workloads.Workload, dir string) ([]histories.Op, check
 	if wl.Model() == checker.RegisterModel || wl.Model() == checker.CASRegisterModel {
 		vizPath = filepath.Join(dir, "linearizability.html")
 	}
-	verdict, err := checker.Check(h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
+	verdict, err := checker.Check(context.WithoutCancel(ctx), h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
 	if err != nil {
 		return nil, checker.Result{}, fmt.Errorf("check: %v", err)
 	}

@@ -103,7 +103,7 @@ func TestBudgetReconcilesExactly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := checker.Check(h, ops, checker.Options{})
+			again, err := checker.Check(context.Background(), h, ops, checker.Options{})
 			if err != nil || again.Verdict != checker.Valid {
 				t.Fatalf("re-check: %v %v", again.Verdict, err)
 			}

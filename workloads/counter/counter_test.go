@@ -84,7 +84,7 @@ func runCounter(t *testing.T, mech, iso string, workers int) (*report.Results, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := checker.Check(h, ops, checker.Options{})
+	again, err := checker.Check(context.Background(), h, ops, checker.Options{})
 	if err != nil || again.Verdict != res.Verdict {
 		t.Fatalf("re-check: %v %v, run said %v", again.Verdict, err, res.Verdict)
 	}

@@ -28,12 +28,12 @@ type counterState struct {
 	lo, hi int64
 }
 
-// CounterModel returns the counter as a porcupine model, for operations made by
-// CounterOperations: a counter starting at before; an acknowledged increment that wrote
+// counterModel returns the counter as a porcupine model, for operations made by
+// counterOperations: a counter starting at before; an acknowledged increment that wrote
 // w needs the counter at w - 1 (and, if it reports what it read, to have read w - 1) and
 // leaves it at w; a read returns it; an unknown increment added 1 or did nothing. It
 // decides the same histories as CheckCounter, by search.
-func CounterModel(before int64) porcupine.Model {
+func counterModel(before int64) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return counterState{before, before} },
 		Step: func(state, input, output any) (bool, any) {
@@ -84,13 +84,13 @@ func counterStep(s counterState, in counterInput, out counterOutput) (bool, any)
 	return true, counterState{out.value, out.value}
 }
 
-// CounterOperations converts a counter history to porcupine operations for
-// CounterModel, timed by event position so that real-time order is the history's order.
+// counterOperations converts a counter history to porcupine operations for
+// counterModel, timed by event position so that real-time order is the history's order.
 // Failed increments and reads that observed nothing are left out; an unknown increment
 // (info, or never completed) returns after every other event. It errs like CheckCounter
 // on a history that is not a counter history. Metadata holds the history indices of the
 // operation's events ([]int64).
-func CounterOperations(ops []histories.Op) ([]porcupine.Operation, error) {
+func counterOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 	all, end, err := counterOps(ops)
 	if err != nil {
 		return nil, err

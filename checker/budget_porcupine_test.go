@@ -27,12 +27,12 @@ type budgetState struct {
 	lo, hi int64
 }
 
-// BudgetModel returns the budget object as a porcupine model, for operations made by
-// BudgetOperations: one account starting at budget; a decrement is applied iff the
+// budgetModel returns the budget object as a porcupine model, for operations made by
+// budgetOperations: one account starting at budget; a decrement is applied iff the
 // balance is positive and takes 1, is rejected iff it is 0; a read returns it; an
 // unknown decrement took 1 (if it could) or had no effect. It decides the same
 // histories as CheckBudget, by search.
-func BudgetModel(budget int64) porcupine.Model {
+func budgetModel(budget int64) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return budgetState{budget, budget} },
 		Step: func(state, input, output any) (bool, any) {
@@ -90,13 +90,13 @@ func budgetStep(s budgetState, in budgetInput, out budgetOutput) (bool, any) {
 	return false, s
 }
 
-// BudgetOperations converts a budget history to porcupine operations for BudgetModel,
+// budgetOperations converts a budget history to porcupine operations for budgetModel,
 // timed by event position so that real-time order is the history's order. Failed
 // decrements and reads that observed nothing are left out; an unknown decrement (info,
 // or never completed) returns after every other event. It errs like CheckBudget on a
 // history that is not a budget history. Metadata holds the history indices of the
 // operation's events ([]int64).
-func BudgetOperations(ops []histories.Op) ([]porcupine.Operation, error) {
+func budgetOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 	var p budgetPairer
 	var done []*budgetOp
 	for _, op := range ops {

@@ -1,0 +1,40 @@
+// Package checker decides whether a history is correct, and explains why not.
+//
+// It works on histories alone (package histories) and never sees the proxy's ground
+// truth, so that its verdict can be confirmed against that truth, and so that any
+// history file, indoubt's or Jepsen's, can be checked again later.
+//
+// # Verdicts
+//
+// A check gives a Result: Valid, Invalid (with one Anomaly per thing found wrong,
+// naming the history indices of the events involved and a sentence a person
+// understands) or Unknown (a search ran out of time, or was interrupted). An invalid
+// history is a Result, never an error; an error means the history cannot be checked:
+// no model, missing parameters, or events that are not of the model (the message
+// names the event). Verdict.ExitCode gives indoubt's exit codes.
+//
+// # Checkers
+//
+// Check picks the checker from the history's header (or Options.Model):
+//
+//   - budget (CheckBudget): one account, decrements that apply or are rejected,
+//     reads of the balance. Exact, O(n log n), no search.
+//   - counter (CheckCounter): increments that read and write, reads. Exact,
+//     O(n log n), no search.
+//   - register and cas-register (CheckRegister): integer registers, one per key,
+//     checked for linearizability with porcupine. A search: bounded by
+//     Options.Timeout, and Unknown when it runs out.
+//
+// The value formats each checker reads are those of package histories ("Values").
+// Every checker allows an info operation to take effect at any point after its
+// invocation, or never. What a failed cas means is a convention of the history's
+// source: FailCompareFailed (porcupine's, and indoubt's own histories) or
+// FailNotApplied (Jepsen's and Knossos's); see FailMeaning.
+//
+// # Cancellation
+//
+// Every check takes a context. When it ends, a search stops within moments and the
+// Result is Unknown, its Summary saying it was interrupted; the exact checkers look
+// at it every few thousand events. Check is safe to call from several goroutines at
+// once on different histories.
+package checker

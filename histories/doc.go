@@ -1,0 +1,58 @@
+// Package histories records and reads operation histories: what every client of a
+// test asked, and what it was told.
+//
+// Every operation appears as an invocation followed by one completion: ok (it took
+// effect), fail (it certainly did not) or info (the outcome is unknown). Info is the
+// point of indoubt: an ambiguous commit. Checkers must allow an info operation to take
+// effect at any point after its invocation, or never, and a process whose operation
+// ended in info never invokes again (the worker continues under a fresh process id).
+//
+// # Files
+//
+// A history is stored as JSON lines (history.jsonl of a run directory), in real-time
+// order: a header line that names the workload, the model, the seed and the checker's
+// parameters, so that `indoubt check` needs no flags, then one event per line:
+//
+//	{"header":{"format":"indoubt-history/1","workload":"budget","model":"budget","store":"postgres","seed":1,"params":{"budget":3}}}
+//	{"index":7,"time":1843021,"process":3,"type":"invoke","f":"decrement","op_id":"3-41","conn":"127.0.0.1:51514"}
+//	{"index":9,"time":2901554,"process":3,"type":"info","f":"decrement","op_id":"3-41","error":"conn closed"}
+//
+// schemas/history.schema.json in the repository is the JSON Schema of a line. Writer
+// streams a history to a file and survives a crash up to its last complete line;
+// Reader and ReadFile read one back, refusing input that is not a history (ErrEmpty),
+// a line that is not an event, and an index that does not increase, with the file and
+// the line.
+//
+// Events of the nemesis (fault windows opened and closed by the schedule, faults the
+// proxy fired with their ground truth) carry process Nemesis (-1) and type info;
+// checkers skip them and reports draw them on the timeline.
+//
+// # Values
+//
+// Op.Value holds what an operation was asked (on invoke) or answered (on completion),
+// per function f of each workload. A fail or info completion carries its error
+// text in Op.Error and no value, except that a failed cas may echo its [from,to]:
+//
+//	model      f          invoke value   ok value
+//	budget     decrement  none           {"applied":true,"balance":n}; applied false: rejected, nothing left
+//	budget     read       none           {"balance":n}
+//	counter    increment  none           {"wrote":n}, or {"read":n-1,"wrote":n} when it read first
+//	counter    read       none           {"value":n}
+//	register   read       none           n, or null when the register is absent
+//	register   write      n              n (echoed)
+//	register   cas        [from,to]      [from,to]: swapped (cas-register model only)
+//
+// Register workloads add Op.Key for each independent register. An ok read with no
+// value at all carries no information (what Jepsen's nil read means) and is accepted
+// in any state. For a failed cas, checker.FailMeaning says what the fail means.
+// Header.Params holds what the checker needs: "budget" (the initial balance),
+// "before" (the counter's value before the run), "initial" (every register's initial
+// value; null or absent: the registers start absent).
+//
+// # Jepsen
+//
+// ReadJepsenEDN and ReadJepsenLog import Jepsen's histories (history.edn as Jepsen and
+// Knossos write it; the jepsen.util op lines of a test's log, as in the etcd logs
+// porcupine is tested against), and WriteJepsenEDN exports to EDN, so that indoubt's
+// histories can be checked by Knossos or Elle too.
+package histories

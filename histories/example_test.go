@@ -1,0 +1,64 @@
+package histories_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/indoubt/indoubt/histories"
+)
+
+// A history is written as the run goes, one event per operation attempt, and read
+// back whole for checking. The second decrement's connection was cut at commit: its
+// completion is info, and the worker goes on under a fresh process.
+func Example() {
+	dir, err := os.MkdirTemp("", "history")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "history.jsonl")
+
+	w, err := histories.Create(path, histories.Header{Workload: "budget", Model: "budget", Seed: 1,
+		Params: map[string]json.RawMessage{"budget": histories.Value(2)}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, op := range []histories.Op{
+		{Process: 0, Type: histories.Invoke, F: "decrement", OpID: "0-1"},
+		{Process: 0, Type: histories.OK, F: "decrement", OpID: "0-1", Value: histories.Value(map[string]any{"applied": true, "balance": 1})},
+		{Process: 0, Type: histories.Invoke, F: "decrement", OpID: "0-2"},
+		{Process: 0, Type: histories.Info, F: "decrement", OpID: "0-2", Error: "conn closed"},
+	} {
+		if _, err := w.Write(op); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		log.Fatal(err)
+	}
+
+	h, ops, err := histories.ReadFile(path, false)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(h.Format, h.Model, string(h.Params["budget"]))
+	for _, op := range ops {
+		desc := op.Type.String() + " " + op.F
+		if len(op.Value) > 0 {
+			desc += " " + string(op.Value)
+		}
+		if op.Error != "" {
+			desc += " (" + op.Error + ")"
+		}
+		fmt.Println(op.Index, op.Process, desc)
+	}
+	// Output:
+	// indoubt-history/1 budget 2
+	// 0 0 invoke decrement
+	// 1 0 ok decrement {"applied":true,"balance":1}
+	// 2 0 invoke decrement
+	// 3 0 info decrement (conn closed)
+}
