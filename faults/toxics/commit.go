@@ -25,6 +25,13 @@ type Protocol interface {
 	NewConn() Conn
 }
 
+// proxyScoped is implemented by a protocol whose state spans the connections of one
+// proxy (CQL's prepared ids): NewCommits calls forProxy once, so that two proxies in one
+// process never share that state.
+type proxyScoped interface {
+	forProxy() Protocol
+}
+
 // Conn is the protocol state of one proxied connection. Request is only ever called
 // from the upstream toxic's goroutine and Reply from the downstream one's, so each
 // direction's framing state needs no lock; state the two directions share (which
@@ -135,10 +142,14 @@ func NewCommits(cfg Config) (*Commits, error) {
 	if cfg.Protocol == nil {
 		return nil, errors.New("commit faults: no protocol")
 	}
+	if ps, ok := cfg.Protocol.(proxyScoped); ok {
+		cfg.Protocol = ps.forProxy()
+	}
 	return &Commits{cfg: cfg}, nil
 }
 
-// Protocol returns the configured protocol.
+// Protocol returns the protocol the proxy speaks: the configured one, with the state it
+// keeps per proxy (CQL's prepared ids).
 func (c *Commits) Protocol() Protocol { return c.cfg.Protocol }
 
 // Names of the toxics in toxiproxy's registry and on a proxy.

@@ -21,9 +21,10 @@ import (
 //     PREPARE requests (kept by stream id until their reply) and the ids the server
 //     answers with (RESULT of kind Prepared). A prepared id belongs to the server, not to
 //     the connection (Cassandra derives it from the statement and keyspace, and drivers
-//     reuse it on every connection), so the ids are remembered for the whole process; an
-//     EXECUTE of an id never seen prepared through a CQL proxy of this process is not a
-//     point, since what it does is not known;
+//     reuse it on every connection), so the ids are remembered for the whole proxy (each
+//     Commits has its own, since two proxies in one process may front two servers); an
+//     EXECUTE of an id never seen prepared through the same proxy is not a point, since
+//     what it does is not known;
 //   - a BATCH, which always writes.
 //
 // Schema statements (CREATE, ALTER, DROP, GRANT, REVOKE) are points that count only
@@ -56,14 +57,28 @@ import (
 // Several writes in flight on one connection (pipelining) are each a point; a cut of one
 // closes the connection under the others, whose outcome then stays unknown and is not
 // reported. gocql's default of one request at a time per session worker never does this.
-type CQL struct{}
+//
+// The zero value is ready to use: NewCommits gives every proxy its own copy, whose
+// connections share the prepared ids they learn. A zero CQL used without Commits keeps
+// each connection's ids to itself.
+type CQL struct {
+	ids *preparedIDs // the proxy's prepared statements; nil: per connection
+}
 
 // Name returns "cql".
 func (CQL) Name() string { return "cql" }
 
+// forProxy implements proxyScoped: one map of prepared ids per proxy.
+func (CQL) forProxy() Protocol { return CQL{ids: newPreparedIDs()} }
+
 // NewConn implements Protocol.
-func (CQL) NewConn() Conn {
+func (p CQL) NewConn() Conn {
+	ids := p.ids
+	if ids == nil {
+		ids = newPreparedIDs()
+	}
 	c := &cqlConn{
+		ids:       ids,
 		watch:     map[int16]*Pending{},
 		preparing: map[int16]string{},
 	}
@@ -126,7 +141,7 @@ const (
 	cqlMaxText = 64 << 10
 	// cqlMaxPreparing bounds the PREPAREs of one connection awaiting their reply.
 	cqlMaxPreparing = 1024
-	// cqlMaxPrepared bounds the prepared ids remembered by the process.
+	// cqlMaxPrepared bounds the prepared ids remembered by one proxy.
 	cqlMaxPrepared = 1 << 14
 )
 
@@ -601,14 +616,15 @@ func cqlFirstWord(s string) string {
 	return ""
 }
 
-// cqlPreparedIDs maps prepared ids to their statements for every CQL connection of the
-// process: a prepared id is valid on any connection to the server that issued it.
-var cqlPreparedIDs = &preparedIDs{m: map[string]string{}}
-
+// preparedIDs maps prepared ids to their statements for every CQL connection of one
+// proxy: a prepared id is valid on any connection to the server that issued it. It is
+// safe for concurrent use.
 type preparedIDs struct {
 	mu sync.Mutex
 	m  map[string]string
 }
+
+func newPreparedIDs() *preparedIDs { return &preparedIDs{m: map[string]string{}} }
 
 func (p *preparedIDs) put(id []byte, stmt string) {
 	p.mu.Lock()
@@ -640,6 +656,7 @@ type cqlWriteReq struct {
 
 type cqlConn struct {
 	up, down cqlFramer
+	ids      *preparedIDs // the proxy's, shared by its connections
 
 	// Upstream goroutine only.
 	upV5 bool    // a v5 STARTUP went up: the requests are framed once it is accepted
@@ -755,11 +772,11 @@ func (c *cqlConn) request(e *cqlEnvelope) (cqlWriteReq, bool) {
 		if r.bad {
 			break
 		}
-		if stmt, ok := cqlPreparedIDs.get(id); ok {
+		if stmt, ok := c.ids.get(id); ok {
 			return cqlStatement(stmt, e.stream)
 		}
 	case cqlOpBatch:
-		return cqlWriteReq{stmt: cqlBatchText(&r), stream: e.stream, def: true}, true
+		return cqlWriteReq{stmt: c.batchText(&r), stream: e.stream, def: true}, true
 	}
 	return cqlWriteReq{}, false
 }
@@ -774,9 +791,9 @@ func cqlStatement(stmt string, stream int16) (cqlWriteReq, bool) {
 	return cqlWriteReq{}, false
 }
 
-// cqlBatchText renders a BATCH request as the CQL batch statement it stands for, as far
-// as it reads: statements prepared through no proxy of this process show as their id.
-func cqlBatchText(r *cqlReader) string {
+// batchText renders a BATCH request as the CQL batch statement it stands for, as far as
+// it reads: statements not prepared through this proxy show as their id.
+func (c *cqlConn) batchText(r *cqlReader) string {
 	var b strings.Builder
 	switch r.byte1() {
 	case 1:
@@ -794,7 +811,7 @@ func cqlBatchText(r *cqlReader) string {
 			stmt = r.longString()
 		case 1:
 			id := r.shortBytes()
-			if s, ok := cqlPreparedIDs.get(id); ok {
+			if s, ok := c.ids.get(id); ok {
 				stmt = s
 			} else {
 				stmt = "<prepared " + hex.EncodeToString(id) + ">"
@@ -892,7 +909,7 @@ func (c *cqlConn) Reply(b []byte) (int, Verdict) {
 		c.mu.Unlock()
 		if preparing && e.opcode == cqlOpResult {
 			if id, ok := cqlPreparedID(e); ok {
-				cqlPreparedIDs.put(id, stmt)
+				c.ids.put(id, stmt)
 			}
 		}
 		if p == nil {

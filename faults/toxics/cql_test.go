@@ -519,8 +519,7 @@ func cqlHandshake(h *harness, version byte, startup ...string) (cli, srv []byte)
 	return join(steps, false), join(steps, true)
 }
 
-// A prepared statement the tests execute; ids are unique per test so that the
-// process-wide id map cannot carry one test's statement into another.
+// A prepared statement the tests execute.
 func preparedSteps(stream int16, id []byte, stmt string) []step {
 	return []step{{cqlPrepareReq(stream, stmt), cqlPrepared(stream, id)}}
 }
@@ -530,6 +529,37 @@ func cqlLWTSteps(id []byte, applied bool) []step {
 	return append(preparedSteps(2, id, lwt),
 		step{cqlQuery(3, "SELECT balance FROM ks.budget WHERE account = 'a' LIMIT 1"), cqlRowsV(4, 3, 0, []string{"balance"}, [][]byte{{0, 0, 0, 0, 0, 0, 0, 9}})},
 		step{cqlExecuteReq(4, id), cqlLWT(4, applied)})
+}
+
+// TestCQLPreparedIDsPerProxy: a prepared id learned through one proxy names a write on
+// every connection of that proxy, and on none of another proxy in the same process (it
+// may front another server, where the same id means something else or nothing).
+func TestCQLPreparedIDsPerProxy(t *testing.T) {
+	const stmt = "UPDATE ks.t SET v = ? WHERE k = ?"
+	id := []byte("shared-id")
+	a, evsA := newCQLCommits(t, 1, nil)
+	b, evsB := newCQLCommits(t, 1, nil)
+	ha := newHarness(t, a, 1, 1<<10)
+	cqlHandshake(ha, 4)
+	for _, s := range preparedSteps(2, id, stmt) {
+		s.run(ha)
+	}
+	a.Faults.Drop.Set(1, 0)
+	b.Faults.Drop.Set(1, 0)
+
+	hb := newHarness(t, b, 2, 1<<10)
+	cqlHandshake(hb, 4)
+	step{cqlExecuteReq(3, id), cqlVoid(3)}.run(hb)
+	if len(*evsB) != 0 || hb.up.closed {
+		t.Fatalf("the other proxy dropped an EXECUTE of an id it never saw prepared: %+v", *evsB)
+	}
+
+	ha2 := newHarness(t, a, 3, 1<<10)
+	cqlHandshake(ha2, 4)
+	step{cqlExecuteReq(3, id), cqlVoid(3)}.run(ha2)
+	if len(*evsA) != 1 || (*evsA)[0].Statement != stmt || !ha2.up.closed {
+		t.Fatalf("events %+v, want the EXECUTE on another connection of the same proxy dropped as %q", *evsA, stmt)
+	}
 }
 
 func TestCQLHalvesPassEverythingWhenDisarmed(t *testing.T) {
@@ -561,7 +591,6 @@ func TestCQLHalvesPassEverythingWhenDisarmed(t *testing.T) {
 func TestCQLCommitFaults(t *testing.T) {
 	const lwt = "UPDATE ks.budget SET balance = ? WHERE account = ? IF balance = ?"
 	insert := "INSERT INTO ks.t (k, v) VALUES (1, 2)"
-	// Prepared ids are remembered process-wide: each case prepares its own.
 	id := func(i int) []byte { return []byte(fmt.Sprintf("faults-%d", i)) }
 	cql4 := func(h *harness) (cli, srv []byte) { return cqlHandshake(h, 4) }
 	runFaultCases(t, faultRun{proto: CQL{}, name: "cql", hello: cql4}, []faultCase{
