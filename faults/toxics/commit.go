@@ -48,12 +48,13 @@ type Conn interface {
 	// Request consumes client-to-server bytes. A non-nil Point means the consumed
 	// bytes are one complete request whose execution commits (or would, if it matches).
 	Request(b []byte) (n int, p *Point)
-	// ExpectCut arms a cut of the reply to the request p that Request returned last.
-	// It is called before the request is forwarded, so the reply cannot have been
-	// seen yet. It returns false to refuse (a cut is already armed for the same
-	// commit). Once accepted, the protocol hands c back exactly once, in a Verdict of
-	// Reply: Cut when the server proves the commit, Release when it does not.
-	ExpectCut(p *Point, c *Pending) bool
+	// ExpectCut arms a cut of the reply to the request whose Point Request returned
+	// last. It is called before that request is forwarded, so the reply cannot have
+	// been seen yet. It returns false to refuse (a cut is already armed for the same
+	// commit, or no reply will prove it). Once accepted, the protocol hands c back
+	// exactly once, in a Verdict of Reply: Cut when the server proves the commit,
+	// Release when it does not.
+	ExpectCut(c *Pending) bool
 	// Reply consumes server-to-client bytes and says what to do with them.
 	Reply(b []byte) (n int, v Verdict)
 }
@@ -320,13 +321,6 @@ func (c *Commits) emit(s *session, k Kind, p Point, tag string) {
 	})
 }
 
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
 // decide makes the one decision of a commit point.
 func (c *Commits) decide(s *session, p *Point) (Kind, *Knob) {
 	if c.cfg.Match != nil {
@@ -477,7 +471,7 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 				pd := &Pending{knob: knob, point: *p}
 				if !st.s.arm(pd) {
 					knob.untake()
-				} else if !st.s.conn.ExpectCut(p, pd) {
+				} else if !st.s.conn.ExpectCut(pd) {
 					st.s.resolve(pd)
 					knob.untake()
 				}

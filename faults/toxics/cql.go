@@ -571,7 +571,11 @@ const (
 
 // classifyCQL tells what one statement does from its first keyword.
 func classifyCQL(stmt string) cqlClass {
-	switch cqlFirstWord(stmt) {
+	first := ""
+	if w := cqlLex.words(stmt, 1); len(w) > 0 {
+		first = w[0]
+	}
+	switch first {
 	case "INSERT", "UPDATE", "DELETE", "TRUNCATE", "BEGIN":
 		// BEGIN opens a batch (BEGIN [UNLOGGED | COUNTER] BATCH), or a transaction in
 		// releases that have them: both write.
@@ -580,40 +584,6 @@ func classifyCQL(stmt string) cqlClass {
 		return cqlSchema
 	}
 	return cqlRead
-}
-
-// cqlFirstWord returns the statement's first keyword, upper-cased, after whitespace and
-// comments (--, // and /* */).
-func cqlFirstWord(s string) string {
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '(':
-			i++
-		case (c == '-' && strings.HasPrefix(s[i:], "--")) || (c == '/' && strings.HasPrefix(s[i:], "//")):
-			j := strings.IndexByte(s[i:], '\n')
-			if j < 0 {
-				return ""
-			}
-			i += j + 1
-		case c == '/' && strings.HasPrefix(s[i:], "/*"):
-			j := strings.Index(s[i+2:], "*/")
-			if j < 0 {
-				return ""
-			}
-			i += 2 + j + 2
-		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			j := i
-			for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= '0' && s[j] <= '9') {
-				j++
-			}
-			return strings.ToUpper(s[i:j])
-		default:
-			return ""
-		}
-	}
-	return ""
 }
 
 // preparedIDs maps prepared ids to their statements for every CQL connection of one
@@ -838,7 +808,7 @@ func (c *cqlConn) batchText(r *cqlReader) string {
 }
 
 // ExpectCut implements Conn.
-func (c *cqlConn) ExpectCut(_ *Point, p *Pending) bool {
+func (c *cqlConn) ExpectCut(p *Pending) bool {
 	streams := c.last
 	c.last = nil
 	if len(streams) != 1 {

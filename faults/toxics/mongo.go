@@ -305,7 +305,7 @@ func (c *mongoConn) command(h mongoHdr, msg mongoMsg) *Point {
 }
 
 // ExpectCut implements Conn.
-func (c *mongoConn) ExpectCut(_ *Point, p *Pending) bool {
+func (c *mongoConn) ExpectCut(p *Pending) bool {
 	if !c.hasLast || c.lastMore {
 		// No reply will come to carry the proof.
 		return false

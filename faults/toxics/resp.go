@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Resp is the Redis serialization protocol (RESP2 and RESP3) for the commit toxics.
@@ -116,20 +115,12 @@ var respUnpaired = setOf(
 	"MONITOR", "SYNC", "PSYNC",
 )
 
-func setOf(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
-
 // respReq is one request sent, awaiting its reply.
 type respReq struct {
-	name string   // upper case; "" when not known
-	exec bool     // an EXEC ending a MULTI: a null reply means nothing ran
-	last bool     // replies stop pairing with requests from this one's reply on
-	cut  *Pending // armed cut; guarded by respConn.mu
+	name string // upper case; "" when not known
+	exec bool   // an EXEC ending a MULTI: a null reply means nothing ran
+	last bool   // replies stop pairing with requests from this one's reply on
+	replyCut
 }
 
 type respConn struct {
@@ -139,10 +130,9 @@ type respConn struct {
 	// Upstream goroutine only.
 	multi bool
 	block strings.Builder // commands queued in the open MULTI
-	last  *respReq        // the request of the last point returned
 
-	mu    sync.Mutex
-	queue []*respReq // sent, awaiting their replies, in order
+	lastArmed            // its mu guards the fields below
+	queue     []*respReq // sent, awaiting their replies, in order
 }
 
 // respReqFramer frames client-to-server bytes.
@@ -476,7 +466,7 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 	c.queue = append(c.queue, r)
 	c.mu.Unlock()
 	if p != nil {
-		c.last = r
+		c.last = &r.replyCut
 	}
 	return p
 }
@@ -516,17 +506,6 @@ func plainWord(s string) bool {
 			return false
 		}
 	}
-	return true
-}
-
-// ExpectCut implements Conn.
-func (c *respConn) ExpectCut(_ *Point, p *Pending) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.last == nil || c.last.cut != nil {
-		return false
-	}
-	c.last.cut = p
 	return true
 }
 
