@@ -49,7 +49,11 @@ import (
 // whole envelopes, and an envelope too long for one segment spans several that are not
 // self-contained. A segment is one unit: a drop drops the whole segment, and a segment
 // that carries several writes can be dropped (none of them applied) but not cut, since
-// one reply would not prove the others. A STARTUP that negotiates compression, a
+// one reply would not prove the others. Long envelopes follow the rule of framer.go, in
+// both framings: requests that may be points and replies that may be proofs matter (all
+// but rows nobody waits for), and an envelope that streams spans its segments one by one
+// as they come; one that matters is gathered from its segments whole. A STARTUP that
+// negotiates compression, a
 // compressed v4 body, and bytes that do not frame or fail a checksum switch a direction
 // to pass-through for good. Once the replies pass through, no cut can be proven and none
 // is armed.
@@ -131,12 +135,6 @@ const (
 	cqlMaxPayload = 1<<17 - 1
 	// cqlMaxBody bounds an envelope's body (the protocol's own limit: 256 MB).
 	cqlMaxBody = 256 << 20
-	// cqlStreamAbove: longer envelopes that never matter (rows of a large read) pass on
-	// in pieces instead of being buffered whole.
-	cqlStreamAbove = 64 << 10
-	// cqlMaxWhole: an envelope that matters is buffered whole up to this size; past it,
-	// it streams on unjudged rather than pinning memory.
-	cqlMaxWhole = 64 << 20
 	// cqlMaxText bounds the statement text kept per prepared id or batch.
 	cqlMaxText = 64 << 10
 	// cqlMaxPreparing bounds the PREPAREs of one connection awaiting their reply.
@@ -230,8 +228,8 @@ type cqlFramer struct {
 	phase    cqlPhase
 	matters  func(cqlHeader) bool
 
-	skip  int // unframed: bytes left of an envelope streamed through
-	chain int // framed: envelope bytes left, in segments streamed through one by one
+	lf    lengthFramer // unframed envelopes
+	chain int          // framed: envelope bytes left, in segments streamed through one by one
 
 	// framed: a long envelope being gathered whole from its segments, resumed where
 	// the last call stopped (the input then starts at the same byte).
@@ -250,11 +248,8 @@ func (f *cqlFramer) next(b []byte) (cqlUnit, bool) {
 	switch {
 	case f.phase == cqlOpaque:
 		return cqlUnit{n: len(b), opaque: true}, true
-	case f.skip > 0:
-		n := min(f.skip, len(b))
-		f.skip -= n
-		return cqlUnit{n: n, piece: true}, true
-	case f.phase == cqlEnvelopes:
+	case f.phase == cqlEnvelopes || f.lf.skip > 0:
+		// An envelope streaming through when the segments start still ends first.
 		return f.envelope(b)
 	}
 	return f.segment(b)
@@ -262,7 +257,7 @@ func (f *cqlFramer) next(b []byte) (cqlUnit, bool) {
 
 func (f *cqlFramer) opaque(b []byte) (cqlUnit, bool) {
 	f.phase = cqlOpaque
-	f.skip, f.chain, f.gathering = 0, 0, false
+	f.lf.skip, f.chain, f.gathering = 0, 0, false
 	return cqlUnit{n: len(b), opaque: true}, true
 }
 
@@ -271,24 +266,23 @@ func (f *cqlFramer) wants(h cqlHeader) bool {
 }
 
 func (f *cqlFramer) envelope(b []byte) (cqlUnit, bool) {
-	if len(b) < cqlHeaderLen {
+	var h cqlHeader
+	k, n, ok := f.lf.next(b, cqlHeaderLen, func(hb []byte) (int, bool, bool) {
+		var ok bool
+		h, ok = parseCQLHeader(hb, f.response, false)
+		return cqlHeaderLen + h.length, f.wants(h), ok
+	})
+	switch {
+	case !ok:
 		return cqlUnit{}, false
-	}
-	h, ok := parseCQLHeader(b, f.response, false)
-	if !ok {
+	case k == unitOpaque:
 		return f.opaque(b)
-	}
-	total := cqlHeaderLen + h.length
-	// Decided on the header alone, so that any chunking gives the same units.
-	if total > cqlMaxWhole || (total > cqlStreamAbove && !f.wants(h)) {
-		n := min(total, len(b))
-		f.skip = total - n
+	case k == unitHead:
 		return cqlUnit{n: n, piece: true, head: &h}, true
+	case k == unitPiece:
+		return cqlUnit{n: n, piece: true}, true
 	}
-	if len(b) < total {
-		return cqlUnit{}, false
-	}
-	return cqlUnit{n: total, envs: []cqlEnvelope{{cqlHeader: h, body: b[cqlHeaderLen:total]}}}, true
+	return cqlUnit{n: n, envs: []cqlEnvelope{{cqlHeader: h, body: b[cqlHeaderLen:n]}}}, true
 }
 
 // segHeader checks the segment header at the start of b (at least 6 bytes).
@@ -361,7 +355,7 @@ func (f *cqlFramer) segment(b []byte) (cqlUnit, bool) {
 	if total <= plen {
 		return f.opaque(b)
 	}
-	if total > cqlMaxWhole || !f.wants(h) {
+	if streams(total, f.wants(h)) {
 		f.chain = total - plen
 		return cqlUnit{n: size, piece: true, head: &h}, true
 	}

@@ -260,7 +260,7 @@ func runCQLFramer(f *cqlFramer, chunks [][]byte) []cqlUnitRec {
 				opaque = append(opaque, raw...)
 			case u.piece:
 				piece = append(piece, raw...)
-				if f.skip == 0 && f.chain == 0 {
+				if f.lf.skip == 0 && f.chain == 0 {
 					out = append(out, cqlUnitRec{Piece: true, Raw: string(piece)})
 					piece = nil
 				}

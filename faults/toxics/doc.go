@@ -41,10 +41,15 @@
 //   - Framer: split each direction into messages whatever the chunking (a message may
 //     arrive one byte at a time, or many in one chunk). Request and Reply return 0 until
 //     a whole unit is there; the halves buffer. A request that may be a commit point
-//     must be consumed whole, so it can be dropped whole. Long messages that never
-//     matter may be consumed in pieces. Bytes that do not frame switch that direction to
-//     pass-through for good (return len(b), never a point): a guess could cut the wrong
-//     reply. Never panic, never keep b.
+//     must be consumed whole, so it can be dropped whole. A protocol whose messages
+//     start with their length uses lengthFramer (framer.go) and says only how to read a
+//     header: its length, and whether the message matters (may be a point or a proof).
+//     The framer owns the one rule for long messages: buffered whole up to 64 MiB when
+//     they matter, streamed through in pieces, unjudged, past that or past 64 KiB when
+//     they do not, decided on the header alone so that any chunking frames the same.
+//     Bytes that do not frame switch that direction to pass-through for good (return
+//     len(b), never a point): a guess could cut the wrong reply. Never panic, never
+//     keep b.
 //   - Matcher, requests: return a *Point for a request whose execution commits: Default
 //     when it counts without a user match function, Text for the match function.
 //     Know what a commit is in that protocol: PostgreSQL's COMMIT or an autocommit

@@ -92,7 +92,7 @@ func runFramer(f *pgFramer, chunks [][]byte) []framed {
 			switch fr.kind {
 			case framePartial:
 				piece = append(piece, raw...)
-				if f.skip == 0 {
+				if f.lf.skip == 0 {
 					out = append(out, framed{Kind: frameMessage, Typ: fr.typ, Raw: string(piece)})
 					piece = nil
 				}

@@ -54,7 +54,7 @@ func (Postgres) NewConn() Conn {
 
 func pgRequestMatters(t byte) bool {
 	switch t {
-	case 'Q', 'P', 'B', 'E', 'S', 'C', 'F':
+	case 'Q', 'P', 'B', 'E', 'S', 'C', 'D', 'H', 'F':
 		return true
 	}
 	return false

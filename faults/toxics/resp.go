@@ -32,8 +32,9 @@ import (
 // the server refuses (NOAUTH) leaves later writes unjudged until the EXEC, which then
 // fails and is released.
 //
-// A request longer than 64 MB is passed on in pieces unjudged (never a point), so that
-// one huge value cannot pin memory; it still counts in the pairing.
+// A request longer than 64 MiB (maxWhole, the rule of framer.go) is passed on in pieces
+// unjudged (never a point), so that one huge value cannot pin memory; it still counts in
+// the pairing. Replies are never buffered beyond one header line.
 //
 // Pairing (downstream): RESP replies carry no request id, so the replies are paired with
 // the requests in order, per connection. A push frame (">") is not a reply; an attribute
@@ -60,7 +61,7 @@ func (Resp) Name() string { return "resp" }
 
 // NewConn implements Protocol.
 func (Resp) NewConn() Conn {
-	return &respConn{up: respReqFramer{maxWhole: respMaxWhole}}
+	return &respConn{up: respReqFramer{maxWhole: maxWhole}}
 }
 
 const (
@@ -71,8 +72,6 @@ const (
 	// respMaxBulk is Redis's default proto-max-bulk-len: longer bulk strings in a
 	// request are refused.
 	respMaxBulk = 512 << 20
-	// respMaxWhole bounds a request buffered whole to be judged.
-	respMaxWhole = 64 << 20
 	// respMaxCount bounds a reply aggregate's element count, far above what a server
 	// sends, so that counts never overflow.
 	respMaxCount = 1 << 40
@@ -138,7 +137,7 @@ type respConn struct {
 // respReqFramer frames client-to-server bytes.
 type respReqFramer struct {
 	opaque   bool
-	maxWhole int
+	maxWhole int // framer.go's maxWhole; tests lower it
 
 	// A request array not yet whole: its scan resumes where it stopped, since every call
 	// starts at the same request.
@@ -220,7 +219,8 @@ func (c *respConn) Request(b []byte) (int, *Point) {
 		next := data + int(n) + 2
 		if next > f.maxWhole {
 			// Decided on the declared sizes, not on what has arrived, so that any
-			// chunking of the same bytes gives the same verdict.
+			// chunking of the same bytes gives the same verdict (framer.go's rule:
+			// every request matters).
 			return c.startStream(b), nil
 		}
 		if next > len(b) {

@@ -183,7 +183,7 @@ func TestRespRequestFraming(t *testing.T) {
 // plain), feeds the chunks to Reply as the downstream toxic does and returns the
 // verdicts other than Pass, with the number of replies started.
 func respReplyTrace(reqs []string, chunks [][]byte) []string {
-	c := newRespConn(respMaxWhole)
+	c := newRespConn(maxWhole)
 	pend := map[*Pending]int{}
 	for i, r := range reqs {
 		q := &respReq{name: "X", exec: strings.HasPrefix(r, "exec")}
