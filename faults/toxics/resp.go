@@ -541,35 +541,17 @@ func crlf(b []byte, from int) int {
 	return -1
 }
 
-// Reply implements Conn.
+// Reply implements Conn. It frames one token at a time; the first token of a top-level
+// value that is neither a push nor an attribute starts a reply, judged against the
+// request it answers.
 func (c *respConn) Reply(b []byte) (int, Verdict) {
 	f := &c.down
 	if len(b) == 0 {
 		return 0, Verdict{}
 	}
-	if f.opaque {
-		return len(b), Verdict{}
-	}
-	if f.bulk > 0 {
-		n := int(min(f.bulk, int64(len(b))))
-		f.bulk -= int64(n)
-		if f.bulk == 0 {
-			f.done(false)
-		}
+	if n, ok := f.inside(b); ok {
 		return n, Verdict{}
 	}
-	if f.line {
-		i := crlf(b[:min(len(b), respMaxInline+2)], 0)
-		if i >= 0 {
-			f.line = false
-			f.done(false)
-			return i + 2, Verdict{}
-		}
-		// Keep a last "\r": its "\n" may be next.
-		n := min(len(b), respMaxInline+2) - 1
-		return n, Verdict{}
-	}
-
 	top := len(f.stack) == 0
 	typ := b[0]
 	n, tag, null, ok := f.token(b)
@@ -586,62 +568,101 @@ func (c *respConn) Reply(b []byte) (int, Verdict) {
 	}
 	switch typ {
 	case '>':
-		f.push = true
-		if len(f.stack) == 0 {
-			f.push = false // an empty push: already over
-		}
+		f.push = len(f.stack) > 0 // an empty push is already over
 		return n, Verdict{}
 	case '|':
-		if f.attr {
-			return n, Verdict{}
-		}
-		f.attr = true
-		c.mu.Lock()
-		armed := len(c.queue) > 0 && c.queue[0].cut != nil
-		c.mu.Unlock()
-		if armed {
-			f.holdAttr = true
-			return n, Verdict{Action: Hold}
-		}
-		return n, Verdict{}
+		return n, c.attribute()
 	}
-	// The first token of a reply: judge it against the request it answers.
+	return c.reply(b, n, typ, tag, null)
+}
+
+// inside consumes bytes that continue a value already started: everything once the
+// replies stopped framing, a blob's payload, a piece of a long simple line. False when
+// b starts a token.
+func (f *respReplyFramer) inside(b []byte) (int, bool) {
+	switch {
+	case f.opaque:
+		return len(b), true
+	case f.bulk > 0:
+		n := int(min(f.bulk, int64(len(b))))
+		f.bulk -= int64(n)
+		if f.bulk == 0 {
+			f.done(false)
+		}
+		return n, true
+	case f.line:
+		i := crlf(b[:min(len(b), respMaxInline+2)], 0)
+		if i >= 0 {
+			f.line = false
+			f.done(false)
+			return i + 2, true
+		}
+		// Keep a last "\r": its "\n" may be next.
+		return min(len(b), respMaxInline+2) - 1, true
+	}
+	return 0, false
+}
+
+// attribute judges a top-level attribute frame: it belongs to the reply that follows,
+// so it is held when that reply's request has an armed cut.
+func (c *respConn) attribute() Verdict {
+	f := &c.down
+	if f.attr {
+		return Verdict{}
+	}
+	f.attr = true
+	c.mu.Lock()
+	armed := len(c.queue) > 0 && c.queue[0].cut != nil
+	c.mu.Unlock()
+	if armed {
+		f.holdAttr = true
+		return Verdict{Action: Hold}
+	}
+	return Verdict{}
+}
+
+// reply judges the first token of a reply, n bytes at the start of b, against the
+// request it answers: the oldest one awaiting its reply.
+func (c *respConn) reply(b []byte, n int, typ byte, tag string, null bool) (int, Verdict) {
+	f := &c.down
 	held := f.holdAttr
 	f.attr, f.holdAttr = false, false
 	f.replies++
-	c.mu.Lock()
-	var r *respReq
-	if len(c.queue) > 0 {
-		r = c.queue[0]
-		c.queue[0] = nil
-		c.queue = c.queue[1:]
+	r, p := c.answered()
+	release := Verdict{}
+	if held {
+		release.Action = Release
 	}
-	var p *Pending
-	if r != nil {
-		p, r.cut = r.cut, nil
-	}
-	c.mu.Unlock()
 	if r != nil && r.last {
 		// This reply and all after it pass unjudged.
 		f.opaque = true
-		if held {
-			return len(b), Verdict{Action: Release}
-		}
-		return len(b), Verdict{}
-	}
-	if p == nil {
-		if held {
-			return n, Verdict{Action: Release}
-		}
-		return n, Verdict{}
+		return len(b), release
 	}
 	switch {
+	case p == nil:
+		return n, release
 	case typ == '-' || typ == '!':
 		return n, Verdict{Action: Release, Pending: p}
 	case r.exec && null:
 		return n, Verdict{Action: Release, Pending: p}
 	}
 	return n, Verdict{Action: Cut, Pending: p, Tag: tag}
+}
+
+// answered takes the oldest request awaiting its reply off the queue, with its armed
+// cut; nil when none awaits.
+func (c *respConn) answered() (*respReq, *Pending) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return nil, nil
+	}
+	r := c.queue[0]
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	p := r.cut
+	r.cut = nil
+	return r, p
 }
 
 // token consumes one token at the start of b (not inside a blob or a long line). It
