@@ -325,24 +325,18 @@ func TestCapLimitsFires(t *testing.T) {
 }
 
 func TestGarbageNeverPanics(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 9))
-	for i := 0; i < 2000; i++ {
-		c, _ := newCommits(t, int64(i), nil)
-		c.Faults.Mixed.Set(1, 0)
-		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
-		if i%2 == 0 {
+	checkGarbage(t, garbageRun{
+		proto: Postgres{}, seed: 9, iterations: 2000,
+		hello: func(h *harness, i int) {
+			if i%2 == 0 {
+				startupExchange(h)
+			}
+		},
+		garbage: func(rng *rand.Rand, _ int) ([]byte, bool) { return randomBytes(rng, 200), false },
+		good: func(h *harness) string {
 			startupExchange(h)
-		}
-		for j := 0; j < 4; j++ {
-			b := make([]byte, rng.IntN(200))
-			for k := range b {
-				b[k] = byte(rng.IntN(256))
-			}
-			if rng.IntN(2) == 0 {
-				h.client(b)
-			} else {
-				h.server(b)
-			}
-		}
-	}
+			step{pgQuery("update t set x = 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
+			return "update t set x = 1"
+		},
+	})
 }

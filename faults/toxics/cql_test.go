@@ -799,43 +799,39 @@ func TestCQLDecisionsAreSeeded(t *testing.T) {
 }
 
 func TestCQLGarbageNeverPanics(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 5))
 	pieces := [][]byte{
 		cqlQuery(1, "INSERT INTO t (k) VALUES (1)"), cqlVoid(1), cqlLWT(1, true),
 		cqlFramed(cqlMaxPayload, cqlQueryV(5, 1, "UPDATE t SET x = 1")), cqlPrepared(1, []byte{1}),
 		cqlExecuteReq(1, []byte{1}), cqlBatchReq(1, 0, batchEntry{id: []byte{1}}),
 	}
-	for i := 0; i < 3000; i++ {
-		c, _ := newCQLCommits(t, int64(i), nil)
-		c.Faults.Mixed.Set(1, 0)
-		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
-		switch i % 3 {
-		case 1:
+	const insert = "INSERT INTO ks.t (k, v) VALUES (1, 2)"
+	checkGarbage(t, garbageRun{
+		proto: CQL{}, seed: 5, iterations: 3000,
+		hello: func(h *harness, i int) {
+			switch i % 3 {
+			case 1:
+				cqlHandshake(h, 4)
+			case 2:
+				cqlHandshake(h, 5)
+			}
+		},
+		garbage: func(rng *rand.Rand, _ int) ([]byte, bool) {
+			if rng.IntN(2) == 1 {
+				return randomBytes(rng, 200), false
+			}
+			// A valid message with random bytes flipped.
+			b := append([]byte(nil), pieces[rng.IntN(len(pieces))]...)
+			for k := rng.IntN(4); k > 0; k-- {
+				b[rng.IntN(len(b))] = byte(rng.IntN(256))
+			}
+			return b, true
+		},
+		good: func(h *harness) string {
 			cqlHandshake(h, 4)
-		case 2:
-			cqlHandshake(h, 5)
-		}
-		for j := 0; j < 4; j++ {
-			var b []byte
-			if rng.IntN(2) == 0 {
-				// A valid message with random bytes flipped.
-				b = append(b, pieces[rng.IntN(len(pieces))]...)
-				for k := rng.IntN(4); k > 0; k-- {
-					b[rng.IntN(len(b))] = byte(rng.IntN(256))
-				}
-			} else {
-				b = make([]byte, rng.IntN(200))
-				for k := range b {
-					b[k] = byte(rng.IntN(256))
-				}
-			}
-			if rng.IntN(2) == 0 {
-				h.client(b)
-			} else {
-				h.server(b)
-			}
-		}
-	}
+			step{cqlQuery(2, insert), cqlVoid(2)}.run(h)
+			return insert
+		},
+	})
 }
 
 // Fuzz targets: every input must frame the same whatever the chunking, without panic,

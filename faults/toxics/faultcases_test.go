@@ -3,6 +3,8 @@ package toxics
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -110,4 +112,71 @@ func checkSeededDecisions(t *testing.T, decisions func(seed int64, n int) []Kind
 	if count[0] < 10 || count[0] > 60 || count[CommitCut] < 50 || count[CommitDrop] < 50 {
 		t.Errorf("decisions %v: want about 32 none and 84 of each fault", count)
 	}
+}
+
+// garbageRun is how checkGarbage drives one protocol.
+type garbageRun struct {
+	proto      Protocol
+	seed       uint64
+	iterations int
+	// hello runs the handshake, if any, of the i-th garbage connection.
+	hello func(h *harness, i int)
+	// garbage returns the j-th piece of garbage of a connection, and whether it is a
+	// damaged valid message (which may still be a real commit point).
+	garbage func(rng *rand.Rand, j int) (b []byte, damaged bool)
+	// good runs a valid exchange with one write on a new connection and returns a
+	// word its event's statement must hold.
+	good func(h *harness) string
+}
+
+// checkGarbage feeds each of r.iterations connections random bytes in both directions,
+// in random chunks, with every commit fault armed. Nothing may panic, and a connection
+// of pure garbage records no event: garbage is never a commit point. Then the same
+// proxy must still serve a good client: a write on a new connection is dropped, with
+// one event that names it.
+func checkGarbage(t *testing.T, r garbageRun) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(r.seed, r.seed))
+	for i := 0; i < r.iterations; i++ {
+		c, evs := newProtoCommits(t, r.proto, int64(i), nil)
+		c.Faults.Mixed.Set(1, 0)
+		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
+		if r.hello != nil {
+			r.hello(h, i)
+		}
+		damaged := false
+		for j := 0; j < 4; j++ {
+			b, d := r.garbage(rng, j)
+			damaged = damaged || d
+			if rng.IntN(2) == 0 {
+				h.client(b)
+			} else {
+				h.server(b)
+			}
+		}
+		if !damaged && len(*evs) > 0 {
+			t.Fatalf("connection %d: garbage made events %+v", i, *evs)
+		}
+
+		c.Faults.Mixed.Disarm()
+		c.Faults.Drop.Set(1, 0)
+		before := len(*evs)
+		g := newHarness(t, c, uint64(i)+1<<32, 1+rng.IntN(64))
+		want := r.good(g)
+		if len(*evs) != before+1 || !g.up.closed {
+			t.Fatalf("connection %d: after garbage, a good write made events %+v (closed %v), want one drop", i, (*evs)[before:], g.up.closed)
+		}
+		if e := (*evs)[before]; e.Kind != CommitDrop || !strings.Contains(e.Statement, want) || e.ConnIndex != uint64(1) {
+			t.Fatalf("connection %d: after garbage, event %+v, want a drop of %q on the proxy's second connection", i, e, want)
+		}
+	}
+}
+
+// randomBytes returns up to max random bytes.
+func randomBytes(rng *rand.Rand, max int) []byte {
+	b := make([]byte, rng.IntN(max))
+	for k := range b {
+		b[k] = byte(rng.IntN(256))
+	}
+	return b
 }

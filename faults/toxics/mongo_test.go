@@ -345,33 +345,25 @@ func TestMongoDecisionsAreSeeded(t *testing.T) {
 }
 
 func TestMongoGarbageNeverPanics(t *testing.T) {
-	rng := rand.New(rand.NewPCG(12, 12))
 	fam := mongoFindAndModify(t, 5)
-	for i := 0; i < 2000; i++ {
-		c, _ := newProtoCommits(t, Mongo{}, int64(i), nil)
-		c.Faults.Mixed.Set(1, 0)
-		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
-		for j := 0; j < 4; j++ {
-			var b []byte
-			if j%2 == 0 {
-				// A valid message with random bytes written over part of it.
-				b = append([]byte(nil), fam...)
-				for k := 0; k < 1+rng.IntN(4); k++ {
-					b[16+rng.IntN(len(b)-16)] = byte(rng.IntN(256))
-				}
-			} else {
-				b = make([]byte, rng.IntN(200))
-				for k := range b {
-					b[k] = byte(rng.IntN(256))
-				}
+	checkGarbage(t, garbageRun{
+		proto: Mongo{}, seed: 12, iterations: 2000,
+		garbage: func(rng *rand.Rand, j int) ([]byte, bool) {
+			if j%2 == 1 {
+				return randomBytes(rng, 200), false
 			}
-			if rng.IntN(2) == 0 {
-				h.client(b)
-			} else {
-				h.server(b)
+			// A valid message with random bytes written over part of it.
+			b := append([]byte(nil), fam...)
+			for k := 0; k < 1+rng.IntN(4); k++ {
+				b[16+rng.IntN(len(b)-16)] = byte(rng.IntN(256))
 			}
-		}
-	}
+			return b, true
+		},
+		good: func(h *harness) string {
+			step{fam, nil}.run(h)
+			return "findAndModify"
+		},
+	})
 }
 
 func TestBSONWalkRejectsBadDocuments(t *testing.T) {

@@ -459,27 +459,21 @@ func TestRespDecisionsAreSeeded(t *testing.T) {
 }
 
 func TestRespGarbageNeverPanics(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 11))
-	for i := 0; i < 2000; i++ {
-		c, _ := newProtoCommits(t, Resp{}, int64(i), nil)
-		c.Faults.Mixed.Set(1, 0)
-		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
-		for j := 0; j < 4; j++ {
-			b := make([]byte, rng.IntN(200))
-			for k := range b {
-				b[k] = byte(rng.IntN(256))
-			}
+	checkGarbage(t, garbageRun{
+		proto: Resp{}, seed: 11, iterations: 2000,
+		garbage: func(rng *rand.Rand, j int) ([]byte, bool) {
+			b := randomBytes(rng, 200)
 			if j%2 == 0 && len(b) > 0 {
 				// Plausible starts reach deeper into the framers.
 				b[0] = "*$+-:>|%~_#,(!="[rng.IntN(15)]
 			}
-			if rng.IntN(2) == 0 {
-				h.client(b)
-			} else {
-				h.server(b)
-			}
-		}
-	}
+			return b, false
+		},
+		good: func(h *harness) string {
+			step{respCmd("SET", "k", "v"), []byte("+OK\r\n")}.run(h)
+			return "SET k v"
+		},
+	})
 }
 
 // fuzzHarness runs a client stream and then a server stream through both halves with
