@@ -272,12 +272,15 @@ func rawExpectCut(addr, msg string) (string, error) {
 
 // TestRespGarbageNeverPanics sends random bytes through the proxy from either side: the
 // client's to a real Redis, and a listener's that answers anything with random bytes.
+// Garbage is never a commit point; afterwards the proxy still finds a good client's
+// write, drops it once as armed, and then serves it.
 func TestRespGarbageNeverPanics(t *testing.T) {
 	r := startRedis(t)
 	garbage := randomServer(t)
 	ctx := context.Background()
 	for _, upstream := range []string{r.Addr, garbage} {
-		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Resp{}, Seed: 1})
+		log := &events{}
+		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Resp{}, Seed: 1, Events: log.add})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,9 +294,19 @@ func TestRespGarbageNeverPanics(t *testing.T) {
 			}
 			sendGarbage(t, px.Addr(), b)
 		}
+		if evs := log.all(); len(evs) != 0 {
+			t.Fatalf("garbage made events: %+v", evs)
+		}
 		if upstream == r.Addr {
 			c, _ := redisVia(t, px.Addr())
 			px.Faults().Mixed.Disarm()
+			px.Faults().Drop.Set(1, 1)
+			if err := c.Set(ctx, "after-garbage", 1, 0).Err(); err == nil {
+				t.Fatalf("after garbage: a SET armed to drop succeeded")
+			}
+			if evs := log.all(); len(evs) != 1 || evs[0].Kind != toxics.CommitDrop || evs[0].Statement != "SET after-garbage 1" {
+				t.Fatalf("after garbage: events %+v, want the SET dropped", evs)
+			}
 			if err := c.Set(ctx, "after-garbage", 1, 0).Err(); err != nil {
 				t.Fatalf("after garbage: %v", err)
 			}
