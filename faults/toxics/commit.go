@@ -90,6 +90,7 @@ const (
 
 // Verdict is a protocol's judgement of the bytes a Reply consumed.
 type Verdict struct {
+	// Action is what the downstream half does with the bytes.
 	Action Action
 	// Pending is the armed cut this verdict resolves (Cut, and Release when one ends).
 	Pending *Pending
@@ -149,10 +150,6 @@ func NewCommits(cfg Config) (*Commits, error) {
 	return &Commits{cfg: cfg}, nil
 }
 
-// Protocol returns the protocol the proxy speaks: the configured one, with the state it
-// keeps per proxy (CQL's prepared ids).
-func (c *Commits) Protocol() Protocol { return c.cfg.Protocol }
-
 // Names of the toxics in toxiproxy's registry and on a proxy.
 const (
 	// DropToxic is the upstream half. It sees the requests, finds commit points, makes
@@ -165,12 +162,12 @@ const (
 
 var registerOnce sync.Once
 
-// Register adds the commit toxics to toxiproxy's registry, once per process, so that a
-// proxy and its HTTP API know their type names. Install calls it.
-func Register() {
+// register adds the commit toxics to toxiproxy's registry, once per process, so that a
+// proxy and its HTTP API know their type names.
+func register() {
 	registerOnce.Do(func() {
-		tp.Register(DropToxic, new(DropHalf))
-		tp.Register(CutToxic, new(CutHalf))
+		tp.Register(DropToxic, new(dropHalf))
+		tp.Register(CutToxic, new(cutHalf))
 	})
 }
 
@@ -181,7 +178,7 @@ func Register() {
 // c.Faults instead. Call Accepted for every accepted client, before its links start,
 // to name it in events.
 func (c *Commits) Install(tc *toxiproxy.ToxicCollection) error {
-	Register()
+	register()
 	for _, h := range []struct {
 		typ, stream string
 	}{{DropToxic, "upstream"}, {CutToxic, "downstream"}} {
@@ -191,9 +188,9 @@ func (c *Commits) Install(tc *toxiproxy.ToxicCollection) error {
 			return fmt.Errorf("install %s toxic: %w", h.typ, err)
 		}
 		switch t := w.Toxic.(type) {
-		case *DropHalf:
+		case *dropHalf:
 			t.commits = c
-		case *CutHalf:
+		case *cutHalf:
 			t.commits = c
 		}
 	}
@@ -346,15 +343,15 @@ func (c *Commits) decide(s *session, p *Point) (Kind, *Knob) {
 	return c.Faults.choose(u, func() bool { return s.rng.IntN(2) == 0 })
 }
 
-// DropHalf is the upstream (client to server) commit toxic; see DropToxic. Only its
+// dropHalf is the upstream (client to server) commit toxic; see DropToxic. Only its
 // instances installed by Commits.Install act: added through the HTTP API it passes
 // bytes through untouched, since it has no Commits to report to.
-type DropHalf struct {
+type dropHalf struct {
 	commits *Commits
 }
 
-// CutHalf is the downstream (server to client) commit toxic; see CutToxic and DropHalf.
-type CutHalf struct {
+// cutHalf is the downstream (server to client) commit toxic; see CutToxic and dropHalf.
+type cutHalf struct {
 	commits *Commits
 }
 
@@ -373,7 +370,7 @@ type downState struct {
 }
 
 // NewState implements toxiproxy's StatefulToxic.
-func (t *DropHalf) NewState() any {
+func (t *dropHalf) NewState() any {
 	if t.commits == nil {
 		return nil
 	}
@@ -381,7 +378,7 @@ func (t *DropHalf) NewState() any {
 }
 
 // NewState implements toxiproxy's StatefulToxic.
-func (t *CutHalf) NewState() any {
+func (t *cutHalf) NewState() any {
 	if t.commits == nil {
 		return nil
 	}
@@ -391,7 +388,7 @@ func (t *CutHalf) NewState() any {
 // Pipe implements toxiproxy's Toxic. All framing state lives in stub.State, so an
 // interrupt (toxiproxy restarts Pipe whenever a toxic is added or removed) resumes
 // mid-message.
-func (t *DropHalf) Pipe(stub *tp.ToxicStub) {
+func (t *dropHalf) Pipe(stub *tp.ToxicStub) {
 	st, ok := stub.State.(*upState)
 	if !ok || t.commits == nil {
 		new(tp.NoopToxic).Pipe(stub)
@@ -421,7 +418,7 @@ func (t *DropHalf) Pipe(stub *tp.ToxicStub) {
 
 // Cleanup implements toxiproxy's CleanupToxic: when the toxic is removed, bytes it
 // holds go on unjudged.
-func (t *DropHalf) Cleanup(stub *tp.ToxicStub) {
+func (t *dropHalf) Cleanup(stub *tp.ToxicStub) {
 	if st, ok := stub.State.(*upState); ok && !st.closed && len(st.buf) > 0 {
 		stub.Output <- &stream.StreamChunk{Data: st.buf, Timestamp: time.Now()}
 		st.buf = nil
@@ -487,8 +484,8 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 	}
 }
 
-// Pipe implements toxiproxy's Toxic; see DropHalf.Pipe.
-func (t *CutHalf) Pipe(stub *tp.ToxicStub) {
+// Pipe implements toxiproxy's Toxic; see dropHalf.Pipe.
+func (t *cutHalf) Pipe(stub *tp.ToxicStub) {
 	st, ok := stub.State.(*downState)
 	if !ok || t.commits == nil {
 		new(tp.NoopToxic).Pipe(stub)
@@ -520,8 +517,8 @@ func (t *CutHalf) Pipe(stub *tp.ToxicStub) {
 	}
 }
 
-// Cleanup implements toxiproxy's CleanupToxic; see DropHalf.Cleanup.
-func (t *CutHalf) Cleanup(stub *tp.ToxicStub) {
+// Cleanup implements toxiproxy's CleanupToxic; see dropHalf.Cleanup.
+func (t *cutHalf) Cleanup(stub *tp.ToxicStub) {
 	if st, ok := stub.State.(*downState); ok && !st.closed {
 		if rest := append(st.held, st.buf...); len(rest) > 0 {
 			stub.Output <- &stream.StreamChunk{Data: rest, Timestamp: time.Now()}

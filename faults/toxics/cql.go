@@ -39,19 +39,18 @@ import (
 // Framing: v3 and v4 messages are envelopes with a 9-byte header (version with the
 // direction bit 0x80 on replies, flags, stream id, opcode, body length). In v5 the
 // STARTUP, any OPTIONS before it and their replies are unframed envelopes too; after the
-// server's READY or AUTHENTICATE answers a v5 STARTUP, both directions carry segments
-// (a 6-byte header with a CRC24, the payload, its CRC32): a self-contained segment holds
+// server's READY or AUTHENTICATE answers a v5 STARTUP, both directions carry segments (a
+// 6-byte header with a CRC24, the payload, its CRC32): a self-contained segment holds
 // whole envelopes, and an envelope too long for one segment spans several that are not
 // self-contained. A segment is one unit: a drop drops the whole segment, and a segment
 // that carries several writes can be dropped (none of them applied) but not cut, since
-// one reply would not prove the others. Long envelopes follow the rule of framer.go, in
-// both framings: requests that may be points and replies that may be proofs matter (all
-// but rows nobody waits for), and an envelope that streams spans its segments one by one
-// as they come; one that matters is gathered from its segments whole. A STARTUP that
-// negotiates compression, a
-// compressed v4 body, and bytes that do not frame or fail a checksum switch a direction
-// to pass-through for good. Once the replies pass through, no cut can be proven and none
-// is armed.
+// one reply would not prove the others. Long envelopes follow the package's one rule for
+// long messages (see Adding a protocol), in both framings: requests that may be points
+// and replies that may be proofs matter (all but rows nobody waits for), and an envelope
+// that streams spans its segments one by one as they come; one that matters is gathered
+// from its segments whole. A STARTUP that negotiates compression, a compressed v4 body,
+// and bytes that do not frame or fail a checksum switch a direction to pass-through for
+// good. Once the replies pass through, no cut can be proven and none is armed.
 //
 // Several writes in flight on one connection (pipelining) are each a point; a cut of one
 // closes the connection under the others, whose outcome then stays unknown and is not

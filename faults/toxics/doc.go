@@ -56,18 +56,21 @@
 //     write; for RESP a write command or EXEC outside MULTI; for MongoDB an OP_MSG write
 //     without a session transaction, or commitTransaction; for CQL a QUERY/EXECUTE/BATCH
 //     that writes (every CQL write is its own commit).
-//   - Matcher, replies: ExpectCut tells the protocol which request's reply to watch;
-//     the protocol must know which reply answers which request: PostgreSQL counts
-//     ReadyForQuery per query or Sync; RESP has no ids and answers in order (skip push
-//     '>' and attribute '|' frames); MongoDB's responseTo names the requestID; CQL's
-//     stream id names the request. For a watched reply return Hold until the commit is
+//   - Matcher, replies: ExpectCut arms the reply to the request whose Point Request
+//     returned last; the protocol must know which reply answers which request:
+//     PostgreSQL counts ReadyForQuery per query or Sync; RESP has no ids and answers in
+//     order (skip push '>' and attribute '|' frames); MongoDB's responseTo names the
+//     requestID; CQL's stream id names the request. A protocol whose replies come in
+//     the order of their requests embeds lastArmed, which is its ExpectCut. For a watched reply return Hold until the commit is
 //     proven (when one message alone does not prove it), then Cut with the Pending, or
 //     Release with it when the reply shows no commit (an error). Unwatched replies Pass.
 //     Shared state between Request and Reply needs a lock; each is called from one
 //     goroutine.
 //   - Tests: chunk every stream from 1 byte to 32 KiB and compare; fuzz the framer and
-//     both directions (see FuzzPostgres*); run the end-to-end tests of package faults
-//     against the real server.
+//     both directions (see FuzzPostgres*); run the fault cases (runFaultCases) and the
+//     garbage check (checkGarbage: garbage is never a point, and the proxy still serves
+//     a good client after it); run the end-to-end tests of package faults against the
+//     real server.
 //
 // Postgres is the first protocol; its documentation states its commit points and its
 // proof of commit.

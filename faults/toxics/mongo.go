@@ -16,11 +16,11 @@ import (
 // Every message starts with a 16-byte header (messageLength, requestID, responseTo,
 // opCode: little-endian int32). A length below 16 or above 48,000,000 bytes (MongoDB's
 // maxMessageSizeBytes) switches that direction to pass-through. Long messages follow the
-// rule of framer.go: an OP_MSG request, and the OP_MSG reply to a request whose cut is
-// armed, matter; other messages longer than 64 KiB stream through. An OP_MSG holds flagBits,
-// sections (kind 0: the body, one BSON document whose first key names the command; kind
-// 1: a document sequence, such as the "documents" of an insert or the "updates" of an
-// update) and an optional CRC-32C checksum.
+// package's one rule (see Adding a protocol): an OP_MSG request, and the OP_MSG reply to
+// a request whose cut is armed, matter; other messages longer than 64 KiB stream through.
+// An OP_MSG holds flagBits, sections (kind 0: the body, one BSON document whose first key
+// names the command; kind 1: a document sequence, such as the "documents" of an insert or
+// the "updates" of an update) and an optional CRC-32C checksum.
 //
 // Commit points (upstream), OP_MSG only:
 //   - insert, update, delete, findAndModify and bulkWrite outside a transaction: counts by

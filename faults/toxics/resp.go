@@ -32,9 +32,9 @@ import (
 // the server refuses (NOAUTH) leaves later writes unjudged until the EXEC, which then
 // fails and is released.
 //
-// A request longer than 64 MiB (maxWhole, the rule of framer.go) is passed on in pieces
-// unjudged (never a point), so that one huge value cannot pin memory; it still counts in
-// the pairing. Replies are never buffered beyond one header line.
+// A request longer than 64 MiB (the package's bound for a message judged whole) is passed
+// on in pieces unjudged (never a point), so that one huge value cannot pin memory; it
+// still counts in the pairing. Replies are never buffered beyond one header line.
 //
 // Pairing (downstream): RESP replies carry no request id, so the replies are paired with
 // the requests in order, per connection. A push frame (">") is not a reply; an attribute
