@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -101,4 +102,30 @@ func mergeOpaque(us []string) []string {
 		out = append(out, fmt.Sprintf("opaque:%d", total))
 	}
 	return out
+}
+
+// FuzzLengthFramer: any bytes frame the same whole and in chunks, and the units cover a
+// prefix of the input.
+func FuzzLengthFramer(f *testing.F) {
+	f.Add(append(testMsg('M', 10), testMsg('d', 7)...), uint64(1))
+	f.Add(append([]byte{'d', 0, 1, 0, 1}, bytes.Repeat([]byte{1}, 300)...), uint64(2))
+	f.Add([]byte{'X', 0, 0, 0, 5}, uint64(3))
+	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
+		whole := runLengthFramer([][]byte{data})
+		rng := rand.New(rand.NewPCG(seed, seed>>32))
+		chunked := runLengthFramer(chunk(rng, data, 1+int(seed%(32<<10))))
+		if !reflect.DeepEqual(mergeOpaque(whole), mergeOpaque(chunked)) {
+			t.Fatalf("whole %v, chunked %v", whole, chunked)
+		}
+		n := 0
+		for _, u := range mergeOpaque(whole) {
+			var k int
+			_, v, _ := strings.Cut(u, ":")
+			fmt.Sscan(v, &k)
+			n += k
+		}
+		if n > len(data) {
+			t.Fatalf("units cover %d bytes of %d", n, len(data))
+		}
+	})
 }
