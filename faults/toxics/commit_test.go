@@ -135,26 +135,7 @@ func join(steps []step, rep bool) []byte {
 }
 
 func TestHalvesPassEverythingWhenDisarmed(t *testing.T) {
-	for _, max := range []int{1, 3, 64, 32 << 10} {
-		c, evs := newCommits(t, 1, nil)
-		h := newHarness(t, c, uint64(max), max)
-		cli, srv := startupExchange(h)
-		steps := append(txSteps(), extendedSteps()...)
-		for _, s := range steps {
-			s.run(h)
-		}
-		gotUp, upClosed := drain(h.upOut)
-		gotDn, dnClosed := drain(h.dnOut)
-		if wantUp := append(cli, join(steps, false)...); !bytes.Equal(gotUp, wantUp) || upClosed {
-			t.Errorf("chunks %d: upstream forwarded %d bytes (closed %v), want %d", max, len(gotUp), upClosed, len(wantUp))
-		}
-		if wantDn := append(srv, join(steps, true)...); !bytes.Equal(gotDn, wantDn) || dnClosed {
-			t.Errorf("chunks %d: downstream forwarded %d bytes (closed %v), want %d", max, len(gotDn), dnClosed, len(wantDn))
-		}
-		if len(*evs) != 0 {
-			t.Errorf("events %v, want none", *evs)
-		}
-	}
+	checkPassesDisarmed(t, Postgres{}, []int{1, 3, 64, 32 << 10}, startupExchange, append(txSteps(), extendedSteps()...))
 }
 
 func TestCommitFaults(t *testing.T) {

@@ -564,29 +564,11 @@ func TestCQLPreparedIDsPerProxy(t *testing.T) {
 }
 
 func TestCQLHalvesPassEverythingWhenDisarmed(t *testing.T) {
+	steps := append(cqlLWTSteps([]byte("disarmed"), true),
+		step{cqlQuery(5, bigStmt[:66<<10]+"')"), cqlVoid(5)},
+		step{cqlQuery(6, "SELECT * FROM ks.big"), cqlRowsV(4, 6, 0, []string{"k", "v"}, [][]byte{{1}, bytes.Repeat([]byte("v"), 66<<10)})})
 	// Chunks of 2 bytes at most: the harness's channels hold 64Ki chunks.
-	for _, max := range []int{2, 3, 64, 32 << 10} {
-		c, evs := newCQLCommits(t, 1, nil)
-		h := newHarness(t, c, uint64(max), max)
-		cli, srv := cqlHandshake(h, 4)
-		steps := append(cqlLWTSteps([]byte("disarmed"), true),
-			step{cqlQuery(5, bigStmt[:66<<10]+"')"), cqlVoid(5)},
-			step{cqlQuery(6, "SELECT * FROM ks.big"), cqlRowsV(4, 6, 0, []string{"k", "v"}, [][]byte{{1}, bytes.Repeat([]byte("v"), 66<<10)})})
-		for _, s := range steps {
-			s.run(h)
-		}
-		gotUp, upClosed := drain(h.upOut)
-		gotDn, dnClosed := drain(h.dnOut)
-		if wantUp := append(cli, join(steps, false)...); !bytes.Equal(gotUp, wantUp) || upClosed {
-			t.Errorf("chunks %d: upstream forwarded %d bytes (closed %v), want %d", max, len(gotUp), upClosed, len(wantUp))
-		}
-		if wantDn := append(srv, join(steps, true)...); !bytes.Equal(gotDn, wantDn) || dnClosed {
-			t.Errorf("chunks %d: downstream forwarded %d bytes (closed %v), want %d", max, len(gotDn), dnClosed, len(wantDn))
-		}
-		if len(*evs) != 0 {
-			t.Errorf("events %v, want none", *evs)
-		}
-	}
+	checkPassesDisarmed(t, CQL{}, []int{2, 3, 64, 32 << 10}, func(h *harness) (cli, srv []byte) { return cqlHandshake(h, 4) }, steps)
 }
 
 func TestCQLCommitFaults(t *testing.T) {

@@ -180,3 +180,29 @@ func randomBytes(rng *rand.Rand, max int) []byte {
 	}
 	return b
 }
+
+// checkPassesDisarmed runs hello and then steps through fresh halves of proto with no
+// fault armed, in chunks of at most each of maxes bytes: both directions must forward
+// every byte, close nothing, and report no event.
+func checkPassesDisarmed(t *testing.T, proto Protocol, maxes []int, hello func(*harness) (cli, srv []byte), steps []step) {
+	t.Helper()
+	for _, max := range maxes {
+		c, evs := newProtoCommits(t, proto, 1, nil)
+		h := newHarness(t, c, uint64(max), max)
+		cli, srv := hello(h)
+		for _, s := range steps {
+			s.run(h)
+		}
+		gotUp, upClosed := drain(h.upOut)
+		gotDn, dnClosed := drain(h.dnOut)
+		if wantUp := append(cli, join(steps, false)...); !bytes.Equal(gotUp, wantUp) || upClosed {
+			t.Errorf("chunks %d: upstream forwarded %d bytes (closed %v), want %d", max, len(gotUp), upClosed, len(wantUp))
+		}
+		if wantDn := append(srv, join(steps, true)...); !bytes.Equal(gotDn, wantDn) || dnClosed {
+			t.Errorf("chunks %d: downstream forwarded %d bytes (closed %v), want %d", max, len(gotDn), dnClosed, len(wantDn))
+		}
+		if len(*evs) != 0 {
+			t.Errorf("events %v, want none", *evs)
+		}
+	}
+}
