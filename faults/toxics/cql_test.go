@@ -245,36 +245,31 @@ func envRec(e cqlEnvelope) string {
 
 func runCQLFramer(f *cqlFramer, chunks [][]byte) []cqlUnitRec {
 	var out []cqlUnitRec
-	var buf, piece, opaque []byte
-	for _, c := range chunks {
-		buf = append(buf, c...)
-		off := 0
-		for off < len(buf) {
-			u, ok := f.next(buf[off:])
-			if !ok {
-				break
-			}
-			raw := buf[off : off+u.n]
-			switch {
-			case u.opaque:
-				opaque = append(opaque, raw...)
-			case u.piece:
-				piece = append(piece, raw...)
-				if f.lf.skip == 0 && f.chain == 0 {
-					out = append(out, cqlUnitRec{Piece: true, Raw: string(piece)})
-					piece = nil
-				}
-			default:
-				r := cqlUnitRec{}
-				for _, e := range u.envs {
-					r.Envs = append(r.Envs, envRec(e))
-				}
-				out = append(out, r)
-			}
-			off += u.n
+	var piece, opaque []byte
+	feed(chunks, func(b []byte) int {
+		u, ok := f.next(b)
+		if !ok {
+			return 0
 		}
-		buf = buf[off:]
-	}
+		raw := b[:u.n]
+		switch {
+		case u.opaque:
+			opaque = append(opaque, raw...)
+		case u.piece:
+			piece = append(piece, raw...)
+			if f.lf.skip == 0 && f.chain == 0 {
+				out = append(out, cqlUnitRec{Piece: true, Raw: string(piece)})
+				piece = nil
+			}
+		default:
+			r := cqlUnitRec{}
+			for _, e := range u.envs {
+				r.Envs = append(r.Envs, envRec(e))
+			}
+			out = append(out, r)
+		}
+		return u.n
+	})
 	if len(opaque) > 0 {
 		out = append(out, cqlUnitRec{Opaque: true, Raw: string(opaque)})
 	}

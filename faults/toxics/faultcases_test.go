@@ -206,3 +206,26 @@ func checkPassesDisarmed(t *testing.T, proto Protocol, maxes []int, hello func(*
 		}
 	}
 }
+
+// feed passes chunks to step the way a toxic half does: it keeps what step cannot
+// consume yet, appends the next chunk, and calls step again from where it stopped.
+// step returns how many bytes it consumed, 0 or less for none; more than it was given
+// is a bug, and panics.
+func feed(chunks [][]byte, step func(b []byte) int) {
+	var buf []byte
+	for _, ch := range chunks {
+		buf = append(buf, ch...)
+		off := 0
+		for off < len(buf) {
+			n := step(buf[off:])
+			if n <= 0 {
+				break
+			}
+			if n > len(buf)-off {
+				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
+			}
+			off += n
+		}
+		buf = buf[off:]
+	}
+}

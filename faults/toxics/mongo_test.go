@@ -101,30 +101,21 @@ func mongoHandshake(t testing.TB) step {
 // points and the switch to pass-through.
 func mongoRequestTrace(c *mongoConn, chunks [][]byte) []string {
 	var out []string
-	var buf []byte
 	opaque := false
-	for _, ch := range chunks {
-		buf = append(buf, ch...)
-		off := 0
-		for off < len(buf) {
-			n, p := c.Request(buf[off:])
-			if n <= 0 {
-				break
-			}
-			if n > len(buf)-off {
-				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
-			}
-			if p != nil {
-				out = append(out, fmt.Sprintf("point %d %q default=%v", c.lastID, p.Text, p.Default))
-			}
-			if c.up.opaque && !opaque {
-				opaque = true
-				out = append(out, "opaque")
-			}
-			off += n
+	feed(chunks, func(b []byte) int {
+		n, p := c.Request(b)
+		if n <= 0 || n > len(b) {
+			return n
 		}
-		buf = buf[off:]
-	}
+		if p != nil {
+			out = append(out, fmt.Sprintf("point %d %q default=%v", c.lastID, p.Text, p.Default))
+		}
+		if c.up.opaque && !opaque {
+			opaque = true
+			out = append(out, "opaque")
+		}
+		return n
+	})
 	return out
 }
 
@@ -188,30 +179,21 @@ func mongoReplyTrace(armed []int32, chunks [][]byte) []string {
 		pend[p] = id
 	}
 	var out []string
-	var buf []byte
-	for _, ch := range chunks {
-		buf = append(buf, ch...)
-		off := 0
-		for off < len(buf) {
-			n, v := c.Reply(buf[off:])
-			if n <= 0 {
-				break
-			}
-			if n > len(buf)-off {
-				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
-			}
-			switch v.Action {
-			case Hold:
-				out = append(out, "hold")
-			case Release:
-				out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
-			case Cut:
-				out = append(out, fmt.Sprintf("cut %d %s", pend[v.Pending], v.Tag))
-			}
-			off += n
+	feed(chunks, func(b []byte) int {
+		n, v := c.Reply(b)
+		if n <= 0 || n > len(b) {
+			return n
 		}
-		buf = buf[off:]
-	}
+		switch v.Action {
+		case Hold:
+			out = append(out, "hold")
+		case Release:
+			out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
+		case Cut:
+			out = append(out, fmt.Sprintf("cut %d %s", pend[v.Pending], v.Tag))
+		}
+		return n
+	})
 	return append(out, fmt.Sprintf("opaque %v watching %d", c.down.opaque, len(c.watch)))
 }
 

@@ -46,34 +46,25 @@ func newProtoCommits(t *testing.T, proto Protocol, seed int64, match func(string
 // pass-through.
 func respRequestTrace(c *respConn, chunks [][]byte) []string {
 	var out []string
-	var buf []byte
 	queued := 0
 	opaque := false
-	for _, ch := range chunks {
-		buf = append(buf, ch...)
-		off := 0
-		for off < len(buf) {
-			n, p := c.Request(buf[off:])
-			if n <= 0 {
-				break
-			}
-			if n > len(buf)-off {
-				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
-			}
-			for ; queued < len(c.queue); queued++ {
-				out = append(out, "req "+c.queue[queued].name)
-			}
-			if p != nil {
-				out = append(out, fmt.Sprintf("point %q default=%v", p.Text, p.Default))
-			}
-			if c.up.opaque && !opaque {
-				opaque = true
-				out = append(out, "opaque")
-			}
-			off += n
+	feed(chunks, func(b []byte) int {
+		n, p := c.Request(b)
+		if n <= 0 || n > len(b) {
+			return n
 		}
-		buf = buf[off:]
-	}
+		for ; queued < len(c.queue); queued++ {
+			out = append(out, "req "+c.queue[queued].name)
+		}
+		if p != nil {
+			out = append(out, fmt.Sprintf("point %q default=%v", p.Text, p.Default))
+		}
+		if c.up.opaque && !opaque {
+			opaque = true
+			out = append(out, "opaque")
+		}
+		return n
+	})
 	return out
 }
 
@@ -197,34 +188,25 @@ func respReplyTrace(reqs []string, chunks [][]byte) []string {
 		c.queue = append(c.queue, q)
 	}
 	var out []string
-	var buf []byte
-	for _, ch := range chunks {
-		buf = append(buf, ch...)
-		off := 0
-		for off < len(buf) {
-			n, v := c.Reply(buf[off:])
-			if n <= 0 {
-				break
-			}
-			if n > len(buf)-off {
-				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
-			}
-			switch v.Action {
-			case Hold:
-				out = append(out, "hold")
-			case Release:
-				if v.Pending != nil {
-					out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
-				} else {
-					out = append(out, "release")
-				}
-			case Cut:
-				out = append(out, fmt.Sprintf("cut %d %q", pend[v.Pending], v.Tag))
-			}
-			off += n
+	feed(chunks, func(b []byte) int {
+		n, v := c.Reply(b)
+		if n <= 0 || n > len(b) {
+			return n
 		}
-		buf = buf[off:]
-	}
+		switch v.Action {
+		case Hold:
+			out = append(out, "hold")
+		case Release:
+			if v.Pending != nil {
+				out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
+			} else {
+				out = append(out, "release")
+			}
+		case Cut:
+			out = append(out, fmt.Sprintf("cut %d %q", pend[v.Pending], v.Tag))
+		}
+		return n
+	})
 	out = append(out, fmt.Sprintf("replies %d opaque %v", c.down.replies, c.down.opaque))
 	return out
 }
