@@ -252,35 +252,22 @@ func TestMatchSelectsPoints(t *testing.T) {
 	}
 }
 
-// decisions runs n autocommit statements, each on a fresh connection, and returns the
-// kinds of fault each got (0: none).
+// decisions runs n connections of two autocommit writes each under the faults arm sets,
+// and returns the kind of fault each got (0: none).
 func decisions(t *testing.T, seed int64, arm func(*Faults), n int) []Kind {
 	t.Helper()
-	c, evs := newCommits(t, seed, nil)
-	arm(&c.Faults)
-	var out []Kind
-	for i := 0; i < n; i++ {
-		h := newHarness(t, c, uint64(i), 1<<10)
-		startupExchange(h)
-		before := len(*evs)
-		step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
-		step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
-		k := Kind(0)
-		if len(*evs) > before {
-			k = (*evs)[len(*evs)-1].Kind
-			if got := (*evs)[len(*evs)-1].ConnIndex; got != uint64(i) {
-				t.Fatalf("event of connection %d says %d", i, got)
-			}
-		}
-		out = append(out, k)
-	}
-	return out
+	return decisionsOf(t, Postgres{}, seed, arm, n, pgTwoWrites)
+}
+
+// pgTwoWrites runs the startup and two autocommit writes.
+func pgTwoWrites(h *harness) {
+	startupExchange(h)
+	step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
+	step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
 }
 
 func TestDecisionsAreSeeded(t *testing.T) {
-	checkSeededDecisions(t, func(seed int64, n int) []Kind {
-		return decisions(t, seed, func(f *Faults) { f.Mixed.Set(0.6, 0) }, n)
-	})
+	checkSeededDecisions(t, Postgres{}, pgTwoWrites)
 }
 
 func equalKinds(a, b []Kind) bool {

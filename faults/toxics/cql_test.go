@@ -745,34 +745,18 @@ func TestCQLv5RefusedStaysUnframed(t *testing.T) {
 	}
 }
 
-// cqlDecisions runs n connections with two LWTs each and returns the fault each got.
-func cqlDecisions(t *testing.T, seed int64, arm func(*Faults), n int) []Kind {
-	t.Helper()
-	c, evs := newCQLCommits(t, seed, nil)
-	arm(&c.Faults)
+// cqlDecisions runs a connection with two LWTs.
+func cqlDecisions(h *harness) {
 	id := []byte("decisions")
-	var out []Kind
-	for i := 0; i < n; i++ {
-		h := newHarness(t, c, uint64(i), 1<<10)
-		cqlHandshake(h, 4)
-		before := len(*evs)
-		for _, s := range append(preparedSteps(2, id, "UPDATE t SET v = ? WHERE k = 1 IF v = 0"),
-			step{cqlExecuteReq(3, id), cqlLWT(3, true)}, step{cqlExecuteReq(4, id), cqlLWT(4, true)}) {
-			s.run(h)
-		}
-		k := Kind(0)
-		if len(*evs) > before {
-			k = (*evs)[len(*evs)-1].Kind
-		}
-		out = append(out, k)
+	cqlHandshake(h, 4)
+	for _, s := range append(preparedSteps(2, id, "UPDATE t SET v = ? WHERE k = 1 IF v = 0"),
+		step{cqlExecuteReq(3, id), cqlLWT(3, true)}, step{cqlExecuteReq(4, id), cqlLWT(4, true)}) {
+		s.run(h)
 	}
-	return out
 }
 
 func TestCQLDecisionsAreSeeded(t *testing.T) {
-	checkSeededDecisions(t, func(seed int64, n int) []Kind {
-		return cqlDecisions(t, seed, func(f *Faults) { f.Mixed.Set(0.6, 0) }, n)
-	})
+	checkSeededDecisions(t, CQL{}, cqlDecisions)
 }
 
 func TestCQLGarbageNeverPanics(t *testing.T) {

@@ -92,12 +92,13 @@ func runFaultCases(t *testing.T, r faultRun, cases []faultCase) {
 	}
 }
 
-// checkSeededDecisions checks that decisions, which runs n connections of two commit
-// points each under mixed faults at 0.6 with a seed, decides the same for the same
-// seed, otherwise for another, and splits about evenly between cuts and drops.
-func checkSeededDecisions(t *testing.T, decisions func(seed int64, n int) []Kind) {
+// checkSeededDecisions runs connections of proto through conn, two commit points each,
+// under mixed faults at 0.6: the same seed must decide the same, another seed
+// otherwise, and the faults split about evenly between cuts and drops.
+func checkSeededDecisions(t *testing.T, proto Protocol, conn func(*harness)) {
 	t.Helper()
-	a, b, other := decisions(42, 200), decisions(42, 200), decisions(43, 200)
+	mixed := func(f *Faults) { f.Mixed.Set(0.6, 0) }
+	a, b, other := decisionsOf(t, proto, 42, mixed, 200, conn), decisionsOf(t, proto, 42, mixed, 200, conn), decisionsOf(t, proto, 43, mixed, 200, conn)
 	count := map[Kind]int{}
 	for i := range a {
 		if a[i] != b[i] {
@@ -112,6 +113,31 @@ func checkSeededDecisions(t *testing.T, decisions func(seed int64, n int) []Kind
 	if count[0] < 10 || count[0] > 60 || count[CommitCut] < 50 || count[CommitDrop] < 50 {
 		t.Errorf("decisions %v: want about 32 none and 84 of each fault", count)
 	}
+}
+
+// decisionsOf runs n connections of proto, each through conn (its handshake and two
+// commit points), under the faults arm sets, and returns the kind of the last fault
+// each got (0: none).
+func decisionsOf(t *testing.T, proto Protocol, seed int64, arm func(*Faults), n int, conn func(*harness)) []Kind {
+	t.Helper()
+	c, evs := newProtoCommits(t, proto, seed, nil)
+	arm(&c.Faults)
+	var out []Kind
+	for i := 0; i < n; i++ {
+		h := newHarness(t, c, uint64(i), 1<<10)
+		before := len(*evs)
+		conn(h)
+		k := Kind(0)
+		if len(*evs) > before {
+			e := (*evs)[len(*evs)-1]
+			if e.ConnIndex != uint64(i) {
+				t.Fatalf("event of connection %d says %d", i, e.ConnIndex)
+			}
+			k = e.Kind
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // garbageRun is how checkGarbage drives one protocol.

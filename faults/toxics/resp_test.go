@@ -415,29 +415,15 @@ func TestRespMatchSeesText(t *testing.T) {
 	}
 }
 
-// respDecisions runs n connections of two writes each and returns the fault each got.
-func respDecisions(t *testing.T, seed int64, n int) []Kind {
-	t.Helper()
-	c, evs := newProtoCommits(t, Resp{}, seed, nil)
-	c.Faults.Mixed.Set(0.6, 0)
-	var out []Kind
-	for i := 0; i < n; i++ {
-		h := newHarness(t, c, uint64(i), 1<<10)
-		respHandshake().run(h)
-		before := len(*evs)
-		step{respCmd("incr", "n"), rInt(1)}.run(h)
-		step{respCmd("incr", "n"), rInt(2)}.run(h)
-		k := Kind(0)
-		if len(*evs) > before {
-			k = (*evs)[len(*evs)-1].Kind
-		}
-		out = append(out, k)
-	}
-	return out
+// respDecisions runs a connection of two writes.
+func respDecisions(h *harness) {
+	respHandshake().run(h)
+	step{respCmd("incr", "n"), rInt(1)}.run(h)
+	step{respCmd("incr", "n"), rInt(2)}.run(h)
 }
 
 func TestRespDecisionsAreSeeded(t *testing.T) {
-	checkSeededDecisions(t, func(seed int64, n int) []Kind { return respDecisions(t, seed, n) })
+	checkSeededDecisions(t, Resp{}, respDecisions)
 }
 
 func TestRespGarbageNeverPanics(t *testing.T) {
