@@ -61,11 +61,15 @@
 //     PostgreSQL counts ReadyForQuery per query or Sync; RESP has no ids and answers in
 //     order (skip push '>' and attribute '|' frames); MongoDB's responseTo names the
 //     requestID; CQL's stream id names the request. A protocol whose replies come in
-//     the order of their requests embeds lastArmed, which is its ExpectCut. For a watched reply return Hold until the commit is
-//     proven (when one message alone does not prove it), then Cut with the Pending, or
-//     Release with it when the reply shows no commit (an error). Unwatched replies Pass.
-//     Shared state between Request and Reply needs a lock; each is called from one
-//     goroutine.
+//     the order of their requests embeds lastArmed, which is its ExpectCut. For a
+//     watched reply return Hold until the commit is proven (when one message alone does
+//     not prove it), then Cut with the Pending, or Release with it when the reply shows
+//     no commit (an error). Unwatched replies Pass. Shared state between Request and
+//     Reply needs a lock; each is called from one goroutine.
+//   - State that spans connections (CQL's prepared ids, which the server issues for
+//     every connection) belongs to one proxy, never to the process: several proxies in
+//     one process may front different servers. Implement forProxy (proxyScoped), which
+//     NewCommits calls once per proxy, and keep the state in the Protocol it returns.
 //   - Tests: chunk every stream from 1 byte to 32 KiB and compare; fuzz the framer and
 //     both directions (see FuzzPostgres*); run the fault cases (runFaultCases) and the
 //     garbage check (checkGarbage: garbage is never a point, and the proxy still serves
