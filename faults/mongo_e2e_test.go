@@ -410,31 +410,20 @@ func rawMongoExpectCut(addr string, cmd bson.D) (string, error) {
 // client's to a real FerretDB, and a listener's that answers with random bytes.
 func TestMongoGarbageNeverPanics(t *testing.T) {
 	f := startFerretDB(t)
-	garbage := randomServer(t)
-	for _, upstream := range []string{f.Addr, garbage} {
-		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Mongo{}, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		px.Faults().Mixed.Set(1, 0)
-		rng := rand.New(rand.NewPCG(6, 6))
-		for i := 0; i < 100; i++ {
-			b := randomBytes(rng, 2048)
-			if i%3 == 0 && len(b) > 16 {
-				// A plausible header, to get past the first check.
-				binary.LittleEndian.PutUint32(b, uint32(len(b)))
-				binary.LittleEndian.PutUint32(b[12:], 2013)
-			}
-			sendGarbage(t, px.Addr(), b)
-		}
-		if upstream == f.Addr {
-			px.Faults().Mixed.Disarm()
-			if _, err := rawMongo(px.Addr(), bson.D{{Key: "insert", Value: "after"}, {Key: "documents", Value: bson.A{bson.D{{Key: "x", Value: 1}}}}, {Key: "$db", Value: "indoubt"}}); err != nil {
-				t.Fatalf("after garbage: %v", err)
-			}
-		}
-		px.Close()
-	}
+	insert := bson.D{{Key: "insert", Value: "after"}, {Key: "documents", Value: bson.A{bson.D{{Key: "x", Value: 1}}}}, {Key: "$db", Value: "indoubt"}}
+	checkProxyGarbage(t, proxyGarbage{
+		upstream: f.Addr, proto: toxics.Mongo{}, seed: 6,
+		plausible: func(b []byte) {
+			// A plausible header, to get past the first check.
+			binary.LittleEndian.PutUint32(b, uint32(len(b)))
+			binary.LittleEndian.PutUint32(b[12:], 2013)
+		},
+		write: func(addr string) error {
+			_, err := rawMongo(addr, insert)
+			return err
+		},
+		stmt: `insert: "after"`,
+	})
 }
 
 // With every commit point dropped from the first byte on, mongo-driver's handshake and

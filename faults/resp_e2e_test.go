@@ -274,27 +274,70 @@ func rawExpectCut(addr, msg string) (string, error) {
 // client's to a real Redis, and a listener's that answers anything with random bytes.
 func TestRespGarbageNeverPanics(t *testing.T) {
 	r := startRedis(t)
-	garbage := randomServer(t)
 	ctx := context.Background()
-	for _, upstream := range []string{r.Addr, garbage} {
-		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Resp{}, Seed: 1})
+	checkProxyGarbage(t, proxyGarbage{
+		upstream: r.Addr, proto: toxics.Resp{}, seed: 5,
+		plausible: func(b []byte) {
+			// A plausible start, to get past the first check.
+			copy(b, "*3\r\n$3\r\n")
+		},
+		write: func(addr string) error {
+			c, _ := redisVia(t, addr)
+			return c.Set(ctx, "after-garbage", 1, 0).Err()
+		},
+		stmt: "SET after-garbage 1",
+	})
+}
+
+// proxyGarbage is how checkProxyGarbage drives one protocol.
+type proxyGarbage struct {
+	upstream string // the real server
+	proto    toxics.Protocol
+	seed     uint64
+	// plausible makes a piece of garbage start like a message of the protocol, to get
+	// past the framer's first check.
+	plausible func(b []byte)
+	// write runs one write through the proxy at addr, on a new connection.
+	write func(addr string) error
+	// stmt is a part of the write's statement in its event.
+	stmt string
+}
+
+// checkProxyGarbage sends 100 connections of random bytes through a proxy with every
+// commit fault armed, once to the real server and once to a listener that answers
+// with random bytes. Nothing may panic and garbage makes no event: it is never a commit
+// point. Then, in front of the real server, the proxy still finds a good client's write,
+// drops it once as armed, with its event, and then serves it.
+func checkProxyGarbage(t *testing.T, g proxyGarbage) {
+	t.Helper()
+	for _, upstream := range []string{g.upstream, randomServer(t)} {
+		log := &events{}
+		px, err := Start(Options{Upstream: upstream, Protocol: g.proto, Seed: 1, Events: log.add})
 		if err != nil {
 			t.Fatal(err)
 		}
 		px.Faults().Mixed.Set(1, 0)
-		rng := rand.New(rand.NewPCG(5, 5))
+		rng := rand.New(rand.NewPCG(g.seed, g.seed))
 		for i := 0; i < 100; i++ {
 			b := randomBytes(rng, 2048)
-			if i%3 == 0 && len(b) > 8 {
-				// A plausible start, to get past the first check.
-				copy(b, "*3\r\n$3\r\n")
+			if i%3 == 0 && len(b) > 16 {
+				g.plausible(b)
 			}
 			sendGarbage(t, px.Addr(), b)
 		}
-		if upstream == r.Addr {
-			c, _ := redisVia(t, px.Addr())
+		if evs := log.all(); len(evs) != 0 {
+			t.Fatalf("garbage made events: %+v", evs)
+		}
+		if upstream == g.upstream {
 			px.Faults().Mixed.Disarm()
-			if err := c.Set(ctx, "after-garbage", 1, 0).Err(); err != nil {
+			px.Faults().Drop.Set(1, 1)
+			if err := g.write(px.Addr()); err == nil {
+				t.Fatalf("after garbage: a write armed to drop succeeded")
+			}
+			if evs := log.all(); len(evs) != 1 || evs[0].Kind != toxics.CommitDrop || !strings.Contains(evs[0].Statement, g.stmt) {
+				t.Fatalf("after garbage: events %+v, want the write %q dropped", evs, g.stmt)
+			}
+			if err := g.write(px.Addr()); err != nil {
 				t.Fatalf("after garbage: %v", err)
 			}
 		}

@@ -25,6 +25,13 @@ type Protocol interface {
 	NewConn() Conn
 }
 
+// proxyScoped is implemented by a protocol whose state spans the connections of one
+// proxy (CQL's prepared ids): NewCommits calls forProxy once, so that two proxies in one
+// process never share that state.
+type proxyScoped interface {
+	forProxy() Protocol
+}
+
 // Conn is the protocol state of one proxied connection. Request is only ever called
 // from the upstream toxic's goroutine and Reply from the downstream one's, so each
 // direction's framing state needs no lock; state the two directions share (which
@@ -41,12 +48,13 @@ type Conn interface {
 	// Request consumes client-to-server bytes. A non-nil Point means the consumed
 	// bytes are one complete request whose execution commits (or would, if it matches).
 	Request(b []byte) (n int, p *Point)
-	// ExpectCut arms a cut of the reply to the request p that Request returned last.
-	// It is called before the request is forwarded, so the reply cannot have been
-	// seen yet. It returns false to refuse (a cut is already armed for the same
-	// commit). Once accepted, the protocol hands c back exactly once, in a Verdict of
-	// Reply: Cut when the server proves the commit, Release when it does not.
-	ExpectCut(p *Point, c *Pending) bool
+	// ExpectCut arms a cut of the reply to the request whose Point Request returned
+	// last. It is called before that request is forwarded, so the reply cannot have
+	// been seen yet. It returns false to refuse (a cut is already armed for the same
+	// commit, or no reply will prove it). Once accepted, the protocol hands c back
+	// exactly once, in a Verdict of Reply: Cut when the server proves the commit,
+	// Release when it does not.
+	ExpectCut(c *Pending) bool
 	// Reply consumes server-to-client bytes and says what to do with them.
 	Reply(b []byte) (n int, v Verdict)
 }
@@ -82,6 +90,7 @@ const (
 
 // Verdict is a protocol's judgement of the bytes a Reply consumed.
 type Verdict struct {
+	// Action is what the downstream half does with the bytes.
 	Action Action
 	// Pending is the armed cut this verdict resolves (Cut, and Release when one ends).
 	Pending *Pending
@@ -135,11 +144,11 @@ func NewCommits(cfg Config) (*Commits, error) {
 	if cfg.Protocol == nil {
 		return nil, errors.New("commit faults: no protocol")
 	}
+	if ps, ok := cfg.Protocol.(proxyScoped); ok {
+		cfg.Protocol = ps.forProxy()
+	}
 	return &Commits{cfg: cfg}, nil
 }
-
-// Protocol returns the configured protocol.
-func (c *Commits) Protocol() Protocol { return c.cfg.Protocol }
 
 // Names of the toxics in toxiproxy's registry and on a proxy.
 const (
@@ -153,12 +162,12 @@ const (
 
 var registerOnce sync.Once
 
-// Register adds the commit toxics to toxiproxy's registry, once per process, so that a
-// proxy and its HTTP API know their type names. Install calls it.
-func Register() {
+// register adds the commit toxics to toxiproxy's registry, once per process, so that a
+// proxy and its HTTP API know their type names.
+func register() {
 	registerOnce.Do(func() {
-		tp.Register(DropToxic, new(DropHalf))
-		tp.Register(CutToxic, new(CutHalf))
+		tp.Register(DropToxic, new(dropHalf))
+		tp.Register(CutToxic, new(cutHalf))
 	})
 }
 
@@ -169,7 +178,7 @@ func Register() {
 // c.Faults instead. Call Accepted for every accepted client, before its links start,
 // to name it in events.
 func (c *Commits) Install(tc *toxiproxy.ToxicCollection) error {
-	Register()
+	register()
 	for _, h := range []struct {
 		typ, stream string
 	}{{DropToxic, "upstream"}, {CutToxic, "downstream"}} {
@@ -179,9 +188,9 @@ func (c *Commits) Install(tc *toxiproxy.ToxicCollection) error {
 			return fmt.Errorf("install %s toxic: %w", h.typ, err)
 		}
 		switch t := w.Toxic.(type) {
-		case *DropHalf:
+		case *dropHalf:
 			t.commits = c
-		case *CutHalf:
+		case *cutHalf:
 			t.commits = c
 		}
 	}
@@ -309,13 +318,6 @@ func (c *Commits) emit(s *session, k Kind, p Point, tag string) {
 	})
 }
 
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
 // decide makes the one decision of a commit point.
 func (c *Commits) decide(s *session, p *Point) (Kind, *Knob) {
 	if c.cfg.Match != nil {
@@ -341,15 +343,15 @@ func (c *Commits) decide(s *session, p *Point) (Kind, *Knob) {
 	return c.Faults.choose(u, func() bool { return s.rng.IntN(2) == 0 })
 }
 
-// DropHalf is the upstream (client to server) commit toxic; see DropToxic. Only its
+// dropHalf is the upstream (client to server) commit toxic; see DropToxic. Only its
 // instances installed by Commits.Install act: added through the HTTP API it passes
 // bytes through untouched, since it has no Commits to report to.
-type DropHalf struct {
+type dropHalf struct {
 	commits *Commits
 }
 
-// CutHalf is the downstream (server to client) commit toxic; see CutToxic and DropHalf.
-type CutHalf struct {
+// cutHalf is the downstream (server to client) commit toxic; see CutToxic and dropHalf.
+type cutHalf struct {
 	commits *Commits
 }
 
@@ -368,7 +370,7 @@ type downState struct {
 }
 
 // NewState implements toxiproxy's StatefulToxic.
-func (t *DropHalf) NewState() any {
+func (t *dropHalf) NewState() any {
 	if t.commits == nil {
 		return nil
 	}
@@ -376,7 +378,7 @@ func (t *DropHalf) NewState() any {
 }
 
 // NewState implements toxiproxy's StatefulToxic.
-func (t *CutHalf) NewState() any {
+func (t *cutHalf) NewState() any {
 	if t.commits == nil {
 		return nil
 	}
@@ -386,7 +388,7 @@ func (t *CutHalf) NewState() any {
 // Pipe implements toxiproxy's Toxic. All framing state lives in stub.State, so an
 // interrupt (toxiproxy restarts Pipe whenever a toxic is added or removed) resumes
 // mid-message.
-func (t *DropHalf) Pipe(stub *tp.ToxicStub) {
+func (t *dropHalf) Pipe(stub *tp.ToxicStub) {
 	st, ok := stub.State.(*upState)
 	if !ok || t.commits == nil {
 		new(tp.NoopToxic).Pipe(stub)
@@ -416,7 +418,7 @@ func (t *DropHalf) Pipe(stub *tp.ToxicStub) {
 
 // Cleanup implements toxiproxy's CleanupToxic: when the toxic is removed, bytes it
 // holds go on unjudged.
-func (t *DropHalf) Cleanup(stub *tp.ToxicStub) {
+func (t *dropHalf) Cleanup(stub *tp.ToxicStub) {
 	if st, ok := stub.State.(*upState); ok && !st.closed && len(st.buf) > 0 {
 		stub.Output <- &stream.StreamChunk{Data: st.buf, Timestamp: time.Now()}
 		st.buf = nil
@@ -466,7 +468,7 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 				pd := &Pending{knob: knob, point: *p}
 				if !st.s.arm(pd) {
 					knob.untake()
-				} else if !st.s.conn.ExpectCut(p, pd) {
+				} else if !st.s.conn.ExpectCut(pd) {
 					st.s.resolve(pd)
 					knob.untake()
 				}
@@ -482,8 +484,8 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 	}
 }
 
-// Pipe implements toxiproxy's Toxic; see DropHalf.Pipe.
-func (t *CutHalf) Pipe(stub *tp.ToxicStub) {
+// Pipe implements toxiproxy's Toxic; see dropHalf.Pipe.
+func (t *cutHalf) Pipe(stub *tp.ToxicStub) {
 	st, ok := stub.State.(*downState)
 	if !ok || t.commits == nil {
 		new(tp.NoopToxic).Pipe(stub)
@@ -515,8 +517,8 @@ func (t *CutHalf) Pipe(stub *tp.ToxicStub) {
 	}
 }
 
-// Cleanup implements toxiproxy's CleanupToxic; see DropHalf.Cleanup.
-func (t *CutHalf) Cleanup(stub *tp.ToxicStub) {
+// Cleanup implements toxiproxy's CleanupToxic; see dropHalf.Cleanup.
+func (t *cutHalf) Cleanup(stub *tp.ToxicStub) {
 	if st, ok := stub.State.(*downState); ok && !st.closed {
 		if rest := append(st.held, st.buf...); len(rest) > 0 {
 			stub.Output <- &stream.StreamChunk{Data: rest, Timestamp: time.Now()}

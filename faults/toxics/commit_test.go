@@ -135,26 +135,7 @@ func join(steps []step, rep bool) []byte {
 }
 
 func TestHalvesPassEverythingWhenDisarmed(t *testing.T) {
-	for _, max := range []int{1, 3, 64, 32 << 10} {
-		c, evs := newCommits(t, 1, nil)
-		h := newHarness(t, c, uint64(max), max)
-		cli, srv := startupExchange(h)
-		steps := append(txSteps(), extendedSteps()...)
-		for _, s := range steps {
-			s.run(h)
-		}
-		gotUp, upClosed := drain(h.upOut)
-		gotDn, dnClosed := drain(h.dnOut)
-		if wantUp := append(cli, join(steps, false)...); !bytes.Equal(gotUp, wantUp) || upClosed {
-			t.Errorf("chunks %d: upstream forwarded %d bytes (closed %v), want %d", max, len(gotUp), upClosed, len(wantUp))
-		}
-		if wantDn := append(srv, join(steps, true)...); !bytes.Equal(gotDn, wantDn) || dnClosed {
-			t.Errorf("chunks %d: downstream forwarded %d bytes (closed %v), want %d", max, len(gotDn), dnClosed, len(wantDn))
-		}
-		if len(*evs) != 0 {
-			t.Errorf("events %v, want none", *evs)
-		}
-	}
+	checkPassesDisarmed(t, Postgres{}, []int{1, 3, 64, 32 << 10}, startupExchange, append(txSteps(), extendedSteps()...))
 }
 
 func TestCommitFaults(t *testing.T) {
@@ -271,35 +252,22 @@ func TestMatchSelectsPoints(t *testing.T) {
 	}
 }
 
-// decisions runs n autocommit statements, each on a fresh connection, and returns the
-// kinds of fault each got (0: none).
+// decisions runs n connections of two autocommit writes each under the faults arm sets,
+// and returns the kind of fault each got (0: none).
 func decisions(t *testing.T, seed int64, arm func(*Faults), n int) []Kind {
 	t.Helper()
-	c, evs := newCommits(t, seed, nil)
-	arm(&c.Faults)
-	var out []Kind
-	for i := 0; i < n; i++ {
-		h := newHarness(t, c, uint64(i), 1<<10)
-		startupExchange(h)
-		before := len(*evs)
-		step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
-		step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
-		k := Kind(0)
-		if len(*evs) > before {
-			k = (*evs)[len(*evs)-1].Kind
-			if got := (*evs)[len(*evs)-1].ConnIndex; got != uint64(i) {
-				t.Fatalf("event of connection %d says %d", i, got)
-			}
-		}
-		out = append(out, k)
-	}
-	return out
+	return decisionsOf(t, Postgres{}, seed, arm, n, pgTwoWrites)
+}
+
+// pgTwoWrites runs the startup and two autocommit writes.
+func pgTwoWrites(h *harness) {
+	startupExchange(h)
+	step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
+	step{pgQuery("update t set x = x + 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
 }
 
 func TestDecisionsAreSeeded(t *testing.T) {
-	checkSeededDecisions(t, func(seed int64, n int) []Kind {
-		return decisions(t, seed, func(f *Faults) { f.Mixed.Set(0.6, 0) }, n)
-	})
+	checkSeededDecisions(t, Postgres{}, pgTwoWrites)
 }
 
 func equalKinds(a, b []Kind) bool {
@@ -325,24 +293,18 @@ func TestCapLimitsFires(t *testing.T) {
 }
 
 func TestGarbageNeverPanics(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 9))
-	for i := 0; i < 2000; i++ {
-		c, _ := newCommits(t, int64(i), nil)
-		c.Faults.Mixed.Set(1, 0)
-		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
-		if i%2 == 0 {
+	checkGarbage(t, garbageRun{
+		proto: Postgres{}, seed: 9, iterations: 2000,
+		hello: func(h *harness, i int) {
+			if i%2 == 0 {
+				startupExchange(h)
+			}
+		},
+		garbage: func(rng *rand.Rand, _ int) ([]byte, bool) { return randomBytes(rng, 200), false },
+		good: func(h *harness) string {
 			startupExchange(h)
-		}
-		for j := 0; j < 4; j++ {
-			b := make([]byte, rng.IntN(200))
-			for k := range b {
-				b[k] = byte(rng.IntN(256))
-			}
-			if rng.IntN(2) == 0 {
-				h.client(b)
-			} else {
-				h.server(b)
-			}
-		}
-	}
+			step{pgQuery("update t set x = 1"), append(pgComplete("UPDATE 1"), pgReady('I')...)}.run(h)
+			return "update t set x = 1"
+		},
+	})
 }

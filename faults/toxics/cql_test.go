@@ -245,36 +245,31 @@ func envRec(e cqlEnvelope) string {
 
 func runCQLFramer(f *cqlFramer, chunks [][]byte) []cqlUnitRec {
 	var out []cqlUnitRec
-	var buf, piece, opaque []byte
-	for _, c := range chunks {
-		buf = append(buf, c...)
-		off := 0
-		for off < len(buf) {
-			u, ok := f.next(buf[off:])
-			if !ok {
-				break
-			}
-			raw := buf[off : off+u.n]
-			switch {
-			case u.opaque:
-				opaque = append(opaque, raw...)
-			case u.piece:
-				piece = append(piece, raw...)
-				if f.skip == 0 && f.chain == 0 {
-					out = append(out, cqlUnitRec{Piece: true, Raw: string(piece)})
-					piece = nil
-				}
-			default:
-				r := cqlUnitRec{}
-				for _, e := range u.envs {
-					r.Envs = append(r.Envs, envRec(e))
-				}
-				out = append(out, r)
-			}
-			off += u.n
+	var piece, opaque []byte
+	feed(chunks, func(b []byte) int {
+		u, ok := f.next(b)
+		if !ok {
+			return 0
 		}
-		buf = buf[off:]
-	}
+		raw := b[:u.n]
+		switch {
+		case u.opaque:
+			opaque = append(opaque, raw...)
+		case u.piece:
+			piece = append(piece, raw...)
+			if f.lf.skip == 0 && f.chain == 0 {
+				out = append(out, cqlUnitRec{Piece: true, Raw: string(piece)})
+				piece = nil
+			}
+		default:
+			r := cqlUnitRec{}
+			for _, e := range u.envs {
+				r.Envs = append(r.Envs, envRec(e))
+			}
+			out = append(out, r)
+		}
+		return u.n
+	})
 	if len(opaque) > 0 {
 		out = append(out, cqlUnitRec{Opaque: true, Raw: string(opaque)})
 	}
@@ -477,6 +472,7 @@ func TestClassifyCQL(t *testing.T) {
 		{"DELETE FROM t WHERE k = 1 IF EXISTS", cqlWrite},
 		{"-- note\nUPDATE t SET a = 1", cqlWrite},
 		{"// note\n/* more */ insert into t (a) values (1)", cqlWrite},
+		{"/* CQL comments /* do not nest */ DELETE FROM t WHERE k = 1", cqlWrite},
 		{"BEGIN UNLOGGED BATCH INSERT INTO t (a) VALUES (1); APPLY BATCH", cqlWrite},
 		{"TRUNCATE t", cqlWrite},
 		{"SELECT balance FROM t WHERE account = ?", cqlRead},
@@ -519,8 +515,7 @@ func cqlHandshake(h *harness, version byte, startup ...string) (cli, srv []byte)
 	return join(steps, false), join(steps, true)
 }
 
-// A prepared statement the tests execute; ids are unique per test so that the
-// process-wide id map cannot carry one test's statement into another.
+// A prepared statement the tests execute.
 func preparedSteps(stream int16, id []byte, stmt string) []step {
 	return []step{{cqlPrepareReq(stream, stmt), cqlPrepared(stream, id)}}
 }
@@ -532,36 +527,48 @@ func cqlLWTSteps(id []byte, applied bool) []step {
 		step{cqlExecuteReq(4, id), cqlLWT(4, applied)})
 }
 
-func TestCQLHalvesPassEverythingWhenDisarmed(t *testing.T) {
-	// Chunks of 2 bytes at most: the harness's channels hold 64Ki chunks.
-	for _, max := range []int{2, 3, 64, 32 << 10} {
-		c, evs := newCQLCommits(t, 1, nil)
-		h := newHarness(t, c, uint64(max), max)
-		cli, srv := cqlHandshake(h, 4)
-		steps := append(cqlLWTSteps([]byte("disarmed"), true),
-			step{cqlQuery(5, bigStmt[:66<<10]+"')"), cqlVoid(5)},
-			step{cqlQuery(6, "SELECT * FROM ks.big"), cqlRowsV(4, 6, 0, []string{"k", "v"}, [][]byte{{1}, bytes.Repeat([]byte("v"), 66<<10)})})
-		for _, s := range steps {
-			s.run(h)
-		}
-		gotUp, upClosed := drain(h.upOut)
-		gotDn, dnClosed := drain(h.dnOut)
-		if wantUp := append(cli, join(steps, false)...); !bytes.Equal(gotUp, wantUp) || upClosed {
-			t.Errorf("chunks %d: upstream forwarded %d bytes (closed %v), want %d", max, len(gotUp), upClosed, len(wantUp))
-		}
-		if wantDn := append(srv, join(steps, true)...); !bytes.Equal(gotDn, wantDn) || dnClosed {
-			t.Errorf("chunks %d: downstream forwarded %d bytes (closed %v), want %d", max, len(gotDn), dnClosed, len(wantDn))
-		}
-		if len(*evs) != 0 {
-			t.Errorf("events %v, want none", *evs)
-		}
+// TestCQLPreparedIDsPerProxy: a prepared id learned through one proxy names a write on
+// every connection of that proxy, and on none of another proxy in the same process (it
+// may front another server, where the same id means something else or nothing).
+func TestCQLPreparedIDsPerProxy(t *testing.T) {
+	const stmt = "UPDATE ks.t SET v = ? WHERE k = ?"
+	id := []byte("shared-id")
+	a, evsA := newCQLCommits(t, 1, nil)
+	b, evsB := newCQLCommits(t, 1, nil)
+	ha := newHarness(t, a, 1, 1<<10)
+	cqlHandshake(ha, 4)
+	for _, s := range preparedSteps(2, id, stmt) {
+		s.run(ha)
 	}
+	a.Faults.Drop.Set(1, 0)
+	b.Faults.Drop.Set(1, 0)
+
+	hb := newHarness(t, b, 2, 1<<10)
+	cqlHandshake(hb, 4)
+	step{cqlExecuteReq(3, id), cqlVoid(3)}.run(hb)
+	if len(*evsB) != 0 || hb.up.closed {
+		t.Fatalf("the other proxy dropped an EXECUTE of an id it never saw prepared: %+v", *evsB)
+	}
+
+	ha2 := newHarness(t, a, 3, 1<<10)
+	cqlHandshake(ha2, 4)
+	step{cqlExecuteReq(3, id), cqlVoid(3)}.run(ha2)
+	if len(*evsA) != 1 || (*evsA)[0].Statement != stmt || !ha2.up.closed {
+		t.Fatalf("events %+v, want the EXECUTE on another connection of the same proxy dropped as %q", *evsA, stmt)
+	}
+}
+
+func TestCQLHalvesPassEverythingWhenDisarmed(t *testing.T) {
+	steps := append(cqlLWTSteps([]byte("disarmed"), true),
+		step{cqlQuery(5, bigStmt[:66<<10]+"')"), cqlVoid(5)},
+		step{cqlQuery(6, "SELECT * FROM ks.big"), cqlRowsV(4, 6, 0, []string{"k", "v"}, [][]byte{{1}, bytes.Repeat([]byte("v"), 66<<10)})})
+	// Chunks of 2 bytes at most: the harness's channels hold 64Ki chunks.
+	checkPassesDisarmed(t, CQL{}, []int{2, 3, 64, 32 << 10}, func(h *harness) (cli, srv []byte) { return cqlHandshake(h, 4) }, steps)
 }
 
 func TestCQLCommitFaults(t *testing.T) {
 	const lwt = "UPDATE ks.budget SET balance = ? WHERE account = ? IF balance = ?"
 	insert := "INSERT INTO ks.t (k, v) VALUES (1, 2)"
-	// Prepared ids are remembered process-wide: each case prepares its own.
 	id := func(i int) []byte { return []byte(fmt.Sprintf("faults-%d", i)) }
 	cql4 := func(h *harness) (cli, srv []byte) { return cqlHandshake(h, 4) }
 	runFaultCases(t, faultRun{proto: CQL{}, name: "cql", hello: cql4}, []faultCase{
@@ -738,74 +745,54 @@ func TestCQLv5RefusedStaysUnframed(t *testing.T) {
 	}
 }
 
-// cqlDecisions runs n connections with two LWTs each and returns the fault each got.
-func cqlDecisions(t *testing.T, seed int64, arm func(*Faults), n int) []Kind {
-	t.Helper()
-	c, evs := newCQLCommits(t, seed, nil)
-	arm(&c.Faults)
+// cqlDecisions runs a connection with two LWTs.
+func cqlDecisions(h *harness) {
 	id := []byte("decisions")
-	var out []Kind
-	for i := 0; i < n; i++ {
-		h := newHarness(t, c, uint64(i), 1<<10)
-		cqlHandshake(h, 4)
-		before := len(*evs)
-		for _, s := range append(preparedSteps(2, id, "UPDATE t SET v = ? WHERE k = 1 IF v = 0"),
-			step{cqlExecuteReq(3, id), cqlLWT(3, true)}, step{cqlExecuteReq(4, id), cqlLWT(4, true)}) {
-			s.run(h)
-		}
-		k := Kind(0)
-		if len(*evs) > before {
-			k = (*evs)[len(*evs)-1].Kind
-		}
-		out = append(out, k)
+	cqlHandshake(h, 4)
+	for _, s := range append(preparedSteps(2, id, "UPDATE t SET v = ? WHERE k = 1 IF v = 0"),
+		step{cqlExecuteReq(3, id), cqlLWT(3, true)}, step{cqlExecuteReq(4, id), cqlLWT(4, true)}) {
+		s.run(h)
 	}
-	return out
 }
 
 func TestCQLDecisionsAreSeeded(t *testing.T) {
-	checkSeededDecisions(t, func(seed int64, n int) []Kind {
-		return cqlDecisions(t, seed, func(f *Faults) { f.Mixed.Set(0.6, 0) }, n)
-	})
+	checkSeededDecisions(t, CQL{}, cqlDecisions)
 }
 
 func TestCQLGarbageNeverPanics(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 5))
 	pieces := [][]byte{
 		cqlQuery(1, "INSERT INTO t (k) VALUES (1)"), cqlVoid(1), cqlLWT(1, true),
 		cqlFramed(cqlMaxPayload, cqlQueryV(5, 1, "UPDATE t SET x = 1")), cqlPrepared(1, []byte{1}),
 		cqlExecuteReq(1, []byte{1}), cqlBatchReq(1, 0, batchEntry{id: []byte{1}}),
 	}
-	for i := 0; i < 3000; i++ {
-		c, _ := newCQLCommits(t, int64(i), nil)
-		c.Faults.Mixed.Set(1, 0)
-		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
-		switch i % 3 {
-		case 1:
+	const insert = "INSERT INTO ks.t (k, v) VALUES (1, 2)"
+	checkGarbage(t, garbageRun{
+		proto: CQL{}, seed: 5, iterations: 3000,
+		hello: func(h *harness, i int) {
+			switch i % 3 {
+			case 1:
+				cqlHandshake(h, 4)
+			case 2:
+				cqlHandshake(h, 5)
+			}
+		},
+		garbage: func(rng *rand.Rand, _ int) ([]byte, bool) {
+			if rng.IntN(2) == 1 {
+				return randomBytes(rng, 200), false
+			}
+			// A valid message with random bytes flipped.
+			b := append([]byte(nil), pieces[rng.IntN(len(pieces))]...)
+			for k := rng.IntN(4); k > 0; k-- {
+				b[rng.IntN(len(b))] = byte(rng.IntN(256))
+			}
+			return b, true
+		},
+		good: func(h *harness) string {
 			cqlHandshake(h, 4)
-		case 2:
-			cqlHandshake(h, 5)
-		}
-		for j := 0; j < 4; j++ {
-			var b []byte
-			if rng.IntN(2) == 0 {
-				// A valid message with random bytes flipped.
-				b = append(b, pieces[rng.IntN(len(pieces))]...)
-				for k := rng.IntN(4); k > 0; k-- {
-					b[rng.IntN(len(b))] = byte(rng.IntN(256))
-				}
-			} else {
-				b = make([]byte, rng.IntN(200))
-				for k := range b {
-					b[k] = byte(rng.IntN(256))
-				}
-			}
-			if rng.IntN(2) == 0 {
-				h.client(b)
-			} else {
-				h.server(b)
-			}
-		}
-	}
+			step{cqlQuery(2, insert), cqlVoid(2)}.run(h)
+			return insert
+		},
+	})
 }
 
 // Fuzz targets: every input must frame the same whatever the chunking, without panic,
@@ -834,7 +821,7 @@ func cqlFuzzConn(version byte) (*cqlConn, []*Pending) {
 		}
 		if _, p := c.Request(q); p != nil {
 			pd := &Pending{}
-			if c.ExpectCut(p, pd) {
+			if c.ExpectCut(pd) {
 				ps = append(ps, pd)
 			}
 		}

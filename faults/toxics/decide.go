@@ -100,8 +100,10 @@ type Event struct {
 	ConnIndex uint64 `json:"conn_index"`
 	// Protocol names the wire protocol (postgres, ...).
 	Protocol string `json:"protocol"`
-	Kind     Kind   `json:"kind"`
-	Truth    Truth  `json:"truth"`
+	// Kind is the fault: commit-cut or commit-drop.
+	Kind Kind `json:"kind"`
+	// Truth is what the fault did to the commit: applied (cut) or not-applied (drop).
+	Truth Truth `json:"truth"`
 	// Statement is the request that committed (or would have), shortened to 256 bytes.
 	Statement string `json:"statement,omitempty"`
 	// Tag is the server's reply that proved the commit (cuts only): "COMMIT", "UPDATE 1".
@@ -170,9 +172,9 @@ func (k *Knob) untake() { k.taken.Add(-1) }
 // one commit, and with only Mixed armed at P, each commit point fires with P and then
 // splits half and half. Probabilities whose sum exceeds 1 are cut at 1 in that order.
 type Faults struct {
-	Drop  Knob
-	Cut   Knob
-	Mixed Knob
+	Drop  Knob // drops the commit: not applied
+	Cut   Knob // cuts the proof of the commit: applied
+	Mixed Knob // a drop or a cut, by a fair coin
 }
 
 // choose makes the decision for one commit point. It returns the fault to apply (0 for

@@ -41,28 +41,40 @@
 //   - Framer: split each direction into messages whatever the chunking (a message may
 //     arrive one byte at a time, or many in one chunk). Request and Reply return 0 until
 //     a whole unit is there; the halves buffer. A request that may be a commit point
-//     must be consumed whole, so it can be dropped whole. Long messages that never
-//     matter may be consumed in pieces. Bytes that do not frame switch that direction to
-//     pass-through for good (return len(b), never a point): a guess could cut the wrong
-//     reply. Never panic, never keep b.
+//     must be consumed whole, so it can be dropped whole. A protocol whose messages
+//     start with their length uses lengthFramer (framer.go) and says only how to read a
+//     header: its length, and whether the message matters (may be a point or a proof).
+//     The framer owns the one rule for long messages: buffered whole up to 64 MiB when
+//     they matter, streamed through in pieces, unjudged, past that or past 64 KiB when
+//     they do not, decided on the header alone so that any chunking frames the same.
+//     Bytes that do not frame switch that direction to pass-through for good (return
+//     len(b), never a point): a guess could cut the wrong reply. Never panic, never
+//     keep b.
 //   - Matcher, requests: return a *Point for a request whose execution commits: Default
 //     when it counts without a user match function, Text for the match function.
 //     Know what a commit is in that protocol: PostgreSQL's COMMIT or an autocommit
 //     write; for RESP a write command or EXEC outside MULTI; for MongoDB an OP_MSG write
 //     without a session transaction, or commitTransaction; for CQL a QUERY/EXECUTE/BATCH
 //     that writes (every CQL write is its own commit).
-//   - Matcher, replies: ExpectCut tells the protocol which request's reply to watch;
-//     the protocol must know which reply answers which request: PostgreSQL counts
-//     ReadyForQuery per query or Sync; RESP has no ids and answers in order (skip push
-//     '>' and attribute '|' frames); MongoDB's responseTo names the requestID; CQL's
-//     stream id names the request. For a watched reply return Hold until the commit is
-//     proven (when one message alone does not prove it), then Cut with the Pending, or
-//     Release with it when the reply shows no commit (an error). Unwatched replies Pass.
-//     Shared state between Request and Reply needs a lock; each is called from one
-//     goroutine.
+//   - Matcher, replies: ExpectCut arms the reply to the request whose Point Request
+//     returned last; the protocol must know which reply answers which request:
+//     PostgreSQL counts ReadyForQuery per query or Sync; RESP has no ids and answers in
+//     order (skip push '>' and attribute '|' frames); MongoDB's responseTo names the
+//     requestID; CQL's stream id names the request. A protocol whose replies come in
+//     the order of their requests embeds lastArmed, which is its ExpectCut. For a
+//     watched reply return Hold until the commit is proven (when one message alone does
+//     not prove it), then Cut with the Pending, or Release with it when the reply shows
+//     no commit (an error). Unwatched replies Pass. Shared state between Request and
+//     Reply needs a lock; each is called from one goroutine.
+//   - State that spans connections (CQL's prepared ids, which the server issues for
+//     every connection) belongs to one proxy, never to the process: several proxies in
+//     one process may front different servers. Implement forProxy (proxyScoped), which
+//     NewCommits calls once per proxy, and keep the state in the Protocol it returns.
 //   - Tests: chunk every stream from 1 byte to 32 KiB and compare; fuzz the framer and
-//     both directions (see FuzzPostgres*); run the end-to-end tests of package faults
-//     against the real server.
+//     both directions (see FuzzPostgres*); run the fault cases (runFaultCases) and the
+//     garbage check (checkGarbage: garbage is never a point, and the proxy still serves
+//     a good client after it); run the end-to-end tests of package faults against the
+//     real server.
 //
 // Postgres is the first protocol; its documentation states its commit points and its
 // proof of commit.

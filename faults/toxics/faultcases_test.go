@@ -3,6 +3,8 @@ package toxics
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -90,12 +92,13 @@ func runFaultCases(t *testing.T, r faultRun, cases []faultCase) {
 	}
 }
 
-// checkSeededDecisions checks that decisions, which runs n connections of two commit
-// points each under mixed faults at 0.6 with a seed, decides the same for the same
-// seed, otherwise for another, and splits about evenly between cuts and drops.
-func checkSeededDecisions(t *testing.T, decisions func(seed int64, n int) []Kind) {
+// checkSeededDecisions runs connections of proto through conn, two commit points each,
+// under mixed faults at 0.6: the same seed must decide the same, another seed
+// otherwise, and the faults split about evenly between cuts and drops.
+func checkSeededDecisions(t *testing.T, proto Protocol, conn func(*harness)) {
 	t.Helper()
-	a, b, other := decisions(42, 200), decisions(42, 200), decisions(43, 200)
+	mixed := func(f *Faults) { f.Mixed.Set(0.6, 0) }
+	a, b, other := decisionsOf(t, proto, 42, mixed, 200, conn), decisionsOf(t, proto, 42, mixed, 200, conn), decisionsOf(t, proto, 43, mixed, 200, conn)
 	count := map[Kind]int{}
 	for i := range a {
 		if a[i] != b[i] {
@@ -109,5 +112,146 @@ func checkSeededDecisions(t *testing.T, decisions func(seed int64, n int) []Kind
 	// Each connection has two points at 0.6: P(no fire) = 0.16; fires split evenly.
 	if count[0] < 10 || count[0] > 60 || count[CommitCut] < 50 || count[CommitDrop] < 50 {
 		t.Errorf("decisions %v: want about 32 none and 84 of each fault", count)
+	}
+}
+
+// decisionsOf runs n connections of proto, each through conn (its handshake and two
+// commit points), under the faults arm sets, and returns the kind of the last fault
+// each got (0: none).
+func decisionsOf(t *testing.T, proto Protocol, seed int64, arm func(*Faults), n int, conn func(*harness)) []Kind {
+	t.Helper()
+	c, evs := newProtoCommits(t, proto, seed, nil)
+	arm(&c.Faults)
+	var out []Kind
+	for i := 0; i < n; i++ {
+		h := newHarness(t, c, uint64(i), 1<<10)
+		before := len(*evs)
+		conn(h)
+		k := Kind(0)
+		if len(*evs) > before {
+			e := (*evs)[len(*evs)-1]
+			if e.ConnIndex != uint64(i) {
+				t.Fatalf("event of connection %d says %d", i, e.ConnIndex)
+			}
+			k = e.Kind
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// garbageRun is how checkGarbage drives one protocol.
+type garbageRun struct {
+	proto      Protocol
+	seed       uint64
+	iterations int
+	// hello runs the handshake, if any, of the i-th garbage connection.
+	hello func(h *harness, i int)
+	// garbage returns the j-th piece of garbage of a connection, and whether it is a
+	// damaged valid message (which may still be a real commit point).
+	garbage func(rng *rand.Rand, j int) (b []byte, damaged bool)
+	// good runs a valid exchange with one write on a new connection and returns a
+	// word its event's statement must hold.
+	good func(h *harness) string
+}
+
+// checkGarbage feeds each of r.iterations connections random bytes in both directions,
+// in random chunks, with every commit fault armed. Nothing may panic, and a connection
+// of pure garbage records no event: garbage is never a commit point. Then the same
+// proxy must still serve a good client: a write on a new connection is dropped, with
+// one event that names it.
+func checkGarbage(t *testing.T, r garbageRun) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(r.seed, r.seed))
+	for i := 0; i < r.iterations; i++ {
+		c, evs := newProtoCommits(t, r.proto, int64(i), nil)
+		c.Faults.Mixed.Set(1, 0)
+		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
+		if r.hello != nil {
+			r.hello(h, i)
+		}
+		damaged := false
+		for j := 0; j < 4; j++ {
+			b, d := r.garbage(rng, j)
+			damaged = damaged || d
+			if rng.IntN(2) == 0 {
+				h.client(b)
+			} else {
+				h.server(b)
+			}
+		}
+		if !damaged && len(*evs) > 0 {
+			t.Fatalf("connection %d: garbage made events %+v", i, *evs)
+		}
+
+		c.Faults.Mixed.Disarm()
+		c.Faults.Drop.Set(1, 0)
+		before := len(*evs)
+		g := newHarness(t, c, uint64(i)+1<<32, 1+rng.IntN(64))
+		want := r.good(g)
+		if len(*evs) != before+1 || !g.up.closed {
+			t.Fatalf("connection %d: after garbage, a good write made events %+v (closed %v), want one drop", i, (*evs)[before:], g.up.closed)
+		}
+		if e := (*evs)[before]; e.Kind != CommitDrop || !strings.Contains(e.Statement, want) || e.ConnIndex != uint64(1) {
+			t.Fatalf("connection %d: after garbage, event %+v, want a drop of %q on the proxy's second connection", i, e, want)
+		}
+	}
+}
+
+// randomBytes returns up to max random bytes.
+func randomBytes(rng *rand.Rand, max int) []byte {
+	b := make([]byte, rng.IntN(max))
+	for k := range b {
+		b[k] = byte(rng.IntN(256))
+	}
+	return b
+}
+
+// checkPassesDisarmed runs hello and then steps through fresh halves of proto with no
+// fault armed, in chunks of at most each of maxes bytes: both directions must forward
+// every byte, close nothing, and report no event.
+func checkPassesDisarmed(t *testing.T, proto Protocol, maxes []int, hello func(*harness) (cli, srv []byte), steps []step) {
+	t.Helper()
+	for _, max := range maxes {
+		c, evs := newProtoCommits(t, proto, 1, nil)
+		h := newHarness(t, c, uint64(max), max)
+		cli, srv := hello(h)
+		for _, s := range steps {
+			s.run(h)
+		}
+		gotUp, upClosed := drain(h.upOut)
+		gotDn, dnClosed := drain(h.dnOut)
+		if wantUp := append(cli, join(steps, false)...); !bytes.Equal(gotUp, wantUp) || upClosed {
+			t.Errorf("chunks %d: upstream forwarded %d bytes (closed %v), want %d", max, len(gotUp), upClosed, len(wantUp))
+		}
+		if wantDn := append(srv, join(steps, true)...); !bytes.Equal(gotDn, wantDn) || dnClosed {
+			t.Errorf("chunks %d: downstream forwarded %d bytes (closed %v), want %d", max, len(gotDn), dnClosed, len(wantDn))
+		}
+		if len(*evs) != 0 {
+			t.Errorf("events %v, want none", *evs)
+		}
+	}
+}
+
+// feed passes chunks to step the way a toxic half does: it keeps what step cannot
+// consume yet, appends the next chunk, and calls step again from where it stopped.
+// step returns how many bytes it consumed, 0 or less for none; more than it was given
+// is a bug, and panics.
+func feed(chunks [][]byte, step func(b []byte) int) {
+	var buf []byte
+	for _, ch := range chunks {
+		buf = append(buf, ch...)
+		off := 0
+		for off < len(buf) {
+			n := step(buf[off:])
+			if n <= 0 {
+				break
+			}
+			if n > len(buf)-off {
+				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
+			}
+			off += n
+		}
+		buf = buf[off:]
 	}
 }

@@ -15,10 +15,12 @@ import (
 //
 // Every message starts with a 16-byte header (messageLength, requestID, responseTo,
 // opCode: little-endian int32). A length below 16 or above 48,000,000 bytes (MongoDB's
-// maxMessageSizeBytes) switches that direction to pass-through. An OP_MSG holds flagBits,
-// sections (kind 0: the body, one BSON document whose first key names the command; kind
-// 1: a document sequence, such as the "documents" of an insert or the "updates" of an
-// update) and an optional CRC-32C checksum.
+// maxMessageSizeBytes) switches that direction to pass-through. Long messages follow the
+// package's one rule (see Adding a protocol): an OP_MSG request, and the OP_MSG reply to
+// a request whose cut is armed, matter; other messages longer than 64 KiB stream through.
+// An OP_MSG holds flagBits, sections (kind 0: the body, one BSON document whose first key
+// names the command; kind 1: a document sequence, such as the "documents" of an insert or
+// the "updates" of an update) and an optional CRC-32C checksum.
 //
 // Commit points (upstream), OP_MSG only:
 //   - insert, update, delete, findAndModify and bulkWrite outside a transaction: counts by
@@ -94,13 +96,6 @@ var mongoControl = setOf(
 	"listCommands", "serverStatus", "getCmdLineOpts", "getLog", "getFreeMonitoringStatus",
 )
 
-// mongoFramer frames one direction: whole messages, or the pieces of long ones that do
-// not matter.
-type mongoFramer struct {
-	opaque bool
-	skip   int // bytes left of a message passed on in pieces
-}
-
 // mongoHdr is a message header.
 type mongoHdr struct {
 	length             int
@@ -108,43 +103,33 @@ type mongoHdr struct {
 	op                 int32
 }
 
-// header reads the header at the start of b. It returns false with 0 when b is too
-// short, or with len(b) when the length is out of range (the framer is opaque then).
-func (f *mongoFramer) header(b []byte) (mongoHdr, int, bool) {
-	if len(b) < mongoHeader {
-		return mongoHdr{}, 0, false
-	}
-	h := mongoHdr{
+// mongoHeaderAt reads the header at the start of b (at least mongoHeader bytes).
+func mongoHeaderAt(b []byte) mongoHdr {
+	return mongoHdr{
 		length:    int(int32(binary.LittleEndian.Uint32(b))),
 		requestID: int32(binary.LittleEndian.Uint32(b[4:])),
 		replyTo:   int32(binary.LittleEndian.Uint32(b[8:])),
 		op:        int32(binary.LittleEndian.Uint32(b[12:])),
 	}
-	if h.length < mongoHeader || h.length > mongoMaxMessage {
-		f.opaque = true
-		return mongoHdr{}, len(b), false
-	}
-	return h, 0, true
 }
 
-// piece consumes the message at the start of b whole when it is all there, else what is
-// there, leaving the rest to skip.
-func (f *mongoFramer) piece(b []byte, h mongoHdr) int {
-	if h.length <= len(b) {
-		return h.length
-	}
-	f.skip = h.length - len(b)
-	return len(b)
-}
+// mongoRequestSize: every OP_MSG request matters.
+var mongoRequestSize = mongoSize(func(mongoHdr) bool { return true })
 
-func (f *mongoFramer) skipping(b []byte) int {
-	n := min(f.skip, len(b))
-	f.skip -= n
-	return n
+// mongoSize reads a header for a lengthFramer: an OP_MSG matters when matters says so
+// of its header; nothing else ever does.
+func mongoSize(matters func(mongoHdr) bool) sizer {
+	return func(b []byte) (int, bool, bool) {
+		h := mongoHeaderAt(b)
+		if h.length < mongoHeader || h.length > mongoMaxMessage {
+			return 0, false, false
+		}
+		return h.length, h.op == mongoOpMsg && matters(h), true
+	}
 }
 
 type mongoConn struct {
-	up, down mongoFramer
+	up, down lengthFramer
 
 	// Upstream goroutine only.
 	lastID   int32 // requestID of the last point returned
@@ -222,32 +207,20 @@ func parseMsg(m []byte) (mongoMsg, bool) {
 
 // Request implements Conn.
 func (c *mongoConn) Request(b []byte) (int, *Point) {
-	f := &c.up
-	if len(b) == 0 {
-		return 0, nil
+	// An OP_MSG may be a point: it is consumed whole.
+	k, n, ok := c.up.next(b, mongoHeader, mongoRequestSize)
+	if !ok || k != unitWhole {
+		return n, nil
 	}
-	if f.opaque {
-		return len(b), nil
+	h := mongoHeaderAt(b)
+	if h.op != mongoOpMsg {
+		return n, nil
 	}
-	if f.skip > 0 {
-		return f.skipping(b), nil
-	}
-	h, n, ok := f.header(b)
+	msg, ok := parseMsg(b[:n])
 	if !ok {
 		return n, nil
 	}
-	if h.op != mongoOpMsg {
-		return f.piece(b, h), nil
-	}
-	if len(b) < h.length {
-		// An OP_MSG may be a point: it is consumed whole.
-		return 0, nil
-	}
-	msg, ok := parseMsg(b[:h.length])
-	if !ok {
-		return h.length, nil
-	}
-	return h.length, c.command(h, msg)
+	return n, c.command(h, msg)
 }
 
 // command returns the point of a parsed request, if it is one.
@@ -305,7 +278,7 @@ func (c *mongoConn) command(h mongoHdr, msg mongoMsg) *Point {
 }
 
 // ExpectCut implements Conn.
-func (c *mongoConn) ExpectCut(_ *Point, p *Pending) bool {
+func (c *mongoConn) ExpectCut(p *Pending) bool {
 	if !c.hasLast || c.lastMore {
 		// No reply will come to carry the proof.
 		return false
@@ -321,40 +294,34 @@ func (c *mongoConn) ExpectCut(_ *Point, p *Pending) bool {
 
 // Reply implements Conn.
 func (c *mongoConn) Reply(b []byte) (int, Verdict) {
-	f := &c.down
-	if len(b) == 0 {
-		return 0, Verdict{}
-	}
-	if f.opaque {
-		return len(b), Verdict{}
-	}
-	if f.skip > 0 {
-		return f.skipping(b), Verdict{}
-	}
-	h, n, ok := f.header(b)
-	if !ok {
+	k, n, ok := c.down.next(b, mongoHeader, mongoSize(c.watched))
+	if !ok || k == unitOpaque || k == unitPiece {
 		return n, Verdict{}
 	}
+	h := mongoHeaderAt(b)
 	c.mu.Lock()
 	p := c.watch[h.replyTo]
-	c.mu.Unlock()
-	if p == nil {
-		return f.piece(b, h), Verdict{}
-	}
-	if h.op == mongoOpMsg && len(b) < h.length {
-		return 0, Verdict{}
-	}
-	c.mu.Lock()
 	delete(c.watch, h.replyTo)
 	c.mu.Unlock()
-	if h.op != mongoOpMsg {
-		return f.piece(b, h), Verdict{Action: Release, Pending: p}
+	if p == nil {
+		return n, Verdict{}
 	}
-	msg, ok := parseMsg(b[:h.length])
+	if k != unitWhole || h.op != mongoOpMsg {
+		return n, Verdict{Action: Release, Pending: p}
+	}
+	msg, ok := parseMsg(b[:n])
 	if !ok || !mongoCommitted(msg.body) {
-		return h.length, Verdict{Action: Release, Pending: p}
+		return n, Verdict{Action: Release, Pending: p}
 	}
-	return h.length, Verdict{Action: Cut, Pending: p, Tag: shorten(bsonText(msg.body), mongoMaxTag)}
+	return n, Verdict{Action: Cut, Pending: p, Tag: shorten(bsonText(msg.body), mongoMaxTag)}
+}
+
+// watched reports whether the reply with this header answers a request whose cut is
+// armed: only such a reply is buffered whole to be judged.
+func (c *mongoConn) watched(h mongoHdr) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watch[h.replyTo] != nil
 }
 
 // mongoCommitted reports whether a reply body proves that the command applied.

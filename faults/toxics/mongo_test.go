@@ -101,30 +101,21 @@ func mongoHandshake(t testing.TB) step {
 // points and the switch to pass-through.
 func mongoRequestTrace(c *mongoConn, chunks [][]byte) []string {
 	var out []string
-	var buf []byte
 	opaque := false
-	for _, ch := range chunks {
-		buf = append(buf, ch...)
-		off := 0
-		for off < len(buf) {
-			n, p := c.Request(buf[off:])
-			if n <= 0 {
-				break
-			}
-			if n > len(buf)-off {
-				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
-			}
-			if p != nil {
-				out = append(out, fmt.Sprintf("point %d %q default=%v", c.lastID, p.Text, p.Default))
-			}
-			if c.up.opaque && !opaque {
-				opaque = true
-				out = append(out, "opaque")
-			}
-			off += n
+	feed(chunks, func(b []byte) int {
+		n, p := c.Request(b)
+		if n <= 0 || n > len(b) {
+			return n
 		}
-		buf = buf[off:]
-	}
+		if p != nil {
+			out = append(out, fmt.Sprintf("point %d %q default=%v", c.lastID, p.Text, p.Default))
+		}
+		if c.up.opaque && !opaque {
+			opaque = true
+			out = append(out, "opaque")
+		}
+		return n
+	})
 	return out
 }
 
@@ -188,30 +179,21 @@ func mongoReplyTrace(armed []int32, chunks [][]byte) []string {
 		pend[p] = id
 	}
 	var out []string
-	var buf []byte
-	for _, ch := range chunks {
-		buf = append(buf, ch...)
-		off := 0
-		for off < len(buf) {
-			n, v := c.Reply(buf[off:])
-			if n <= 0 {
-				break
-			}
-			if n > len(buf)-off {
-				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
-			}
-			switch v.Action {
-			case Hold:
-				out = append(out, "hold")
-			case Release:
-				out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
-			case Cut:
-				out = append(out, fmt.Sprintf("cut %d %s", pend[v.Pending], v.Tag))
-			}
-			off += n
+	feed(chunks, func(b []byte) int {
+		n, v := c.Reply(b)
+		if n <= 0 || n > len(b) {
+			return n
 		}
-		buf = buf[off:]
-	}
+		switch v.Action {
+		case Hold:
+			out = append(out, "hold")
+		case Release:
+			out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
+		case Cut:
+			out = append(out, fmt.Sprintf("cut %d %s", pend[v.Pending], v.Tag))
+		}
+		return n
+	})
 	return append(out, fmt.Sprintf("opaque %v watching %d", c.down.opaque, len(c.watch)))
 }
 
@@ -320,58 +302,39 @@ func TestMongoMatchAndControl(t *testing.T) {
 	}
 }
 
-func mongoDecisions(t *testing.T, seed int64, n int) []Kind {
-	t.Helper()
-	c, evs := newProtoCommits(t, Mongo{}, seed, nil)
-	c.Faults.Mixed.Set(0.6, 0)
-	var out []Kind
-	for i := 0; i < n; i++ {
-		h := newHarness(t, c, uint64(i), 1<<10)
+// mongoDecisions runs a connection of two findAndModify writes.
+func mongoDecisions(t *testing.T) func(*harness) {
+	return func(h *harness) {
 		mongoHandshake(t).run(h)
-		before := len(*evs)
 		step{mongoFindAndModify(t, 5), mongoOK(t, 300, 5)}.run(h)
 		step{mongoFindAndModify(t, 6), mongoOK(t, 301, 6)}.run(h)
-		k := Kind(0)
-		if len(*evs) > before {
-			k = (*evs)[len(*evs)-1].Kind
-		}
-		out = append(out, k)
 	}
-	return out
 }
 
 func TestMongoDecisionsAreSeeded(t *testing.T) {
-	checkSeededDecisions(t, func(seed int64, n int) []Kind { return mongoDecisions(t, seed, n) })
+	checkSeededDecisions(t, Mongo{}, mongoDecisions(t))
 }
 
 func TestMongoGarbageNeverPanics(t *testing.T) {
-	rng := rand.New(rand.NewPCG(12, 12))
 	fam := mongoFindAndModify(t, 5)
-	for i := 0; i < 2000; i++ {
-		c, _ := newProtoCommits(t, Mongo{}, int64(i), nil)
-		c.Faults.Mixed.Set(1, 0)
-		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
-		for j := 0; j < 4; j++ {
-			var b []byte
-			if j%2 == 0 {
-				// A valid message with random bytes written over part of it.
-				b = append([]byte(nil), fam...)
-				for k := 0; k < 1+rng.IntN(4); k++ {
-					b[16+rng.IntN(len(b)-16)] = byte(rng.IntN(256))
-				}
-			} else {
-				b = make([]byte, rng.IntN(200))
-				for k := range b {
-					b[k] = byte(rng.IntN(256))
-				}
+	checkGarbage(t, garbageRun{
+		proto: Mongo{}, seed: 12, iterations: 2000,
+		garbage: func(rng *rand.Rand, j int) ([]byte, bool) {
+			if j%2 == 1 {
+				return randomBytes(rng, 200), false
 			}
-			if rng.IntN(2) == 0 {
-				h.client(b)
-			} else {
-				h.server(b)
+			// A valid message with random bytes written over part of it.
+			b := append([]byte(nil), fam...)
+			for k := 0; k < 1+rng.IntN(4); k++ {
+				b[16+rng.IntN(len(b)-16)] = byte(rng.IntN(256))
 			}
-		}
-	}
+			return b, true
+		},
+		good: func(h *harness) string {
+			step{fam, nil}.run(h)
+			return "findAndModify"
+		},
+	})
 }
 
 func TestBSONWalkRejectsBadDocuments(t *testing.T) {

@@ -1,7 +1,6 @@
 package toxics
 
 import (
-	"bytes"
 	"encoding/binary"
 )
 
@@ -13,7 +12,7 @@ import (
 // after which both directions carry typed messages (Byte1 type, Int32 length including
 // itself, payload). A CancelRequest is the only message of its connection. Anything that
 // does not frame (encrypted bytes, garbage, a length out of range) switches the direction
-// to pass-through for good: a framer that guessed could cut the wrong reply.
+// to pass-through for good. Long messages follow the rule of framer.go.
 
 const (
 	pgSSLRequest    = 80877103
@@ -24,20 +23,6 @@ const (
 	pgMaxStartup = 10000
 	// pgMaxMessage bounds a typed message (PostgreSQL refuses more than 1 GB).
 	pgMaxMessage = 1 << 30
-	// pgStreamAbove: longer messages of types that never matter to commit faults
-	// (DataRow, CopyData) pass on in pieces instead of being buffered whole.
-	pgStreamAbove = 64 << 10
-	// pgMaxWhole: a message that matters is buffered whole up to this size; past it,
-	// it streams on unjudged rather than pinning memory.
-	pgMaxWhole = 64 << 20
-)
-
-type pgPhase uint8
-
-const (
-	pgStartup pgPhase = iota
-	pgTyped
-	pgOpaque
 )
 
 type frameKind uint8
@@ -59,13 +44,12 @@ type pgFrame struct {
 }
 
 // pgFramer splits one direction of a PostgreSQL connection into frames. The zero value
-// is ready for the start of a connection.
+// (with upstream and matters set) is ready for the start of a connection.
 type pgFramer struct {
 	upstream bool
-	phase    pgPhase
-	skip     int  // bytes still to pass of a streamed message
-	skipTyp  byte // its type
-	matters  func(typ byte) bool
+	typed    bool // past the startup messages
+	lf       lengthFramer
+	matters  func(typ byte) bool // which typed messages may be points or proofs
 }
 
 // next returns the frame at the start of b, or false if b does not yet hold one.
@@ -73,15 +57,7 @@ func (f *pgFramer) next(b []byte) (pgFrame, bool) {
 	if len(b) == 0 {
 		return pgFrame{}, false
 	}
-	if f.skip > 0 {
-		n := min(f.skip, len(b))
-		f.skip -= n
-		return pgFrame{kind: framePartial, typ: f.skipTyp, n: n}, true
-	}
-	switch f.phase {
-	case pgOpaque:
-		return pgFrame{kind: frameOpaque, n: len(b)}, true
-	case pgStartup:
+	if !f.typed && !f.lf.opaque {
 		if f.upstream {
 			return f.startupRequest(b)
 		}
@@ -89,72 +65,60 @@ func (f *pgFramer) next(b []byte) (pgFrame, bool) {
 		case 'N':
 			return pgFrame{kind: frameByte, typ: 'N', n: 1}, true
 		case 'S', 'G':
-			f.phase = pgOpaque
+			f.lf.opaque = true
 			return pgFrame{kind: frameByte, typ: b[0], n: 1}, true
 		}
 		// The server's first real message ('R', 'E' or 'v') starts the typed phase.
-		f.phase = pgTyped
+		f.typed = true
 	}
-	return f.typed(b)
+	k, n, ok := f.lf.next(b, 5, f.typedSize)
+	switch {
+	case !ok:
+		return pgFrame{}, false
+	case k == unitOpaque:
+		return pgFrame{kind: frameOpaque, n: n}, true
+	case k != unitWhole:
+		return pgFrame{kind: framePartial, n: n}, true
+	}
+	return pgFrame{kind: frameMessage, typ: b[0], body: b[5:n], n: n}, true
+}
+
+func (f *pgFramer) typedSize(h []byte) (int, bool, bool) {
+	size := binary.BigEndian.Uint32(h[1:])
+	if size < 4 || size > pgMaxMessage {
+		return 0, false, false
+	}
+	return 1 + int(size), f.matters != nil && f.matters(h[0]), true
+}
+
+func pgStartupSize(h []byte) (int, bool, bool) {
+	size := int(binary.BigEndian.Uint32(h))
+	// Out of range: a TLS ClientHello sent directly (sslnegotiation=direct), or garbage.
+	return size, true, size >= 8 && size <= pgMaxStartup
 }
 
 func (f *pgFramer) startupRequest(b []byte) (pgFrame, bool) {
-	if len(b) < 4 {
+	k, n, ok := f.lf.next(b, 4, pgStartupSize)
+	switch {
+	case !ok:
 		return pgFrame{}, false
-	}
-	size := int(binary.BigEndian.Uint32(b))
-	if size < 8 || size > pgMaxStartup {
-		// A TLS ClientHello sent directly (sslnegotiation=direct), or garbage.
-		f.phase = pgOpaque
-		return pgFrame{kind: frameOpaque, n: len(b)}, true
-	}
-	if len(b) < size {
-		return pgFrame{}, false
+	case k != unitWhole:
+		// Startup messages are short and matter: never streamed, so this is opaque.
+		return pgFrame{kind: frameOpaque, n: n}, true
 	}
 	code := binary.BigEndian.Uint32(b[4:])
-	fr := pgFrame{kind: frameMessage, code: code, body: b[8:size], n: size}
+	fr := pgFrame{kind: frameMessage, code: code, body: b[8:n], n: n}
 	switch {
 	case code == pgSSLRequest || code == pgGSSENCRequest:
 		// The answer decides; if it is 'S' or 'G' the next bytes are a TLS or GSS
 		// handshake, which does not frame as a startup message and goes opaque.
 	case code == pgCancelRequest:
-		f.phase = pgOpaque
+		f.lf.opaque = true
 	case code>>16 == 3:
-		f.phase = pgTyped
+		f.typed = true
 	default:
-		f.phase = pgOpaque
-		return pgFrame{kind: frameOpaque, n: len(b)}, true
+		_, n, _ := f.lf.passAll(b)
+		return pgFrame{kind: frameOpaque, n: n}, true
 	}
 	return fr, true
-}
-
-func (f *pgFramer) typed(b []byte) (pgFrame, bool) {
-	if len(b) < 5 {
-		return pgFrame{}, false
-	}
-	size := binary.BigEndian.Uint32(b[1:])
-	if size < 4 || size > pgMaxMessage {
-		f.phase = pgOpaque
-		return pgFrame{kind: frameOpaque, n: len(b)}, true
-	}
-	total := 1 + int(size)
-	if total <= len(b) {
-		return pgFrame{kind: frameMessage, typ: b[0], body: b[5:total], n: total}, true
-	}
-	matters := f.matters != nil && f.matters(b[0])
-	if (!matters && total > pgStreamAbove) || total > pgMaxWhole {
-		f.skip = total - len(b)
-		f.skipTyp = b[0]
-		return pgFrame{kind: framePartial, typ: b[0], n: len(b)}, true
-	}
-	return pgFrame{}, false
-}
-
-// cstring splits a NUL-terminated string off the front of b.
-func cstring(b []byte) (string, []byte, bool) {
-	i := bytes.IndexByte(b, 0)
-	if i < 0 {
-		return "", nil, false
-	}
-	return string(b[:i]), b[i+1:], true
 }

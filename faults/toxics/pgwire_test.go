@@ -79,32 +79,27 @@ type framed struct {
 // yet, append the next chunk) and returns the frames.
 func runFramer(f *pgFramer, chunks [][]byte) []framed {
 	var out []framed
-	var buf, piece, opaque []byte
-	for _, c := range chunks {
-		buf = append(buf, c...)
-		off := 0
-		for off < len(buf) {
-			fr, ok := f.next(buf[off:])
-			if !ok {
-				break
-			}
-			raw := buf[off : off+fr.n]
-			switch fr.kind {
-			case framePartial:
-				piece = append(piece, raw...)
-				if f.skip == 0 {
-					out = append(out, framed{Kind: frameMessage, Typ: fr.typ, Raw: string(piece)})
-					piece = nil
-				}
-			case frameOpaque:
-				opaque = append(opaque, raw...)
-			default:
-				out = append(out, framed{Kind: fr.kind, Typ: fr.typ, Code: fr.code, Raw: string(raw)})
-			}
-			off += fr.n
+	var piece, opaque []byte
+	feed(chunks, func(b []byte) int {
+		fr, ok := f.next(b)
+		if !ok {
+			return 0
 		}
-		buf = buf[off:]
-	}
+		raw := b[:fr.n]
+		switch fr.kind {
+		case framePartial:
+			piece = append(piece, raw...)
+			if f.lf.skip == 0 {
+				out = append(out, framed{Kind: frameMessage, Typ: fr.typ, Raw: string(piece)})
+				piece = nil
+			}
+		case frameOpaque:
+			opaque = append(opaque, raw...)
+		default:
+			out = append(out, framed{Kind: fr.kind, Typ: fr.typ, Code: fr.code, Raw: string(raw)})
+		}
+		return fr.n
+	})
 	if len(opaque) > 0 {
 		out = append(out, framed{Kind: frameOpaque, Raw: string(opaque)})
 	}

@@ -2,7 +2,6 @@ package toxics
 
 import (
 	"strings"
-	"sync"
 )
 
 // Postgres is the PostgreSQL frontend/backend protocol (3.x) for the commit toxics.
@@ -55,7 +54,7 @@ func (Postgres) NewConn() Conn {
 
 func pgRequestMatters(t byte) bool {
 	switch t {
-	case 'Q', 'P', 'B', 'E', 'S', 'C', 'F':
+	case 'Q', 'P', 'B', 'E', 'S', 'C', 'D', 'H', 'F':
 		return true
 	}
 	return false
@@ -73,13 +72,10 @@ const (
 	txFailed
 )
 
-// maxBlockText bounds the statements of an open block kept for match functions.
-const maxBlockText = 64 << 10
-
 // pgCycle is a request that ends with one ReadyForQuery: a simple query, a function
 // call, or the extended-protocol messages up to a Sync.
 type pgCycle struct {
-	cut *Pending
+	replyCut
 	// downstream only, while cut is armed
 	holding bool
 	tag     string
@@ -95,15 +91,14 @@ type pgConn struct {
 	blockText strings.Builder   // statements run in the open block
 	open      *pgCycle          // extended-protocol messages since the last Sync
 	implicit  bool              // the open cycle has run a statement outside a block
-	last      *pgCycle          // the cycle of the last point returned
 
 	// Downstream goroutine only.
 	ready bool // the ReadyForQuery that ends the startup has passed
 
-	mu     sync.Mutex
-	queue  []*pgCycle // sent, awaiting their ReadyForQuery; guarded by mu
-	status byte       // status of the last ReadyForQuery that left the queue empty
-	fresh  bool       // status not yet taken into tx by the upstream side
+	lastArmed            // its mu guards the fields below
+	queue     []*pgCycle // sent, awaiting their ReadyForQuery
+	status    byte       // status of the last ReadyForQuery that left the queue empty
+	fresh     bool       // status not yet taken into tx by the upstream side
 }
 
 // txNow returns the transaction state for the next statement: the server's own word
@@ -155,7 +150,7 @@ func (c *pgConn) Request(b []byte) (int, *Point) {
 		c.open, c.implicit = nil, false
 		c.push(cy)
 		if p != nil {
-			c.last = cy
+			c.last = &cy.replyCut
 		}
 		return f.n, p
 	case 'P':
@@ -184,7 +179,7 @@ func (c *pgConn) Request(b []byte) (int, *Point) {
 		}
 		p := c.execute(c.portals[portal])
 		if p != nil {
-			c.last = cy
+			c.last = &cy.replyCut
 		}
 		return f.n, p
 	case 'C':
@@ -317,19 +312,6 @@ func (c *pgConn) addBlockText(s string) {
 	}
 	c.blockText.WriteString(s)
 	c.blockText.WriteString("; ")
-}
-
-// ExpectCut implements Conn.
-func (c *pgConn) ExpectCut(_ *Point, p *Pending) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.last == nil || c.last.cut != nil {
-		// Already armed by an earlier statement of the same implicit transaction: one
-		// commit, one cut.
-		return false
-	}
-	c.last.cut = p
-	return true
 }
 
 // Reply implements Conn.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Resp is the Redis serialization protocol (RESP2 and RESP3) for the commit toxics.
@@ -33,8 +32,9 @@ import (
 // the server refuses (NOAUTH) leaves later writes unjudged until the EXEC, which then
 // fails and is released.
 //
-// A request longer than 64 MB is passed on in pieces unjudged (never a point), so that
-// one huge value cannot pin memory; it still counts in the pairing.
+// A request longer than 64 MiB (the package's bound for a message judged whole) is passed
+// on in pieces unjudged (never a point), so that one huge value cannot pin memory; it
+// still counts in the pairing. Replies are never buffered beyond one header line.
 //
 // Pairing (downstream): RESP replies carry no request id, so the replies are paired with
 // the requests in order, per connection. A push frame (">") is not a reply; an attribute
@@ -61,7 +61,7 @@ func (Resp) Name() string { return "resp" }
 
 // NewConn implements Protocol.
 func (Resp) NewConn() Conn {
-	return &respConn{up: respReqFramer{maxWhole: respMaxWhole}}
+	return &respConn{up: respReqFramer{maxWhole: maxWhole}}
 }
 
 const (
@@ -72,8 +72,6 @@ const (
 	// respMaxBulk is Redis's default proto-max-bulk-len: longer bulk strings in a
 	// request are refused.
 	respMaxBulk = 512 << 20
-	// respMaxWhole bounds a request buffered whole to be judged.
-	respMaxWhole = 64 << 20
 	// respMaxCount bounds a reply aggregate's element count, far above what a server
 	// sends, so that counts never overflow.
 	respMaxCount = 1 << 40
@@ -116,20 +114,12 @@ var respUnpaired = setOf(
 	"MONITOR", "SYNC", "PSYNC",
 )
 
-func setOf(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
-
 // respReq is one request sent, awaiting its reply.
 type respReq struct {
-	name string   // upper case; "" when not known
-	exec bool     // an EXEC ending a MULTI: a null reply means nothing ran
-	last bool     // replies stop pairing with requests from this one's reply on
-	cut  *Pending // armed cut; guarded by respConn.mu
+	name string // upper case; "" when not known
+	exec bool   // an EXEC ending a MULTI: a null reply means nothing ran
+	last bool   // replies stop pairing with requests from this one's reply on
+	replyCut
 }
 
 type respConn struct {
@@ -139,16 +129,15 @@ type respConn struct {
 	// Upstream goroutine only.
 	multi bool
 	block strings.Builder // commands queued in the open MULTI
-	last  *respReq        // the request of the last point returned
 
-	mu    sync.Mutex
-	queue []*respReq // sent, awaiting their replies, in order
+	lastArmed            // its mu guards the fields below
+	queue     []*respReq // sent, awaiting their replies, in order
 }
 
 // respReqFramer frames client-to-server bytes.
 type respReqFramer struct {
 	opaque   bool
-	maxWhole int
+	maxWhole int // framer.go's maxWhole; tests lower it
 
 	// A request array not yet whole: its scan resumes where it stopped, since every call
 	// starts at the same request.
@@ -230,7 +219,8 @@ func (c *respConn) Request(b []byte) (int, *Point) {
 		next := data + int(n) + 2
 		if next > f.maxWhole {
 			// Decided on the declared sizes, not on what has arrived, so that any
-			// chunking of the same bytes gives the same verdict.
+			// chunking of the same bytes gives the same verdict (framer.go's rule:
+			// every request matters).
 			return c.startStream(b), nil
 		}
 		if next > len(b) {
@@ -476,7 +466,7 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 	c.queue = append(c.queue, r)
 	c.mu.Unlock()
 	if p != nil {
-		c.last = r
+		c.last = &r.replyCut
 	}
 	return p
 }
@@ -519,17 +509,6 @@ func plainWord(s string) bool {
 	return true
 }
 
-// ExpectCut implements Conn.
-func (c *respConn) ExpectCut(_ *Point, p *Pending) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.last == nil || c.last.cut != nil {
-		return false
-	}
-	c.last.cut = p
-	return true
-}
-
 // respAgg is an aggregate reply still open.
 type respAgg struct {
 	left int64 // elements to come
@@ -562,35 +541,17 @@ func crlf(b []byte, from int) int {
 	return -1
 }
 
-// Reply implements Conn.
+// Reply implements Conn. It frames one token at a time; the first token of a top-level
+// value that is neither a push nor an attribute starts a reply, judged against the
+// request it answers.
 func (c *respConn) Reply(b []byte) (int, Verdict) {
 	f := &c.down
 	if len(b) == 0 {
 		return 0, Verdict{}
 	}
-	if f.opaque {
-		return len(b), Verdict{}
-	}
-	if f.bulk > 0 {
-		n := int(min(f.bulk, int64(len(b))))
-		f.bulk -= int64(n)
-		if f.bulk == 0 {
-			f.done(false)
-		}
+	if n, ok := f.inside(b); ok {
 		return n, Verdict{}
 	}
-	if f.line {
-		i := crlf(b[:min(len(b), respMaxInline+2)], 0)
-		if i >= 0 {
-			f.line = false
-			f.done(false)
-			return i + 2, Verdict{}
-		}
-		// Keep a last "\r": its "\n" may be next.
-		n := min(len(b), respMaxInline+2) - 1
-		return n, Verdict{}
-	}
-
 	top := len(f.stack) == 0
 	typ := b[0]
 	n, tag, null, ok := f.token(b)
@@ -607,62 +568,101 @@ func (c *respConn) Reply(b []byte) (int, Verdict) {
 	}
 	switch typ {
 	case '>':
-		f.push = true
-		if len(f.stack) == 0 {
-			f.push = false // an empty push: already over
-		}
+		f.push = len(f.stack) > 0 // an empty push is already over
 		return n, Verdict{}
 	case '|':
-		if f.attr {
-			return n, Verdict{}
-		}
-		f.attr = true
-		c.mu.Lock()
-		armed := len(c.queue) > 0 && c.queue[0].cut != nil
-		c.mu.Unlock()
-		if armed {
-			f.holdAttr = true
-			return n, Verdict{Action: Hold}
-		}
-		return n, Verdict{}
+		return n, c.attribute()
 	}
-	// The first token of a reply: judge it against the request it answers.
+	return c.reply(b, n, typ, tag, null)
+}
+
+// inside consumes bytes that continue a value already started: everything once the
+// replies stopped framing, a blob's payload, a piece of a long simple line. False when
+// b starts a token.
+func (f *respReplyFramer) inside(b []byte) (int, bool) {
+	switch {
+	case f.opaque:
+		return len(b), true
+	case f.bulk > 0:
+		n := int(min(f.bulk, int64(len(b))))
+		f.bulk -= int64(n)
+		if f.bulk == 0 {
+			f.done(false)
+		}
+		return n, true
+	case f.line:
+		i := crlf(b[:min(len(b), respMaxInline+2)], 0)
+		if i >= 0 {
+			f.line = false
+			f.done(false)
+			return i + 2, true
+		}
+		// Keep a last "\r": its "\n" may be next.
+		return min(len(b), respMaxInline+2) - 1, true
+	}
+	return 0, false
+}
+
+// attribute judges a top-level attribute frame: it belongs to the reply that follows,
+// so it is held when that reply's request has an armed cut.
+func (c *respConn) attribute() Verdict {
+	f := &c.down
+	if f.attr {
+		return Verdict{}
+	}
+	f.attr = true
+	c.mu.Lock()
+	armed := len(c.queue) > 0 && c.queue[0].cut != nil
+	c.mu.Unlock()
+	if armed {
+		f.holdAttr = true
+		return Verdict{Action: Hold}
+	}
+	return Verdict{}
+}
+
+// reply judges the first token of a reply, n bytes at the start of b, against the
+// request it answers: the oldest one awaiting its reply.
+func (c *respConn) reply(b []byte, n int, typ byte, tag string, null bool) (int, Verdict) {
+	f := &c.down
 	held := f.holdAttr
 	f.attr, f.holdAttr = false, false
 	f.replies++
-	c.mu.Lock()
-	var r *respReq
-	if len(c.queue) > 0 {
-		r = c.queue[0]
-		c.queue[0] = nil
-		c.queue = c.queue[1:]
+	r, p := c.answered()
+	release := Verdict{}
+	if held {
+		release.Action = Release
 	}
-	var p *Pending
-	if r != nil {
-		p, r.cut = r.cut, nil
-	}
-	c.mu.Unlock()
 	if r != nil && r.last {
 		// This reply and all after it pass unjudged.
 		f.opaque = true
-		if held {
-			return len(b), Verdict{Action: Release}
-		}
-		return len(b), Verdict{}
-	}
-	if p == nil {
-		if held {
-			return n, Verdict{Action: Release}
-		}
-		return n, Verdict{}
+		return len(b), release
 	}
 	switch {
+	case p == nil:
+		return n, release
 	case typ == '-' || typ == '!':
 		return n, Verdict{Action: Release, Pending: p}
 	case r.exec && null:
 		return n, Verdict{Action: Release, Pending: p}
 	}
 	return n, Verdict{Action: Cut, Pending: p, Tag: tag}
+}
+
+// answered takes the oldest request awaiting its reply off the queue, with its armed
+// cut; nil when none awaits.
+func (c *respConn) answered() (*respReq, *Pending) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return nil, nil
+	}
+	r := c.queue[0]
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	p := r.cut
+	r.cut = nil
+	return r, p
 }
 
 // token consumes one token at the start of b (not inside a blob or a long line). It

@@ -46,34 +46,25 @@ func newProtoCommits(t *testing.T, proto Protocol, seed int64, match func(string
 // pass-through.
 func respRequestTrace(c *respConn, chunks [][]byte) []string {
 	var out []string
-	var buf []byte
 	queued := 0
 	opaque := false
-	for _, ch := range chunks {
-		buf = append(buf, ch...)
-		off := 0
-		for off < len(buf) {
-			n, p := c.Request(buf[off:])
-			if n <= 0 {
-				break
-			}
-			if n > len(buf)-off {
-				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
-			}
-			for ; queued < len(c.queue); queued++ {
-				out = append(out, "req "+c.queue[queued].name)
-			}
-			if p != nil {
-				out = append(out, fmt.Sprintf("point %q default=%v", p.Text, p.Default))
-			}
-			if c.up.opaque && !opaque {
-				opaque = true
-				out = append(out, "opaque")
-			}
-			off += n
+	feed(chunks, func(b []byte) int {
+		n, p := c.Request(b)
+		if n <= 0 || n > len(b) {
+			return n
 		}
-		buf = buf[off:]
-	}
+		for ; queued < len(c.queue); queued++ {
+			out = append(out, "req "+c.queue[queued].name)
+		}
+		if p != nil {
+			out = append(out, fmt.Sprintf("point %q default=%v", p.Text, p.Default))
+		}
+		if c.up.opaque && !opaque {
+			opaque = true
+			out = append(out, "opaque")
+		}
+		return n
+	})
 	return out
 }
 
@@ -183,7 +174,7 @@ func TestRespRequestFraming(t *testing.T) {
 // plain), feeds the chunks to Reply as the downstream toxic does and returns the
 // verdicts other than Pass, with the number of replies started.
 func respReplyTrace(reqs []string, chunks [][]byte) []string {
-	c := newRespConn(respMaxWhole)
+	c := newRespConn(maxWhole)
 	pend := map[*Pending]int{}
 	for i, r := range reqs {
 		q := &respReq{name: "X", exec: strings.HasPrefix(r, "exec")}
@@ -197,34 +188,25 @@ func respReplyTrace(reqs []string, chunks [][]byte) []string {
 		c.queue = append(c.queue, q)
 	}
 	var out []string
-	var buf []byte
-	for _, ch := range chunks {
-		buf = append(buf, ch...)
-		off := 0
-		for off < len(buf) {
-			n, v := c.Reply(buf[off:])
-			if n <= 0 {
-				break
-			}
-			if n > len(buf)-off {
-				panic(fmt.Sprintf("consumed %d of %d", n, len(buf)-off))
-			}
-			switch v.Action {
-			case Hold:
-				out = append(out, "hold")
-			case Release:
-				if v.Pending != nil {
-					out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
-				} else {
-					out = append(out, "release")
-				}
-			case Cut:
-				out = append(out, fmt.Sprintf("cut %d %q", pend[v.Pending], v.Tag))
-			}
-			off += n
+	feed(chunks, func(b []byte) int {
+		n, v := c.Reply(b)
+		if n <= 0 || n > len(b) {
+			return n
 		}
-		buf = buf[off:]
-	}
+		switch v.Action {
+		case Hold:
+			out = append(out, "hold")
+		case Release:
+			if v.Pending != nil {
+				out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
+			} else {
+				out = append(out, "release")
+			}
+		case Cut:
+			out = append(out, fmt.Sprintf("cut %d %q", pend[v.Pending], v.Tag))
+		}
+		return n
+	})
 	out = append(out, fmt.Sprintf("replies %d opaque %v", c.down.replies, c.down.opaque))
 	return out
 }
@@ -433,53 +415,33 @@ func TestRespMatchSeesText(t *testing.T) {
 	}
 }
 
-// respDecisions runs n connections of two writes each and returns the fault each got.
-func respDecisions(t *testing.T, seed int64, n int) []Kind {
-	t.Helper()
-	c, evs := newProtoCommits(t, Resp{}, seed, nil)
-	c.Faults.Mixed.Set(0.6, 0)
-	var out []Kind
-	for i := 0; i < n; i++ {
-		h := newHarness(t, c, uint64(i), 1<<10)
-		respHandshake().run(h)
-		before := len(*evs)
-		step{respCmd("incr", "n"), rInt(1)}.run(h)
-		step{respCmd("incr", "n"), rInt(2)}.run(h)
-		k := Kind(0)
-		if len(*evs) > before {
-			k = (*evs)[len(*evs)-1].Kind
-		}
-		out = append(out, k)
-	}
-	return out
+// respDecisions runs a connection of two writes.
+func respDecisions(h *harness) {
+	respHandshake().run(h)
+	step{respCmd("incr", "n"), rInt(1)}.run(h)
+	step{respCmd("incr", "n"), rInt(2)}.run(h)
 }
 
 func TestRespDecisionsAreSeeded(t *testing.T) {
-	checkSeededDecisions(t, func(seed int64, n int) []Kind { return respDecisions(t, seed, n) })
+	checkSeededDecisions(t, Resp{}, respDecisions)
 }
 
 func TestRespGarbageNeverPanics(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 11))
-	for i := 0; i < 2000; i++ {
-		c, _ := newProtoCommits(t, Resp{}, int64(i), nil)
-		c.Faults.Mixed.Set(1, 0)
-		h := newHarness(t, c, uint64(i), 1+rng.IntN(64))
-		for j := 0; j < 4; j++ {
-			b := make([]byte, rng.IntN(200))
-			for k := range b {
-				b[k] = byte(rng.IntN(256))
-			}
+	checkGarbage(t, garbageRun{
+		proto: Resp{}, seed: 11, iterations: 2000,
+		garbage: func(rng *rand.Rand, j int) ([]byte, bool) {
+			b := randomBytes(rng, 200)
 			if j%2 == 0 && len(b) > 0 {
 				// Plausible starts reach deeper into the framers.
 				b[0] = "*$+-:>|%~_#,(!="[rng.IntN(15)]
 			}
-			if rng.IntN(2) == 0 {
-				h.client(b)
-			} else {
-				h.server(b)
-			}
-		}
-	}
+			return b, false
+		},
+		good: func(h *harness) string {
+			step{respCmd("SET", "k", "v"), []byte("+OK\r\n")}.run(h)
+			return "SET k v"
+		},
+	})
 }
 
 // fuzzHarness runs a client stream and then a server stream through both halves with

@@ -18,6 +18,18 @@ const (
 	stmtCommitPrepare                  // COMMIT PREPARED: commits a prepared transaction
 )
 
+// lexer knows where the tokens of one dialect end. PostgreSQL and CQL share quotes,
+// "--" line comments and block comments, but PostgreSQL's block comments nest and CQL's
+// do not, and CQL also takes "//" as a line comment.
+type lexer struct {
+	cql bool
+}
+
+var (
+	pgLex  = lexer{}
+	cqlLex = lexer{cql: true}
+)
+
 // splitSQL splits a query string into its statements at top-level semicolons, skipping
 // quoted strings, quoted identifiers, dollar quotes and comments, so that a semicolon
 // inside any of them does not split. Empty statements are dropped. It never fails: text
@@ -35,7 +47,7 @@ func splitSQL(sql string) []string {
 			i++
 			start = i
 		default:
-			i = skipToken(sql, i)
+			i = pgLex.skipToken(sql, i)
 		}
 	}
 	if s := strings.TrimSpace(sql[start:]); s != "" {
@@ -46,7 +58,7 @@ func splitSQL(sql string) []string {
 
 // skipToken returns the index just past the lexical element starting at i: a quoted
 // string, quoted identifier, dollar-quoted string, comment, or a single byte.
-func skipToken(s string, i int) int {
+func (l lexer) skipToken(s string, i int) int {
 	c := s[i]
 	switch {
 	case c == '\'':
@@ -76,12 +88,18 @@ func skipToken(s string, i int) int {
 			return len(s)
 		}
 		return i + 1 + j + 1
-	case c == '-' && i+1 < len(s) && s[i+1] == '-':
+	case (c == '-' && i+1 < len(s) && s[i+1] == '-') || (l.cql && c == '/' && i+1 < len(s) && s[i+1] == '/'):
 		j := strings.IndexByte(s[i:], '\n')
 		if j < 0 {
 			return len(s)
 		}
 		return i + j + 1
+	case l.cql && c == '/' && i+1 < len(s) && s[i+1] == '*':
+		j := strings.Index(s[i+2:], "*/")
+		if j < 0 {
+			return len(s)
+		}
+		return i + 2 + j + 2
 	case c == '/' && i+1 < len(s) && s[i+1] == '*':
 		depth := 0
 		j := i
@@ -127,7 +145,7 @@ func isIdent(c byte) bool {
 
 // words returns the first n bare words of a statement, upper-cased, skipping
 // whitespace, comments and opening parentheses.
-func words(stmt string, n int) []string {
+func (l lexer) words(stmt string, n int) []string {
 	var out []string
 	i := 0
 	for i < len(stmt) && len(out) < n {
@@ -143,7 +161,7 @@ func words(stmt string, n int) []string {
 			out = append(out, strings.ToUpper(stmt[i:j]))
 			i = j
 		default:
-			j := skipToken(stmt, i)
+			j := l.skipToken(stmt, i)
 			if j == i+1 {
 				// Punctuation other than a comment or a quote ends the leading words.
 				return out
@@ -177,7 +195,7 @@ func hasWord(stmt string, ws ...string) bool {
 			i = j
 			continue
 		}
-		i = skipToken(stmt, i)
+		i = pgLex.skipToken(stmt, i)
 	}
 	return false
 }
@@ -185,7 +203,7 @@ func hasWord(stmt string, ws ...string) bool {
 // classify tells what one statement does to the transaction. Unknown statements are
 // stmtOther; DDL counts as a write because outside a block it commits at once.
 func classify(stmt string) stmtClass {
-	w := words(stmt, 2)
+	w := pgLex.words(stmt, 2)
 	if len(w) == 0 {
 		return stmtOther
 	}
