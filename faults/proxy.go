@@ -180,7 +180,7 @@ func (p *Proxy) serveAPI(addr string, allowRemote bool) error {
 // Addr returns the address clients connect to, host:port.
 func (p *Proxy) Addr() string { return p.addr }
 
-// Upstream returns the server's address.
+// Upstream returns the server's address, as Options gave it.
 func (p *Proxy) Upstream() string { return p.px.Upstream }
 
 // APIAddr returns the HTTP API's address, or "" when it is off.
@@ -192,7 +192,8 @@ func (p *Proxy) APIAddr() string {
 }
 
 // Faults returns the knobs of the commit faults, or nil without a protocol. They start
-// disarmed; Set and Disarm take effect on open connections.
+// disarmed; Set and Disarm take effect on open connections. A Schedule and the HTTP
+// API's commit toxics drive the same knobs: the last change wins.
 func (p *Proxy) Faults() *toxics.Faults {
 	if p.commits == nil {
 		return nil
@@ -216,6 +217,7 @@ type Toxic struct {
 }
 
 // AddToxic adds a standard toxic with toxicity 1. It takes effect on open connections.
+// It fails when the name is taken or toxiproxy does not know the type.
 func (p *Proxy) AddToxic(t Toxic) error {
 	stream := "downstream"
 	if t.Upstream {
@@ -231,7 +233,8 @@ func (p *Proxy) AddToxic(t Toxic) error {
 	return nil
 }
 
-// RemoveToxic removes a toxic that AddToxic added.
+// RemoveToxic removes a toxic that AddToxic added. It refuses the commit toxics' names
+// (they stay installed; disarm them through Faults) and fails on an unknown name.
 func (p *Proxy) RemoveToxic(name string) error {
 	if name == toxics.DropToxic || name == toxics.CutToxic {
 		return fmt.Errorf("remove toxic %s: the commit toxics stay; disarm them through Faults", name)
@@ -246,7 +249,8 @@ func (p *Proxy) RemoveToxic(name string) error {
 // partition. Enable ends it, listening on the same address again.
 func (p *Proxy) Disable() { p.px.Stop() }
 
-// Enable listens again after Disable.
+// Enable listens again after Disable, on the same address. It fails after Close, or
+// when another process took the address meanwhile.
 func (p *Proxy) Enable() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -261,7 +265,7 @@ func (p *Proxy) Enable() error {
 }
 
 // Close stops the proxy, closes every connection through it and stops the HTTP API.
-// Link goroutines end shortly after, as their sockets close.
+// Link goroutines end shortly after, as their sockets close. Closing twice is a no-op.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	if p.closed {

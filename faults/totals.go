@@ -20,7 +20,7 @@ type Totals struct {
 	// changed something: a row count above 0 ("UPDATE 1"), a CQL [applied]=true.
 	Changed int64
 	// NoEffect counts the cuts whose proof shows that the commit changed nothing
-	// ("UPDATE 0", [applied]=false): committed, but retrying it is harmless.
+	// ("UPDATE 0", [applied]=false): committed, yet nothing to apply twice.
 	NoEffect int64
 }
 
