@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/indoubt/indoubt/faults/toxics"
@@ -406,5 +407,64 @@ func TestProxyTotalsOnStop(t *testing.T) {
 	b, _ := os.ReadFile(events)
 	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 3 || strings.Contains(string(b), "earlier run") {
 		t.Errorf("events file %q, want the three cuts of this run alone", b)
+	}
+}
+
+var apiRE = regexp.MustCompile(`toxiproxy API on (\S+)\)`)
+
+// TestProxyAPICommitToxic steers `indoubt proxy` from toxiproxy's Go client: a
+// commit_cut toxic arms the cut, a second is refused, removing it disarms.
+func TestProxyAPICommitToxic(t *testing.T) {
+	srv := startPostgres(t)
+	ctx := context.Background()
+	direct, err := pgx.Connect(ctx, srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close(ctx)
+	if _, err := direct.Exec(ctx, "create table steered (id int primary key, n int not null); insert into steered values (1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	rp := startProxyCommand(t, "--upstream", srv.Addr, "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0")
+	m := apiRE.FindStringSubmatch(rp.errb.String())
+	if m == nil {
+		t.Fatalf("no API address in %q", rp.errb.String())
+	}
+	p, err := toxiclient.NewClient(m[1]).Proxy("indoubt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddToxic("cut", "commit_cut", "downstream", 1, toxiclient.Attributes{"probability": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddToxic("again", "commit_cut", "downstream", 1, nil); err == nil {
+		t.Errorf("a second commit_cut was added")
+	}
+	host, port, _ := net.SplitHostPort(rp.addr)
+	dsn := fmt.Sprintf("postgres://%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, host, port, servers.PostgresDatabase)
+	update := func() error {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, "update steered set n = n + 1 where id = 1")
+		return err
+	}
+	if err := update(); err == nil {
+		t.Errorf("update went through a commit_cut at probability 1")
+	}
+	if err := p.RemoveToxic("cut"); err != nil {
+		t.Fatal(err)
+	}
+	if err := update(); err != nil {
+		t.Errorf("update after the commit_cut was removed: %v", err)
+	}
+	rp.stop()
+	if !strings.Contains(rp.out.String(), "commit-cut applied") || strings.Count(rp.out.String(), "\n") != 1 {
+		t.Errorf("stdout %q, want the one cut", rp.out.String())
+	}
+	if !strings.Contains(rp.errb.String(), "commit faults: 1 cut (1 proven applied") {
+		t.Errorf("stderr %q, want the totals with one cut", rp.errb.String())
 	}
 }
