@@ -330,7 +330,7 @@ func bindAddr(addr string, allowRemote bool) (string, error) {
 		return net.JoinHostPort("127.0.0.1", port), nil
 	}
 	if !allowRemote && !isLoopback(host) {
-		return "", fmt.Errorf("address %q is not loopback: allow remote binds to listen there (indoubt proxy --allow-remote)", addr)
+		return "", fmt.Errorf("address %q is not loopback: binding it needs Options.AllowRemote (indoubt proxy --allow-remote)", addr)
 	}
 	return addr, nil
 }
