@@ -1,25 +1,76 @@
 // Package faults is indoubt's fault layer: a proxy that makes ambiguous commits on
 // purpose, and a schedule that arms faults for windows of a run.
 //
-// A Proxy is toxiproxy (v2.12.0) embedded in the process, listening on loopback, with
-// the commit toxics of package faults/toxics installed for a wire protocol. Its HTTP API,
-// the one toxiproxy's client package speaks, is off unless Options.API asks for it. A
-// runner uses it like this:
+// A Proxy is toxiproxy (v2.12.0) embedded in the process, in front of one server, with
+// the commit toxics of package faults/toxics installed for a wire protocol. At the
+// moment a client commits, it can cut the connection after the server proved the
+// commit (commit-cut: applied, the client is not told) or drop the commit before the
+// server sees it (commit-drop: not applied); the client sees the same error either
+// way. The proxy knows which it did, to which connection, and reports it as a
+// toxics.Event: the ground truth that a checker never sees and a report joins to the
+// history. See Example for a complete program.
+//
+// # Starting a proxy
 //
 //	px, err := faults.Start(faults.Options{
-//		Upstream: pg.Addr,               // the real server
-//		Protocol: toxics.Postgres{},
+//		Upstream: pg.Addr,               // the real server, host:port
+//		Protocol: toxics.Postgres{},     // nil: a plain TCP proxy
 //		Seed:     seed,                  // derived from the run's --seed
 //		Events:   func(e toxics.Event) { events <- e }, // faults.jsonl, history
 //	})
 //	defer px.Close()
 //	dsn := "postgres://...@" + px.Addr() + "/..."   // clients connect here
+//
+// Start checks the upstream address (a host and a port, and the host resolves) so
+// that a typo fails at once instead of dropping every client later.
+//
+// Bind rule: the proxy, and its HTTP API when asked for, listen on loopback. An
+// address with an empty host (":6432") means loopback; any other address (0.0.0.0,
+// an interface's address, a name that resolves elsewhere) is refused unless
+// Options.AllowRemote is set, because whoever reaches the proxy reaches the server,
+// and the API has no authentication.
+//
+// # Commit faults
+//
+// Proxy.Faults returns the three knobs, Cut, Drop and Mixed (a fair seeded coin picks
+// cut or drop). Each has a probability per commit point and an optional cap on fires;
+// they start disarmed and take effect on open connections:
+//
+//	px.Faults().Cut.Set(0.2, 0)     // cut 20% of commits from now on
+//	px.Faults().Mixed.Set(1, 5)     // the next 5 commits, cut or drop
+//	px.Faults().Cut.Disarm()
+//
+// Each commit point draws once from its connection's generator, seeded from Seed, so
+// the same seed and the same messages in the same order give the same decisions (see
+// toxics.Faults). Totals counts the events by what their proof of commit shows.
+//
+// # The HTTP API
+//
+// With Options.API the proxy serves toxiproxy's HTTP API, the one toxiproxy's client
+// package and CLI speak: proxies and the standard toxics as toxiproxy has them, and
+// the commit faults as three toxic types, commit_cut, commit_drop and commit_mixed,
+// one per knob. Their attributes are probability (0 to 1, default 1) and max (a
+// number of fires, 0 for no cap); toxicity must stay 1, since toxiproxy rolls it once
+// per connection, not per commit point. A proxy has at most one commit toxic of each
+// type: adding a second is refused (409) with the name of the first. A knob armed
+// from Go or by a schedule shows as a commit toxic named after its type. The API sets
+// the knobs through their atomics, never by decoding into a running toxic, and hides
+// the two halves that carry the commit faults; POST /reset removes every other toxic
+// and disarms the knobs, leaving the halves in place. Commit toxics exist only on the
+// proxy Start made with a protocol, not on proxies created through the API.
+//
+// The API guards against what a web page in a browser on the same machine can send:
+// it answers only requests whose Host header names a loopback host (or the address it
+// was bound to, with AllowRemote; any address literal when that is 0.0.0.0 or ::), it
+// takes POST and PATCH bodies only as application/json (415 otherwise, which refuses
+// the cross-origin requests a page may send without a preflight), and it creates or
+// moves proxy listeners only on loopback unless AllowRemote (":PORT" is loopback
+// there too). Errors have toxiproxy's shape, {"error": "...", "status": N}.
+//
+// # Schedules
+//
 //	sched, err := faults.ParseSchedule([]string{"commit-cut:0.2@5s-15s", "latency:5ms"})
 //	go sched.Run(ctx, px, runStart, func(w faults.Window) { /* nemesis event */ })
-//
-// or arms the commit faults directly: px.Faults().Cut.Set(0.2, 0).
-//
-// # Schedule syntax
 //
 // Each entry is NAME[:PARAMS][@START-END]. PARAMS is a first value, then KEY=VALUE
 // options, comma-separated. The window's START and END are Go durations from the start

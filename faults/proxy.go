@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,9 +21,13 @@ import (
 
 // Options configures a Proxy.
 type Options struct {
-	// Upstream is the server's address, host:port. Required.
+	// Upstream is the server's address, host:port. Required; Start refuses an
+	// address whose port is not a port or whose host does not resolve.
 	Upstream string
 	// Listen is the proxy's address; default "127.0.0.1:0" (a free loopback port).
+	// A host left empty (":6432") means loopback. A host that is not loopback (an
+	// interface's address, 0.0.0.0, a name that resolves elsewhere) is refused unless
+	// AllowRemote is set.
 	Listen string
 	// Name is the proxy's name in toxiproxy's HTTP API; default "indoubt".
 	Name string
@@ -35,10 +41,18 @@ type Options struct {
 	// Events receives each commit fault as it fires; see toxics.Config.
 	Events func(toxics.Event)
 	// API, when not empty, serves toxiproxy's HTTP API (the one its client package
-	// speaks) on that address. A host left empty (":8474") means loopback: the API has
-	// no authentication. Off by default. Its POST /reset removes every toxic, the
-	// commit toxics included, which ends commit faults for the proxy's lifetime.
+	// speaks) on that address, under the same bind rule as Listen. Off by default.
+	// The API has no authentication, so it guards against the web pages a browser on
+	// this machine may run: it answers only requests whose Host header names a
+	// loopback host or the address it was bound to, refuses POST and PATCH bodies
+	// that are not application/json (415), and refuses to open a proxy listener off
+	// loopback unless AllowRemote is set. See the package documentation for the
+	// commit toxics it adds to toxiproxy's.
 	API string
+	// AllowRemote lets Listen, API and the listeners created through the API bind
+	// addresses other than loopback. Whoever reaches them can proxy to Upstream (or,
+	// through the API, to anywhere): set it only on a trusted network.
+	AllowRemote bool
 }
 
 // Proxy is a TCP proxy between clients and one server: toxiproxy v2.12.0 embedded in
@@ -87,14 +101,21 @@ func (w acceptLog) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// Start starts a proxy and, if asked, its HTTP API. Close stops both.
+// Start starts a proxy and, if asked, its HTTP API. Close stops both. It fails, with
+// one line naming the address, on an upstream that does not parse or resolve and on a
+// listen or API address that breaks the bind rule of Options.
 func Start(opt Options) (*Proxy, error) {
-	if opt.Upstream == "" {
-		return nil, errors.New("start proxy: no upstream address")
+	if err := checkUpstream(opt.Upstream); err != nil {
+		return nil, fmt.Errorf("start proxy: %w", err)
 	}
 	if opt.Listen == "" {
 		opt.Listen = "127.0.0.1:0"
 	}
+	listen, err := bindAddr(opt.Listen, opt.AllowRemote)
+	if err != nil {
+		return nil, fmt.Errorf("start proxy: listen %w", err)
+	}
+	opt.Listen = listen
 	if opt.Name == "" {
 		opt.Name = "indoubt"
 	}
@@ -125,7 +146,7 @@ func Start(opt Options) (*Proxy, error) {
 	}
 	p.addr = p.px.Listen
 	if opt.API != "" {
-		if err := p.serveAPI(opt.API); err != nil {
+		if err := p.serveAPI(opt.API, opt.AllowRemote); err != nil {
 			p.px.Stop()
 			return nil, err
 		}
@@ -133,20 +154,18 @@ func Start(opt Options) (*Proxy, error) {
 	return p, nil
 }
 
-func (p *Proxy) serveAPI(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
+func (p *Proxy) serveAPI(addr string, allowRemote bool) error {
+	bind, err := bindAddr(addr, allowRemote)
 	if err != nil {
-		return fmt.Errorf("proxy api address %q: %w", addr, err)
+		return fmt.Errorf("proxy api %w", err)
 	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return fmt.Errorf("proxy api: %w", err)
 	}
+	host, _, _ := net.SplitHostPort(bind)
 	p.apiLn = ln
-	p.apiSrv = &http.Server{Handler: p.srv.Routes()}
+	p.apiSrv = &http.Server{Handler: newAPI(p, host, allowRemote), ReadHeaderTimeout: 10 * time.Second}
 	p.apiErr = make(chan error, 1)
 	go func() {
 		err := p.apiSrv.Serve(ln)
@@ -161,7 +180,7 @@ func (p *Proxy) serveAPI(addr string) error {
 // Addr returns the address clients connect to, host:port.
 func (p *Proxy) Addr() string { return p.addr }
 
-// Upstream returns the server's address.
+// Upstream returns the server's address, as Options gave it.
 func (p *Proxy) Upstream() string { return p.px.Upstream }
 
 // APIAddr returns the HTTP API's address, or "" when it is off.
@@ -173,7 +192,8 @@ func (p *Proxy) APIAddr() string {
 }
 
 // Faults returns the knobs of the commit faults, or nil without a protocol. They start
-// disarmed; Set and Disarm take effect on open connections.
+// disarmed; Set and Disarm take effect on open connections. A Schedule and the HTTP
+// API's commit toxics drive the same knobs: the last change wins.
 func (p *Proxy) Faults() *toxics.Faults {
 	if p.commits == nil {
 		return nil
@@ -197,6 +217,7 @@ type Toxic struct {
 }
 
 // AddToxic adds a standard toxic with toxicity 1. It takes effect on open connections.
+// It fails when the name is taken or toxiproxy does not know the type.
 func (p *Proxy) AddToxic(t Toxic) error {
 	stream := "downstream"
 	if t.Upstream {
@@ -212,7 +233,8 @@ func (p *Proxy) AddToxic(t Toxic) error {
 	return nil
 }
 
-// RemoveToxic removes a toxic that AddToxic added.
+// RemoveToxic removes a toxic that AddToxic added. It refuses the commit toxics' names
+// (they stay installed; disarm them through Faults) and fails on an unknown name.
 func (p *Proxy) RemoveToxic(name string) error {
 	if name == toxics.DropToxic || name == toxics.CutToxic {
 		return fmt.Errorf("remove toxic %s: the commit toxics stay; disarm them through Faults", name)
@@ -227,7 +249,8 @@ func (p *Proxy) RemoveToxic(name string) error {
 // partition. Enable ends it, listening on the same address again.
 func (p *Proxy) Disable() { p.px.Stop() }
 
-// Enable listens again after Disable.
+// Enable listens again after Disable, on the same address. It fails after Close, or
+// when another process took the address meanwhile.
 func (p *Proxy) Enable() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -242,7 +265,7 @@ func (p *Proxy) Enable() error {
 }
 
 // Close stops the proxy, closes every connection through it and stops the HTTP API.
-// Link goroutines end shortly after, as their sockets close.
+// Link goroutines end shortly after, as their sockets close. Closing twice is a no-op.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -263,4 +286,74 @@ func (p *Proxy) Close() error {
 		return fmt.Errorf("close proxy api: %w", err)
 	}
 	return nil
+}
+
+// resolveTimeout bounds the name lookups of Start: a name that does not resolve in that
+// time is as good as one that does not resolve.
+const resolveTimeout = 5 * time.Second
+
+// checkUpstream refuses an upstream address that could never be dialled, so that a
+// typo fails at start instead of dropping every client later.
+func checkUpstream(addr string) error {
+	if addr == "" {
+		return errors.New("no upstream address")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("upstream %q: want host:port", addr)
+	}
+	if host == "" {
+		return fmt.Errorf("upstream %q: no host (want e.g. 127.0.0.1%s)", addr, addr)
+	}
+	if n, err := net.LookupPort("tcp", port); err != nil || n == 0 {
+		return fmt.Errorf("upstream %q: port %q is not a TCP port", addr, port)
+	}
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {
+		return fmt.Errorf("upstream %q: cannot resolve %s", addr, host)
+	}
+	return nil
+}
+
+// bindAddr applies the bind rule to a listen address: an empty host means loopback,
+// and a host that is not loopback needs allowRemote. It returns the address to bind.
+func bindAddr(addr string, allowRemote bool) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("address %q: want host:port", addr)
+	}
+	if host == "" {
+		return net.JoinHostPort("127.0.0.1", port), nil
+	}
+	if !allowRemote && !isLoopback(host) {
+		return "", fmt.Errorf("address %q is not loopback: binding it needs Options.AllowRemote (indoubt proxy --allow-remote)", addr)
+	}
+	return addr, nil
+}
+
+// isLoopback reports whether every address of host is a loopback address. A name that
+// does not resolve is not loopback (binding it fails anyway).
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.IP.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }

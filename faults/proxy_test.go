@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -410,20 +411,27 @@ func readUntilReady(r *bufio.Reader) error {
 }
 
 // TestGarbageNeverPanics sends random bytes from either side through the proxy: the
-// client's to the real server, and a listener's that answers with random bytes.
+// client's to the real server, and a listener's that answers with random bytes. With
+// both commit faults armed, garbage must make no commit point (no event), and the
+// proxy must go on serving: relaying the listener's bytes, and finding and cutting a
+// real client's commit on the server.
 func TestGarbageNeverPanics(t *testing.T) {
 	srv := pg.Get(t)
+	direct := connect(t, srv.DSN)
+	table := freshAccount(t, direct, 10)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	accepted := make(chan struct{}, 1000)
 	go func() {
 		for i := 0; ; i++ {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			accepted <- struct{}{}
 			go func(c net.Conn, rng *rand.Rand) {
 				defer c.Close()
 				b := make([]byte, 1+rng.IntN(4096))
@@ -441,7 +449,8 @@ func TestGarbageNeverPanics(t *testing.T) {
 		}
 	}()
 	for _, upstream := range []string{srv.Addr, ln.Addr().String()} {
-		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Postgres{}, Seed: 1})
+		evs := &events{}
+		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.add})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,12 +476,43 @@ func TestGarbageNeverPanics(t *testing.T) {
 			io.Copy(io.Discard, c)
 			c.Close()
 		}
-		// Still serving real clients.
+		if e := evs.all(); len(e) != 0 {
+			t.Errorf("upstream %s: garbage made %d fault events, first %+v", upstream, len(e), e[0])
+		}
 		if upstream == srv.Addr {
+			px.Faults().Mixed.Disarm()
+			px.Faults().Cut.Set(1, 0)
 			c := connect(t, dsnVia(t, srv, px.Addr()))
-			if _, err := c.Exec(context.Background(), "select 1"); err != nil {
-				t.Fatalf("after garbage: %v", err)
+			if _, err := c.Exec(context.Background(), "update "+table+" set balance = balance - 1 where id = 1"); !ambiguous(err) {
+				t.Errorf("after garbage, a real update under a cut: %v, want the cut", err)
 			}
+			if e := evs.all(); len(e) != 1 || e[0].Kind != toxics.CommitCut || e[0].Tag != "UPDATE 1" {
+				t.Errorf("after garbage, events %+v, want the one cut of UPDATE 1", e)
+			}
+			if b := balance(t, direct, table); b != 9 {
+				t.Errorf("balance %d after the cut update, want 9", b)
+			}
+			px.Faults().Cut.Disarm()
+			c = connect(t, dsnVia(t, srv, px.Addr()))
+			if _, err := c.Exec(context.Background(), "select 1"); err != nil {
+				t.Errorf("after garbage, disarmed: %v", err)
+			}
+		} else {
+			// Still serving: a new client gets its own upstream connection. (Whether
+			// the garbage it then receives is relayed at once depends on its framing.)
+			for len(accepted) > 0 {
+				<-accepted
+			}
+			c, err := net.Dial("tcp", px.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-accepted:
+			case <-time.After(5 * time.Second):
+				t.Errorf("after garbage, a new client got no upstream connection")
+			}
+			c.Close()
 		}
 		px.Close()
 	}
@@ -598,8 +638,8 @@ func TestHTTPAPI(t *testing.T) {
 	for _, tx := range list {
 		names[tx.Name] = true
 	}
-	if !names["slow"] || !names[toxics.CutToxic] || !names[toxics.DropToxic] {
-		t.Errorf("toxics %v, want slow and the commit halves", names)
+	if len(names) != 1 || !names["slow"] {
+		t.Errorf("toxics %v, want slow alone: the commit halves are hidden", names)
 	}
 	c := connect(t, dsnVia(t, srv, px.Addr()))
 	t0 := time.Now()
@@ -620,5 +660,16 @@ func TestStartErrors(t *testing.T) {
 	}
 	if _, err := Start(Options{Upstream: "127.0.0.1:1", API: "nonsense"}); err == nil {
 		t.Error("bad API address: no error")
+	}
+	for _, up := range []string{"notanaddr", "127.0.0.1", "127.0.0.1:notaport", "127.0.0.1:0", "127.0.0.1:70000", ":5432", "no-such-host.invalid:5432"} {
+		px, err := Start(Options{Upstream: up})
+		if err == nil {
+			px.Close()
+			t.Errorf("upstream %q: started, want a refusal", up)
+			continue
+		}
+		if !strings.Contains(err.Error(), "upstream") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("upstream %q: %q, want one line about the upstream", up, err)
+		}
 	}
 }

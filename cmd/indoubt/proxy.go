@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,8 +23,21 @@ It forwards connections from --listen to --upstream, understands the database's 
 protocol, and at the moment of commit either cuts the connection after the server
 committed (--cut-after-commit: the change is applied, the client gets an error) or
 drops the commit before it reaches the server (--drop-commit: not applied, the same
-error). Each fault is printed to stdout as it fires, one line, and appended to --events
-as JSON (one object per line) with its ground truth. It runs until Ctrl-C.
+error). Each fault is printed to stdout as it fires, one line, and written to --events
+as JSON (one object per line) with its ground truth; the file starts empty unless
+--append. It runs until Ctrl-C or SIGTERM, then prints the totals on stderr: commits
+cut (proven applied, committed without a visible effect such as UPDATE 0, or committed
+with a reply that does not say what changed) and commits dropped.
+
+It listens on loopback only, and so does --api, unless --allow-remote lets them bind
+another address (it then prints a warning): ":6432" means 127.0.0.1:6432.
+
+The toxiproxy API (--api) speaks to toxiproxy's own clients. Besides its toxics it
+has three commit toxics, at most one of each per proxy, whose attributes are
+probability (0 to 1, default 1) and max (fires, 0: no cap): commit_cut, commit_drop
+and commit_mixed (a fair seeded coin picks cut or drop). Toxicity stays 1. The API
+answers only requests addressed to a loopback host with JSON bodies, and opens no
+listener off loopback unless --allow-remote.
 
 Commit points (postgres): COMMIT/END of a transaction block, and autocommit writes
 (INSERT, UPDATE, DELETE, ...), as simple queries or prepared statements. --match
@@ -42,137 +57,264 @@ Example:
   indoubt proxy --upstream 127.0.0.1:5432 --listen 127.0.0.1:6432 --cut-after-commit 0.1 --events faults.jsonl
   psql -h 127.0.0.1 -p 6432 ...                        # the application connects here
   indoubt proxy --upstream db:5432 --fault commit-mixed:0.2@10s-40s --fault latency:5ms --seed 7
+  indoubt proxy --upstream 127.0.0.1:5432 --api :8474     # then, from any toxiproxy client:
+  curl -H 'Content-Type: application/json' -d '{"type":"commit_cut","attributes":{"probability":0.2}}' \
+       localhost:8474/proxies/indoubt/toxics
 
-Exit codes: 0 stopped by Ctrl-C, 3 could not run (bad flags, address in use).
+Exit codes: 0 stopped by Ctrl-C or SIGTERM, 3 could not run (bad flags, an upstream
+that does not resolve, a non-loopback address without --allow-remote, address in use).
 `
 
 func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseProxyFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	sink := &proxySink{stdout: stdout, stderr: stderr}
+	cfg.opt.Events = sink.event
+	px, err := faults.Start(cfg.opt)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	defer px.Close()
+	// Opened once the proxy runs, so that a refused start leaves an old file whole.
+	if err := sink.open(cfg.events, cfg.appendEvents); err != nil {
+		return err
+	}
+	defer sink.close()
+	if f := px.Faults(); f != nil {
+		f.Cut.Set(cfg.cut, 0)
+		f.Drop.Set(cfg.drop, 0)
+	}
+	fmt.Fprintln(stderr, proxyStatus(cfg, px))
+	warnRemote(stderr, px)
+	err = runProxySchedule(ctx, cfg.schedule, px, sink)
+	if cfg.opt.Protocol != nil {
+		sink.mu.Lock()
+		fmt.Fprintf(stderr, "indoubt proxy: stopped; commit faults: %v\n", sink.totals)
+		sink.mu.Unlock()
+	}
+	return err
+}
+
+// proxyConfig is the proxy command's flags, parsed and checked.
+type proxyConfig struct {
+	opt          faults.Options // without Events
+	protocol     string
+	cut, drop    float64
+	schedule     faults.Schedule
+	events       string
+	appendEvents bool
+}
+
+func parseProxyFlags(args []string, stdout io.Writer) (proxyConfig, error) {
 	fs := newFlags("proxy", proxyHelp, stdout)
 	var (
 		protocol = fs.String("protocol", "postgres", "wire protocol: postgres, resp (Redis), mongo (OP_MSG), cql (native protocol v3-v5), or tcp (no commit faults)")
-		listen   = fs.String("listen", "127.0.0.1:6432", "address to accept clients on")
-		upstream = fs.String("upstream", "", "the server's address, host:port (required)")
+		listen   = fs.String("listen", "127.0.0.1:6432", "address to accept clients on; loopback unless --allow-remote (\":6432\" is loopback)")
+		upstream = fs.String("upstream", "", "the server's address, host:port (required; checked at start)")
 		cut      = fs.Float64("cut-after-commit", 0, "probability per commit point of cutting the connection after the server committed")
 		drop     = fs.Float64("drop-commit", 0, "probability per commit point of dropping the commit before the server sees it")
 		seed     = fs.Int64("seed", 1, "seed of the fault decisions: the same seed and message order give the same faults")
-		events   = fs.String("events", "", "append each fault as a JSON line to this file")
-		api      = fs.String("api", "", "serve toxiproxy's HTTP API on this address (loopback when the host is empty, e.g. :8474); off by default")
+		events   = fs.String("events", "", "write each fault as a JSON line to this file, which starts empty unless --append")
+		appendEv = fs.Bool("append", false, "append to the --events file instead of starting it anew")
+		api      = fs.String("api", "", "serve toxiproxy's HTTP API on this address, loopback unless --allow-remote (e.g. :8474); off by default")
+		remote   = fs.Bool("allow-remote", false, "let --listen, --api and proxies created through the API bind addresses other than loopback (prints a warning)")
 		match    = fs.String("match", "", "regular expression: only statements whose SQL matches count as commit points")
 		sched    multiFlag
 	)
 	fs.Var(&sched, "fault", "scheduled fault NAME[:P][@START-END], repeatable: commit-cut:0.2@5s-15s, latency:50ms~10ms, partition@5s-7s, ...")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return proxyConfig{}, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("proxy: unexpected argument %q", fs.Arg(0))
+		return proxyConfig{}, fmt.Errorf("proxy: unexpected argument %q", fs.Arg(0))
 	}
 	if *upstream == "" {
-		return fmt.Errorf("proxy: --upstream is required (the server's host:port)")
+		return proxyConfig{}, fmt.Errorf("proxy: --upstream is required (the server's host:port)")
 	}
+	if *appendEv && *events == "" {
+		return proxyConfig{}, fmt.Errorf("proxy: --append needs --events FILE")
+	}
+	cfg := proxyConfig{
+		opt: faults.Options{
+			Upstream: *upstream, Listen: *listen, Seed: *seed, API: *api, AllowRemote: *remote,
+		},
+		protocol: *protocol, cut: *cut, drop: *drop, events: *events, appendEvents: *appendEv,
+	}
+	if err := cfg.checkProbabilities(); err != nil {
+		return proxyConfig{}, err
+	}
+	proto, err := proxyProtocol(*protocol)
+	if err != nil {
+		return proxyConfig{}, err
+	}
+	if proto == nil && (*cut > 0 || *drop > 0 || *match != "") {
+		return proxyConfig{}, fmt.Errorf("proxy: commit faults need a protocol: --protocol postgres, resp, mongo or cql")
+	}
+	cfg.opt.Protocol = proto
+	if cfg.schedule, err = cfg.parseSchedule(sched); err != nil {
+		return proxyConfig{}, err
+	}
+	if *match != "" {
+		re, err := regexp.Compile(*match)
+		if err != nil {
+			return proxyConfig{}, fmt.Errorf("proxy: --match: %w", err)
+		}
+		cfg.opt.Match = re.MatchString
+	}
+	return cfg, nil
+}
+
+func (cfg proxyConfig) checkProbabilities() error {
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"--cut-after-commit", *cut}, {"--drop-commit", *drop}} {
+	}{{"--cut-after-commit", cfg.cut}, {"--drop-commit", cfg.drop}} {
 		if !(p.v >= 0 && p.v <= 1) {
 			return fmt.Errorf("proxy: %s %v: want a probability from 0 to 1", p.name, p.v)
 		}
 	}
-	if *cut+*drop > 1 {
+	if cfg.cut+cfg.drop > 1 {
 		return fmt.Errorf("proxy: --cut-after-commit and --drop-commit add up to more than 1")
 	}
-	var proto toxics.Protocol
-	switch *protocol {
+	return nil
+}
+
+// proxyProtocol returns the commit toxics' protocol of a --protocol name, nil for tcp.
+func proxyProtocol(name string) (toxics.Protocol, error) {
+	switch name {
 	case "postgres", "postgresql", "pg":
-		proto = toxics.Postgres{}
+		return toxics.Postgres{}, nil
 	case "resp", "redis":
-		proto = toxics.Resp{}
+		return toxics.Resp{}, nil
 	case "mongo", "mongodb":
-		proto = toxics.Mongo{}
+		return toxics.Mongo{}, nil
 	case "cql", "cassandra":
-		proto = toxics.CQL{}
+		return toxics.CQL{}, nil
 	case "tcp":
-		if *cut > 0 || *drop > 0 || *match != "" {
-			return fmt.Errorf("proxy: commit faults need a protocol: --protocol postgres, resp, mongo or cql")
-		}
-	default:
-		return fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo, cql or tcp)", *protocol)
+		return nil, nil
 	}
-	schedule, err := faults.ParseSchedule(sched)
+	return nil, fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo, cql or tcp)", name)
+}
+
+// parseSchedule parses the --fault entries and checks them against the flags.
+func (cfg proxyConfig) parseSchedule(specs []string) (faults.Schedule, error) {
+	schedule, err := faults.ParseSchedule(specs)
 	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	for _, f := range schedule {
-		if (f.Name == "commit-cut" && *cut > 0) || (f.Name == "commit-drop" && *drop > 0) {
-			return fmt.Errorf("proxy: --fault %s and its flag both arm %s: use one", f.Spec, f.Name)
+		if (f.Name == "commit-cut" && cfg.cut > 0) || (f.Name == "commit-drop" && cfg.drop > 0) {
+			return nil, fmt.Errorf("proxy: --fault %s and its flag both arm %s: use one", f.Spec, f.Name)
 		}
-		if f.Toxic == nil && f.Name != "partition" && proto == nil {
-			return fmt.Errorf("proxy: --fault %s needs a protocol: --protocol postgres", f.Spec)
+		if f.Toxic == nil && f.Name != "partition" && cfg.opt.Protocol == nil {
+			return nil, fmt.Errorf("proxy: --fault %s needs a protocol: --protocol postgres", f.Spec)
 		}
 	}
-	var matchFn func(string) bool
-	if *match != "" {
-		re, err := regexp.Compile(*match)
-		if err != nil {
-			return fmt.Errorf("proxy: --match: %w", err)
-		}
-		matchFn = re.MatchString
-	}
+	return schedule, nil
+}
 
-	var file *os.File
-	if *events != "" {
-		f, err := os.OpenFile(*events, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return fmt.Errorf("proxy: events file: %w", err)
-		}
-		defer f.Close()
-		file = f
-	}
-	var mu sync.Mutex
-	var writeErr error
-	onEvent := func(e toxics.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintln(stdout, eventLine(e))
-		if file == nil || writeErr != nil {
-			return
-		}
-		b, err := json.Marshal(e)
-		if err == nil {
-			_, err = file.Write(append(b, '\n'))
-		}
-		if err != nil {
-			writeErr = err
-			fmt.Fprintf(stderr, "indoubt proxy: events file: %v; faults go on to stdout only\n", err)
-		}
-	}
+// proxySink prints each fault on stdout, writes it to the events file and counts it.
+type proxySink struct {
+	stdout, stderr io.Writer
 
-	px, err := faults.Start(faults.Options{
-		Upstream: *upstream,
-		Listen:   *listen,
-		Protocol: proto,
-		Seed:     *seed,
-		Match:    matchFn,
-		Events:   onEvent,
-		API:      *api,
-	})
+	mu       sync.Mutex
+	file     *os.File
+	writeErr error
+	totals   faults.Totals
+}
+
+func (s *proxySink) open(path string, appendTo bool) error {
+	if path == "" {
+		return nil
+	}
+	mode := os.O_TRUNC
+	if appendTo {
+		mode = os.O_APPEND
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|mode, 0o644)
 	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
+		return fmt.Errorf("proxy: events file: %w", err)
 	}
-	defer px.Close()
-	if f := px.Faults(); f != nil {
-		f.Cut.Set(*cut, 0)
-		f.Drop.Set(*drop, 0)
-	}
-	status := fmt.Sprintf("indoubt proxy: listening on %s, forwarding to %s (%s", px.Addr(), *upstream, *protocol)
-	if proto != nil {
-		status += fmt.Sprintf(", cut-after-commit %v, drop-commit %v, seed %d", *cut, *drop, *seed)
-	}
-	if a := px.APIAddr(); a != "" {
-		status += ", toxiproxy API on " + a
-	}
-	fmt.Fprintln(stderr, status+")")
+	s.mu.Lock()
+	s.file = f
+	s.mu.Unlock()
+	return nil
+}
 
+func (s *proxySink) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file != nil {
+		s.file.Close()
+		s.file = nil
+	}
+}
+
+func (s *proxySink) event(e toxics.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.totals.Add(e)
+	fmt.Fprintln(s.stdout, eventLine(e))
+	if s.file == nil || s.writeErr != nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err == nil {
+		_, err = s.file.Write(append(b, '\n'))
+	}
+	if err != nil {
+		s.writeErr = err
+		fmt.Fprintf(s.stderr, "indoubt proxy: events file: %v; faults go on to stdout only\n", err)
+	}
+}
+
+// proxyStatus is the startup line: where the proxy listens and every fault it will
+// arm, from the flags and from the schedule.
+func proxyStatus(cfg proxyConfig, px *faults.Proxy) string {
+	status := fmt.Sprintf("indoubt proxy: listening on %s, forwarding to %s (%s", px.Addr(), cfg.opt.Upstream, cfg.protocol)
+	if cfg.opt.Protocol != nil {
+		status += fmt.Sprintf(", seed %d", cfg.opt.Seed)
+	}
+	var armed []string
+	if cfg.cut > 0 {
+		armed = append(armed, fmt.Sprintf("cut-after-commit %v", cfg.cut))
+	}
+	if cfg.drop > 0 {
+		armed = append(armed, fmt.Sprintf("drop-commit %v", cfg.drop))
+	}
+	for _, f := range cfg.schedule {
+		armed = append(armed, f.Spec)
+	}
+	if len(armed) == 0 {
+		armed = append(armed, "none")
+	}
+	status += "; faults: " + strings.Join(armed, ", ")
+	if a := px.APIAddr(); a != "" {
+		status += "; toxiproxy API on " + a
+	}
+	return status + ")"
+}
+
+// warnRemote says so when --allow-remote let the proxy or its API bind beyond loopback.
+func warnRemote(stderr io.Writer, px *faults.Proxy) {
+	for _, a := range []struct{ what, addr string }{
+		{"the proxy listens", px.Addr()},
+		{"the toxiproxy API (no authentication) listens", px.APIAddr()},
+	} {
+		host, _, err := net.SplitHostPort(a.addr)
+		if err != nil {
+			continue
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			fmt.Fprintf(stderr, "indoubt proxy: warning: %s on %s, beyond loopback: anyone who reaches it can use it\n", a.what, a.addr)
+		}
+	}
+}
+
+// runProxySchedule runs the schedule, printing its windows, until ctx is done.
+func runProxySchedule(ctx context.Context, schedule faults.Schedule, px *faults.Proxy, sink *proxySink) error {
 	done := make(chan error, 1)
 	go func() {
 		done <- schedule.Run(ctx, px, time.Now(), func(w faults.Window) {
@@ -180,9 +322,9 @@ func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			if w.Open {
 				state = "opened"
 			}
-			mu.Lock()
-			fmt.Fprintf(stderr, "indoubt proxy: %s window %s\n", w.Fault, state)
-			mu.Unlock()
+			sink.mu.Lock()
+			fmt.Fprintf(sink.stderr, "indoubt proxy: %s window %s\n", w.Fault, state)
+			sink.mu.Unlock()
 		})
 	}()
 	select {

@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/indoubt/indoubt/faults/toxics"
@@ -182,6 +186,10 @@ func TestProxyPsql(t *testing.T) {
 			if e.Kind != tt.kind || e.Truth != wantTruth || e.Statement != "commit" || e.Protocol != "postgres" {
 				t.Errorf("event %+v, want %v %v on commit", e, tt.kind, wantTruth)
 			}
+			wantTotals := map[bool]string{true: "1 cut (0 proven applied, 0 committed without a visible effect, 1 committed, the reply does not say what changed), 0 dropped", false: "0 cut (0 proven applied, 0 committed without a visible effect, 0 committed, the reply does not say what changed), 1 dropped"}[tt.applied]
+			if !strings.Contains(errb.String(), "stopped; commit faults: "+wantTotals) {
+				t.Errorf("stderr %q, want the totals %q", errb.String(), wantTotals)
+			}
 		})
 	}
 }
@@ -207,4 +215,256 @@ func waitListening(t *testing.T, errb *lockedBuffer, done chan error) string {
 	}
 	t.Fatalf("proxy did not report its address: stderr %q", errb.String())
 	return ""
+}
+
+// runningProxy is `indoubt proxy` running in the test until stop, which stands for
+// SIGINT: main cancels the same context on a signal.
+type runningProxy struct {
+	addr      string
+	out, errb *lockedBuffer
+	stop      func() error
+}
+
+func startProxyCommand(t *testing.T, args ...string) *runningProxy {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rp := &runningProxy{out: &lockedBuffer{}, errb: &lockedBuffer{}}
+	done := make(chan error, 1)
+	go func() { done <- proxyCommand(ctx, args, rp.out, rp.errb) }()
+	var once sync.Once
+	var err error
+	rp.stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { rp.stop() })
+	rp.addr = waitListening(t, rp.errb, done)
+	return rp
+}
+
+// idleUpstream is a TCP listener that accepts and holds connections, an upstream for
+// tests that need none of a server's replies.
+func idleUpstream(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestProxyBindPolicy: the proxy and its API bind loopback unless --allow-remote, which
+// warns; ":PORT" is loopback.
+func TestProxyBindPolicy(t *testing.T) {
+	up := idleUpstream(t)
+	for _, args := range [][]string{
+		{"proxy", "--upstream", up, "--listen", "0.0.0.0:0"},
+		{"proxy", "--upstream", up, "--listen", "[::]:0"},
+		{"proxy", "--upstream", up, "--listen", "127.0.0.1:0", "--api", "0.0.0.0:0"},
+	} {
+		code, out, errs := invoke(t, args...)
+		if code != 3 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--allow-remote") || out != "" {
+			t.Errorf("%q: exit %d, stderr %q, stdout %q: want exit 3 and one line naming --allow-remote", args, code, errs, out)
+		}
+	}
+	rp := startProxyCommand(t, "--upstream", up, "--listen", ":0", "--api", ":0")
+	if host, _, _ := net.SplitHostPort(rp.addr); host != "127.0.0.1" {
+		t.Errorf("--listen :0 bound %s, want loopback", rp.addr)
+	}
+	if !regexp.MustCompile(`toxiproxy API on 127\.0\.0\.1:\d+\)`).MatchString(rp.errb.String()) {
+		t.Errorf("--api :0: status %q, want the API on loopback", rp.errb.String())
+	}
+	if strings.Contains(rp.errb.String(), "warning") {
+		t.Errorf("loopback binds warned: %q", rp.errb.String())
+	}
+	rp.stop()
+
+	rp = startProxyCommand(t, "--upstream", up, "--listen", "0.0.0.0:0", "--api", "0.0.0.0:0", "--allow-remote")
+	if n := strings.Count(rp.errb.String(), "warning:"); n != 2 {
+		t.Errorf("--allow-remote on 0.0.0.0: stderr %q, want two warnings (proxy and API)", rp.errb.String())
+	}
+}
+
+// TestProxyUpstreamValidated: an upstream that cannot be dialled is refused at start,
+// one line, exit 3, instead of dropping every client later.
+func TestProxyUpstreamValidated(t *testing.T) {
+	for _, up := range []string{"notanaddr", "127.0.0.1:notaport", "127.0.0.1:99999", "no-such-host.invalid:5432", ":5432"} {
+		code, out, errs := invoke(t, "proxy", "--upstream", up, "--listen", "127.0.0.1:0")
+		if code != 3 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "upstream") || out != "" {
+			t.Errorf("--upstream %q: exit %d, stderr %q: want exit 3 and one line about the upstream", up, code, errs)
+		}
+	}
+}
+
+// TestProxyStatusLineShowsSchedule: the startup line lists the faults the schedule and
+// the flags arm, not zeros for the flags left unset.
+func TestProxyStatusLineShowsSchedule(t *testing.T) {
+	up := idleUpstream(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fault", "commit-mixed:0.2"}, "(postgres, seed 1; faults: commit-mixed:0.2)"},
+		{[]string{"--fault", "commit-cut:0.5@1s-", "--drop-commit", "0.1", "--fault", "latency:5ms"}, "; faults: drop-commit 0.1, commit-cut:0.5@1s-, latency:5ms)"},
+		{[]string{"--seed", "9"}, "(postgres, seed 9; faults: none)"},
+		{[]string{"--protocol", "tcp", "--fault", "partition@1s-2s"}, "(tcp; faults: partition@1s-2s)"},
+	} {
+		rp := startProxyCommand(t, append([]string{"--upstream", up, "--listen", "127.0.0.1:0"}, tt.args...)...)
+		rp.stop()
+		if !strings.Contains(rp.errb.String(), tt.want) {
+			t.Errorf("%q: stderr %q, want %q", tt.args, rp.errb.String(), tt.want)
+		}
+	}
+}
+
+// TestProxyEventsFileStartsAnew: --events truncates unless --append.
+func TestProxyEventsFileStartsAnew(t *testing.T) {
+	up := idleUpstream(t)
+	for _, tt := range []struct {
+		appendTo bool
+		want     string
+	}{{false, ""}, {true, "old line\n"}} {
+		path := filepath.Join(t.TempDir(), "faults.jsonl")
+		if err := os.WriteFile(path, []byte("old line\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"--upstream", up, "--listen", "127.0.0.1:0", "--events", path}
+		if tt.appendTo {
+			args = append(args, "--append")
+		}
+		startProxyCommand(t, args...).stop()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tt.want {
+			t.Errorf("--append=%v: file %q after a run without faults, want %q", tt.appendTo, b, tt.want)
+		}
+	}
+	// A refused start leaves the file alone.
+	path := filepath.Join(t.TempDir(), "faults.jsonl")
+	os.WriteFile(path, []byte("old line\n"), 0o644)
+	if code, _, _ := invoke(t, "proxy", "--upstream", "notanaddr", "--events", path); code != 3 {
+		t.Errorf("bad upstream: exit %d", code)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old line\n" {
+		t.Errorf("a refused start left %q in the events file", b)
+	}
+	if code, _, errs := invoke(t, "proxy", "--upstream", up, "--append"); code != 3 || !strings.Contains(errs, "--events") {
+		t.Errorf("--append without --events: exit %d %q", code, errs)
+	}
+}
+
+// TestProxyTotalsOnStop: stopping prints the totals, telling a cut that changed rows
+// from one that changed nothing and from a COMMIT whose reply does not say.
+func TestProxyTotalsOnStop(t *testing.T) {
+	srv := startPostgres(t)
+	ctx := context.Background()
+	direct, err := pgx.Connect(ctx, srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close(ctx)
+	if _, err := direct.Exec(ctx, "create table totals (id int primary key, n int not null); insert into totals values (1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(t.TempDir(), "faults.jsonl")
+	os.WriteFile(events, []byte("{\"from\":\"an earlier run\"}\n"), 0o644)
+	rp := startProxyCommand(t, "--upstream", srv.Addr, "--listen", "127.0.0.1:0", "--cut-after-commit", "1", "--events", events)
+	host, port, _ := net.SplitHostPort(rp.addr)
+	dsn := fmt.Sprintf("postgres://%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, host, port, servers.PostgresDatabase)
+	for _, sql := range []string{
+		"update totals set n = n + 1 where id = 1", // UPDATE 1
+		"update totals set n = n + 1 where id = 2", // UPDATE 0
+		"begin; update totals set n = n + 1 where id = 1; commit",
+	} {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, sql, pgx.QueryExecModeSimpleProtocol); err == nil {
+			t.Errorf("%q went through a cut at probability 1", sql)
+		}
+		c.Close(ctx)
+	}
+	if err := rp.stop(); err != nil {
+		t.Fatal(err)
+	}
+	want := "indoubt proxy: stopped; commit faults: 3 cut (1 proven applied, 1 committed without a visible effect, 1 committed, the reply does not say what changed), 0 dropped (not applied)\n"
+	if !strings.HasSuffix(rp.errb.String(), want) {
+		t.Errorf("stderr %q, want it to end with %q", rp.errb.String(), want)
+	}
+	b, _ := os.ReadFile(events)
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 3 || strings.Contains(string(b), "earlier run") {
+		t.Errorf("events file %q, want the three cuts of this run alone", b)
+	}
+}
+
+var apiRE = regexp.MustCompile(`toxiproxy API on (\S+)\)`)
+
+// TestProxyAPICommitToxic steers `indoubt proxy` from toxiproxy's Go client: a
+// commit_cut toxic arms the cut, a second is refused, removing it disarms.
+func TestProxyAPICommitToxic(t *testing.T) {
+	srv := startPostgres(t)
+	ctx := context.Background()
+	direct, err := pgx.Connect(ctx, srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close(ctx)
+	if _, err := direct.Exec(ctx, "create table steered (id int primary key, n int not null); insert into steered values (1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	rp := startProxyCommand(t, "--upstream", srv.Addr, "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0")
+	m := apiRE.FindStringSubmatch(rp.errb.String())
+	if m == nil {
+		t.Fatalf("no API address in %q", rp.errb.String())
+	}
+	p, err := toxiclient.NewClient(m[1]).Proxy("indoubt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddToxic("cut", "commit_cut", "downstream", 1, toxiclient.Attributes{"probability": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AddToxic("again", "commit_cut", "downstream", 1, nil); err == nil {
+		t.Errorf("a second commit_cut was added")
+	}
+	host, port, _ := net.SplitHostPort(rp.addr)
+	dsn := fmt.Sprintf("postgres://%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, host, port, servers.PostgresDatabase)
+	update := func() error {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, "update steered set n = n + 1 where id = 1")
+		return err
+	}
+	if err := update(); err == nil {
+		t.Errorf("update went through a commit_cut at probability 1")
+	}
+	if err := p.RemoveToxic("cut"); err != nil {
+		t.Fatal(err)
+	}
+	if err := update(); err != nil {
+		t.Errorf("update after the commit_cut was removed: %v", err)
+	}
+	rp.stop()
+	if !strings.Contains(rp.out.String(), "commit-cut applied") || strings.Count(rp.out.String(), "\n") != 1 {
+		t.Errorf("stdout %q, want the one cut", rp.out.String())
+	}
+	if !strings.Contains(rp.errb.String(), "commit faults: 1 cut (1 proven applied") {
+		t.Errorf("stderr %q, want the totals with one cut", rp.errb.String())
+	}
 }

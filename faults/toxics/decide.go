@@ -145,6 +145,9 @@ func (k *Knob) Disarm() { k.p.Store(0) }
 // P returns the current probability.
 func (k *Knob) P() float64 { return math.Float64frombits(k.p.Load()) }
 
+// Max returns the cap on fires that the last Set gave (0: no cap).
+func (k *Knob) Max() int64 { return k.max.Load() }
+
 // Fired returns how many times the fault has fired since the proxy started.
 func (k *Knob) Fired() int64 { return k.fired.Load() }
 
