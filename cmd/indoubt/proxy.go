@@ -15,6 +15,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/internal/runner"
 )
 
 const proxyHelp = `indoubt proxy: the commit-aware fault proxy, standalone, in front of any application.
@@ -181,19 +182,14 @@ func (cfg proxyConfig) checkProbabilities() error {
 	return nil
 }
 
-// proxyProtocol returns the commit toxics' protocol of a --protocol name, nil for tcp.
+// proxyProtocol returns the commit toxics' protocol of a --protocol name (a store, one of
+// its DSN schemes or a protocol, as the store registry knows them), nil for tcp.
 func proxyProtocol(name string) (toxics.Protocol, error) {
-	switch name {
-	case "postgres", "postgresql", "pg":
-		return toxics.Postgres{}, nil
-	case "resp", "redis":
-		return toxics.Resp{}, nil
-	case "mongo", "mongodb":
-		return toxics.Mongo{}, nil
-	case "cql", "cassandra":
-		return toxics.CQL{}, nil
-	case "tcp":
+	if name == "tcp" {
 		return nil, nil
+	}
+	if p, ok := runner.ProtocolFor(name); ok {
+		return p, nil
 	}
 	return nil, fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo, cql or tcp)", name)
 }
