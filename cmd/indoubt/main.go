@@ -98,6 +98,7 @@ func commands() []command {
 		{"check", "re-check a recorded history file", checkCommand},
 		{"proxy", "the commit-aware fault proxy in front of any application", proxyCommand},
 		{"server", "launch a throwaway local server until Ctrl-C", serverCommand},
+		{"clean", "remove temporary directories left by killed launches", cleanCommand},
 	}
 }
 
