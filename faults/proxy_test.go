@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -80,7 +81,9 @@ func dsnVia(t testing.TB, srv *servers.Postgres, addr string) string {
 		t.Fatal(err)
 	}
 	host, port, _ := net.SplitHostPort(addr)
-	return fmt.Sprintf("postgres://%s@%s:%s/%s?sslmode=disable", cfg.User, host, port, cfg.Database)
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(cfg.User, cfg.Password), Host: net.JoinHostPort(host, port),
+		Path: "/" + cfg.Database, RawQuery: "sslmode=disable"}
+	return u.String()
 }
 
 func connect(t *testing.T, dsn string) *pgx.Conn {
@@ -322,7 +325,7 @@ func TestManyCutConnections(t *testing.T) {
 	const conns = 2000
 	sql := fmt.Sprintf("update %s set balance = balance - 1 where id = 1", table)
 	lost := cutConnections(t, conns, func(i int) (string, error) {
-		return rawUpdate(px.Addr(), cfg.User, cfg.Database, sql, i%2 == 1)
+		return rawUpdate(px.Addr(), cfg, sql, i%2 == 1)
 	})
 	applied := countCuts(t, evs.all(), lost, conns)
 	if b := balance(t, direct, table); b != 1<<30-applied {
@@ -334,24 +337,36 @@ func TestManyCutConnections(t *testing.T) {
 	goleak.VerifyNone(t, ignore)
 }
 
-// rawUpdate connects, runs sql as a simple query or through the extended protocol, and
-// expects the connection to end before ReadyForQuery. It returns its local address.
-func rawUpdate(addr, user, db, sql string, extended bool) (string, error) {
-	c, err := net.Dial("tcp", addr)
+// rawUpdate connects as cfg says but to addr, runs sql as a simple query or through the
+// extended protocol, and expects the connection to end before ReadyForQuery. It returns
+// its local address. pgconn logs in (the launched server wants SCRAM) and then hands
+// over the connection, so that the request is exactly the bytes written here.
+func rawUpdate(addr string, cfg *pgx.ConnConfig, sql string, extended bool) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", err
 	}
+	pc := cfg.Config.Copy()
+	pc.Host, pc.Fallbacks = host, nil
+	if _, err := fmt.Sscan(port, &pc.Port); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgconn.ConnectConfig(ctx, pc)
+	if err != nil {
+		return "", fmt.Errorf("startup: %w", err)
+	}
+	h, err := conn.Hijack()
+	if err != nil {
+		conn.Close(ctx)
+		return "", err
+	}
+	c := h.Conn
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	local := c.LocalAddr().String()
-	startup := pgUntypedMsg(196608, "user", user, "database", db)
-	if _, err := c.Write(startup); err != nil {
-		return "", err
-	}
 	r := bufio.NewReader(c)
-	if err := readUntilReady(r); err != nil {
-		return "", fmt.Errorf("startup: %w", err)
-	}
 	var req []byte
 	if extended {
 		req = append(req, pgTyped('P', "\x00"+sql+"\x00\x00\x00")...)
@@ -376,15 +391,6 @@ func pgTyped(typ byte, body string) []byte {
 	b := []byte{typ, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(b[1:], uint32(4+len(body)))
 	return append(b, body...)
-}
-
-func pgUntypedMsg(code uint32, kv ...string) []byte {
-	body := binary.BigEndian.AppendUint32(nil, code)
-	for _, s := range kv {
-		body = append(append(body, s...), 0)
-	}
-	body = append(body, 0)
-	return append(binary.BigEndian.AppendUint32(nil, uint32(4+len(body))), body...)
 }
 
 // readUntilReady reads messages up to ReadyForQuery; an ErrorResponse is an error.
@@ -523,7 +529,9 @@ func TestScheduleRun(t *testing.T) {
 	direct := connect(t, srv.DSN)
 	table := freshAccount(t, direct, 1000)
 	px, evs := startProxy(t, srv, 1)
-	sched, err := ParseSchedule([]string{"commit-drop:1@300ms-600ms", "partition@900ms-1200ms", "latency:60ms@1300ms-"})
+	// Each step opens a new connection, whose SCRAM login (the launched server wants a
+	// password) can take a good part of 100 ms on a busy machine: the windows leave room.
+	sched, err := ParseSchedule([]string{"commit-drop:1@600ms-1200ms", "partition@1800ms-2400ms", "latency:60ms@2600ms-"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,19 +567,19 @@ func TestScheduleRun(t *testing.T) {
 	if _, err := exec(); err != nil {
 		t.Fatalf("before the drop window: %v", err)
 	}
-	at(400 * time.Millisecond)
+	at(800 * time.Millisecond)
 	if _, err := exec(); !ambiguous(err) {
 		t.Fatalf("in the drop window: error %v, want a dropped commit", err)
 	}
-	at(700 * time.Millisecond)
+	at(1400 * time.Millisecond)
 	if _, err := exec(); err != nil {
 		t.Fatalf("after the drop window: %v", err)
 	}
-	at(1000 * time.Millisecond)
+	at(2000 * time.Millisecond)
 	if _, err := exec(); err == nil {
 		t.Fatalf("in the partition: no error")
 	}
-	at(1400 * time.Millisecond)
+	at(2800 * time.Millisecond)
 	took, err := exec()
 	if err != nil {
 		t.Fatalf("after the partition: %v", err)
@@ -590,9 +598,9 @@ func TestScheduleRun(t *testing.T) {
 	}
 	mu.Unlock()
 	want := []string{
-		"commit-drop:1@300ms-600ms open=true", "commit-drop:1@300ms-600ms open=false",
-		"partition@900ms-1200ms open=true", "partition@900ms-1200ms open=false",
-		"latency:60ms@1300ms- open=true", "latency:60ms@1300ms- open=false",
+		"commit-drop:1@600ms-1200ms open=true", "commit-drop:1@600ms-1200ms open=false",
+		"partition@1800ms-2400ms open=true", "partition@1800ms-2400ms open=false",
+		"latency:60ms@2600ms- open=true", "latency:60ms@2600ms- open=false",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("windows %q, want %q", got, want)

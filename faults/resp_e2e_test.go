@@ -52,17 +52,19 @@ func startRedis(t *testing.T) *servers.Redis {
 	return r
 }
 
-// redisVia returns a go-redis client through addr with one connection and no retries
+// redisVia returns a go-redis client through addr, authenticating with password (the
+// launched server's), with one connection and no retries
 // of its own, and a function that returns the local address of its last dial. The
 // handshake is left at go-redis's defaults (HELLO 3, CLIENT SETINFO ...), which must
 // never count as a commit.
-func redisVia(t *testing.T, addr string) (*goredis.Client, func() string) {
+func redisVia(t *testing.T, addr, password string) (*goredis.Client, func() string) {
 	t.Helper()
 	var mu sync.Mutex
 	var local string
 	var d net.Dialer
 	c := goredis.NewClient(&goredis.Options{
-		Addr: addr,
+		Addr:     addr,
+		Password: password,
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := d.DialContext(ctx, network, addr)
 			if err == nil {
@@ -101,7 +103,7 @@ func cutError(err error) bool {
 
 func TestRespCommitFaultsWithGoRedis(t *testing.T) {
 	r := startRedis(t)
-	direct := goredis.NewClient(&goredis.Options{Addr: r.Addr})
+	direct := goredis.NewClient(&goredis.Options{Addr: r.Addr, Password: r.Password})
 	defer direct.Close()
 	ctx := context.Background()
 	get := func(key string) int {
@@ -142,7 +144,7 @@ func TestRespCommitFaultsWithGoRedis(t *testing.T) {
 					t.Fatal(err)
 				}
 				px, log := startProtoProxy(t, r.Addr, toxics.Resp{}, 1)
-				c, local := redisVia(t, px.Addr())
+				c, local := redisVia(t, px.Addr(), r.Password)
 				// Unfaulted first: the script's NOSCRIPT and EVAL happen here, so the
 				// faulted call is the EVALSHA alone.
 				if err := op.do(c, key); err != nil {
@@ -182,11 +184,11 @@ func TestRespCommitFaultsWithGoRedis(t *testing.T) {
 // next commit on the same connection.
 func TestRespScriptErrorIsReleased(t *testing.T) {
 	r := startRedis(t)
-	direct := goredis.NewClient(&goredis.Options{Addr: r.Addr})
+	direct := goredis.NewClient(&goredis.Options{Addr: r.Addr, Password: r.Password})
 	defer direct.Close()
 	ctx := context.Background()
 	px, log := startProtoProxy(t, r.Addr, toxics.Resp{}, 1)
-	c, _ := redisVia(t, px.Addr())
+	c, _ := redisVia(t, px.Addr(), r.Password)
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,7 @@ func TestRespScriptErrorIsReleased(t *testing.T) {
 // that lost its connection, and that no goroutine outlives the proxy.
 func TestRespManyCutConnections(t *testing.T) {
 	r := startRedis(t)
-	direct := goredis.NewClient(&goredis.Options{Addr: r.Addr})
+	direct := goredis.NewClient(&goredis.Options{Addr: r.Addr, Password: r.Password})
 	defer direct.Close()
 	ctx := context.Background()
 	key := fmt.Sprintf("counter:%d", rand.Uint32())
@@ -231,7 +233,7 @@ func TestRespManyCutConnections(t *testing.T) {
 		if i%2 == 1 {
 			msg = "INCR " + key + "\r\n"
 		}
-		return rawExpectCut(px.Addr(), msg)
+		return rawExpectCut(px.Addr(), r.Password, msg)
 	})
 	applied := countCuts(t, log.all(), lost, conns)
 	n, err := direct.Get(ctx, key).Int()
@@ -248,19 +250,26 @@ func TestRespManyCutConnections(t *testing.T) {
 	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
 }
 
-// rawExpectCut sends msg on a new connection and expects the connection to end without
-// a reply. It returns the connection's local address.
-func rawExpectCut(addr, msg string) (string, error) {
+// rawExpectCut authenticates with password on a new connection, sends msg and expects
+// the connection to end without a reply. It returns the connection's local address.
+func rawExpectCut(addr, password, msg string) (string, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	if _, err := io.WriteString(c, "AUTH "+password+"\r\n"); err != nil {
+		return "", err
+	}
+	if line, err := br.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		return "", fmt.Errorf("AUTH: %q, %v", line, err)
+	}
 	if _, err := io.WriteString(c, msg); err != nil {
 		return "", err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := br.ReadString('\n')
 	if err == nil {
 		return "", fmt.Errorf("got reply %q: no fault", line)
 	}
@@ -282,7 +291,7 @@ func TestRespGarbageNeverPanics(t *testing.T) {
 			copy(b, "*3\r\n$3\r\n")
 		},
 		write: func(addr string) error {
-			c, _ := redisVia(t, addr)
+			c, _ := redisVia(t, addr, r.Password)
 			return c.Set(ctx, "after-garbage", 1, 0).Err()
 		},
 		stmt: "SET after-garbage 1",
@@ -404,7 +413,7 @@ func TestRespSameSeedSameDecisions(t *testing.T) {
 		client := map[string]int{}
 		var out []string
 		for conn := 0; conn < 6; conn++ {
-			c, local := redisVia(t, px.Addr())
+			c, local := redisVia(t, px.Addr(), r.Password)
 			if err := c.Ping(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -439,7 +448,7 @@ func TestRespDefaultPointsSkipHandshakeAndReads(t *testing.T) {
 	ctx := context.Background()
 	px, log := startProtoProxy(t, r.Addr, toxics.Resp{}, 1)
 	px.Faults().Drop.Set(1, 0)
-	c, _ := redisVia(t, px.Addr())
+	c, _ := redisVia(t, px.Addr(), r.Password)
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatalf("ping: %v", err)
 	}

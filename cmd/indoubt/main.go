@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 )
 
@@ -98,6 +99,7 @@ func commands() []command {
 		{"check", "re-check a recorded history file", checkCommand},
 		{"proxy", "the commit-aware fault proxy in front of any application", proxyCommand},
 		{"server", "launch a throwaway local server until Ctrl-C", serverCommand},
+		{"clean", "remove temporary directories left by killed launches", cleanCommand},
 	}
 }
 
@@ -132,7 +134,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	return fmt.Errorf("unknown command %q (want run, check, proxy or server; see indoubt --help)", args[0])
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return fmt.Errorf("unknown command %q (want one of %s; see indoubt --help)", args[0], strings.Join(names, ", "))
 }
 
 // newFlags returns a flag set that reports errors as values and prints its help, with

@@ -148,7 +148,7 @@ func TestProxyPsql(t *testing.T) {
 				"-c", "begin",
 				"-c", "update account set balance = balance - 1 where id = "+string(rune('0'+i)),
 				"-c", "commit")
-			cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=5")
+			cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=5", "PGPASSWORD="+srv.Password)
 			psqlOut, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("psql succeeded through the proxy:\n%s", psqlOut)

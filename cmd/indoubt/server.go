@@ -15,7 +15,9 @@ const serverHelp = `indoubt server: launch a throwaway local server and keep it 
 
 It prints the server's DSN and address as shell assignments, so a script or an
 application under test can reach it (and 'indoubt run --dsn' or 'indoubt proxy
---upstream' can share it). The data directory is removed when it stops. For Redis it
+--upstream' can share it). The server accepts no client without its password, random
+for each launch, which is in the DSN and in PASSWORD (for PGPASSWORD, or redis-cli's
+REDISCLI_AUTH). The data directory is removed when it stops. For Redis it
 also loads the budget's decrement script and prints its SHA and keys, so a reference
 client such as redis-benchmark can run the very script indoubt runs.
 
@@ -23,8 +25,9 @@ Usage: indoubt server [flags]
 
 Example:
   indoubt server --store postgres
-  # DSN=postgres://indoubt@127.0.0.1:41234/indoubt?sslmode=disable
+  # DSN=postgres://indoubt:PASSWORD@127.0.0.1:41234/indoubt?sslmode=disable
   # ADDR=127.0.0.1:41234
+  # PASSWORD=PASSWORD
   # BINDIR=/usr/lib/postgresql/15/bin
   indoubt server --store redis --persistence always
 `
@@ -45,7 +48,7 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return err
 		}
 		defer pg.Stop()
-		fmt.Fprintf(stdout, "DSN=%s\nADDR=%s\nBINDIR=%s\nPID=%d\n", pg.DSN, pg.Addr, pg.BinDir, pg.Pid())
+		fmt.Fprintf(stdout, "DSN=%s\nADDR=%s\nPASSWORD=%s\nBINDIR=%s\nPID=%d\n", pg.DSN, pg.Addr, pg.Password, pg.BinDir, pg.Pid())
 		exited, logPath = pg.Exited(), pg.LogPath
 	case runner.Redis:
 		rs, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: *persistence})
@@ -53,7 +56,7 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return err
 		}
 		defer rs.Stop()
-		c, err := redis.Open(ctx, redis.Config{Addr: rs.Addr})
+		c, err := redis.Open(ctx, redis.Config{Addr: rs.Addr, Password: rs.Password})
 		if err != nil {
 			return err
 		}
@@ -62,8 +65,8 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return fmt.Errorf("server: load the budget script: %v", err)
 		}
-		fmt.Fprintf(stdout, "DSN=redis://%s/0\nADDR=%s\nHOST=127.0.0.1\nPORT=%d\nBUDGET_SHA=%s\nBUDGET_KEYS='%s'\nPID=%d\n",
-			rs.Addr, rs.Addr, rs.Port, sha, strings.Join(keys, " "), rs.Pid())
+		fmt.Fprintf(stdout, "DSN=%s\nADDR=%s\nHOST=127.0.0.1\nPORT=%d\nPASSWORD=%s\nBUDGET_SHA=%s\nBUDGET_KEYS='%s'\nPID=%d\n",
+			rs.DSN, rs.Addr, rs.Port, rs.Password, sha, strings.Join(keys, " "), rs.Pid())
 		exited, logPath = rs.Exited(), rs.LogPath
 	default:
 		return fmt.Errorf("server: unknown --store %q (want postgres or redis)", *store)

@@ -24,7 +24,7 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 		return launched{}, err
 	}
 	return launched{
-		dsn:  "redis://" + r.Addr + "/0",
+		dsn:  r.DSN,
 		desc: fmt.Sprintf("Redis %s at %s, persistence %s", r.Version, r.Addr, r.Persistence),
 		stop: r.Stop,
 	}, nil

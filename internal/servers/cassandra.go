@@ -408,6 +408,12 @@ func (c *Cassandra) launch(ctx context.Context, java, lib, logback string, heap 
 	if err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
+	// Recorded before the wait for readiness: a harness killed during the wait leaves
+	// a server that the next launch must find.
+	if err := c.track(proc); err != nil {
+		_ = proc.Stop(syscall.SIGKILL, time.Second)
+		return err
+	}
 	addr := fmt.Sprintf("127.0.0.1:%d", native)
 	// The native port opens last in Cassandra's startup, but a SUPPORTED answer to OPTIONS
 	// is what proves the CQL server is serving.

@@ -111,9 +111,11 @@ func TestStartFerretDBPostgreSQL(t *testing.T) {
 		t.Fatalf("find: %+v, %v", got, err)
 	}
 	// FerretDB keeps each MongoDB database as a PostgreSQL schema.
-	out, err := exec.Command(filepath.Join(pg.BinDir, "psql"), "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port),
+	psql := exec.Command(filepath.Join(pg.BinDir, "psql"), "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port),
 		"-U", servers.PostgresUser, "-d", servers.PostgresDatabase, "-Atc",
-		"select count(*) from information_schema.schemata where schema_name = 'servertest'").CombinedOutput()
+		"select count(*) from information_schema.schemata where schema_name = 'servertest'")
+	psql.Env = append(os.Environ(), "PGPASSWORD="+pg.Password)
+	out, err := psql.CombinedOutput()
 	if err != nil {
 		t.Fatalf("psql: %v: %s", err, out)
 	}

@@ -38,11 +38,29 @@ func (s *instance) makeTempDir(parent string, acct Account) (string, error) {
 	if err := acct.CheckReach(parent); err != nil {
 		return "", fmt.Errorf("%s: %w", s.name, err)
 	}
-	dir, err := os.MkdirTemp(parent, "indoubt-"+s.name+"-")
+	reapLeftovers(parent, os.TempDir())
+	dir, err := s.makeOwnedDir(parent, s.name)
+	if err != nil {
+		return "", err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("%s: %w", s.name, err)
+	}
+	s.dirs[len(s.dirs)-1] = dir
+	return dir, nil
+}
+
+// makeOwnedDir makes a temporary directory under parent named for kind and this
+// process, with the owner marker that lets a later launch or `indoubt clean` remove it
+// should this process die without cleaning up, and appends it to dirs.
+func (s *instance) makeOwnedDir(parent, kind string) (string, error) {
+	dir, err := os.MkdirTemp(parent, tempDirPattern(kind))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", s.name, err)
 	}
-	if dir, err = filepath.Abs(dir); err != nil {
+	if err := writeOwner(dir, s.keep, nil); err != nil {
+		_ = os.RemoveAll(dir)
 		return "", fmt.Errorf("%s: %w", s.name, err)
 	}
 	s.dirs = append(s.dirs, dir)

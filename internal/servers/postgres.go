@@ -21,7 +21,9 @@ import (
 )
 
 // PostgresUser is the superuser, and PostgresDatabase the database, of every launched
-// PostgreSQL. Both are reachable over loopback TCP without a password (trust).
+// PostgreSQL. Every connection, over TCP or the unix socket, must authenticate with
+// SCRAM-SHA-256 and the launch's random password (Postgres.Password): another local user
+// must not become the superuser of a server that runs programs as the server's account.
 const (
 	PostgresUser     = "indoubt"
 	PostgresDatabase = "indoubt"
@@ -53,7 +55,8 @@ type PostgresOptions struct {
 type Postgres struct {
 	Addr      string // "127.0.0.1:PORT"
 	Port      int
-	DSN       string // "postgres://indoubt@127.0.0.1:PORT/indoubt?sslmode=disable"
+	DSN       string // "postgres://indoubt:PASSWORD@127.0.0.1:PORT/indoubt?sslmode=disable"
+	Password  string // PostgresUser's password: random per launch, URL-safe (hex)
 	BinDir    string // the directory of initdb and postgres, usually also of psql and pgbench
 	Version   string // the major version, as in the data directory's PG_VERSION: "15"
 	Dir       string // the temporary directory holding DataDir, SocketDir and by default the log
@@ -168,8 +171,9 @@ func settingArgs(settings map[string]string) ([]string, error) {
 
 // StartPostgres creates a fresh PostgreSQL cluster in a temporary directory and starts it
 // on a free port of 127.0.0.1, as an unprivileged user when the caller is root, in its own
-// process group. It returns once the server has answered a query over TCP as
-// PostgresUser on PostgresDatabase. ctx bounds the startup only: once started, the server
+// process group. Every client must log in with SCRAM-SHA-256 and a random password
+// (Postgres.Password, also in Postgres.DSN). It returns once the server has answered a
+// query over TCP as PostgresUser on PostgresDatabase. ctx bounds the startup only: once started, the server
 // runs until Stop. On error nothing is left running and, unless opt.Keep, nothing is left
 // on disk. Missing binaries give an error matching ErrNotInstalled.
 func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
@@ -192,6 +196,9 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 		BinDir:   bin,
 		LogPath:  opt.LogPath,
 		instance: instance{name: "postgres", keep: opt.Keep, sig: syscall.SIGINT, grace: postgresStopGrace},
+	}
+	if p.Password, err = newPassword(); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	dir, err := p.makeTempDir(opt.Dir, acct)
 	if err != nil {
@@ -220,10 +227,25 @@ func (p *Postgres) start(ctx context.Context, acct Account, extra []string, prog
 	}
 
 	t0 := time.Now()
+	// initdb reads the password from a file (an argument would show in ps) that only the
+	// server's account may read, and that goes as soon as initdb has hashed it.
+	pwfile := filepath.Join(p.Dir, "pwfile")
+	if err := os.WriteFile(pwfile, []byte(p.Password+"\n"), 0o600); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if err := acct.Own(pwfile); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
 	// --no-sync skips only initdb's final flush of the files it wrote: the cluster is
-	// thrown away with its directory, and the server itself keeps fsync on.
-	if err := p.run(ctx, acct, nil, "initdb", "-D", p.DataDir, "-U", PostgresUser,
-		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"); err != nil {
+	// thrown away with its directory, and the server itself keeps fsync on. --auth sets
+	// both the local (socket) and host lines of pg_hba.conf: no trust anywhere.
+	err := p.run(ctx, acct, nil, "initdb", "-D", p.DataDir, "-U", PostgresUser,
+		"--auth=scram-sha-256", "--pwfile="+pwfile,
+		"--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	if rerr := os.Remove(pwfile); err == nil && rerr != nil {
+		err = fmt.Errorf("postgres: %w", rerr)
+	}
+	if err != nil {
 		return err
 	}
 	// Single-user mode creates the database before the server listens, without a client.
@@ -262,15 +284,14 @@ func (p *Postgres) makeSocketDir() error {
 		return nil
 	}
 	for _, parent := range []string{os.TempDir(), "/tmp"} {
-		if len(socketPath(filepath.Join(parent, "indoubt-pgsock-1234567890"))) > maxSocketPath {
+		if len(socketPath(filepath.Join(parent, tempDirPattern("pgsock")+"1234567890"))) > maxSocketPath {
 			continue
 		}
-		dir, err := os.MkdirTemp(parent, "indoubt-pgsock-")
+		dir, err := p.makeOwnedDir(parent, "pgsock")
 		if err != nil {
-			return fmt.Errorf("postgres: %w", err)
+			return err
 		}
 		p.SocketDir = dir
-		p.dirs = append(p.dirs, dir)
 		return nil
 	}
 	return fmt.Errorf("postgres: no directory short enough for a unix socket (%d bytes at most)", maxSocketPath)
@@ -288,9 +309,15 @@ func (p *Postgres) listen(ctx context.Context, acct Account, port int, extra []s
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
+	// Recorded before the wait for readiness: a harness killed during the wait leaves
+	// a server that the next launch must find.
+	if err := p.track(proc); err != nil {
+		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
+		return err
+	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	err = Poll(ctx, 25*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
-		return probePostgres(ctx, addr, PostgresUser, PostgresDatabase)
+		return probePostgres(ctx, addr, PostgresUser, p.Password, PostgresDatabase)
 	})
 	if err != nil {
 		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
@@ -303,7 +330,7 @@ func (p *Postgres) listen(ctx context.Context, acct Account, port int, extra []s
 	p.proc = proc
 	p.Port = port
 	p.Addr = addr
-	p.DSN = fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", PostgresUser, addr, PostgresDatabase)
+	p.DSN = fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", PostgresUser, p.Password, addr, PostgresDatabase)
 	return nil
 }
 
@@ -378,10 +405,10 @@ func (p *Postgres) Exited() <-chan struct{} { return p.proc.Exited() }
 // removed.
 func (p *Postgres) Stop() error { return p.stop() }
 
-// probePostgres logs in over the PostgreSQL v3 protocol as user on db, expecting trust
-// authentication, runs "select 1" and says goodbye. A nil error means the server accepts
+// probePostgres logs in over the PostgreSQL v3 protocol as user on db with password
+// (SCRAM-SHA-256), runs "select 1" and says goodbye. A nil error means the server accepts
 // clients for real: it is not merely listening, not starting up or recovering.
-func probePostgres(ctx context.Context, addr, user, db string) error {
+func probePostgres(ctx context.Context, addr, user, password, db string) error {
 	d := net.Dialer{Timeout: time.Second}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -402,25 +429,32 @@ func probePostgres(ctx context.Context, addr, user, db string) error {
 		return err
 	}
 	r := bufio.NewReader(c)
-	if err := readUntilReady(r); err != nil {
+	if err := readUntilReady(r, c, password); err != nil {
 		return err
 	}
-	query := append([]byte{'Q'}, binary.BigEndian.AppendUint32(nil, uint32(4+len("select 1")+1))...)
-	query = append(append(query, "select 1"...), 0)
-	if _, err := c.Write(query); err != nil {
+	if _, err := c.Write(pgMessage('Q', []byte("select 1\x00"))); err != nil {
 		return err
 	}
-	if err := readUntilReady(r); err != nil {
+	if err := readUntilReady(r, c, password); err != nil {
 		return err
 	}
 	_, _ = c.Write([]byte{'X', 0, 0, 0, 4})
 	return nil
 }
 
-// readUntilReady reads backend messages up to ReadyForQuery, failing on an ErrorResponse
-// or on an authentication request other than "ok" (trust).
-func readUntilReady(r *bufio.Reader) error {
+// pgMessage frames a typed frontend message.
+func pgMessage(typ byte, body []byte) []byte {
+	m := append([]byte{typ}, binary.BigEndian.AppendUint32(nil, uint32(4+len(body)))...)
+	return append(m, body...)
+}
+
+// readUntilReady reads backend messages up to ReadyForQuery, failing on an ErrorResponse.
+// It answers a SCRAM-SHA-256 exchange on w with password, and refuses any other
+// authentication (a server that asks for none, or for a cleartext password, is not the
+// one launched).
+func readUntilReady(r *bufio.Reader, w io.Writer, password string) error {
 	var hdr [5]byte
+	var sc *scramClient
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return err
@@ -439,8 +473,43 @@ func readUntilReady(r *bufio.Reader) error {
 		case 'E':
 			return errors.New(pgErrorText(body))
 		case 'R':
-			if len(body) < 4 || binary.BigEndian.Uint32(body) != 0 {
-				return errors.New("server asks for a password; expected trust authentication")
+			if len(body) < 4 {
+				return errors.New("short authentication request")
+			}
+			var reply []byte
+			var err error
+			switch code := binary.BigEndian.Uint32(body); {
+			case code == 0:
+				if sc == nil || !sc.verified {
+					return errors.New("server let us in without SCRAM authentication")
+				}
+			case code == 10 && sc == nil:
+				if !bytes.Contains(body[4:], []byte("SCRAM-SHA-256\x00")) {
+					return fmt.Errorf("server offers %q, not SCRAM-SHA-256", body[4:])
+				}
+				if sc, err = newSCRAMClient(password); err != nil {
+					return err
+				}
+				first := sc.first()
+				reply = append([]byte("SCRAM-SHA-256\x00"), binary.BigEndian.AppendUint32(nil, uint32(len(first)))...)
+				reply = pgMessage('p', append(reply, first...))
+			case code == 11 && sc != nil:
+				final, err := sc.final(body[4:])
+				if err != nil {
+					return err
+				}
+				reply = pgMessage('p', final)
+			case code == 12 && sc != nil:
+				if err := sc.verify(body[4:]); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("unexpected authentication request %d", code)
+			}
+			if reply != nil {
+				if _, err := w.Write(reply); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -76,7 +76,10 @@ func TestPostgres(t *testing.T) {
 		if want := "127.0.0.1:" + strconv.Itoa(pg.Port); pg.Addr != want {
 			t.Errorf("Addr %s, want %s", pg.Addr, want)
 		}
-		if want := fmt.Sprintf("postgres://indoubt@127.0.0.1:%d/indoubt?sslmode=disable", pg.Port); pg.DSN != want {
+		if len(pg.Password) != 32 {
+			t.Errorf("Password %q: want 32 hex digits", pg.Password)
+		}
+		if want := fmt.Sprintf("postgres://indoubt:%s@127.0.0.1:%d/indoubt?sslmode=disable", pg.Password, pg.Port); pg.DSN != want {
 			t.Errorf("DSN %s, want %s", pg.DSN, want)
 		}
 		if _, err := os.Stat(filepath.Join(pg.SocketDir, ".s.PGSQL."+strconv.Itoa(pg.Port))); err != nil {
@@ -102,6 +105,45 @@ func TestPostgres(t *testing.T) {
 		}
 		if !strings.HasPrefix(version, pg.Version) {
 			t.Errorf("server_version_num %s, Version %s", version, pg.Version)
+		}
+	})
+
+	t.Run("refuses clients without the password", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, c := range []struct{ name, dsn, password string }{
+			{"no password", fmt.Sprintf("postgres://indoubt@%s/indoubt?sslmode=disable", pg.Addr), ""},
+			{"wrong password", fmt.Sprintf("postgres://indoubt@%s/indoubt?sslmode=disable", pg.Addr), "wrong"},
+			{"unix socket, no password", fmt.Sprintf("host=%s port=%d user=indoubt dbname=indoubt", pg.SocketDir, pg.Port), ""},
+		} {
+			name := c.name
+			cfg, err := pgx.ParseConfig(c.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Set after parsing: not PGPASSWORD or ~/.pgpass of the machine running the test.
+			cfg.Password = c.password
+			conn, err := pgx.ConnectConfig(ctx, cfg)
+			if err == nil {
+				conn.Close(ctx)
+				t.Errorf("%s: connected", name)
+				continue
+			}
+			if !strings.Contains(err.Error(), "password") && !strings.Contains(err.Error(), "28P01") {
+				t.Errorf("%s: %v, want a password error", name, err)
+			}
+		}
+		b, err := os.ReadFile(filepath.Join(pg.DataDir, "pg_hba.conf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && !strings.HasPrefix(f[0], "#") && f[len(f)-1] != "scram-sha-256" {
+				t.Errorf("pg_hba.conf line %q: want scram-sha-256", l)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(pg.Dir, "pwfile")); !os.IsNotExist(err) {
+			t.Errorf("pwfile: %v, want it removed after initdb", err)
 		}
 	})
 

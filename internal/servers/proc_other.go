@@ -14,3 +14,7 @@ func setParentDeathSignal(*syscall.SysProcAttr) error {
 }
 
 func waitExitedUnreaped(int) {}
+
+func processStart(int) (uint64, bool, error) {
+	return 0, false, errors.New("process start times need Linux")
+}

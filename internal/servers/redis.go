@@ -53,6 +53,8 @@ type RedisOptions struct {
 type Redis struct {
 	Addr        string // "127.0.0.1:PORT"
 	Port        int
+	DSN         string // "redis://:PASSWORD@127.0.0.1:PORT/0", as indoubt run --dsn takes it
+	Password    string // the default user's password (requirepass): random per launch, hex
 	Binary      string // the redis-server that runs
 	Version     string // "7.0.15", from redis-server --version; "" if it could not be read
 	Persistence string // RedisNoPersistence, RedisEverySec or RedisAlways
@@ -99,6 +101,8 @@ var redisReserved = map[string]bool{
 	"port": true, "bind": true, "dir": true, "unixsocket": true, "unixsocketperm": true,
 	"daemonize": true, "logfile": true, "pidfile": true, "include": true,
 	"save": true, "appendonly": true, "appendfsync": true, "tls-port": true,
+	// Authentication is chosen by StartRedis: every client must give Password.
+	"requirepass": true, "user": true, "aclfile": true,
 }
 
 // redisArgs returns the command line for a server on port in dir.
@@ -142,8 +146,9 @@ func redisArgs(port int, dir, persistence string, settings map[string]string) ([
 
 // StartRedis starts redis-server on a free port of 127.0.0.1 with its working directory
 // in a fresh temporary directory, as an unprivileged user when the caller is root, in its
-// own process group, with the persistence opt asks for. It returns once the server
-// answers PING with PONG. ctx bounds the startup only: once started, the server runs until
+// own process group, with the persistence opt asks for, requiring a random password
+// (Redis.Password, also in Redis.DSN) of every client. It returns once the server
+// answers PING with PONG after AUTH. ctx bounds the startup only: once started, the server runs until
 // Stop. On error nothing is left running and, unless opt.Keep, nothing is left on disk. A
 // missing redis-server gives an error matching ErrNotInstalled.
 func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
@@ -164,6 +169,9 @@ func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 	}
 	r := &Redis{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence,
 		instance: instance{name: "redis", keep: opt.Keep, sig: syscall.SIGTERM, grace: redisStopGrace}}
+	if r.Password, err = newPassword(); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
 	dir, err := r.makeTempDir(opt.Dir, acct)
 	if err != nil {
 		return nil, err
@@ -189,6 +197,15 @@ func (r *Redis) start(ctx context.Context, acct Account, opt RedisOptions) error
 	if err := r.openLog(r.LogPath); err != nil {
 		return err
 	}
+	// The password goes in a config file that only the server's account may read: on
+	// the command line every local user would see it in ps.
+	conf := filepath.Join(r.Dir, "redis.conf")
+	if err := os.WriteFile(conf, []byte("requirepass "+r.Password+"\n"), 0o600); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if err := acct.Own(conf); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
 	r.Version = redisVersion(ctx, r.Binary)
 
 	var t0 time.Time
@@ -207,7 +224,8 @@ func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOpt
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(r.Binary, args...)
+	// The config file comes first: redis-server reads it, then the options after it.
+	cmd := exec.Command(r.Binary, append([]string{filepath.Join(r.Dir, "redis.conf")}, args...)...)
 	cmd.Dir = r.Dir
 	cmd.Stdout = r.log
 	cmd.Stderr = r.log
@@ -217,9 +235,15 @@ func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOpt
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
+	// Recorded before the wait for readiness: a harness killed during the wait leaves
+	// a server that the next launch must find.
+	if err := r.track(proc); err != nil {
+		_ = proc.Stop(syscall.SIGKILL, time.Second)
+		return err
+	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	err = Poll(ctx, 20*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
-		return probeRedis(ctx, addr)
+		return probeRedis(ctx, addr, r.Password)
 	})
 	if err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
@@ -232,6 +256,7 @@ func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOpt
 	r.proc = proc
 	r.Port = port
 	r.Addr = addr
+	r.DSN = "redis://:" + r.Password + "@" + addr + "/0"
 	return nil
 }
 
@@ -251,9 +276,9 @@ func redisVersion(ctx context.Context, bin string) string {
 	return ""
 }
 
-// probeRedis sends an inline PING and wants +PONG. A server still loading its AOF answers
-// -LOADING, which is not ready.
-func probeRedis(ctx context.Context, addr string) error {
+// probeRedis authenticates with password, sends an inline PING and wants +PONG. A server
+// still loading its AOF answers -LOADING, which is not ready.
+func probeRedis(ctx context.Context, addr, password string) error {
 	d := net.Dialer{Timeout: time.Second}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -267,15 +292,18 @@ func probeRedis(ctx context.Context, addr string) error {
 	if err := c.SetDeadline(deadline); err != nil {
 		return err
 	}
-	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+	if _, err := io.WriteString(c, "AUTH "+password+"\r\nPING\r\n"); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(io.LimitReader(c, 512)).ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("read reply to PING: %w", err)
-	}
-	if line = strings.TrimRight(line, "\r\n"); line != "+PONG" {
-		return fmt.Errorf("reply to PING: %q", line)
+	br := bufio.NewReader(io.LimitReader(c, 1024))
+	for _, want := range []string{"+OK", "+PONG"} {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("read reply: %w", err)
+		}
+		if line = strings.TrimRight(line, "\r\n"); line != want {
+			return fmt.Errorf("reply %q, want %s", line, want)
+		}
 	}
 	return nil
 }

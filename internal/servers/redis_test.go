@@ -16,9 +16,15 @@ import (
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
-// redisCLI runs redis-cli (shipped beside redis-server by Debian) against r and returns
-// its raw output, one reply element per line.
+// redisCLI runs redis-cli (shipped beside redis-server by Debian) against r with its
+// password and returns its raw output, one reply element per line.
 func redisCLI(t *testing.T, r *servers.Redis, args ...string) string {
+	t.Helper()
+	return redisCLIAs(t, r, r.Password, args...)
+}
+
+// redisCLIAs is redisCLI with the given password, "" for none.
+func redisCLIAs(t *testing.T, r *servers.Redis, password string, args ...string) string {
 	t.Helper()
 	cli := filepath.Join(filepath.Dir(r.Binary), "redis-cli")
 	if _, err := os.Stat(cli); err != nil {
@@ -26,11 +32,46 @@ func redisCLI(t *testing.T, r *servers.Redis, args ...string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, cli, append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(r.Port), "--raw"}, args...)...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, cli, append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(r.Port), "--raw"}, args...)...)
+	cmd.Env = os.Environ()
+	if password != "" {
+		// REDISCLI_AUTH rather than -a: no warning about a password on the command line.
+		cmd.Env = append(cmd.Env, "REDISCLI_AUTH="+password)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli %v: %v: %s", args, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// TestStartRedisRequiresPassword checks that a launched Redis refuses clients without
+// the launch's password, that its DSN carries the password, and that the password is
+// not on the server's command line, where every local user could read it.
+func TestStartRedisRequiresPassword(t *testing.T) {
+	r := startRedis(t, servers.RedisOptions{})
+	if len(r.Password) != 32 {
+		t.Errorf("Password %q: want 32 hex digits", r.Password)
+	}
+	if want := "redis://:" + r.Password + "@" + r.Addr + "/0"; r.DSN != want {
+		t.Errorf("DSN %s, want %s", r.DSN, want)
+	}
+	if got := redisCLIAs(t, r, "", "PING"); !strings.Contains(got, "NOAUTH") {
+		t.Errorf("PING without a password: %q, want NOAUTH", got)
+	}
+	if got := redisCLIAs(t, r, "wrong", "PING"); !strings.Contains(got, "WRONGPASS") && !strings.Contains(got, "NOAUTH") {
+		t.Errorf("PING with a wrong password: %q, want WRONGPASS", got)
+	}
+	if got := redisCLI(t, r, "PING"); got != "PONG" {
+		t.Errorf("PING with the password: %q, want PONG", got)
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(r.Pid()), "cmdline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), r.Password) {
+		t.Errorf("the password is on the command line: %q", b)
+	}
 }
 
 func TestStartRedisPersistence(t *testing.T) {
@@ -121,6 +162,8 @@ func TestStartRedisRefusesBadOptions(t *testing.T) {
 		{Settings: map[string]string{"port": "1"}},
 		{Settings: map[string]string{"appendfsync": "no"}},
 		{Settings: map[string]string{"bad name": "x"}},
+		{Settings: map[string]string{"requirepass": ""}},
+		{Settings: map[string]string{"user": "default on nopass ~* +@all"}},
 	} {
 		if r, err := servers.StartRedis(ctx, opt); err == nil {
 			r.Stop()
@@ -138,4 +181,50 @@ func TestStartRedisNotInstalled(t *testing.T) {
 	if !strings.Contains(err.Error(), "redis-server") {
 		t.Errorf("err %q does not name the package to install", err)
 	}
+}
+
+func startRedis(t *testing.T, opt servers.RedisOptions) *servers.Redis {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := servers.StartRedis(ctx, opt)
+	servertest.SkipOrFail(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop() })
+	return r
+}
+
+// TestStartRedisFailedStartLeavesNothing checks that a start that fails in the server
+// (a setting it refuses) or runs out of time leaves no process and nothing on disk,
+// the password file included.
+func TestStartRedisFailedStartLeavesNothing(t *testing.T) {
+	if _, err := servers.FindRedis(); err != nil {
+		servertest.SkipOrFail(t, err)
+		t.Fatal(err)
+	}
+	t.Run("setting the server refuses", func(t *testing.T) {
+		dir := reachableDir(t)
+		_, err := servers.StartRedis(context.Background(), servers.RedisOptions{Dir: dir,
+			Settings: map[string]string{"maxclients": "many"}})
+		if err == nil || !strings.Contains(err.Error(), "maxclients") {
+			t.Errorf("got %v, want the server's complaint about maxclients", err)
+		}
+		if left := leftovers(t, dir); len(left) > 0 {
+			t.Errorf("left behind: %v", left)
+		}
+	})
+	t.Run("cancelled during start", func(t *testing.T) {
+		dir := reachableDir(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
+		defer cancel()
+		_, err := servers.StartRedis(ctx, servers.RedisOptions{Dir: dir})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v, want a deadline error", err)
+		}
+		if left := leftovers(t, dir); len(left) > 0 {
+			t.Errorf("left behind: %v", left)
+		}
+	})
 }

@@ -2,7 +2,15 @@
 //
 // Each server runs from the binaries installed on the machine, on a free loopback port, with
 // its data in a temporary directory, as an unprivileged user when the caller is root (as
-// PostgreSQL demands), in its own process group, and is stopped by pid. A server whose
+// PostgreSQL demands), in its own process group, and is stopped by pid. PostgreSQL and
+// Redis accept no client without a password made for the launch (in their DSN), so other
+// local users cannot use them; FerretDB (whose embedding API offers no authentication)
+// and Cassandra (AllowAllAuthenticator, for start-up time) still accept any local client,
+// which can reach their throwaway data but, unlike PostgreSQL's superuser, run no
+// program. Each temporary directory names the process that launched
+// it (in its name, indoubt-KIND-PID-..., and in a marker file with the process's start
+// time): when that process was killed before it could clean up, the next launch removes
+// the directory, and FindLeftovers lists such directories for `indoubt clean`. A server whose
 // binaries are missing is reported with an error that satisfies errors.Is(err,
 // ErrNotInstalled) and whose text names what to install.
 //

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) { os.Exit(servertest.Main(m, srv)) }
 
 func open(t testing.TB, cfg Config) *Client {
 	t.Helper()
-	cfg.Addr = srv.Get(t).Addr
+	cfg.Addr, cfg.Password = srv.Get(t).Addr, srv.Get(t).Password
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Open(ctx, cfg)
@@ -158,7 +158,7 @@ func TestClassify(t *testing.T) {
 		}
 		busy := make(chan error, 1)
 		go func() { busy <- c.admin.Do(ctx, "DEBUG", "SLEEP", "1").Err() }()
-		waitBusy(t, c.cfg.Addr)
+		waitBusy(t, c.cfg.Addr, c.cfg.Password)
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
 		_, err := s.Decrement(short, workloads.Request{OpID: "slow"})
@@ -266,9 +266,9 @@ func BenchmarkBudget(b *testing.B) {
 
 // waitBusy returns once the server at addr stops answering PING within 50 ms: it is
 // running the DEBUG SLEEP the caller sent.
-func waitBusy(t *testing.T, addr string) {
+func waitBusy(t *testing.T, addr, password string) {
 	t.Helper()
-	probe := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 50 * time.Millisecond, DisableIdentity: true})
+	probe := goredis.NewClient(&goredis.Options{Addr: addr, Password: password, MaxRetries: -1, ReadTimeout: 50 * time.Millisecond, DisableIdentity: true})
 	defer probe.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {

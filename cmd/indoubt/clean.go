@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/indoubt/indoubt/internal/servers"
+)
+
+const cleanHelp = `indoubt clean: remove what launched servers left behind.
+
+A launched server lives in a temporary directory (indoubt-postgres-PID-...,
+indoubt-redis-PID-..., ...) that indoubt removes when it stops the server. When indoubt
+itself is killed (SIGKILL, a crash) the server dies with it but the directory stays;
+the next launch removes such directories, and clean does it now. Only directories
+whose launching process is gone are touched; a server process still running from one
+(its parent-death signal failed) is killed first. Directories kept on purpose (Keep)
+are removed too.
+
+Usage: indoubt clean [--dry-run] [--dir DIR]
+
+Example:
+  indoubt clean --dry-run     # list only
+  indoubt clean
+`
+
+func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("clean", cleanHelp, stdout)
+	dryRun := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
+	dir := fs.String("dir", "", "the parent directory of the servers' directories (default: the system's temporary directory)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("clean: unexpected argument %q (see indoubt clean --help)", fs.Arg(0))
+	}
+	left, err := servers.FindLeftovers(*dir)
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	if len(left) == 0 {
+		fmt.Fprintln(stdout, "nothing to clean")
+		return nil
+	}
+	verb := "removed"
+	if *dryRun {
+		verb = "would remove"
+	}
+	var errs []error
+	for _, l := range left {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("clean: %w", err)
+		}
+		what := fmt.Sprintf("%s (%s, launched by gone pid %d", l.Dir, byteSize(l.Bytes), l.Owner)
+		if l.Kept {
+			what += ", kept"
+		}
+		if l.Server > 0 {
+			what += fmt.Sprintf(", server pid %d still running", l.Server)
+		}
+		what += ")"
+		if !*dryRun {
+			if err := l.Remove(); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		fmt.Fprintf(stdout, "%s %s\n", verb, what)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	return nil
+}
+
+// byteSize renders a byte count for people.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f kB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
