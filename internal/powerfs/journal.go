@@ -165,6 +165,18 @@ func (j *journal) commitDir(dir uint64) {
 	j.dropOrphans()
 }
 
+// commitAll makes every pending entry change durable.
+func (j *journal) commitAll() {
+	if len(j.ns) == 0 {
+		return
+	}
+	for _, op := range j.ns {
+		j.forget(op.replaced)
+	}
+	j.ns = nil
+	j.dropOrphans()
+}
+
 // reparent moves p from under dir old to under dir new.
 func reparent(p, old, new string) string {
 	if rest, ok := strings.CutPrefix(p, old+"/"); ok {

@@ -426,6 +426,9 @@ func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	defer f.fs.mu.Unlock()
 	f.fs.fsyncs++
 	f.fs.j.commitData(f.ino)
+	if f.fs.opts.Entries == Ordered {
+		f.fs.j.commitAll()
+	}
 	if f.fs.opts.SyncBacking {
 		return f.lf.Fsync(ctx, flags)
 	}
@@ -490,7 +493,11 @@ func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	f.j.commitDir(ino)
+	if f.opts.Entries == Ordered {
+		f.j.commitAll()
+	} else {
+		f.j.commitDir(ino)
+	}
 	if f.opts.SyncBacking {
 		if s, ok := d.inner.(fs.FileFsyncdirer); ok {
 			return s.Fsyncdir(ctx, flags)

@@ -11,6 +11,9 @@
 //     (a rename is one change of both directories: fsync of either makes it durable, as
 //     one journal transaction does on ext4 or xfs). An fsync of a file does not make its
 //     name durable, nor does an fsync of a directory make its files' contents durable.
+//     That is the POSIX rule (PerDirectory, the default); Options.Entries can choose a
+//     journaling filesystem's instead (Ordered: any fsync commits every earlier entry
+//     change).
 //
 // PowerLoss then brings the backing directory back to that durable state.
 //
@@ -78,8 +81,24 @@ var ErrBusy = errors.New("files still open on the mount")
 // until their removal is durable.
 const trashName = ".powerfs-trash"
 
+// EntryDurability says which fsync makes a directory entry change durable.
+type EntryDurability uint8
+
+const (
+	// PerDirectory (the default) is the POSIX rule: a new, removed or renamed entry is
+	// durable once its directory is fsynced, and only then. It finds programs that never
+	// fsync a directory they create files in.
+	PerDirectory EntryDurability = iota
+	// Ordered is a journaling filesystem's behaviour (ext4 data=ordered, xfs): entry
+	// changes commit in order, and any fsync, of a file or a directory, makes every entry
+	// change made before it durable.
+	Ordered
+)
+
 // Options configures Mount. The zero value (or nil) is ready to use.
 type Options struct {
+	// Entries is the rule for directory entries; the zero value is PerDirectory.
+	Entries EntryDurability
 	// SyncBacking forwards every fsync to the backing directory as well. Off by default:
 	// the backing directory's own durability is not what is simulated, and the real
 	// fsync would only slow the server down.

@@ -543,3 +543,23 @@ func TestMountRefusesMissingDirs(t *testing.T) {
 		t.Fatal("Mount of a missing backing directory succeeded")
 	}
 }
+
+// Under the Ordered rule any fsync commits the entry changes made before it, but not
+// those made after, and data still needs its own file's fsync.
+func TestOrderedEntries(t *testing.T) {
+	f, mnt := mountT(t, &Options{Entries: Ordered})
+	if err := os.Mkdir(filepath.Join(mnt, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(mnt, "d", "a"), []byte("synced"), true) // commits d and d/a
+	if err := os.Rename(filepath.Join(mnt, "d", "a"), filepath.Join(mnt, "d", "b")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(mnt, "other"), []byte("x"), true) // commits the rename too
+	writeFile(t, filepath.Join(mnt, "late"), []byte("unsynced"), false)
+	powerLoss(t, f)
+	checkContent(t, filepath.Join(mnt, "d", "a"), nil)
+	checkContent(t, filepath.Join(mnt, "d", "b"), []byte("synced"))
+	checkContent(t, filepath.Join(mnt, "other"), []byte("x"))
+	checkContent(t, filepath.Join(mnt, "late"), nil)
+}
