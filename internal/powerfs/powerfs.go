@@ -170,6 +170,10 @@ func Mount(backingDir, mountpoint string, opts *Options) (*FS, error) {
 	if f.mountpoint, err = existingDir(mountpoint); err != nil {
 		return nil, fmt.Errorf("powerfs: mountpoint %w", err)
 	}
+	if rel, err := filepath.Rel(f.backing, f.mountpoint); err == nil && filepath.IsLocal(rel) { // "." too
+		// The mount would serve itself and hang on its first lookup.
+		return nil, fmt.Errorf("powerfs: mountpoint %s is inside the backing directory %s", f.mountpoint, f.backing)
+	}
 	f.trash = filepath.Join(f.backing, trashName)
 	// A trash left by a process that died mounted holds nothing durable.
 	if err := os.RemoveAll(f.trash); err != nil {
@@ -303,6 +307,7 @@ func (f *FS) PowerLoss(opts PowerLossOptions) error {
 	}
 	if err := f.mount(); err != nil {
 		f.closed = true
+		_ = os.RemoveAll(f.trash)
 		return errors.Join(undoErr, err)
 	}
 	return undoErr

@@ -534,13 +534,23 @@ func TestStats(t *testing.T) {
 	}
 }
 
-func TestMountRefusesMissingDirs(t *testing.T) {
+func TestMountRefusesBadDirs(t *testing.T) {
 	if err := Available(); err != nil {
 		t.Skip(err)
 	}
 	dir := t.TempDir()
 	if _, err := Mount(filepath.Join(dir, "nope"), dir, nil); err == nil {
 		t.Fatal("Mount of a missing backing directory succeeded")
+	}
+	inner := filepath.Join(dir, "inner")
+	if err := os.Mkdir(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, mnt := range []string{dir, inner} {
+		if f, err := Mount(dir, mnt, nil); err == nil {
+			f.Unmount()
+			t.Errorf("Mount of %s on %s succeeded, want refused", dir, mnt)
+		}
 	}
 }
 
