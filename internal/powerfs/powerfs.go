@@ -53,6 +53,12 @@
 // works on it with ordinary permission checks. PowerLoss is meant for a moment when the
 // server on top has been killed: it refuses, with ErrBusy, while files on the mount are
 // still open after Options.OpenWait.
+//
+// The process that mounts serves the mount. A child it starts must not touch the mount
+// between fork and exec: no exec.Cmd.Dir and no program on the mount (pass the data
+// directory as an argument instead). While the child waits for the mount, the parent's
+// runtime can stop the world for a garbage collection that waits for the thread still
+// inside vfork: a deadlock. Once the child has exec'd, it may use the mount freely.
 package powerfs
 
 import (
@@ -61,6 +67,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -68,6 +75,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // ErrUnavailable is matched (errors.Is) by Mount's error when FUSE cannot be used here:
@@ -243,7 +251,28 @@ func (f *FS) mount() error {
 		return fmt.Errorf("powerfs: mount %s on %s: %w", f.backing, f.mountpoint, err)
 	}
 	f.server = server
+	closeFuseOnExec()
 	return nil
+}
+
+// closeFuseOnExec marks this process's /dev/fuse descriptors close-on-exec. go-fuse
+// opens /dev/fuse without it, so every server started afterwards would inherit the
+// connection and keep it alive after this process dies, leaving processes that touch
+// the mountpoint waiting forever instead of failing.
+func closeFuseOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == "/dev/fuse" {
+			unix.CloseOnExec(fd)
+		}
+	}
 }
 
 // unmount ends the FUSE server; if the mountpoint is busy it fails unless lazy, which
@@ -278,6 +307,12 @@ func (f *FS) Backing() string { return f.backing }
 // Options.OpenWait it changes nothing and returns an error matching ErrBusy. An error
 // from undoing a change is returned after the mount is back.
 func (f *FS) PowerLoss(opts PowerLossOptions) error {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return errors.New("powerfs: power loss: unmounted")
+	}
 	deadline := time.Now().Add(f.opts.OpenWait)
 	for f.open.Load() > 0 {
 		if time.Now().After(deadline) {

@@ -343,6 +343,69 @@ func TestPowerLoss(t *testing.T) {
 			checkContent(t, filepath.Join(mnt, "a"), nil)
 			checkContent(t, filepath.Join(mnt, "d", "a"), old)
 		}},
+		{"rename between directories is durable by the source's fsync too", func(t *testing.T, mnt string) {
+			for _, d := range []string{"d1", "d2"} {
+				if err := os.Mkdir(filepath.Join(mnt, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			syncDir(t, mnt)
+			durableFile(t, filepath.Join(mnt, "d1", "a"), old)
+			if err := os.Rename(filepath.Join(mnt, "d1", "a"), filepath.Join(mnt, "d2", "b")); err != nil {
+				t.Fatal(err)
+			}
+			syncDir(t, filepath.Join(mnt, "d1"))
+		}, func(t *testing.T, mnt string) {
+			checkContent(t, filepath.Join(mnt, "d1", "a"), nil)
+			checkContent(t, filepath.Join(mnt, "d2", "b"), old)
+		}},
+		{"a durable directory rename carries its children's pending changes", func(t *testing.T, mnt string) {
+			if err := os.Mkdir(filepath.Join(mnt, "d"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			durableFile(t, filepath.Join(mnt, "d", "kept"), old) // d made durable too
+			syncDir(t, mnt)
+			writeFile(t, filepath.Join(mnt, "d", "new"), old, true) // its entry pending in d
+			if err := os.Rename(filepath.Join(mnt, "d"), filepath.Join(mnt, "e")); err != nil {
+				t.Fatal(err)
+			}
+			syncDir(t, mnt)
+		}, func(t *testing.T, mnt string) {
+			checkContent(t, filepath.Join(mnt, "e", "kept"), old)
+			checkContent(t, filepath.Join(mnt, "e", "new"), nil)
+			if _, err := os.Stat(filepath.Join(mnt, "d")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("stat d: %v, want it gone", err)
+			}
+		}},
+		{"an undone directory rename takes its children back", func(t *testing.T, mnt string) {
+			if err := os.Mkdir(filepath.Join(mnt, "d"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			durableFile(t, filepath.Join(mnt, "d", "kept"), old)
+			syncDir(t, mnt)
+			if err := os.Rename(filepath.Join(mnt, "d"), filepath.Join(mnt, "e")); err != nil {
+				t.Fatal(err)
+			}
+			durableFile(t, filepath.Join(mnt, "e", "new"), []byte("n")) // durable in the directory
+		}, func(t *testing.T, mnt string) {
+			checkContent(t, filepath.Join(mnt, "d", "kept"), old)
+			checkContent(t, filepath.Join(mnt, "d", "new"), []byte("n"))
+			if _, err := os.Stat(filepath.Join(mnt, "e")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("stat e: %v, want it gone", err)
+			}
+		}},
+		{"RENAME_EXCHANGE without directory fsync is undone", func(t *testing.T, mnt string) {
+			durableFile(t, filepath.Join(mnt, "a"), []byte("A"))
+			durableFile(t, filepath.Join(mnt, "b"), []byte("B"))
+			err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(mnt, "a"), unix.AT_FDCWD, filepath.Join(mnt, "b"), unix.RENAME_EXCHANGE)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkContent(t, filepath.Join(mnt, "a"), []byte("B"))
+		}, func(t *testing.T, mnt string) {
+			checkContent(t, filepath.Join(mnt, "a"), []byte("A"))
+			checkContent(t, filepath.Join(mnt, "b"), []byte("B"))
+		}},
 		{"unlink without directory fsync brings the file back", func(t *testing.T, mnt string) {
 			durableFile(t, filepath.Join(mnt, "f"), old)
 			if err := os.Remove(filepath.Join(mnt, "f")); err != nil {
@@ -572,4 +635,29 @@ func TestOrderedEntries(t *testing.T) {
 	checkContent(t, filepath.Join(mnt, "d", "b"), []byte("synced"))
 	checkContent(t, filepath.Join(mnt, "other"), []byte("x"))
 	checkContent(t, filepath.Join(mnt, "late"), nil)
+}
+
+// Unmount with a file still open detaches the mount lazily instead of failing, and the
+// backing directory keeps the current, unsynced, state: a clean shutdown.
+func TestUnmountWhileBusyIsLazy(t *testing.T) {
+	f, mnt := mountT(t, nil)
+	path := filepath.Join(mnt, "f")
+	writeFile(t, path, []byte("unsynced"), false)
+	fl, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Unmount(); err != nil {
+		t.Fatalf("Unmount with a file open: %v", err)
+	}
+	fl.Close()
+	if got := content(t, filepath.Join(f.Backing(), "f")); string(got) != "unsynced" {
+		t.Errorf("backing file after Unmount holds %q, want the current content", got)
+	}
+	if _, err := os.Stat(filepath.Join(f.Backing(), trashName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("trash after Unmount: %v, want it removed", err)
+	}
+	if err := f.PowerLoss(PowerLossOptions{}); err == nil {
+		t.Error("PowerLoss after Unmount succeeded, want an error")
+	}
 }

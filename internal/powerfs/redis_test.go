@@ -57,9 +57,10 @@ func startRedis(t *testing.T, dir, appendfsync string) *redisOn {
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--dir", dir, "--daemonize", "no", "--logfile", "", "--save", "",
 		"--appendonly", "yes", "--appendfsync", appendfsync)
-	cmd.Dir = dir
+	// Not Dir: a child must not touch the mount before it execs (see the package doc).
+	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = []string{"HOME=" + dir, "LC_ALL=C"}
+	cmd.Env = []string{"HOME=/nonexistent", "LC_ALL=C"}
 	proc, err := servers.StartProcess("redis-server", cmd, acct)
 	if err != nil {
 		t.Fatal(err)
