@@ -37,7 +37,8 @@
 // RENAME_EXCHANGE). Writes through a shared mmap reach powerfs when the kernel writes the
 // pages back, and msync then fsyncs, so they follow the same rule. Optionally a power cut
 // tears: each file keeps a seeded prefix of its unsynced changes, ending inside a write at
-// a 4 KiB page boundary.
+// a 4 KiB page boundary. A prefix, in the order the changes were made: a disk that
+// persists a later page but not an earlier one is not modelled.
 //
 // Not modelled: attribute changes (chmod, chown, utimes) and extended attributes are
 // durable at once; a hole that a rolled-back write filled comes back as zeros, not as a

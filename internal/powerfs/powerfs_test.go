@@ -3,6 +3,7 @@ package powerfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -659,5 +660,37 @@ func TestUnmountWhileBusyIsLazy(t *testing.T) {
 	}
 	if err := f.PowerLoss(PowerLossOptions{}); err == nil {
 		t.Error("PowerLoss after Unmount succeeded, want an error")
+	}
+}
+
+// A server started while the mount is up must not inherit the FUSE connection: it would
+// keep the connection alive after this process dies.
+func TestFuseDescriptorClosesOnExec(t *testing.T) {
+	mountT(t, nil)
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err != nil || target != "/dev/fuse" {
+			continue
+		}
+		found++
+		var fd int
+		if _, err := fmt.Sscan(e.Name(), &fd); err != nil {
+			t.Fatal(err)
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("/dev/fuse descriptor %d is inherited by exec", fd)
+		}
+	}
+	if found == 0 {
+		t.Error("no /dev/fuse descriptor while mounted")
 	}
 }
