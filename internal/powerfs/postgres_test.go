@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -47,7 +47,7 @@ func newPG(t *testing.T, dir string) *pgOn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sock) })
-	if err := os.Chmod(sock, 0o755); err != nil {
+	if err := os.Chmod(sock, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := acct.Own(dir, sock); err != nil {
@@ -103,13 +103,14 @@ func (p *pgOn) start(t *testing.T) *pgx.Conn {
 		t.Fatal(err)
 	}
 	proc, err := servers.StartProcess("postgres", p.command(t, "postgres", "-D", p.data,
-		"-p", strconv.Itoa(port), "-c", "listen_addresses=127.0.0.1",
+		"-p", strconv.Itoa(port), "-c", "listen_addresses=",
 		"-c", "unix_socket_directories="+p.sock), p.acct)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.proc, p.port = proc, port
-	dsn := "postgres://postgres@127.0.0.1:" + strconv.Itoa(port) + "/postgres?sslmode=disable"
+	// Trust authentication, so no TCP: only the socket in a directory no other user can enter.
+	dsn := "host=" + p.sock + " port=" + strconv.Itoa(port) + " user=postgres dbname=postgres"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var conn *pgx.Conn

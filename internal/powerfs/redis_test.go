@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/servers"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/redis/go-redis/v9"
 )
 
