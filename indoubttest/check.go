@@ -1,0 +1,167 @@
+package indoubttest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/histories"
+)
+
+// CheckTimeout bounds the checker of Check; a search that runs out gives an Unknown
+// verdict, which fails the test.
+var CheckTimeout = 2 * time.Minute
+
+// Check holds the recorder's history to model, joins the proxy's ground truth to it, and
+// writes a run directory: history.jsonl (re-check it with `indoubt check`), faults.jsonl
+// (the proxy's events) and results.json (the verdict and the explanation). The
+// directory is under $INDOUBT_OUT when set, and kept; else in the system's temporary
+// directory, removed when the test passes.
+//
+// A history that is not valid fails the test (tb.Errorf) with an explanation that leads
+// with the cause it can name from the ground truth ("charge 3-7: the proxy cut the reply
+// after COMMIT (the commit had applied), your code retried and was told ok: the charge
+// applied twice"), then the checker's findings and the run directory's path. A valid one
+// is logged with what the faults did. Check returns the checker's Result either way.
+// Record nothing on rec after Check.
+func Check(tb testing.TB, rec *Recorder, model Model) checker.Result {
+	tb.Helper()
+	rec.mu.Lock()
+	rec.closed = true
+	client := append([]histories.Op(nil), rec.ops...)
+	tries := rec.attempts
+	rec.mu.Unlock()
+
+	var events []toxics.Event
+	store := ""
+	if rec.srv != nil {
+		events = rec.srv.Events()
+		store = rec.srv.Store
+	}
+	ops := merge(client, events, rec.start)
+	hdr := histories.Header{Format: histories.FormatV1, Workload: "app", Model: model.Name, Store: store, Seed: seedOf(tb.Name()), Params: model.Params}
+
+	dir, keep, err := runDir(tb)
+	if err != nil {
+		tb.Fatalf("indoubttest: run directory: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), CheckTimeout)
+	defer cancel()
+	res, cerr := checker.Check(ctx, &hdr, ops, checker.Options{})
+	ev := join(ops, events, tries, rec.start)
+	lines := explain(model, res, cerr, ev)
+	if err := writeRun(dir, hdr, ops, events, res, lines); err != nil {
+		tb.Errorf("indoubttest: write run directory %s: %v", dir, err)
+	}
+	rec.mu.Lock()
+	rec.dir = dir
+	rec.mu.Unlock()
+	failed := cerr != nil || res.Verdict != checker.Valid
+	tb.Cleanup(func() {
+		if !keep && !tb.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	if failed {
+		tb.Errorf("%s\nrun directory: %s (re-check: indoubt check %s)", strings.Join(lines, "\n"), dir, filepath.Join(dir, "history.jsonl"))
+	} else {
+		tb.Logf("%s", strings.Join(lines, "\n"))
+	}
+	return res
+}
+
+// merge puts the client's events and the proxy's in one history, in time order, and
+// numbers them.
+func merge(client []histories.Op, events []toxics.Event, start time.Time) []histories.Op {
+	ops := make([]histories.Op, 0, len(client)+len(events))
+	ops = append(ops, client...)
+	for _, e := range events {
+		ops = append(ops, histories.Op{
+			Time: e.Time.Sub(start).Nanoseconds(), Process: histories.Nemesis, Type: histories.Info,
+			F: e.Kind.String(), Conn: e.Conn,
+			Value: histories.Value(map[string]string{"truth": e.Truth.String(), "statement": e.Statement, "tag": e.Tag}),
+		})
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Time < ops[j].Time })
+	for i := range ops {
+		ops[i].Index = int64(i)
+	}
+	return ops
+}
+
+// runDir makes the test's run directory and says whether to keep it when the test passes.
+func runDir(tb testing.TB) (dir string, keep bool, err error) {
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, tb.Name())
+	if out := os.Getenv("INDOUBT_OUT"); out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return "", false, err
+		}
+		dir, err = os.MkdirTemp(out, name+"-"+time.Now().UTC().Format("20060102T150405")+"-")
+		return dir, true, err
+	}
+	dir, err = os.MkdirTemp("", "indoubttest-"+name+"-")
+	return dir, false, err
+}
+
+// results is the run directory's results.json.
+type results struct {
+	Verdict     checker.Verdict `json:"verdict"`
+	Summary     string          `json:"summary"`
+	Model       string          `json:"model"`
+	Store       string          `json:"store,omitempty"`
+	Explanation []string        `json:"explanation"`
+	Check       checker.Result  `json:"check"`
+	CheckError  string          `json:"check_error,omitempty"`
+	Faults      map[string]int  `json:"faults"`
+}
+
+func writeRun(dir string, hdr histories.Header, ops []histories.Op, events []toxics.Event, res checker.Result, lines []string) error {
+	w, err := histories.Create(filepath.Join(dir, "history.jsonl"), hdr)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if _, err := w.Write(op); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	var fb strings.Builder
+	counts := map[string]int{}
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		fb.Write(b)
+		fb.WriteByte('\n')
+		counts[e.Kind.String()+" "+e.Truth.String()]++
+	}
+	if err := os.WriteFile(filepath.Join(dir, "faults.jsonl"), []byte(fb.String()), 0o644); err != nil {
+		return err
+	}
+	r := results{Verdict: res.Verdict, Summary: res.Summary, Model: hdr.Model, Store: hdr.Store, Explanation: lines, Check: res, Faults: counts}
+	if len(lines) > 0 {
+		r.Summary = lines[0]
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644)
+}

@@ -1,0 +1,197 @@
+package indoubttest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/histories"
+)
+
+// opSpan is one client operation as the join sees it.
+type opSpan struct {
+	id, f       string
+	invoke, end int64 // ns since the start; end -1 while open
+	outcome     histories.Type
+	value       string
+	retried     []string
+	conns       []string
+}
+
+// joined is a fault event and the operation it hit, when one could be named.
+type joined struct {
+	e  toxics.Event
+	op *opSpan // nil: not attributed
+	// candidates are the operations in flight when the fault fired, when op is nil.
+	candidates []string
+}
+
+// join attributes each fault event to the operation it hit: the one that named the
+// event's connection (Op.Conn); else, among the operations in flight when it fired,
+// the only one that then retried or ended without ok; else the only one in flight.
+// Anything else is left unattributed, with its candidates: the ground truth is evidence,
+// and a guess would not be.
+func join(ops []histories.Op, events []toxics.Event, tries map[string]*attempts, start time.Time) []joined {
+	spans := map[string]*opSpan{}
+	var order []*opSpan
+	for _, op := range ops {
+		if !op.IsClient() {
+			continue
+		}
+		if op.Type == histories.Invoke {
+			s := &opSpan{id: op.OpID, f: op.F, invoke: op.Time, end: -1}
+			if a := tries[op.OpID]; a != nil {
+				s.retried, s.conns = a.retried, a.conns
+			}
+			spans[op.OpID] = s
+			order = append(order, s)
+			continue
+		}
+		if s := spans[op.OpID]; s != nil {
+			s.end, s.outcome, s.value = op.Time, op.Type, string(op.Value)
+		}
+	}
+	out := make([]joined, 0, len(events))
+	for _, e := range events {
+		at := e.Time.Sub(start).Nanoseconds()
+		j := joined{e: e}
+		var inFlight, troubled []*opSpan
+		for _, s := range order {
+			for _, c := range s.conns {
+				if c == e.Conn && e.Conn != "" {
+					j.op = s
+				}
+			}
+			if s.invoke <= at && (s.end < 0 || at <= s.end) {
+				inFlight = append(inFlight, s)
+				if len(s.retried) > 0 || s.outcome != histories.OK {
+					troubled = append(troubled, s)
+				}
+			}
+		}
+		switch {
+		case j.op != nil:
+		case len(troubled) == 1:
+			j.op = troubled[0]
+		case len(inFlight) == 1:
+			j.op = inFlight[0]
+		default:
+			for _, s := range inFlight {
+				j.candidates = append(j.candidates, s.id)
+			}
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// explain writes the verdict in sentences: the causes the ground truth names first, then
+// the checker's findings, then what the faults did.
+func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
+	if cerr != nil {
+		return []string{fmt.Sprintf("indoubttest: the history cannot be checked as %s: %v", m.Name, cerr)}
+	}
+	invalid := res.Verdict == checker.Invalid
+	var causes, notes []string
+	var cuts, drops, cutRetried, dropRetried, unattributed int
+	for _, j := range ev {
+		applied := j.e.Truth == toxics.Applied
+		if j.e.Kind == toxics.CommitCut {
+			cuts++
+		} else {
+			drops++
+		}
+		if j.op == nil {
+			unattributed++
+			continue
+		}
+		noun := m.Noun
+		if noun == "" {
+			noun = j.op.f
+		}
+		what := describe(j.e)
+		retried := len(j.op.retried) > 0
+		switch {
+		case applied && retried && j.op.outcome == histories.OK && invalid:
+			causes = append(causes, fmt.Sprintf("%s %s: %s, your code retried and was told ok: the %s applied twice", noun, j.op.id, what, noun))
+		case applied && j.op.outcome == histories.Fail:
+			causes = append(causes, fmt.Sprintf("%s %s: %s, yet your code reported it failed: it had applied (report an error after a lost connection as unknown: Op.Info, or Op.Done)", noun, j.op.id, what))
+		case applied && retried:
+			cutRetried++
+		case !applied && retried:
+			dropRetried++
+		}
+	}
+	var lines []string
+	switch res.Verdict {
+	case checker.Valid:
+		lines = append(lines, fmt.Sprintf("indoubttest: %s check passed: %s", m.Name, res.Summary))
+	case checker.Invalid:
+		lead := fmt.Sprintf("indoubttest: %s check failed: %s", m.Name, res.Summary)
+		if len(causes) > 0 {
+			lead = fmt.Sprintf("indoubttest: %s check failed; the proxy's ground truth names the cause:", m.Name)
+		}
+		lines = append(lines, lead)
+	default:
+		lines = append(lines, fmt.Sprintf("indoubttest: %s check could not decide: %s", m.Name, res.Summary))
+	}
+	sort.Strings(causes)
+	const maxCauses = 10
+	for i, c := range causes {
+		if i == maxCauses {
+			lines = append(lines, fmt.Sprintf("  ... and %d more", len(causes)-maxCauses))
+			break
+		}
+		lines = append(lines, "  "+c)
+	}
+	if len(causes) > 0 {
+		lines = append(lines, "the checker: "+res.Summary)
+	}
+	for i, a := range res.Anomalies {
+		if i == 5 {
+			lines = append(lines, fmt.Sprintf("  ... and %d more anomalies (results.json)", len(res.Anomalies)-5))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s", a.Kind, a.Explanation))
+	}
+	switch {
+	case cuts+drops == 0:
+		notes = append(notes, "no commit fault fired: arm some (Server.Arm(\"commit-cut:0.2\")) to test your retries")
+	default:
+		notes = append(notes, fmt.Sprintf("faults: %d cut after the commit applied, %d dropped before the server (not applied)%s", cuts, drops, unattr(unattributed)))
+	}
+	if dropRetried > 0 && cuts == 0 {
+		notes = append(notes, fmt.Sprintf("your code retried %d dropped commits: a drop never applied, so any retry of it is safe; these faults cannot tell a naive retry from an idempotent one (arm commit-cut for that)", dropRetried))
+	}
+	if cutRetried > 0 && !invalid {
+		notes = append(notes, fmt.Sprintf("your code retried %d operations whose commit had applied, and the check holds: those retries did not apply twice", cutRetried))
+	}
+	return append(lines, notes...)
+}
+
+func unattr(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d not attributed to one operation: several were in flight)", n)
+}
+
+// describe says what the proxy did, in the words of the issue's example: "the proxy cut
+// the reply after COMMIT (the commit had applied)".
+func describe(e toxics.Event) string {
+	if e.Kind == toxics.CommitCut {
+		tag := e.Tag
+		if tag == "" {
+			tag = "the commit"
+		}
+		return fmt.Sprintf("the proxy cut the reply after %s (the commit had applied)", strings.TrimSpace(tag))
+	}
+	stmt := strings.TrimSpace(e.Statement)
+	if len(stmt) > 40 {
+		stmt = stmt[:40] + "..."
+	}
+	return fmt.Sprintf("the proxy dropped %q before the server (not applied)", stmt)
+}
