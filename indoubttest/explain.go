@@ -18,6 +18,7 @@ type opSpan struct {
 	outcome     histories.Type
 	value       string
 	retried     []string
+	signs       []int64 // times the client showed trouble: retries, a completion not ok
 	conns       []string
 }
 
@@ -30,10 +31,12 @@ type joined struct {
 }
 
 // join attributes each fault event to the operation it hit: the one that named the
-// event's connection (Op.Conn); else, among the operations in flight when it fired,
-// the only one that then retried or ended without ok; else the only one in flight.
-// Anything else is left unattributed, with its candidates: the ground truth is evidence,
-// and a guess would not be.
+// event's connection (Op.Conn); else the operation in flight whose next sign of trouble
+// (a retried attempt, or a completion other than ok) came soonest after the event, each
+// sign matched to one event: a cut or a drop closes the connection, and the client
+// notices at once. Without such a sign, the only operation in flight; else the event
+// is left unattributed, with its candidates: the ground truth is evidence, and a guess
+// would not be.
 func join(ops []histories.Op, events []toxics.Event, tries map[string]*attempts, start time.Time) []joined {
 	spans := map[string]*opSpan{}
 	var order []*opSpan
@@ -45,6 +48,7 @@ func join(ops []histories.Op, events []toxics.Event, tries map[string]*attempts,
 			s := &opSpan{id: op.OpID, f: op.F, invoke: op.Time, end: -1}
 			if a := tries[op.OpID]; a != nil {
 				s.retried, s.conns = a.retried, a.conns
+				s.signs = append(s.signs, a.retriedAt...)
 			}
 			spans[op.OpID] = s
 			order = append(order, s)
@@ -52,30 +56,48 @@ func join(ops []histories.Op, events []toxics.Event, tries map[string]*attempts,
 		}
 		if s := spans[op.OpID]; s != nil {
 			s.end, s.outcome, s.value = op.Time, op.Type, string(op.Value)
+			if op.Type != histories.OK {
+				s.signs = append(s.signs, op.Time)
+			}
 		}
 	}
+	used := map[*opSpan]int{} // signs consumed, per operation, in time order
 	out := make([]joined, 0, len(events))
 	for _, e := range events {
 		at := e.Time.Sub(start).Nanoseconds()
 		j := joined{e: e}
-		var inFlight, troubled []*opSpan
+		var inFlight []*opSpan
+		var best *opSpan
+		bestGap := int64(-1)
 		for _, s := range order {
 			for _, c := range s.conns {
 				if c == e.Conn && e.Conn != "" {
 					j.op = s
 				}
 			}
-			if s.invoke <= at && (s.end < 0 || at <= s.end) {
-				inFlight = append(inFlight, s)
-				if len(s.retried) > 0 || s.outcome != histories.OK {
-					troubled = append(troubled, s)
+			if s.invoke > at || s.end >= 0 && at > s.end {
+				continue
+			}
+			inFlight = append(inFlight, s)
+			for k := used[s]; k < len(s.signs); k++ {
+				if s.signs[k] >= at {
+					if gap := s.signs[k] - at; bestGap < 0 || gap < bestGap {
+						best, bestGap = s, gap
+					}
+					break
 				}
 			}
 		}
 		switch {
 		case j.op != nil:
-		case len(troubled) == 1:
-			j.op = troubled[0]
+		case best != nil:
+			j.op = best
+			for k := used[best]; k < len(best.signs); k++ {
+				if best.signs[k] >= at {
+					used[best] = k + 1
+					break
+				}
+			}
 		case len(inFlight) == 1:
 			j.op = inFlight[0]
 		default:
@@ -97,6 +119,8 @@ func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
 	invalid := res.Verdict == checker.Invalid
 	var causes, notes []string
 	var cuts, drops, cutRetried, dropRetried, unattributed int
+	twice := map[*opSpan]int{}
+	var twiceOrder []*opSpan
 	for _, j := range ev {
 		applied := j.e.Truth == toxics.Applied
 		if j.e.Kind == toxics.CommitCut {
@@ -116,7 +140,10 @@ func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
 		retried := len(j.op.retried) > 0
 		switch {
 		case applied && retried && j.op.outcome == histories.OK && invalid:
-			causes = append(causes, fmt.Sprintf("%s %s: %s, your code retried and was told ok: the %s applied twice", noun, j.op.id, what, noun))
+			if twice[j.op] == 0 {
+				twiceOrder = append(twiceOrder, j.op)
+			}
+			twice[j.op]++
 		case applied && j.op.outcome == histories.Fail:
 			causes = append(causes, fmt.Sprintf("%s %s: %s, yet your code reported it failed: it had applied (report an error after a lost connection as unknown: Op.Info, or Op.Done)", noun, j.op.id, what))
 		case applied && retried:
@@ -124,6 +151,27 @@ func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
 		case !applied && retried:
 			dropRetried++
 		}
+	}
+	for _, op := range twiceOrder {
+		noun := m.Noun
+		if noun == "" {
+			noun = op.f
+		}
+		times := "twice"
+		if n := twice[op]; n > 1 {
+			times = fmt.Sprintf("%d times", n+1)
+		}
+		var what string
+		for _, j := range ev {
+			if j.op == op && j.e.Kind == toxics.CommitCut {
+				what = describe(j.e)
+				break
+			}
+		}
+		if n := twice[op]; n > 1 {
+			what += fmt.Sprintf(", %d times", n)
+		}
+		causes = append(causes, fmt.Sprintf("%s %s: %s, your code retried and was told ok: the %s applied %s", noun, op.id, what, noun, times))
 	}
 	var lines []string
 	switch res.Verdict {

@@ -38,8 +38,9 @@ func (r *Recorder) RunDir() string {
 // attempts is what the recorder knows of an operation beyond its two events: the
 // failed attempts the code retried, and the connections it named.
 type attempts struct {
-	retried []string
-	conns   []string
+	retried   []string
+	retriedAt []int64 // ns since the start, when each was noted
+	conns     []string
 }
 
 // NewRecorder returns a recorder for the test tb. srv, when not nil, is the server the
@@ -148,6 +149,7 @@ func (o *Op) Retried(err error) {
 		msg = err.Error()
 	}
 	a.retried = append(a.retried, msg)
+	a.retriedAt = append(a.retriedAt, time.Since(o.w.r.start).Nanoseconds())
 }
 
 // Conn names the connection (the client's local address, host:port) an attempt used.
