@@ -76,3 +76,21 @@ func Balance(n int64) any {
 		Balance int64 `json:"balance"`
 	}{n}
 }
+
+// ExactlyOnce is effects identified by op id: every acknowledged one must be present
+// exactly once in the final state, every failed one absent, every unknown one at most
+// once. Record each as f "apply" (any value) and use its Op.ID as the tag of what it
+// writes; read the final state once, as Read("read", checker.ExactlyOnceState{...}):
+// each tag present and how many times.
+func ExactlyOnce() Model {
+	return Model{Name: checker.ExactlyOnceModel}
+}
+
+// Bank is transfers between accounts: record each as f "transfer" with a
+// checker.Transfer argument, and read every balance as Read("read", checker.Balances{...}).
+// The total must be conserved at every read, no balance may go below its floor, and
+// the final balances must be explained by every acknowledged transfer once and some of
+// the unknown ones at most once.
+func Bank(p checker.BankParams) Model {
+	return Model{Name: checker.BankModel, Params: p.HeaderParams()}
+}
