@@ -230,16 +230,25 @@ func unattr(n int) string {
 // describe says what the proxy did, in the words of the issue's example: "the proxy cut
 // the reply after COMMIT (the commit had applied)".
 func describe(e toxics.Event) string {
-	if e.Kind == toxics.CommitCut {
-		tag := e.Tag
-		if tag == "" {
-			tag = "the commit"
-		}
-		return fmt.Sprintf("the proxy cut the reply after %s (the commit had applied)", strings.TrimSpace(tag))
-	}
-	stmt := strings.TrimSpace(e.Statement)
+	stmt := strings.Join(strings.Fields(e.Statement), " ")
 	if len(stmt) > 40 {
 		stmt = stmt[:40] + "..."
 	}
+	if e.Kind == toxics.CommitCut {
+		if e.Protocol == (toxics.Postgres{}).Name() && e.Tag != "" {
+			// PostgreSQL's command tag is the proof itself: COMMIT, UPDATE 1.
+			return fmt.Sprintf("the proxy cut the reply after %s (the commit had applied)", strings.TrimSpace(e.Tag))
+		}
+		return fmt.Sprintf("the proxy cut the reply to %s (it had applied)", command(e.Statement))
+	}
 	return fmt.Sprintf("the proxy dropped %q before the server (not applied)", stmt)
+}
+
+// command is the command a statement starts with: EVALSHA, insert.
+func command(stmt string) string {
+	f := strings.Fields(stmt)
+	if len(f) == 0 {
+		return "the commit"
+	}
+	return strings.Trim(f[0], "{:\"")
 }

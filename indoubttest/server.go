@@ -21,6 +21,8 @@ type Target struct {
 	DirectAddr string
 	// DirectDSN is the DSN a client uses to reach the server without the proxy.
 	DirectDSN string
+	// Database names the test's own database, database number or keyspace.
+	Database string
 	// ProxyDSN rewrites DirectDSN to reach the server through the proxy at addr.
 	ProxyDSN func(addr string) string
 	// Protocol is the wire protocol the commit faults understand.
@@ -46,6 +48,9 @@ type Server struct {
 	DirectDSN string
 	// DirectAddr is the server's host:port.
 	DirectAddr string
+	// Database names the test's own database (PostgreSQL, MongoDB) or, for Redis, its
+	// database number; the DSNs already select it.
+	Database string
 
 	tb       testing.TB
 	target   Target
@@ -64,7 +69,7 @@ type Server struct {
 // siblings. It fails the test if the proxy cannot start.
 func NewServer(tb testing.TB, target Target) *Server {
 	tb.Helper()
-	s := &Server{Store: target.Store, DirectDSN: target.DirectDSN, DirectAddr: target.DirectAddr, tb: tb, target: target, start: time.Now()}
+	s := &Server{Store: target.Store, DirectDSN: target.DirectDSN, DirectAddr: target.DirectAddr, Database: target.Database, tb: tb, target: target, start: time.Now()}
 	px, err := faults.Start(faults.Options{
 		Upstream: target.DirectAddr,
 		Protocol: target.Protocol,

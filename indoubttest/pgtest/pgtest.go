@@ -100,6 +100,7 @@ func Postgres(tb testing.TB) *indoubttest.Server {
 		Store:      "postgres",
 		DirectAddr: addr,
 		DirectDSN:  direct,
+		Database:   name,
 		ProxyDSN:   func(px string) string { return indoubttest.WithHost(direct, px) },
 		Protocol:   toxics.Postgres{},
 		Classify:   postgres.Classify,
