@@ -152,6 +152,7 @@ func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
 			dropRetried++
 		}
 	}
+	sort.SliceStable(twiceOrder, func(a, b int) bool { return twiceOrder[a].invoke < twiceOrder[b].invoke })
 	for _, op := range twiceOrder {
 		noun := m.Noun
 		if noun == "" {
@@ -186,7 +187,6 @@ func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
 	default:
 		lines = append(lines, fmt.Sprintf("indoubttest: %s check could not decide: %s", m.Name, res.Summary))
 	}
-	sort.Strings(causes)
 	const maxCauses = 10
 	for i, c := range causes {
 		if i == maxCauses {
