@@ -13,6 +13,8 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // CheckTimeout bounds the checker of Check; a search that runs out gives an Unknown
@@ -21,7 +23,8 @@ var CheckTimeout = 2 * time.Minute
 
 // Check holds the recorder's history to model, joins the proxy's ground truth to it, and
 // writes a run directory: history.jsonl (re-check it with `indoubt check`), faults.jsonl
-// (the proxy's events) and results.json (the verdict and the explanation). The
+// (the proxy's events), results.json (the verdict and the explanation) and report.html
+// (the same for a browser, rendered by internal/report). The
 // directory is under $INDOUBT_OUT when set, and kept; else in the system's temporary
 // directory, removed when the test passes.
 //
@@ -58,6 +61,9 @@ func Check(tb testing.TB, rec *Recorder, model Model) checker.Result {
 	ev := join(ops, events, tries, rec.start)
 	lines := explain(model, res, cerr, ev)
 	if err := writeRun(dir, hdr, ops, events, res, lines); err != nil {
+		tb.Errorf("indoubttest: write run directory %s: %v", dir, err)
+	}
+	if err := writeHTML(dir, hdr, ops, ev, res, lines, rec.start); err != nil {
 		tb.Errorf("indoubttest: write run directory %s: %v", dir, err)
 	}
 	rec.mu.Lock()
@@ -164,4 +170,52 @@ func writeRun(dir string, hdr histories.Header, ops []histories.Op, events []tox
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644)
+}
+
+// writeHTML renders report.html with internal/report, from what a test knows: no
+// latency or retry accounting of the runner, the verdict, the ground truth joined to the
+// operations, and the anomalies.
+func writeHTML(dir string, hdr histories.Header, ops []histories.Op, ev []joined, res checker.Result, lines []string, start time.Time) error {
+	r := &report.Results{
+		SchemaVersion: report.SchemaVersion, Verdict: res.Verdict, Summary: strings.Join(lines, " "),
+		Workload: workloads.Name(hdr.Model), Store: hdr.Store, Mechanism: "the code under test", Retry: "the code under test's",
+		Seed: hdr.Seed, StartedAt: start, Anomalies: res.Anomalies, RunDir: dir, Proxied: hdr.Store != "",
+		Faults: report.FaultCounts{ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
+	}
+	procs := map[int]bool{}
+	for _, op := range ops {
+		if !op.IsClient() {
+			continue
+		}
+		procs[op.Process] = true
+		switch op.Type {
+		case histories.Invoke:
+			r.Ops.Invoked++
+		case histories.OK:
+			r.Ops.OK++
+		case histories.Fail:
+			r.Ops.Fail++
+		case histories.Info:
+			r.Ops.Info++
+		}
+		if op.Time > 0 {
+			r.DurationS = float64(op.Time) / 1e9
+		}
+	}
+	r.Workers = len(procs)
+	if len(ev) > 0 {
+		e := &report.Evidence{Events: int64(len(ev))}
+		for _, j := range ev {
+			r.Faults.ByKind[j.e.Kind.String()]++
+			r.Faults.ByTruth[j.e.Truth.String()]++
+			if j.op == nil {
+				continue
+			}
+			e.Joined++
+			a := report.AmbiguousOp{OpID: j.op.id, Completion: j.op.outcome.String(), Conn: j.e.Conn, Fault: j.e.Kind.String(), Truth: j.e.Truth.String(), Sentence: describe(j.e)}
+			e.Ambiguous = append(e.Ambiguous, a)
+		}
+		r.Evidence = e
+	}
+	return report.WriteHTML(filepath.Join(dir, "report.html"), r)
 }

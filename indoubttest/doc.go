@@ -89,6 +89,6 @@
 //
 // Check writes history.jsonl (schemas/history.schema.json; `indoubt check` re-checks
 // it without flags), faults.jsonl (the proxy's events) and results.json (verdict,
-// explanation, checker result) to a directory under $INDOUBT_OUT, kept, or under the
+// explanation, checker result) and report.html to a directory under $INDOUBT_OUT, kept, or under the
 // system's temporary directory, removed when the test passes and named in the failure.
 package indoubttest
