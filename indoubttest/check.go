@@ -3,6 +3,7 @@ package indoubttest
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/workloads"
 )
@@ -60,10 +62,11 @@ func Check(tb testing.TB, rec *Recorder, model Model) checker.Result {
 	res, cerr := checker.Check(ctx, &hdr, ops, checker.Options{})
 	ev := join(ops, events, tries, rec.start)
 	lines := explain(model, res, cerr, ev)
-	if err := writeRun(dir, hdr, ops, events, res, lines); err != nil {
+	joinedEv := joinEvidence(ops, ev, res.Verdict == checker.Invalid, rec.start)
+	if err := writeRun(dir, hdr, ops, events, res, lines, joinedEv); err != nil {
 		tb.Errorf("indoubttest: write run directory %s: %v", dir, err)
 	}
-	if err := writeHTML(dir, hdr, ops, ev, res, lines, rec.start); err != nil {
+	if err := writeHTML(dir, hdr, ops, ev, joinedEv, res, lines, rec.start); err != nil {
 		tb.Errorf("indoubttest: write run directory %s: %v", dir, err)
 	}
 	rec.mu.Lock()
@@ -131,9 +134,11 @@ type results struct {
 	Check       checker.Result  `json:"check"`
 	CheckError  string          `json:"check_error,omitempty"`
 	Faults      map[string]int  `json:"faults"`
+	// Evidence is the proxy's ground truth joined to the operations (internal/evidence).
+	Evidence *report.Evidence `json:"evidence,omitempty"`
 }
 
-func writeRun(dir string, hdr histories.Header, ops []histories.Op, events []toxics.Event, res checker.Result, lines []string) error {
+func writeRun(dir string, hdr histories.Header, ops []histories.Op, events []toxics.Event, res checker.Result, lines []string, ev *report.Evidence) error {
 	w, err := histories.Create(filepath.Join(dir, "history.jsonl"), hdr)
 	if err != nil {
 		return err
@@ -161,7 +166,7 @@ func writeRun(dir string, hdr histories.Header, ops []histories.Op, events []tox
 	if err := os.WriteFile(filepath.Join(dir, "faults.jsonl"), []byte(fb.String()), 0o644); err != nil {
 		return err
 	}
-	r := results{Verdict: res.Verdict, Summary: res.Summary, Model: hdr.Model, Store: hdr.Store, Explanation: lines, Check: res, Faults: counts}
+	r := results{Verdict: res.Verdict, Summary: res.Summary, Model: hdr.Model, Store: hdr.Store, Explanation: lines, Check: res, Faults: counts, Evidence: ev}
 	if len(lines) > 0 {
 		r.Summary = lines[0]
 	}
@@ -175,7 +180,7 @@ func writeRun(dir string, hdr histories.Header, ops []histories.Op, events []tox
 // writeHTML renders report.html with internal/report, from what a test knows: no
 // latency or retry accounting of the runner, the verdict, the ground truth joined to the
 // operations, and the anomalies.
-func writeHTML(dir string, hdr histories.Header, ops []histories.Op, ev []joined, res checker.Result, lines []string, start time.Time) error {
+func writeHTML(dir string, hdr histories.Header, ops []histories.Op, ev []joined, joinedEv *report.Evidence, res checker.Result, lines []string, start time.Time) error {
 	r := &report.Results{
 		SchemaVersion: report.SchemaVersion, Verdict: res.Verdict, Summary: strings.Join(lines, " "),
 		Workload: workloads.Name(hdr.Model), Store: hdr.Store, Mechanism: "the code under test", Retry: "the code under test's",
@@ -203,19 +208,45 @@ func writeHTML(dir string, hdr histories.Header, ops []histories.Op, ev []joined
 		}
 	}
 	r.Workers = len(procs)
-	if len(ev) > 0 {
-		e := &report.Evidence{Events: int64(len(ev))}
-		for _, j := range ev {
-			r.Faults.ByKind[j.e.Kind.String()]++
-			r.Faults.ByTruth[j.e.Truth.String()]++
-			if j.op == nil {
-				continue
-			}
-			e.Joined++
-			a := report.AmbiguousOp{OpID: j.op.id, Completion: j.op.outcome.String(), Conn: j.e.Conn, Fault: j.e.Kind.String(), Truth: j.e.Truth.String(), Sentence: describe(j.e)}
-			e.Ambiguous = append(e.Ambiguous, a)
-		}
-		r.Evidence = e
+	for _, j := range ev {
+		r.Faults.ByKind[j.e.Kind.String()]++
+		r.Faults.ByTruth[j.e.Truth.String()]++
 	}
+	r.Evidence = joinedEv
 	return report.WriteHTML(filepath.Join(dir, "report.html"), r)
+}
+
+// joinEvidence hands the faults, with the operations join attributed them to, to
+// internal/evidence, which judges them as it does for indoubt run: applied twice,
+// committed twice, and where the ground truth and the history disagree. An operation
+// join attributed a fault to is given the fault's connection for the span of the
+// operation, since a pool hides the connection from the recorder.
+func joinEvidence(ops []histories.Op, ev []joined, invalid bool, start time.Time) *report.Evidence {
+	if len(ev) == 0 {
+		return nil
+	}
+	invokeIdx := map[string]int64{}
+	process := map[string]int{}
+	for _, op := range ops {
+		if op.IsClient() && op.Type == histories.Invoke {
+			invokeIdx[op.OpID] = op.Index
+			process[op.OpID] = op.Process
+		}
+	}
+	events := make([]evidence.FaultEvent, 0, len(ev))
+	var spans []evidence.Span
+	for _, j := range ev {
+		at := j.e.Time.Sub(start).Nanoseconds()
+		events = append(events, evidence.FaultEvent{Time: at, Conn: j.e.Conn, Kind: j.e.Kind.String(), Truth: j.e.Truth.String(), What: j.e.Statement, Tag: j.e.Tag})
+		if j.op == nil {
+			continue
+		}
+		to := j.op.end
+		if to < 0 {
+			to = math.MaxInt64
+		}
+		spans = append(spans, evidence.Span{OpID: j.op.id, Process: process[j.op.id], Invoke: invokeIdx[j.op.id], Conn: j.e.Conn, From: j.op.invoke, To: to, Class: workloads.ClassUnknown})
+	}
+	e, _ := evidence.Join(events, spans, ops, nil, invalid)
+	return e
 }
