@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/evidence"
@@ -45,12 +46,14 @@ func Check(tb testing.TB, rec *Recorder, model Model) checker.Result {
 	rec.mu.Unlock()
 
 	var events []toxics.Event
+	var windows []faults.Window
 	store := ""
 	if rec.srv != nil {
 		events = rec.srv.Events()
+		windows = rec.srv.Windows()
 		store = rec.srv.Store
 	}
-	ops := merge(client, events, rec.start)
+	ops := merge(client, events, windows, rec.start)
 	hdr := histories.Header{Format: histories.FormatV1, Workload: "app", Model: model.Name, Store: store, Seed: seedOf(tb.Name()), Params: model.Params}
 
 	dir, keep, err := runDir(tb)
@@ -61,9 +64,10 @@ func Check(tb testing.TB, rec *Recorder, model Model) checker.Result {
 	defer cancel()
 	res, cerr := checker.Check(ctx, &hdr, ops, checker.Options{})
 	ev := join(ops, events, tries, rec.start)
+	nameConns(ops, ev, tries)
 	lines := explain(model, res, cerr, ev)
 	joinedEv := joinEvidence(ops, ev, res.Verdict == checker.Invalid, rec.start)
-	if err := writeRun(dir, hdr, ops, events, res, lines, joinedEv); err != nil {
+	if err := writeRun(dir, rec.start, hdr, ops, events, res, lines, joinedEv); err != nil {
 		tb.Errorf("indoubttest: write run directory %s: %v", dir, err)
 	}
 	if err := writeHTML(dir, hdr, ops, ev, joinedEv, res, lines, rec.start); err != nil {
@@ -88,9 +92,17 @@ func Check(tb testing.TB, rec *Recorder, model Model) checker.Result {
 
 // merge puts the client's events and the proxy's in one history, in time order, and
 // numbers them.
-func merge(client []histories.Op, events []toxics.Event, start time.Time) []histories.Op {
-	ops := make([]histories.Op, 0, len(client)+len(events))
+func merge(client []histories.Op, events []toxics.Event, windows []faults.Window, start time.Time) []histories.Op {
+	ops := make([]histories.Op, 0, len(client)+len(events)+len(windows))
 	ops = append(ops, client...)
+	for _, w := range windows {
+		// The runner's nemesis events: start and stop of each fault window.
+		f := "start"
+		if !w.Open {
+			f = "stop"
+		}
+		ops = append(ops, histories.Op{Time: w.Time.Sub(start).Nanoseconds(), Process: histories.Nemesis, Type: histories.Info, F: f, Value: histories.Value(map[string]string{"fault": w.Fault})})
+	}
 	for _, e := range events {
 		ops = append(ops, histories.Op{
 			Time: e.Time.Sub(start).Nanoseconds(), Process: histories.Nemesis, Type: histories.Info,
@@ -138,7 +150,7 @@ type results struct {
 	Evidence *report.Evidence `json:"evidence,omitempty"`
 }
 
-func writeRun(dir string, hdr histories.Header, ops []histories.Op, events []toxics.Event, res checker.Result, lines []string, ev *report.Evidence) error {
+func writeRun(dir string, start time.Time, hdr histories.Header, ops []histories.Op, events []toxics.Event, res checker.Result, lines []string, ev *report.Evidence) error {
 	w, err := histories.Create(filepath.Join(dir, "history.jsonl"), hdr)
 	if err != nil {
 		return err
@@ -155,7 +167,12 @@ func writeRun(dir string, hdr histories.Header, ops []histories.Op, events []tox
 	var fb strings.Builder
 	counts := map[string]int{}
 	for _, e := range events {
-		b, err := json.Marshal(e)
+		// run_time puts the event on the history's clock, as indoubt run writes it, so
+		// that `indoubt check --faults` joins it.
+		b, err := json.Marshal(struct {
+			toxics.Event
+			RunTime int64 `json:"run_time"`
+		}{e, e.Time.Sub(start).Nanoseconds()})
 		if err != nil {
 			return err
 		}
@@ -249,4 +266,38 @@ func joinEvidence(ops []histories.Op, ev []joined, invalid bool, start time.Time
 	}
 	e, _ := evidence.Join(events, spans, ops, nil, invalid)
 	return e
+}
+
+// nameConns gives each invocation the connection its operation named first (Op.Conn) or,
+// failing that, the connection of the first fault join attributed to it, and the
+// completion that of the last when it differs, so that
+// `indoubt check --faults` joins the proxy's events to the history file as Check did.
+func nameConns(ops []histories.Op, ev []joined, tries map[string]*attempts) {
+	conn := map[string]string{}
+	for id, a := range tries {
+		if len(a.conns) > 0 {
+			conn[id] = a.conns[0]
+		}
+	}
+	last := map[string]string{}
+	for _, j := range ev {
+		if j.op != nil && conn[j.op.id] == "" {
+			conn[j.op.id] = j.e.Conn
+		}
+		if j.op != nil {
+			last[j.op.id] = j.e.Conn
+		}
+	}
+	for i := range ops {
+		if !ops[i].IsClient() || ops[i].Conn != "" {
+			continue
+		}
+		if ops[i].Type == histories.Invoke {
+			ops[i].Conn = conn[ops[i].OpID]
+		} else if l := last[ops[i].OpID]; l != conn[ops[i].OpID] {
+			// A second fault on another connection: the completion names it, which is
+			// how a history says that a retry moved to a fresh connection.
+			ops[i].Conn = l
+		}
+	}
 }

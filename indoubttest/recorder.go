@@ -26,6 +26,19 @@ type Recorder struct {
 	nextProc int
 	closed   bool
 	dir      string
+	classify func(error) error
+}
+
+// SetClassifier replaces the error rules Op.Done applies (the server's, by default) with
+// f, which must return nil for nil and otherwise wrap its argument with
+// workloads.ErrUnknown when the operation may have applied, or workloads.ErrConflict
+// when it certainly did not and a retry is reasonable; any other error it returns is a
+// definite failure. Use it when your code's errors say more than the driver's: a
+// "charge declined" of your own is a failure that no lost connection caused.
+func (r *Recorder) SetClassifier(f func(error) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.classify = f
 }
 
 // RunDir returns the run directory Check wrote, or "" before Check.
@@ -189,8 +202,8 @@ func (o *Op) Info(err error) {
 }
 
 // Done records the outcome of an attempt by its error: nil is Ok(value); otherwise the
-// error is mapped by the store's error contract (Server.Classify; without a server only
-// workloads.ErrConflict is a failure): unknown becomes Info, and a definite
+// error is mapped by the store's error contract (Recorder.SetClassifier's rules, else
+// Server.Classify; without either only workloads.ErrConflict is a failure): unknown becomes Info, and a definite
 // failure or conflict becomes Fail. An error that cannot be told apart from a lost
 // connection after the request was sent is unknown, as it is after a commit-cut. Call
 // Fail or Info instead when the code knows better.
@@ -200,7 +213,12 @@ func (o *Op) Done(value any, err error) {
 		return
 	}
 	srv := o.w.r.srv
+	o.w.r.mu.Lock()
+	classify := o.w.r.classify
+	o.w.r.mu.Unlock()
 	switch {
+	case classify != nil:
+		err = classify(err)
 	case srv != nil:
 		err = srv.Classify(err)
 	case workloads.Classify(err) != workloads.ClassConflict:

@@ -102,3 +102,24 @@ func TestCheckFailsAndKeepsTheRunDirectory(t *testing.T) {
 	}
 	os.RemoveAll(rec.RunDir())
 }
+
+func TestSetClassifier(t *testing.T) {
+	declined := errors.New("charge declined")
+	rec := indoubttest.NewRecorder(t, nil)
+	rec.SetClassifier(func(err error) error {
+		if errors.Is(err, declined) {
+			return err // definite: the service refused before writing
+		}
+		return workloads.Unknown(err, "")
+	})
+	w := rec.Worker()
+	p := w.Process()
+	w.Invoke("decrement", nil).Done(nil, declined)
+	if w.Process() != p {
+		t.Fatalf("a definite failure moved the worker to a fresh process")
+	}
+	w.Invoke("decrement", nil).Done(nil, errors.New("EOF"))
+	if w.Process() == p {
+		t.Fatalf("an unknown outcome left the worker on its process")
+	}
+}
