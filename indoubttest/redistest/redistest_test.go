@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
@@ -65,6 +66,23 @@ func TestArmPhases(t *testing.T) {
 	if err != nil || n != 11 {
 		t.Fatalf("n = %d (%v), want 11", n, err)
 	}
+}
+
+// Nothing outlives a test: the proxy, its links and the schedule's goroutines end with
+// it.
+func TestNoLeaks(t *testing.T) {
+	// The shared server and its watchers stay for the binary's lifetime: start them first.
+	t.Run("launch", func(t *testing.T) { redistest.Redis(t) })
+	ignore := goleak.IgnoreCurrent()
+	t.Run("test", func(t *testing.T) {
+		srv := redistest.Redis(t)
+		c := client(t, srv.DSN)
+		srv.Arm("commit-cut:0.5", "commit-drop:0.2@10ms-")
+		for range 20 {
+			c.Incr(context.Background(), "n")
+		}
+	})
+	goleak.VerifyNone(t, ignore)
 }
 
 // Each test has a database of its own, flushed: what one writes, the next does not see.
