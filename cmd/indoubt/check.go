@@ -35,7 +35,8 @@ A history written by any program (schemas/history.schema.json) is checked the sa
 way. --faults joins the events of 'indoubt proxy --events' (or a run's faults.jsonl) to
 it and prints the proxy's ground truth beside the verdict: each fault is joined to the
 operation on that connection (the history's conn: the client's local address) whose
-invocation..completion holds the fault's time. Proxy events carry wall-clock times, so
+invocation..completion holds the fault's time; a fault on a connection the history
+never names (a retry's) joins the operation then running, if only one was. Proxy events carry wall-clock times, so
 such a history must record time in Unix nanoseconds. --final gives the final state
 when the history has no final read (exactly-once, bank, budget, counter), as the JSON
 value the model's read would return: {"p-1":1,...}, {"alice":10,...}, {"balance":n},
@@ -178,7 +179,7 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var truth *groundTruth
 	if *faultsF != "" {
-		ev, _ := evidence.Join(events, evidence.SpansFromHistory(ops), ops, nil, res.Verdict == checker.Invalid)
+		ev, _ := evidence.Join(events, evidence.SpansFromHistory(ops, events), ops, nil, res.Verdict == checker.Invalid)
 		truth = &groundTruth{Evidence: ev, Commits: evidence.Tally(events), File: *faultsF}
 	}
 	if *jsonOut {
@@ -224,6 +225,7 @@ type groundTruth struct {
 	File     string              `json:"file"`
 	Commits  report.CommitCounts `json:"commits"`
 	Evidence *report.Evidence    `json:"evidence"`
+	shown    map[string]bool     // sentences already printed under an anomaly
 }
 
 // about returns the proxy's sentences on the operations of anomaly a: what it proves
@@ -243,6 +245,14 @@ func (g *groundTruth) about(a checker.Anomaly, ops []histories.Op) []string {
 	}
 	var out []string
 	seen := map[string]bool{}
+	if g.shown == nil {
+		g.shown = map[string]bool{}
+	}
+	defer func() {
+		for _, s := range out {
+			g.shown[s] = true
+		}
+	}()
 	for _, list := range [][]report.AmbiguousOp{g.Evidence.AppliedTwice, g.Evidence.CommittedTwice} {
 		for _, x := range list {
 			if ids[x.OpID] && !seen[x.OpID] {
@@ -264,27 +274,35 @@ func (g *groundTruth) write(w io.Writer) {
 	e := g.Evidence
 	fmt.Fprintf(w, "ground truth (%s): %d fault events, %d joined to operations of the history\n", g.File, e.Events, e.Joined)
 	fmt.Fprintf(w, "  commit faults: %s\n", g.Commits)
-	if len(e.AppliedTwice) > 0 {
-		fmt.Fprintf(w, "  applied twice: %d operations the proxy proves committed, that the client then applied again:\n", len(e.AppliedTwice))
-		for i, a := range e.AppliedTwice {
-			if i == 20 {
-				fmt.Fprintf(w, "    ... and %d more (--json lists them)\n", len(e.AppliedTwice)-20)
-				break
-			}
-			fmt.Fprintf(w, "    %s\n", a.Sentence)
-		}
-	}
-	if len(e.CommittedTwice) > 0 {
-		fmt.Fprintf(w, "  committed twice: %d operations (the first commit's reply does not show what it changed):\n", len(e.CommittedTwice))
-		for i, a := range e.CommittedTwice {
-			if i == 20 {
-				fmt.Fprintf(w, "    ... and %d more (--json lists them)\n", len(e.CommittedTwice)-20)
-				break
-			}
-			fmt.Fprintf(w, "    %s\n", a.Sentence)
-		}
-	}
+	g.list(w, "applied twice", "operations the proxy proves committed, that the client then applied again", e.AppliedTwice)
+	g.list(w, "committed twice", "operations whose first commit's reply does not show what it changed", e.CommittedTwice)
 	for _, d := range e.Disagreements {
 		fmt.Fprintf(w, "  ground truth vs checker: %s\n", d)
+	}
+}
+
+// list prints one list of the ground truth, leaving out the sentences already printed
+// under an anomaly.
+func (g *groundTruth) list(w io.Writer, name, what string, ops []report.AmbiguousOp) {
+	if len(ops) == 0 {
+		return
+	}
+	var rest []string
+	for _, a := range ops {
+		if !g.shown[a.Sentence] {
+			rest = append(rest, a.Sentence)
+		}
+	}
+	shown := ""
+	if n := len(ops) - len(rest); n > 0 {
+		shown = fmt.Sprintf(" (%d shown above)", n)
+	}
+	fmt.Fprintf(w, "  %s: %d %s%s\n", name, len(ops), what, shown)
+	for i, s := range rest {
+		if i == 20 {
+			fmt.Fprintf(w, "    ... and %d more (--json lists them)\n", len(rest)-20)
+			break
+		}
+		fmt.Fprintf(w, "    %s\n", s)
 	}
 }
