@@ -169,10 +169,12 @@ func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
 				break
 			}
 		}
+		retried := "retried"
 		if n := twice[op]; n > 1 {
-			what += fmt.Sprintf(", %d times", n)
+			what += fmt.Sprintf(" %d times", n)
+			retried = "retried each time"
 		}
-		causes = append(causes, fmt.Sprintf("%s %s: %s, your code retried and was told ok: the %s applied %s", noun, op.id, what, noun, times))
+		causes = append(causes, fmt.Sprintf("%s %s: %s, your code %s and was told ok: the %s applied %s", noun, op.id, what, retried, noun, times))
 	}
 	var lines []string
 	switch res.Verdict {

@@ -128,3 +128,87 @@ func TestLinksNoOtherStore(t *testing.T) {
 		}
 	}
 }
+
+// Transfers with a naive retry, checked with the bank model: the cut commits that the
+// retry applied again show as balances no set of transfers explains, and the message
+// names the transfers with the proxy's evidence.
+func TestBankTransfersNaive(t *testing.T) {
+	if launched == nil {
+		t.Skip("PostgreSQL is not installed")
+	}
+	srv := pgtest.Postgres(t)
+	ctx := context.Background()
+	direct, err := pgx.Connect(ctx, srv.DirectDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close(ctx)
+	if _, err := direct.Exec(ctx, `CREATE TABLE acct (id text PRIMARY KEY, balance bigint); INSERT INTO acct VALUES ('a', 100), ('b', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	transfer := func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, srv.DSN)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `UPDATE acct SET balance = balance - 1 WHERE id = 'a'`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE acct SET balance = balance + 1 WHERE id = 'b'`)
+			return err
+		})
+	}
+	srv.Arm("commit-cut:0.3")
+	c := &capture{TB: t}
+	rec := indoubttest.NewRecorder(c, srv)
+	w := rec.Worker()
+	for range 20 {
+		op := w.Invoke("transfer", checker.Transfer{From: "a", To: "b", Amount: 1})
+		var err error
+		for range 5 { // the naive retry
+			if err = transfer(ctx); err == nil {
+				break
+			}
+			op.Retried(err)
+		}
+		op.Done(nil, err)
+	}
+	srv.Disarm()
+	final := checker.Balances{}
+	rows, err := direct.Query(ctx, `SELECT id, balance FROM acct`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		var b int64
+		if err := rows.Scan(&id, &b); err != nil {
+			t.Fatal(err)
+		}
+		final[id] = b
+	}
+	rec.Read("read", final)
+	res := indoubttest.Check(c, rec, indoubttest.Bank(checker.BankParams{Accounts: checker.Balances{"a": 100, "b": 0}, Floor: -1000}).As("transfer"))
+	if res.Verdict != checker.Invalid {
+		t.Fatalf("verdict %v, want invalid: %s", res.Verdict, res.Summary)
+	}
+	msg := strings.Join(c.msgs, "\n")
+	if !strings.Contains(msg, "the proxy cut the reply after COMMIT (the commit had applied), your code retried and was told ok: the transfer applied twice") {
+		t.Errorf("message lacks the cause:\n%s", msg)
+	}
+	t.Logf("failed as it should:\n%s", msg)
+	os.RemoveAll(rec.RunDir())
+}
+
+// capture keeps the failures reported to it instead of failing the test.
+type capture struct {
+	testing.TB
+	msgs []string
+}
+
+func (c *capture) Errorf(format string, args ...any) {
+	c.msgs = append(c.msgs, fmt.Sprintf(format, args...))
+}
+func (c *capture) Failed() bool { return len(c.msgs) > 0 }
