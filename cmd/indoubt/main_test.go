@@ -93,3 +93,66 @@ func TestCheckExitCodesFollowTheVerdict(t *testing.T) {
 		t.Errorf("golden histories cover exit codes %v; want both 0 and 1", seen)
 	}
 }
+
+// TestRunRefusesBeforeLaunch: every bad flag and combination of run is refused with one
+// line and exit 3 before any server launches: nothing in --out, no progress line.
+func TestRunRefusesBeforeLaunch(t *testing.T) {
+	for _, args := range [][]string{
+		{"--workload", "queue"},
+		{"--store", "postgres", "--mechanism", "telepathy"},
+		{"--store", "postgres", "--workload", "counter", "--mechanism", "autocommit"},
+		{"--store", "postgres", "--workload", "counter", "--isolation", "snapshot"},
+		{"--store", "postgres", "--isolation", "serializable"},
+		{"--store", "postgres", "--workload", "register", "--mechanism", "transaction"},
+		{"--store", "redis", "--mechanism", "transaction"},
+		{"--store", "redis", "--persistence", "sometimes"},
+		{"--store", "postgres", "--persistence", "sometimes"},
+		{"--store", "postgres", "--proxy", "maybe"},
+		{"--store", "redis", "--workload", "counter"},
+		{"--store", "all", "--mechanism", "transaction"},
+		{"--store", "postgres", "--workers", "1,4", "--workload", "counter", "--isolation", "snapshot"},
+		{"--store", "postgres", "--time", "0s"},
+		{"--store", "postgres", "--time", "-5s"},
+		{"--store", "postgres", "--check-timeout", "-1s"},
+		{"--store", "postgres", "--check-timeout", "0s"},
+		{"--store", "postgres", "--ops", "-1"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := invoke(t, append([]string{"run", "--out", out}, args...)...)
+			if code != 3 {
+				t.Errorf("exit %d, want 3 (stderr %q)", code, stderr)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "indoubt: ") {
+				t.Errorf("stderr is not one line: %q", stderr)
+			}
+			if stdout != "" {
+				t.Errorf("printed to stdout: %q", stdout)
+			}
+			if left, _ := os.ReadDir(out); len(left) != 0 {
+				t.Errorf("--out holds %d entries: something ran", len(left))
+			}
+		})
+	}
+}
+
+// TestCheckHTMLKeepsTheVerdict: an --html path that cannot be written is refused,
+// naming the flag, before the check; one that fails while the page is written (a full
+// disk: /dev/full) costs a warning, not the verdict.
+func TestCheckHTMLKeepsTheVerdict(t *testing.T) {
+	hist := filepath.Join("..", "..", "checker", "testdata", "register", "concurrent-read-valid.jsonl")
+	code, stdout, stderr := invoke(t, "check", "--html", filepath.Join(t.TempDir(), "no", "such", "dir.html"), hist)
+	if code != 3 || !strings.Contains(stderr, "--html") || strings.Count(stderr, "\n") != 1 || stdout != "" {
+		t.Errorf("unwritable --html: exit %d, stdout %q, stderr %q; want exit 3 and one line naming --html", code, stdout, stderr)
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	code, stdout, stderr = invoke(t, "check", "--html", "/dev/full", hist)
+	if code != 0 || !strings.Contains(stdout, "valid") {
+		t.Errorf("--html /dev/full: exit %d, stdout %q; want the verdict (valid, exit 0)", code, stdout)
+	}
+	if !strings.Contains(stderr, "warning") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--html /dev/full: stderr %q; want one warning line", stderr)
+	}
+}
