@@ -63,6 +63,9 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("check: want one history file (see indoubt check --help)")
 	}
 	path := fs.Arg(0)
+	if *timeout < 0 {
+		return fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
+	}
 	if err := checkWritable(*viz); err != nil {
 		return fmt.Errorf("check: --html: %v", err)
 	}

@@ -55,6 +55,9 @@ func TestBadInputIsOneLineAndExit3(t *testing.T) {
 		{"check", "--format", "csv", garbage},
 		{"check", "--initial", "x", garbage},
 		{"check", "--format", "jepsen-log", garbage},
+		{"check", "--timeout", "-1s", filepath.Join("..", "..", "checker", "testdata", "register", "concurrent-read-valid.jsonl")},
+		{"server", "stray-argument"},
+		{"run", "--store", "cockroach", "--workload", "counter", "--out", dir},
 	} {
 		code, out, errs := invoke(t, args...)
 		if code != 3 {
@@ -274,5 +277,34 @@ func TestRunInterruptedNeverPasses(t *testing.T) {
 				t.Errorf("results.json does not say interrupted")
 			}
 		})
+	}
+}
+
+// TestSecondSignalStopsAtOnce: a command blocked where no context reaches (opening a
+// FIFO nobody writes) ignores nothing: the second SIGINT stops it, exit 2, one line.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	cmd, _, stderr := startBinary(t, "check", fifo)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for range 2 {
+		time.Sleep(500 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still blocked 20s after two SIGINTs")
+	}
+	if got := cmd.ProcessState.ExitCode(); got != 2 {
+		t.Errorf("exit %d, want 2 (stderr %q)", got, stderr)
+	}
+	if strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("stderr is not one line: %q", stderr)
 	}
 }

@@ -101,6 +101,11 @@ func (c *Config) defaults() error {
 	if !slices.Contains(b.workloads, c.Workload) {
 		return couldNotRun("%v", noWorkload(b, c.Workload))
 	}
+	if c.DSN == "" {
+		if err := b.available(); err != nil {
+			return couldNotRun("%v", err)
+		}
+	}
 	if err := checkChoice(b, c.Workload, "mechanism", c.Mechanism, b.mechanisms); err != nil {
 		return couldNotRun("%v", err)
 	}
@@ -147,8 +152,9 @@ func (c *Config) defaults() error {
 // persistences are the Persistence values; "" is none.
 var persistences = []string{"", servers.RedisNoPersistence, servers.RedisEverySec, servers.RedisAlways}
 
-// Validate checks the configuration as Run does before it launches anything: the store,
-// its workload, mechanism and isolation, the counts and the proxy setting. A caller that
+// Validate checks the configuration as Run does before it launches anything: the store
+// (and, without a DSN, that its server can be launched here), its workload, mechanism
+// and isolation, the counts and the proxy setting. A caller that
 // makes several runs validates them all before the first, so that a bad combination
 // never waits behind a run that launched a server.
 func (c Config) Validate() error { return c.defaults() }
