@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -90,6 +91,10 @@ func TestParseDSN(t *testing.T) {
 		if _, err := cql.ParseDSN(bad); err == nil {
 			t.Errorf("ParseDSN(%q) accepted", bad)
 		}
+	}
+	// net/url's error quotes the text it refused, password and all.
+	if _, err := cql.ParseDSN("cql://h:9042/ks\x7f?password=S3CRET"); err == nil || strings.Contains(err.Error(), "S3CRET") {
+		t.Errorf("ParseDSN of a DSN with a control character: %v; want an error without the password", err)
 	}
 }
 
