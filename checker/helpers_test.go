@@ -156,3 +156,35 @@ func checkAll(t *testing.T, h *histories.Header, ops []histories.Op) Result {
 	}
 	return r
 }
+
+// interval is the set of values a porcupine model's object may hold, lo..hi: unknown
+// operations make the object nondeterministic (an unknown step took effect or not), and
+// tracking every value it may hold turns it deterministic. From one value, every step of
+// the budget and counter models keeps that set an interval, so two numbers hold it.
+type interval struct {
+	lo, hi int64
+}
+
+// intervalModel returns a porcupine model whose state is an interval, starting at the one
+// value start: step decides an operation from a state, describe names an operation, and
+// noun names the value when a state is described.
+func intervalModel(start int64, noun string, step func(s interval, input, output any) (bool, any), describe func(input, output any) string) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return interval{start, start} },
+		Step: func(state, input, output any) (bool, any) {
+			return step(state.(interval), input, output)
+		},
+		Hash: func(state any) uint64 {
+			s := state.(interval)
+			return uint64(s.lo)*0x9e3779b97f4a7c15 ^ uint64(s.hi)
+		},
+		DescribeOperation: describe,
+		DescribeState: func(state any) string {
+			s := state.(interval)
+			if s.lo == s.hi {
+				return fmt.Sprintf("%s %d", noun, s.lo)
+			}
+			return fmt.Sprintf("%s %d..%d", noun, s.lo, s.hi)
+		},
+	}
+}
