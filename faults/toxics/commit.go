@@ -394,34 +394,45 @@ func (t *dropHalf) Pipe(stub *tp.ToxicStub) {
 		new(tp.NoopToxic).Pipe(stub)
 		return
 	}
+	pipe(stub, &st.closed, func() { st.flush(stub) }, func(c *stream.StreamChunk) { t.commits.upstream(st, stub, c) })
+}
+
+// pipe is the loop of both halves' Pipe: each chunk goes to judge until toxiproxy
+// interrupts or the link ends, when ended runs and the half closes. Once the half has
+// closed its side (*closed), chunks are drained unjudged until the link ends, or its
+// reader would block forever.
+func pipe(stub *tp.ToxicStub, closed *bool, ended func(), judge func(*stream.StreamChunk)) {
 	for {
 		select {
 		case <-stub.Interrupt:
 			return
 		case c := <-stub.Input:
 			if c == nil {
-				if !st.closed && len(st.buf) > 0 {
-					stub.Output <- &stream.StreamChunk{Data: st.buf, Timestamp: time.Now()}
-					st.buf = nil
-				}
+				ended()
 				stub.Close()
 				return
 			}
-			if st.closed {
-				// Keep draining until the link ends, or its reader blocks forever.
-				continue
+			if !*closed {
+				judge(c)
 			}
-			t.commits.upstream(st, stub, c)
 		}
+	}
+}
+
+// flush sends on the bytes held of an incomplete request, unjudged, unless the client's
+// side was closed.
+func (st *upState) flush(stub *tp.ToxicStub) {
+	if !st.closed && len(st.buf) > 0 {
+		stub.Output <- &stream.StreamChunk{Data: st.buf, Timestamp: time.Now()}
+		st.buf = nil
 	}
 }
 
 // Cleanup implements toxiproxy's CleanupToxic: when the toxic is removed, bytes it
 // holds go on unjudged.
 func (t *dropHalf) Cleanup(stub *tp.ToxicStub) {
-	if st, ok := stub.State.(*upState); ok && !st.closed && len(st.buf) > 0 {
-		stub.Output <- &stream.StreamChunk{Data: st.buf, Timestamp: time.Now()}
-		st.buf = nil
+	if st, ok := stub.State.(*upState); ok {
+		st.flush(stub)
 	}
 }
 
@@ -491,39 +502,31 @@ func (t *cutHalf) Pipe(stub *tp.ToxicStub) {
 		new(tp.NoopToxic).Pipe(stub)
 		return
 	}
-	for {
-		select {
-		case <-stub.Interrupt:
-			return
-		case c := <-stub.Input:
-			if c == nil {
-				if !st.closed {
-					// The server ended the connection: whatever is held or
-					// incomplete is all it said.
-					if rest := append(st.held, st.buf...); len(rest) > 0 {
-						stub.Output <- &stream.StreamChunk{Data: rest, Timestamp: time.Now()}
-					}
-					st.held, st.buf = nil, nil
-				}
-				st.s.end()
-				stub.Close()
-				return
-			}
-			if st.closed {
-				continue
-			}
-			t.commits.downstream(st, stub, c)
-		}
+	pipe(stub, &st.closed, func() {
+		// The server ended the connection: whatever is held or incomplete is all it
+		// said.
+		st.flush(stub)
+		st.s.end()
+	}, func(c *stream.StreamChunk) { t.commits.downstream(st, stub, c) })
+}
+
+// flush sends on the replies held back and the bytes of an incomplete one, unless the
+// side was closed.
+func (st *downState) flush(stub *tp.ToxicStub) {
+	if st.closed {
+		return
 	}
+	if rest := append(st.held, st.buf...); len(rest) > 0 {
+		stub.Output <- &stream.StreamChunk{Data: rest, Timestamp: time.Now()}
+	}
+	st.held, st.buf = nil, nil
 }
 
 // Cleanup implements toxiproxy's CleanupToxic; see dropHalf.Cleanup.
 func (t *cutHalf) Cleanup(stub *tp.ToxicStub) {
 	if st, ok := stub.State.(*downState); ok && !st.closed {
-		if rest := append(st.held, st.buf...); len(rest) > 0 {
-			stub.Output <- &stream.StreamChunk{Data: rest, Timestamp: time.Now()}
-		}
-		st.held, st.buf, st.holding = nil, nil, false
+		st.flush(stub)
+		st.holding = false
 	}
 }
 
