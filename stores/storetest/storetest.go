@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,6 +83,34 @@ func closeOnCleanup(t *testing.T, s workloads.Session) {
 			t.Errorf("close session: %v", err)
 		}
 	})
+}
+
+// openSession opens one session with dial (a store's Session method) and closes it when
+// the test ends.
+func openSession[S workloads.Session](t *testing.T, dial func(context.Context) (S, error)) S {
+	t.Helper()
+	sess, err := dial(testContext(t))
+	if err != nil {
+		t.Fatalf("Session: %v", err)
+	}
+	closeOnCleanup(t, sess)
+	return sess
+}
+
+// race runs work for each of n workers at once and returns, by worker, the error each
+// stopped on (nil where it finished).
+func race(n int, work func(w int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = work(w)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // checkLoopbackConn fails t unless addr is a loopback host:port with a nonzero port: the
