@@ -134,22 +134,7 @@ func TestMongoCommitFaultsWithDriver(t *testing.T) {
 				if !mongo.IsNetworkError(err) {
 					t.Fatalf("faulted: error %v (%T), want a network error", err, err)
 				}
-				want := int64(9)
-				if fl.applied {
-					want = 8
-				}
-				if got := balance("budget", id); got != want {
-					t.Errorf("balance %d after a %v, want %d", got, fl.kind, want)
-				}
-				evs := log.all()
-				if len(evs) != 1 {
-					t.Fatalf("events %+v, want one", evs)
-				}
-				e := evs[0]
-				truth := toxics.NotApplied
-				if fl.applied {
-					truth = toxics.Applied
-				}
+				e, truth := fl.aftermath(t, balance("budget", id), log.all())
 				if e.Kind != fl.kind || e.Truth != truth || !dials.has(e.Conn) || !strings.HasPrefix(e.Statement, op.prefix) || e.Protocol != "mongo" {
 					t.Errorf("event %+v, want kind %v truth %v, a conn the driver dialed, statement %s...", e, fl.kind, truth, op.prefix)
 				}

@@ -73,6 +73,24 @@ var commitFaults = []commitFault{
 	{toxics.CommitDrop, func(f *toxics.Faults) { f.Drop.Set(1, 0) }, false},
 }
 
+// aftermath checks what one armed commit fault left: the balance, 9 after one unfaulted
+// decrement from 10, took the faulted decrement too iff the fault applies it, and the
+// proxy told exactly one event. It returns that event and the truth it must carry.
+func (fl commitFault) aftermath(t *testing.T, balance int64, evs []toxics.Event) (toxics.Event, toxics.Truth) {
+	t.Helper()
+	want, truth := int64(9), toxics.NotApplied
+	if fl.applied {
+		want, truth = 8, toxics.Applied
+	}
+	if balance != want {
+		t.Errorf("balance %d after a %v, want %d", balance, fl.kind, want)
+	}
+	if len(evs) != 1 {
+		t.Fatalf("events %+v, want one", evs)
+	}
+	return evs[0], truth
+}
+
 // dsnVia is the server's DSN with the proxy's address in place of the server's.
 func dsnVia(t testing.TB, srv *servers.Postgres, addr string) string {
 	t.Helper()
@@ -167,22 +185,7 @@ func TestCommitFaultsWithPgx(t *testing.T) {
 				if !ambiguous(err) {
 					t.Fatalf("faulted operation: error %v (%T), want one pgx deems ambiguous", err, err)
 				}
-				want := 9
-				if fl.applied {
-					want = 8
-				}
-				if got := balance(t, direct, table); got != want {
-					t.Errorf("balance %d after a %v, want %d", got, fl.kind, want)
-				}
-				got := evs.all()
-				if len(got) != 1 {
-					t.Fatalf("events %+v, want one", got)
-				}
-				e := got[0]
-				wantTruth := toxics.NotApplied
-				if fl.applied {
-					wantTruth = toxics.Applied
-				}
+				e, wantTruth := fl.aftermath(t, int64(balance(t, direct, table)), evs.all())
 				stmt := op.stmt
 				if op.stmt != "commit" {
 					stmt = fmt.Sprintf(op.stmt, table)

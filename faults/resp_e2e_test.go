@@ -155,22 +155,7 @@ func TestRespCommitFaultsWithGoRedis(t *testing.T) {
 				if !cutError(err) {
 					t.Fatalf("faulted: error %v (%T), want the connection's end", err, err)
 				}
-				want := 9
-				if fl.applied {
-					want = 8
-				}
-				if got := get(key); got != want {
-					t.Errorf("balance %d after a %v, want %d", got, fl.kind, want)
-				}
-				evs := log.all()
-				if len(evs) != 1 {
-					t.Fatalf("events %+v, want one", evs)
-				}
-				e := evs[0]
-				truth := toxics.NotApplied
-				if fl.applied {
-					truth = toxics.Applied
-				}
+				e, truth := fl.aftermath(t, int64(get(key)), log.all())
 				if e.Kind != fl.kind || e.Truth != truth || e.Conn != local() || e.Statement != op.stmt(key) || e.Protocol != "resp" {
 					t.Errorf("event %+v, want kind %v truth %v conn %s statement %q", e, fl.kind, truth, local(), op.stmt(key))
 				}
