@@ -62,21 +62,13 @@ func TestStartFerretDBSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := f.Stop(); err != nil {
-		t.Errorf("Stop: %v", err)
-	}
 	stopped = true
+	stopCleanly(t, f.Stop, f.Dir)
 	if c, err := net.DialTimeout("tcp", f.Addr, time.Second); err == nil {
 		c.Close()
 		t.Errorf("%s still accepts connections after Stop", f.Addr)
 	} else if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Logf("dial after Stop: %v", err)
-	}
-	if _, err := os.Stat(f.Dir); !os.IsNotExist(err) {
-		t.Errorf("temp dir %s left behind: %v", f.Dir, err)
-	}
-	if err := f.Stop(); err != nil {
-		t.Errorf("second Stop: %v", err)
 	}
 }
 

@@ -35,6 +35,43 @@ func startPostgres(t *testing.T, opt servers.PostgresOptions) *servers.Postgres 
 	return pg
 }
 
+// stopCleanly stops a server and checks that its temporary directory dir is gone and
+// that a second stop is a harmless no-op.
+func stopCleanly(t *testing.T, stop func() error, dir string) {
+	t.Helper()
+	if err := stop(); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("temp dir %s left behind: %v", dir, err)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// rerun starts this test binary again to run only the test named, with env added, and
+// returns it and the first line it prints; the child is killed and reaped when the test
+// ends.
+func rerun(t *testing.T, test string, env ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	return cmd, line
+}
+
 // reachableDir returns a fresh directory the server's user can enter (t.TempDir's
 // parent is root-only).
 func reachableDir(t *testing.T) string {
@@ -419,20 +456,7 @@ func TestPostgresDiesWithHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := reachableDir(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresDiesWithHarness$")
-	cmd.Env = append(os.Environ(), "INDOUBT_TEST_ORPHAN_DIR="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	cmd, line := rerun(t, "TestPostgresDiesWithHarness", "INDOUBT_TEST_ORPHAN_DIR="+dir)
 	var pid int
 	var addr string
 	if _, err := fmt.Sscan(line, &pid, &addr); err != nil {

@@ -124,18 +124,10 @@ func TestStartRedisPersistence(t *testing.T) {
 			}
 
 			pid := r.Pid()
-			if err := r.Stop(); err != nil {
-				t.Errorf("Stop: %v", err)
-			}
 			stopped = true
+			stopCleanly(t, r.Stop, r.Dir)
 			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 				t.Errorf("pid %d still exists after Stop: kill 0 = %v", pid, err)
-			}
-			if _, err := os.Stat(r.Dir); !os.IsNotExist(err) {
-				t.Errorf("temp dir %s left behind: %v", r.Dir, err)
-			}
-			if err := r.Stop(); err != nil {
-				t.Errorf("second Stop: %v", err)
 			}
 		})
 	}
