@@ -436,6 +436,26 @@ func (t *dropHalf) Cleanup(stub *tp.ToxicStub) {
 	}
 }
 
+// unbuffer returns the incomplete bytes kept in *buf followed by data, and empties *buf.
+func unbuffer(buf *[]byte, data []byte) []byte {
+	if len(*buf) > 0 {
+		data = append(*buf, data...)
+		*buf = nil
+	}
+	return data
+}
+
+// sender returns a function that forwards a piece of a chunk, if not empty, stamped with
+// the chunk's time. Each piece is capped at its end, so that no reader's append can reach
+// the bytes after it, which may be kept as the next incomplete message.
+func sender(stub *tp.ToxicStub, ts time.Time) func([]byte) {
+	return func(b []byte) {
+		if len(b) > 0 {
+			stub.Output <- &stream.StreamChunk{Data: b[:len(b):len(b)], Timestamp: ts}
+		}
+	}
+}
+
 func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChunk) {
 	if st.s.isOver() {
 		// A cut closed the client's side: whatever it pipelined after the commit
@@ -445,17 +465,8 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 		stub.Close()
 		return
 	}
-	data := ch.Data
-	if len(st.buf) > 0 {
-		data = append(st.buf, data...)
-		st.buf = nil
-	}
-	send := func(b []byte) {
-		if len(b) > 0 {
-			// Capped, so that no reader's append can reach the bytes kept in buf.
-			stub.Output <- &stream.StreamChunk{Data: b[:len(b):len(b)], Timestamp: ch.Timestamp}
-		}
-	}
+	data := unbuffer(&st.buf, ch.Data)
+	send := sender(stub, ch.Timestamp)
 	off := 0
 	for off < len(data) {
 		n, p := st.s.conn.Request(data[off:])
@@ -531,16 +542,8 @@ func (t *cutHalf) Cleanup(stub *tp.ToxicStub) {
 }
 
 func (c *Commits) downstream(st *downState, stub *tp.ToxicStub, ch *stream.StreamChunk) {
-	data := ch.Data
-	if len(st.buf) > 0 {
-		data = append(st.buf, data...)
-		st.buf = nil
-	}
-	send := func(b []byte) {
-		if len(b) > 0 {
-			stub.Output <- &stream.StreamChunk{Data: b[:len(b):len(b)], Timestamp: ch.Timestamp}
-		}
-	}
+	data := unbuffer(&st.buf, ch.Data)
+	send := sender(stub, ch.Timestamp)
 	// data[fwd:off] is consumed and neither forwarded nor added to held yet.
 	off, fwd := 0, 0
 	for off < len(data) {

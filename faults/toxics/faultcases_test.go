@@ -255,3 +255,24 @@ func feed(chunks [][]byte, step func(b []byte) int) {
 		buf = buf[off:]
 	}
 }
+
+// traceReplies feeds chunks to c's Reply the way the downstream toxic does and returns
+// its verdicts other than Pass: "hold" for a Hold, and what say makes of a Release or a
+// Cut.
+func traceReplies(c Conn, chunks [][]byte, say func(Verdict) string) []string {
+	var out []string
+	feed(chunks, func(b []byte) int {
+		n, v := c.Reply(b)
+		if n <= 0 || n > len(b) {
+			return n
+		}
+		switch v.Action {
+		case Hold:
+			out = append(out, "hold")
+		case Release, Cut:
+			out = append(out, say(v))
+		}
+		return n
+	})
+	return out
+}

@@ -178,21 +178,11 @@ func mongoReplyTrace(armed []int32, chunks [][]byte) []string {
 		c.watch[id] = p
 		pend[p] = id
 	}
-	var out []string
-	feed(chunks, func(b []byte) int {
-		n, v := c.Reply(b)
-		if n <= 0 || n > len(b) {
-			return n
+	out := traceReplies(c, chunks, func(v Verdict) string {
+		if v.Action == Cut {
+			return fmt.Sprintf("cut %d %s", pend[v.Pending], v.Tag)
 		}
-		switch v.Action {
-		case Hold:
-			out = append(out, "hold")
-		case Release:
-			out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
-		case Cut:
-			out = append(out, fmt.Sprintf("cut %d %s", pend[v.Pending], v.Tag))
-		}
-		return n
+		return fmt.Sprintf("release %d", pend[v.Pending])
 	})
 	return append(out, fmt.Sprintf("opaque %v watching %d", c.down.opaque, len(c.watch)))
 }

@@ -187,28 +187,16 @@ func respReplyTrace(reqs []string, chunks [][]byte) []string {
 		}
 		c.queue = append(c.queue, q)
 	}
-	var out []string
-	feed(chunks, func(b []byte) int {
-		n, v := c.Reply(b)
-		if n <= 0 || n > len(b) {
-			return n
+	out := traceReplies(c, chunks, func(v Verdict) string {
+		switch {
+		case v.Action == Cut:
+			return fmt.Sprintf("cut %d %q", pend[v.Pending], v.Tag)
+		case v.Pending != nil:
+			return fmt.Sprintf("release %d", pend[v.Pending])
 		}
-		switch v.Action {
-		case Hold:
-			out = append(out, "hold")
-		case Release:
-			if v.Pending != nil {
-				out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
-			} else {
-				out = append(out, "release")
-			}
-		case Cut:
-			out = append(out, fmt.Sprintf("cut %d %q", pend[v.Pending], v.Tag))
-		}
-		return n
+		return "release"
 	})
-	out = append(out, fmt.Sprintf("replies %d opaque %v", c.down.replies, c.down.opaque))
-	return out
+	return append(out, fmt.Sprintf("replies %d opaque %v", c.down.replies, c.down.opaque))
 }
 
 func TestRespReplyChunking(t *testing.T) {
