@@ -87,7 +87,7 @@ func budgetOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 	}
 	done = append(done, p.close()...)
 	end := p.pos
-	clients := make(map[int]int)
+	clients := clientIDs{}
 	var out []porcupine.Operation
 	for _, o := range done {
 		ret := o.ret
@@ -101,13 +101,8 @@ func budgetOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 		default:
 			res = budgetOutput{kind: o.kind, balance: o.balance}
 		}
-		id, ok := clients[o.process]
-		if !ok {
-			id = len(clients)
-			clients[o.process] = id
-		}
 		out = append(out, porcupine.Operation{
-			ClientId: id,
+			ClientId: clients.of(o.process),
 			Input:    budgetInput{read: o.read},
 			Call:     o.inv,
 			Output:   res,

@@ -72,7 +72,7 @@ func counterOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 	if err != nil {
 		return nil, err
 	}
-	clients := map[int]int{}
+	clients := clientIDs{}
 	var out []porcupine.Operation
 	for _, o := range all {
 		ret := o.ret
@@ -86,13 +86,8 @@ func counterOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 		default:
 			res = counterOutput{value: o.value, readVal: o.readVal}
 		}
-		id, ok := clients[o.process]
-		if !ok {
-			id = len(clients)
-			clients[o.process] = id
-		}
 		out = append(out, porcupine.Operation{
-			ClientId: id, Input: counterInput{read: o.read}, Call: o.inv, Output: res, Return: ret, Metadata: o.events(),
+			ClientId: clients.of(o.process), Input: counterInput{read: o.read}, Call: o.inv, Output: res, Return: ret, Metadata: o.events(),
 		})
 	}
 	return out, nil

@@ -188,3 +188,16 @@ func intervalModel(start int64, noun string, step func(s interval, input, output
 		},
 	}
 }
+
+// clientIDs numbers a history's processes 0, 1, ... in the order they first appear, for
+// porcupine's ClientId.
+type clientIDs map[int]int
+
+func (c clientIDs) of(process int) int {
+	id, ok := c[process]
+	if !ok {
+		id = len(c)
+		c[process] = id
+	}
+	return id
+}
