@@ -11,6 +11,7 @@ import (
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
+	"github.com/indoubt/indoubt/faults/internal/eventlog"
 	"github.com/indoubt/indoubt/faults/toxics"
 )
 
@@ -21,8 +22,8 @@ func TestAPICommitToxics(t *testing.T) {
 	srv := pg.Get(t)
 	direct := connect(t, srv.DSN)
 	table := freshAccount(t, direct, 100)
-	evs := &events{}
-	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.add, API: "127.0.0.1:0"})
+	evs := &eventlog.Log{}
+	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.Add, API: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestAPICommitToxics(t *testing.T) {
 	if _, err := c.Exec(context.Background(), "update "+table+" set balance = balance - 1 where id = 1"); !ambiguous(err) {
 		t.Fatalf("update under commit_cut p=1: %v, want a cut", err)
 	}
-	if e := evs.all(); len(e) != 1 || e[0].Kind != toxics.CommitCut {
+	if e := evs.All(); len(e) != 1 || e[0].Kind != toxics.CommitCut {
 		t.Errorf("events %+v, want one cut", e)
 	}
 

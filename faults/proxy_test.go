@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/goleak"
 
+	"github.com/indoubt/indoubt/faults/internal/eventlog"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -30,33 +31,10 @@ var pg = servertest.Postgres(servers.PostgresOptions{})
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 
-// events collects a proxy's fault events; it is safe for the proxy's goroutines.
-type events struct {
-	mu  sync.Mutex
-	evs []toxics.Event
-}
-
-func (e *events) add(ev toxics.Event) {
-	e.mu.Lock()
-	e.evs = append(e.evs, ev)
-	e.mu.Unlock()
-}
-
-func (e *events) all() []toxics.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]toxics.Event(nil), e.evs...)
-}
-
-func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *events) {
+// startProxy starts a PostgreSQL proxy in front of srv; see startProtoProxy.
+func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *eventlog.Log) {
 	t.Helper()
-	evs := &events{}
-	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: seed, Events: evs.add})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
-	return px, evs
+	return startProtoProxy(t, srv.Addr, toxics.Postgres{}, seed)
 }
 
 // commitFault is a fault the end-to-end tests arm for one commit, and whether the
@@ -185,7 +163,7 @@ func TestCommitFaultsWithPgx(t *testing.T) {
 				if !ambiguous(err) {
 					t.Fatalf("faulted operation: error %v (%T), want one pgx deems ambiguous", err, err)
 				}
-				e, wantTruth := fl.aftermath(t, int64(balance(t, direct, table)), evs.all())
+				e, wantTruth := fl.aftermath(t, int64(balance(t, direct, table)), evs.All())
 				stmt := op.stmt
 				if op.stmt != "commit" {
 					stmt = fmt.Sprintf(op.stmt, table)
@@ -224,7 +202,7 @@ func TestSameSeedSameDecisions(t *testing.T) {
 		}
 		// The proxy's accept index is not compared: pgx sends a CancelRequest on a
 		// connection of its own after each error, racing the next connection.
-		for _, e := range evs.all() {
+		for _, e := range evs.All() {
 			conn, ok := client[e.Conn]
 			if !ok {
 				t.Fatalf("event %+v names no client connection", e)
@@ -319,8 +297,8 @@ func TestManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	evs := &events{}
-	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 3, Events: evs.add})
+	evs := &eventlog.Log{}
+	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 3, Events: evs.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +308,7 @@ func TestManyCutConnections(t *testing.T) {
 	lost := cutConnections(t, conns, func(i int) (string, error) {
 		return rawUpdate(px.Addr(), cfg, sql, i%2 == 1)
 	})
-	applied := countCuts(t, evs.all(), lost, conns)
+	applied := countCuts(t, evs.All(), lost, conns)
 	if b := balance(t, direct, table); b != 1<<30-applied {
 		t.Errorf("balance %d: %d decrements applied, the proxy says %d", b, 1<<30-b, applied)
 	}
@@ -458,8 +436,8 @@ func TestGarbageNeverPanics(t *testing.T) {
 		}
 	}()
 	for _, upstream := range []string{srv.Addr, ln.Addr().String()} {
-		evs := &events{}
-		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.add})
+		evs := &eventlog.Log{}
+		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.Add})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -485,7 +463,7 @@ func TestGarbageNeverPanics(t *testing.T) {
 			io.Copy(io.Discard, c)
 			c.Close()
 		}
-		if e := evs.all(); len(e) != 0 {
+		if e := evs.All(); len(e) != 0 {
 			t.Errorf("upstream %s: garbage made %d fault events, first %+v", upstream, len(e), e[0])
 		}
 		if upstream == srv.Addr {
@@ -495,7 +473,7 @@ func TestGarbageNeverPanics(t *testing.T) {
 			if _, err := c.Exec(context.Background(), "update "+table+" set balance = balance - 1 where id = 1"); !ambiguous(err) {
 				t.Errorf("after garbage, a real update under a cut: %v, want the cut", err)
 			}
-			if e := evs.all(); len(e) != 1 || e[0].Kind != toxics.CommitCut || e[0].Tag != "UPDATE 1" {
+			if e := evs.All(); len(e) != 1 || e[0].Kind != toxics.CommitCut || e[0].Tag != "UPDATE 1" {
 				t.Errorf("after garbage, events %+v, want the one cut of UPDATE 1", e)
 			}
 			if b := balance(t, direct, table); b != 9 {
@@ -608,7 +586,7 @@ func TestScheduleRun(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("windows %q, want %q", got, want)
 	}
-	if n := len(evs.all()); n != 1 {
+	if n := len(evs.All()); n != 1 {
 		t.Errorf("%d fault events, want the one drop", n)
 	}
 	if px.Faults().Drop.P() != 0 {

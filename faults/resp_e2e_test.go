@@ -17,16 +17,17 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/indoubt/indoubt/faults/internal/eventlog"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // startProtoProxy starts a proxy with commit faults for proto in front of upstream.
-func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed int64) (*Proxy, *events) {
+func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed int64) (*Proxy, *eventlog.Log) {
 	t.Helper()
-	log := &events{}
-	px, err := Start(Options{Upstream: upstream, Protocol: proto, Seed: seed, Events: log.add})
+	log := &eventlog.Log{}
+	px, err := Start(Options{Upstream: upstream, Protocol: proto, Seed: seed, Events: log.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestRespCommitFaultsWithGoRedis(t *testing.T) {
 				if !cutError(err) {
 					t.Fatalf("faulted: error %v (%T), want the connection's end", err, err)
 				}
-				e, truth := fl.aftermath(t, int64(get(key)), log.all())
+				e, truth := fl.aftermath(t, int64(get(key)), log.All())
 				if e.Kind != fl.kind || e.Truth != truth || e.Conn != local() || e.Statement != op.stmt(key) || e.Protocol != "resp" {
 					t.Errorf("event %+v, want kind %v truth %v conn %s statement %q", e, fl.kind, truth, local(), op.stmt(key))
 				}
@@ -183,14 +184,14 @@ func TestRespScriptErrorIsReleased(t *testing.T) {
 	if !errors.As(err, &rerr) {
 		t.Fatalf("script error: %v (%T), want the server's error reply", err, err)
 	}
-	if v, _ := direct.Get(ctx, "half").Result(); v != "written" || len(log.all()) != 0 {
-		t.Fatalf("after the script error: value %q events %v; want the write applied and no fault", v, log.all())
+	if v, _ := direct.Get(ctx, "half").Result(); v != "written" || len(log.All()) != 0 {
+		t.Fatalf("after the script error: value %q events %v; want the write applied and no fault", v, log.All())
 	}
 	if err := c.Incr(ctx, "after").Err(); !cutError(err) {
 		t.Fatalf("next write: %v, want it cut", err)
 	}
-	if n, _ := direct.Get(ctx, "after").Int(); n != 1 || len(log.all()) != 1 {
-		t.Fatalf("after the cut: value %d events %v", n, log.all())
+	if n, _ := direct.Get(ctx, "after").Int(); n != 1 || len(log.All()) != 1 {
+		t.Fatalf("after the cut: value %d events %v", n, log.All())
 	}
 }
 
@@ -204,8 +205,8 @@ func TestRespManyCutConnections(t *testing.T) {
 	ctx := context.Background()
 	key := fmt.Sprintf("counter:%d", rand.Uint32())
 	ignore := goleak.IgnoreCurrent()
-	log := &events{}
-	px, err := Start(Options{Upstream: r.Addr, Protocol: toxics.Resp{}, Seed: 5, Events: log.add})
+	log := &eventlog.Log{}
+	px, err := Start(Options{Upstream: r.Addr, Protocol: toxics.Resp{}, Seed: 5, Events: log.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestRespManyCutConnections(t *testing.T) {
 		}
 		return rawExpectCut(px.Addr(), r.Password, msg)
 	})
-	applied := countCuts(t, log.all(), lost, conns)
+	applied := countCuts(t, log.All(), lost, conns)
 	n, err := direct.Get(ctx, key).Int()
 	if err != nil {
 		t.Fatal(err)
@@ -305,8 +306,8 @@ type proxyGarbage struct {
 func checkProxyGarbage(t *testing.T, g proxyGarbage) {
 	t.Helper()
 	for _, upstream := range []string{g.upstream, randomServer(t)} {
-		log := &events{}
-		px, err := Start(Options{Upstream: upstream, Protocol: g.proto, Seed: 1, Events: log.add})
+		log := &eventlog.Log{}
+		px, err := Start(Options{Upstream: upstream, Protocol: g.proto, Seed: 1, Events: log.Add})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +320,7 @@ func checkProxyGarbage(t *testing.T, g proxyGarbage) {
 			}
 			sendGarbage(t, px.Addr(), b)
 		}
-		if evs := log.all(); len(evs) != 0 {
+		if evs := log.All(); len(evs) != 0 {
 			t.Fatalf("garbage made events: %+v", evs)
 		}
 		if upstream == g.upstream {
@@ -328,7 +329,7 @@ func checkProxyGarbage(t *testing.T, g proxyGarbage) {
 			if err := g.write(px.Addr()); err == nil {
 				t.Fatalf("after garbage: a write armed to drop succeeded")
 			}
-			if evs := log.all(); len(evs) != 1 || evs[0].Kind != toxics.CommitDrop || !strings.Contains(evs[0].Statement, g.stmt) {
+			if evs := log.All(); len(evs) != 1 || evs[0].Kind != toxics.CommitDrop || !strings.Contains(evs[0].Statement, g.stmt) {
 				t.Fatalf("after garbage: events %+v, want the write %q dropped", evs, g.stmt)
 			}
 			if err := g.write(px.Addr()); err != nil {
@@ -411,7 +412,7 @@ func TestRespSameSeedSameDecisions(t *testing.T) {
 			}
 			c.Close()
 		}
-		for _, e := range log.all() {
+		for _, e := range log.All() {
 			out = append(out, fmt.Sprintf("conn %d: %v", client[e.Conn], e.Kind))
 		}
 		return fmt.Sprint(out)
@@ -443,13 +444,13 @@ func TestRespDefaultPointsSkipHandshakeAndReads(t *testing.T) {
 	if err := c.MGet(ctx, "a", "b").Err(); err != nil {
 		t.Fatalf("mget: %v", err)
 	}
-	if n := len(log.all()); n != 0 {
-		t.Fatalf("%d faults before the first write: %+v", n, log.all())
+	if n := len(log.All()); n != 0 {
+		t.Fatalf("%d faults before the first write: %+v", n, log.All())
 	}
 	if err := decrementScript.Run(ctx, c, []string{"absent"}).Err(); !cutError(err) {
 		t.Fatalf("script: %v, want it dropped", err)
 	}
-	if evs := log.all(); len(evs) != 1 || !strings.HasPrefix(evs[0].Statement, "EVALSHA ") {
+	if evs := log.All(); len(evs) != 1 || !strings.HasPrefix(evs[0].Statement, "EVALSHA ") {
 		t.Fatalf("events %+v, want the EVALSHA dropped", evs)
 	}
 }
