@@ -31,14 +31,7 @@ func open(t testing.TB, cfg Config) *Client {
 	if cfg.URI == "" {
 		cfg.URI = srv.Get(t).URI
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return storetest.Open(t, func(ctx context.Context) (*Client, error) { return Open(ctx, cfg) })
 }
 
 // lostUpdates is a finding about FerretDB 1.24.2, on both its SQLite and PostgreSQL

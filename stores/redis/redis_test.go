@@ -36,14 +36,7 @@ func TestMain(m *testing.M) { os.Exit(servertest.Main(m, srv)) }
 func open(t testing.TB, cfg Config) *Client {
 	t.Helper()
 	cfg.Addr, cfg.Password = srv.Get(t).Addr, srv.Get(t).Password
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return storetest.Open(t, func(ctx context.Context) (*Client, error) { return Open(ctx, cfg) })
 }
 
 func TestBudget(t *testing.T) {

@@ -85,6 +85,20 @@ func closeOnCleanup(t *testing.T, s workloads.Session) {
 	})
 }
 
+// Open opens a store's client with open, given ten seconds to connect, and closes it
+// when the test ends; an error fails the test.
+func Open[C interface{ Close() error }](t testing.TB, open func(context.Context) (C, error)) C {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := open(ctx)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // openSession opens one session with dial (a store's Session method) and closes it when
 // the test ends.
 func openSession[S workloads.Session](t *testing.T, dial func(context.Context) (S, error)) S {
