@@ -11,7 +11,7 @@ import (
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
-	"github.com/indoubt/indoubt/faults/internal/eventlog"
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 )
 
@@ -22,7 +22,7 @@ func TestAPICommitToxics(t *testing.T) {
 	srv := pg.Get(t)
 	direct := connect(t, srv.DSN)
 	table := freshAccount(t, direct, 100)
-	evs := &eventlog.Log{}
+	evs := &faultstest.Log{}
 	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.Add, API: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.uber.org/goleak"
 
-	"github.com/indoubt/indoubt/faults/internal/eventlog"
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
 )
@@ -183,14 +183,14 @@ func TestMongoManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	log := &eventlog.Log{}
+	log := &faultstest.Log{}
 	px, err := Start(Options{Upstream: f.Addr, Protocol: toxics.Mongo{}, Seed: 9, Events: log.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
 	px.Faults().Mixed.Set(1, 0)
 	const conns = 1000
-	idOf := cutConnections(t, conns, func(i int) (string, error) {
+	idOf := faultstest.CutConnections(t, conns, func(i int) (string, error) {
 		insert := bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: int32(i)}}}}, {Key: "$db", Value: "indoubt"}}
 		return rawMongoExpectCut(px.Addr(), insert)
 	})

@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/goleak"
 
-	"github.com/indoubt/indoubt/faults/internal/eventlog"
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -32,7 +32,7 @@ var pg = servertest.Postgres(servers.PostgresOptions{})
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 
 // startProxy starts a PostgreSQL proxy in front of srv; see startProtoProxy.
-func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *eventlog.Log) {
+func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *faultstest.Log) {
 	t.Helper()
 	return startProtoProxy(t, srv.Addr, toxics.Postgres{}, seed)
 }
@@ -221,68 +221,6 @@ func TestSameSeedSameDecisions(t *testing.T) {
 	t.Logf("seed 7: %q", a)
 }
 
-// cutConnections runs conns clients, 8 at a time: client i runs dial(i), which opens a
-// connection through a proxy that cuts it and returns the connection's local address.
-// It fails the test at a client's error and returns the clients by local address.
-func cutConnections(t *testing.T, conns int, dial func(i int) (local string, err error)) map[string]int {
-	t.Helper()
-	const workers = 8
-	var mu sync.Mutex
-	lost := map[string]int{}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int, conns)
-	for i := 0; i < conns; i++ {
-		next <- i
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				local, err := dial(i)
-				if err != nil {
-					errs <- fmt.Errorf("connection %d: %w", i, err)
-					return
-				}
-				mu.Lock()
-				lost[local] = i
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return lost
-}
-
-// countCuts checks that evs, the events of conns connections run by cutConnections
-// under mixed faults, are one a connection, each naming a client in lost, and about
-// half cuts. It returns the number of cuts, the faults the server applied.
-func countCuts(t *testing.T, evs []toxics.Event, lost map[string]int, conns int) int {
-	t.Helper()
-	if len(evs) != conns {
-		t.Errorf("%d events for %d faulted connections", len(evs), conns)
-	}
-	applied := 0
-	for _, e := range evs {
-		if _, ok := lost[e.Conn]; !ok {
-			t.Fatalf("event %+v names no client that lost its connection", e)
-		}
-		if e.Truth == toxics.Applied {
-			applied++
-		}
-	}
-	if applied < conns/3 || applied > 2*conns/3 {
-		t.Errorf("%d of %d mixed faults were cuts, want about half", applied, conns)
-	}
-	return applied
-}
-
 // TestManyCutConnections cuts or drops thousands of connections from concurrent
 // clients, checks that every event names a client that lost its connection, that the
 // server applied exactly the cuts, and that no goroutine outlives the proxy. The clients
@@ -297,7 +235,7 @@ func TestManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	evs := &eventlog.Log{}
+	evs := &faultstest.Log{}
 	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 3, Events: evs.Add})
 	if err != nil {
 		t.Fatal(err)
@@ -305,10 +243,10 @@ func TestManyCutConnections(t *testing.T) {
 	px.Faults().Mixed.Set(1, 0)
 	const conns = 2000
 	sql := fmt.Sprintf("update %s set balance = balance - 1 where id = 1", table)
-	lost := cutConnections(t, conns, func(i int) (string, error) {
+	lost := faultstest.CutConnections(t, conns, func(i int) (string, error) {
 		return rawUpdate(px.Addr(), cfg, sql, i%2 == 1)
 	})
-	applied := countCuts(t, evs.All(), lost, conns)
+	applied := faultstest.CountCuts(t, evs.All(), lost, conns)
 	if b := balance(t, direct, table); b != 1<<30-applied {
 		t.Errorf("balance %d: %d decrements applied, the proxy says %d", b, 1<<30-b, applied)
 	}
@@ -436,7 +374,7 @@ func TestGarbageNeverPanics(t *testing.T) {
 		}
 	}()
 	for _, upstream := range []string{srv.Addr, ln.Addr().String()} {
-		evs := &eventlog.Log{}
+		evs := &faultstest.Log{}
 		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.Add})
 		if err != nil {
 			t.Fatal(err)

@@ -17,16 +17,16 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/indoubt/indoubt/faults/internal/eventlog"
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // startProtoProxy starts a proxy with commit faults for proto in front of upstream.
-func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed int64) (*Proxy, *eventlog.Log) {
+func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed int64) (*Proxy, *faultstest.Log) {
 	t.Helper()
-	log := &eventlog.Log{}
+	log := &faultstest.Log{}
 	px, err := Start(Options{Upstream: upstream, Protocol: proto, Seed: seed, Events: log.Add})
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func TestRespManyCutConnections(t *testing.T) {
 	ctx := context.Background()
 	key := fmt.Sprintf("counter:%d", rand.Uint32())
 	ignore := goleak.IgnoreCurrent()
-	log := &eventlog.Log{}
+	log := &faultstest.Log{}
 	px, err := Start(Options{Upstream: r.Addr, Protocol: toxics.Resp{}, Seed: 5, Events: log.Add})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestRespManyCutConnections(t *testing.T) {
 	px.Faults().Mixed.Set(1, 0)
 	const conns = 2000
 	req := fmt.Sprintf("*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", len(key), key)
-	lost := cutConnections(t, conns, func(i int) (string, error) {
+	lost := faultstest.CutConnections(t, conns, func(i int) (string, error) {
 		// Half inline, half arrays: both frame the same.
 		msg := req
 		if i%2 == 1 {
@@ -221,7 +221,7 @@ func TestRespManyCutConnections(t *testing.T) {
 		}
 		return rawExpectCut(px.Addr(), r.Password, msg)
 	})
-	applied := countCuts(t, log.All(), lost, conns)
+	applied := faultstest.CountCuts(t, log.All(), lost, conns)
 	n, err := direct.Get(ctx, key).Int()
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +306,7 @@ type proxyGarbage struct {
 func checkProxyGarbage(t *testing.T, g proxyGarbage) {
 	t.Helper()
 	for _, upstream := range []string{g.upstream, randomServer(t)} {
-		log := &eventlog.Log{}
+		log := &faultstest.Log{}
 		px, err := Start(Options{Upstream: upstream, Protocol: g.proto, Seed: 1, Events: log.Add})
 		if err != nil {
 			t.Fatal(err)

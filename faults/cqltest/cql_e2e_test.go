@@ -25,7 +25,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/faults"
-	"github.com/indoubt/indoubt/faults/internal/eventlog"
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -99,9 +99,9 @@ func cluster(addr string, d gocql.Dialer) *gocql.ClusterConfig {
 	return cl
 }
 
-func startProxy(t *testing.T, seed int64) (*faults.Proxy, *eventlog.Log) {
+func startProxy(t *testing.T, seed int64) (*faults.Proxy, *faultstest.Log) {
 	t.Helper()
-	evs := &eventlog.Log{}
+	evs := &faultstest.Log{}
 	px, err := faults.Start(faults.Options{Upstream: node.Get(t).Addr, Protocol: toxics.CQL{}, Seed: seed, Events: evs.Add})
 	if err != nil {
 		t.Fatal(err)
@@ -411,67 +411,29 @@ func TestManyCutConnections(t *testing.T) {
 	id := fmt.Sprintf("many-%d", time.Now().UnixNano())
 	stmt := "UPDATE " + keyspace + ".hits SET n = n + 1 WHERE id = '" + id + "'"
 	ignore := goleak.IgnoreCurrent()
-	evs := &eventlog.Log{}
+	evs := &faultstest.Log{}
 	px, err := faults.Start(faults.Options{Upstream: node.Get(t).Addr, Protocol: toxics.CQL{}, Seed: 3, Events: evs.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { px.Close() })
 	px.Faults().Mixed.Set(1, 0)
-	const conns, workers = 2000, 8
-	var mu sync.Mutex
-	lost := map[string]bool{}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int, conns)
-	for i := 0; i < conns; i++ {
-		next <- i
-	}
-	close(next)
+	const conns = 2000
 	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				local, faulted, err := rawV4(px.Addr(), stmt, i%2 == 1)
-				if err == nil && !faulted {
-					err = errors.New("not faulted")
-				}
-				if err != nil {
-					errs <- fmt.Errorf("connection %d: %w", i, err)
-					return
-				}
-				mu.Lock()
-				lost[local] = true
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		px.Close()
-		t.Fatal(err)
-	}
+	lost := faultstest.CutConnections(t, conns, func(i int) (string, error) {
+		local, faulted, err := rawV4(px.Addr(), stmt, i%2 == 1)
+		if err == nil && !faulted {
+			err = errors.New("not faulted")
+		}
+		return local, err
+	})
 	t.Logf("%d faulted connections in %v", conns, time.Since(start).Round(time.Millisecond))
 	got := evs.All()
-	if len(got) != conns {
-		t.Errorf("%d events for %d faulted connections", len(got), conns)
-	}
-	applied := 0
+	applied := faultstest.CountCuts(t, got, lost, conns)
 	for _, e := range got {
-		if !lost[e.Conn] {
-			t.Fatalf("event %+v names no client that lost its connection", e)
-		}
 		if e.Statement != stmt {
 			t.Fatalf("event %+v: statement is not the increment", e)
 		}
-		if e.Truth == toxics.Applied {
-			applied++
-		}
-	}
-	if applied < conns/3 || applied > 2*conns/3 {
-		t.Errorf("%d of %d mixed faults were cuts, want about half", applied, conns)
 	}
 	var n int64
 	if err := db.Query("SELECT n FROM "+keyspace+".hits WHERE id = ?", id).Scan(&n); err != nil && !errors.Is(err, gocql.ErrNotFound) {
