@@ -183,11 +183,7 @@ func TestMongoManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	log := &faultstest.Log{}
-	px, err := Start(Options{Upstream: f.Addr, Protocol: toxics.Mongo{}, Seed: 9, Events: log.Add})
-	if err != nil {
-		t.Fatal(err)
-	}
+	px, log := startProtoProxy(t, f.Addr, toxics.Mongo{}, 9)
 	px.Faults().Mixed.Set(1, 0)
 	const conns = 1000
 	idOf := faultstest.CutConnections(t, conns, func(i int) (string, error) {

@@ -235,11 +235,7 @@ func TestManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	evs := &faultstest.Log{}
-	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 3, Events: evs.Add})
-	if err != nil {
-		t.Fatal(err)
-	}
+	px, evs := startProtoProxy(t, srv.Addr, toxics.Postgres{}, 3)
 	px.Faults().Mixed.Set(1, 0)
 	const conns = 2000
 	sql := fmt.Sprintf("update %s set balance = balance - 1 where id = 1", table)

@@ -205,11 +205,7 @@ func TestRespManyCutConnections(t *testing.T) {
 	ctx := context.Background()
 	key := fmt.Sprintf("counter:%d", rand.Uint32())
 	ignore := goleak.IgnoreCurrent()
-	log := &faultstest.Log{}
-	px, err := Start(Options{Upstream: r.Addr, Protocol: toxics.Resp{}, Seed: 5, Events: log.Add})
-	if err != nil {
-		t.Fatal(err)
-	}
+	px, log := startProtoProxy(t, r.Addr, toxics.Resp{}, 5)
 	px.Faults().Mixed.Set(1, 0)
 	const conns = 2000
 	req := fmt.Sprintf("*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", len(key), key)
