@@ -104,15 +104,7 @@ func TestCarriesCommand(t *testing.T) {
 func TestClassify(t *testing.T) {
 	ctx := context.Background()
 	c := open(t, Config{})
-	check := func(t *testing.T, err error, want workloads.Class, reason workloads.Reason) {
-		t.Helper()
-		if got := workloads.Classify(err); got != want {
-			t.Errorf("class of %v = %v, want %v", err, got, want)
-		}
-		if reason != "" && workloads.ReasonOf(err) != reason {
-			t.Errorf("reason of %v = %q, want %q", err, workloads.ReasonOf(err), reason)
-		}
-	}
+	check := storetest.CheckClass
 	balance := func(t *testing.T, want int64) {
 		t.Helper()
 		if got, err := c.Balance(ctx); err != nil || got != want {

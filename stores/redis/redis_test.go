@@ -72,15 +72,7 @@ func TestClassify(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s.(*budgetSession)
 	}
-	check := func(t *testing.T, err error, want workloads.Class, reason workloads.Reason) {
-		t.Helper()
-		if got := workloads.Classify(err); got != want {
-			t.Errorf("class of %v = %v, want %v", err, got, want)
-		}
-		if reason != "" && workloads.ReasonOf(err) != reason {
-			t.Errorf("reason of %v = %q, want %q", err, workloads.ReasonOf(err), reason)
-		}
-	}
+	check := storetest.CheckClass
 
 	t.Run("script error reply is definite", func(t *testing.T) {
 		if err := c.admin.Del(ctx, c.budgetKeys()...).Err(); err != nil {

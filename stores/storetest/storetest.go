@@ -99,6 +99,18 @@ func Open[C interface{ Close() error }](t testing.TB, open func(context.Context)
 	return c
 }
 
+// CheckClass fails t unless err is of class want in the contract of package workloads
+// and, if reason is not empty, names that reason.
+func CheckClass(t testing.TB, err error, want workloads.Class, reason workloads.Reason) {
+	t.Helper()
+	if got := workloads.Classify(err); got != want {
+		t.Errorf("class of %v = %v, want %v", err, got, want)
+	}
+	if reason != "" && workloads.ReasonOf(err) != reason {
+		t.Errorf("reason of %v = %q, want %q", err, workloads.ReasonOf(err), reason)
+	}
+}
+
 // openSession opens one session with dial (a store's Session method) and closes it when
 // the test ends.
 func openSession[S workloads.Session](t *testing.T, dial func(context.Context) (S, error)) S {
