@@ -41,18 +41,7 @@ func TestStartFerretDBSQLite(t *testing.T) {
 		t.Errorf("Handler = %q, want sqlite", f.Handler)
 	}
 
-	client, err := mongo.Connect(options.Client().ApplyURI(f.URI).SetTimeout(10 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	coll := client.Database("servertest").Collection("c")
-	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "x"}}); err != nil {
-		t.Fatalf("insert: %v", err)
-	}
-	var got struct{ V string }
-	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil || got.V != "x" {
-		t.Fatalf("find: %+v, %v", got, err)
-	}
+	client := mongoRoundTrip(ctx, t, f.URI)
 	// The data lives in the temporary directory, as SQLite files.
 	if files, _ := filepath.Glob(filepath.Join(f.Dir, "*.sqlite")); len(files) == 0 {
 		entries, _ := os.ReadDir(f.Dir)
@@ -72,6 +61,25 @@ func TestStartFerretDBSQLite(t *testing.T) {
 	}
 }
 
+// mongoRoundTrip connects a MongoDB client to uri, writes a document into servertest.c
+// and reads it back; the caller disconnects the client.
+func mongoRoundTrip(ctx context.Context, t *testing.T, uri string) *mongo.Client {
+	t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetTimeout(10 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll := client.Database("servertest").Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "x"}}); err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	var got struct{ V string }
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil || got.V != "x" {
+		t.Fatalf("find: %+v, %v", got, err)
+	}
+	return client
+}
+
 func TestStartFerretDBPostgreSQL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -89,19 +97,8 @@ func TestStartFerretDBPostgreSQL(t *testing.T) {
 	if f.Handler != servers.FerretDBPostgreSQL {
 		t.Errorf("Handler = %q, want postgresql", f.Handler)
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI(f.URI).SetTimeout(10 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := mongoRoundTrip(ctx, t, f.URI)
 	defer client.Disconnect(ctx)
-	coll := client.Database("servertest").Collection("c")
-	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "x"}}); err != nil {
-		t.Fatalf("insert: %v", err)
-	}
-	var got struct{ V string }
-	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil || got.V != "x" {
-		t.Fatalf("find: %+v, %v", got, err)
-	}
 	// FerretDB keeps each MongoDB database as a PostgreSQL schema.
 	psql := exec.Command(filepath.Join(pg.BinDir, "psql"), "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port),
 		"-U", servers.PostgresUser, "-d", servers.PostgresDatabase, "-Atc",
