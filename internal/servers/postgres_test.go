@@ -364,9 +364,9 @@ func TestPostgresTwoAtOnce(t *testing.T) {
 	}
 }
 
-// leftovers lists what is left in dir, and the live processes whose command line
-// mentions it.
-func leftovers(t *testing.T, dir string) []string {
+// checkNothingLeft fails t if anything is left in dir, or a live process's command line
+// mentions it, and says what.
+func checkNothingLeft(t *testing.T, dir string) {
 	t.Helper()
 	var left []string
 	ents, _ := os.ReadDir(dir)
@@ -383,7 +383,9 @@ func leftovers(t *testing.T, dir string) []string {
 			left = append(left, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
 		}
 	}
-	return left
+	if len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
 }
 
 func TestPostgresFailedStartLeavesNothing(t *testing.T) {
@@ -398,9 +400,7 @@ func TestPostgresFailedStartLeavesNothing(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "max_connections") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("got %q, want one line quoting the server's complaint", err)
 		}
-		if left := leftovers(t, dir); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
+		checkNothingLeft(t, dir)
 	})
 	t.Run("cancelled during initdb", func(t *testing.T) {
 		dir := reachableDir(t)
@@ -410,9 +410,7 @@ func TestPostgresFailedStartLeavesNothing(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want a deadline error", err)
 		}
-		if left := leftovers(t, dir); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
+		checkNothingLeft(t, dir)
 	})
 	t.Run("parent the server user cannot enter", func(t *testing.T) {
 		if os.Geteuid() != 0 {

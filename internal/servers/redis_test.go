@@ -203,9 +203,7 @@ func TestStartRedisFailedStartLeavesNothing(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "maxclients") {
 			t.Errorf("got %v, want the server's complaint about maxclients", err)
 		}
-		if left := leftovers(t, dir); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
+		checkNothingLeft(t, dir)
 	})
 	t.Run("cancelled during start", func(t *testing.T) {
 		dir := reachableDir(t)
@@ -215,8 +213,6 @@ func TestStartRedisFailedStartLeavesNothing(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want a deadline error", err)
 		}
-		if left := leftovers(t, dir); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
+		checkNothingLeft(t, dir)
 	})
 }
