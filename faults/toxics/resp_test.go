@@ -348,19 +348,7 @@ func TestRespReleases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, evs := newProtoCommits(t, Resp{}, 1, nil)
-			c.Faults.Cut.Set(1, 1)
-			h := newHarness(t, c, 1, 1<<10)
-			tt.step.run(h)
-			got, closed := drain(h.dnOut)
-			if !bytes.Equal(got, tt.step.rep) || closed || len(*evs) != 0 {
-				t.Fatalf("forwarded %q closed %v events %v; want the reply forwarded, no event", got, closed, *evs)
-			}
-			// The reservation came back: the next write is cut.
-			step{respCmd("incr", "n"), rInt(1)}.run(h)
-			if _, closed := drain(h.dnOut); !closed || len(*evs) != 1 {
-				t.Fatalf("after the release: closed %v events %v, want a cut", closed, *evs)
-			}
+			checkReleased(t, Resp{}, tt.step, step{respCmd("incr", "n"), rInt(1)})
 		})
 	}
 }
