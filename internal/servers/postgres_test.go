@@ -35,21 +35,6 @@ func startPostgres(t *testing.T, opt servers.PostgresOptions) *servers.Postgres 
 	return pg
 }
 
-// stopCleanly stops a server and checks that its temporary directory dir is gone and
-// that a second stop is a harmless no-op.
-func stopCleanly(t *testing.T, stop func() error, dir string) {
-	t.Helper()
-	if err := stop(); err != nil {
-		t.Errorf("Stop: %v", err)
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("temp dir %s left behind: %v", dir, err)
-	}
-	if err := stop(); err != nil {
-		t.Errorf("second Stop: %v", err)
-	}
-}
-
 // rerun starts this test binary again to run only the test named, with env added, and
 // returns it and the first line it prints; the child is killed and reaped when the test
 // ends.

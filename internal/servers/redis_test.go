@@ -125,7 +125,7 @@ func TestStartRedisPersistence(t *testing.T) {
 
 			pid := r.Pid()
 			stopped = true
-			stopCleanly(t, r.Stop, r.Dir)
+			servertest.StopCleanly(t, r.Stop, r.Dir)
 			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 				t.Errorf("pid %d still exists after Stop: kill 0 = %v", pid, err)
 			}
