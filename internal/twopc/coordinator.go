@@ -99,10 +99,10 @@ type Point int
 
 // The crash points, in protocol order.
 const (
-	BeforePrepare   Point = iota // nothing prepared: every participant rolls back
-	MidPrepare                   // some participants prepared, some never will
-	BeforeDecision               // every participant prepared, no decision recorded
-	AfterDecision                // the decision recorded, no participant told
+	BeforePrepare  Point = iota // nothing prepared: every participant rolls back
+	MidPrepare                  // some participants prepared, some never will
+	BeforeDecision              // every participant prepared, no decision recorded
+	AfterDecision               // the decision recorded, no participant told
 	numPoints
 )
 

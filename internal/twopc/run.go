@@ -167,11 +167,11 @@ type CrashReport struct {
 
 // Result is the outcome of one run, written to results.json in its directory.
 type Result struct {
-	Config Config `json:"config"`
+	Config Config   `json:"config"`
 	Faults []string `json:"faults,omitempty"`
-	Dir    string `json:"dir"`
-	Valid  bool   `json:"valid"`
-	Stats  Stats  `json:"stats"`
+	Dir    string   `json:"dir"`
+	Valid  bool     `json:"valid"`
+	Stats  Stats    `json:"stats"`
 	// ProxyFaults counts the proxy's faults that fired, by kind.
 	ProxyFaults map[string]int64 `json:"proxy_faults,omitempty"`
 	Crash       *CrashReport     `json:"crash,omitempty"`
