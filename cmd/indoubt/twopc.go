@@ -175,5 +175,8 @@ func printTwoPC(w io.Writer, r *twopc.Result) {
 	for _, a := range names {
 		fmt.Fprintf(w, "  %s: %d  e.g. %s\n", a, f.Anomalies[transfer.Anomaly(a)], strings.Join(f.Examples[transfer.Anomaly(a)], "; "))
 	}
+	if r.Bank != nil {
+		fmt.Fprintf(w, "  bank checker on history.jsonl: %s: %s\n", r.Bank.Verdict, r.Bank.Summary)
+	}
 	fmt.Fprintf(w, "  run directory: %s\n", r.Dir)
 }

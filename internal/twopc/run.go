@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
@@ -178,6 +179,8 @@ type Result struct {
 	// Recovery is what the end-of-run recovery resolved (after a crash: the crash's).
 	Recovery []Resolution   `json:"recovery"`
 	Final    transfer.Final `json:"final"`
+	// Bank is the bank checker's verdict on history.jsonl (transfer runs only).
+	Bank *checker.Result `json:"bank,omitempty"`
 }
 
 // cluster is the run's servers: pools through the proxies (the workers' path) and
@@ -270,23 +273,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	say("%s %s on %d servers, %d workers, coordinator %s", cfg.Workload, cfg.Placement, cfg.Servers, cfg.Workers, cfg.Coordinator)
-	w := &workers{cfg: cfg, cl: cl, co: co, rows: rows}
 	start := time.Now()
-	var crashAt time.Time
+	w := &workers{cfg: cfg, cl: cl, co: co, rows: rows}
+	if cfg.Workload == workloads.Transfer {
+		if w.hist, err = newHistory(dir, cfg, rows, start); err != nil {
+			return nil, couldNotRun("%v", err)
+		}
+	}
+	crashed := make(chan time.Time, 1)
 	runCtx, cancel := context.WithCancel(ctx)
 	if cfg.Duration > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
 	}
 	if crash != nil {
 		t := time.AfterFunc(crash.At, func() {
-			crashAt = time.Now()
 			co.Crash()
+			crashed <- time.Now()
 			say("coordinator crashed at %v", crash.At)
 		})
 		defer t.Stop()
 	}
 	w.run(runCtx)
 	cancel()
+	var crashAt time.Time
+	if co.crashed.Load() {
+		crashAt = <-crashed
+	}
 	res.Stats = w.stats(time.Since(start))
 	say("%d transactions, %.0f committed/s, mean %v, p99 %v", res.Stats.Transactions, res.Stats.PerSecond, res.Stats.Mean.Round(time.Microsecond), res.Stats.P99.Round(time.Microsecond))
 	for _, p := range cl.proxies {
@@ -312,13 +324,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.ProxyFaults[k.(string)] = v.(*atomic.Int64).Load()
 		return true
 	})
-	obs, err := observe(fin, cl, rows)
+	obs, balances, err := observe(fin, cl, rows)
 	if err != nil {
 		return nil, couldNotRun("final read: %v", err)
 	}
 	obs.Attempts, obs.Reads = w.attempts(), w.reads()
 	res.Final = transfer.Check(obs)
 	res.Valid = res.Final.Valid
+	if w.hist != nil {
+		bank, err := w.hist.check(fin, finalProcess, balances)
+		if err != nil {
+			return nil, couldNotRun("check history: %v", err)
+		}
+		res.Bank = &bank
+		res.Valid = res.Valid && bank.Verdict == checker.Valid
+	}
 	if err := writeResult(res); err != nil {
 		return nil, couldNotRun("%v", err)
 	}
@@ -439,18 +459,31 @@ func setup(ctx context.Context, cl *cluster, rows int) error {
 	return nil
 }
 
-// observe reads the final state: the total, the markers and what is still prepared.
-func observe(ctx context.Context, cl *cluster, rows int) (transfer.Observed, error) {
+// finalProcess is the process of the history's final read: no worker's.
+const finalProcess = 1 << 30
+
+// observe reads the final state: every row, the markers and what is still prepared.
+func observe(ctx context.Context, cl *cluster, rows int) (transfer.Observed, checker.Balances, error) {
 	o := transfer.Observed{Rows: rows, Markers: map[string][]int{}}
+	bal := checker.Balances{}
 	for i, p := range cl.direct {
-		var sum int64
-		if err := p.QueryRow(ctx, "SELECT coalesce(sum(counter), 0) FROM simplecount").Scan(&sum); err != nil {
-			return o, fmt.Errorf("server %d: %w", i, err)
-		}
-		o.Total += sum
-		r, err := p.Query(ctx, "SELECT gid, row_id FROM applied")
+		r, err := p.Query(ctx, "SELECT id, counter FROM simplecount")
 		if err != nil {
-			return o, fmt.Errorf("server %d: %w", i, err)
+			return o, nil, fmt.Errorf("server %d: %w", i, err)
+		}
+		var id int
+		var counter int64
+		_, err = pgx.ForEachRow(r, []any{&id, &counter}, func() error {
+			o.Total += counter
+			bal[account(id)] = counter
+			return nil
+		})
+		if err != nil {
+			return o, nil, fmt.Errorf("server %d: %w", i, err)
+		}
+		r, err = p.Query(ctx, "SELECT gid, row_id FROM applied")
+		if err != nil {
+			return o, nil, fmt.Errorf("server %d: %w", i, err)
 		}
 		var gid string
 		var row int
@@ -459,17 +492,17 @@ func observe(ctx context.Context, cl *cluster, rows int) (transfer.Observed, err
 			return nil
 		})
 		if err != nil {
-			return o, fmt.Errorf("server %d: %w", i, err)
+			return o, nil, fmt.Errorf("server %d: %w", i, err)
 		}
 	}
 	left, err := ListInDoubt(ctx, cl.direct, "")
 	if err != nil {
-		return o, err
+		return o, nil, err
 	}
 	for _, d := range left {
 		o.Prepared = append(o.Prepared, fmt.Sprintf("%s@%d", d.GID, d.Participant))
 	}
-	return o, nil
+	return o, bal, nil
 }
 
 // afterCrash lists what the crash left in doubt, starts a writer on each row those
@@ -581,6 +614,7 @@ type workers struct {
 	cl   *cluster
 	co   *Coordinator
 	rows int
+	hist *history // transfer runs only
 
 	mu        sync.Mutex
 	lat       []time.Duration
@@ -606,6 +640,7 @@ func (w *workers) run(ctx context.Context) {
 
 func (w *workers) worker(ctx context.Context, id int) {
 	rng := rand.New(rand.NewPCG(uint64(w.cfg.Seed), uint64(id)+1))
+	process := id // a process whose operation ended unknown never invokes again
 	for seq := 0; w.cfg.Duration > 0 || seq < w.cfg.Ops; seq++ {
 		if ctx.Err() != nil {
 			return
@@ -623,6 +658,9 @@ func (w *workers) worker(ctx context.Context, id int) {
 		// The end of the run stops new transactions, never one under way: a
 		// cancelled PREPARE or COMMIT PREPARED would be a fault the run did not ask for.
 		opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if w.hist != nil {
+			w.hist.invoke(process, gid, a, b)
+		}
 		t0 := time.Now()
 		var out Outcome
 		var err error
@@ -632,7 +670,13 @@ func (w *workers) worker(ctx context.Context, id int) {
 			out, err = w.distributed(opCtx, a, b, gid)
 		}
 		cancel()
-		w.record(gid, a, b, out, err, time.Since(t0))
+		got := w.record(gid, a, b, out, err, time.Since(t0))
+		if w.hist != nil {
+			w.hist.complete(process, gid, got, err)
+		}
+		if got == transfer.Info {
+			process += w.cfg.Workers
+		}
 		if errors.Is(err, ErrCrashed) {
 			return
 		}
@@ -736,7 +780,7 @@ func (w *workers) readTotal(ctx context.Context) (int64, error) {
 	return total, nil
 }
 
-func (w *workers) record(gid string, a, b int, out Outcome, err error, d time.Duration) {
+func (w *workers) record(gid string, a, b int, out Outcome, err error, d time.Duration) transfer.Outcome {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	at := transfer.Attempt{GID: gid, From: a, To: b}
@@ -759,6 +803,7 @@ func (w *workers) record(gid string, a, b int, out Outcome, err error, d time.Du
 	if w.cfg.Workload == workloads.Transfer {
 		w.all = append(w.all, at)
 	}
+	return at.Outcome
 }
 
 // reason is an error's SQLSTATE, or its text up to the first colon.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/internal/twopc"
@@ -96,6 +97,9 @@ func TestTransferNoFault(t *testing.T) {
 			if f.Applied == 0 || res.Stats.Committed != f.Applied {
 				t.Errorf("applied %d, committed %d: want the same, above 0", f.Applied, res.Stats.Committed)
 			}
+			if res.Bank == nil || res.Bank.Verdict != checker.Valid {
+				t.Errorf("bank checker on the history: %+v, want valid", res.Bank)
+			}
 			if f.Anomalies[transfer.HalfApplied] != 0 || f.Unknown != 0 {
 				t.Errorf("anomalies %v, unknown %d without faults", f.Anomalies, f.Unknown)
 			}
@@ -149,8 +153,8 @@ func TestCoordinatorCrashLogged(t *testing.T) {
 	if c == nil || len(c.InDoubt) == 0 {
 		t.Fatalf("crash report %+v: want transactions in doubt", c)
 	}
-	if !res.Valid || res.Final.Total != res.Final.Expected {
-		t.Fatalf("final %+v, want valid after recovery", res.Final)
+	if !res.Valid || res.Final.Total != res.Final.Expected || res.Bank.Verdict != checker.Valid {
+		t.Fatalf("final %+v, bank %+v: want valid after recovery", res.Final, res.Bank)
 	}
 	if len(res.Recovery) != len(c.InDoubt) {
 		t.Errorf("recovery resolved %d branches, %d were in doubt", len(res.Recovery), len(c.InDoubt))
@@ -202,6 +206,10 @@ func TestCoordinatorCrashNaiveBreaksAtomicity(t *testing.T) {
 		}
 		if res.Final.Total == res.Final.Expected {
 			t.Errorf("half-applied transfers left the total at %d", res.Final.Total)
+		}
+		// The history alone tells it too: the final read does not conserve the total.
+		if res.Bank == nil || res.Bank.Verdict != checker.Invalid {
+			t.Errorf("bank checker on the history: %+v, want invalid", res.Bank)
 		}
 		t.Logf("found: %v", res.Final.Examples[transfer.HalfApplied])
 		return
