@@ -176,7 +176,17 @@ func printTwoPC(w io.Writer, r *twopc.Result) {
 		fmt.Fprintf(w, "  %s: %d  e.g. %s\n", a, f.Anomalies[transfer.Anomaly(a)], strings.Join(f.Examples[transfer.Anomaly(a)], "; "))
 	}
 	if r.Bank != nil {
-		fmt.Fprintf(w, "  bank checker on history.jsonl: %s: %s\n", r.Bank.Verdict, r.Bank.Summary)
+		// The checker's sentences list every account: with thousands of rows, the
+		// kinds say enough here, and results.json holds the rest.
+		kinds := map[string]int{}
+		for _, a := range r.Bank.Anomalies {
+			kinds[a.Kind]++
+		}
+		fmt.Fprintf(w, "  bank checker on history.jsonl: %s", r.Bank.Verdict)
+		if len(kinds) > 0 {
+			fmt.Fprintf(w, " %v", kinds)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "  run directory: %s\n", r.Dir)
 }
