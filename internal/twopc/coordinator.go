@@ -158,10 +158,11 @@ func (c *Coordinator) stopAt(p Point) bool {
 
 // Do runs one distributed transaction named gid over branches (at most one per
 // participant; a gid must be unique among prepared transactions). The error says why a
-// transaction aborted, or is ErrCrashed when it was abandoned.
+// transaction aborted, or is ErrCrashed when the coordinator had crashed: Abandoned
+// when the transaction was under way, Aborted when it never began.
 func (c *Coordinator) Do(ctx context.Context, gid string, branches []Branch) (Outcome, error) {
 	if c.crashed.Load() {
-		return Abandoned, ErrCrashed
+		return Aborted, ErrCrashed // nothing was begun: certainly not applied
 	}
 	conns := make([]*pgxpool.Conn, len(branches))
 	// closeOpen ends the branches whose block is still open by closing their

@@ -204,10 +204,9 @@ func TestCoordinatorCrashNaiveBreaksAtomicity(t *testing.T) {
 		if res.Valid || res.Final.Anomalies[transfer.HalfApplied] == 0 {
 			t.Fatalf("the naive coordinator committed %d mid-prepare transactions, yet final %+v", res.Crash.Stops["mid-prepare"], res.Final)
 		}
-		if res.Final.Total == res.Final.Expected {
-			t.Errorf("half-applied transfers left the total at %d", res.Final.Total)
-		}
-		// The history alone tells it too: the final read does not conserve the total.
+		// The history alone tells it too, even when half-applied transfers of
+		// opposite signs leave the total where it was: no choice of the unknown
+		// transfers explains the final balances.
 		if res.Bank == nil || res.Bank.Verdict != checker.Invalid {
 			t.Errorf("bank checker on the history: %+v, want invalid", res.Bank)
 		}
