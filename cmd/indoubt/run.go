@@ -66,6 +66,9 @@ type runArgs struct {
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if twoPCWorkload(args) {
+		return runTwoPC(ctx, args, stdout, stderr)
+	}
 	a, err := parseRunArgs(args, stdout, stderr)
 	if err != nil {
 		return err
@@ -132,7 +135,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
 		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
 		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
-		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter")
+		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter; transfer and two-rows (two-phase commit over several servers: see --workload transfer --help)")
 		specs    multiFlag
 		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
 		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
