@@ -98,6 +98,7 @@ func commands() []command {
 		{"check", "re-check a recorded history file", checkCommand},
 		{"proxy", "the commit-aware fault proxy in front of any application", proxyCommand},
 		{"server", "launch a throwaway local server until Ctrl-C", serverCommand},
+		{"suite", "run a suite file's cases and check their expectations (CI)", suiteCommand},
 	}
 }
 
@@ -132,7 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	return fmt.Errorf("unknown command %q (want run, check, proxy or server; see indoubt --help)", args[0])
+	return fmt.Errorf("unknown command %q (see indoubt --help)", args[0])
 }
 
 // newFlags returns a flag set that reports errors as values and prints its help, with

@@ -166,3 +166,66 @@ func WriteTable(w io.Writer, runs []*Results) {
 	}
 	tw.Flush()
 }
+
+// Headline is the verdict's first line. When the proxy's ground truth proves the cause,
+// it names the cause first and what the checker saw after it ("invalid: 163 operations
+// took effect more than once, proven by the proxy; the checker saw 828
+// premature-rejection anomalies"); otherwise it is the checker's own summary.
+func Headline(r *Results) string {
+	line := fmt.Sprintf("%s: %s", r.Verdict, r.Summary)
+	e := r.Evidence
+	if e == nil {
+		return line
+	}
+	var cause []string
+	if n := e.AppliedTwiceTotal(); n > 0 {
+		cause = append(cause, fmt.Sprintf("%d %s took effect more than once, proven by the proxy", n, plural(n, "operation", "operations")))
+	}
+	if n := e.CommittedTwiceTotal(); n > 0 {
+		cause = append(cause, fmt.Sprintf("%d %s committed twice by a retry after a cut commit", n, plural(n, "operation", "operations")))
+	}
+	if len(cause) == 0 {
+		return line
+	}
+	out := fmt.Sprintf("%s: %s", r.Verdict, strings.Join(cause, "; "))
+	if n := r.AnomalyTotal(); n > 0 {
+		out += "; the checker saw " + kindCounts(r)
+	} else {
+		out += "; the checker saw nothing wrong in the history"
+	}
+	return out
+}
+
+// kindCounts says how many anomalies of each kind the checker found: "828
+// premature-rejection".
+func kindCounts(r *Results) string {
+	kinds := r.AnomalyKinds
+	if len(kinds) == 0 {
+		kinds = map[string]int{}
+		for _, a := range r.Anomalies {
+			kinds[a.Kind]++
+		}
+	}
+	ks := make([]string, 0, len(kinds))
+	for k := range kinds {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		return kinds[ks[i]] > kinds[ks[j]] || kinds[ks[i]] == kinds[ks[j]] && ks[i] < ks[j]
+	})
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("%d anomalies", r.AnomalyTotal())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
