@@ -99,6 +99,7 @@ func commands() []command {
 		{"proxy", "the commit-aware fault proxy in front of any application", proxyCommand},
 		{"server", "launch a throwaway local server until Ctrl-C", serverCommand},
 		{"suite", "run a suite file's cases and check their expectations (CI)", suiteCommand},
+		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
 	}
 }
 
