@@ -194,10 +194,25 @@ func (d *runData) loadFaults(path string, uses []connUse) error {
 	return sc.Err()
 }
 
-// named returns the op ids the verdict names: those of the listed anomalies' events and
-// of the operations the ground truth proves applied or committed twice.
-func named(r *Results, d runData) map[string]bool {
-	out := map[string]bool{}
+// named returns the op ids the verdict names, in the order they are named: the
+// operations the ground truth proves applied or committed twice, then those of the
+// listed anomalies' events.
+func named(r *Results, d runData) (map[string]bool, []string) {
+	set := map[string]bool{}
+	var order []string
+	add := func(id string) {
+		if !set[id] {
+			set[id] = true
+			order = append(order, id)
+		}
+	}
+	if e := r.Evidence; e != nil {
+		for _, l := range [][]AmbiguousOp{e.AppliedTwice, e.CommittedTwice} {
+			for _, a := range l {
+				add(a.OpID)
+			}
+		}
+	}
 	byIndex := map[int64]string{}
 	for _, s := range d.spans {
 		byIndex[s.index] = s.opID
@@ -205,18 +220,11 @@ func named(r *Results, d runData) map[string]bool {
 	for _, a := range r.Anomalies {
 		for _, i := range a.Ops {
 			if id, ok := byIndex[i]; ok {
-				out[id] = true
+				add(id)
 			}
 		}
 	}
-	if e := r.Evidence; e != nil {
-		for _, l := range [][]AmbiguousOp{e.AppliedTwice, e.CommittedTwice} {
-			for _, a := range l {
-				out[a.OpID] = true
-			}
-		}
-	}
-	return out
+	return set, order
 }
 
 // overTime holds series over the run in bins of bin seconds: a second, or a tenth of a
@@ -500,7 +508,7 @@ type pageData struct {
 const shownFirst = 5
 
 func renderReport(r *Results, d runData, dir string) ([]byte, error) {
-	namedOps := named(r, d)
+	namedOps, order := named(r, d)
 	o := perSecond(d)
 	tl, drawn, hl := timelineChart(d, namedOps)
 	p := pageData{
@@ -510,13 +518,7 @@ func renderReport(r *Results, d runData, dir string) ([]byte, error) {
 	if len(d.spans) > 0 {
 		p.Charts = []template.HTML{chartHTML(rateChart(d, o)), chartHTML(latencyChart(d, o)), chartHTML(tl)}
 	}
-	for id := range namedOps {
-		p.Named = append(p.Named, id)
-	}
-	sort.Strings(p.Named)
-	if len(p.Named) > 50 {
-		p.Named = p.Named[:50]
-	}
+	p.Named = order[:min(len(order), 50)]
 	if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err == nil || r.Workload == "register" {
 		p.Porcupine = true
 	}
