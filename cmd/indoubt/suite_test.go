@@ -161,3 +161,41 @@ func TestSeedsSuiteParses(t *testing.T) {
 		t.Errorf("seeds: name %q, %d cases", name, len(runs))
 	}
 }
+
+// A case whose server cannot be launched here is skipped with a note, never passed; under
+// CI=true it fails unless it is optional. Nothing launches CockroachDB here.
+func TestSuiteMissingServer(t *testing.T) {
+	suite := writeSuite(t, `cases:
+  - name: optional cockroach
+    store: cockroach
+    workload: counter
+    optional: true
+    expect: valid
+  - name: required cockroach
+    store: cockroach
+    workload: counter
+    expect: valid
+`)
+	for _, ci := range []string{"", "true"} {
+		t.Setenv("CI", ci)
+		junit := filepath.Join(t.TempDir(), "junit.xml")
+		code, out, errs := invoke(t, "suite", "--quiet", "--junit", junit, "--github", "--out", t.TempDir(), suite)
+		b, _ := os.ReadFile(junit)
+		if !strings.Contains(out, "skipped optional cockroach: cockroach cannot be launched here") || strings.Count(string(b), "<skipped ") < 1 {
+			t.Errorf("CI=%q: the optional case is not skipped with a note:\n%s\n%s", ci, out, b)
+		}
+		if !strings.Contains(out, "::notice file=") {
+			t.Errorf("CI=%q: no notice for the skipped case:\n%s", ci, out)
+		}
+		switch ci {
+		case "true":
+			if code != 1 || !strings.Contains(out, "FAIL required cockroach: cockroach cannot be launched here") {
+				t.Errorf("CI=true: exit %d, want 1 with the required case failed:\n%s%s", code, out, errs)
+			}
+		default:
+			if code != 0 || strings.Count(string(b), "<skipped ") != 2 || !strings.Contains(out, "0 passed, 0 failed, 2 skipped") {
+				t.Errorf("outside CI: exit %d, want 0 with both cases skipped:\n%s%s", code, out, errs)
+			}
+		}
+	}
+}
