@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -88,18 +89,39 @@ func workerOf(opID string, process int) int {
 	return process
 }
 
+// loadRunData streams the history: a run of a million operations keeps only its spans.
 func loadRunData(dir string) (runData, error) {
 	var d runData
-	_, ops, err := histories.ReadFile(filepath.Join(dir, "history.jsonl"), true)
+	f, err := os.Open(filepath.Join(dir, "history.jsonl"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return d, nil
 	}
 	if err != nil {
 		return d, fmt.Errorf("report: %v", err)
 	}
+	defer f.Close()
+	hr, err := histories.NewReader(bufio.NewReaderSize(f, 1<<20), f.Name())
+	if err != nil {
+		return d, fmt.Errorf("report: %v", err)
+	}
+	hr.Partial = true
+	next := func() (histories.Op, bool, error) {
+		op, err := hr.Next()
+		if err == io.EOF {
+			return op, false, nil
+		}
+		return op, err == nil, err
+	}
 	open := map[string]int{} // op id -> index in d.spans
 	var lastConn []connUse
-	for _, op := range ops {
+	for {
+		op, ok, err := next()
+		if err != nil {
+			return d, fmt.Errorf("report: %v", err)
+		}
+		if !ok {
+			break
+		}
 		t := float64(op.Time) / 1e9
 		if t > d.end {
 			d.end = t
