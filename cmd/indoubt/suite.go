@@ -376,11 +376,14 @@ func runCase(ctx context.Context, sr *suiteRun, ci bool) caseResult {
 			cr.failed = append(cr.failed, fmt.Sprintf("%s = %s, expected %s", fb.figure, report.FormatFigure(v), fb.bound.Text))
 		}
 	}
-	if len(cr.failed) > 0 {
+	// The failure message is the verdict's first line; when the verdict was the expected
+	// one and a figure was not, the figure comes first.
+	switch {
+	case len(cr.failed) == 0:
+	case res.Verdict != sr.expect:
 		cr.first = report.Headline(res)
-		if cr.first == "" {
-			cr.first = cr.failed[0]
-		}
+	default:
+		cr.first = cr.failed[0] + "; " + report.Headline(res)
 	}
 	return cr
 }
