@@ -324,5 +324,8 @@ func writeSummary(out string, all []*report.Results) (string, error) {
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return "", fmt.Errorf("write summary: %v", err)
 	}
+	if err := report.WriteSummaryHTML(strings.TrimSuffix(path, ".json")+".html", all); err != nil {
+		return "", fmt.Errorf("write summary: %v", err)
+	}
 	return path, nil
 }

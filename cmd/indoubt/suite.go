@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -124,6 +125,20 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	writeSuiteTable(stdout, name, results, time.Since(started))
+	var ran []*report.Results
+	for _, r := range results {
+		if r.res != nil {
+			ran = append(ran, r.res)
+		}
+	}
+	if len(ran) > 1 {
+		safe := regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(name, "_")
+		path := filepath.Join(*out, "summary-"+safe+"-"+started.Format("20060102-150405")+".html")
+		if err := report.WriteSummaryHTML(path, ran); err != nil {
+			return fmt.Errorf("suite: %v", err)
+		}
+		fmt.Fprintf(stdout, "summary: %s\n", path)
+	}
 	if *github {
 		writeAnnotations(stdout, path, name, results)
 	}

@@ -61,6 +61,9 @@ cases:
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out, errs)
 	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "summary-failing-*.html")); len(m) != 1 || !strings.Contains(out, "summary: "+m[0]) {
+		t.Errorf("no summary.html of the suite's runs in %s:\n%s", dir, out)
+	}
 	if !strings.Contains(out, "FAIL naive retry expected valid: verdict invalid, expected valid") {
 		t.Errorf("the table does not name the failed expectation:\n%s", out)
 	}
