@@ -1,12 +1,15 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/indoubt/indoubt/checker"
 )
 
 // figureDefs are the named figures of a run that suites bound and compare shows. Each
@@ -265,4 +268,18 @@ func (e *Evidence) Grouped() string {
 		parts = append(parts, fmt.Sprintf("%d× %d", k, by[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// AnomalyCountOf returns how many anomalies a checker found: its Details["anomalies"]
+// when it bounds its list (the budget and counter checkers list at most 100), else the
+// length of the list.
+func AnomalyCountOf(v checker.Result) int {
+	n := len(v.Anomalies)
+	if raw, ok := v.Details["anomalies"]; ok {
+		var all int
+		if json.Unmarshal(raw, &all) == nil && all > n {
+			n = all
+		}
+	}
+	return n
 }

@@ -100,3 +100,21 @@ func TestVerdictNamesTheCauseFirst(t *testing.T) {
 		t.Errorf("valid verdict: %q", b.String())
 	}
 }
+
+// A checker that lists fewer anomalies than it found: the count is its own, the kinds
+// those of the listed ones.
+func TestCheckerBoundedList(t *testing.T) {
+	r := faulted()
+	r.AnomalyCount = 806
+	r.Trim(20)
+	var b bytes.Buffer
+	WriteVerdict(&b, r)
+	for _, want := range []string{"the checker saw 806 anomalies (premature-rejection, stale-read)", "checker: 806 anomalies; it lists the first 40, by kind:"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+	if v, _ := Figure(r, "anomalies"); v != 806 {
+		t.Errorf("anomalies figure %v", v)
+	}
+}

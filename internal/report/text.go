@@ -182,11 +182,17 @@ func kindCounts(r *Results) string {
 		return kinds[ks[i]] > kinds[ks[j]] || kinds[ks[i]] == kinds[ks[j]] && ks[i] < ks[j]
 	})
 	var parts []string
+	sum := 0
 	for _, k := range ks {
 		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+		sum += kinds[k]
 	}
-	if len(parts) == 0 {
+	switch {
+	case len(parts) == 0:
 		return fmt.Sprintf("%d anomalies", r.AnomalyTotal())
+	case sum < r.AnomalyTotal():
+		// The checker listed only some: their kinds, not counts of all.
+		return fmt.Sprintf("%d anomalies (%s)", r.AnomalyTotal(), strings.Join(ks, ", "))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -247,6 +253,13 @@ func WriteVerdict(w io.Writer, r *Results) {
 		for _, a := range r.Anomalies {
 			kinds[a.Kind]++
 		}
+	}
+	sum := 0
+	for _, n := range kinds {
+		sum += n
+	}
+	if sum < r.AnomalyTotal() {
+		fmt.Fprintf(w, "  checker: %d anomalies; it lists the first %d, by kind:\n", r.AnomalyTotal(), sum)
 	}
 	for _, kind := range sortedKeysOf(kinds) {
 		n := kinds[kind]

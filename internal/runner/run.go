@@ -325,6 +325,7 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 	if res.Anomalies == nil {
 		res.Anomalies = []checker.Anomaly{}
 	}
+	res.AnomalyCount = report.AnomalyCountOf(verdict)
 	res.Ops = countOps(ops)
 	if r.elapsed > 0 {
 		res.Throughput = float64(r.completed) / r.elapsed.Seconds()
