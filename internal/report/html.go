@@ -249,8 +249,9 @@ func named(r *Results, d runData) (map[string]bool, []string) {
 	return set, order
 }
 
-// overTime holds series over the run in bins of bin seconds: a second, or a tenth of a
-// short run so that a run of one second still has a curve. Rates are per second.
+// overTime holds series over the run in bins of bin seconds: a second, or less for a
+// short run so that a run of one second still has a curve of 20 points. Rates are per
+// second.
 type overTime struct {
 	bin            float64
 	secs           []int
@@ -267,8 +268,11 @@ func (o overTime) rate(n int) float64 { return round2(float64(n) / o.bin) }
 func perSecond(d runData) overTime {
 	var o overTime
 	o.bin = 1
-	for o.bin > 0.01 && d.end/o.bin < 20 {
-		o.bin /= 10
+	for _, b := range []float64{1, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01} {
+		o.bin = b
+		if d.end/b >= 20 {
+			break
+		}
 	}
 	n := int(d.end/o.bin) + 1
 	lat := make([][]float64, n)
@@ -418,10 +422,11 @@ func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int)
 	c.SetGlobalOptions(chartInit("chart_timeline", height),
 		charts.WithTitleOpts(opts.Title{Title: "Operations per worker", Subtitle: "invocation to completion, by outcome; thick: named by the verdict; markers: faults the proxy fired"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "top", Right: "2%"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s", Min: 0, Max: d.end}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "worker", Min: -1, Max: workers, Inverse: opts.Bool(true)}),
 		charts.WithDataZoomOpts(opts.DataZoom{Type: "inside", XAxisIndex: []int{0}}, opts.DataZoom{Type: "slider", XAxisIndex: []int{0}}),
+		charts.WithGridOpts(opts.Grid{Top: "70", Bottom: "80"}),
 		charts.WithAnimation(false),
 	)
 	gap := opts.LineData{Value: "-"}
@@ -443,7 +448,7 @@ func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int)
 		}
 	}
 	for _, t := range []histories.Type{histories.OK, histories.Fail, histories.Info} {
-		c.AddSeries(string(t), seg[t], charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
+		c.AddSeries(t.String(), seg[t], charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
 			charts.WithLineStyleOpts(opts.LineStyle{Color: outcomeColor[t], Width: 4}), charts.WithItemStyleOpts(opts.ItemStyle{Color: outcomeColor[t]}))
 	}
 	c.AddSeries("named by the verdict", hl, charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
@@ -594,7 +599,7 @@ code{background:#f3f3f3;padding:0 .2em}
 {{end}}{{range .Disagreements}}<p><b>Checker and ground truth disagree:</b> {{.}}</p>{{end}}{{end}}
 {{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
 <ul>{{range $i, $a := .R.Anomalies}}{{if lt $i 5}}<li><b>{{$a.Kind}}</b>: {{$a.Explanation}}</li>{{end}}{{end}}</ul>
-{{if gt (len .R.Anomalies) 5}}<details><summary>{{len .R.Anomalies}} listed in all{{if gt .R.AnomalyTotal (len .R.Anomalies)}} of {{.R.AnomalyTotal}}{{end}}</summary><ul>{{range $i, $a := .R.Anomalies}}{{if ge $i 5}}<li><b>{{$a.Kind}}</b>: {{$a.Explanation}}</li>{{end}}{{end}}</ul></details>{{end}}{{end}}
+{{if gt (len .R.Anomalies) 5}}<details><summary>the rest of the {{len .R.Anomalies}} listed{{if gt .R.AnomalyTotal (len .R.Anomalies)}} ({{.R.AnomalyTotal}} in all){{end}}</summary><ul>{{range $i, $a := .R.Anomalies}}{{if ge $i 5}}<li><b>{{$a.Kind}}</b>: {{$a.Explanation}}</li>{{end}}{{end}}</ul></details>{{end}}{{end}}
 {{if .Named}}<p>Operations named above, highlighted on the timeline: <span id="named-ops" class="named">{{range .Named}}{{.}} {{end}}</span>{{if gt .Highlighted (len .Named)}}…{{end}}</p>{{end}}
 {{if .Porcupine}}<p>Linearizability: <a href="linearizability.html">porcupine's visualization of the history</a> (beside this file).</p>{{end}}
 <h2>Over time</h2>
@@ -627,6 +632,7 @@ code{background:#f3f3f3;padding:0 .2em}
   document.querySelectorAll("[_echarts_instance_]").forEach(function(d){
     var c=echarts.getInstanceByDom(d); if(!c) return;
     var o=c.getOption(); charts.push(d.id);
+    if(d.id==="chart_timeline") el.setAttribute("data-timeline-series",(o.series||[]).map(function(s){return s.name}).join("|"));
     (o.series||[]).forEach(function(s){ if(s.name==="named by the verdict") hl=(s.data||[]).filter(function(p){return p!=="-"&&p.value!=="-"}).length/2; });
   });
   el.setAttribute("data-charts",charts.join(" "));

@@ -100,6 +100,9 @@ func TestReportInBrowser(t *testing.T) {
 	if n, _ := strconv.ParseFloat(m[2], 64); n < float64(len(res.Evidence.AppliedTwice)) {
 		t.Errorf("%s operations highlighted on the timeline, want at least the %d proven applied twice", m[2], len(res.Evidence.AppliedTwice))
 	}
+	if !strings.Contains(dom, `data-timeline-series="ok|fail|info|named by the verdict|commit-cut"`) {
+		t.Errorf("the timeline's series are not ok, fail, info, the named operations and the cuts: %s", regexp.MustCompile(`data-timeline-series="[^"]*"`).FindString(dom))
+	}
 	first := res.Evidence.AppliedTwice[0].OpID
 	if !regexp.MustCompile(`id="named-ops"[^>]*>[^<]*\b` + regexp.QuoteMeta(first) + `\b`).MatchString(dom) {
 		t.Errorf("operation %s, proven applied twice, is not among the highlighted operations", first)
