@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/indoubt/indoubt/internal/evidence"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -362,23 +363,11 @@ type run struct {
 	completed int64
 	perSecond []int64
 	nextProc  int
-	attempts  []attemptSpan
+	attempts  []evidence.Span
 
 	// Set when the workers have stopped.
 	interrupted bool
 	elapsed     time.Duration
-}
-
-// attemptSpan is one attempt that ended in an error, kept to join proxy fault events
-// to the operation whose connection they cut.
-type attemptSpan struct {
-	OpID     string
-	Process  int
-	Invoke   int64 // history index of the invocation
-	Conn     string
-	From, To int64 // monotonic ns since start
-	Class    workloads.Class
-	Err      string
 }
 
 func (r *run) startWall() time.Time { return r.start.UTC() }

@@ -21,7 +21,7 @@ func resultsSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	s, err := c.Compile(filepath.Join("..", "schemas", "results.schema.json"))
+	s, err := c.Compile(filepath.Join("..", "..", "schemas", "results.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
