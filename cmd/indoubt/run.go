@@ -104,6 +104,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	)
 	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print results.json to stdout (the summary goes to stderr)")
+	fs.StringVar(&cfg.PGVersion, "pg-version", "", "a launched PostgreSQL's version: 15, 18 (scripts/prepare-postgres18), or a directory of its binaries (default: INDOUBT_PG_VERSION, INDOUBT_PG_BIN, else the installed one)")
 	fs.StringVar(&cfg.Persistence, "persistence", "none", "a launched Redis's durability: none, everysec, always")
 	fs.StringVar(&cfg.DSN, "dsn", "", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db)")
 	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")

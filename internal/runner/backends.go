@@ -66,7 +66,7 @@ var backends = []backend{
 		name: Postgres, schemes: []string{"postgres", "postgresql"}, protocol: toxics.Postgres{},
 		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter},
 		launch:    launchPostgres,
-		available: func() error { _, err := servers.FindPostgres(); return err },
+		available: func() error { _, err := servers.PostgresBin(""); return err },
 		addr:      urlAddr,
 		rewrite:   urlRewrite,
 		open:      openPostgres,
@@ -185,8 +185,8 @@ func unbound(b StoreName, w workloads.Name) error {
 	return fmt.Errorf("store %s cannot bind workload %q", b, w)
 }
 
-func launchPostgres(ctx context.Context, _ Config, dir string) (launched, error) {
-	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log")})
+func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
+	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion})
 	if err != nil {
 		return launched{}, err
 	}

@@ -46,6 +46,9 @@ type Config struct {
 	Budget    int64  `json:"budget,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
 	Persistence string `json:"persistence,omitempty"`
+	// PGVersion chooses a launched PostgreSQL's binaries: "15", "18" or a bin directory
+	// (servers.PostgresBin); "" for the default.
+	PGVersion string `json:"pg_version,omitempty"`
 	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
 	// config.json, one NAME[:P][@START-END] per entry.
 	Faults faults.Schedule `json:"-"`
