@@ -9,6 +9,7 @@ const (
 	Budget   Name = "budget"
 	Counter  Name = "counter"
 	Register Name = "register"
+	Insert   Name = "insert"
 )
 
 // Final is a workload's final state after a run: the `final` section of results.json,

@@ -15,6 +15,7 @@ import (
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/counter"
+	"github.com/indoubt/indoubt/workloads/insert"
 	"github.com/indoubt/indoubt/workloads/register"
 )
 
@@ -64,7 +65,7 @@ var kv = []workloads.Name{workloads.Budget, workloads.Register}
 var backends = []backend{
 	{
 		name: Postgres, schemes: []string{"postgres", "postgresql"}, protocol: toxics.Postgres{},
-		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter},
+		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter, workloads.Insert},
 		launch:    launchPostgres,
 		available: func() error { _, err := servers.PostgresBin(""); return err },
 		addr:      urlAddr,
@@ -218,6 +219,12 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 			return nil, nil, err
 		}
 		return counter.New(k), c.Close, nil
+	case workloads.Insert:
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		if err != nil {
+			return nil, nil, err
+		}
+		return insert.New(c, insert.Key(cfg.Key)), c.Close, nil
 	}
 	return nil, nil, unbound(Postgres, cfg.Workload)
 }

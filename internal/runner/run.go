@@ -44,6 +44,8 @@ type Config struct {
 	// Isolation is the transaction isolation level of workloads that take one (counter).
 	Isolation string `json:"isolation,omitempty"`
 	Budget    int64  `json:"budget,omitempty"`
+	// Key is the insert workload's primary-key shape (insert.Key).
+	Key string `json:"key,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
 	Persistence string `json:"persistence,omitempty"`
 	// PGVersion chooses a launched PostgreSQL's binaries: "15", "18" or a bin directory
