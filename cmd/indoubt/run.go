@@ -57,7 +57,7 @@ type runArgs struct {
 	counts  []int
 	keys    []insert.Key // the insert workload's key shapes (--key)
 	rounds  int          // the insert workload's rounds (--rounds)
-	store   string // --store as given: a store, all, or empty
+	store   string       // --store as given: a store, all, or empty
 	jsonOut bool
 }
 
