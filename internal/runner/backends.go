@@ -105,7 +105,7 @@ var backends = []backend{
 	{
 		// CockroachDB runs only where --dsn points at one: nothing launches it here.
 		name: Cockroach, protocol: toxics.Postgres{},
-		workloads: []workloads.Name{workloads.Counter},
+		workloads: []workloads.Name{workloads.Counter, workloads.Insert},
 		launch:    launchCockroach,
 		available: func() error { return fmt.Errorf("cockroach: no CockroachDB can be launched here; give --dsn") },
 		addr:      urlAddr,
@@ -234,12 +234,15 @@ func launchCockroach(ctx context.Context, _ Config, dir string) (launched, error
 }
 
 func openCockroach(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
-	if cfg.Workload != workloads.Counter {
+	if cfg.Workload != workloads.Counter && cfg.Workload != workloads.Insert {
 		return nil, nil, unbound(Cockroach, cfg.Workload)
 	}
 	c, err := cockroach.Open(ctx, cockroach.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.Workload == workloads.Insert {
+		return insert.New(c, insert.Key(cfg.Key)), c.Close, nil
 	}
 	k, err := c.Counter(postgres.CounterConfig{Mechanism: postgres.CounterMechanism(cfg.Mechanism), Isolation: postgres.Isolation(cfg.Isolation)})
 	if err != nil {
