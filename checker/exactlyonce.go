@@ -149,7 +149,19 @@ func CheckExactlyOnce(ctx context.Context, ops []histories.Op) (Result, error) {
 		for id := range effects {
 			ids = append(ids, id)
 		}
-		slices.Sort(ids)
+		// In the order the history first applied them; phantoms last, by id.
+		slices.SortFunc(ids, func(a, b string) int {
+			ea, eb := effects[a], effects[b]
+			switch {
+			case ea != nil && eb != nil:
+				return cmp.Compare(ea.ops[0].inv.Index, eb.ops[0].inv.Index)
+			case ea != nil:
+				return -1
+			case eb != nil:
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
 		for _, id := range ids {
 			n := st[id]
 			e := effects[id]

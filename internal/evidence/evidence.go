@@ -80,6 +80,29 @@ func effectOf(tag string) effect {
 	return effectNone
 }
 
+// Tally counts the commit faults among events by what the server did, from the truth
+// and the reply the proxy cut.
+func Tally(events []FaultEvent) report.CommitCounts {
+	var c report.CommitCounts
+	for _, e := range events {
+		switch e.Truth {
+		case "applied":
+			c.Committed++
+			switch effectOf(e.Tag) {
+			case effectRows:
+				c.ChangedRows++
+			case effectNone:
+				c.Unchanged++
+			default:
+				c.EffectUnseen++
+			}
+		case "not-applied":
+			c.NotCommitted++
+		}
+	}
+	return c
+}
+
 // Join matches fault events to the attempts they hit, by connection and time,
 // and compares what the ground truth proves with what the history shows and with the
 // workload's final state. It never changes the verdict: it is evidence beside it. It

@@ -97,10 +97,6 @@ func TestJoinBlackBox(t *testing.T) {
 		{Index: 4, Time: t0 + 70, Process: 1, Type: histories.Invoke, F: "apply", OpID: "p3", Conn: "127.0.0.1:40004"},
 		{Index: 5, Time: t0 + 80, Process: 1, Type: histories.Fail, F: "apply", OpID: "p3", Conn: "127.0.0.1:40004", Error: "server closed the connection unexpectedly"},
 	}
-	spans := SpansFromHistory(ops)
-	if len(spans) != 5 { // p1 and p2 on two connections each, p3 on one
-		t.Fatalf("spans %+v", spans)
-	}
 	faults := `{"time":"2023-11-14T22:13:20.000000015Z","conn":"127.0.0.1:40001","kind":"commit-cut","truth":"applied","statement":"UPDATE accounts","tag":"UPDATE 1"}
 {"window":"start","fault":"commit-cut"}
 {"time":"2023-11-14T22:13:20.000000045Z","conn":"127.0.0.1:40002","kind":"commit-cut","truth":"applied","tag":"INSERT 0 1"}
@@ -113,6 +109,10 @@ func TestJoinBlackBox(t *testing.T) {
 	}
 	if err := CheckClock(ops, clock); err != nil {
 		t.Fatal(err)
+	}
+	spans := SpansFromHistory(ops, events)
+	if len(spans) != 5 { // p1 and p2 on two connections each, p3 on one
+		t.Fatalf("spans %+v", spans)
 	}
 	ev, _ := Join(events, spans, ops, nil, true)
 	if ev.Joined != 3 {
@@ -142,5 +142,27 @@ func TestJoinBlackBox(t *testing.T) {
 	_, clock, _ = ReadEvents(strings.NewReader(`{"time":"2023-11-14T22:13:20Z","run_time":5,"conn":"a","kind":"commit-cut","truth":"applied"}`+"\n"), "f")
 	if clock != RunClock {
 		t.Errorf("run_time events: clock %v", clock)
+	}
+}
+
+// TestJoinUnnamedConnection: attempts between the first and the last of an operation
+// use connections the history does not name; their events join the operation running
+// at the time when only one was, and nothing when two were.
+func TestJoinUnnamedConnection(t *testing.T) {
+	ops := []histories.Op{
+		{Index: 0, Time: 100, Process: 0, Type: histories.Invoke, F: "apply", OpID: "p1", Conn: "c:1"},
+		{Index: 1, Time: 400, Process: 0, Type: histories.OK, F: "apply", OpID: "p1", Conn: "c:4", Attempt: 4},
+		{Index: 2, Time: 500, Process: 0, Type: histories.Invoke, F: "apply", OpID: "p2", Conn: "c:4"},
+		{Index: 3, Time: 550, Process: 1, Type: histories.Invoke, F: "apply", OpID: "q1", Conn: "d:1"},
+		{Index: 4, Time: 700, Process: 0, Type: histories.OK, F: "apply", OpID: "p2", Conn: "c:6", Attempt: 2},
+		{Index: 5, Time: 800, Process: 1, Type: histories.OK, F: "apply", OpID: "q1", Conn: "d:1"},
+	}
+	cut := func(at int64, conn string) FaultEvent {
+		return FaultEvent{Time: at, Conn: conn, Kind: "commit-cut", Truth: "applied", Tag: "INSERT 0 1"}
+	}
+	events := []FaultEvent{cut(150, "c:1"), cut(200, "c:2"), cut(300, "c:3"), cut(600, "c:5")}
+	ev, _ := Join(events, SpansFromHistory(ops, events), ops, nil, true)
+	if ev.Joined != 3 || len(ev.AppliedTwice) != 1 || !strings.Contains(ev.AppliedTwice[0].Sentence, "took effect 4 times") {
+		t.Fatalf("joined %d, applied twice %+v", ev.Joined, ev.AppliedTwice)
 	}
 }

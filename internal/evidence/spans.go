@@ -29,13 +29,48 @@ type Span struct {
 }
 
 // SpansFromHistory makes the spans of a history recorded without attempts (by a
-// program other than indoubt): one per operation that has an op id and a connection,
-// from its invocation's time to its completion's (to the end of time when it never
-// completed), on the connection its invocation names and, when its completion names
-// another, on that one too (a retry on a fresh connection). The class is what the
-// completion says: info or none is unknown, fail is definite, ok is unknown (an attempt
-// before the one that succeeded may have failed any way; the history does not say).
-func SpansFromHistory(ops []histories.Op) []Span {
+// program other than indoubt), for joining events to it: one per operation that has
+// an op id and a connection, from its invocation's time to its completion's (to the end
+// of time when it never completed), on the connection its invocation names and, when
+// its completion names another, on that one too (a retry on a fresh connection). The
+// class is what the completion says: info or none is unknown, fail is definite, ok is
+// unknown (an attempt before the one that succeeded may have failed any way; the
+// history does not say).
+//
+// Attempts between the first and the last of an operation used connections the history
+// does not name. An event on a connection that no operation names joins the operation
+// whose span holds its time when exactly one does (one worker, or a moment when only
+// one operation was running); when several do, it joins none, since time alone cannot
+// tell which.
+func SpansFromHistory(ops []histories.Op, events []FaultEvent) []Span {
+	spans := opSpans(ops)
+	named := map[string]bool{}
+	for _, s := range spans {
+		named[s.Conn] = true
+	}
+	for _, e := range events {
+		if named[e.Conn] {
+			continue
+		}
+		var hit *Span
+		ids := map[string]bool{}
+		for i, s := range spans {
+			if s.From <= e.Time && e.Time <= s.To && !ids[s.OpID] {
+				ids[s.OpID] = true
+				hit = &spans[i]
+			}
+		}
+		if len(ids) == 1 {
+			x := *hit
+			x.Conn, x.From, x.To = e.Conn, e.Time, e.Time
+			spans = append(spans, x)
+		}
+	}
+	return spans
+}
+
+// opSpans makes one span per operation and connection the history names.
+func opSpans(ops []histories.Op) []Span {
 	open := map[int]*Span{}
 	var out []Span
 	var extra []Span

@@ -175,6 +175,8 @@ func (n *nemesis) account(res *report.Results, ops []histories.Op) {
 		res.Faults.ByTruth[k] = v
 	}
 	events := append([]evidence.FaultEvent(nil), n.events...)
+	commits := evidence.Tally(events)
+	res.Faults.Commits = &commits
 	n.r.mu.Lock()
 	spans := append([]evidence.Span(nil), n.r.attempts...)
 	n.r.mu.Unlock()
