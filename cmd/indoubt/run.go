@@ -15,6 +15,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/catalog"
 	"github.com/indoubt/indoubt/workloads/insert"
@@ -165,6 +166,12 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	}
 	if a.rounds < 1 {
 		return a, fmt.Errorf("run: --rounds must be at least 1")
+	}
+	if cfg.PGVersion != "" && cfg.DSN == "" {
+		// Refused before anything is launched, in one line.
+		if _, err := servers.PostgresBin(cfg.PGVersion); err != nil {
+			return a, fmt.Errorf("run: --pg-version: %v", err)
+		}
 	}
 	if !*quiet {
 		cfg.Progress = stderr
