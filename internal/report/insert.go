@@ -102,7 +102,7 @@ func WriteInsertTable(w io.Writer, runs []*Results) {
 	}
 	faulted := len(first.Faults.Schedule) > 0
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "key\tside\tworkers\ttx/s\tvs identity\tp50 ms\tp99 ms\tindex KiB\tafter REINDEX\tWAL B/insert\tFPI\tFPI/insert\tgaps\t"
+	head := "key\tside\tworkers\ttx/s\tvs identity\tp50 ms\tp99 ms\tindex KiB\tafter REINDEX\tindex B/row\tWAL B/insert\tFPI\tFPI/1k inserts\tgaps\t"
 	if faulted {
 		head += "duplicates\talready applied\t"
 	}
@@ -137,14 +137,21 @@ func WriteInsertTable(w io.Writer, runs []*Results) {
 			if f.Measures.FPI == nil || f.Measures.Rows == 0 {
 				return 0, false
 			}
-			return float64(*f.Measures.FPI) / float64(f.Measures.Rows), true
-		}, "%.3f")
+			return 1000 * float64(*f.Measures.FPI) / float64(f.Measures.Rows), true
+		}, "%.2f")
+		// Time-bounded runs insert different numbers of rows: bytes per row compare.
+		perRow := plain(func(_ *Results, f insert.Final) (float64, bool) {
+			if f.Measures.IndexBytes == nil || f.Measures.Rows == 0 {
+				return 0, false
+			}
+			return float64(*f.Measures.IndexBytes) / float64(f.Measures.Rows), true
+		}, "%.1f")
 		gaps := plain(ptrFigure(func(f insert.Final) *int64 { return f.Measures.Gaps }), "%.0f")
-		row := fmt.Sprintf("%s\t%s\t%d\t%.0f\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t",
+		row := fmt.Sprintf("%s\t%s\t%d\t%.0f\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t",
 			c.key, side, c.workers, tps, ratio, p50, p99,
 			kib(func(f insert.Final) *int64 { return f.Measures.IndexBytes }),
 			kib(func(f insert.Final) *int64 { return f.Measures.Reindexed }),
-			walPer, fpi, fpiPer, gaps)
+			perRow, walPer, fpi, fpiPer, gaps)
 		if faulted {
 			var dups, already int64
 			for _, f := range c.finals {
