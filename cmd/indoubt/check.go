@@ -97,19 +97,18 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	var h *histories.Header
 	var ops []histories.Op
+	var res checker.Result
+	var err error
 	switch *format {
 	case "indoubt":
-		var err error
-		if h, ops, err = histories.ReadFile(path, *partial); err != nil {
+		res, err = checkIndoubt(ctx, path, *partial, opt)
+		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(ops, histories.Op.IsClient) {
-			return fmt.Errorf("check %s: the history has a header but no operations: nothing to check", path)
-		}
 	case "jepsen-edn", "jepsen-log":
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("open history: %w", err)
+		f, oerr := os.Open(path)
+		if oerr != nil {
+			return fmt.Errorf("open history: %w", oerr)
 		}
 		defer f.Close()
 		jopt := histories.JepsenOptions{SkipBadLines: *skipBad}
@@ -127,9 +126,10 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	default:
 		return fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn or jepsen-log)", *format)
 	}
-	res, err := checker.Check(ctx, h, ops, opt)
-	if err != nil {
-		return fmt.Errorf("check %s: %v", path, err)
+	if *format != "indoubt" {
+		if res, err = checker.Check(ctx, h, ops, opt); err != nil {
+			return fmt.Errorf("check %s: %v", path, err)
+		}
 	}
 	if *jsonOut {
 		b, _ := json.MarshalIndent(res, "", "  ")
@@ -152,4 +152,52 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return verdictExit{code}
 	}
 	return nil
+}
+
+// checkIndoubt checks an indoubt history as it reads it, so that a long history need not
+// fit in memory (checker.CheckStream). Its errors come in the order reading the whole
+// file first gave them: the file's own (a bad line anywhere), then a history without
+// operations, then the checker's.
+func checkIndoubt(ctx context.Context, path string, partial bool, opt checker.Options) (checker.Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return checker.Result{}, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	rd, err := histories.NewReader(f, path)
+	if err != nil {
+		return checker.Result{}, err
+	}
+	rd.Partial = partial
+	var readErr error
+	clients := false
+	next := func() (histories.Op, error) {
+		op, err := rd.Next()
+		if err != nil && err != io.EOF {
+			readErr = err
+		}
+		if err == nil && op.IsClient() {
+			clients = true
+		}
+		return op, err
+	}
+	res, err := checker.CheckStream(ctx, rd.Header(), next, opt)
+	if err != nil && readErr == nil {
+		// The checker stopped early: the rest of the file is read for an error of its
+		// own, which comes first.
+		for {
+			if _, nerr := next(); nerr != nil {
+				break
+			}
+		}
+	}
+	switch {
+	case readErr != nil:
+		return checker.Result{}, readErr
+	case !clients && (err != nil || ctx.Err() == nil):
+		return checker.Result{}, fmt.Errorf("check %s: the history has a header but no operations: nothing to check", path)
+	case err != nil:
+		return checker.Result{}, fmt.Errorf("check %s: %v", path, err)
+	}
+	return res, nil
 }
