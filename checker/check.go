@@ -12,7 +12,8 @@ import (
 // Options tune Check. The zero value checks with the model and parameters the history's
 // header names, without a time limit.
 type Options struct {
-	// Model overrides the header's model: budget, register, cas-register, counter.
+	// Model overrides the header's model: budget, register, cas-register, counter,
+	// exactly-once, bank.
 	Model string
 	// Budget overrides the header's params.budget (budget model).
 	Budget *int64
@@ -26,6 +27,11 @@ type Options struct {
 	Timeout time.Duration
 	// VisualizePath, when set, receives porcupine's HTML visualization (register models).
 	VisualizePath string
+	// Final, when set, is the final state of a history that has no final read, as the
+	// value of the model's ok read (budget {"balance":n}, counter {"value":n},
+	// exactly-once an ExactlyOnceState, bank Balances). Check appends it as a read that
+	// begins after every event of the history.
+	Final json.RawMessage
 }
 
 // checkEvery is how many events the exact checkers handle between looks at their
@@ -33,7 +39,7 @@ type Options struct {
 const checkEvery = 4096
 
 // Models lists the models Check knows.
-var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter"}
+var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", ExactlyOnceModel, BankModel}
 
 // Check chooses the checker for the history's model and runs it. The error means the
 // history cannot be checked (no model, missing parameters, not a history of that model);
@@ -48,6 +54,23 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 	switch model {
 	case "":
 		return Result{}, fmt.Errorf("the history names no model: give --model (%v)", Models)
+	case RegisterModel, CASRegisterModel:
+		if opt.Final != nil {
+			return Result{}, fmt.Errorf("a final state applies to the budget, counter, exactly-once and bank models, not %s", model)
+		}
+	}
+	if opt.Final != nil {
+		ops = withFinalRead(ops, opt.Final)
+	}
+	switch model {
+	case ExactlyOnceModel:
+		return CheckExactlyOnce(ctx, ops)
+	case BankModel:
+		p, err := bankFromHeader(h)
+		if err != nil {
+			return Result{}, err
+		}
+		return CheckBank(ctx, ops, p)
 	case "budget":
 		b, err := budgetParam(h, opt)
 		if err != nil {
@@ -74,4 +97,21 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 		return CheckCounter(ctx, ops, before)
 	}
 	return Result{}, fmt.Errorf("unknown model %q (want one of %v)", model, Models)
+}
+
+// withFinalRead returns ops followed by an ok read of value final, by a process of its
+// own, that begins after every event of ops.
+func withFinalRead(ops []histories.Op, final json.RawMessage) []histories.Op {
+	var index, t int64
+	proc := 0
+	for _, op := range ops {
+		index = max(index, op.Index+1)
+		t = max(t, op.Time+1)
+		proc = max(proc, op.Process+1)
+	}
+	out := make([]histories.Op, len(ops), len(ops)+2)
+	copy(out, ops)
+	return append(out,
+		histories.Op{Index: index, Time: t, Process: proc, Type: histories.Invoke, F: "read", OpID: "final"},
+		histories.Op{Index: index + 1, Time: t + 1, Process: proc, Type: histories.OK, F: "read", OpID: "final", Value: final})
 }

@@ -21,11 +21,26 @@
 //     reads of the balance. Exact, O(n log n), no search.
 //   - counter (CheckCounter): increments that read and write, reads. Exact,
 //     O(n log n), no search.
+//   - exactly-once (CheckExactlyOnce): applies identified by op id, and a final read
+//     of how many times each effect is present (ExactlyOnceState). Every
+//     acknowledged effect present exactly once, every failed one absent, every
+//     unknown one at most once; duplicates and losses named by op id. Exact, a count
+//     per op id, no search.
+//   - bank (CheckBank): transfers (Transfer) between accounts with initial balances
+//     and floors (BankParams), reads of every balance (Balances). The total conserved
+//     at every read, no balance below its floor, and the final balances explained by
+//     every acknowledged transfer once and some choice of unknown ones at most once.
+//     Exact; the choice is a search over partial sums, bounded, Unknown when it
+//     outgrows its bound. CheckBank's documentation says what it cannot see.
 //   - register and cas-register (CheckRegister): integer registers, one per key,
 //     checked for linearizability with porcupine. A search: bounded by
 //     Options.Timeout, and Unknown when it runs out.
 //
 // The value formats each checker reads are those of package histories ("Values").
+// The exactly-once and bank models judge the final state, which a history carries as
+// an ok read that begins after every other operation ended, or which Options.Final
+// supplies (`indoubt check --final`) when the program that recorded the history read
+// it some other way.
 // Every checker allows an info operation to take effect at any point after its
 // invocation, or never. What a failed cas means is a convention of the history's
 // source: FailCompareFailed (porcupine's, and indoubt's own histories) or

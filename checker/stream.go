@@ -13,12 +13,16 @@ import (
 // in order and io.EOF at the end. The budget and counter checkers take the events as
 // they come, so memory grows with the operations a checker keeps (budget: those still
 // open; counter: one small record each), not with the history's bytes; the other
-// models read the whole history first. An error of next other than io.EOF is returned
+// models, and a check with Options.Final, read the whole history first. An error of next other than io.EOF is returned
 // as it is, and the check ends there.
 func CheckStream(ctx context.Context, h *histories.Header, next func() (histories.Op, error), opt Options) (Result, error) {
 	model := opt.Model
 	if model == "" && h != nil {
 		model = h.Model
+	}
+	if opt.Final != nil {
+		// The final state is a read after every event: left to Check, which adds it.
+		model = ""
 	}
 	switch model {
 	case "budget":

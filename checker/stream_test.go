@@ -34,6 +34,14 @@ func TestCheckStreamEqualsCheck(t *testing.T) {
 			}
 		})
 	}
+	// A final state goes through Check, which adds it as a read.
+	ops, budget := budgetBenchHistory(1000, true)
+	final := Options{Model: "budget", Budget: &budget, Final: []byte(`{"balance":0}`)}
+	want, werr := Check(context.Background(), nil, ops, final)
+	got, gerr := CheckStream(context.Background(), nil, sliceNext(ops), final)
+	if errString(werr) != errString(gerr) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("final: stream %v %+v, whole %v %+v", gerr, got, werr, want)
+	}
 	for _, n := range []int{10, 1000, 20000} {
 		ops, budget := budgetBenchHistory(n, true)
 		want, werr := CheckBudget(context.Background(), ops, budget)

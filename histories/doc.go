@@ -33,21 +33,37 @@
 // per function f of each workload. A fail or info completion carries its error
 // text in Op.Error and no value, except that a failed cas may echo its [from,to]:
 //
-//	model      f          invoke value   ok value
-//	budget     decrement  none           {"applied":true,"balance":n}; applied false: rejected, nothing left
-//	budget     read       none           {"balance":n}
-//	counter    increment  none           {"wrote":n}, or {"read":n-1,"wrote":n} when it read first
-//	counter    read       none           {"value":n}
-//	register   read       none           n, or null when the register is absent
-//	register   write      n              n (echoed)
-//	register   cas        [from,to]      [from,to]: swapped (cas-register model only)
+//	model         f          invoke value                       ok value
+//	budget        decrement  none                               {"applied":true,"balance":n}; applied false: rejected, nothing left
+//	budget        read       none                               {"balance":n}
+//	counter       increment  none                               {"wrote":n}, or {"read":n-1,"wrote":n} when it read first
+//	counter       read       none                               {"value":n}
+//	register      read       none                               n, or null when the register is absent
+//	register      write      n                                  n (echoed)
+//	register      cas        [from,to]                          [from,to]: swapped (cas-register model only)
+//	exactly-once  apply      any (op_id names the effect)       any
+//	exactly-once  read       none                               {"<op id>":count,...}: the effects present, how often
+//	bank          transfer   {"from":"a","to":"b","amount":n}   any
+//	bank          read       none                               {"a":n,"b":m,...}: every account's balance
 //
 // Register workloads add Op.Key for each independent register. An ok read with no
 // value at all carries no information (what Jepsen's nil read means) and is accepted
 // in any state. For a failed cas, checker.FailMeaning says what the fail means.
 // Header.Params holds what the checker needs: "budget" (the initial balance),
 // "before" (the counter's value before the run), "initial" (every register's initial
-// value; null or absent: the registers start absent).
+// value; null or absent: the registers start absent), "accounts" (bank: every
+// account's initial balance, {"a":10,"b":0}), "floor" and "floors" (bank: the lowest
+// balance allowed, for every account and per account; 0 when absent).
+//
+// An exactly-once apply must carry op_id, the identity of its effect (the idempotency
+// key, the tag of the row it writes); applies that share an op id are one effect. The
+// exactly-once and bank models judge the final state: an ok read, by a process of its
+// own, that begins after every other operation ended; a program that reads it some
+// other way gives it to `indoubt check --final` instead (a file holding the read's
+// value). A history written by a program other than indoubt follows the same lines:
+// the header, then for each operation an invoke and one completion on the same
+// process, in the order they happened, with conn naming the client's local address of
+// the connection so that `indoubt check --faults` can join the proxy's events to it.
 //
 // # Jepsen
 //

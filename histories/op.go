@@ -98,7 +98,8 @@ type Header struct {
 	Format string `json:"format"`
 	// Workload is the workload run: budget, counter, register.
 	Workload string `json:"workload"`
-	// Model is the checker's model: budget, counter, register or cas-register.
+	// Model is the checker's model: budget, counter, register, cas-register,
+	// exactly-once or bank.
 	Model string `json:"model"`
 	// Store is the store the history was recorded against (postgres, redis, ...).
 	Store string `json:"store,omitempty"`
@@ -107,7 +108,9 @@ type Header struct {
 	// Params holds the workload's parameters the checker needs, as JSON: "budget"
 	// (budget model: the initial balance, an integer), "before" (counter: the value
 	// before the run, an integer), "initial" (register models: every register's initial
-	// value, an integer, or null or absent for a register that starts absent).
+	// value, an integer, or null or absent for a register that starts absent),
+	// "accounts", "floor" and "floors" (bank: initial balances and the floors below
+	// which no balance may go).
 	Params map[string]json.RawMessage `json:"params,omitempty"`
 }
 

@@ -110,6 +110,10 @@ func TestSchemaRefusesMalformedLines(t *testing.T) {
 		`{"index":0,"time":0,"process":0,"type":"invoke","f":"cas","value":[1]}`,
 		`{"index":0,"time":0,"process":0,"type":"invoke","f":"write","value":"x"}`,
 		`{"index":0,"time":0,"process":0,"type":"ok","f":"read","value":"x"}`,
+		`{"index":0,"time":0,"process":0,"type":"ok","f":"read","value":{"a":"x"}}`,
+		`{"index":0,"time":0,"process":0,"type":"invoke","f":"apply"}`,
+		`{"index":0,"time":0,"process":0,"type":"invoke","f":"transfer","value":{"from":"a","to":"b"}}`,
+		`{"index":0,"time":0,"process":0,"type":"invoke","f":"transfer"}`,
 	} {
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(line)))
 		if err != nil {

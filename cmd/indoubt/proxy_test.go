@@ -382,7 +382,7 @@ func TestProxyTotalsOnStop(t *testing.T) {
 	os.WriteFile(events, []byte("{\"from\":\"an earlier run\"}\n"), 0o644)
 	rp := startProxyCommand(t, "--upstream", srv.Addr, "--listen", "127.0.0.1:0", "--cut-after-commit", "1", "--events", events)
 	host, port, _ := net.SplitHostPort(rp.addr)
-	dsn := fmt.Sprintf("postgres://%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, host, port, servers.PostgresDatabase)
+	dsn := fmt.Sprintf("postgres://%s:%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, srv.Password, host, port, servers.PostgresDatabase)
 	for _, sql := range []string{
 		"update totals set n = n + 1 where id = 1", // UPDATE 1
 		"update totals set n = n + 1 where id = 2", // UPDATE 0
@@ -441,7 +441,7 @@ func TestProxyAPICommitToxic(t *testing.T) {
 		t.Errorf("a second commit_cut was added")
 	}
 	host, port, _ := net.SplitHostPort(rp.addr)
-	dsn := fmt.Sprintf("postgres://%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, host, port, servers.PostgresDatabase)
+	dsn := fmt.Sprintf("postgres://%s:%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, srv.Password, host, port, servers.PostgresDatabase)
 	update := func() error {
 		c, err := pgx.Connect(ctx, dsn)
 		if err != nil {

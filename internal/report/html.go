@@ -37,7 +37,7 @@ pre{background:#f6f6f6;padding:.5em;overflow:auto}
 <tr><th>latency</th><td>p50 {{.LatencyMs.P50}} ms, p95 {{.LatencyMs.P95}} ms, p99 {{.LatencyMs.P99}} ms, max {{.LatencyMs.Max}} ms</td></tr>
 <tr><th>retries</th><td>{{.Retries.Total}}: ok {{.Retries.ByOutcome.OK}}, fail {{.Retries.ByOutcome.Fail}}, info {{.Retries.ByOutcome.Info}}, deadline {{.Retries.ByOutcome.Deadline}}; by reason {{range $k, $v := .Retries.ByReason}}{{$k}}={{$v}} {{end}}</td></tr>
 <tr><th>CAS conflicts</th><td>{{.Conflicts}}</td></tr>
-<tr><th>faults</th><td>{{range .Faults.Schedule}}{{.}} {{end}}{{range $k, $v := .Faults.ByKind}}{{$k}}={{$v}} {{end}}{{range $k, $v := .Faults.ByTruth}}truth {{$k}}={{$v}} {{end}}</td></tr>
+<tr><th>faults</th><td>{{range .Faults.Schedule}}{{.}} {{end}}{{range $k, $v := .Faults.ByKind}}{{$k}}={{$v}} {{end}}{{if .Faults.Commits}}<br>commit faults: {{.Faults.Commits}}{{else}}{{range $k, $v := .Faults.ByTruth}}truth {{$k}}={{$v}} {{end}}{{end}}</td></tr>
 </table>
 {{with .Evidence}}<h2>Ground truth from the proxy</h2>
 <p>{{.Events}} fault events, {{.Joined}} joined to operations.</p>

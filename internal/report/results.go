@@ -4,6 +4,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
@@ -112,7 +113,35 @@ type RetryOutcomes struct {
 type FaultCounts struct {
 	Schedule []string         `json:"schedule"`
 	ByKind   map[string]int64 `json:"by_kind"`
-	ByTruth  map[string]int64 `json:"by_truth"`
+	// ByTruth counts faults by the proxy's truth: "applied" for every cut after the
+	// server committed, whatever the statement changed (Commits splits it).
+	ByTruth map[string]int64 `json:"by_truth"`
+	// Commits says in plain words what the commit faults did; nil before it existed.
+	Commits *CommitCounts `json:"commits,omitempty"`
+}
+
+// CommitCounts splits the commit faults by what the server did: a cut after commit
+// proves a commit, not a change (an UPDATE that matched no row commits too).
+type CommitCounts struct {
+	// Committed counts cuts after the server committed: the client got an error.
+	Committed int64 `json:"committed"`
+	// ChangedRows counts those whose reply proves rows changed ("UPDATE 1",
+	// "INSERT 0 1", a CQL LWT's [applied]=true).
+	ChangedRows int64 `json:"changed_rows"`
+	// Unchanged counts those whose reply says nothing changed ("UPDATE 0", an LWT's
+	// [applied]=false): committed without effect.
+	Unchanged int64 `json:"unchanged"`
+	// EffectUnseen counts those whose reply does not say what changed ("COMMIT",
+	// "CALL", a script's result).
+	EffectUnseen int64 `json:"effect_unseen"`
+	// NotCommitted counts commits dropped before the server saw them.
+	NotCommitted int64 `json:"not_committed"`
+}
+
+// String says it in a sentence.
+func (c CommitCounts) String() string {
+	return fmt.Sprintf("%d cut after the server committed (%d changed rows, %d changed nothing, %d whose reply does not say), %d dropped before the server saw them (not committed)",
+		c.Committed, c.ChangedRows, c.Unchanged, c.EffectUnseen, c.NotCommitted)
 }
 
 // Evidence is the proxy's ground truth joined to the operations it hit. It is gathered

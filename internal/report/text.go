@@ -18,9 +18,11 @@ type Row struct {
 	Rejected         string
 	Final            string
 	Retries          string
-	Ambiguous        string
-	Verdict          string
-	RunDir           string
+	// Ambiguous is "info (cuts/drops)": operations that ended unknown, and the commit
+	// faults fired, which a retry may have resolved.
+	Ambiguous string
+	Verdict   string
+	RunDir    string
 }
 
 // RowOf reads the stand's columns out of results. Workload-specific columns come from
@@ -45,6 +47,8 @@ func RowOf(r *Results) Row {
 			row.Retries += fmt.Sprintf(" (%.1f/applied)", float64(r.Conflicts)/applied)
 		}
 	}
+	// Operations that ended unknown, then the faults fired: under a retry policy a cut
+	// is retried and its operation ends ok, so 0 (418/0) is no contradiction.
 	cut, drop := r.Faults.ByKind["commit-cut"], r.Faults.ByKind["commit-drop"]
 	row.Ambiguous = fmt.Sprintf("%d (%d/%d)", r.Ops.Info, cut, drop)
 	return row
@@ -72,7 +76,11 @@ func WriteSummary(w io.Writer, r *Results) {
 		fmt.Fprintf(w, "errors (last attempt): %s\n", counts(r.Errors))
 	}
 	if len(r.Faults.Schedule) > 0 {
-		fmt.Fprintf(w, "faults: %s  fired: %s  truth: %s\n", strings.Join(r.Faults.Schedule, " "), counts(r.Faults.ByKind), counts(r.Faults.ByTruth))
+		if c := r.Faults.Commits; c != nil {
+			fmt.Fprintf(w, "faults: %s  fired: %s\ncommit faults: %s\n", strings.Join(r.Faults.Schedule, " "), counts(r.Faults.ByKind), c)
+		} else {
+			fmt.Fprintf(w, "faults: %s  fired: %s  truth: %s\n", strings.Join(r.Faults.Schedule, " "), counts(r.Faults.ByKind), counts(r.Faults.ByTruth))
+		}
 	}
 	fmt.Fprintf(w, "verdict: %s: %s\n", r.Verdict, r.Summary)
 	for i, a := range r.Anomalies {
@@ -154,7 +162,7 @@ func WriteTable(w io.Writer, runs []*Results) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "store\tmechanism\ttx/s\tvs fastest\tapplied\trejected\tfinal\tretries/conflicts\tambiguous (cut/drop)\tverdict")
+	fmt.Fprintln(tw, "store\tmechanism\ttx/s\tvs fastest\tapplied\trejected\tfinal\tretries/conflicts\tended unknown (cuts/drops fired)\tverdict")
 	for _, r := range runs {
 		row := RowOf(r)
 		ratio := "-"

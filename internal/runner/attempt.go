@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/indoubt/indoubt/internal/evidence"
 	"math/rand/v2"
 	"time"
 
@@ -72,7 +73,7 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 		if class == workloads.ClassUnknown {
 			maybeApplied = true
 		}
-		t.r.recordSpan(attemptSpan{OpID: op.id, Process: op.process, Invoke: op.invoke, Conn: conn, From: from, To: t.r.now(), Class: class, Err: err.Error()})
+		t.r.recordSpan(evidence.Span{OpID: op.id, Process: op.process, Invoke: op.invoke, Conn: conn, From: from, To: t.r.now(), Class: class, Err: t.r.scrub.text(err.Error())})
 		if end, stop := t.stop(ctx, class, n, &rt); stop {
 			rt.errReason = string(workloads.ReasonOf(err))
 			rt.end = end
@@ -82,7 +83,7 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 				// the last attempt said.
 				rt.end, typ = endedUnknown, histories.Info
 			}
-			return histories.Op{Type: typ, Error: err.Error(), Conn: conn, Attempt: n}, rt
+			return histories.Op{Type: typ, Error: t.r.scrub.text(err.Error()), Conn: conn, Attempt: n}, rt
 		}
 		rt.retries++
 		rt.reasons = append(rt.reasons, string(workloads.ReasonOf(err)))
@@ -119,7 +120,7 @@ func (t *retrier) stop(ctx context.Context, class workloads.Class, n int, rt *re
 }
 
 // recordSpan keeps an attempt that ended in an error, to join fault events to it.
-func (r *run) recordSpan(s attemptSpan) {
+func (r *run) recordSpan(s evidence.Span) {
 	r.mu.Lock()
 	r.attempts = append(r.attempts, s)
 	r.mu.Unlock()

@@ -41,6 +41,8 @@ func TestNaiveRetryAfterCommitCutIsCaught(t *testing.T) {
 	if res.Evidence == nil || len(res.Evidence.AppliedTwice) == 0 {
 		t.Fatalf("no operation proven applied twice: %+v", res.Evidence)
 	}
+	commitsAddUp(t, res)
+	oneReason(t, res)
 	f := finalOf(t, res.Final)
 	if f.Applied >= 1000 || *f.Balance != 0 {
 		t.Errorf("applied %d balance %d: double application should leave fewer than 1000 acknowledged", f.Applied, *f.Balance)
@@ -81,6 +83,8 @@ func TestIdempotentRetryReconcilesExactly(t *testing.T) {
 			if len(res.Evidence.AppliedTwice) != 0 || len(res.Evidence.Disagreements) != 0 {
 				t.Fatalf("evidence: %+v", res.Evidence)
 			}
+			commitsAddUp(t, res)
+			oneReason(t, res)
 		})
 	}
 }
@@ -197,5 +201,30 @@ func TestSameSeedSameFaultDecisions(t *testing.T) {
 	}
 	if c := decisions(8); reflect.DeepEqual(a, c) {
 		t.Errorf("seeds 7 and 8 made the same %d decisions", faultsIn(a))
+	}
+}
+
+// commitsAddUp checks the plain-words split of the commit faults: every cut after
+// commit is counted once as having changed rows, changed nothing, or not said.
+func commitsAddUp(t *testing.T, res *report.Results) {
+	t.Helper()
+	c := res.Faults.Commits
+	if c == nil {
+		t.Fatal("results have no faults.commits")
+	}
+	if c.Committed != res.Faults.ByTruth["applied"] || c.NotCommitted != res.Faults.ByTruth["not-applied"] ||
+		c.ChangedRows+c.Unchanged+c.EffectUnseen != c.Committed {
+		t.Errorf("commits %+v do not add up to the truth %v", *c, res.Faults.ByTruth)
+	}
+}
+
+// oneReason checks that a commit cut is retried under one reason whatever the policy
+// and the statement: the connection closed.
+func oneReason(t *testing.T, res *report.Results) {
+	t.Helper()
+	for reason := range res.Retries.ByReason {
+		if reason != "conn-closed" {
+			t.Errorf("retries by reason %v: want conn-closed alone after commit cuts", res.Retries.ByReason)
+		}
 	}
 }

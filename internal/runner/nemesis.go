@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/indoubt/indoubt/internal/evidence"
 	"os"
 	"path/filepath"
 	"sync"
@@ -28,7 +29,7 @@ type nemesis struct {
 	file   *os.File
 	w      *bufio.Writer
 	r      *run
-	events []faultEvent
+	events []evidence.FaultEvent
 	byKind map[string]int64
 	byTr   map[string]int64
 
@@ -79,7 +80,7 @@ func (n *nemesis) onEvent(e toxics.Event) {
 	if n.r != nil {
 		at = int64(e.Time.Sub(n.r.start))
 	}
-	n.events = append(n.events, faultEvent{Time: at, Conn: e.Conn, Kind: kind, Truth: truth, What: e.Statement, Tag: e.Tag})
+	n.events = append(n.events, evidence.FaultEvent{Time: at, Conn: e.Conn, Kind: kind, Truth: truth, What: e.Statement, Tag: e.Tag})
 	line, _ := json.Marshal(struct {
 		toxics.Event
 		RunTime int64 `json:"run_time"`
@@ -173,9 +174,11 @@ func (n *nemesis) account(res *report.Results, ops []histories.Op) {
 	for k, v := range n.byTr {
 		res.Faults.ByTruth[k] = v
 	}
-	events := append([]faultEvent(nil), n.events...)
+	events := append([]evidence.FaultEvent(nil), n.events...)
+	commits := evidence.Tally(events)
+	res.Faults.Commits = &commits
 	n.r.mu.Lock()
-	spans := append([]attemptSpan(nil), n.r.attempts...)
+	spans := append([]evidence.Span(nil), n.r.attempts...)
 	n.r.mu.Unlock()
-	res.Evidence, res.Final = joinEvidence(events, spans, ops, res.Final, res.Verdict == checker.Invalid)
+	res.Evidence, res.Final = evidence.Join(events, spans, ops, res.Final, res.Verdict == checker.Invalid)
 }

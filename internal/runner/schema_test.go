@@ -21,7 +21,7 @@ func resultsSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	s, err := c.Compile(filepath.Join("..", "schemas", "results.schema.json"))
+	s, err := c.Compile(filepath.Join("..", "..", "schemas", "results.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +111,9 @@ func TestResultsSchemaRefuses(t *testing.T) {
 			m["final"] = map[string]any{"before": 0, "after": 1, "acknowledged": 1}
 		},
 		"a verdict out of the vocabulary": func(m map[string]any) { m["verdict"] = "maybe" },
+		"commits without changed_rows": func(m map[string]any) {
+			m["faults"].(map[string]any)["commits"] = map[string]any{"committed": 1, "unchanged": 0, "effect_unseen": 0, "not_committed": 0}
+		},
 	} {
 		var m map[string]any
 		if err := json.Unmarshal(good, &m); err != nil {

@@ -1,4 +1,23 @@
-package runner
+// Package evidence joins the proxy's ground truth (the faults it fired, on which
+// connection, and whether the server had committed) to the operations of a history,
+// and compares what it proves with what the history and the checker say. It is used
+// by the runner, which knows every attempt of its own workers, and by `indoubt check
+// --faults`, which has only a history file written by any program.
+//
+// # The join
+//
+// A fault event joins the attempt it hit: the attempt on the event's connection (the
+// client's local address, as the proxy saw it) whose time span holds the event's time.
+// The proxy acts before the client sees the error, so the event falls inside the
+// attempt that saw it. The runner records a span for every attempt that ended in an
+// error (Span). A history recorded by another program has no attempts, only
+// operations: SpansFromHistory makes one span per operation, from its invocation to its
+// completion (to the end of time for one never completed), on the connection its
+// invocation names and, when its completion names another one (a retry on a fresh
+// connection), on that one too. Both clocks must be one: see ReadEvents.
+//
+// What the join proves is evidence beside the verdict, never fed to the checker.
+package evidence
 
 import (
 	"encoding/json"
@@ -12,8 +31,8 @@ import (
 	"github.com/indoubt/indoubt/workloads"
 )
 
-// faultEvent is one thing the proxy did to a connection, with its ground truth.
-type faultEvent struct {
+// FaultEvent is one thing the proxy did to a connection, with its ground truth.
+type FaultEvent struct {
 	Time  int64  // monotonic ns since the run started
 	Conn  string // the client's address as the proxy saw it
 	Kind  string // commit-cut, commit-drop, ...
@@ -22,7 +41,7 @@ type faultEvent struct {
 	Tag   string // the server's proof of commit, for cuts: "UPDATE 1", "COMMIT"
 }
 
-// Effect is what a cut commit is known to have changed.
+// effect is what a cut commit is known to have changed.
 type effect int8
 
 const (
@@ -61,11 +80,34 @@ func effectOf(tag string) effect {
 	return effectNone
 }
 
-// joinEvidence matches fault events to the attempts they hit, by connection and time,
+// Tally counts the commit faults among events by what the server did, from the truth
+// and the reply the proxy cut.
+func Tally(events []FaultEvent) report.CommitCounts {
+	var c report.CommitCounts
+	for _, e := range events {
+		switch e.Truth {
+		case "applied":
+			c.Committed++
+			switch effectOf(e.Tag) {
+			case effectRows:
+				c.ChangedRows++
+			case effectNone:
+				c.Unchanged++
+			default:
+				c.EffectUnseen++
+			}
+		case "not-applied":
+			c.NotCommitted++
+		}
+	}
+	return c
+}
+
+// Join matches fault events to the attempts they hit, by connection and time,
 // and compares what the ground truth proves with what the history shows and with the
 // workload's final state. It never changes the verdict: it is evidence beside it. It
 // returns the final state reconciled with the ground truth.
-func joinEvidence(events []faultEvent, spans []attemptSpan, ops []histories.Op, final workloads.Final, verdictInvalid bool) (*report.Evidence, workloads.Final) {
+func Join(events []FaultEvent, spans []Span, ops []histories.Op, final workloads.Final, verdictInvalid bool) (*report.Evidence, workloads.Final) {
 	j := &join{
 		ev:   &report.Evidence{Events: int64(len(events)), Ambiguous: []report.AmbiguousOp{}, AppliedTwice: []report.AmbiguousOp{}, CommittedTwice: []report.AmbiguousOp{}, Disagreements: []string{}},
 		byID: indexOps(ops), byConn: spansByConn(spans),
@@ -112,9 +154,9 @@ func indexOps(ops []histories.Op) map[string]*opInfo {
 	return byID
 }
 
-// spansByConn returns the failed attempts by connection, in time order.
-func spansByConn(spans []attemptSpan) map[string][]attemptSpan {
-	byConn := map[string][]attemptSpan{}
+// spansByConn returns the spans by connection, in time order.
+func spansByConn(spans []Span) map[string][]Span {
+	byConn := map[string][]Span{}
 	for _, s := range spans {
 		byConn[s.Conn] = append(byConn[s.Conn], s)
 	}
@@ -128,7 +170,7 @@ func spansByConn(spans []attemptSpan) map[string][]attemptSpan {
 type join struct {
 	ev     *report.Evidence
 	byID   map[string]*opInfo
-	byConn map[string][]attemptSpan
+	byConn map[string][]Span
 
 	appliedByCut   map[string]int // op id -> cut attempts the reply proves changed rows
 	committedByCut map[string]int // op id -> cut attempts committed with unknown effect
@@ -137,8 +179,8 @@ type join struct {
 }
 
 // add joins one fault event to the attempt it hit, if any.
-func (j *join) add(e faultEvent) {
-	var hit *attemptSpan
+func (j *join) add(e FaultEvent) {
+	var hit *Span
 	for i, s := range j.byConn[e.Conn] {
 		// The proxy acts before the client sees the error: the event falls inside
 		// the attempt that saw it.
@@ -174,14 +216,14 @@ func (j *join) add(e faultEvent) {
 				what = fmt.Sprintf("committed it (%s; the reply does not say what changed)", e.Tag)
 			}
 		}
-		a.Sentence = fmt.Sprintf("operation %s: the proxy cut the connection %s after the server %s; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, what, hit.Err, hit.Class, completion)
+		a.Sentence = fmt.Sprintf("operation %s: the proxy cut the connection %s after the server %s; %s and the operation ended %s", hit.OpID, e.Conn, what, saw(hit), completion)
 	case "not-applied":
-		a.Sentence = fmt.Sprintf("operation %s: the proxy dropped its commit on %s before the server saw it; the client saw %q (%s) and the operation ended %s", hit.OpID, e.Conn, hit.Err, hit.Class, completion)
+		a.Sentence = fmt.Sprintf("operation %s: the proxy dropped its commit on %s before the server saw it; %s and the operation ended %s", hit.OpID, e.Conn, saw(hit), completion)
 	default:
-		a.Sentence = fmt.Sprintf("operation %s: fault %s on %s; the client saw %q and the operation ended %s", hit.OpID, e.Kind, e.Conn, hit.Err, completion)
+		a.Sentence = fmt.Sprintf("operation %s: fault %s on %s; %s and the operation ended %s", hit.OpID, e.Kind, e.Conn, saw(hit), completion)
 	}
 	if hit.Class != workloads.ClassUnknown && e.Truth != "" {
-		j.ev.Disagreements = append(j.ev.Disagreements, fmt.Sprintf("operation %s: the adapter classified the error after a %s as %s, but the outcome was unknown to the client", hit.OpID, e.Kind, hit.Class))
+		j.ev.Disagreements = append(j.ev.Disagreements, fmt.Sprintf("operation %s: the error after a %s was classified %s (by the adapter, or by the client that recorded the history), but the outcome was unknown to the client", hit.OpID, e.Kind, hit.Class))
 	}
 	if _, seen := j.hits[hit.OpID]; !seen {
 		j.order = append(j.order, hit.OpID)
@@ -264,4 +306,12 @@ func completionApplied(op histories.Op) bool {
 		}
 	}
 	return true
+}
+
+// saw says what error the client saw in the attempt a fault hit.
+func saw(s *Span) string {
+	if s.Err == "" {
+		return "the history does not say what error the client saw"
+	}
+	return fmt.Sprintf("the client saw %q (%s)", s.Err, s.Class)
 }

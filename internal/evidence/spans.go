@@ -1,0 +1,204 @@
+package evidence
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/workloads"
+)
+
+// Span is one attempt of an operation on one connection, over a stretch of the
+// history's clock: the runner records one for every attempt that ended in an error, so
+// that fault events join the operation whose connection they cut.
+type Span struct {
+	OpID     string
+	Process  int
+	Invoke   int64 // history index of the invocation
+	Conn     string
+	From, To int64 // the history's clock (monotonic ns since the run started, for the runner)
+	Class    workloads.Class
+	// Err is the error the attempt saw; empty when the history does not say (an
+	// operation that a retry completed ok).
+	Err string
+}
+
+// SpansFromHistory makes the spans of a history recorded without attempts (by a
+// program other than indoubt), for joining events to it: one per operation that has
+// an op id and a connection, from its invocation's time to its completion's (to the end
+// of time when it never completed), on the connection its invocation names and, when
+// its completion names another, on that one too (a retry on a fresh connection). The
+// class is what the completion says: info or none is unknown, fail is definite, ok is
+// unknown (an attempt before the one that succeeded may have failed any way; the
+// history does not say).
+//
+// Attempts between the first and the last of an operation used connections the history
+// does not name. An event on a connection that no operation names joins the operation
+// whose span holds its time when exactly one does (one worker, or a moment when only
+// one operation was running); when several do, it joins none, since time alone cannot
+// tell which.
+func SpansFromHistory(ops []histories.Op, events []FaultEvent) []Span {
+	spans := opSpans(ops)
+	named := map[string]bool{}
+	for _, s := range spans {
+		named[s.Conn] = true
+	}
+	for _, e := range events {
+		if named[e.Conn] {
+			continue
+		}
+		var hit *Span
+		ids := map[string]bool{}
+		for i, s := range spans {
+			if s.From <= e.Time && e.Time <= s.To && !ids[s.OpID] {
+				ids[s.OpID] = true
+				hit = &spans[i]
+			}
+		}
+		if len(ids) == 1 {
+			x := *hit
+			x.Conn, x.From, x.To = e.Conn, e.Time, e.Time
+			spans = append(spans, x)
+		}
+	}
+	return spans
+}
+
+// opSpans makes one span per operation and connection the history names.
+func opSpans(ops []histories.Op) []Span {
+	open := map[int]*Span{}
+	var out []Span
+	var extra []Span
+	for _, op := range ops {
+		if !op.IsClient() {
+			continue
+		}
+		if op.Type == histories.Invoke {
+			open[op.Process] = &Span{OpID: op.OpID, Process: op.Process, Invoke: op.Index, Conn: op.Conn, From: op.Time, To: math.MaxInt64, Class: workloads.ClassUnknown}
+			continue
+		}
+		s := open[op.Process]
+		if s == nil {
+			continue
+		}
+		delete(open, op.Process)
+		s.To = op.Time
+		s.Err = op.Error
+		if op.Type == histories.Fail {
+			s.Class = workloads.ClassDefinite
+		}
+		if s.Conn == "" {
+			s.Conn = op.Conn
+		} else if op.Conn != "" && op.Conn != s.Conn {
+			second := *s
+			second.Conn = op.Conn
+			extra = append(extra, second)
+		}
+		if s.OpID != "" && s.Conn != "" {
+			out = append(out, *s)
+		}
+	}
+	for _, s := range open {
+		if s.OpID != "" && s.Conn != "" {
+			out = append(out, *s)
+		}
+	}
+	return append(out, extra...)
+}
+
+// Clock says which time of a fault event lines up with a history's times.
+type Clock uint8
+
+const (
+	// RunClock: every event carries run_time, nanoseconds since the run started, as
+	// indoubt run writes faults.jsonl beside a history on the same clock.
+	RunClock Clock = 1 + iota
+	// WallClock: the events carry only their wall time (indoubt proxy --events), and
+	// the history's times must be Unix nanoseconds (date +%s%N, Python's
+	// time.time_ns(), Go's time.Now().UnixNano()).
+	WallClock
+)
+
+// eventLine is one line of a faults file: a toxics.Event as indoubt proxy --events
+// writes it, with run_time when indoubt run wrote it. Lines of fault windows ("window")
+// carry no kind and are skipped.
+type eventLine struct {
+	Time    time.Time `json:"time"`
+	RunTime *int64    `json:"run_time"`
+	Conn    string    `json:"conn"`
+	Kind    string    `json:"kind"`
+	Truth   string    `json:"truth"`
+	Stmt    string    `json:"statement"`
+	Tag     string    `json:"tag"`
+}
+
+// ReadEvents reads the proxy's fault events from r (JSON lines, as `indoubt proxy
+// --events` and a run's faults.jsonl hold them; name is for errors). When every event
+// carries run_time the clock is RunClock and Time is run_time; otherwise it is
+// WallClock and Time is the event's wall time in Unix nanoseconds. A line that is not a
+// JSON object is an error naming the file and line.
+func ReadEvents(r io.Reader, name string) ([]FaultEvent, Clock, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), histories.MaxLine)
+	var evs []FaultEvent
+	run := true
+	var lines []eventLine
+	n := 0
+	for sc.Scan() {
+		n++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var l eventLine
+		if err := json.Unmarshal(b, &l); err != nil {
+			return nil, 0, fmt.Errorf("%s line %d: not a fault event: %v", name, n, err)
+		}
+		if l.Kind == "" {
+			continue
+		}
+		if l.Conn == "" || l.Time.IsZero() && l.RunTime == nil {
+			return nil, 0, fmt.Errorf("%s line %d: a fault event needs conn and time", name, n)
+		}
+		run = run && l.RunTime != nil
+		lines = append(lines, l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", name, err)
+	}
+	clock := WallClock
+	if run && len(lines) > 0 {
+		clock = RunClock
+	}
+	for _, l := range lines {
+		t := l.Time.UnixNano()
+		if clock == RunClock {
+			t = *l.RunTime
+		}
+		evs = append(evs, FaultEvent{Time: t, Conn: l.Conn, Kind: l.Kind, Truth: l.Truth, What: l.Stmt, Tag: l.Tag})
+	}
+	return evs, clock, nil
+}
+
+// unixNanos2001 is 2001-09-09 in Unix nanoseconds: a history time below it is not a
+// wall-clock time but a time since some start.
+const unixNanos2001 = 1_000_000_000 * 1_000_000_000
+
+// CheckClock says why the history's times cannot be joined with events on clock c, or
+// nil when they can: wall-clock events need Unix-nanosecond history times.
+func CheckClock(ops []histories.Op, c Clock) error {
+	if c != WallClock {
+		return nil
+	}
+	for _, op := range ops {
+		if op.IsClient() && op.Time < unixNanos2001 {
+			return fmt.Errorf("history index %d: time %d is not Unix nanoseconds, and the fault events carry wall-clock times only: record time as Unix nanoseconds (date +%%s%%N, time.time_ns()) to join them", op.Index, op.Time)
+		}
+	}
+	return nil
+}
