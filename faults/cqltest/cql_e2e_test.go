@@ -1,7 +1,3 @@
-// Package cqltest runs the CQL commit faults end to end: a real Apache Cassandra launched
-// once for the package, clients through an embedded faults.Proxy, and the server's own
-// state as the judge of every fault's ground truth. It lives apart from package faults
-// because a test binary has one TestMain, and that of faults launches PostgreSQL.
 package cqltest
 
 import (
