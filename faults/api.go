@@ -169,6 +169,19 @@ func (a *api) checkListeners(w http.ResponseWriter, r *http.Request, body []byte
 		return
 	}
 	for _, obj := range objs {
+		// An upstream that could never be dialled is refused here, as at Start, rather
+		// than dropping every client of the new proxy later.
+		if raw, ok := obj["upstream"]; ok {
+			var upstream string
+			if json.Unmarshal(raw, &upstream) != nil {
+				apiError(w, http.StatusBadRequest, "upstream: not a string")
+				return
+			}
+			if err := checkUpstream(upstream); err != nil {
+				apiError(w, http.StatusBadRequest, "%v", err)
+				return
+			}
+		}
 		raw, ok := obj["listen"]
 		var listen string
 		if !ok || json.Unmarshal(raw, &listen) != nil || listen == "" {

@@ -168,6 +168,8 @@ func TestAPIRefusesWebPages(t *testing.T) {
 		{"listener off loopback", "POST", "", "application/json", `{"name":"x","listen":"0.0.0.0:0","upstream":"127.0.0.1:22"}`, http.StatusForbidden},
 		{"populate off loopback", "POST", "", "application/json", `[{"name":"y","listen":"0.0.0.0:0","upstream":"127.0.0.1:22"}]`, http.StatusForbidden},
 		{"moved off loopback", "PATCH", "", "application/json", `{"listen":"0.0.0.0:0"}`, http.StatusForbidden},
+		{"upstream not an address", "POST", "", "application/json", `{"name":"z","listen":"127.0.0.1:0","upstream":"notanaddr","enabled":true}`, http.StatusBadRequest},
+		{"upstream without a host", "POST", "", "application/json", `[{"name":"z2","listen":"127.0.0.1:0","upstream":":5432"}]`, http.StatusBadRequest},
 		{"localhost", "GET", "localhost:8474", "", "", http.StatusOK},
 		{"loopback v6", "GET", "[::1]:8474", "", "", http.StatusOK},
 	} {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,8 +59,57 @@ the history.
 `
 
 func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	a, err := parseCheckArgs(args, stdout)
+	if err != nil {
+		return err
+	}
+	res, ops, err := a.check(ctx)
+	var fatal fatalCheck
+	if errors.As(err, &fatal) {
+		return fatal.err
+	}
+	if err != nil && res.Verdict != 0 {
+		// Only the visualization failed: the verdict stands, with a warning.
+		fmt.Fprintf(stderr, "indoubt: warning: %s\n", oneLine(err.Error()))
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("check %s: %v", a.path, err)
+	}
+	var truth *groundTruth
+	if a.faults != "" {
+		ev, _ := evidence.Join(a.events, evidence.SpansFromHistory(ops, a.events), ops, nil, res.Verdict == checker.Invalid)
+		truth = &groundTruth{Evidence: ev, Commits: evidence.Tally(a.events), File: a.faults}
+	}
+	if a.jsonOut {
+		printCheckJSON(stdout, res, truth)
+	} else {
+		a.printCheck(stdout, res, ops, truth)
+	}
+	if code := res.Verdict.ExitCode(); code != 0 {
+		return verdictExit{code}
+	}
+	return nil
+}
+
+// checkArgs is what `indoubt check` was asked, parsed and validated.
+type checkArgs struct {
+	path, format string
+	partial      bool
+	skipBad      bool
+	jsonOut      bool
+	faults       string // --faults: the proxy's events file, "" for none
+	events       []evidence.FaultEvent
+	clock        evidence.Clock
+	opt          checker.Options
+}
+
+// parseCheckArgs parses and validates the flags, reads --final and --faults, and
+// refuses any combination that cannot be checked, before the history is read.
+func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	fs := newFlags("check", checkHelp, stdout)
 	var (
+		a       checkArgs
 		format  = fs.String("format", "indoubt", "history format: indoubt (JSONL), jepsen-edn, jepsen-log")
 		model   = fs.String("model", "", "model, overriding the header: "+strings.Join(checker.Models, ", "))
 		initial = fs.String("initial", "", "register models: initial value of every register (default: absent)")
@@ -74,174 +124,187 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		finalF  = fs.String("final", "", "a JSON file holding the final state, for a history without a final read (exactly-once, bank, budget, counter)")
 	)
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return a, err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("check: want one history file (see indoubt check --help)")
+		return a, fmt.Errorf("check: want one history file (see indoubt check --help)")
 	}
-	path := fs.Arg(0)
+	a.path, a.format, a.partial, a.skipBad, a.jsonOut, a.faults = fs.Arg(0), *format, *partial, *skipBad, *jsonOut, *faultsF
+	switch a.format {
+	case "indoubt", "jepsen-edn", "jepsen-log":
+	default:
+		return a, fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn or jepsen-log)", a.format)
+	}
 	if *timeout < 0 {
-		return fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
+		return a, fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
 	}
 	if err := checkWritable(*viz); err != nil {
-		return fmt.Errorf("check: --html: %v", err)
+		return a, fmt.Errorf("check: --html: %v", err)
 	}
-	var opt checker.Options
-	opt.Model, opt.Timeout, opt.VisualizePath = *model, *timeout, *viz
-	if *initial != "" && *initial != "absent" && *initial != "nil" {
-		v, err := strconv.ParseInt(*initial, 10, 64)
-		if err != nil {
-			return fmt.Errorf("check: --initial %q is not an integer", *initial)
-		}
-		opt.Initial = &v
+	a.opt.Model, a.opt.Timeout, a.opt.VisualizePath = *model, *timeout, *viz
+	if err := a.parseValues(*initial, *budget, *failMns); err != nil {
+		return a, err
 	}
-	if *budget != "" {
-		v, err := strconv.ParseInt(*budget, 10, 64)
-		if err != nil || v < 0 {
-			return fmt.Errorf("check: --budget %q is not a non-negative integer", *budget)
-		}
-		opt.Budget = &v
+	if a.skipBad && a.format == "indoubt" {
+		return a, fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
 	}
-
-	// Each format is read the way the tool its histories come from reads it.
-	opt.FailMeans = checker.FailCompareFailed
-	if *format == "jepsen-edn" {
-		opt.FailMeans = checker.FailNotApplied
-	}
-	if *failMns != "" {
-		opt.FailMeans = checker.FailMeaning(*failMns)
-		if !slices.Contains(checker.FailMeanings, opt.FailMeans) {
-			return fmt.Errorf("check: unknown --fail-means %q (want one of %v)", *failMns, checker.FailMeanings)
-		}
-	}
-	if *skipBad && *format == "indoubt" {
-		return fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
-	}
-
 	if *finalF != "" {
 		b, err := os.ReadFile(*finalF)
 		if err != nil {
-			return fmt.Errorf("check: --final: %w", err)
+			return a, fmt.Errorf("check: --final: %w", err)
 		}
 		if !json.Valid(b) {
-			return fmt.Errorf("check: --final %s: not a JSON value", *finalF)
+			return a, fmt.Errorf("check: --final %s: not a JSON value", *finalF)
 		}
-		opt.Final = b
+		a.opt.Final = b
 	}
-	var events []evidence.FaultEvent
-	var clock evidence.Clock
-	if *faultsF != "" {
-		f, err := os.Open(*faultsF)
+	if a.faults != "" {
+		f, err := os.Open(a.faults)
 		if err != nil {
-			return fmt.Errorf("check: --faults: %w", err)
+			return a, fmt.Errorf("check: --faults: %w", err)
 		}
-		events, clock, err = evidence.ReadEvents(f, *faultsF)
+		a.events, a.clock, err = evidence.ReadEvents(f, a.faults)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("check: --faults: %w", err)
+			return a, fmt.Errorf("check: --faults: %w", err)
 		}
 	}
+	return a, nil
+}
 
-	var h *histories.Header
-	var ops []histories.Op
-	var res checker.Result
-	var err error
-	streamed := false
-	switch *format {
-	case "indoubt":
-		if *faultsF == "" {
-			// Nothing else needs the events: check them as they are read.
-			var fatal error
-			if res, err, fatal = checkIndoubt(ctx, path, *partial, opt); fatal != nil {
-				return fatal
-			}
-			streamed = true
-			break
-		}
-		if h, ops, err = histories.ReadFile(path, *partial); err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(ops, histories.Op.IsClient) {
-			return fmt.Errorf("check %s: the history has a header but no operations: nothing to check", path)
-		}
-	case "jepsen-edn", "jepsen-log":
-		f, oerr := os.Open(path)
-		if oerr != nil {
-			return fmt.Errorf("open history: %w", oerr)
-		}
-		defer f.Close()
-		jopt := histories.JepsenOptions{SkipBadLines: *skipBad}
-		if *format == "jepsen-edn" {
-			ops, err = histories.ReadJepsenEDN(f, path, jopt)
-		} else {
-			ops, err = histories.ReadJepsenLog(f, path, jopt)
-		}
+// parseValues reads --initial, --budget and --fail-means into the checker's options.
+// Each format is read the way the tool its histories come from reads it: Jepsen's
+// meaning of a failed cas for EDN, porcupine's for its logs, unless told otherwise.
+func (a *checkArgs) parseValues(initial, budget, failMeans string) error {
+	if initial != "" && initial != "absent" && initial != "nil" {
+		v, err := strconv.ParseInt(initial, 10, 64)
 		if err != nil {
-			return err
+			return fmt.Errorf("check: --initial %q is not an integer", initial)
 		}
-		if opt.Model == "" {
-			return fmt.Errorf("check: Jepsen histories name no model: give --model register or --model cas-register")
-		}
-	default:
-		return fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn or jepsen-log)", *format)
+		a.opt.Initial = &v
 	}
-	if !streamed {
-		if *faultsF != "" {
-			if err := evidence.CheckClock(ops, clock); err != nil {
-				return fmt.Errorf("check %s: --faults %s: %v", path, *faultsF, err)
-			}
+	if budget != "" {
+		v, err := strconv.ParseInt(budget, 10, 64)
+		if err != nil || v < 0 {
+			return fmt.Errorf("check: --budget %q is not a non-negative integer", budget)
 		}
-		res, err = checker.Check(ctx, h, ops, opt)
+		a.opt.Budget = &v
 	}
-	if err != nil && res.Verdict != 0 {
-		// Only the visualization failed: the verdict stands, with a warning.
-		fmt.Fprintf(stderr, "indoubt: warning: %s\n", oneLine(err.Error()))
-		err = nil
+	a.opt.FailMeans = checker.FailCompareFailed
+	if a.format == "jepsen-edn" {
+		a.opt.FailMeans = checker.FailNotApplied
 	}
-	if err != nil {
-		return fmt.Errorf("check %s: %v", path, err)
-	}
-	var truth *groundTruth
-	if *faultsF != "" {
-		ev, _ := evidence.Join(events, evidence.SpansFromHistory(ops, events), ops, nil, res.Verdict == checker.Invalid)
-		truth = &groundTruth{Evidence: ev, Commits: evidence.Tally(events), File: *faultsF}
-	}
-	if *jsonOut {
-		out := any(res)
-		if truth != nil {
-			out = struct {
-				checker.Result
-				GroundTruth *groundTruth `json:"ground_truth"`
-			}{res, truth}
+	if failMeans != "" {
+		a.opt.FailMeans = checker.FailMeaning(failMeans)
+		if !slices.Contains(checker.FailMeanings, a.opt.FailMeans) {
+			return fmt.Errorf("check: unknown --fail-means %q (want one of %v)", failMeans, checker.FailMeanings)
 		}
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Fprintf(stdout, "%s\n", b)
-	} else {
-		checked := res.Checker
-		if res.Checker == checker.RegisterModel || res.Checker == checker.CASRegisterModel {
-			checked += ", a failed cas read as " + string(opt.FailMeans)
-		}
-		fmt.Fprintf(stdout, "%s: %s (%s): %s\n", path, res.Verdict, checked, res.Summary)
-		for i, a := range res.Anomalies {
-			if i == 20 {
-				fmt.Fprintf(stdout, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
-				break
-			}
-			fmt.Fprintf(stdout, "  %s: %s\n", a.Kind, a.Explanation)
-			if truth != nil {
-				for _, s := range truth.about(a, ops) {
-					fmt.Fprintf(stdout, "    the proxy: %s\n", s)
-				}
-			}
-		}
-		if truth != nil {
-			truth.write(stdout)
-		}
-	}
-	if code := res.Verdict.ExitCode(); code != 0 {
-		return verdictExit{code}
 	}
 	return nil
+}
+
+// check reads the history and checks it. A failure to read is returned as the fatal
+// error of the command; the checker's own error comes back with its result.
+func (a checkArgs) check(ctx context.Context) (checker.Result, []histories.Op, error) {
+	var h *histories.Header
+	var ops []histories.Op
+	var err error
+	switch a.format {
+	case "indoubt":
+		if a.faults == "" {
+			// Nothing else needs the events: check them as they are read.
+			res, err, fatal := checkIndoubt(ctx, a.path, a.partial, a.opt)
+			if fatal != nil {
+				return checker.Result{}, nil, fatalCheck{fatal}
+			}
+			return res, nil, err
+		}
+		if h, ops, err = histories.ReadFile(a.path, a.partial); err != nil {
+			return checker.Result{}, nil, fatalCheck{err}
+		}
+		if !slices.ContainsFunc(ops, histories.Op.IsClient) {
+			return checker.Result{}, nil, fatalCheck{fmt.Errorf("check %s: the history has a header but no operations: nothing to check", a.path)}
+		}
+	default:
+		if ops, err = a.readJepsen(); err != nil {
+			return checker.Result{}, nil, fatalCheck{err}
+		}
+	}
+	if a.faults != "" {
+		if err := evidence.CheckClock(ops, a.clock); err != nil {
+			return checker.Result{}, nil, fatalCheck{fmt.Errorf("check %s: --faults %s: %v", a.path, a.faults, err)}
+		}
+	}
+	res, err := checker.Check(ctx, h, ops, a.opt)
+	return res, ops, err
+}
+
+// readJepsen reads a Jepsen EDN or log history, which names no model of its own.
+func (a checkArgs) readJepsen() ([]histories.Op, error) {
+	f, err := os.Open(a.path)
+	if err != nil {
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	jopt := histories.JepsenOptions{SkipBadLines: a.skipBad}
+	var ops []histories.Op
+	if a.format == "jepsen-edn" {
+		ops, err = histories.ReadJepsenEDN(f, a.path, jopt)
+	} else {
+		ops, err = histories.ReadJepsenLog(f, a.path, jopt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.opt.Model == "" {
+		return nil, fmt.Errorf("check: Jepsen histories name no model: give --model register or --model cas-register")
+	}
+	return ops, nil
+}
+
+// fatalCheck is an error that ends `indoubt check` as it is, without a verdict: the
+// history could not be read.
+type fatalCheck struct{ err error }
+
+func (f fatalCheck) Error() string { return f.err.Error() }
+func (f fatalCheck) Unwrap() error { return f.err }
+
+// printCheckJSON prints the result, and the ground truth when there is one, as JSON.
+func printCheckJSON(w io.Writer, res checker.Result, truth *groundTruth) {
+	out := any(res)
+	if truth != nil {
+		out = struct {
+			checker.Result
+			GroundTruth *groundTruth `json:"ground_truth"`
+		}{res, truth}
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// printCheck prints the verdict line, up to 20 anomalies with what the proxy says of
+// their operations, and the ground truth.
+func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.Op, truth *groundTruth) {
+	checked := res.Checker
+	if res.Checker == checker.RegisterModel || res.Checker == checker.CASRegisterModel {
+		checked += ", a failed cas read as " + string(a.opt.FailMeans)
+	}
+	fmt.Fprintf(w, "%s: %s (%s): %s\n", a.path, res.Verdict, checked, res.Summary)
+	for i, an := range res.Anomalies {
+		if i == 20 {
+			fmt.Fprintf(w, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
+			break
+		}
+		fmt.Fprintf(w, "  %s: %s\n", an.Kind, an.Explanation)
+		if truth != nil {
+			for _, s := range truth.about(an, ops) {
+				fmt.Fprintf(w, "    the proxy: %s\n", s)
+			}
+		}
+	}
+	if truth != nil {
+		truth.write(w)
+	}
 }
 
 // checkIndoubt checks an indoubt history as it reads it, so that a long history need not
