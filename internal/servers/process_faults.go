@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 )
 
 // The process faults of a launched server: what indoubt's nemesis does to the server
@@ -23,9 +24,17 @@ func (s *instance) kill() error {
 	if s.down {
 		return fmt.Errorf("%s: kill: %w", s.name, errDown)
 	}
-	_ = syscall.Kill(-s.proc.Pid(), syscall.SIGKILL)
+	pgid := s.proc.Pid()
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	_ = s.proc.reap()
 	s.down = true
+	// The leader is reaped; its children (PostgreSQL's backends) die a moment later,
+	// and until they do they hold the shared memory a new postmaster refuses to share.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+			break
+		}
+	}
 	return nil
 }
 
@@ -52,8 +61,18 @@ func (s *instance) startAgain(ctx context.Context) error {
 	if s.relaunch == nil {
 		return fmt.Errorf("%s: start: this server cannot be started again", s.name)
 	}
-	if err := s.relaunch(ctx); err != nil {
-		return err
+	// A start can still meet what the killed server left for a moment (a backend that
+	// holds the shared memory block): retry for a few seconds before giving up.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := s.relaunch(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	s.down = false
 	return nil

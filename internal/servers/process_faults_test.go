@@ -25,9 +25,12 @@ func TestPostgresProcessFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	port, pid := pg.Port, pg.Pid()
+	t0 := time.Now()
 	if err := pg.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("kill took %v", time.Since(t0))
+	t0 = time.Now()
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Fatalf("postmaster %d still alive after Kill", pid)
 	}
@@ -40,6 +43,7 @@ func TestPostgresProcessFaults(t *testing.T) {
 	if err := pg.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("start after kill took %v", time.Since(t0))
 	if pg.Port != port || pg.Pid() == pid {
 		t.Errorf("after Start: port %d (was %d), pid %d (was %d)", pg.Port, port, pg.Pid(), pid)
 	}
