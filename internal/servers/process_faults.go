@@ -72,6 +72,7 @@ func (s *instance) startAgain(ctx context.Context) error {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
+
 		time.Sleep(200 * time.Millisecond)
 	}
 	s.down = false
