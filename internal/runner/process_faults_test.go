@@ -2,6 +2,8 @@ package runner_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,13 @@ func processRun(t *testing.T, cfg runner.Config) *report.Results {
 	t.Log(progress.String())
 	if err != nil {
 		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(resultsSchema(t), b); err != nil {
+		t.Fatalf("results.json does not match the schema: %v", err)
 	}
 	return res
 }
