@@ -21,16 +21,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/ferret"
 )
 
 // startFerretDB launches a FerretDB (in process, SQLite) of the test's own, stopped when
 // the test ends.
-func startFerretDB(t *testing.T) *servers.FerretDB {
+func startFerretDB(t *testing.T) *ferret.FerretDB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f, err := servers.StartFerretDB(ctx, servers.FerretDBOptions{})
+	f, err := ferret.Start(ctx, ferret.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/ferret"
 	"github.com/indoubt/indoubt/stores/cql"
 	"github.com/indoubt/indoubt/stores/mongo"
 	"github.com/indoubt/indoubt/stores/redis"
@@ -65,7 +66,7 @@ func bindKV(cfg Config, name StoreName, b budget.Store, r register.Store, closer
 }
 
 func launchFerretDB(ctx context.Context, cfg Config, dir string) (launched, error) {
-	f, err := servers.StartFerretDB(ctx, servers.FerretDBOptions{LogPath: filepath.Join(dir, "ferretdb.log")})
+	f, err := ferret.Start(ctx, ferret.Options{LogPath: filepath.Join(dir, "ferretdb.log")})
 	if err != nil {
 		return launched{}, err
 	}

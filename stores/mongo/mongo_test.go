@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/ferret"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/stores/storetest"
 	"github.com/indoubt/indoubt/workloads"
@@ -20,8 +21,8 @@ import (
 )
 
 // FerretDB runs in this test process, with SQLite storage in a temporary directory.
-var srv = servertest.New("ferretdb", func(ctx context.Context) (*servers.FerretDB, error) {
-	return servers.StartFerretDB(ctx, servers.FerretDBOptions{})
+var srv = servertest.New("ferretdb", func(ctx context.Context) (*ferret.FerretDB, error) {
+	return ferret.Start(ctx, ferret.Options{})
 })
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, srv)) }

@@ -1,4 +1,4 @@
-package servers_test
+package ferret_test
 
 import (
 	"context"
@@ -18,13 +18,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/ferret"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 func TestStartFerretDBSQLite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f, err := servers.StartFerretDB(ctx, servers.FerretDBOptions{})
+	f, err := ferret.Start(ctx, ferret.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestStartFerretDBSQLite(t *testing.T) {
 	if !strings.HasPrefix(f.Addr, "127.0.0.1:") || f.Port == 0 || f.URI != "mongodb://"+f.Addr+"/" {
 		t.Errorf("Addr %q, Port %d, URI %q: want a loopback port and its URI", f.Addr, f.Port, f.URI)
 	}
-	if f.Handler != servers.FerretDBSQLite {
+	if f.Handler != ferret.SQLite {
 		t.Errorf("Handler = %q, want sqlite", f.Handler)
 	}
 
@@ -89,12 +90,12 @@ func TestStartFerretDBPostgreSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Stop()
-	f, err := servers.StartFerretDB(ctx, servers.FerretDBOptions{PostgreSQLURL: pg.DSN})
+	f, err := ferret.Start(ctx, ferret.Options{PostgreSQLURL: pg.DSN})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Stop()
-	if f.Handler != servers.FerretDBPostgreSQL {
+	if f.Handler != ferret.PostgreSQL {
 		t.Errorf("Handler = %q, want postgresql", f.Handler)
 	}
 	client, err := mongo.Connect(options.Client().ApplyURI(f.URI).SetTimeout(10 * time.Second))

@@ -1,4 +1,7 @@
-package servers
+// Package ferret launches FerretDB, a MongoDB-wire server written in Go, inside the
+// process. It is apart from package servers so that a binary that launches PostgreSQL or
+// Redis links neither FerretDB nor its SQLite, MySQL and MongoDB packages.
+package ferret
 
 import (
 	"context"
@@ -8,25 +11,29 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
+
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
-// FerretDB handlers (storage backends) for FerretDBOptions.
+// FerretDB handlers (storage backends) for Options.
 const (
-	FerretDBSQLite     = "sqlite"
-	FerretDBPostgreSQL = "postgresql"
+	SQLite     = "sqlite"
+	PostgreSQL = "postgresql"
 )
 
-// FerretDBVersion is the FerretDB release linked into this binary.
-const FerretDBVersion = "1.24.2"
+// Version is the FerretDB release linked into this binary.
+const Version = "1.24.2"
 
-// FerretDBOptions configures StartFerretDB. The zero value is ready to use: SQLite
+// Options configures Start. The zero value is ready to use: SQLite
 // storage in a temporary directory.
-type FerretDBOptions struct {
+type Options struct {
 	// PostgreSQLURL, when set, stores the data in that PostgreSQL database (handler
 	// "postgresql") instead of SQLite. The database must exist.
 	PostgreSQLURL string
@@ -51,36 +58,39 @@ type FerretDB struct {
 	Addr    string // "127.0.0.1:PORT"
 	Port    int
 	URI     string // "mongodb://127.0.0.1:PORT/"
-	Handler string // FerretDBSQLite or FerretDBPostgreSQL
+	Handler string // SQLite or PostgreSQL
 	Dir     string // the temporary directory: SQLite files (with the sqlite handler) and the log
 	LogPath string
 
 	cancel context.CancelFunc
 	done   chan error
-	instance
+
+	keep     bool
+	log      *os.File
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // How long Stop waits for FerretDB to close its connections and its backend. FerretDB
 // itself gives connected clients a few seconds to leave.
 const ferretStopGrace = 15 * time.Second
 
-// StartFerretDB starts FerretDB in this process on a free port of 127.0.0.1 and returns
+// Start starts FerretDB in this process on a free port of 127.0.0.1 and returns
 // once it accepts connections. ctx bounds the startup only: once started, the server runs
 // until Stop. On error nothing is left running and, unless opt.Keep, nothing is left on
 // disk. FerretDB is linked in, so it is never missing.
-func StartFerretDB(ctx context.Context, opt FerretDBOptions) (*FerretDB, error) {
+func Start(ctx context.Context, opt Options) (*FerretDB, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("ferretdb: %w", err)
 	}
-	f := &FerretDB{LogPath: opt.LogPath, Handler: FerretDBSQLite, instance: instance{name: "ferretdb", keep: opt.Keep}}
-	// The zero Account: FerretDB runs in this process.
-	dir, err := f.makeTempDir(opt.Dir, Account{})
+	f := &FerretDB{LogPath: opt.LogPath, Handler: SQLite, keep: opt.Keep}
+	dir, err := f.makeTempDir(opt.Dir)
 	if err != nil {
 		return nil, err
 	}
 	f.Dir = dir
 	if opt.PostgreSQLURL != "" {
-		f.Handler = FerretDBPostgreSQL
+		f.Handler = PostgreSQL
 	}
 	if f.LogPath == "" {
 		f.LogPath = filepath.Join(dir, "ferretdb.log")
@@ -91,7 +101,7 @@ func StartFerretDB(ctx context.Context, opt FerretDBOptions) (*FerretDB, error) 
 	return f, nil
 }
 
-func (f *FerretDB) start(ctx context.Context, opt FerretDBOptions) error {
+func (f *FerretDB) start(ctx context.Context, opt Options) error {
 	t0 := time.Now()
 	if err := f.openLog(f.LogPath); err != nil {
 		return err
@@ -102,7 +112,7 @@ func (f *FerretDB) start(ctx context.Context, opt FerretDBOptions) error {
 		Logger:   slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: opt.LogLevel})),
 		Handler:  f.Handler,
 	}
-	if f.Handler == FerretDBPostgreSQL {
+	if f.Handler == PostgreSQL {
 		cfg.PostgreSQLURL = opt.PostgreSQLURL
 	} else {
 		// A directory URI: FerretDB keeps one SQLite file per database in it.
@@ -137,12 +147,12 @@ func (f *FerretDB) start(ctx context.Context, opt FerretDBOptions) error {
 		return fmt.Errorf("ferretdb: address %q: %w", f.Addr, err)
 	}
 	f.URI = "mongodb://" + f.Addr + "/"
-	if err := WaitTCP(ctx, f.Addr, exited); err != nil {
+	if err := servers.WaitTCP(ctx, f.Addr, exited); err != nil {
 		f.halt()
 		return fmt.Errorf("ferretdb: %w", err)
 	}
 	if opt.Log != nil {
-		fmt.Fprintf(opt.Log, "ferretdb: %s (%s) ready on %s in %v\n", FerretDBVersion, f.Handler, f.Addr, time.Since(t0).Round(time.Millisecond))
+		fmt.Fprintf(opt.Log, "ferretdb: %s (%s) ready on %s in %v\n", Version, f.Handler, f.Addr, time.Since(t0).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -177,4 +187,56 @@ func (f *FerretDB) halt() error {
 // (up to 15 s, after the few seconds FerretDB gives connected clients), then removes the
 // temporary directory unless Keep was set. Close clients first for a quick stop. It may
 // be called more than once and concurrently; every call returns the first one's result.
-func (f *FerretDB) Stop() error { return f.stopWith(f.halt) }
+func (f *FerretDB) Stop() error {
+	f.stopOnce.Do(func() { f.stopErr = errors.Join(f.halt(), f.cleanup()) })
+	return f.stopErr
+}
+
+// makeTempDir makes the server's temporary directory under parent ("" means
+// os.TempDir()) and returns its absolute path.
+func (f *FerretDB) makeTempDir(parent string) (string, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(parent, "indoubt-ferretdb-")
+	if err == nil {
+		dir, err = filepath.Abs(dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("ferretdb: %w", err)
+	}
+	return dir, nil
+}
+
+func (f *FerretDB) openLog(path string) error {
+	log, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("ferretdb: log: %w", err)
+	}
+	f.log = log
+	return nil
+}
+
+// abandon cleans up after a failed start and returns err, naming the kept directory.
+func (f *FerretDB) abandon(err error) error {
+	_ = f.cleanup()
+	if f.keep && f.Dir != "" {
+		err = fmt.Errorf("%w (kept %s)", err, f.Dir)
+	}
+	return err
+}
+
+// cleanup closes the log and, unless keep, removes the temporary directory.
+func (f *FerretDB) cleanup() error {
+	var errs []error
+	if f.log != nil {
+		errs = append(errs, f.log.Close())
+		f.log = nil
+	}
+	if !f.keep && f.Dir != "" {
+		if err := os.RemoveAll(f.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("ferretdb: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

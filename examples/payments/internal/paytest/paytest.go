@@ -1,0 +1,171 @@
+// Package paytest is the test every payments example runs against its store: both
+// versions, without faults, under commit-cut and under commit-drop, through indoubttest.
+package paytest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/examples/payments"
+	"github.com/indoubt/indoubt/indoubttest"
+)
+
+// Credits is the account's starting balance: more than the charges, so that none is
+// rejected and every extra charge shows in the final balance.
+const Credits = 1000
+
+// Store is what the suite needs of one store's example.
+type Store struct {
+	// Server gives the test a database of its own behind the proxy (pgtest.Postgres...).
+	Server func(testing.TB) *indoubttest.Server
+	// Open sets the account to Credits through srv.DirectDSN and returns the service
+	// (naive or idempotent) on srv.DSN, and one on srv.DirectDSN for the final read.
+	Open func(tb testing.TB, srv *indoubttest.Server, idempotent bool) (svc, direct payments.Service)
+}
+
+// Drive runs workers goroutines of charges charges each through svc, recording each on
+// rec with its op id as the idempotency key, then records the final balance read
+// through direct.
+func Drive(tb testing.TB, rec *indoubttest.Recorder, svc, direct payments.Service, workers, charges int) {
+	var wg sync.WaitGroup
+	for range workers {
+		w := rec.Worker()
+		wg.Go(func() {
+			for range charges {
+				op := w.Invoke("decrement", nil)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				r, err := svc.Charge(payments.OnRetry(ctx, op.Retried), op.ID())
+				cancel()
+				if r.Applied {
+					op.Done(indoubttest.Applied(r.Balance), err)
+				} else {
+					op.Done(indoubttest.Rejected(), err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := direct.Balance(ctx)
+	if err != nil {
+		tb.Fatalf("final balance: %v", err)
+	}
+	rec.Read("read", indoubttest.Balance(b))
+}
+
+// Capture is a testing.TB that keeps the errors reported to it instead of failing the
+// test: the suite asserts that a check fails, and what it says. Everything else goes to
+// the embedded TB.
+type Capture struct {
+	testing.TB
+	mu     sync.Mutex
+	failed bool
+	msgs   []string
+}
+
+// Errorf records a failure.
+func (c *Capture) Errorf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failed = true
+	c.msgs = append(c.msgs, fmt.Sprintf(format, args...))
+}
+
+// Error records a failure.
+func (c *Capture) Error(args ...any) { c.Errorf("%s", fmt.Sprint(args...)) }
+
+// Fail records a failure.
+func (c *Capture) Fail() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failed = true
+}
+
+// Failed reports whether a failure was recorded.
+func (c *Capture) Failed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed
+}
+
+// Logf records a log line and passes it on.
+func (c *Capture) Logf(format string, args ...any) {
+	c.TB.Helper()
+	c.mu.Lock()
+	c.msgs = append(c.msgs, fmt.Sprintf(format, args...))
+	c.mu.Unlock()
+	c.TB.Logf(format, args...)
+}
+
+// Text returns everything recorded.
+func (c *Capture) Text() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.msgs, "\n")
+}
+
+// Case is one run of the suite.
+type Case struct {
+	Name       string
+	Idempotent bool
+	Faults     []string
+	// WantFail: the check must fail; Want lists phrases its message (or log) must hold.
+	WantFail bool
+	Want     []string
+}
+
+// Cases are the must-holds for a payments example.
+var Cases = []Case{
+	{Name: "naive/no-faults"},
+	{Name: "idempotent/no-faults", Idempotent: true},
+	{Name: "naive/commit-cut", Faults: []string{"commit-cut:0.2"}, WantFail: true,
+		Want: []string{"the proxy cut the reply", "your code retried and was told ok: the charge applied twice"}},
+	{Name: "idempotent/commit-cut", Idempotent: true, Faults: []string{"commit-cut:0.2"},
+		Want: []string{"did not apply twice"}},
+	{Name: "naive/commit-drop", Faults: []string{"commit-drop:0.2"},
+		Want: []string{"a drop never applied, so any retry of it is safe"}},
+	{Name: "idempotent/commit-drop", Idempotent: true, Faults: []string{"commit-drop:0.2"}},
+}
+
+// Run runs every case against st.
+func Run(t *testing.T, st Store) {
+	for _, c := range Cases {
+		t.Run(c.Name, func(t *testing.T) { RunCase(t, st, c) })
+	}
+}
+
+// RunCase runs one case: 4 workers of 25 charges.
+func RunCase(t *testing.T, st Store, c Case) {
+	srv := st.Server(t)
+	svc, direct := st.Open(t, srv, c.Idempotent)
+	if len(c.Faults) > 0 {
+		srv.Arm(c.Faults...)
+	}
+	cap := &Capture{TB: t}
+	rec := indoubttest.NewRecorder(cap, srv)
+	Drive(t, rec, svc, direct, 4, 25)
+	srv.Disarm()
+	indoubttest.Check(cap, rec, indoubttest.Budget(Credits).As("charge"))
+	text := cap.Text()
+	switch {
+	case c.WantFail && !cap.Failed():
+		t.Errorf("the check passed; want it to fail:\n%s", text)
+	case !c.WantFail && cap.Failed():
+		t.Errorf("the check failed; want it to pass:\n%s", text)
+	}
+	for _, w := range c.Want {
+		if !strings.Contains(text, w) {
+			t.Errorf("the check's report lacks %q:\n%s", w, text)
+		}
+	}
+	if c.WantFail && !t.Failed() && os.Getenv("INDOUBT_OUT") == "" {
+		t.Logf("failed as it should:\n%s", text)
+		os.RemoveAll(rec.RunDir()) // kept by the captured failure; nothing to inspect
+	}
+}

@@ -1,0 +1,35 @@
+package mongopay_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/indoubt/indoubt/examples/payments"
+	"github.com/indoubt/indoubt/examples/payments/internal/paytest"
+	"github.com/indoubt/indoubt/examples/payments/mongopay"
+	"github.com/indoubt/indoubt/indoubttest"
+	"github.com/indoubt/indoubt/indoubttest/mongotest"
+)
+
+func TestMain(m *testing.M) { os.Exit(indoubttest.Main(m)) }
+
+func open(tb testing.TB, srv *indoubttest.Server, idempotent bool) (svc, direct payments.Service) {
+	ledger := func(dsn string) mongopay.Ledger {
+		c, err := mongopay.Open(dsn)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { c.Disconnect(context.Background()) })
+		return mongopay.Ledger{Credits: paytest.Credits, Charges: c.Database(srv.Database).Collection("charges")}
+	}
+	p, d := ledger(srv.DSN), ledger(srv.DirectDSN)
+	if idempotent {
+		return &mongopay.Idempotent{Ledger: p}, &mongopay.Idempotent{Ledger: d}
+	}
+	return &mongopay.Naive{Ledger: p}, &mongopay.Naive{Ledger: d}
+}
+
+func TestPayments(t *testing.T) {
+	paytest.Run(t, paytest.Store{Server: func(tb testing.TB) *indoubttest.Server { return mongotest.Mongo(tb) }, Open: open})
+}

@@ -1,0 +1,121 @@
+// Package cqltest gives a test a Cassandra keyspace of its own behind indoubt's
+// commit-aware proxy. It links gocql and nothing of the other stores.
+//
+//	srv := cqltest.Cassandra(t)         // srv.Addr: the proxy; srv.Database: the keyspace
+//	cl := gocql.NewCluster(srv.Addr)
+//	cl.Keyspace = srv.Database
+//	cl.DisableInitialHostLookup = true  // else gocql finds the node's own address, around the proxy
+//
+// The server is a single Apache Cassandra node launched once per test binary from the
+// jars scripts/prepare-cassandra fetches (it takes a minute and about 900 MiB), or the
+// node INDOUBT_CASSANDRA_DSN names (cql://host:port). Every test gets a keyspace
+// (SimpleStrategy, one replica) created for it and dropped after it. Where the jars or
+// java are missing the test skips (fails under CI=true).
+package cqltest
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/indoubttest"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/stores/cql"
+)
+
+// EnvDSN names the environment variable that points the tests at an existing node
+// (cql://host:port) instead of a launched one.
+const EnvDSN = "INDOUBT_CASSANDRA_DSN"
+
+var (
+	once      sync.Once
+	nodeAddr  string
+	launchErr error
+)
+
+func server() (string, error) {
+	once.Do(func() {
+		if dsn := os.Getenv(EnvDSN); dsn != "" {
+			u, err := url.Parse(dsn)
+			if err != nil || u.Host == "" {
+				launchErr = errors.New(EnvDSN + ": want cql://host:port")
+				return
+			}
+			nodeAddr = u.Host
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		c, err := servers.StartCassandra(ctx, servers.CassandraOptions{})
+		if err != nil {
+			launchErr = err
+			return
+		}
+		indoubttest.Shared(c.Stop)
+		nodeAddr = c.Addr
+	})
+	return nodeAddr, launchErr
+}
+
+// keyspaceName fits indoubttest.DatabaseName into Cassandra's 48 characters, keeping its
+// unique end.
+func keyspaceName(tb testing.TB) string {
+	name := indoubttest.DatabaseName(tb)
+	if len(name) > 48 {
+		name = "t_" + name[len(name)-46:]
+	}
+	return name
+}
+
+// Cassandra returns a keyspace of the test's own (srv.Database) behind a commit-aware
+// proxy at srv.Addr; srv.DSN and srv.DirectDSN are cql://host:port/keyspace, as indoubt
+// run takes them. The error rules are those of the stores/cql adapter.
+func Cassandra(tb testing.TB) *indoubttest.Server {
+	tb.Helper()
+	addr, err := server()
+	if errors.Is(err, servers.ErrNotInstalled) {
+		indoubttest.SkipOrFail(tb, err)
+	}
+	if err != nil {
+		tb.Fatalf("cqltest: launch Cassandra: %v", err)
+	}
+	ks := keyspaceName(tb)
+	if err := schema(addr, "CREATE KEYSPACE "+ks+" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"); err != nil {
+		tb.Fatalf("cqltest: create keyspace: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := schema(addr, "DROP KEYSPACE IF EXISTS "+ks); err != nil {
+			tb.Errorf("cqltest: drop keyspace %s: %v", ks, err)
+		}
+	})
+	direct := "cql://" + addr + "/" + ks
+	return indoubttest.NewServer(tb, indoubttest.Target{
+		Store:      "cql",
+		DirectAddr: addr,
+		DirectDSN:  direct,
+		Database:   ks,
+		ProxyDSN:   func(px string) string { return indoubttest.WithHost(direct, px) },
+		Protocol:   toxics.CQL{},
+		Classify:   cql.Classify,
+	})
+}
+
+func schema(addr, stmt string) error {
+	cl := gocql.NewCluster(addr)
+	cl.DisableInitialHostLookup = true
+	cl.Timeout = 30 * time.Second
+	cl.ConnectTimeout = 10 * time.Second
+	s, err := cl.CreateSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Query(stmt).Exec()
+}

@@ -1,0 +1,143 @@
+// Package pgtest gives a test a PostgreSQL database of its own behind indoubt's
+// commit-aware proxy. It links pgx and nothing of the other stores.
+//
+//	func TestCharges(t *testing.T) {
+//		srv := pgtest.Postgres(t)        // a fresh database; srv.DSN goes through the proxy
+//		srv.Arm("commit-cut:0.2")        // cut 20% of the replies that prove a commit
+//		...
+//	}
+//
+// The server is launched once per test binary from PostgreSQL's installed binaries
+// (/usr/lib/postgresql/*/bin, or INDOUBT_PG_BIN), or is the one INDOUBT_POSTGRES_DSN
+// names; every test gets a database created for it and dropped after it. Call
+// indoubttest.Main from TestMain to stop a launched server when the tests end; without
+// it, the server ends with the test binary. Where PostgreSQL is not installed the test
+// skips (fails under CI=true).
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/indoubttest"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/stores/postgres"
+)
+
+// EnvDSN names the environment variable that points the tests at an existing PostgreSQL
+// instead of a launched one. Its user must be allowed to create databases.
+const EnvDSN = "INDOUBT_POSTGRES_DSN"
+
+var (
+	once      sync.Once
+	adminDSN  string
+	launchErr error
+)
+
+// server returns the DSN of the shared server, launching it on first use.
+func server() (string, error) {
+	once.Do(func() {
+		if dsn := os.Getenv(EnvDSN); dsn != "" {
+			adminDSN = dsn
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
+		if err != nil {
+			launchErr = err
+			return
+		}
+		indoubttest.Shared(pg.Stop)
+		adminDSN = pg.DSN
+	})
+	return adminDSN, launchErr
+}
+
+// Postgres returns a database of the test's own on the shared PostgreSQL, behind a
+// commit-aware proxy, both gone when the test ends. srv.DSN reaches it through the
+// proxy (sslmode=disable: the proxy reads the protocol), srv.DirectDSN without. The
+// server's error rules are those of the stores/postgres adapter: an error the server
+// answered is a failure, any other error after which pgx cannot say the request was
+// never sent is unknown.
+func Postgres(tb testing.TB) *indoubttest.Server {
+	tb.Helper()
+	admin, err := server()
+	if errors.Is(err, servers.ErrNotInstalled) {
+		indoubttest.SkipOrFail(tb, err)
+	}
+	if err != nil {
+		tb.Fatalf("pgtest: launch PostgreSQL: %v", err)
+	}
+	name := indoubttest.DatabaseName(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := exec(ctx, admin, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		tb.Fatalf("pgtest: create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := exec(ctx, admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			tb.Errorf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	direct, addr, err := withDatabase(admin, name)
+	if err != nil {
+		tb.Fatalf("pgtest: %s: %v", EnvDSN, err)
+	}
+	return indoubttest.NewServer(tb, indoubttest.Target{
+		Store:      "postgres",
+		DirectAddr: addr,
+		DirectDSN:  direct,
+		Database:   name,
+		ProxyDSN:   func(px string) string { return indoubttest.WithHost(direct, px) },
+		Protocol:   toxics.Postgres{},
+		Classify:   postgres.Classify,
+	})
+}
+
+func exec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// withDatabase returns dsn naming database name, with sslmode=disable, and its host:port.
+func withDatabase(dsn, name string) (string, string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme != "postgres" && u.Scheme != "postgresql" || u.Host == "" {
+		return "", "", fmt.Errorf("want a URL postgres://user:password@host:port/db, got %q", redacted(dsn))
+	}
+	u.Path = "/" + name
+	q := u.Query()
+	q.Set("sslmode", "disable")
+	u.RawQuery = q.Encode()
+	addr := u.Host
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, "5432")
+	}
+	return u.String(), addr, nil
+}
+
+func redacted(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparseable)"
+	}
+	return u.Redacted()
+}
