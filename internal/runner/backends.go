@@ -187,7 +187,10 @@ func unbound(b StoreName, w workloads.Name) error {
 	return fmt.Errorf("store %s cannot bind workload %q", b, w)
 }
 
-func launchPostgres(ctx context.Context, _ Config, dir string) (launched, error) {
+func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
+	if cfg.Topology == TopologyReplicated {
+		return launchReplicatedPostgres(ctx, cfg, dir)
+	}
 	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log")})
 	if err != nil {
 		return launched{}, err

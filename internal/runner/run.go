@@ -46,6 +46,10 @@ type Config struct {
 	Budget    int64  `json:"budget,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
 	Persistence string `json:"persistence,omitempty"`
+	// Topology is single (also "") or replicated (a launched PostgreSQL primary and
+	// streaming standby); Replication is async (also "") or sync. See process_faults.go.
+	Topology    string `json:"topology,omitempty"`
+	Replication string `json:"replication,omitempty"`
 	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
 	// config.json, one NAME[:P][@START-END] per entry.
 	Faults faults.Schedule `json:"-"`

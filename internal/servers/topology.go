@@ -175,4 +175,3 @@ func (rp *ReplicatedPostgres) Stop() error {
 	errs = append(errs, rp.Primary.Stop())
 	return errors.Join(errs...)
 }
-
