@@ -436,7 +436,7 @@ func lostRegisterWrites(tl []report.ProcessFault, ops []histories.Op) []report.L
 				continue
 			}
 			l := report.LostWrite{OpID: w.inv.OpID, Index: w.comp.Index, Key: k, Value: wv, Fault: f.Fault, AckBeforeFaultS: secs(start - w.comp.Time)}
-			l.Explanation = fmt.Sprintf("%s %s of %s (acknowledged %.3fs before %s, %s of pid %d at %.2fs) is lost: read %s, invoked after the server answered again, returned %s", w.inv.F, string(w.inv.Value), k, l.AckBeforeFaultS, f.Fault, f.Action, f.Pid, f.StartS, r.inv.OpID, string(r.comp.Value))
+			l.Explanation = fmt.Sprintf("%s %s of %s by op %s (acknowledged %.3fs before %s, %s of pid %d at %.2fs) is lost: read %s, invoked after the server answered again, returned %s", w.inv.F, string(w.inv.Value), k, w.inv.OpID, l.AckBeforeFaultS, f.Fault, f.Action, f.Pid, f.StartS, r.inv.OpID, string(r.comp.Value))
 			out = append(out, l)
 		}
 	}
