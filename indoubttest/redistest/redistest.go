@@ -69,9 +69,8 @@ func server() (string, error) {
 	return baseDSN, launchErr
 }
 
-// launchedDSN is the DSN of a launched Redis. (When the launcher gives Redis a
-// password and a DSN of its own, this is r.DSN.)
-func launchedDSN(r *servers.Redis) string { return "redis://" + r.Addr + "/0" }
+// launchedDSN is the DSN of a launched Redis, with its per-launch password.
+func launchedDSN(r *servers.Redis) string { return r.DSN }
 
 // Redis returns a database number of the test's own on the shared Redis, flushed, behind
 // a commit-aware proxy; srv.DSN selects it through the proxy, srv.DirectDSN without.

@@ -213,3 +213,27 @@ func dirBytes(dir string) int64 {
 	})
 	return n
 }
+
+// MakeOwnedTempDir makes the temporary directory of a server that runs inside this
+// process (FerretDB) under parent ("" means os.TempDir()), named for kind, with the
+// owner marker that lets a later launch or `indoubt clean` remove it should this process
+// die without cleaning up. It reaps such leftovers first, as every launch does. The
+// caller removes the directory when its server stops.
+func MakeOwnedTempDir(parent, kind string) (string, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	reapLeftovers(parent, os.TempDir())
+	dir, err := os.MkdirTemp(parent, tempDirPattern(kind))
+	if err != nil {
+		return "", err
+	}
+	if dir, err = filepath.Abs(dir); err == nil {
+		err = writeOwner(dir, false, nil)
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}

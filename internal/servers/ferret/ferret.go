@@ -193,15 +193,10 @@ func (f *FerretDB) Stop() error {
 }
 
 // makeTempDir makes the server's temporary directory under parent ("" means
-// os.TempDir()) and returns its absolute path.
+// os.TempDir()), marked as this process's so that it is reaped should the process die,
+// and returns its absolute path.
 func (f *FerretDB) makeTempDir(parent string) (string, error) {
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	dir, err := os.MkdirTemp(parent, "indoubt-ferretdb-")
-	if err == nil {
-		dir, err = filepath.Abs(dir)
-	}
+	dir, err := servers.MakeOwnedTempDir(parent, "ferretdb")
 	if err != nil {
 		return "", fmt.Errorf("ferretdb: %w", err)
 	}
