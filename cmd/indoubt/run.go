@@ -17,8 +17,10 @@ import (
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/catalog"
+	"github.com/indoubt/indoubt/workloads/insert"
 )
 
 const runHelp = `indoubt run: run a workload against a database, record every operation in a
@@ -40,6 +42,8 @@ Examples:
   indoubt run --dsn postgres://user@db:5432/app --json > results.json
   indoubt run --workload counter --mechanism read-write --workers 1,4,16,32 --time 10s   # contention sweep
   indoubt run --workload counter --mechanism read-write --isolation read-committed --workers 16 --time 10s
+  indoubt run --workload insert --key all --workers 16,32,64 --time 30s --pg-version 18   # primary-key table
+  indoubt run --workload insert --key bigserial,client-mono --fault commit-cut:0.1 --retry naive --time 10s
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run. An interrupted run
 (SIGINT, SIGTERM) is checked and published as far as it got, and exits 2 when that is
@@ -61,11 +65,16 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 type runArgs struct {
 	cfg     runner.Config
 	counts  []int
-	store   string // --store as given: a store, all, or empty
+	keys    []insert.Key // the insert workload's key shapes (--key)
+	rounds  int          // the insert workload's rounds (--rounds)
+	store   string       // --store as given: a store, all, or empty
 	jsonOut bool
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if twoPCWorkload(args) {
+		return runTwoPC(ctx, args, stdout, stderr)
+	}
 	a, err := parseRunArgs(args, stdout, stderr)
 	if err != nil {
 		return err
@@ -84,7 +93,15 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, s := range skipped {
 		fmt.Fprintln(stderr, s)
 	}
-	all, err := runEach(ctx, a.cfg, stores, a.counts)
+	var all []*report.Results
+	if a.cfg.Workload == workloads.Insert {
+		all, err = runInserts(ctx, a, stores)
+	} else {
+		all, err = runEach(ctx, a.cfg, stores, a.counts)
+	}
+	if a.cfg.OnProgress != nil {
+		fmt.Fprint(stderr, "\r\033[K") // the live line ends with the run
+	}
 	if err != nil {
 		// Drivers quote DSNs in their errors; the runner scrubs what it returns, and
 		// this catches whatever reaches the console another way.
@@ -132,13 +149,16 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
 		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
 		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
-		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter")
+		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter, insert; transfer and two-rows (two-phase commit over several servers: see --workload transfer --help)")
 		specs    multiFlag
-		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
+		quiet    = fs.Bool("quiet", false, "no progress on stderr (neither launch lines nor the live line)")
 		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
+		keys     = fs.String("key", string(insert.Identity), "insert workload: primary-key shape, a comma list, or all: "+keyShapes())
 	)
+	fs.IntVar(&a.rounds, "rounds", 1, "insert workload: rounds of every key shape, each round in a rotated order")
 	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print results.json to stdout (the summary goes to stderr)")
+	fs.StringVar(&cfg.PGVersion, "pg-version", "", "a launched PostgreSQL's version: 15, 18 (scripts/prepare-postgres18), or a directory of its binaries (default: INDOUBT_PG_VERSION, INDOUBT_PG_BIN, else the installed one)")
 	fs.StringVar(&cfg.Persistence, "persistence", "none", "a launched Redis's durability: none, everysec, always")
 	fs.StringVar(&cfg.Topology, "topology", "single", "launched PostgreSQL: single, or replicated (a primary and a streaming standby; --fault failover@T)")
 	fs.StringVar(&cfg.Replication, "replication", "async", "replicated topology: async, or sync (every commit waits for the standby)")
@@ -149,6 +169,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
 	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
 	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
+	fs.IntVar(&cfg.MaxAnomalies, "max-anomalies", report.DefaultMaxAnomalies, "list at most this many anomalies and ground-truth items in results.json and the console (counts stay exact; -1 lists all)")
 	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T")
 	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
 	if err := parseFlags(fs, args); err != nil {
@@ -191,10 +212,58 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if a.counts, err = parseCounts(*workers); err != nil {
 		return a, fmt.Errorf("run: --workers: %v", err)
 	}
+	if cfg.MaxAnomalies < 1 && cfg.MaxAnomalies != -1 {
+		return a, fmt.Errorf("run: --max-anomalies must be at least 1, or -1 for all")
+	}
+	if a.keys, err = insert.ParseKeys(*keys); err != nil {
+		return a, fmt.Errorf("run: --key: %v", err)
+	}
+	if a.rounds < 1 {
+		return a, fmt.Errorf("run: --rounds must be at least 1")
+	}
+	if cfg.PGVersion != "" && cfg.DSN == "" {
+		// Refused before anything is launched, in one line.
+		if _, err := servers.PostgresBin(cfg.PGVersion); err != nil {
+			return a, fmt.Errorf("run: --pg-version: %v", err)
+		}
+	}
 	if !*quiet {
 		cfg.Progress = stderr
+		if !a.jsonOut && isTerminal(stdout) && isTerminal(stderr) {
+			cfg.OnProgress = liveLine(stderr)
+		}
 	}
 	return a, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// liveLine rewrites one progress line on a terminal once a run has lasted two seconds:
+// elapsed time, operations, their rate, faults fired, and the time left when it is known.
+func liveLine(w io.Writer) func(runner.Progress) {
+	return func(p runner.Progress) {
+		if p.Elapsed < 2*time.Second {
+			return
+		}
+		rate := float64(p.Completed) / p.Elapsed.Seconds()
+		line := fmt.Sprintf("%5.1fs  %d ops  %.0f tx/s  %d faults", p.Elapsed.Seconds(), p.Completed, rate, p.Faults)
+		switch {
+		case p.Total > 0 && rate > 0:
+			left := time.Duration(float64(p.Total-p.Completed) / rate * float64(time.Second))
+			line += fmt.Sprintf("  %d/%d  ETA %s", p.Completed, p.Total, left.Round(time.Second))
+		case p.Duration > 0:
+			line += fmt.Sprintf("  %s left", max(0, p.Duration-p.Elapsed).Round(time.Second))
+		}
+		fmt.Fprintf(w, "\r\033[K%s", line)
+	}
 }
 
 // runEach runs every store at every worker count, and stops early when ctx ends.
@@ -220,15 +289,43 @@ func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, 
 	return all, nil
 }
 
+// runInserts runs the insert workload's table (runner.InsertTable) on every store.
+func runInserts(ctx context.Context, a runArgs, stores []runner.StoreName) ([]*report.Results, error) {
+	var all []*report.Results
+	for _, store := range stores {
+		c := a.cfg
+		c.Store = store
+		res, err := runner.InsertTable(ctx, c, a.keys, a.counts, a.rounds)
+		all = append(all, res...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
+}
+
+func keyShapes() string {
+	s := make([]string, len(insert.Keys))
+	for i, k := range insert.Keys {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
 // printRuns prints one run's summary, or the table (a sweep for the counter on one
 // store) of several runs and the path of their summary.json.
 func printRuns(w io.Writer, cfg runner.Config, all []*report.Results, stores int) error {
 	if len(all) == 1 {
 		report.WriteSummary(w, all[0])
 		report.WriteCounterFinal(w, all[0])
+		if cfg.Workload == workloads.Insert {
+			report.WriteInsertTable(w, all)
+		}
 		return nil
 	}
-	if cfg.Workload == workloads.Counter && stores == 1 {
+	if cfg.Workload == workloads.Insert {
+		report.WriteInsertTable(w, all)
+	} else if cfg.Workload == workloads.Counter && stores == 1 {
 		report.WriteSweep(w, all)
 	} else {
 		report.WriteTable(w, all)
@@ -337,6 +434,9 @@ func writeSummary(out string, all []*report.Results) (string, error) {
 	path := filepath.Join(out, "summary-"+time.Now().Format("20060102-150405.000")+".json")
 	b, _ := json.MarshalIndent(s, "", "  ")
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write summary: %v", err)
+	}
+	if err := report.WriteSummaryHTML(strings.TrimSuffix(path, ".json")+".html", all); err != nil {
 		return "", fmt.Errorf("write summary: %v", err)
 	}
 	return path, nil

@@ -46,12 +46,17 @@ type Config struct {
 	// Isolation is the transaction isolation level of workloads that take one (counter).
 	Isolation string `json:"isolation,omitempty"`
 	Budget    int64  `json:"budget,omitempty"`
+	// Key is the insert workload's primary-key shape (insert.Key).
+	Key string `json:"key,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
 	Persistence string `json:"persistence,omitempty"`
 	// Topology is single (also "") or replicated (a launched PostgreSQL primary and
 	// streaming standby); Replication is async (also "") or sync. See process_faults.go.
 	Topology    string `json:"topology,omitempty"`
 	Replication string `json:"replication,omitempty"`
+	// PGVersion chooses a launched PostgreSQL's binaries: "15", "18" or a bin directory
+	// (servers.PostgresBin); "" for the default.
+	PGVersion string `json:"pg_version,omitempty"`
 	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
 	// config.json, one NAME[:P][@START-END] per entry.
 	Faults faults.Schedule `json:"-"`
@@ -61,6 +66,12 @@ type Config struct {
 	Progress io.Writer `json:"-"`
 	// CheckTimeout bounds a search checker; 0 means a minute.
 	CheckTimeout time.Duration `json:"check_timeout"`
+	// MaxAnomalies bounds the anomalies and ground-truth items results.json lists
+	// (counts stay exact); 0 means report.DefaultMaxAnomalies, -1 lists all.
+	MaxAnomalies int `json:"max_anomalies,omitempty"`
+	// OnProgress, when set, receives a snapshot of the run a few times a second while
+	// its workers run.
+	OnProgress func(Progress) `json:"-"`
 }
 
 // ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
@@ -190,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (*report.Results, error) {
 	}
 	b, _ := lookupBackend(cfg.Store)
 	start := time.Now()
-	name := fmt.Sprintf("%s-%s-%s", start.Format("20060102-150405.000"), cfg.Workload, cfg.Store)
+	name := runName(cfg, start)
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, couldNotRun("create %s: %v", cfg.Out, err)
 	}
@@ -207,6 +218,11 @@ func Run(ctx context.Context, cfg Config) (*report.Results, error) {
 		return nil, sc.err(err)
 	}
 	res.RunDir = final
+	maxA := cfg.MaxAnomalies
+	if maxA == 0 {
+		maxA = report.DefaultMaxAnomalies
+	}
+	res.Trim(maxA)
 	if err := writeJSON(filepath.Join(partial, "results.json"), res); err != nil {
 		os.RemoveAll(partial)
 		return nil, couldNotRun("write results: %v", err)
@@ -342,7 +358,9 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	if nem != nil {
 		nem.begin(r)
 	}
+	stopWatch := r.watch(nem)
 	interrupted, err := r.drive(ctx)
+	stopWatch()
 	if nem != nil {
 		if nerr := nem.end(); nerr != nil && err == nil {
 			err = fmt.Errorf("fault schedule: %v", nerr)
@@ -400,6 +418,7 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 	if res.Anomalies == nil {
 		res.Anomalies = []checker.Anomaly{}
 	}
+	res.AnomalyCount = report.AnomalyCountOf(verdict)
 	res.Ops = countOps(ops)
 	if r.elapsed > 0 {
 		res.Throughput = float64(r.completed) / r.elapsed.Seconds()
