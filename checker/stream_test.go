@@ -88,4 +88,3 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
-

@@ -63,6 +63,8 @@ type launched struct {
 	dsn  string
 	desc string
 	stop func() error
+	// ctl applies process faults to the server; nil when it has none.
+	ctl processCtl
 }
 
 // kv are the workloads of a store that has budget and register (bindKV).
@@ -225,11 +227,14 @@ func unbound(b StoreName, w workloads.Name) error {
 }
 
 func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
+	if cfg.Topology == TopologyReplicated {
+		return launchReplicatedPostgres(ctx, cfg, dir)
+	}
 	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion})
 	if err != nil {
 		return launched{}, err
 	}
-	return launched{dsn: pg.DSN, desc: "PostgreSQL " + pg.Version + " at " + pg.Addr, stop: pg.Stop}, nil
+	return launched{dsn: pg.DSN, desc: "PostgreSQL " + pg.Version + " at " + pg.Addr, stop: pg.Stop, ctl: pg}, nil
 }
 
 func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
