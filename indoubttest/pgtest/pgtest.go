@@ -21,8 +21,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,30 +36,15 @@ import (
 // instead of a launched one. Its user must be allowed to create databases.
 const EnvDSN = "INDOUBT_POSTGRES_DSN"
 
-var (
-	once      sync.Once
-	adminDSN  string
-	launchErr error
-)
-
-// server returns the DSN of the shared server, launching it on first use.
-func server() (string, error) {
-	once.Do(func() {
-		if dsn := os.Getenv(EnvDSN); dsn != "" {
-			adminDSN = dsn
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
+// server is the shared server; its Addr is an admin DSN.
+var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
+	Launch: func(ctx context.Context) (string, func() error, error) {
 		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
 		if err != nil {
-			launchErr = err
-			return
+			return "", nil, err
 		}
-		indoubttest.Shared(pg.Stop)
-		adminDSN = pg.DSN
-	})
-	return adminDSN, launchErr
+		return pg.DSN, pg.Stop, nil
+	},
 }
 
 // Postgres returns a database of the test's own on the shared PostgreSQL, behind a
@@ -72,7 +55,7 @@ func server() (string, error) {
 // never sent is unknown.
 func Postgres(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
-	admin, err := server()
+	admin, err := server.Addr()
 	if errors.Is(err, servers.ErrNotInstalled) {
 		indoubttest.SkipOrFail(tb, err)
 	}
