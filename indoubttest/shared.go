@@ -2,9 +2,13 @@ package indoubttest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
 // SharedServer is a test binary's one server of a kind, for store subpackages: the
@@ -21,6 +25,21 @@ type SharedServer struct {
 	once sync.Once
 	addr string
 	err  error
+}
+
+// Need returns the server's address for tb. Where the server is not installed it skips
+// tb (fails it under CI=true: see SkipOrFail); any other launch error fails tb, after
+// what (say "pgtest: launch PostgreSQL").
+func (s *SharedServer) Need(tb testing.TB, what string) string {
+	tb.Helper()
+	addr, err := s.Addr()
+	if errors.Is(err, servers.ErrNotInstalled) {
+		SkipOrFail(tb, err)
+	}
+	if err != nil {
+		tb.Fatalf("%s: %v", what, err)
+	}
+	return addr
 }
 
 // Addr returns the server's address, launching it on the first call; a launch that

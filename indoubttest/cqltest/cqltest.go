@@ -15,7 +15,6 @@ package cqltest
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"testing"
 	"time"
@@ -58,13 +57,7 @@ func keyspaceName(tb testing.TB) string {
 // run takes them. The error rules are those of the stores/cql adapter.
 func Cassandra(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
-	dsn, err := server.Addr()
-	if errors.Is(err, servers.ErrNotInstalled) {
-		indoubttest.SkipOrFail(tb, err)
-	}
-	if err != nil {
-		tb.Fatalf("cqltest: launch Cassandra: %v", err)
-	}
+	dsn := server.Need(tb, "cqltest: launch Cassandra")
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		tb.Fatalf("cqltest: %s: want cql://host:port", EnvDSN)

@@ -50,10 +50,7 @@ var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 // rules are those of the stores/mongo adapter.
 func Mongo(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
-	base, err := server.Addr()
-	if err != nil {
-		tb.Fatalf("mongotest: launch FerretDB: %v", err)
-	}
+	base := server.Need(tb, "mongotest: launch FerretDB")
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "mongodb" || u.Host == "" {
 		tb.Fatalf("mongotest: %s: want mongodb://host:port/, got an unparseable URL", EnvDSN)

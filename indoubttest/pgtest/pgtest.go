@@ -17,7 +17,6 @@ package pgtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -55,13 +54,7 @@ var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
 // never sent is unknown.
 func Postgres(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
-	admin, err := server.Addr()
-	if errors.Is(err, servers.ErrNotInstalled) {
-		indoubttest.SkipOrFail(tb, err)
-	}
-	if err != nil {
-		tb.Fatalf("pgtest: launch PostgreSQL: %v", err)
-	}
+	admin := server.Need(tb, "pgtest: launch PostgreSQL")
 	name := indoubttest.DatabaseName(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

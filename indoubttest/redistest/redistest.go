@@ -15,7 +15,6 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -66,13 +65,7 @@ func launchedDSN(r *servers.Redis) string { return r.DSN }
 // a lost connection is unknown.
 func Redis(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
-	base, err := server.Addr()
-	if errors.Is(err, servers.ErrNotInstalled) {
-		indoubttest.SkipOrFail(tb, err)
-	}
-	if err != nil {
-		tb.Fatalf("redistest: launch Redis: %v", err)
-	}
+	base := server.Need(tb, "redistest: launch Redis")
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "redis" || u.Host == "" {
 		tb.Fatalf("redistest: %s: want redis://[:password@]host:port, got an unparseable URL", EnvDSN)
