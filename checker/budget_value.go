@@ -1,9 +1,6 @@
 package checker
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "encoding/json"
 
 // budgetOutcome is the part of a completion value the checker reads.
 type budgetOutcome struct {
@@ -42,75 +39,29 @@ func budgetParseOutcome(v []byte) (budgetOutcome, error) {
 // a key that matches applied or balance only case-insensitively, as encoding/json
 // would accept it.
 func budgetScanFlat(b []byte) (o budgetOutcome, ok bool) {
-	i := budgetSkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return o, false
-	}
-	i = budgetSkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return o, budgetSkipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return o, false
-		}
-		j := i + 1
-		for j < len(b) && b[j] != '"' {
-			if c := b[j]; c == '\\' || c < 0x20 || c >= 0x80 {
-				return o, false
-			}
-			j++
-		}
-		if j >= len(b) {
-			return o, false
-		}
-		key := b[i+1 : j]
-		i = budgetSkipSpace(b, j+1)
-		if i >= len(b) || b[i] != ':' {
-			return o, false
-		}
-		i = budgetSkipSpace(b, i+1)
-		j = i
-		for j < len(b) && (b[j] == '-' || b[j] >= '0' && b[j] <= '9' || b[j] >= 'a' && b[j] <= 'z') {
-			j++
-		}
-		lit := b[i:j]
-		i = budgetSkipSpace(b, j)
-		switch {
-		case string(key) == "applied":
+	ok = scanFlat(b, func(key, lit []byte) bool {
+		switch string(key) {
+		case "applied":
 			switch string(lit) {
 			case "true":
 				o.applied, o.hasApplied = true, true
 			case "false":
 				o.applied, o.hasApplied = false, true
 			default:
-				return o, false
+				return false
 			}
-		case string(key) == "balance":
+		case "balance":
 			n, ok := budgetScanInt(lit)
 			if !ok {
-				return o, false
+				return false
 			}
 			o.balance, o.hasBalance = n, true
-		case bytes.EqualFold(key, []byte("applied")) || bytes.EqualFold(key, []byte("balance")):
-			return o, false
 		default:
-			if _, isInt := budgetScanInt(lit); !isInt && string(lit) != "true" && string(lit) != "false" && string(lit) != "null" {
-				return o, false
-			}
+			return scanFlatOther(key, lit, "applied", "balance")
 		}
-		if i >= len(b) {
-			return o, false
-		}
-		switch b[i] {
-		case ',':
-			i = budgetSkipSpace(b, i+1)
-		case '}':
-			return o, budgetSkipSpace(b, i+1) == len(b)
-		default:
-			return o, false
-		}
-	}
+		return true
+	})
+	return o, ok
 }
 
 func budgetSkipSpace(b []byte, i int) int {

@@ -34,22 +34,11 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		if err != nil {
 			return Result{}, err
 		}
-		for i := 0; ; i++ {
-			if i%checkEvery == 0 && ctx.Err() != nil {
-				return interrupted("budget", ctx.Err()), nil
-			}
-			op, err := next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return Result{}, err
-			}
-			if err := c.Add(op); err != nil {
-				return Result{}, err
-			}
+		done, err := feed(ctx, next, c.Add)
+		if err != nil {
+			return Result{}, err
 		}
-		if ctx.Err() != nil {
+		if !done {
 			return interrupted("budget", ctx.Err()), nil
 		}
 		return c.Result(), nil
@@ -59,22 +48,11 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 			return Result{}, err
 		}
 		var p counterPairer
-		for i := 0; ; i++ {
-			if i%checkEvery == 0 && ctx.Err() != nil {
-				return interrupted("counter", ctx.Err()), nil
-			}
-			op, err := next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return Result{}, err
-			}
-			if err := p.add(op); err != nil {
-				return Result{}, err
-			}
+		done, err := feed(ctx, next, p.add)
+		if err != nil {
+			return Result{}, err
 		}
-		if ctx.Err() != nil {
+		if !done {
 			return interrupted("counter", ctx.Err()), nil
 		}
 		all, _ := p.close()
@@ -94,6 +72,28 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		ops = append(ops, op)
 	}
 	return Check(ctx, h, ops, opt)
+}
+
+// feed hands each event from next to add until io.EOF, looking at ctx every checkEvery
+// events and at the end. done is false when ctx stopped it; an error of next or add
+// ends it there.
+func feed(ctx context.Context, next func() (histories.Op, error), add func(histories.Op) error) (done bool, err error) {
+	for i := 0; ; i++ {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return false, nil
+		}
+		op, err := next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return false, err
+		}
+		if err := add(op); err != nil {
+			return false, err
+		}
+	}
+	return ctx.Err() == nil, nil
 }
 
 // budgetParam is the initial balance: opt.Budget, or the header's.

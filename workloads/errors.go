@@ -169,6 +169,16 @@ func Conflict(err error, reason Reason) error {
 	return &classified{class: ErrConflict, reason: reason, err: err}
 }
 
+// Start refuses an operation whose context has already ended: nothing is sent, so the
+// failure is definite (ReasonNotSent), where the same error during the call would be
+// unknown. Adapters call it first thing in each operation.
+func Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return Definite(err, ReasonNotSent)
+	}
+	return nil
+}
+
 // Definite wraps err as a definite failure with reason, for accounting only. It returns
 // nil for nil.
 func Definite(err error, reason Reason) error {

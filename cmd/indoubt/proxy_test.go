@@ -103,23 +103,37 @@ func startPostgres(t *testing.T) *servers.Postgres {
 	return srv
 }
 
-// TestProxyPsql runs psql through `indoubt proxy` with each commit fault at
-// probability 1: psql's COMMIT fails either way; the proxy's event says whether it
-// applied, and the server agrees.
-func TestProxyPsql(t *testing.T) {
+// startPostgresWith starts a server and runs setup on it through a direct connection,
+// which it returns for the test to look at the server's own state.
+func startPostgresWith(t *testing.T, ctx context.Context, setup string) (*servers.Postgres, *pgx.Conn) {
+	t.Helper()
 	srv := startPostgres(t)
-	psql := filepath.Join(srv.BinDir, "psql")
-	if _, err := os.Stat(psql); err != nil {
-		servertest.SkipOrFail(t, &servers.NotInstalledError{Server: "postgres", Program: "psql", Hint: "install Debian package postgresql-client"})
-	}
-	ctx := context.Background()
 	direct, err := pgx.Connect(ctx, srv.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer direct.Close(ctx)
-	if _, err := direct.Exec(ctx, "create table account (id int primary key, balance int not null)"); err != nil {
+	t.Cleanup(func() { direct.Close(ctx) })
+	if _, err := direct.Exec(ctx, setup); err != nil {
 		t.Fatal(err)
+	}
+	return srv, direct
+}
+
+// proxiedDSN is srv's DSN with the proxy's address in place of the server's.
+func proxiedDSN(srv *servers.Postgres, proxyAddr string) string {
+	host, port, _ := net.SplitHostPort(proxyAddr)
+	return fmt.Sprintf("postgres://%s:%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, srv.Password, host, port, servers.PostgresDatabase)
+}
+
+// TestProxyPsql runs psql through `indoubt proxy` with each commit fault at
+// probability 1: psql's COMMIT fails either way; the proxy's event says whether it
+// applied, and the server agrees.
+func TestProxyPsql(t *testing.T) {
+	ctx := context.Background()
+	srv, direct := startPostgresWith(t, ctx, "create table account (id int primary key, balance int not null)")
+	psql := filepath.Join(srv.BinDir, "psql")
+	if _, err := os.Stat(psql); err != nil {
+		servertest.SkipOrFail(t, &servers.NotInstalledError{Server: "postgres", Program: "psql", Hint: "install Debian package postgresql-client"})
 	}
 	for i, tt := range []struct {
 		flag    string
@@ -368,21 +382,12 @@ func TestProxyEventsFileStartsAnew(t *testing.T) {
 // TestProxyTotalsOnStop: stopping prints the totals, telling a cut that changed rows
 // from one that changed nothing and from a COMMIT whose reply does not say.
 func TestProxyTotalsOnStop(t *testing.T) {
-	srv := startPostgres(t)
 	ctx := context.Background()
-	direct, err := pgx.Connect(ctx, srv.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer direct.Close(ctx)
-	if _, err := direct.Exec(ctx, "create table totals (id int primary key, n int not null); insert into totals values (1, 0)"); err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := startPostgresWith(t, ctx, "create table totals (id int primary key, n int not null); insert into totals values (1, 0)")
 	events := filepath.Join(t.TempDir(), "faults.jsonl")
 	os.WriteFile(events, []byte("{\"from\":\"an earlier run\"}\n"), 0o644)
 	rp := startProxyCommand(t, "--upstream", srv.Addr, "--listen", "127.0.0.1:0", "--cut-after-commit", "1", "--events", events)
-	host, port, _ := net.SplitHostPort(rp.addr)
-	dsn := fmt.Sprintf("postgres://%s:%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, srv.Password, host, port, servers.PostgresDatabase)
+	dsn := proxiedDSN(srv, rp.addr)
 	for _, sql := range []string{
 		"update totals set n = n + 1 where id = 1", // UPDATE 1
 		"update totals set n = n + 1 where id = 2", // UPDATE 0
@@ -415,16 +420,8 @@ var apiRE = regexp.MustCompile(`toxiproxy API on (\S+)\)`)
 // TestProxyAPICommitToxic steers `indoubt proxy` from toxiproxy's Go client: a
 // commit_cut toxic arms the cut, a second is refused, removing it disarms.
 func TestProxyAPICommitToxic(t *testing.T) {
-	srv := startPostgres(t)
 	ctx := context.Background()
-	direct, err := pgx.Connect(ctx, srv.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer direct.Close(ctx)
-	if _, err := direct.Exec(ctx, "create table steered (id int primary key, n int not null); insert into steered values (1, 0)"); err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := startPostgresWith(t, ctx, "create table steered (id int primary key, n int not null); insert into steered values (1, 0)")
 	rp := startProxyCommand(t, "--upstream", srv.Addr, "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0")
 	m := apiRE.FindStringSubmatch(rp.errb.String())
 	if m == nil {
@@ -440,8 +437,7 @@ func TestProxyAPICommitToxic(t *testing.T) {
 	if _, err := p.AddToxic("again", "commit_cut", "downstream", 1, nil); err == nil {
 		t.Errorf("a second commit_cut was added")
 	}
-	host, port, _ := net.SplitHostPort(rp.addr)
-	dsn := fmt.Sprintf("postgres://%s:%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, srv.Password, host, port, servers.PostgresDatabase)
+	dsn := proxiedDSN(srv, rp.addr)
 	update := func() error {
 		c, err := pgx.Connect(ctx, dsn)
 		if err != nil {

@@ -23,10 +23,7 @@ var kindNames = [...]string{CommitCut: "commit-cut", CommitDrop: "commit-drop"}
 
 // String returns commit-cut or commit-drop.
 func (k Kind) String() string {
-	if int(k) < len(kindNames) && kindNames[k] != "" {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
+	return enumName(kindNames[:], uint8(k), "kind")
 }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -39,13 +36,12 @@ func (k Kind) MarshalText() ([]byte, error) {
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (k *Kind) UnmarshalText(b []byte) error {
-	for i, n := range kindNames {
-		if n != "" && n == string(b) {
-			*k = Kind(i)
-			return nil
-		}
+	i, ok := enumParse(kindNames[:], b)
+	if !ok {
+		return fmt.Errorf("unknown fault kind %q", b)
 	}
-	return fmt.Errorf("unknown fault kind %q", b)
+	*k = Kind(i)
+	return nil
 }
 
 // Truth is what a fault did to the commit it hit, known to the proxy and never to the
@@ -61,10 +57,7 @@ var truthNames = [...]string{Applied: "applied", NotApplied: "not-applied"}
 
 // String returns applied or not-applied.
 func (t Truth) String() string {
-	if int(t) < len(truthNames) && truthNames[t] != "" {
-		return truthNames[t]
-	}
-	return fmt.Sprintf("truth(%d)", uint8(t))
+	return enumName(truthNames[:], uint8(t), "truth")
 }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -77,13 +70,31 @@ func (t Truth) MarshalText() ([]byte, error) {
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (t *Truth) UnmarshalText(b []byte) error {
-	for i, n := range truthNames {
+	i, ok := enumParse(truthNames[:], b)
+	if !ok {
+		return fmt.Errorf("unknown truth %q", b)
+	}
+	*t = Truth(i)
+	return nil
+}
+
+// enumName is names[v], or what(v) for a value that has no name, so that a corrupt
+// value still prints.
+func enumName(names []string, v uint8, what string) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", what, v)
+}
+
+// enumParse is the value whose name in names is b.
+func enumParse(names []string, b []byte) (uint8, bool) {
+	for i, n := range names {
 		if n != "" && n == string(b) {
-			*t = Truth(i)
-			return nil
+			return uint8(i), true
 		}
 	}
-	return fmt.Errorf("unknown truth %q", b)
+	return 0, false
 }
 
 // Event is one commit fault that fired, with its ground truth. One JSON object per

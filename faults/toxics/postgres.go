@@ -235,14 +235,7 @@ func (c *pgConn) query(sql string) *Point {
 				tx = txOpen
 				c.blockText.Reset()
 			}
-		case cls == stmtCommit:
-			if tx == txOpen {
-				prefix = c.blockText.String()
-				p = pointOr(p, true)
-			}
-			tx = txIdle
-			c.blockText.Reset()
-		case cls == stmtPrepareTxn:
+		case cls == stmtCommit, cls == stmtPrepareTxn:
 			if tx == txOpen {
 				prefix = c.blockText.String()
 				p = pointOr(p, true)
@@ -283,13 +276,7 @@ func (c *pgConn) execute(sql string) *Point {
 			tx = txOpen
 			c.blockText.Reset()
 		}
-	case cls == stmtCommit:
-		if tx == txOpen {
-			p = &Point{Statement: sql, Text: c.blockText.String() + sql, Default: true}
-		}
-		tx = txIdle
-		c.blockText.Reset()
-	case cls == stmtPrepareTxn:
+	case cls == stmtCommit, cls == stmtPrepareTxn:
 		if tx == txOpen {
 			p = &Point{Statement: sql, Text: c.blockText.String() + sql, Default: true}
 		}

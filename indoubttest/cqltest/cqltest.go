@@ -15,10 +15,7 @@ package cqltest
 
 import (
 	"context"
-	"errors"
 	"net/url"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,34 +31,15 @@ import (
 // (cql://host:port) instead of a launched one.
 const EnvDSN = "INDOUBT_CASSANDRA_DSN"
 
-var (
-	once      sync.Once
-	nodeAddr  string
-	launchErr error
-)
-
-func server() (string, error) {
-	once.Do(func() {
-		if dsn := os.Getenv(EnvDSN); dsn != "" {
-			u, err := url.Parse(dsn)
-			if err != nil || u.Host == "" {
-				launchErr = errors.New(EnvDSN + ": want cql://host:port")
-				return
-			}
-			nodeAddr = u.Host
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
+// server is the shared node; its Addr is a DSN cql://host:port.
+var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: 5 * time.Minute,
+	Launch: func(ctx context.Context) (string, func() error, error) {
 		c, err := servers.StartCassandra(ctx, servers.CassandraOptions{})
 		if err != nil {
-			launchErr = err
-			return
+			return "", nil, err
 		}
-		indoubttest.Shared(c.Stop)
-		nodeAddr = c.Addr
-	})
-	return nodeAddr, launchErr
+		return "cql://" + c.Addr, c.Stop, nil
+	},
 }
 
 // keyspaceName fits indoubttest.DatabaseName into Cassandra's 48 characters, keeping its
@@ -79,13 +57,12 @@ func keyspaceName(tb testing.TB) string {
 // run takes them. The error rules are those of the stores/cql adapter.
 func Cassandra(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
-	addr, err := server()
-	if errors.Is(err, servers.ErrNotInstalled) {
-		indoubttest.SkipOrFail(tb, err)
+	dsn := server.Need(tb, "cqltest: launch Cassandra")
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		tb.Fatalf("cqltest: %s: want cql://host:port", EnvDSN)
 	}
-	if err != nil {
-		tb.Fatalf("cqltest: launch Cassandra: %v", err)
-	}
+	addr := u.Host
 	ks := keyspaceName(tb)
 	if err := schema(addr, "CREATE KEYSPACE "+ks+" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"); err != nil {
 		tb.Fatalf("cqltest: create keyspace: %v", err)

@@ -17,8 +17,6 @@ package mongotest
 import (
 	"context"
 	"net/url"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,29 +33,14 @@ import (
 // MongoDB-wire server (mongodb://host:port/) instead of FerretDB in process.
 const EnvDSN = "INDOUBT_MONGO_DSN"
 
-var (
-	once      sync.Once
-	baseDSN   string
-	launchErr error
-)
-
-func server() (string, error) {
-	once.Do(func() {
-		if dsn := os.Getenv(EnvDSN); dsn != "" {
-			baseDSN = dsn
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: time.Minute,
+	Launch: func(ctx context.Context) (string, func() error, error) {
 		f, err := ferret.Start(ctx, ferret.Options{})
 		if err != nil {
-			launchErr = err
-			return
+			return "", nil, err
 		}
-		indoubttest.Shared(f.Stop)
-		baseDSN = f.URI
-	})
-	return baseDSN, launchErr
+		return f.URI, f.Stop, nil
+	},
 }
 
 // Mongo returns a database of the test's own (srv.Database) behind a commit-aware
@@ -67,10 +50,7 @@ func server() (string, error) {
 // rules are those of the stores/mongo adapter.
 func Mongo(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
-	base, err := server()
-	if err != nil {
-		tb.Fatalf("mongotest: launch FerretDB: %v", err)
-	}
+	base := server.Need(tb, "mongotest: launch FerretDB")
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "mongodb" || u.Host == "" {
 		tb.Fatalf("mongotest: %s: want mongodb://host:port/, got an unparseable URL", EnvDSN)

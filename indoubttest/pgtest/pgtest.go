@@ -17,12 +17,9 @@ package pgtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,30 +35,15 @@ import (
 // instead of a launched one. Its user must be allowed to create databases.
 const EnvDSN = "INDOUBT_POSTGRES_DSN"
 
-var (
-	once      sync.Once
-	adminDSN  string
-	launchErr error
-)
-
-// server returns the DSN of the shared server, launching it on first use.
-func server() (string, error) {
-	once.Do(func() {
-		if dsn := os.Getenv(EnvDSN); dsn != "" {
-			adminDSN = dsn
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
+// server is the shared server; its Addr is an admin DSN.
+var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
+	Launch: func(ctx context.Context) (string, func() error, error) {
 		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
 		if err != nil {
-			launchErr = err
-			return
+			return "", nil, err
 		}
-		indoubttest.Shared(pg.Stop)
-		adminDSN = pg.DSN
-	})
-	return adminDSN, launchErr
+		return pg.DSN, pg.Stop, nil
+	},
 }
 
 // Postgres returns a database of the test's own on the shared PostgreSQL, behind a
@@ -72,13 +54,7 @@ func server() (string, error) {
 // never sent is unknown.
 func Postgres(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
-	admin, err := server()
-	if errors.Is(err, servers.ErrNotInstalled) {
-		indoubttest.SkipOrFail(tb, err)
-	}
-	if err != nil {
-		tb.Fatalf("pgtest: launch PostgreSQL: %v", err)
-	}
+	admin := server.Need(tb, "pgtest: launch PostgreSQL")
 	name := indoubttest.DatabaseName(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

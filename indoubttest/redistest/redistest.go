@@ -15,12 +15,9 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,34 +37,24 @@ const EnvDSN = "INDOUBT_REDIS_DSN"
 // databases is how many database numbers Redis has by default.
 const databases = 16
 
-var (
-	once      sync.Once
-	baseDSN   string
-	launchErr error
-	free      = make(chan int, databases)
-)
-
-func server() (string, error) {
-	once.Do(func() {
-		for i := range databases {
-			free <- i
-		}
-		if dsn := os.Getenv(EnvDSN); dsn != "" {
-			baseDSN = dsn
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: time.Minute,
+	Launch: func(ctx context.Context) (string, func() error, error) {
 		r, err := servers.StartRedis(ctx, servers.RedisOptions{})
 		if err != nil {
-			launchErr = err
-			return
+			return "", nil, err
 		}
-		indoubttest.Shared(r.Stop)
-		baseDSN = launchedDSN(r)
-	})
-	return baseDSN, launchErr
+		return launchedDSN(r), r.Stop, nil
+	},
 }
+
+// free holds the database numbers no test holds.
+var free = func() chan int {
+	c := make(chan int, databases)
+	for i := range databases {
+		c <- i
+	}
+	return c
+}()
 
 // launchedDSN is the DSN of a launched Redis, with its per-launch password.
 func launchedDSN(r *servers.Redis) string { return r.DSN }
@@ -78,13 +65,7 @@ func launchedDSN(r *servers.Redis) string { return r.DSN }
 // a lost connection is unknown.
 func Redis(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
-	base, err := server()
-	if errors.Is(err, servers.ErrNotInstalled) {
-		indoubttest.SkipOrFail(tb, err)
-	}
-	if err != nil {
-		tb.Fatalf("redistest: launch Redis: %v", err)
-	}
+	base := server.Need(tb, "redistest: launch Redis")
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "redis" || u.Host == "" {
 		tb.Fatalf("redistest: %s: want redis://[:password@]host:port, got an unparseable URL", EnvDSN)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -258,13 +257,8 @@ func (e *Evidence) Grouped() string {
 			by[timesOf(a)]++
 		}
 	}
-	ks := make([]int, 0, len(by))
-	for k := range by {
-		ks = append(ks, k)
-	}
-	sort.Ints(ks)
 	var parts []string
-	for _, k := range ks {
+	for _, k := range sortedKeysOf(by) {
 		parts = append(parts, fmt.Sprintf("%d× %d", k, by[k]))
 	}
 	return strings.Join(parts, ", ")

@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,10 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -332,18 +335,26 @@ func windowAreas(d runData) charts.SeriesOpts {
 
 func xy(x, y float64) opts.LineData { return opts.LineData{Value: []interface{}{x, y}} }
 
-// rateChart is completions per second by outcome, with the fault windows shaded and the
-// faults the proxy fired per second on a second axis.
-func rateChart(d runData, o overTime) *charts.Line {
+// secondsChart is a line chart over the run's seconds with its legend below, the frame
+// the rate and latency charts share so that they line up one above the other.
+func secondsChart(d runData, id string, title opts.Title, y opts.YAxis) *charts.Line {
 	c := charts.NewLine()
-	c.SetGlobalOptions(chartInit("chart_rate", "300px"),
-		charts.WithTitleOpts(opts.Title{Title: "Operations completed per second", Subtitle: "shaded: fault windows; bars of faults fired per second on the right axis"}),
+	c.SetGlobalOptions(chartInit(id, "300px"),
+		charts.WithTitleOpts(title),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s", Min: 0, Max: d.end}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "ops/s"}),
+		charts.WithYAxisOpts(y),
 		charts.WithAnimation(false),
 	)
+	return c
+}
+
+// rateChart is completions per second by outcome, with the fault windows shaded and the
+// faults the proxy fired per second on a second axis.
+func rateChart(d runData, o overTime) *charts.Line {
+	c := secondsChart(d, "chart_rate", opts.Title{Title: "Operations completed per second", Subtitle: "shaded: fault windows; bars of faults fired per second on the right axis"},
+		opts.YAxis{Type: "value", Name: "ops/s"})
 	c.ExtendYAxis(opts.YAxis{Type: "value", Name: "faults/s", Position: "right"})
 	for i, s := range []struct {
 		name   string
@@ -381,15 +392,8 @@ func rateChart(d runData, o overTime) *charts.Line {
 }
 
 func latencyChart(d runData, o overTime) *charts.Line {
-	c := charts.NewLine()
-	c.SetGlobalOptions(chartInit("chart_latency", "300px"),
-		charts.WithTitleOpts(opts.Title{Title: "Latency by time of completion (ms, retries included)", Subtitle: "shaded: fault windows"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s", Min: 0, Max: d.end}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "ms"}),
-		charts.WithAnimation(false),
-	)
+	c := secondsChart(d, "chart_latency", opts.Title{Title: "Latency by time of completion (ms, retries included)", Subtitle: "shaded: fault windows"},
+		opts.YAxis{Type: "log", Name: "ms"})
 	for i, s := range []struct {
 		name string
 		v    []float64
@@ -472,13 +476,8 @@ func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int)
 	return c, drawn, highlighted
 }
 
-func sortedKeysOf[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
+func sortedKeysOf[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // chartHTML renders a chart as the element and the script that draws it.

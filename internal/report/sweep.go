@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -114,14 +113,9 @@ func WriteCounterFinal(w io.Writer, r *Results) {
 
 // restartDeltas lists the counters that moved, then how many did not.
 func restartDeltas(m map[string]int64) string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
 	var moved []string
 	still := 0
-	for _, k := range ks {
+	for _, k := range sortedKeysOf(m) {
 		if m[k] == 0 {
 			still++
 			continue

@@ -27,30 +27,31 @@ func retrySums(t *testing.T, res *report.Results) {
 
 // Retries of serialization failures and of cut commits both add up, whatever ended them.
 func TestRetryCountsAddUp(t *testing.T) {
-	t.Run("counter read-write serializable, conflict retry", func(t *testing.T) {
-		cfg := budgetConfig(t)
-		cfg.Workload, cfg.Mechanism, cfg.Workers, cfg.Ops = "counter", "read-write", 8, 40
-		cfg.Retry = policy(t, "conflict")
-		res, err := runner.Run(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Retries.Total == 0 {
-			t.Fatalf("no retries: 8 workers on one serializable row should conflict")
-		}
-		retrySums(t, res)
-	})
-	t.Run("budget under commit faults, naive retry", func(t *testing.T) {
-		cfg := budgetConfig(t)
-		cfg.Faults = schedule(t, "commit-mixed:0.3")
-		cfg.Retry = policy(t, "naive")
-		res, err := runner.Run(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Retries.Total == 0 {
-			t.Fatalf("no retries under commit-mixed:0.3")
-		}
-		retrySums(t, res)
-	})
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, c *runner.Config)
+		why  string // why the run must retry
+	}{
+		{"counter read-write serializable, conflict retry", func(t *testing.T, c *runner.Config) {
+			c.Workload, c.Mechanism, c.Workers, c.Ops = "counter", "read-write", 8, 40
+			c.Retry = policy(t, "conflict")
+		}, "8 workers on one serializable row should conflict"},
+		{"budget under commit faults, naive retry", func(t *testing.T, c *runner.Config) {
+			c.Faults = schedule(t, "commit-mixed:0.3")
+			c.Retry = policy(t, "naive")
+		}, "commit-mixed:0.3 cuts and drops commits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := budgetConfig(t)
+			tc.edit(t, &cfg)
+			res, err := runner.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Retries.Total == 0 {
+				t.Fatalf("no retries: %s", tc.why)
+			}
+			retrySums(t, res)
+		})
+	}
 }

@@ -1,10 +1,8 @@
 package runner_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -156,16 +154,7 @@ func TestSameSeedSameFaultDecisions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Open(filepath.Join(res.RunDir, "history.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		r, err := histories.NewReader(bufio.NewReader(f), "history")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ops, err := r.ReadAll()
+		_, ops, err := histories.ReadFile(filepath.Join(res.RunDir, "history.jsonl"), false)
 		if err != nil {
 			t.Fatal(err)
 		}

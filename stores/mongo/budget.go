@@ -85,7 +85,7 @@ type budgetSession struct{ *session }
 // balance > 0 and only Reset raises it. With Idempotent, a decrement that matched nothing
 // reads the document to tell a replay (its op id recorded) from a rejection.
 func (s *budgetSession) Decrement(ctx context.Context, req workloads.Request) (budget.Outcome, error) {
-	if err := start(ctx); err != nil {
+	if err := workloads.Start(ctx); err != nil {
 		return budget.Outcome{}, err
 	}
 	filter := bson.D{{Key: "_id", Value: budgetID}, {Key: "balance", Value: bson.D{{Key: "$gt", Value: 0}}}}

@@ -196,15 +196,6 @@ func carriesCommand(b []byte) bool {
 	return false
 }
 
-// start refuses an operation whose context has already ended: nothing is sent, so the
-// failure is definite, where the same error during the call would be unknown.
-func start(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return workloads.Definite(err, workloads.ReasonNotSent)
-	}
-	return nil
-}
-
 // The driver's error labels that leave an operation's outcome unknown, besides
 // NetworkError, which is named by the network error underneath.
 var unknownLabels = []struct {

@@ -61,7 +61,7 @@ type registerDoc struct {
 // Read is a findOne by _id, on the primary (the driver's default read preference), with
 // read concern linearizable under Config.Majority.
 func (s *registerSession) Read(ctx context.Context, key string) (int64, bool, error) {
-	if err := start(ctx); err != nil {
+	if err := workloads.Start(ctx); err != nil {
 		return 0, false, err
 	}
 	var d registerDoc
@@ -84,7 +84,7 @@ const upsertRaces = 3
 // from ops and the update pushes it; when that matches nothing the upsert's insert fails
 // on the duplicate _id, and a lookup tells a replay from a race with another writer.
 func (s *registerSession) Write(ctx context.Context, req workloads.Request, key string, value int64) error {
-	if err := start(ctx); err != nil {
+	if err := workloads.Start(ctx); err != nil {
 		return err
 	}
 	filter := bson.D{{Key: "_id", Value: key}}
@@ -130,7 +130,7 @@ func (s *registerSession) Write(ctx context.Context, req workloads.Request, key 
 // lookup tells a replay of a successful CAS from a mismatch. Failed CASes are not
 // recorded: they changed nothing, so running one again is as good as replaying it.
 func (s *registerSession) CAS(ctx context.Context, req workloads.Request, key string, from, to int64) (bool, error) {
-	if err := start(ctx); err != nil {
+	if err := workloads.Start(ctx); err != nil {
 		return false, err
 	}
 	filter := bson.D{{Key: "_id", Value: key}, {Key: "value", Value: from}}

@@ -109,7 +109,7 @@ type budgetSession struct{ *session }
 
 // Decrement runs the decrement script. The outcome's Balance is always reported.
 func (s *budgetSession) Decrement(ctx context.Context, req workloads.Request) (budget.Outcome, error) {
-	if err := start(ctx); err != nil {
+	if err := workloads.Start(ctx); err != nil {
 		return budget.Outcome{}, err
 	}
 	id := ""

@@ -157,15 +157,6 @@ func (s *session) Conn() string {
 // Close closes the session's connection.
 func (s *session) Close() error { return s.client.Close() }
 
-// start refuses an operation whose context has already ended: nothing is sent, so the
-// failure is definite, where the same error during the call would be unknown.
-func start(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return workloads.Definite(err, workloads.ReasonNotSent)
-	}
-	return nil
-}
-
 // Classify wraps an error from go-redis in the contract of package workloads:
 //   - a reply error from the server (script error, NOSCRIPT, WRONGTYPE, LOADING ...) is
 //     definite: the command did not run, or our scripts failed before writing; the

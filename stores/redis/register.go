@@ -111,7 +111,7 @@ type registerSession struct {
 // Read is a GET: Redis serves every command from its single thread in order, so a read
 // on the primary sees every acknowledged write.
 func (s *registerSession) Read(ctx context.Context, key string) (int64, bool, error) {
-	if err := start(ctx); err != nil {
+	if err := workloads.Start(ctx); err != nil {
 		return 0, false, err
 	}
 	v, err := s.client.Get(ctx, s.r.keys(key)[0]).Result()
@@ -130,7 +130,7 @@ func (s *registerSession) Read(ctx context.Context, key string) (int64, bool, er
 
 // Write is a SET, or the write script when idempotent.
 func (s *registerSession) Write(ctx context.Context, req workloads.Request, key string, value int64) error {
-	if err := start(ctx); err != nil {
+	if err := workloads.Start(ctx); err != nil {
 		return err
 	}
 	keys := s.r.keys(key)
@@ -152,7 +152,7 @@ func (s *registerSession) Write(ctx context.Context, req workloads.Request, key 
 
 // CAS runs the cas script.
 func (s *registerSession) CAS(ctx context.Context, req workloads.Request, key string, from, to int64) (bool, error) {
-	if err := start(ctx); err != nil {
+	if err := workloads.Start(ctx); err != nil {
 		return false, err
 	}
 	id := ""
