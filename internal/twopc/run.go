@@ -220,10 +220,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: cfg, Dir: dir}
-	for _, f := range cfg.Faults {
-		res.Faults = append(res.Faults, f.Spec)
-	}
+	res := &Result{Config: cfg, Dir: dir, Faults: faultSpecs(cfg.Faults)}
 	proxyFault, crash := splitFaults(cfg.Faults)
 	var fired firedCounts
 	cl, err := openCluster(ctx, cfg, dir, proxyFault, fired.count, say)
@@ -236,16 +233,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, couldNotRun("setup: %v", err)
 	}
 	logPath := filepath.Join(dir, "decisions.jsonl")
-	var dlog *Log
-	if cfg.Coordinator == Logged {
-		if dlog, err = OpenLog(logPath); err != nil {
-			return nil, couldNotRun("%v", err)
-		}
-		defer dlog.Close()
-	}
-	co, err := New(cl.work, cfg.Coordinator, dlog, cfg.Seed)
+	co, dlog, err := openCoordinator(cfg, cl, logPath)
 	if err != nil {
-		return nil, couldNotRun("%v", err)
+		return nil, err
+	}
+	if dlog != nil {
+		defer dlog.Close()
 	}
 	armProxies(cl, proxyFault)
 
@@ -304,6 +297,35 @@ func runDir(cfg Config) (string, error) {
 		return "", couldNotRun("run directory: %v", err)
 	}
 	return dir, nil
+}
+
+// faultSpecs lists the faults as the user gave them, nil for none.
+func faultSpecs(faults []Fault) []string {
+	var specs []string
+	for _, f := range faults {
+		specs = append(specs, f.Spec)
+	}
+	return specs
+}
+
+// openCoordinator opens the coordinator over the cluster; a logged one first opens its
+// decision log at logPath, which the caller closes.
+func openCoordinator(cfg Config, cl *cluster, logPath string) (*Coordinator, *Log, error) {
+	var dlog *Log
+	if cfg.Coordinator == Logged {
+		var err error
+		if dlog, err = OpenLog(logPath); err != nil {
+			return nil, nil, couldNotRun("%v", err)
+		}
+	}
+	co, err := New(cl.work, cfg.Coordinator, dlog, cfg.Seed)
+	if err != nil {
+		if dlog != nil {
+			dlog.Close()
+		}
+		return nil, nil, couldNotRun("%v", err)
+	}
+	return co, dlog, nil
 }
 
 // splitFaults tells the fault the proxies inject from the coordinator crash, which the
