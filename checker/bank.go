@@ -144,6 +144,25 @@ func CheckBank(ctx context.Context, ops []histories.Op, p BankParams) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
+	c := newBankCheck(p)
+	tally, stopped, err := c.scan(ctx, all)
+	if stopped {
+		return interrupted(BankModel, ctx.Err()), nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	gs := sortedBankGroups(tally.groups)
+	finals := finalReads(all, "read")
+	applied, undecided, stopped := c.judgeFinals(ctx, finals, tally.target, gs)
+	if stopped {
+		return interrupted(BankModel, ctx.Err()), nil
+	}
+	return c.result(tally, len(finals), applied, undecided), nil
+}
+
+// newBankCheck prepares the check of a history over p's accounts, in sorted order.
+func newBankCheck(p BankParams) bankCheck {
 	accounts := make([]string, 0, len(p.Accounts))
 	var total int64
 	for a, b := range p.Accounts {
@@ -155,13 +174,25 @@ func CheckBank(ctx context.Context, ops []histories.Op, p BankParams) (Result, e
 	for i, a := range accounts {
 		at[a] = i
 	}
-	c := bankCheck{p: p, accounts: accounts, at: at, total: total}
-	target := make([]int64, len(accounts)) // final - initial - acknowledged
-	groups := map[Transfer]*bankGroup{}
-	var acked, failed, unsure int
+	return bankCheck{p: p, accounts: accounts, at: at, total: total}
+}
+
+// bankTally is what one pass over a bank history's transfers gathers for the final-state
+// search.
+type bankTally struct {
+	target                []int64 // per account, less what the acknowledged transfers added; plus final - initial, the unknown ones must explain it
+	groups                map[Transfer]*bankGroup
+	acked, failed, unsure int
+}
+
+// scan checks every ok read as it passes and tallies the transfers: acknowledged ones
+// into the target, unknown ones into groups of one shape. stopped says ctx ended first;
+// the error reports a transfer the history cannot hold.
+func (c *bankCheck) scan(ctx context.Context, all []*pairedOp) (t bankTally, stopped bool, err error) {
+	t = bankTally{target: make([]int64, len(c.accounts)), groups: map[Transfer]*bankGroup{}}
 	for i, o := range all {
 		if i%checkEvery == 0 && ctx.Err() != nil {
-			return interrupted(BankModel, ctx.Err()), nil
+			return t, true, nil
 		}
 		if o.inv.F == "read" {
 			if o.outcome != histories.OK {
@@ -169,43 +200,58 @@ func CheckBank(ctx context.Context, ops []histories.Op, p BankParams) (Result, e
 			}
 			bal, err := c.balances(o.ret)
 			if err != nil {
-				return Result{}, err
+				return t, false, err
 			}
 			c.checkRead(o, bal)
 			continue
 		}
-		var t Transfer
-		if err := json.Unmarshal(o.inv.Value, &t); err != nil {
-			return Result{}, fmt.Errorf("history index %d: transfer value %q is not {from, to, amount}: %v", o.inv.Index, o.inv.Value, err)
+		tr, err := c.transferOf(o)
+		if err != nil {
+			return t, false, err
 		}
-		if _, ok := at[t.From]; !ok {
-			return Result{}, fmt.Errorf("history index %d: transfer from %q, an account the header does not list", o.inv.Index, t.From)
-		}
-		if _, ok := at[t.To]; !ok {
-			return Result{}, fmt.Errorf("history index %d: transfer to %q, an account the header does not list", o.inv.Index, t.To)
-		}
-		if t.Amount < 0 {
-			return Result{}, fmt.Errorf("history index %d: transfer of a negative amount %d", o.inv.Index, t.Amount)
-		}
-		c.transfers = append(c.transfers, bankTransfer{t: t, op: o})
+		c.transfers = append(c.transfers, bankTransfer{t: tr, op: o})
 		switch o.outcome {
 		case histories.OK:
-			acked++
-			target[at[t.From]] += t.Amount
-			target[at[t.To]] -= t.Amount
+			t.acked++
+			t.target[c.at[tr.From]] += tr.Amount
+			t.target[c.at[tr.To]] -= tr.Amount
 		case histories.Fail:
-			failed++
+			t.failed++
 		default:
-			unsure++
-			g := groups[t]
+			t.unsure++
+			g := t.groups[tr]
 			if g == nil {
-				g = &bankGroup{t: t, delta: c.delta(t)}
-				groups[t] = g
+				g = &bankGroup{t: tr, delta: c.delta(tr)}
+				t.groups[tr] = g
 			}
 			g.n++
 			g.ops = append(g.ops, o)
 		}
 	}
+	return t, false, nil
+}
+
+// transferOf decodes a transfer's value and holds it to the header's accounts.
+func (c *bankCheck) transferOf(o *pairedOp) (Transfer, error) {
+	var t Transfer
+	if err := json.Unmarshal(o.inv.Value, &t); err != nil {
+		return t, fmt.Errorf("history index %d: transfer value %q is not {from, to, amount}: %v", o.inv.Index, o.inv.Value, err)
+	}
+	if _, ok := c.at[t.From]; !ok {
+		return t, fmt.Errorf("history index %d: transfer from %q, an account the header does not list", o.inv.Index, t.From)
+	}
+	if _, ok := c.at[t.To]; !ok {
+		return t, fmt.Errorf("history index %d: transfer to %q, an account the header does not list", o.inv.Index, t.To)
+	}
+	if t.Amount < 0 {
+		return t, fmt.Errorf("history index %d: transfer of a negative amount %d", o.inv.Index, t.Amount)
+	}
+	return t, nil
+}
+
+// sortedBankGroups lists the groups in a fixed order, so that the search, and the
+// anomalies it leads to, do not depend on map order.
+func sortedBankGroups(groups map[Transfer]*bankGroup) []*bankGroup {
 	gs := make([]*bankGroup, 0, len(groups))
 	for _, g := range groups {
 		gs = append(gs, g)
@@ -213,21 +259,26 @@ func CheckBank(ctx context.Context, ops []histories.Op, p BankParams) (Result, e
 	slices.SortFunc(gs, func(a, b *bankGroup) int {
 		return strings.Compare(fmt.Sprint(a.t), fmt.Sprint(b.t))
 	})
-	finals := finalReads(all, "read")
-	undecided := false
-	var applied []int
+	return gs
+}
+
+// judgeFinals searches, for each final read, a choice of unknown transfers that explains
+// its balances, and reports a final-mismatch where none does. applied is the choice that
+// explained the last explained read; undecided says some search outgrew bankMaxStates;
+// stopped says ctx ended first.
+func (c *bankCheck) judgeFinals(ctx context.Context, finals []*pairedOp, target []int64, gs []*bankGroup) (applied []int, undecided, stopped bool) {
 	for _, r := range finals {
 		if ctx.Err() != nil {
-			return interrupted(BankModel, ctx.Err()), nil
+			return nil, false, true
 		}
 		bal, _ := c.balances(r.ret)
 		want := slices.Clone(target)
 		var sum int64
-		for i, a := range accounts {
-			want[i] += bal[a] - p.Accounts[a]
+		for i, a := range c.accounts {
+			want[i] += bal[a] - c.p.Accounts[a]
 			sum += bal[a]
 		}
-		if sum != total {
+		if sum != c.total {
 			continue // not-conserved already says it, and no choice of transfers can
 		}
 		choice, found, decided := bankReach(gs, want)
@@ -241,14 +292,20 @@ func CheckBank(ctx context.Context, ops []histories.Op, p BankParams) (Result, e
 		}
 		c.mismatch(r, bal, want, gs)
 	}
+	return applied, undecided, false
+}
+
+// result gives the verdict: invalid on any anomaly, unknown when a search was cut
+// short, else valid with what the final balances told of the unknown transfers.
+func (c *bankCheck) result(t bankTally, finals int, applied []int, undecided bool) Result {
 	d := map[string]json.RawMessage{
-		"accounts":     histories.Value(len(accounts)),
-		"total":        histories.Value(total),
-		"acknowledged": histories.Value(acked),
-		"failed":       histories.Value(failed),
-		"unknown":      histories.Value(unsure),
+		"accounts":     histories.Value(len(c.accounts)),
+		"total":        histories.Value(c.total),
+		"acknowledged": histories.Value(t.acked),
+		"failed":       histories.Value(t.failed),
+		"unknown":      histories.Value(t.unsure),
 		"reads":        histories.Value(c.reads),
-		"final_reads":  histories.Value(len(finals)),
+		"final_reads":  histories.Value(finals),
 		"anomalies":    histories.Value(c.found),
 	}
 	res := Result{Checker: BankModel, Anomalies: c.anomalies, Details: d}
@@ -262,14 +319,14 @@ func CheckBank(ctx context.Context, ops []histories.Op, p BankParams) (Result, e
 	case undecided:
 		res.Verdict = Unknown
 		res.Anomalies = []Anomaly{}
-		res.Summary = fmt.Sprintf("undecided: the search over which of the %d unknown transfers applied outgrew %d partial sums; every read conserves the total and keeps its floors", unsure, bankMaxStates)
+		res.Summary = fmt.Sprintf("undecided: the search over which of the %d unknown transfers applied outgrew %d partial sums; every read conserves the total and keeps its floors", t.unsure, bankMaxStates)
 	default:
 		res.Verdict = Valid
 		res.Anomalies = []Anomaly{}
 		var b strings.Builder
-		fmt.Fprintf(&b, "bank: total %d conserved at %d reads, no balance below its floor; %d acknowledged transfers, %d failed, %d unknown", total, c.reads, acked, failed, unsure)
+		fmt.Fprintf(&b, "bank: total %d conserved at %d reads, no balance below its floor; %d acknowledged transfers, %d failed, %d unknown", c.total, c.reads, t.acked, t.failed, t.unsure)
 		switch {
-		case len(finals) == 0:
+		case finals == 0:
 			b.WriteString("; no final read, so applications were not counted")
 		case applied != nil:
 			n := 0
@@ -281,7 +338,7 @@ func CheckBank(ctx context.Context, ops []histories.Op, p BankParams) (Result, e
 		}
 		res.Summary = b.String()
 	}
-	return res, nil
+	return res
 }
 
 // bankTransfer is one transfer operation with its value.

@@ -93,16 +93,43 @@ func CheckExactlyOnce(ctx context.Context, ops []histories.Op) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	effects := map[string]*exactlyOnceEffect{}
+	effects, stopped, err := exactlyOnceEffects(ctx, all)
+	if stopped {
+		return interrupted(ExactlyOnceModel, ctx.Err()), nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	finals := finalReads(all, "read")
+	if len(finals) == 0 {
+		return Result{}, fmt.Errorf("exactly-once history: %w", errNoFinalRead)
+	}
+	var found exactlyOnceFindings
+	var last ExactlyOnceState
+	for _, r := range finals {
+		st, err := exactlyOnceState(r)
+		if err != nil {
+			return Result{}, err
+		}
+		found.judge(r, st, effects)
+		last = st
+	}
+	return exactlyOnceResult(effects, last, len(finals), found), nil
+}
+
+// exactlyOnceEffects gathers the apply operations of all by op id. stopped says ctx
+// ended first; the error reports an apply without an op id.
+func exactlyOnceEffects(ctx context.Context, all []*pairedOp) (effects map[string]*exactlyOnceEffect, stopped bool, err error) {
+	effects = map[string]*exactlyOnceEffect{}
 	for i, o := range all {
 		if i%checkEvery == 0 && ctx.Err() != nil {
-			return interrupted(ExactlyOnceModel, ctx.Err()), nil
+			return nil, true, nil
 		}
 		if o.inv.F != "apply" {
 			continue
 		}
 		if o.inv.OpID == "" {
-			return Result{}, fmt.Errorf("history index %d: apply without op_id: the op id is the identity of the effect the final state counts", o.inv.Index)
+			return nil, false, fmt.Errorf("history index %d: apply without op_id: the op id is the identity of the effect the final state counts", o.inv.Index)
 		}
 		e := effects[o.inv.OpID]
 		if e == nil {
@@ -119,77 +146,101 @@ func CheckExactlyOnce(ctx context.Context, ops []histories.Op) (Result, error) {
 			e.unsure++
 		}
 	}
-	finals := finalReads(all, "read")
-	if len(finals) == 0 {
-		return Result{}, fmt.Errorf("exactly-once history: %w", errNoFinalRead)
+	return effects, false, nil
+}
+
+// exactlyOnceState decodes the state a final read r returned; a value that is not a
+// state, or gives a negative count, makes the history uncheckable.
+func exactlyOnceState(r *pairedOp) (ExactlyOnceState, error) {
+	var st ExactlyOnceState
+	if err := json.Unmarshal(r.ret.Value, &st); err != nil || st == nil {
+		return nil, fmt.Errorf("history index %d: read value %q is not an exactly-once state (an object of op id to count): %v", r.ret.Index, r.ret.Value, err)
 	}
-	var anomalies []Anomaly
-	total := 0
-	add := func(a Anomaly) {
-		total++
-		if len(anomalies) < exactlyOnceMaxAnomalies {
-			anomalies = append(anomalies, a)
+	for id, n := range st {
+		if n < 0 {
+			return nil, fmt.Errorf("history index %d: read gives op id %q a negative count %d", r.ret.Index, id, n)
 		}
 	}
-	var last ExactlyOnceState
-	for _, r := range finals {
-		var st ExactlyOnceState
-		if err := json.Unmarshal(r.ret.Value, &st); err != nil || st == nil {
-			return Result{}, fmt.Errorf("history index %d: read value %q is not an exactly-once state (an object of op id to count): %v", r.ret.Index, r.ret.Value, err)
+	return st, nil
+}
+
+// exactlyOnceFindings collects the anomalies of every final read: all are counted, the
+// first exactlyOnceMaxAnomalies kept.
+type exactlyOnceFindings struct {
+	anomalies []Anomaly
+	total     int
+}
+
+func (f *exactlyOnceFindings) add(a Anomaly) {
+	f.total++
+	if len(f.anomalies) < exactlyOnceMaxAnomalies {
+		f.anomalies = append(f.anomalies, a)
+	}
+}
+
+// judge holds the state st that the final read r returned to every effect, and names
+// each op id present though nothing applied it.
+func (f *exactlyOnceFindings) judge(r *pairedOp, st ExactlyOnceState, effects map[string]*exactlyOnceEffect) {
+	readEv := []int64{r.inv.Index, r.ret.Index}
+	for _, id := range exactlyOnceOrder(st, effects) {
+		n := st[id]
+		e := effects[id]
+		if e == nil {
+			f.add(Anomaly{Kind: "phantom", Ops: readEv, Explanation: fmt.Sprintf(
+				"op id %s is present %s in the final state (read at index %d), but no operation applied it", id, times(n), r.ret.Index)})
+			continue
 		}
-		ids := make([]string, 0, len(st)+len(effects))
-		for id, n := range st {
-			if n < 0 {
-				return Result{}, fmt.Errorf("history index %d: read gives op id %q a negative count %d", r.ret.Index, id, n)
-			}
-			if effects[id] == nil && n > 0 {
-				ids = append(ids, id)
-			}
+		lo, hi := e.want()
+		if n >= lo && n <= hi {
+			continue
 		}
-		for id := range effects {
+		ev := append(e.events(), readEv...)
+		switch {
+		case n > 1:
+			f.add(Anomaly{Kind: "duplicate", Ops: ev, Explanation: fmt.Sprintf(
+				"op id %s is present %s in the final state (read at index %d): %s, its effect applied more than once", id, times(n), r.ret.Index, e.told())})
+		case n == 0:
+			f.add(Anomaly{Kind: "lost", Ops: ev, Explanation: fmt.Sprintf(
+				"op id %s is absent from the final state (read at index %d): %s, its effect was lost", id, r.ret.Index, e.told())})
+		default:
+			f.add(Anomaly{Kind: "fail-applied", Ops: ev, Explanation: fmt.Sprintf(
+				"op id %s is present in the final state (read at index %d): %s, yet its effect applied", id, r.ret.Index, e.told())})
+		}
+	}
+}
+
+// exactlyOnceOrder lists the op ids a final state must be judged on: every applied one,
+// in the order the history first applied them, then the phantoms present in st, by id,
+// so that anomalies read in history order.
+func exactlyOnceOrder(st ExactlyOnceState, effects map[string]*exactlyOnceEffect) []string {
+	ids := make([]string, 0, len(st)+len(effects))
+	for id, n := range st {
+		if effects[id] == nil && n > 0 {
 			ids = append(ids, id)
 		}
-		// In the order the history first applied them; phantoms last, by id.
-		slices.SortFunc(ids, func(a, b string) int {
-			ea, eb := effects[a], effects[b]
-			switch {
-			case ea != nil && eb != nil:
-				return cmp.Compare(ea.ops[0].inv.Index, eb.ops[0].inv.Index)
-			case ea != nil:
-				return -1
-			case eb != nil:
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
-		for _, id := range ids {
-			n := st[id]
-			e := effects[id]
-			readEv := []int64{r.inv.Index, r.ret.Index}
-			if e == nil {
-				add(Anomaly{Kind: "phantom", Ops: readEv, Explanation: fmt.Sprintf(
-					"op id %s is present %s in the final state (read at index %d), but no operation applied it", id, times(n), r.ret.Index)})
-				continue
-			}
-			lo, hi := e.want()
-			if n >= lo && n <= hi {
-				continue
-			}
-			ev := append(e.events(), readEv...)
-			switch {
-			case n > 1:
-				add(Anomaly{Kind: "duplicate", Ops: ev, Explanation: fmt.Sprintf(
-					"op id %s is present %s in the final state (read at index %d): %s, its effect applied more than once", id, times(n), r.ret.Index, e.told())})
-			case n == 0:
-				add(Anomaly{Kind: "lost", Ops: ev, Explanation: fmt.Sprintf(
-					"op id %s is absent from the final state (read at index %d): %s, its effect was lost", id, r.ret.Index, e.told())})
-			default:
-				add(Anomaly{Kind: "fail-applied", Ops: ev, Explanation: fmt.Sprintf(
-					"op id %s is present in the final state (read at index %d): %s, yet its effect applied", id, r.ret.Index, e.told())})
-			}
-		}
-		last = st
 	}
+	for id := range effects {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		ea, eb := effects[a], effects[b]
+		switch {
+		case ea != nil && eb != nil:
+			return cmp.Compare(ea.ops[0].inv.Index, eb.ops[0].inv.Index)
+		case ea != nil:
+			return -1
+		case eb != nil:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return ids
+}
+
+// exactlyOnceResult builds the Result: the effects counted by outcome (unknown ones also
+// by whether the last final state holds them), and a summary led by the anomaly a
+// reader needs first.
+func exactlyOnceResult(effects map[string]*exactlyOnceEffect, last ExactlyOnceState, finals int, found exactlyOnceFindings) Result {
 	var ok, failed, unsure, unsurePresent int
 	for id, e := range effects {
 		switch {
@@ -209,18 +260,24 @@ func CheckExactlyOnce(ctx context.Context, ops []histories.Op) (Result, error) {
 		"failed":          histories.Value(failed),
 		"unknown":         histories.Value(unsure),
 		"unknown_present": histories.Value(unsurePresent),
-		"final_reads":     histories.Value(len(finals)),
-		"anomalies":       histories.Value(total),
+		"final_reads":     histories.Value(finals),
+		"anomalies":       histories.Value(found.total),
 	}
-	res := Result{Checker: ExactlyOnceModel, Anomalies: anomalies, Details: d}
-	if total == 0 {
+	res := Result{Checker: ExactlyOnceModel, Anomalies: found.anomalies, Details: d}
+	if found.total == 0 {
 		res.Verdict = Valid
 		res.Anomalies = []Anomaly{}
 		res.Summary = fmt.Sprintf("exactly once: %d acknowledged effects present once each, %d failed ones absent, %d unknown ones at most once (%d of them present)",
 			ok, failed, unsure, unsurePresent)
-		return res, nil
+		return res
 	}
 	res.Verdict = Invalid
+	res.Summary = exactlyOnceSummary(found.anomalies)
+	return res
+}
+
+// exactlyOnceSummary counts the listed anomalies by kind and quotes the most pressing.
+func exactlyOnceSummary(anomalies []Anomaly) string {
 	kinds := map[string]int{}
 	for _, a := range anomalies {
 		kinds[a.Kind]++
@@ -232,8 +289,7 @@ func CheckExactlyOnce(ctx context.Context, ops []histories.Op) (Result, error) {
 		}
 	}
 	first := slices.MinFunc(anomalies, func(a, b Anomaly) int { return cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)) })
-	res.Summary = fmt.Sprintf("not exactly once (%s): %s", strings.Join(parts, ", "), first.Explanation)
-	return res, nil
+	return fmt.Sprintf("not exactly once (%s): %s", strings.Join(parts, ", "), first.Explanation)
 }
 
 // kindRank orders exactly-once anomalies by how much a reader needs them first.

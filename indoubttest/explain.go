@@ -117,47 +117,72 @@ func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
 		return []string{fmt.Sprintf("indoubttest: the history cannot be checked as %s: %v", m.Name, cerr)}
 	}
 	invalid := res.Verdict == checker.Invalid
-	var causes, notes []string
-	var cuts, drops, cutRetried, dropRetried, unattributed int
-	twice := map[*opSpan]int{}
-	var twiceOrder []*opSpan
+	t := tallyFaults(m, ev, invalid)
+	causes := append(t.causes, twiceCauses(m, ev, t.twice, t.twiceOrder)...)
+	lines := verdictLines(m, res, causes)
+	return append(lines, t.notes(invalid)...)
+}
+
+// faultTally is what the fault events, each with the operation it hit, say about the
+// client's code.
+type faultTally struct {
+	cuts, drops, unattributed int
+	cutRetried, dropRetried   int // retried operations whose commit had, had not applied
+	causes                    []string
+	// twice counts, per operation retried after an applied commit and then told ok in
+	// an invalid history, the applied commits that hit it; twiceOrder lists them.
+	twice      map[*opSpan]int
+	twiceOrder []*opSpan
+}
+
+// nounOf names op as the model does, or by its function.
+func nounOf(m Model, op *opSpan) string {
+	if m.Noun != "" {
+		return m.Noun
+	}
+	return op.f
+}
+
+// tallyFaults counts the events by kind and by what the client did after them, and
+// names as causes the failures reported for commits that had applied.
+func tallyFaults(m Model, ev []joined, invalid bool) faultTally {
+	t := faultTally{twice: map[*opSpan]int{}}
 	for _, j := range ev {
 		applied := j.e.Truth == toxics.Applied
 		if j.e.Kind == toxics.CommitCut {
-			cuts++
+			t.cuts++
 		} else {
-			drops++
+			t.drops++
 		}
 		if j.op == nil {
-			unattributed++
+			t.unattributed++
 			continue
 		}
-		noun := m.Noun
-		if noun == "" {
-			noun = j.op.f
-		}
-		what := describe(j.e)
 		retried := len(j.op.retried) > 0
 		switch {
 		case applied && retried && j.op.outcome == histories.OK && invalid:
-			if twice[j.op] == 0 {
-				twiceOrder = append(twiceOrder, j.op)
+			if t.twice[j.op] == 0 {
+				t.twiceOrder = append(t.twiceOrder, j.op)
 			}
-			twice[j.op]++
+			t.twice[j.op]++
 		case applied && j.op.outcome == histories.Fail:
-			causes = append(causes, fmt.Sprintf("%s %s: %s, yet your code reported it failed: it had applied (report an error after a lost connection as unknown: Op.Info, or Op.Done)", noun, j.op.id, what))
+			t.causes = append(t.causes, fmt.Sprintf("%s %s: %s, yet your code reported it failed: it had applied (report an error after a lost connection as unknown: Op.Info, or Op.Done)", nounOf(m, j.op), j.op.id, describe(j.e)))
 		case applied && retried:
-			cutRetried++
+			t.cutRetried++
 		case !applied && retried:
-			dropRetried++
+			t.dropRetried++
 		}
 	}
-	sort.SliceStable(twiceOrder, func(a, b int) bool { return twiceOrder[a].invoke < twiceOrder[b].invoke })
-	for _, op := range twiceOrder {
-		noun := m.Noun
-		if noun == "" {
-			noun = op.f
-		}
+	return t
+}
+
+// twiceCauses names, in the order they began, the operations whose applied commit the
+// client retried to an ok: each applied once per commit that hit it, and once more.
+func twiceCauses(m Model, ev []joined, twice map[*opSpan]int, order []*opSpan) []string {
+	var causes []string
+	sort.SliceStable(order, func(a, b int) bool { return order[a].invoke < order[b].invoke })
+	for _, op := range order {
+		noun := nounOf(m, op)
 		times := "twice"
 		if n := twice[op]; n > 1 {
 			times = fmt.Sprintf("%d times", n+1)
@@ -176,6 +201,12 @@ func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
 		}
 		causes = append(causes, fmt.Sprintf("%s %s: %s, your code %s and was told ok: the %s applied %s", noun, op.id, what, retried, noun, times))
 	}
+	return causes
+}
+
+// verdictLines leads with the verdict, then the causes the ground truth names (when it
+// names some, before the checker's own summary), then the first anomalies.
+func verdictLines(m Model, res checker.Result, causes []string) []string {
 	var lines []string
 	switch res.Verdict {
 	case checker.Valid:
@@ -207,19 +238,25 @@ func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
 		}
 		lines = append(lines, fmt.Sprintf("  %s: %s", a.Kind, a.Explanation))
 	}
+	return lines
+}
+
+// notes says which faults fired and what the retries they drew can and cannot show.
+func (t faultTally) notes(invalid bool) []string {
+	var notes []string
 	switch {
-	case cuts+drops == 0:
+	case t.cuts+t.drops == 0:
 		notes = append(notes, "no commit fault fired: arm some (Server.Arm(\"commit-cut:0.2\")) to test your retries")
 	default:
-		notes = append(notes, fmt.Sprintf("faults: %d cut after the commit applied, %d dropped before the server (not applied)%s", cuts, drops, unattr(unattributed)))
+		notes = append(notes, fmt.Sprintf("faults: %d cut after the commit applied, %d dropped before the server (not applied)%s", t.cuts, t.drops, unattr(t.unattributed)))
 	}
-	if dropRetried > 0 && cuts == 0 {
-		notes = append(notes, fmt.Sprintf("your code retried %d dropped commits: a drop never applied, so any retry of it is safe; these faults cannot tell a naive retry from an idempotent one (arm commit-cut for that)", dropRetried))
+	if t.dropRetried > 0 && t.cuts == 0 {
+		notes = append(notes, fmt.Sprintf("your code retried %d dropped commits: a drop never applied, so any retry of it is safe; these faults cannot tell a naive retry from an idempotent one (arm commit-cut for that)", t.dropRetried))
 	}
-	if cutRetried > 0 && !invalid {
-		notes = append(notes, fmt.Sprintf("your code retried %d operations whose commit had applied, and the check holds: those retries did not apply twice", cutRetried))
+	if t.cutRetried > 0 && !invalid {
+		notes = append(notes, fmt.Sprintf("your code retried %d operations whose commit had applied, and the check holds: those retries did not apply twice", t.cutRetried))
 	}
-	return append(lines, notes...)
+	return notes
 }
 
 func unattr(n int) string {

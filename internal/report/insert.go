@@ -59,38 +59,10 @@ func ptrFigure(p func(insert.Final) *int64) func(*Results, insert.Final) (float6
 // faults the duplicated rows and the unique violations that proved a commit. Below it:
 // who generated each key, the gaps' cause and the duplicates named.
 func WriteInsertTable(w io.Writer, runs []*Results) {
-	var cells []*insertCell
-	find := func(k insert.Key, n int) *insertCell {
-		for _, c := range cells {
-			if c.key == k && c.workers == n {
-				return c
-			}
-		}
-		c := &insertCell{key: k, workers: n}
-		cells = append(cells, c)
-		return c
-	}
-	var rounds int
-	for _, r := range runs {
-		f, ok := r.Final.(insert.Final)
-		if !ok {
-			continue
-		}
-		c := find(f.Key, r.Workers)
-		c.runs = append(c.runs, r)
-		c.finals = append(c.finals, f)
-		rounds = max(rounds, len(c.runs))
-	}
+	cells, rounds := insertCells(runs)
 	if len(cells) == 0 {
 		return
 	}
-	sort.SliceStable(cells, func(i, j int) bool {
-		ki, kj := slices.Index(insert.Keys, cells[i].key), slices.Index(insert.Keys, cells[j].key)
-		if ki != kj {
-			return ki < kj
-		}
-		return cells[i].workers < cells[j].workers
-	})
 	first := cells[0].runs[0]
 	fmt.Fprintf(w, "insert on %s (%s), retry %s, %d round(s), about %.0f s per run; figures are means over the rounds\n",
 		first.Store, cells[0].finals[0].Server, first.Retry, rounds, first.DurationS)
@@ -108,61 +80,110 @@ func WriteInsertTable(w io.Writer, runs []*Results) {
 	}
 	fmt.Fprintln(tw, head+"verdict\t")
 	for _, c := range cells {
-		side := "server"
-		if c.finals[0].ClientSide {
-			side = "client"
-		}
-		tps, _ := c.mean(insertTPS)
-		ratio := "-"
-		if id := identity[c.workers]; id > 0 {
-			ratio = fmt.Sprintf("%.2f", tps/id)
-		}
-		p50, _ := c.mean(func(r *Results, _ insert.Final) (float64, bool) { return r.LatencyMs.P50, true })
-		p99, _ := c.mean(func(r *Results, _ insert.Final) (float64, bool) { return r.LatencyMs.P99, true })
-		kib := func(p func(insert.Final) *int64) string {
-			if v, ok := c.mean(ptrFigure(p)); ok {
-				return fmt.Sprintf("%.0f", v/1024)
-			}
-			return "-"
-		}
-		plain := func(f func(*Results, insert.Final) (float64, bool), format string) string {
-			if v, ok := c.mean(f); ok {
-				return fmt.Sprintf(format, v)
-			}
-			return "-"
-		}
-		walPer := plain(func(_ *Results, f insert.Final) (float64, bool) { return f.WALPerInsert, f.WALPerInsert > 0 }, "%.0f")
-		fpi := plain(ptrFigure(func(f insert.Final) *int64 { return f.Measures.FPI }), "%.0f")
-		fpiPer := plain(func(_ *Results, f insert.Final) (float64, bool) {
-			if f.Measures.FPI == nil || f.Measures.Rows == 0 {
-				return 0, false
-			}
-			return 1000 * float64(*f.Measures.FPI) / float64(f.Measures.Rows), true
-		}, "%.2f")
-		// Time-bounded runs insert different numbers of rows: bytes per row compare.
-		perRow := plain(func(_ *Results, f insert.Final) (float64, bool) {
-			if f.Measures.IndexBytes == nil || f.Measures.Rows == 0 {
-				return 0, false
-			}
-			return float64(*f.Measures.IndexBytes) / float64(f.Measures.Rows), true
-		}, "%.1f")
-		gaps := plain(ptrFigure(func(f insert.Final) *int64 { return f.Measures.Gaps }), "%.0f")
-		row := fmt.Sprintf("%s\t%s\t%d\t%.0f\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t",
-			c.key, side, c.workers, tps, ratio, p50, p99,
-			kib(func(f insert.Final) *int64 { return f.Measures.IndexBytes }),
-			kib(func(f insert.Final) *int64 { return f.Measures.Reindexed }),
-			perRow, walPer, fpi, fpiPer, gaps)
-		if faulted {
-			var dups, already int64
-			for _, f := range c.finals {
-				dups += f.Duplicates
-				already += f.AlreadyApplied
-			}
-			row += fmt.Sprintf("%d\t%d\t", dups, already)
-		}
-		fmt.Fprintln(tw, row+worstVerdict(c.runs).String()+"\t")
+		fmt.Fprintln(tw, c.row(identity[c.workers], faulted)+worstVerdict(c.runs).String()+"\t")
 	}
 	tw.Flush()
+	writeInsertNotes(w, cells, faulted)
+}
+
+// insertCells gathers the insert runs into cells, in the order of insert.Keys and then
+// by worker count, and says how many rounds the fullest cell had.
+func insertCells(runs []*Results) (cells []*insertCell, rounds int) {
+	find := func(k insert.Key, n int) *insertCell {
+		for _, c := range cells {
+			if c.key == k && c.workers == n {
+				return c
+			}
+		}
+		c := &insertCell{key: k, workers: n}
+		cells = append(cells, c)
+		return c
+	}
+	for _, r := range runs {
+		f, ok := r.Final.(insert.Final)
+		if !ok {
+			continue
+		}
+		c := find(f.Key, r.Workers)
+		c.runs = append(c.runs, r)
+		c.finals = append(c.finals, f)
+		rounds = max(rounds, len(c.runs))
+	}
+	sort.SliceStable(cells, func(i, j int) bool {
+		ki, kj := slices.Index(insert.Keys, cells[i].key), slices.Index(insert.Keys, cells[j].key)
+		if ki != kj {
+			return ki < kj
+		}
+		return cells[i].workers < cells[j].workers
+	})
+	return cells, rounds
+}
+
+// row is the cell's line of the table, every column but the verdict, each ending in a
+// tab; identity is identity's tx/s at the same worker count (0: none ran).
+func (c *insertCell) row(identity float64, faulted bool) string {
+	side := "server"
+	if c.finals[0].ClientSide {
+		side = "client"
+	}
+	tps, _ := c.mean(insertTPS)
+	ratio := "-"
+	if identity > 0 {
+		ratio = fmt.Sprintf("%.2f", tps/identity)
+	}
+	p50, _ := c.mean(func(r *Results, _ insert.Final) (float64, bool) { return r.LatencyMs.P50, true })
+	p99, _ := c.mean(func(r *Results, _ insert.Final) (float64, bool) { return r.LatencyMs.P99, true })
+	walPer := c.figure(func(_ *Results, f insert.Final) (float64, bool) { return f.WALPerInsert, f.WALPerInsert > 0 }, "%.0f")
+	fpi := c.figure(ptrFigure(func(f insert.Final) *int64 { return f.Measures.FPI }), "%.0f")
+	fpiPer := c.figure(func(_ *Results, f insert.Final) (float64, bool) {
+		if f.Measures.FPI == nil || f.Measures.Rows == 0 {
+			return 0, false
+		}
+		return 1000 * float64(*f.Measures.FPI) / float64(f.Measures.Rows), true
+	}, "%.2f")
+	// Time-bounded runs insert different numbers of rows: bytes per row compare.
+	perRow := c.figure(func(_ *Results, f insert.Final) (float64, bool) {
+		if f.Measures.IndexBytes == nil || f.Measures.Rows == 0 {
+			return 0, false
+		}
+		return float64(*f.Measures.IndexBytes) / float64(f.Measures.Rows), true
+	}, "%.1f")
+	gaps := c.figure(ptrFigure(func(f insert.Final) *int64 { return f.Measures.Gaps }), "%.0f")
+	row := fmt.Sprintf("%s\t%s\t%d\t%.0f\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t",
+		c.key, side, c.workers, tps, ratio, p50, p99,
+		c.kib(func(f insert.Final) *int64 { return f.Measures.IndexBytes }),
+		c.kib(func(f insert.Final) *int64 { return f.Measures.Reindexed }),
+		perRow, walPer, fpi, fpiPer, gaps)
+	if faulted {
+		var dups, already int64
+		for _, f := range c.finals {
+			dups += f.Duplicates
+			already += f.AlreadyApplied
+		}
+		row += fmt.Sprintf("%d\t%d\t", dups, already)
+	}
+	return row
+}
+
+// figure is the mean of f over the cell in format, "-" when no run has the figure.
+func (c *insertCell) figure(f func(*Results, insert.Final) (float64, bool), format string) string {
+	if v, ok := c.mean(f); ok {
+		return fmt.Sprintf(format, v)
+	}
+	return "-"
+}
+
+// kib is the mean byte count p gives, in KiB, "-" when no run has it.
+func (c *insertCell) kib(p func(insert.Final) *int64) string {
+	if v, ok := c.mean(ptrFigure(p)); ok {
+		return fmt.Sprintf("%.0f", v/1024)
+	}
+	return "-"
+}
+
+// writeInsertNotes prints below the table who generated each key, the duplicates named
+// by op, the gaps' cause under faults, and the figures a run could not measure.
+func writeInsertNotes(w io.Writer, cells []*insertCell, faulted bool) {
 	seen := map[insert.Key]bool{}
 	for _, c := range cells {
 		for _, f := range c.finals {

@@ -215,33 +215,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	say := func(format string, a ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, format+"\n", a...)
-		}
+	say := progress(cfg.Progress)
+	dir, err := runDir(cfg)
+	if err != nil {
+		return nil, err
 	}
-	dir := filepath.Join(cfg.Out, time.Now().UTC().Format("20060102T150405.000")+"-"+string(cfg.Workload)+"-"+string(cfg.Placement)+"-"+strconv.Itoa(cfg.Servers))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, couldNotRun("run directory: %v", err)
-	}
-	res := &Result{Config: cfg, Dir: dir}
-	for _, f := range cfg.Faults {
-		res.Faults = append(res.Faults, f.Spec)
-	}
-	var proxyFault *Fault
-	var crash *Fault
-	for i := range cfg.Faults {
-		if cfg.Faults[i].Kind == CoordinatorCrash {
-			crash = &cfg.Faults[i]
-		} else {
-			proxyFault = &cfg.Faults[i]
-		}
-	}
-	var fired sync.Map // kind -> *atomic.Int64
-	cl, err := openCluster(ctx, cfg, dir, proxyFault, func(e toxics.Event) {
-		v, _ := fired.LoadOrStore(e.Kind.String(), new(atomic.Int64))
-		v.(*atomic.Int64).Add(1)
-	}, say)
+	res := &Result{Config: cfg, Dir: dir, Faults: faultSpecs(cfg.Faults)}
+	proxyFault, crash := splitFaults(cfg.Faults)
+	var fired firedCounts
+	cl, err := openCluster(ctx, cfg, dir, proxyFault, fired.count, say)
 	if err != nil {
 		return nil, err
 	}
@@ -251,60 +233,31 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, couldNotRun("setup: %v", err)
 	}
 	logPath := filepath.Join(dir, "decisions.jsonl")
-	var dlog *Log
-	if cfg.Coordinator == Logged {
-		if dlog, err = OpenLog(logPath); err != nil {
-			return nil, couldNotRun("%v", err)
-		}
+	co, dlog, err := openCoordinator(cfg, cl, logPath)
+	if err != nil {
+		return nil, err
+	}
+	if dlog != nil {
 		defer dlog.Close()
 	}
-	co, err := New(cl.work, cfg.Coordinator, dlog, cfg.Seed)
-	if err != nil {
-		return nil, couldNotRun("%v", err)
-	}
-	if proxyFault != nil {
-		for _, p := range cl.proxies {
-			k := &p.Faults().Drop
-			if proxyFault.Kind.cut() {
-				k = &p.Faults().Cut
-			}
-			k.Set(proxyFault.P, 0)
-		}
-	}
+	armProxies(cl, proxyFault)
 
 	say("%s %s on %d servers, %d workers, coordinator %s", cfg.Workload, cfg.Placement, cfg.Servers, cfg.Workers, cfg.Coordinator)
 	start := time.Now()
-	w := &workers{cfg: cfg, cl: cl, co: co, rows: rows}
-	if cfg.Workload == workloads.Transfer {
-		if w.hist, err = newHistory(dir, cfg, rows, start); err != nil {
-			return nil, couldNotRun("%v", err)
-		}
+	w, err := newWorkers(cfg, cl, co, rows, dir, start)
+	if err != nil {
+		return nil, err
 	}
-	crashed := make(chan time.Time, 1)
-	runCtx, cancel := context.WithCancel(ctx)
-	if cfg.Duration > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
-	}
-	if crash != nil {
-		t := time.AfterFunc(crash.At, func() {
-			co.Crash()
-			crashed <- time.Now()
-			say("coordinator crashed at %v", crash.At)
-		})
-		defer t.Stop()
-	}
-	w.run(runCtx)
-	cancel()
+	crashed, stopCrash := scheduleCrash(co, crash, say)
+	defer stopCrash()
+	runWorkers(ctx, cfg.Duration, w)
 	var crashAt time.Time
 	if co.crashed.Load() {
 		crashAt = <-crashed
 	}
 	res.Stats = w.stats(time.Since(start))
 	say("%d transactions, %.0f committed/s, mean %v, p99 %v", res.Stats.Transactions, res.Stats.PerSecond, res.Stats.Mean.Round(time.Microsecond), res.Stats.P99.Round(time.Microsecond))
-	for _, p := range cl.proxies {
-		p.Faults().Drop.Disarm()
-		p.Faults().Cut.Disarm()
-	}
+	disarmProxies(cl)
 
 	// Whatever happened, the rest must finish even when ctx was cancelled.
 	fin, finCancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -317,16 +270,167 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, couldNotRun("recovery: %v", err)
 	}
-	fired.Range(func(k, v any) bool {
-		if res.ProxyFaults == nil {
-			res.ProxyFaults = map[string]int64{}
+	res.ProxyFaults = fired.counts()
+	if err := judge(fin, res, cl, w, rows); err != nil {
+		return nil, err
+	}
+	if err := writeResult(res); err != nil {
+		return nil, couldNotRun("%v", err)
+	}
+	return res, nil
+}
+
+// progress gives the line printer of a run: to out when there is one, else nowhere.
+func progress(out io.Writer) func(string, ...any) {
+	return func(format string, a ...any) {
+		if out != nil {
+			fmt.Fprintf(out, format+"\n", a...)
 		}
-		res.ProxyFaults[k.(string)] = v.(*atomic.Int64).Load()
+	}
+}
+
+// runDir makes the run's directory under cfg.Out, named for when and what ran, so that
+// runs side by side sort by time and read at a glance.
+func runDir(cfg Config) (string, error) {
+	dir := filepath.Join(cfg.Out, time.Now().UTC().Format("20060102T150405.000")+"-"+string(cfg.Workload)+"-"+string(cfg.Placement)+"-"+strconv.Itoa(cfg.Servers))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", couldNotRun("run directory: %v", err)
+	}
+	return dir, nil
+}
+
+// faultSpecs lists the faults as the user gave them, nil for none.
+func faultSpecs(faults []Fault) []string {
+	var specs []string
+	for _, f := range faults {
+		specs = append(specs, f.Spec)
+	}
+	return specs
+}
+
+// openCoordinator opens the coordinator over the cluster; a logged one first opens its
+// decision log at logPath, which the caller closes.
+func openCoordinator(cfg Config, cl *cluster, logPath string) (*Coordinator, *Log, error) {
+	var dlog *Log
+	if cfg.Coordinator == Logged {
+		var err error
+		if dlog, err = OpenLog(logPath); err != nil {
+			return nil, nil, couldNotRun("%v", err)
+		}
+	}
+	co, err := New(cl.work, cfg.Coordinator, dlog, cfg.Seed)
+	if err != nil {
+		if dlog != nil {
+			dlog.Close()
+		}
+		return nil, nil, couldNotRun("%v", err)
+	}
+	return co, dlog, nil
+}
+
+// splitFaults tells the fault the proxies inject from the coordinator crash, which the
+// run itself schedules; either may be nil. Of several of a kind the last wins.
+func splitFaults(faults []Fault) (proxyFault, crash *Fault) {
+	for i := range faults {
+		if faults[i].Kind == CoordinatorCrash {
+			crash = &faults[i]
+		} else {
+			proxyFault = &faults[i]
+		}
+	}
+	return proxyFault, crash
+}
+
+// firedCounts counts the proxy events by kind; the proxies report from their own
+// goroutines.
+type firedCounts struct{ m sync.Map } // kind -> *atomic.Int64
+
+func (f *firedCounts) count(e toxics.Event) {
+	v, _ := f.m.LoadOrStore(e.Kind.String(), new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+// counts is the count per kind, nil when no event fired.
+func (f *firedCounts) counts() map[string]int64 {
+	var out map[string]int64
+	f.m.Range(func(k, v any) bool {
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[k.(string)] = v.(*atomic.Int64).Load()
 		return true
 	})
+	return out
+}
+
+// armProxies arms the proxy fault, if any, on every proxy: only once setup is done, so
+// that the fault hits the workload and not the schema.
+func armProxies(cl *cluster, f *Fault) {
+	if f == nil {
+		return
+	}
+	for _, p := range cl.proxies {
+		k := &p.Faults().Drop
+		if f.Kind.cut() {
+			k = &p.Faults().Cut
+		}
+		k.Set(f.P, 0)
+	}
+}
+
+// disarmProxies stops every proxy fault, so that recovery and the final read see the
+// servers as they are.
+func disarmProxies(cl *cluster) {
+	for _, p := range cl.proxies {
+		p.Faults().Drop.Disarm()
+		p.Faults().Cut.Disarm()
+	}
+}
+
+// scheduleCrash crashes the coordinator crash.At after now, when there is a crash to
+// run; the channel then receives the moment. stop cancels a crash not yet made.
+func scheduleCrash(co *Coordinator, crash *Fault, say func(string, ...any)) (crashed chan time.Time, stop func()) {
+	crashed = make(chan time.Time, 1)
+	if crash == nil {
+		return crashed, func() {}
+	}
+	t := time.AfterFunc(crash.At, func() {
+		co.Crash()
+		crashed <- time.Now()
+		say("coordinator crashed at %v", crash.At)
+	})
+	return crashed, func() { t.Stop() }
+}
+
+// newWorkers prepares the workers of a run; a transfer workload also keeps a history
+// in dir, for the bank checker.
+func newWorkers(cfg Config, cl *cluster, co *Coordinator, rows int, dir string, start time.Time) (*workers, error) {
+	w := &workers{cfg: cfg, cl: cl, co: co, rows: rows}
+	if cfg.Workload == workloads.Transfer {
+		var err error
+		if w.hist, err = newHistory(dir, cfg, rows, start); err != nil {
+			return nil, couldNotRun("%v", err)
+		}
+	}
+	return w, nil
+}
+
+// runWorkers runs the workload until ctx ends, or for d when d is positive.
+func runWorkers(ctx context.Context, d time.Duration, w *workers) {
+	runCtx, cancel := context.WithCancel(ctx)
+	if d > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, d)
+	}
+	w.run(runCtx)
+	cancel()
+}
+
+// judge reads the final balances and holds them, and the history when one was kept,
+// to the transfers made, setting the result's verdicts.
+func judge(fin context.Context, res *Result, cl *cluster, w *workers, rows int) error {
 	obs, balances, err := observe(fin, cl, rows)
 	if err != nil {
-		return nil, couldNotRun("final read: %v", err)
+		return couldNotRun("final read: %v", err)
 	}
 	obs.Attempts, obs.Reads = w.attempts(), w.reads()
 	res.Final = transfer.Check(obs)
@@ -334,15 +438,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if w.hist != nil {
 		bank, err := w.hist.check(fin, finalProcess, balances)
 		if err != nil {
-			return nil, couldNotRun("check history: %v", err)
+			return couldNotRun("check history: %v", err)
 		}
 		res.Bank = &bank
 		res.Valid = res.Valid && bank.Verdict == checker.Valid
 	}
-	if err := writeResult(res); err != nil {
-		return nil, couldNotRun("%v", err)
-	}
-	return res, nil
+	return nil
 }
 
 func openCluster(ctx context.Context, cfg Config, dir string, fault *Fault, events func(toxics.Event), say func(string, ...any)) (*cluster, error) {
