@@ -89,6 +89,16 @@
 //	limit_data:BYTES           close after BYTES bytes
 //	partition@START-END        stop listening and close every connection for the window
 //
+// Process faults act on a server indoubt launched, not on the proxy (Schedule.Run leaves
+// them to the runner); one runs at a time. A point in time "@T" is accepted where the
+// fault happens at an instant:
+//
+//	kill@START-END             SIGKILL at START, started again on its data and port at END
+//	kill@T                     the same, down for DefaultKillDowntime
+//	pause@START-END            SIGSTOP at START, SIGCONT at END
+//	restart@T                  clean shutdown and start at T
+//	failover@T                 kill the primary of a replicated topology, promote the standby
+//
 // The standard toxics apply to server-to-client bytes (toxiproxy's default); add
 // ",stream=up" for client-to-server. Hyphens and underscores are the same in names
 // (reset-peer = reset_peer). Examples: "commit-cut:0.2@5s-15s", "commit-mixed:0.1,max=5",

@@ -33,7 +33,18 @@ type Fault struct {
 	// until the end of the run); End is 0 then.
 	Start, End time.Duration
 	Bounded    bool
+	// Process is set for a process fault (kill, pause, restart, failover): the runner
+	// applies it to a launched server; Schedule.Run leaves it alone. Point is set for an
+	// entry written with a point in time, NAME@T.
+	Process bool
+	Point   bool
 }
+
+// DefaultKillDowntime is how long kill@T keeps the server down before it starts again.
+const DefaultKillDowntime = 2 * time.Second
+
+// ProcessFaults are the process faults' names, for messages.
+const ProcessFaults = "kill, pause, restart, failover"
 
 // Schedule is a list of faults, each armed for its window.
 type Schedule []Fault
@@ -54,12 +65,27 @@ func ParseSchedule(specs []string) (Schedule, error) {
 			continue
 		}
 		for _, b := range s[:i] {
+			if a.Process && b.Process {
+				// One process fault at a time: a kill inside a pause has no clear meaning.
+				if a.Start <= b.processEnd() && b.Start <= a.processEnd() {
+					return nil, fmt.Errorf("fault %q: it overlaps %q (one process fault at a time)", a.Spec, b.Spec)
+				}
+				continue
+			}
 			if b.Name == a.Name && overlap(a, b) {
 				return nil, fmt.Errorf("fault %q: its window overlaps %q", a.Spec, b.Spec)
 			}
 		}
 	}
 	return s, nil
+}
+
+// processEnd is when a process fault is over: its window's end, or its instant.
+func (f Fault) processEnd() time.Duration {
+	if f.Bounded {
+		return f.End
+	}
+	return f.Start
 }
 
 func overlap(a, b Fault) bool {
@@ -80,12 +106,27 @@ func ParseFault(spec string) (Fault, error) {
 		return Fault{}, fmt.Errorf("fault %q: %s", spec, fmt.Sprintf(format, args...))
 	}
 	body := strings.TrimSpace(spec)
+	name, _, _ := strings.Cut(body, ":")
+	if i := strings.IndexByte(name, '@'); i >= 0 {
+		name = name[:i]
+	}
+	name = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "-", "_")
 	if i := strings.LastIndexByte(body, '@'); i >= 0 {
-		start, end, bounded, err := parseWindow(body[i+1:])
-		if err != nil {
-			return bad("%v", err)
+		w := body[i+1:]
+		if isProcessFault(name) && !strings.Contains(w, "-") {
+			// A point in time, for a fault that happens at an instant.
+			at, err := time.ParseDuration(strings.TrimSpace(w))
+			if err != nil || at < 0 {
+				return bad("time %q: want a duration from the start of the run, as in 5s", w)
+			}
+			f.Start, f.Point = at, true
+		} else {
+			start, end, bounded, err := parseWindow(w)
+			if err != nil {
+				return bad("%v", err)
+			}
+			f.Start, f.End, f.Bounded = start, end, bounded
 		}
-		f.Start, f.End, f.Bounded = start, end, bounded
 		body = body[:i]
 	}
 	name, params, _ := strings.Cut(body, ":")
@@ -151,10 +192,26 @@ func ParseFault(spec string) (Fault, error) {
 			return bad("stream=%q: want up or down", v)
 		}
 		f.Toxic = t
+	case "kill", "pause", "restart", "failover":
+		f.Name, f.Process = name, true
+		if first != "" {
+			return bad("%s takes no parameter, only a time or a window: %s", name, processExample[name])
+		}
+		switch {
+		case !f.Point && !f.Bounded:
+			return bad("%s needs a time or a window with an end, as in %s", name, processExample[name])
+		case name == "kill" && f.Point:
+			// Down for the default downtime, then started again.
+			f.End, f.Bounded, f.Point = f.Start+DefaultKillDowntime, true, false
+		case name == "pause" && f.Point:
+			return bad("pause needs a window (SIGSTOP at its start, SIGCONT at its end), as in pause@5s-8s")
+		case (name == "restart" || name == "failover") && !f.Point:
+			return bad("%s happens at an instant: give a time, as in %s", name, processExample[name])
+		}
 	case "":
 		return bad("no fault name")
 	default:
-		return bad("unknown fault %q (want commit-cut, commit-drop, commit-mixed, latency, bandwidth, timeout, reset_peer, slow_close, limit_data or partition)", name)
+		return bad("unknown fault %q (want commit-cut, commit-drop, commit-mixed, latency, bandwidth, timeout, reset_peer, slow_close, limit_data, partition, kill, pause, restart or failover)", name)
 	}
 	for k := range opts {
 		if !allowed[k] {
@@ -162,6 +219,25 @@ func ParseFault(spec string) (Fault, error) {
 		}
 	}
 	return f, nil
+}
+
+func isProcessFault(name string) bool {
+	return name == "kill" || name == "pause" || name == "restart" || name == "failover"
+}
+
+var processExample = map[string]string{
+	"kill": "kill@5s-8s or kill@5s", "pause": "pause@5s-8s", "restart": "restart@5s", "failover": "failover@5s",
+}
+
+// Processes returns the schedule's process faults, in order.
+func (s Schedule) Processes() Schedule {
+	var out Schedule
+	for _, f := range s {
+		if f.Process {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func parseToxic(typ, arg string) (*Toxic, error) {
@@ -299,12 +375,16 @@ type action struct {
 // error of a toxic that cannot be added, after disarming.
 func (s Schedule) Run(ctx context.Context, p *Proxy, start time.Time, report func(Window)) error {
 	for _, f := range s {
-		if f.Toxic == nil && f.Name != "partition" && p.Faults() == nil {
+		if f.Toxic == nil && !f.Process && f.Name != "partition" && p.Faults() == nil {
 			return fmt.Errorf("fault %q: the proxy has no protocol for commit faults", f.Spec)
 		}
 	}
 	var acts []action
 	for i, f := range s {
+		if f.Process {
+			// Applied to the server by the runner, not to the proxy.
+			continue
+		}
 		acts = append(acts, action{at: f.Start, i: i, open: true})
 		if f.Bounded {
 			acts = append(acts, action{at: f.End, i: i})

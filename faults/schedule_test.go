@@ -96,3 +96,50 @@ func TestParseScheduleOverlap(t *testing.T) {
 		}
 	}
 }
+
+func TestParseProcessFaults(t *testing.T) {
+	tests := []struct {
+		spec string
+		want Fault
+	}{
+		{"kill@5s-8s", Fault{Name: "kill", Process: true, Start: 5 * time.Second, End: 8 * time.Second, Bounded: true}},
+		{"kill@5s", Fault{Name: "kill", Process: true, Start: 5 * time.Second, End: 5*time.Second + DefaultKillDowntime, Bounded: true}},
+		{"pause@1s-2500ms", Fault{Name: "pause", Process: true, Start: time.Second, End: 2500 * time.Millisecond, Bounded: true}},
+		{"restart@3s", Fault{Name: "restart", Process: true, Start: 3 * time.Second, Point: true}},
+		{"failover@4s", Fault{Name: "failover", Process: true, Start: 4 * time.Second, Point: true}},
+	}
+	for _, tt := range tests {
+		got, err := ParseFault(tt.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.spec, err)
+		}
+		tt.want.Spec = tt.spec
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: got %+v, want %+v", tt.spec, got, tt.want)
+		}
+	}
+	for _, tt := range []struct{ spec, want string }{
+		{"kill", "needs a time or a window"},
+		{"kill@5s-", "needs a time or a window with an end"},
+		{"pause@5s", "pause needs a window"},
+		{"restart@1s-2s", "restart happens at an instant"},
+		{"kill:9@1s", "takes no parameter"},
+		{"restart@x", "want a duration"},
+		{"partition@5s", "want START-END"},
+	} {
+		_, err := ParseFault(tt.spec)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error with %q", tt.spec, err, tt.want)
+		}
+	}
+	if _, err := ParseSchedule([]string{"kill@1s-3s", "pause@2s-4s"}); err == nil || !strings.Contains(err.Error(), "one process fault at a time") {
+		t.Errorf("overlapping process faults: got %v", err)
+	}
+	s, err := ParseSchedule([]string{"restart@1s", "restart@2s", "commit-cut:0.1", "kill@3s-4s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(s.Processes()); got != 3 {
+		t.Errorf("Processes: %d faults, want 3", got)
+	}
+}

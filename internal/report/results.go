@@ -49,6 +49,10 @@ type Results struct {
 	Anomalies []checker.Anomaly `json:"anomalies"`
 	// Evidence joins the proxy's ground truth to operations; never fed to the checker.
 	Evidence *Evidence `json:"evidence,omitempty"`
+	// ProcessFaults is the timeline of the process faults (kill, pause, restart) with
+	// their figures; LostWrites the acknowledged writes found missing after them.
+	ProcessFaults []ProcessFault `json:"process_faults,omitempty"`
+	LostWrites    []LostWrite    `json:"lost_writes,omitempty"`
 	// Final is the workload's final state; nil when the run has none.
 	Final   workloads.Final `json:"final"`
 	RunDir  string          `json:"run_dir"`

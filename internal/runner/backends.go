@@ -56,6 +56,8 @@ type launched struct {
 	dsn  string
 	desc string
 	stop func() error
+	// ctl applies process faults to the server; nil when it has none.
+	ctl processCtl
 }
 
 // kv are the workloads of a store that has budget and register (bindKV).
@@ -190,7 +192,7 @@ func launchPostgres(ctx context.Context, _ Config, dir string) (launched, error)
 	if err != nil {
 		return launched{}, err
 	}
-	return launched{dsn: pg.DSN, desc: "PostgreSQL " + pg.Version + " at " + pg.Addr, stop: pg.Stop}, nil
+	return launched{dsn: pg.DSN, desc: "PostgreSQL " + pg.Version + " at " + pg.Addr, stop: pg.Stop, ctl: pg}, nil
 }
 
 func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {

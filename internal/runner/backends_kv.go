@@ -28,6 +28,7 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 		dsn:  r.DSN,
 		desc: fmt.Sprintf("Redis %s at %s, persistence %s", r.Version, r.Addr, r.Persistence),
 		stop: r.Stop,
+		ctl:  r,
 	}, nil
 }
 

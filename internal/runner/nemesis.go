@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"os"
 	"path/filepath"
@@ -22,8 +23,12 @@ import (
 // events to join them to operations when the run ends. The ground truth never reaches
 // the checker: nemesis events are skipped by every checker.
 type nemesis struct {
+	// px is nil when the schedule has process faults only: those need no proxy, and
+	// through one a refused connection would look like a cut one.
 	px    *faults.Proxy
 	sched faults.Schedule
+	// procs applies the process faults to the launched server; nil when there are none.
+	procs *procNemesis
 
 	mu     sync.Mutex
 	file   *os.File
@@ -40,19 +45,30 @@ type nemesis struct {
 	opened chan struct{}
 }
 
-func startNemesis(ctx context.Context, cfg Config, b backend, dsn, dir string) (*nemesis, string, error) {
+func startNemesis(ctx context.Context, cfg Config, b backend, dsn, dir string, srv launched) (*nemesis, string, error) {
 	sched := cfg.Faults
-	upstream, err := b.addr(dsn)
-	if err != nil {
-		return nil, "", err
-	}
-	// Every store has its protocol's toxics; disarmed, they cost nothing measurable.
-	proto := b.protocol
 	f, err := os.Create(filepath.Join(dir, "faults.jsonl"))
 	if err != nil {
 		return nil, "", err
 	}
 	n := &nemesis{sched: sched, file: f, w: bufio.NewWriter(f), byKind: map[string]int64{}, byTr: map[string]int64{}}
+	if len(sched.Processes()) > 0 {
+		if srv.ctl == nil {
+			f.Close()
+			return nil, "", fmt.Errorf("process faults: the %s server cannot be killed, paused or restarted", b.name)
+		}
+		n.procs = newProcNemesis(cfg, srv.ctl, srv.desc)
+	}
+	if !cfg.proxied() {
+		return n, dsn, nil
+	}
+	upstream, err := b.addr(dsn)
+	if err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	// Every store has its protocol's toxics; disarmed, they cost nothing measurable.
+	proto := b.protocol
 	n.px, err = faults.Start(faults.Options{
 		Upstream: upstream, Protocol: proto, Seed: cfg.Seed, Events: n.onEvent,
 	})
@@ -122,6 +138,13 @@ func (n *nemesis) begin(r *run) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.done = make(chan error, 1)
+	if n.procs != nil {
+		n.procs.begin(r, n.onProcess)
+	}
+	if n.px == nil {
+		n.done <- nil
+		return
+	}
 	atStart := 0
 	for _, f := range n.sched {
 		if f.Start == 0 {
@@ -149,13 +172,27 @@ func (n *nemesis) end() error {
 	}
 	n.cancel()
 	err := <-n.done
+	if n.procs != nil {
+		n.procs.end()
+	}
 	n.cancel = nil
 	return err
 }
 
+// onProcess records a process fault's event in the history and in faults.jsonl.
+func (n *nemesis) onProcess(op histories.Op) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	line, _ := json.Marshal(map[string]any{"process_fault": op.F, "value": op.Value, "run_time": op.Time})
+	n.w.Write(append(line, '\n'))
+	n.r.hw.Write(op)
+}
+
 func (n *nemesis) close() {
 	n.end()
-	n.px.Close()
+	if n.px != nil {
+		n.px.Close()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.w.Flush()
@@ -168,6 +205,12 @@ func (n *nemesis) close() {
 func (n *nemesis) account(res *report.Results, ops []histories.Op) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.procs != nil {
+		n.procs.account(res, ops)
+	}
+	if n.px == nil {
+		return
+	}
 	for k, v := range n.byKind {
 		res.Faults.ByKind[k] = v
 	}

@@ -119,8 +119,11 @@ func (c *Config) defaults() error {
 	if c.Proxy != "auto" && c.Proxy != "on" && c.Proxy != "off" {
 		return couldNotRun("--proxy must be auto, on or off")
 	}
-	if c.Proxy == "off" && len(c.Faults) > 0 {
+	if c.Proxy == "off" && len(c.Faults) > len(c.Faults.Processes()) {
 		return couldNotRun("faults need the proxy: drop --proxy off")
+	}
+	if err := checkProcessFaults(*c); err != nil {
+		return err
 	}
 	if c.CheckTimeout == 0 {
 		c.CheckTimeout = time.Minute
@@ -129,7 +132,10 @@ func (c *Config) defaults() error {
 }
 
 // proxied reports whether the run goes through the fault proxy.
-func (c Config) proxied() bool { return c.Proxy == "on" || (c.Proxy == "auto" && len(c.Faults) > 0) }
+// Process faults alone need no proxy (process_faults.go).
+func (c Config) proxied() bool {
+	return c.Proxy == "on" || (c.Proxy == "auto" && len(c.Faults) > len(c.Faults.Processes()))
+}
 
 // Run performs one run and returns its results. The error wraps ErrCouldNotRun when no
 // verdict could be reached; an invalid history is a verdict, not an error. When ctx is
@@ -191,14 +197,14 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	if err := writeJSON(filepath.Join(dir, "config.json"), red); err != nil {
 		return nil, couldNotRun("write config: %v", err)
 	}
-	dsn, serverDesc, stop, err := serve(ctx, cfg, b, dir)
+	dsn, serverDesc, srv, err := serve(ctx, cfg, b, dir)
 	if err != nil {
 		return nil, couldNotRun("%v", err)
 	}
-	defer stop()
+	defer srv.stop()
 	var nem *nemesis
-	if cfg.proxied() {
-		n, pdsn, err := startNemesis(ctx, cfg, b, dsn, dir)
+	if cfg.proxied() || len(cfg.Faults.Processes()) > 0 {
+		n, pdsn, err := startNemesis(ctx, cfg, b, dsn, dir, srv)
 		if err != nil {
 			return nil, couldNotRun("%v", err)
 		}
@@ -221,7 +227,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	if err != nil {
 		return nil, couldNotRun("%v", err)
 	}
-	res := r.results(verdict, ops, serverDesc, nem != nil)
+	res := r.results(verdict, ops, serverDesc, nem != nil && nem.px != nil)
 	if nem != nil {
 		nem.account(res, ops)
 	}
@@ -229,17 +235,17 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 }
 
 // serve dials --dsn, or launches a throwaway server. It returns the DSN, the server's
-// description for the report, and what stops it.
-func serve(ctx context.Context, cfg Config, b backend, dir string) (dsn, desc string, stop func(), err error) {
+// description for the report, and the server (what stops it, what faults it).
+func serve(ctx context.Context, cfg Config, b backend, dir string) (dsn, desc string, srv launched, err error) {
 	if cfg.DSN != "" {
-		return cfg.DSN, "external", func() {}, nil
+		return cfg.DSN, "external", launched{stop: func() error { return nil }}, nil
 	}
 	cfg.progressf("launching a local %s ...", b.name)
-	srv, err := b.launch(ctx, cfg, dir)
+	srv, err = b.launch(ctx, cfg, dir)
 	if err != nil {
-		return "", "", nil, err
+		return "", "", launched{}, err
 	}
-	return srv.dsn, "launched " + srv.desc, func() { srv.stop() }, nil
+	return srv.dsn, "launched " + srv.desc, srv, nil
 }
 
 // record drives the workers with the history open, then records the final reads. The

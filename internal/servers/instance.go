@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +26,12 @@ type instance struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	// For the process faults (process_faults.go): relaunch starts the server again on
+	// its data and port; mu guards proc and down against a concurrent Stop.
+	relaunch func(ctx context.Context) error
+	mu       sync.Mutex
+	down     bool
 }
 
 // makeTempDir makes the server's temporary directory under parent ("" means os.TempDir())
@@ -93,7 +100,17 @@ func (s *instance) abandon(err error) error {
 // need be, then cleans up. Every call returns the first call's result, after the server
 // is gone.
 func (s *instance) stop() error {
-	return s.stopWith(func() error { return s.proc.Stop(s.sig, s.grace) })
+	return s.stopWith(func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.down {
+			// Killed by a process fault and not started again: nothing runs.
+			return nil
+		}
+		// A paused server must run to hear the signal.
+		_ = syscall.Kill(-s.proc.Pid(), syscall.SIGCONT)
+		return s.proc.Stop(s.sig, s.grace)
+	})
 }
 
 // stopWith runs halt and then cleanup, once; every call returns the first call's result.

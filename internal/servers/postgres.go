@@ -211,6 +211,7 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 	if err := p.start(ctx, acct, extra, opt.Log); err != nil {
 		return nil, p.abandon(err)
 	}
+	p.relaunch = func(ctx context.Context) error { return p.listen(ctx, acct, p.Port, extra) }
 	return p, nil
 }
 

@@ -186,6 +186,7 @@ func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 	if err := r.start(ctx, acct, opt); err != nil {
 		return nil, r.abandon(err)
 	}
+	r.relaunch = func(ctx context.Context) error { return r.listen(ctx, acct, r.Port, opt) }
 	return r, nil
 }
 

@@ -1,0 +1,175 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
+)
+
+// processRun runs cfg on a server the run launches itself (the process faults need
+// one), skipping when the store is not installed.
+func processRun(t *testing.T, cfg runner.Config) *report.Results {
+	t.Helper()
+	if err := runner.Available(cfg.Store); err != nil {
+		servertest.SkipOrFail(t, err)
+	}
+	cfg.DSN, cfg.Out = "", t.TempDir()
+	var progress strings.Builder
+	cfg.Progress = &progress
+	res, err := runner.Run(context.Background(), cfg)
+	t.Log(progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(resultsSchema(t), b); err != nil {
+		t.Fatalf("results.json does not match the schema: %v", err)
+	}
+	return res
+}
+
+// faultsHappened checks the timeline: every fault applied without error, the server
+// answered again and a later operation was acknowledged (the workers reconnected),
+// and the history carries each action as a nemesis event.
+func faultsHappened(t *testing.T, res *report.Results, actions ...string) {
+	t.Helper()
+	if len(res.ProcessFaults) != len(res.Faults.Schedule) {
+		t.Fatalf("timeline %+v for schedule %v", res.ProcessFaults, res.Faults.Schedule)
+	}
+	for _, f := range res.ProcessFaults {
+		if f.Error != "" || f.Pid == 0 || f.EndS < f.StartS {
+			t.Errorf("fault %+v", f)
+		}
+		if f.FirstAckS == nil {
+			t.Errorf("fault %s: no operation acknowledged after the server came back", f.Fault)
+		}
+		if f.InFlight != f.InFlightInfo+f.InFlightOK+(f.InFlight-f.InFlightInfo-f.InFlightOK) || f.InFlightInfo > f.InFlight {
+			t.Errorf("fault %s: in-flight figures %+v", f.Fault, f)
+		}
+	}
+	_, ops, err := histories.ReadFile(res.RunDir+"/history.jsonl", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if !op.IsClient() {
+			seen[op.F] = true
+		}
+	}
+	for _, a := range actions {
+		if !seen[a] {
+			t.Errorf("no nemesis event %q in the history (%v)", a, seen)
+		}
+	}
+}
+
+// Kill, pause and restart of a PostgreSQL with its durable defaults lose nothing: the
+// budget reconciles, the operations cut by the kill end as info, and the workers carry
+// on after each fault.
+func TestProcessFaultsPostgresBudgetValid(t *testing.T) {
+	cfg := budgetConfig(t)
+	// PostgreSQL syncs its data directory before crash recovery: seconds on a busy
+	// machine, hence the room after the kill.
+	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, 10*time.Second, 1_000_000
+	cfg.Faults = schedule(t, "kill@1s-2s", "pause@6s-6500ms", "restart@7500ms")
+	res := processRun(t, cfg)
+	if res.Verdict != checker.Valid {
+		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+	}
+	faultsHappened(t, res, "kill", "start", "pause", "resume", "restart", "started")
+	if len(res.LostWrites) != 0 {
+		t.Errorf("lost writes on a durable PostgreSQL: %+v", res.LostWrites)
+	}
+	kill, pause := res.ProcessFaults[0], res.ProcessFaults[1]
+	if kill.DowntimeS < 1 || kill.InFlight == 0 || kill.InFlightInfo == 0 {
+		t.Errorf("kill: %+v; want at least 1 s down and info operations in flight", kill)
+	}
+	if pause.DowntimeS < 0.4 || pause.InFlight == 0 || pause.InFlightInfo != 0 {
+		t.Errorf("pause: %+v; want half a second, operations in flight that complete", pause)
+	}
+	if res.Proxied {
+		t.Error("process faults alone went through the proxy")
+	}
+}
+
+func redisRegister(t *testing.T, persistence string, specs ...string) runner.Config {
+	cfg := budgetConfig(t)
+	cfg.Store, cfg.Workload, cfg.Persistence = "redis", "register", persistence
+	cfg.Workers, cfg.Ops, cfg.Duration = 3, 0, 4*time.Second
+	cfg.Faults = schedule(t, specs...)
+	return cfg
+}
+
+// Redis with persistence always loses nothing to a kill or a restart.
+func TestProcessFaultsRedisAlwaysValid(t *testing.T) {
+	res := processRun(t, redisRegister(t, servers.RedisAlways, "kill@500ms-1500ms", "pause@2s-2500ms", "restart@3s"))
+	if res.Verdict != checker.Valid {
+		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+	}
+	faultsHappened(t, res, "kill", "start", "pause", "resume", "restart", "started")
+	if len(res.LostWrites) != 0 {
+		t.Errorf("lost writes with persistence always: %+v", res.LostWrites)
+	}
+}
+
+// Redis without persistence forgets everything when killed: the writes acknowledged
+// before the kill are named, with the fault and the time from acknowledgement to fault.
+func TestProcessFaultsRedisNoneLosesWrites(t *testing.T) {
+	res := processRun(t, redisRegister(t, servers.RedisNoPersistence, "kill@1s-2s"))
+	if res.Verdict != checker.Invalid {
+		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+	}
+	faultsHappened(t, res, "kill", "start")
+	if len(res.LostWrites) == 0 {
+		t.Fatalf("no lost write named; anomalies %+v", res.Anomalies)
+	}
+	for _, l := range res.LostWrites {
+		if l.Fault != "kill@1s-2s" || l.OpID == "" || l.Key == "" || l.AckBeforeFaultS < 0 || !strings.Contains(l.Explanation, "lost") {
+			t.Errorf("lost write %+v", l)
+		}
+	}
+	if res.ProcessFaults[0].LostWrites != int64(len(res.LostWrites)) {
+		t.Errorf("the kill counts %d lost writes, %d named", res.ProcessFaults[0].LostWrites, len(res.LostWrites))
+	}
+	found := false
+	for _, a := range res.Anomalies {
+		found = found || a.Kind == "lost-write"
+	}
+	if !found {
+		t.Errorf("no lost-write anomaly: %+v", res.Anomalies)
+	}
+}
+
+// Process faults are refused, before anything launches, where they cannot be applied.
+func TestProcessFaultsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		store, dsn, fault, want string
+	}{
+		{"postgres", "postgres://u:p@127.0.0.1:1/db", "kill@1s", "over --dsn"},
+		{"mongo", "", "pause@1s-2s", "inside indoubt's own process"},
+		{"postgres", "", "failover@1s", "replicated topology"},
+		{"cql", "", "restart@1s", "PostgreSQL and Redis only"},
+	} {
+		cfg := budgetConfig(t)
+		cfg.Store, cfg.DSN, cfg.Workload = runner.StoreName(tc.store), tc.dsn, "register"
+		cfg.Faults = schedule(t, tc.fault)
+		_, err := runner.Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s %s: got %v, want one line with %q", tc.store, tc.fault, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// The process faults of a launched server: what indoubt's nemesis does to the server
+// itself, not to its connections. Every method acts on the whole process group (a
+// PostgreSQL's backends die or stop with its postmaster), keeps the data directory, the
+// port and the password, and is safe to call concurrently with Stop.
+
+// errDown is returned by a fault that needs a running server when it was killed.
+var errDown = errors.New("the server is down (killed and not started again)")
+
+// kill sends SIGKILL to the server's process group and reaps it: no shutdown, no flush,
+// what was not on disk is gone.
+func (s *instance) kill() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return fmt.Errorf("%s: kill: %w", s.name, errDown)
+	}
+	pgid := s.proc.Pid()
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_ = s.proc.reap()
+	s.down = true
+	// The leader is reaped; its children (PostgreSQL's backends) die a moment later,
+	// and until they do they hold the shared memory a new postmaster refuses to share.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+			break
+		}
+	}
+	return nil
+}
+
+// signal sends sig to the server's process group.
+func (s *instance) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return fmt.Errorf("%s: %v: %w", s.name, sig, errDown)
+	}
+	if err := syscall.Kill(-s.proc.Pid(), sig); err != nil {
+		return fmt.Errorf("%s: %v: %w", s.name, sig, err)
+	}
+	return nil
+}
+
+// startAgain starts a killed or stopped server again, on its data and its port.
+func (s *instance) startAgain(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.down {
+		return fmt.Errorf("%s: start: the server is running", s.name)
+	}
+	if s.relaunch == nil {
+		return fmt.Errorf("%s: start: this server cannot be started again", s.name)
+	}
+	// A start can still meet what the killed server left for a moment (a backend that
+	// holds the shared memory block): retry for a few seconds before giving up.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := s.relaunch(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.down = false
+	return nil
+}
+
+// restart shuts the server down cleanly (its own stop signal, within its grace) and
+// starts it again on its data and its port.
+func (s *instance) restart(ctx context.Context) error {
+	s.mu.Lock()
+	if s.down {
+		s.mu.Unlock()
+		return fmt.Errorf("%s: restart: %w", s.name, errDown)
+	}
+	_ = syscall.Kill(-s.proc.Pid(), syscall.SIGCONT)
+	err := s.proc.Stop(s.sig, s.grace)
+	s.down = true
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%s: restart: %w", s.name, err)
+	}
+	return s.startAgain(ctx)
+}
+
+// Kill sends SIGKILL to the postmaster and its backends at once, as a crash of the
+// machine's power would not (the page cache survives) but a crash of PostgreSQL does:
+// the next Start recovers from the WAL.
+func (p *Postgres) Kill() error { return p.kill() }
+
+// Pause stops every process of the server (SIGSTOP): connections stay open, nothing
+// answers until Resume.
+func (p *Postgres) Pause() error { return p.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (p *Postgres) Resume() error { return p.signal(syscall.SIGCONT) }
+
+// Start starts a killed server again on the same data directory and port, with the same
+// password, and returns when it answers a query (crash recovery done).
+func (p *Postgres) Start(ctx context.Context) error { return p.startAgain(ctx) }
+
+// Restart shuts the server down cleanly (fast shutdown) and starts it again on the same
+// data directory and port.
+func (p *Postgres) Restart(ctx context.Context) error { return p.restart(ctx) }
+
+// Kill sends SIGKILL to redis-server: what the AOF had not received (or, with
+// persistence none, everything) is gone.
+func (r *Redis) Kill() error { return r.kill() }
+
+// Pause stops redis-server (SIGSTOP) until Resume.
+func (r *Redis) Pause() error { return r.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused redis-server (SIGCONT).
+func (r *Redis) Resume() error { return r.signal(syscall.SIGCONT) }
+
+// Start starts a killed redis-server again in the same directory (its AOF) and on the
+// same port, with the same password, and returns when it answers PING (AOF loaded).
+func (r *Redis) Start(ctx context.Context) error { return r.startAgain(ctx) }
+
+// Restart shuts redis-server down cleanly (SIGTERM) and starts it again. With
+// persistence none and no snapshots, a clean restart loses the data too: nothing was
+// ever written to disk.
+func (r *Redis) Restart(ctx context.Context) error { return r.restart(ctx) }
