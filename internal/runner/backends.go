@@ -187,12 +187,13 @@ func unbound(b StoreName, w workloads.Name) error {
 	return fmt.Errorf("store %s cannot bind workload %q", b, w)
 }
 
-func launchPostgres(ctx context.Context, _ Config, dir string) (launched, error) {
-	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log")})
+func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
+	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"),
+		Settings: cfg.pgDurability(), PowerFS: cfg.onPowerFS()})
 	if err != nil {
 		return launched{}, err
 	}
-	return launched{dsn: pg.DSN, desc: "PostgreSQL " + pg.Version + " at " + pg.Addr, stop: pg.Stop, ctl: pg}, nil
+	return launched{dsn: pg.DSN, desc: "PostgreSQL " + pg.Version + " at " + pg.Addr + cfg.durabilityDesc(), stop: pg.Stop, ctl: pg}, nil
 }
 
 func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {

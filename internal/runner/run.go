@@ -46,6 +46,12 @@ type Config struct {
 	Budget    int64  `json:"budget,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
 	Persistence string `json:"persistence,omitempty"`
+	// SynchronousCommit and Fsync are a launched PostgreSQL's settings of those names,
+	// on or off; "" keeps PostgreSQL's default (on). PowerFS puts a launched server's
+	// data directory on powerfs (a power-loss fault implies it). See powerloss.go.
+	SynchronousCommit string `json:"synchronous_commit,omitempty"`
+	Fsync             string `json:"fsync,omitempty"`
+	PowerFS           bool   `json:"powerfs,omitempty"`
 	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
 	// config.json, one NAME[:P][@START-END] per entry.
 	Faults faults.Schedule `json:"-"`
@@ -123,6 +129,9 @@ func (c *Config) defaults() error {
 		return couldNotRun("faults need the proxy: drop --proxy off")
 	}
 	if err := checkProcessFaults(*c); err != nil {
+		return err
+	}
+	if err := checkDurability(*c); err != nil {
 		return err
 	}
 	if c.CheckTimeout == 0 {
@@ -221,7 +230,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	}
 	r, err := record(ctx, cfg, wl, nem, dir)
 	if err != nil {
-		return nil, couldNotRun("%v", err)
+		return nil, couldNotRun("%v", nem.explain(err))
 	}
 	ops, verdict, err := check(ctx, cfg, wl, dir)
 	if err != nil {
