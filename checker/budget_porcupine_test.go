@@ -19,58 +19,35 @@ type budgetOutput struct {
 	balance int64
 }
 
-// budgetState is the set of balances the account may have, as an interval: the model
-// is the nondeterministic budget object (an unknown decrement took 1 or did nothing)
-// turned deterministic by tracking every state it may be in. From one balance, every
-// step keeps that set an interval, so two numbers hold it.
-type budgetState struct {
-	lo, hi int64
-}
-
 // budgetModel returns the budget object as a porcupine model, for operations made by
 // budgetOperations: one account starting at budget; a decrement is applied iff the
 // balance is positive and takes 1, is rejected iff it is 0; a read returns it; an
 // unknown decrement took 1 (if it could) or had no effect. It decides the same
 // histories as CheckBudget, by search.
 func budgetModel(budget int64) porcupine.Model {
-	return porcupine.Model{
-		Init: func() any { return budgetState{budget, budget} },
-		Step: func(state, input, output any) (bool, any) {
-			return budgetStep(state.(budgetState), input.(budgetInput), output.(budgetOutput))
-		},
-		Hash: func(state any) uint64 {
-			s := state.(budgetState)
-			return uint64(s.lo)*0x9e3779b97f4a7c15 ^ uint64(s.hi)
-		},
-		DescribeOperation: func(input, output any) string {
-			in, out := input.(budgetInput), output.(budgetOutput)
-			if in.read {
-				return fmt.Sprintf("read() -> %d", out.balance)
-			}
-			switch out.kind {
-			case budgetApplied:
-				return "decrement() -> applied"
-			case budgetRejected:
-				return "decrement() -> rejected"
-			}
-			return "decrement() -> unknown"
-		},
-		DescribeState: func(state any) string {
-			s := state.(budgetState)
-			if s.lo == s.hi {
-				return fmt.Sprintf("balance %d", s.lo)
-			}
-			return fmt.Sprintf("balance %d..%d", s.lo, s.hi)
-		},
-	}
+	return intervalModel(budget, "balance", func(s interval, input, output any) (bool, any) {
+		return budgetStep(s, input.(budgetInput), output.(budgetOutput))
+	}, func(input, output any) string {
+		in, out := input.(budgetInput), output.(budgetOutput)
+		if in.read {
+			return fmt.Sprintf("read() -> %d", out.balance)
+		}
+		switch out.kind {
+		case budgetApplied:
+			return "decrement() -> applied"
+		case budgetRejected:
+			return "decrement() -> rejected"
+		}
+		return "decrement() -> unknown"
+	})
 }
 
-func budgetStep(s budgetState, in budgetInput, out budgetOutput) (bool, any) {
+func budgetStep(s interval, in budgetInput, out budgetOutput) (bool, any) {
 	if in.read {
 		if out.balance < s.lo || out.balance > s.hi {
 			return false, s
 		}
-		return true, budgetState{out.balance, out.balance}
+		return true, interval{out.balance, out.balance}
 	}
 	switch out.kind {
 	case budgetApplied:
@@ -78,14 +55,14 @@ func budgetStep(s budgetState, in budgetInput, out budgetOutput) (bool, any) {
 		if s.hi == 0 {
 			return false, s
 		}
-		return true, budgetState{max(s.lo, 1) - 1, s.hi - 1}
+		return true, interval{max(s.lo, 1) - 1, s.hi - 1}
 	case budgetRejected:
 		if s.lo != 0 {
 			return false, s
 		}
-		return true, budgetState{0, 0}
+		return true, interval{0, 0}
 	case budgetUnknown:
-		return true, budgetState{max(s.lo-1, 0), s.hi}
+		return true, interval{max(s.lo-1, 0), s.hi}
 	}
 	return false, s
 }
@@ -110,7 +87,7 @@ func budgetOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 	}
 	done = append(done, p.close()...)
 	end := p.pos
-	clients := make(map[int]int)
+	clients := clientIDs{}
 	var out []porcupine.Operation
 	for _, o := range done {
 		ret := o.ret
@@ -124,13 +101,8 @@ func budgetOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 		default:
 			res = budgetOutput{kind: o.kind, balance: o.balance}
 		}
-		id, ok := clients[o.process]
-		if !ok {
-			id = len(clients)
-			clients[o.process] = id
-		}
 		out = append(out, porcupine.Operation{
-			ClientId: id,
+			ClientId: clients.of(o.process),
 			Input:    budgetInput{read: o.read},
 			Call:     o.inv,
 			Output:   res,

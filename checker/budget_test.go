@@ -7,86 +7,44 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/indoubt/indoubt/histories"
 )
 
-// budgetScript builds a history from lines "<process> <type> <f> [result]": type is
-// invoke, ok, fail or info; f is dec or read; the result of an ok is applied, rejected
-// or a read balance. A line "nemesis" adds a fault event.
+// budgetForm reads budget scripts: f is dec or read; the result of an ok is applied,
+// rejected or a read balance.
+var budgetForm = scriptForm{
+	nemesis: "cut-after-commit",
+	fs:      map[string]string{"dec": "decrement", "read": "read"},
+	value: func(op *histories.Op, r string, num func(string) int64) {
+		switch r {
+		case "applied":
+			op.Value = budgetSimApplied
+		case "rejected":
+			op.Value = budgetSimRejected
+		default:
+			op.Value = histories.Value(map[string]int64{"balance": num(r)})
+		}
+	},
+}
+
+// budgetScript builds a budget history from a script (see scriptOps and budgetForm).
 func budgetScript(t testing.TB, script string) []histories.Op {
 	t.Helper()
-	var ops []histories.Op
-	for _, line := range strings.Split(strings.TrimSpace(script), "\n") {
-		fs := strings.Fields(line)
-		if len(fs) == 0 {
-			continue
-		}
-		if fs[0] == "nemesis" {
-			ops = append(ops, histories.Op{Index: int64(len(ops)), Process: histories.Nemesis, Type: histories.Info, F: "cut-after-commit"})
-			continue
-		}
-		if len(fs) < 3 {
-			t.Fatalf("bad script line %q", line)
-		}
-		proc, err := strconv.Atoi(fs[0])
-		if err != nil {
-			t.Fatalf("bad script line %q: %v", line, err)
-		}
-		typ, err := histories.ParseType(fs[1])
-		if err != nil {
-			t.Fatalf("bad script line %q: %v", line, err)
-		}
-		op := histories.Op{Index: int64(len(ops)), Process: proc, Type: typ, F: map[string]string{"dec": "decrement", "read": "read"}[fs[2]]}
-		if op.F == "" {
-			t.Fatalf("bad script line %q: f is dec or read", line)
-		}
-		if typ == histories.OK {
-			switch r := fs[3]; r {
-			case "applied":
-				op.Value = budgetSimApplied
-			case "rejected":
-				op.Value = budgetSimRejected
-			default:
-				n, err := strconv.ParseInt(r, 10, 64)
-				if err != nil {
-					t.Fatalf("bad script line %q: %v", line, err)
-				}
-				op.Value = histories.Value(map[string]int64{"balance": n})
-			}
-		}
-		ops = append(ops, op)
-	}
-	return ops
+	return scriptOps(t, script, budgetForm)
 }
 
 // budgetPorcupine decides a history with the porcupine model.
-func budgetPorcupine(t testing.TB, ops []histories.Op, budget int64, model porcupine.Model) Verdict {
+func budgetPorcupine(t testing.TB, ops []histories.Op, model porcupine.Model) Verdict {
 	t.Helper()
 	pops, err := budgetOperations(ops)
 	if err != nil {
 		t.Fatalf("budgetOperations: %v", err)
 	}
-	switch porcupine.CheckOperationsTimeout(model, pops, 10*time.Second) {
-	case porcupine.Ok:
-		return Valid
-	case porcupine.Illegal:
-		return Invalid
-	}
-	return Unknown
-}
-
-func budgetKinds(r Result) []string {
-	var ks []string
-	for _, a := range r.Anomalies {
-		ks = append(ks, a.Kind)
-	}
-	return ks
+	return porcupineVerdict(model, pops)
 }
 
 func TestBudgetCases(t *testing.T) {
@@ -236,7 +194,7 @@ func TestBudgetCases(t *testing.T) {
 			if r.Verdict != tt.want {
 				t.Fatalf("verdict %s, want %s: %s", r.Verdict, tt.want, r.Summary)
 			}
-			if got := strings.Join(budgetKinds(r), " "); got != tt.kinds {
+			if got := anomalyKinds(r); got != tt.kinds {
 				t.Errorf("anomaly kinds %q, want %q: %s", got, tt.kinds, r.Summary)
 			}
 			for _, a := range r.Anomalies {
@@ -247,7 +205,7 @@ func TestBudgetCases(t *testing.T) {
 			if r.Summary == "" || r.Checker != "budget" {
 				t.Errorf("summary %q checker %q", r.Summary, r.Checker)
 			}
-			if got := budgetPorcupine(t, ops, tt.budget, budgetModel(tt.budget)); got != tt.want {
+			if got := budgetPorcupine(t, ops, budgetModel(tt.budget)); got != tt.want {
 				t.Errorf("porcupine says %s, want %s", got, tt.want)
 			}
 		})
@@ -541,10 +499,10 @@ func TestBudgetDifferential(t *testing.T) {
 		if !mutated && r.Verdict != Valid {
 			t.Fatalf("history %d is a simulated linearizable run but the checker says %s: %s\n%s", i, r.Verdict, r.Summary, budgetDump(ops, budget))
 		}
-		if got := budgetPorcupine(t, ops, budget, budgetModel(budget)); got != r.Verdict {
+		if got := budgetPorcupine(t, ops, budgetModel(budget)); got != r.Verdict {
 			t.Fatalf("history %d: exact checker says %s (%s), porcupine %s\n%s", i, r.Verdict, r.Summary, got, budgetDump(ops, budget))
 		}
-		if got := budgetPorcupine(t, ops, budget, budgetLiteralModel(budget)); got != r.Verdict {
+		if got := budgetPorcupine(t, ops, budgetLiteralModel(budget)); got != r.Verdict {
 			t.Fatalf("history %d: exact checker says %s (%s), porcupine with the literal model %s\n%s", i, r.Verdict, r.Summary, got, budgetDump(ops, budget))
 		}
 		verdicts[r.Verdict]++
@@ -556,64 +514,26 @@ func TestBudgetDifferential(t *testing.T) {
 }
 
 func budgetDump(ops []histories.Op, budget int64) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "budget %d\n", budget)
-	for _, op := range ops {
-		fmt.Fprintf(&b, "%3d p%-3d %-6s %-9s %s\n", op.Index, op.Process, op.Type, op.F, op.Value)
-	}
-	return b.String()
+	return dumpOps(fmt.Sprintf("budget %d", budget), ops)
 }
 
 // TestBudgetGolden checks every history under testdata/budget against the verdict and
-// anomaly kinds in the .verdict file beside it; -update rewrites
-// them.
+// anomaly kinds in the .verdict file beside it, and porcupine against the checker.
 func TestBudgetGolden(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("testdata", "budget", "*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) == 0 {
-		t.Fatal("no golden histories in testdata/budget")
-	}
-	for _, path := range paths {
-		name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-		t.Run(name, func(t *testing.T) {
-			h, ops, err := histories.ReadFile(path, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			budget, err := budgetFromHeader(h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := CheckBudget(context.Background(), ops, budget)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := r.Verdict.String()
-			if ks := budgetKinds(r); len(ks) > 0 {
-				got += " " + strings.Join(ks, " ")
-			}
-			got += "\n"
-			vpath := strings.TrimSuffix(path, ".jsonl") + ".verdict"
-			if *update {
-				if err := os.WriteFile(vpath, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(vpath)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("got %q, want %q: %s", got, want, r.Summary)
-			}
-			if pv := budgetPorcupine(t, ops, budget, budgetModel(budget)); pv != r.Verdict {
-				t.Errorf("porcupine says %s, exact checker %s", pv, r.Verdict)
-			}
-			t.Log(r.Summary)
-		})
-	}
+	goldenWalk(t, "budget", func(t *testing.T, h *histories.Header, ops []histories.Op) (Result, string) {
+		budget, err := budgetFromHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := CheckBudget(context.Background(), ops, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv := budgetPorcupine(t, ops, budgetModel(budget)); pv != r.Verdict {
+			t.Errorf("porcupine says %s, exact checker %s", pv, r.Verdict)
+		}
+		return r, anomalyKinds(r)
+	})
 }
 
 // FuzzBudgetValue holds the fast path of budgetParseOutcome to encoding/json: whatever

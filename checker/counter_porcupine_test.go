@@ -20,60 +20,37 @@ type counterOutput struct {
 	readVal *int64
 }
 
-// counterState is the set of values the counter may hold, as an interval: unknown
-// increments make the object nondeterministic (it grew by 1 or not), and tracking every
-// value it may hold turns it deterministic. From one value every step keeps the set an
-// interval.
-type counterState struct {
-	lo, hi int64
-}
-
 // counterModel returns the counter as a porcupine model, for operations made by
 // counterOperations: a counter starting at before; an acknowledged increment that wrote
 // w needs the counter at w - 1 (and, if it reports what it read, to have read w - 1) and
 // leaves it at w; a read returns it; an unknown increment added 1 or did nothing. It
 // decides the same histories as CheckCounter, by search.
 func counterModel(before int64) porcupine.Model {
-	return porcupine.Model{
-		Init: func() any { return counterState{before, before} },
-		Step: func(state, input, output any) (bool, any) {
-			return counterStep(state.(counterState), input.(counterInput), output.(counterOutput))
-		},
-		Hash: func(state any) uint64 {
-			s := state.(counterState)
-			return uint64(s.lo)*0x9e3779b97f4a7c15 ^ uint64(s.hi)
-		},
-		DescribeOperation: func(input, output any) string {
-			in, out := input.(counterInput), output.(counterOutput)
-			switch {
-			case in.read:
-				return fmt.Sprintf("read() -> %d", out.value)
-			case out.unknown:
-				return "increment() -> unknown"
-			case out.readVal != nil:
-				return fmt.Sprintf("increment() -> read %d, wrote %d", *out.readVal, out.value)
-			}
-			return fmt.Sprintf("increment() -> wrote %d", out.value)
-		},
-		DescribeState: func(state any) string {
-			s := state.(counterState)
-			if s.lo == s.hi {
-				return fmt.Sprintf("counter %d", s.lo)
-			}
-			return fmt.Sprintf("counter %d..%d", s.lo, s.hi)
-		},
-	}
+	return intervalModel(before, "counter", func(s interval, input, output any) (bool, any) {
+		return counterStep(s, input.(counterInput), output.(counterOutput))
+	}, func(input, output any) string {
+		in, out := input.(counterInput), output.(counterOutput)
+		switch {
+		case in.read:
+			return fmt.Sprintf("read() -> %d", out.value)
+		case out.unknown:
+			return "increment() -> unknown"
+		case out.readVal != nil:
+			return fmt.Sprintf("increment() -> read %d, wrote %d", *out.readVal, out.value)
+		}
+		return fmt.Sprintf("increment() -> wrote %d", out.value)
+	})
 }
 
-func counterStep(s counterState, in counterInput, out counterOutput) (bool, any) {
+func counterStep(s interval, in counterInput, out counterOutput) (bool, any) {
 	switch {
 	case in.read:
 		if out.value < s.lo || out.value > s.hi {
 			return false, s
 		}
-		return true, counterState{out.value, out.value}
+		return true, interval{out.value, out.value}
 	case out.unknown:
-		return true, counterState{s.lo, s.hi + 1}
+		return true, interval{s.lo, s.hi + 1}
 	}
 	if out.readVal != nil && *out.readVal != out.value-1 {
 		return false, s
@@ -81,7 +58,7 @@ func counterStep(s counterState, in counterInput, out counterOutput) (bool, any)
 	if out.value-1 < s.lo || out.value-1 > s.hi {
 		return false, s
 	}
-	return true, counterState{out.value, out.value}
+	return true, interval{out.value, out.value}
 }
 
 // counterOperations converts a counter history to porcupine operations for
@@ -95,7 +72,7 @@ func counterOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 	if err != nil {
 		return nil, err
 	}
-	clients := map[int]int{}
+	clients := clientIDs{}
 	var out []porcupine.Operation
 	for _, o := range all {
 		ret := o.ret
@@ -109,13 +86,8 @@ func counterOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 		default:
 			res = counterOutput{value: o.value, readVal: o.readVal}
 		}
-		id, ok := clients[o.process]
-		if !ok {
-			id = len(clients)
-			clients[o.process] = id
-		}
 		out = append(out, porcupine.Operation{
-			ClientId: id, Input: counterInput{read: o.read}, Call: o.inv, Output: res, Return: ret, Metadata: o.events(),
+			ClientId: clients.of(o.process), Input: counterInput{read: o.read}, Call: o.inv, Output: res, Return: ret, Metadata: o.events(),
 		})
 	}
 	return out, nil

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,58 +13,28 @@ import (
 	"github.com/indoubt/indoubt/histories"
 )
 
-// counterScript builds a history from lines "<process> <type> <f> [result]": type is
-// invoke, ok, fail or info; f is inc or read; the result of an ok increment is the value
-// it wrote ("42") or what it read and wrote ("41>42"), of an ok read the value. A line
-// "nemesis" adds a fault event.
+// counterForm reads counter scripts: f is inc or read; the result of an ok increment is
+// the value it wrote ("42") or what it read and wrote ("41>42"), of an ok read the value.
+var counterForm = scriptForm{
+	nemesis: "commit-cut",
+	fs:      map[string]string{"inc": "increment", "read": "read"},
+	opIDs:   true,
+	value: func(op *histories.Op, res string, num func(string) int64) {
+		switch r, w, both := strings.Cut(res, ">"); {
+		case op.F == "read":
+			op.Value = histories.Value(map[string]int64{"value": num(res)})
+		case both:
+			op.Value = histories.Value(map[string]int64{"read": num(r), "wrote": num(w)})
+		default:
+			op.Value = histories.Value(map[string]int64{"wrote": num(res)})
+		}
+	},
+}
+
+// counterScript builds a counter history from a script (see scriptOps and counterForm).
 func counterScript(t testing.TB, script string) []histories.Op {
 	t.Helper()
-	var ops []histories.Op
-	for _, line := range strings.Split(strings.TrimSpace(script), "\n") {
-		fs := strings.Fields(line)
-		if len(fs) == 0 {
-			continue
-		}
-		if fs[0] == "nemesis" {
-			ops = append(ops, histories.Op{Index: int64(len(ops)), Process: histories.Nemesis, Type: histories.Info, F: "commit-cut"})
-			continue
-		}
-		if len(fs) < 3 {
-			t.Fatalf("bad script line %q", line)
-		}
-		proc, err := strconv.Atoi(fs[0])
-		if err != nil {
-			t.Fatalf("bad script line %q: %v", line, err)
-		}
-		typ, err := histories.ParseType(fs[1])
-		if err != nil {
-			t.Fatalf("bad script line %q: %v", line, err)
-		}
-		op := histories.Op{Index: int64(len(ops)), Process: proc, Type: typ, F: map[string]string{"inc": "increment", "read": "read"}[fs[2]],
-			OpID: fmt.Sprintf("%d-%d", proc, len(ops))}
-		if op.F == "" {
-			t.Fatalf("bad script line %q: f is inc or read", line)
-		}
-		if typ == histories.OK {
-			num := func(s string) int64 {
-				n, err := strconv.ParseInt(s, 10, 64)
-				if err != nil {
-					t.Fatalf("bad script line %q: %v", line, err)
-				}
-				return n
-			}
-			switch r, w, both := strings.Cut(fs[3], ">"); {
-			case op.F == "read":
-				op.Value = histories.Value(map[string]int64{"value": num(fs[3])})
-			case both:
-				op.Value = histories.Value(map[string]int64{"read": num(r), "wrote": num(w)})
-			default:
-				op.Value = histories.Value(map[string]int64{"wrote": num(fs[3])})
-			}
-		}
-		ops = append(ops, op)
-	}
-	return ops
+	return scriptOps(t, script, counterForm)
 }
 
 // counterPorcupine decides a history with a porcupine model.
@@ -77,21 +44,7 @@ func counterPorcupine(t testing.TB, ops []histories.Op, model porcupine.Model) V
 	if err != nil {
 		t.Fatalf("counterOperations: %v", err)
 	}
-	switch porcupine.CheckOperationsTimeout(model, pops, 10*time.Second) {
-	case porcupine.Ok:
-		return Valid
-	case porcupine.Illegal:
-		return Invalid
-	}
-	return Unknown
-}
-
-func counterKinds(r Result) string {
-	var ks []string
-	for _, a := range r.Anomalies {
-		ks = append(ks, a.Kind)
-	}
-	return strings.Join(ks, " ")
+	return porcupineVerdict(model, pops)
 }
 
 func TestCounterCases(t *testing.T) {
@@ -207,8 +160,8 @@ func TestCounterCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Verdict != tc.want || counterKinds(r) != tc.kinds {
-				t.Fatalf("got %s [%s], want %s [%s]: %s", r.Verdict, counterKinds(r), tc.want, tc.kinds, r.Summary)
+			if r.Verdict != tc.want || anomalyKinds(r) != tc.kinds {
+				t.Fatalf("got %s [%s], want %s [%s]: %s", r.Verdict, anomalyKinds(r), tc.want, tc.kinds, r.Summary)
 			}
 			if pv := counterPorcupine(t, ops, counterModel(tc.before)); pv != r.Verdict {
 				t.Errorf("porcupine says %s", pv)
@@ -514,12 +467,7 @@ func TestCounterDifferential(t *testing.T) {
 }
 
 func counterDump(ops []histories.Op, before int64) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "before %d\n", before)
-	for _, op := range ops {
-		fmt.Fprintf(&b, "%3d p%-3d %-6s %-9s %s\n", op.Index, op.Process, op.Type, op.F, op.Value)
-	}
-	return b.String()
+	return dumpOps(fmt.Sprintf("before %d", before), ops)
 }
 
 // A large run: the checker stays exact and fast where search would not.
@@ -551,56 +499,20 @@ func TestCounterLargeHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Verdict != Invalid || !strings.Contains(counterKinds(r), "lost-update") {
-		t.Fatalf("one copied result: %s [%s]", r.Verdict, counterKinds(r))
+	if r.Verdict != Invalid || !strings.Contains(anomalyKinds(r), "lost-update") {
+		t.Fatalf("one copied result: %s [%s]", r.Verdict, anomalyKinds(r))
 	}
 }
 
 // TestCounterGolden checks every history under testdata/counter against the verdict and
-// anomaly kinds in the .verdict file beside it; -update rewrites
-// them.
+// anomaly kinds in the .verdict file beside it, and porcupine against the checker.
 func TestCounterGolden(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("testdata", "counter", "*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) == 0 {
-		t.Fatal("no golden histories in testdata/counter")
-	}
-	for _, path := range paths {
-		name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-		t.Run(name, func(t *testing.T) {
-			h, ops, err := histories.ReadFile(path, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Check(context.Background(), h, ops, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := r.Verdict.String()
-			if ks := counterKinds(r); ks != "" {
-				got += " " + ks
-			}
-			got += "\n"
-			vpath := strings.TrimSuffix(path, ".jsonl") + ".verdict"
-			if *update {
-				if err := os.WriteFile(vpath, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(vpath)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("got %q, want %q: %s", got, want, r.Summary)
-			}
-			before, _ := counterFromHeader(h)
-			if pv := counterPorcupine(t, ops, counterModel(before)); pv != r.Verdict {
-				t.Errorf("porcupine says %s, exact checker %s", pv, r.Verdict)
-			}
-			t.Log(r.Summary)
-		})
-	}
+	goldenWalk(t, "counter", func(t *testing.T, h *histories.Header, ops []histories.Op) (Result, string) {
+		r := checkAll(t, h, ops)
+		before, _ := counterFromHeader(h)
+		if pv := counterPorcupine(t, ops, counterModel(before)); pv != r.Verdict {
+			t.Errorf("porcupine says %s, exact checker %s", pv, r.Verdict)
+		}
+		return r, anomalyKinds(r)
+	})
 }

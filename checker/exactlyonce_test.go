@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,55 +15,20 @@ import (
 )
 
 // checkGoldenDir checks every history under testdata/<dir> with Check and the header's
-// model against the verdict and anomaly kinds in the .verdict file beside it; -update
-// rewrites them.
+// model against the verdict and anomaly kinds (distinct, sorted, comma separated) in the
+// .verdict file beside it; -update rewrites them.
 func checkGoldenDir(t *testing.T, dir string) {
-	paths, err := filepath.Glob(filepath.Join("testdata", dir, "*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) == 0 {
-		t.Fatalf("no golden histories in testdata/%s", dir)
-	}
-	for _, path := range paths {
-		name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-		t.Run(name, func(t *testing.T) {
-			h, ops, err := histories.ReadFile(path, false)
-			if err != nil {
-				t.Fatal(err)
+	goldenWalk(t, dir, func(t *testing.T, h *histories.Header, ops []histories.Op) (Result, string) {
+		r := checkAll(t, h, ops)
+		var kinds []string
+		for _, a := range r.Anomalies {
+			if !slices.Contains(kinds, a.Kind) {
+				kinds = append(kinds, a.Kind)
 			}
-			r, err := Check(context.Background(), h, ops, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := r.Verdict.String()
-			var kinds []string
-			for _, a := range r.Anomalies {
-				if !slices.Contains(kinds, a.Kind) {
-					kinds = append(kinds, a.Kind)
-				}
-			}
-			slices.Sort(kinds)
-			if len(kinds) > 0 {
-				got += " " + strings.Join(kinds, ",")
-			}
-			got += "\n"
-			vpath := strings.TrimSuffix(path, ".jsonl") + ".verdict"
-			if *update {
-				if err := os.WriteFile(vpath, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(vpath)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("got %q, want %q: %s", got, want, r.Summary)
-			}
-			t.Log(r.Summary)
-		})
-	}
+		}
+		slices.Sort(kinds)
+		return r, strings.Join(kinds, ",")
+	})
 }
 
 func TestExactlyOnceGolden(t *testing.T) { checkGoldenDir(t, ExactlyOnceModel) }

@@ -11,6 +11,7 @@ import (
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 )
 
@@ -21,8 +22,8 @@ func TestAPICommitToxics(t *testing.T) {
 	srv := pg.Get(t)
 	direct := connect(t, srv.DSN)
 	table := freshAccount(t, direct, 100)
-	evs := &events{}
-	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.add, API: "127.0.0.1:0"})
+	evs := &faultstest.Log{}
+	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.Add, API: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestAPICommitToxics(t *testing.T) {
 	if _, err := c.Exec(context.Background(), "update "+table+" set balance = balance - 1 where id = 1"); !ambiguous(err) {
 		t.Fatalf("update under commit_cut p=1: %v, want a cut", err)
 	}
-	if e := evs.all(); len(e) != 1 || e[0].Kind != toxics.CommitCut {
+	if e := evs.All(); len(e) != 1 || e[0].Kind != toxics.CommitCut {
 		t.Errorf("events %+v, want one cut", e)
 	}
 
@@ -104,19 +105,27 @@ func TestAPICommitToxics(t *testing.T) {
 	}
 }
 
-// TestAPIClientCreatesProxies: toxiproxy's client creates a loopback proxy; one on
-// every interface is refused, and ":PORT" means loopback.
-func TestAPIClientCreatesProxies(t *testing.T) {
+// startAPIOnly starts a proxy with its API on loopback in front of an upstream that only
+// listens: enough for tests of the API itself. Both close when the test ends.
+func startAPIOnly(t *testing.T) (net.Listener, *Proxy) {
+	t.Helper()
 	up, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer up.Close()
+	t.Cleanup(func() { up.Close() })
 	px, err := Start(Options{Upstream: up.Addr().String(), API: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer px.Close()
+	t.Cleanup(func() { px.Close() })
+	return up, px
+}
+
+// TestAPIClientCreatesProxies: toxiproxy's client creates a loopback proxy; one on
+// every interface is refused, and ":PORT" means loopback.
+func TestAPIClientCreatesProxies(t *testing.T) {
+	up, px := startAPIOnly(t)
 	cl := toxiclient.NewClient(px.APIAddr())
 	if _, err := cl.CreateProxy("open", "0.0.0.0:0", up.Addr().String()); err == nil || !strings.Contains(err.Error(), "not loopback") {
 		t.Errorf("proxy on 0.0.0.0: %v, want a refusal", err)
@@ -143,16 +152,7 @@ func TestAPIClientCreatesProxies(t *testing.T) {
 // TestAPIRefusesWebPages: what a browser lets any page send, and DNS rebinding, are
 // refused before toxiproxy sees them.
 func TestAPIRefusesWebPages(t *testing.T) {
-	up, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	px, err := Start(Options{Upstream: up.Addr().String(), API: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	_, px := startAPIOnly(t)
 	base := "http://" + px.APIAddr()
 	create := `{"name":"ssh","listen":"127.0.0.1:0","upstream":"127.0.0.1:22"}`
 	for _, tt := range []struct {

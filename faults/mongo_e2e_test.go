@@ -20,6 +20,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.uber.org/goleak"
 
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
 )
@@ -134,22 +135,7 @@ func TestMongoCommitFaultsWithDriver(t *testing.T) {
 				if !mongo.IsNetworkError(err) {
 					t.Fatalf("faulted: error %v (%T), want a network error", err, err)
 				}
-				want := int64(9)
-				if fl.applied {
-					want = 8
-				}
-				if got := balance("budget", id); got != want {
-					t.Errorf("balance %d after a %v, want %d", got, fl.kind, want)
-				}
-				evs := log.all()
-				if len(evs) != 1 {
-					t.Fatalf("events %+v, want one", evs)
-				}
-				e := evs[0]
-				truth := toxics.NotApplied
-				if fl.applied {
-					truth = toxics.Applied
-				}
+				e, truth := fl.aftermath(t, balance("budget", id), log.All())
 				if e.Kind != fl.kind || e.Truth != truth || !dials.has(e.Conn) || !strings.HasPrefix(e.Statement, op.prefix) || e.Protocol != "mongo" {
 					t.Errorf("event %+v, want kind %v truth %v, a conn the driver dialed, statement %s...", e, fl.kind, truth, op.prefix)
 				}
@@ -174,11 +160,11 @@ func TestMongoWriteErrorIsReleased(t *testing.T) {
 	}
 	px.Faults().Cut.Set(1, 1)
 	_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
-	if !mongo.IsDuplicateKeyError(err) || len(log.all()) != 0 {
-		t.Fatalf("duplicate insert: %v, events %v; want the server's duplicate key error, no fault", err, log.all())
+	if !mongo.IsDuplicateKeyError(err) || len(log.All()) != 0 {
+		t.Fatalf("duplicate insert: %v, events %v; want the server's duplicate key error, no fault", err, log.All())
 	}
-	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}); !mongo.IsNetworkError(err) || len(log.all()) != 1 {
-		t.Fatalf("next insert: %v, events %v; want it cut", err, log.all())
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}); !mongo.IsNetworkError(err) || len(log.All()) != 1 {
+		t.Fatalf("next insert: %v, events %v; want it cut", err, log.All())
 	}
 }
 
@@ -197,18 +183,14 @@ func TestMongoManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	log := &events{}
-	px, err := Start(Options{Upstream: f.Addr, Protocol: toxics.Mongo{}, Seed: 9, Events: log.add})
-	if err != nil {
-		t.Fatal(err)
-	}
+	px, log := startProtoProxy(t, f.Addr, toxics.Mongo{}, 9)
 	px.Faults().Mixed.Set(1, 0)
 	const conns = 1000
-	idOf := cutConnections(t, conns, func(i int) (string, error) {
+	idOf := faultstest.CutConnections(t, conns, func(i int) (string, error) {
 		insert := bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: int32(i)}}}}, {Key: "$db", Value: "indoubt"}}
 		return rawMongoExpectCut(px.Addr(), insert)
 	})
-	evs := log.all()
+	evs := log.All()
 	if len(evs) != conns {
 		t.Errorf("%d events for %d faulted connections", len(evs), conns)
 	}
@@ -445,8 +427,8 @@ func TestMongoDefaultPointsSkipHandshakeAndReads(t *testing.T) {
 	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: "absent"}}).Err(); !errors.Is(err, mongo.ErrNoDocuments) {
 		t.Fatalf("find: %v", err)
 	}
-	if n := len(log.all()); n != 0 {
-		t.Fatalf("%d faults before the first write: %+v", n, log.all())
+	if n := len(log.All()); n != 0 {
+		t.Fatalf("%d faults before the first write: %+v", n, log.All())
 	}
 	err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: "absent"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: -1}}}}).Err()
 	if !mongo.IsNetworkError(err) {
@@ -455,7 +437,7 @@ func TestMongoDefaultPointsSkipHandshakeAndReads(t *testing.T) {
 	if err := c.Disconnect(ctx); err != nil {
 		t.Fatalf("disconnect: %v", err)
 	}
-	if evs := log.all(); len(evs) != 1 || !strings.HasPrefix(evs[0].Statement, "{findAndModify: ") {
+	if evs := log.All(); len(evs) != 1 || !strings.HasPrefix(evs[0].Statement, "{findAndModify: ") {
 		t.Fatalf("events %+v, want the findAndModify dropped", evs)
 	}
 }

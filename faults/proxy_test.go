@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/goleak"
 
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -30,33 +31,10 @@ var pg = servertest.Postgres(servers.PostgresOptions{})
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 
-// events collects a proxy's fault events; it is safe for the proxy's goroutines.
-type events struct {
-	mu  sync.Mutex
-	evs []toxics.Event
-}
-
-func (e *events) add(ev toxics.Event) {
-	e.mu.Lock()
-	e.evs = append(e.evs, ev)
-	e.mu.Unlock()
-}
-
-func (e *events) all() []toxics.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]toxics.Event(nil), e.evs...)
-}
-
-func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *events) {
+// startProxy starts a PostgreSQL proxy in front of srv; see startProtoProxy.
+func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *faultstest.Log) {
 	t.Helper()
-	evs := &events{}
-	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: seed, Events: evs.add})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
-	return px, evs
+	return startProtoProxy(t, srv.Addr, toxics.Postgres{}, seed)
 }
 
 // commitFault is a fault the end-to-end tests arm for one commit, and whether the
@@ -71,6 +49,24 @@ type commitFault struct {
 var commitFaults = []commitFault{
 	{toxics.CommitCut, func(f *toxics.Faults) { f.Cut.Set(1, 0) }, true},
 	{toxics.CommitDrop, func(f *toxics.Faults) { f.Drop.Set(1, 0) }, false},
+}
+
+// aftermath checks what one armed commit fault left: the balance, 9 after one unfaulted
+// decrement from 10, took the faulted decrement too iff the fault applies it, and the
+// proxy told exactly one event. It returns that event and the truth it must carry.
+func (fl commitFault) aftermath(t *testing.T, balance int64, evs []toxics.Event) (toxics.Event, toxics.Truth) {
+	t.Helper()
+	want, truth := int64(9), toxics.NotApplied
+	if fl.applied {
+		want, truth = 8, toxics.Applied
+	}
+	if balance != want {
+		t.Errorf("balance %d after a %v, want %d", balance, fl.kind, want)
+	}
+	if len(evs) != 1 {
+		t.Fatalf("events %+v, want one", evs)
+	}
+	return evs[0], truth
 }
 
 // dsnVia is the server's DSN with the proxy's address in place of the server's.
@@ -167,22 +163,7 @@ func TestCommitFaultsWithPgx(t *testing.T) {
 				if !ambiguous(err) {
 					t.Fatalf("faulted operation: error %v (%T), want one pgx deems ambiguous", err, err)
 				}
-				want := 9
-				if fl.applied {
-					want = 8
-				}
-				if got := balance(t, direct, table); got != want {
-					t.Errorf("balance %d after a %v, want %d", got, fl.kind, want)
-				}
-				got := evs.all()
-				if len(got) != 1 {
-					t.Fatalf("events %+v, want one", got)
-				}
-				e := got[0]
-				wantTruth := toxics.NotApplied
-				if fl.applied {
-					wantTruth = toxics.Applied
-				}
+				e, wantTruth := fl.aftermath(t, int64(balance(t, direct, table)), evs.All())
 				stmt := op.stmt
 				if op.stmt != "commit" {
 					stmt = fmt.Sprintf(op.stmt, table)
@@ -221,7 +202,7 @@ func TestSameSeedSameDecisions(t *testing.T) {
 		}
 		// The proxy's accept index is not compared: pgx sends a CancelRequest on a
 		// connection of its own after each error, racing the next connection.
-		for _, e := range evs.all() {
+		for _, e := range evs.All() {
 			conn, ok := client[e.Conn]
 			if !ok {
 				t.Fatalf("event %+v names no client connection", e)
@@ -240,68 +221,6 @@ func TestSameSeedSameDecisions(t *testing.T) {
 	t.Logf("seed 7: %q", a)
 }
 
-// cutConnections runs conns clients, 8 at a time: client i runs dial(i), which opens a
-// connection through a proxy that cuts it and returns the connection's local address.
-// It fails the test at a client's error and returns the clients by local address.
-func cutConnections(t *testing.T, conns int, dial func(i int) (local string, err error)) map[string]int {
-	t.Helper()
-	const workers = 8
-	var mu sync.Mutex
-	lost := map[string]int{}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int, conns)
-	for i := 0; i < conns; i++ {
-		next <- i
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				local, err := dial(i)
-				if err != nil {
-					errs <- fmt.Errorf("connection %d: %w", i, err)
-					return
-				}
-				mu.Lock()
-				lost[local] = i
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return lost
-}
-
-// countCuts checks that evs, the events of conns connections run by cutConnections
-// under mixed faults, are one a connection, each naming a client in lost, and about
-// half cuts. It returns the number of cuts, the faults the server applied.
-func countCuts(t *testing.T, evs []toxics.Event, lost map[string]int, conns int) int {
-	t.Helper()
-	if len(evs) != conns {
-		t.Errorf("%d events for %d faulted connections", len(evs), conns)
-	}
-	applied := 0
-	for _, e := range evs {
-		if _, ok := lost[e.Conn]; !ok {
-			t.Fatalf("event %+v names no client that lost its connection", e)
-		}
-		if e.Truth == toxics.Applied {
-			applied++
-		}
-	}
-	if applied < conns/3 || applied > 2*conns/3 {
-		t.Errorf("%d of %d mixed faults were cuts, want about half", applied, conns)
-	}
-	return applied
-}
-
 // TestManyCutConnections cuts or drops thousands of connections from concurrent
 // clients, checks that every event names a client that lost its connection, that the
 // server applied exactly the cuts, and that no goroutine outlives the proxy. The clients
@@ -316,18 +235,14 @@ func TestManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	evs := &events{}
-	px, err := Start(Options{Upstream: srv.Addr, Protocol: toxics.Postgres{}, Seed: 3, Events: evs.add})
-	if err != nil {
-		t.Fatal(err)
-	}
+	px, evs := startProtoProxy(t, srv.Addr, toxics.Postgres{}, 3)
 	px.Faults().Mixed.Set(1, 0)
 	const conns = 2000
 	sql := fmt.Sprintf("update %s set balance = balance - 1 where id = 1", table)
-	lost := cutConnections(t, conns, func(i int) (string, error) {
+	lost := faultstest.CutConnections(t, conns, func(i int) (string, error) {
 		return rawUpdate(px.Addr(), cfg, sql, i%2 == 1)
 	})
-	applied := countCuts(t, evs.all(), lost, conns)
+	applied := faultstest.CountCuts(t, evs.All(), lost, conns)
 	if b := balance(t, direct, table); b != 1<<30-applied {
 		t.Errorf("balance %d: %d decrements applied, the proxy says %d", b, 1<<30-b, applied)
 	}
@@ -455,8 +370,8 @@ func TestGarbageNeverPanics(t *testing.T) {
 		}
 	}()
 	for _, upstream := range []string{srv.Addr, ln.Addr().String()} {
-		evs := &events{}
-		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.add})
+		evs := &faultstest.Log{}
+		px, err := Start(Options{Upstream: upstream, Protocol: toxics.Postgres{}, Seed: 1, Events: evs.Add})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -482,7 +397,7 @@ func TestGarbageNeverPanics(t *testing.T) {
 			io.Copy(io.Discard, c)
 			c.Close()
 		}
-		if e := evs.all(); len(e) != 0 {
+		if e := evs.All(); len(e) != 0 {
 			t.Errorf("upstream %s: garbage made %d fault events, first %+v", upstream, len(e), e[0])
 		}
 		if upstream == srv.Addr {
@@ -492,7 +407,7 @@ func TestGarbageNeverPanics(t *testing.T) {
 			if _, err := c.Exec(context.Background(), "update "+table+" set balance = balance - 1 where id = 1"); !ambiguous(err) {
 				t.Errorf("after garbage, a real update under a cut: %v, want the cut", err)
 			}
-			if e := evs.all(); len(e) != 1 || e[0].Kind != toxics.CommitCut || e[0].Tag != "UPDATE 1" {
+			if e := evs.All(); len(e) != 1 || e[0].Kind != toxics.CommitCut || e[0].Tag != "UPDATE 1" {
 				t.Errorf("after garbage, events %+v, want the one cut of UPDATE 1", e)
 			}
 			if b := balance(t, direct, table); b != 9 {
@@ -605,7 +520,7 @@ func TestScheduleRun(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("windows %q, want %q", got, want)
 	}
-	if n := len(evs.all()); n != 1 {
+	if n := len(evs.All()); n != 1 {
 		t.Errorf("%d fault events, want the one drop", n)
 	}
 	if px.Faults().Drop.P() != 0 {

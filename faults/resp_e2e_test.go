@@ -17,16 +17,17 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // startProtoProxy starts a proxy with commit faults for proto in front of upstream.
-func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed int64) (*Proxy, *events) {
+func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed int64) (*Proxy, *faultstest.Log) {
 	t.Helper()
-	log := &events{}
-	px, err := Start(Options{Upstream: upstream, Protocol: proto, Seed: seed, Events: log.add})
+	log := &faultstest.Log{}
+	px, err := Start(Options{Upstream: upstream, Protocol: proto, Seed: seed, Events: log.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,22 +156,7 @@ func TestRespCommitFaultsWithGoRedis(t *testing.T) {
 				if !cutError(err) {
 					t.Fatalf("faulted: error %v (%T), want the connection's end", err, err)
 				}
-				want := 9
-				if fl.applied {
-					want = 8
-				}
-				if got := get(key); got != want {
-					t.Errorf("balance %d after a %v, want %d", got, fl.kind, want)
-				}
-				evs := log.all()
-				if len(evs) != 1 {
-					t.Fatalf("events %+v, want one", evs)
-				}
-				e := evs[0]
-				truth := toxics.NotApplied
-				if fl.applied {
-					truth = toxics.Applied
-				}
+				e, truth := fl.aftermath(t, int64(get(key)), log.All())
 				if e.Kind != fl.kind || e.Truth != truth || e.Conn != local() || e.Statement != op.stmt(key) || e.Protocol != "resp" {
 					t.Errorf("event %+v, want kind %v truth %v conn %s statement %q", e, fl.kind, truth, local(), op.stmt(key))
 				}
@@ -198,14 +184,14 @@ func TestRespScriptErrorIsReleased(t *testing.T) {
 	if !errors.As(err, &rerr) {
 		t.Fatalf("script error: %v (%T), want the server's error reply", err, err)
 	}
-	if v, _ := direct.Get(ctx, "half").Result(); v != "written" || len(log.all()) != 0 {
-		t.Fatalf("after the script error: value %q events %v; want the write applied and no fault", v, log.all())
+	if v, _ := direct.Get(ctx, "half").Result(); v != "written" || len(log.All()) != 0 {
+		t.Fatalf("after the script error: value %q events %v; want the write applied and no fault", v, log.All())
 	}
 	if err := c.Incr(ctx, "after").Err(); !cutError(err) {
 		t.Fatalf("next write: %v, want it cut", err)
 	}
-	if n, _ := direct.Get(ctx, "after").Int(); n != 1 || len(log.all()) != 1 {
-		t.Fatalf("after the cut: value %d events %v", n, log.all())
+	if n, _ := direct.Get(ctx, "after").Int(); n != 1 || len(log.All()) != 1 {
+		t.Fatalf("after the cut: value %d events %v", n, log.All())
 	}
 }
 
@@ -219,15 +205,11 @@ func TestRespManyCutConnections(t *testing.T) {
 	ctx := context.Background()
 	key := fmt.Sprintf("counter:%d", rand.Uint32())
 	ignore := goleak.IgnoreCurrent()
-	log := &events{}
-	px, err := Start(Options{Upstream: r.Addr, Protocol: toxics.Resp{}, Seed: 5, Events: log.add})
-	if err != nil {
-		t.Fatal(err)
-	}
+	px, log := startProtoProxy(t, r.Addr, toxics.Resp{}, 5)
 	px.Faults().Mixed.Set(1, 0)
 	const conns = 2000
 	req := fmt.Sprintf("*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", len(key), key)
-	lost := cutConnections(t, conns, func(i int) (string, error) {
+	lost := faultstest.CutConnections(t, conns, func(i int) (string, error) {
 		// Half inline, half arrays: both frame the same.
 		msg := req
 		if i%2 == 1 {
@@ -235,7 +217,7 @@ func TestRespManyCutConnections(t *testing.T) {
 		}
 		return rawExpectCut(px.Addr(), r.Password, msg)
 	})
-	applied := countCuts(t, log.all(), lost, conns)
+	applied := faultstest.CountCuts(t, log.All(), lost, conns)
 	n, err := direct.Get(ctx, key).Int()
 	if err != nil {
 		t.Fatal(err)
@@ -320,8 +302,8 @@ type proxyGarbage struct {
 func checkProxyGarbage(t *testing.T, g proxyGarbage) {
 	t.Helper()
 	for _, upstream := range []string{g.upstream, randomServer(t)} {
-		log := &events{}
-		px, err := Start(Options{Upstream: upstream, Protocol: g.proto, Seed: 1, Events: log.add})
+		log := &faultstest.Log{}
+		px, err := Start(Options{Upstream: upstream, Protocol: g.proto, Seed: 1, Events: log.Add})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +316,7 @@ func checkProxyGarbage(t *testing.T, g proxyGarbage) {
 			}
 			sendGarbage(t, px.Addr(), b)
 		}
-		if evs := log.all(); len(evs) != 0 {
+		if evs := log.All(); len(evs) != 0 {
 			t.Fatalf("garbage made events: %+v", evs)
 		}
 		if upstream == g.upstream {
@@ -343,7 +325,7 @@ func checkProxyGarbage(t *testing.T, g proxyGarbage) {
 			if err := g.write(px.Addr()); err == nil {
 				t.Fatalf("after garbage: a write armed to drop succeeded")
 			}
-			if evs := log.all(); len(evs) != 1 || evs[0].Kind != toxics.CommitDrop || !strings.Contains(evs[0].Statement, g.stmt) {
+			if evs := log.All(); len(evs) != 1 || evs[0].Kind != toxics.CommitDrop || !strings.Contains(evs[0].Statement, g.stmt) {
 				t.Fatalf("after garbage: events %+v, want the write %q dropped", evs, g.stmt)
 			}
 			if err := g.write(px.Addr()); err != nil {
@@ -426,7 +408,7 @@ func TestRespSameSeedSameDecisions(t *testing.T) {
 			}
 			c.Close()
 		}
-		for _, e := range log.all() {
+		for _, e := range log.All() {
 			out = append(out, fmt.Sprintf("conn %d: %v", client[e.Conn], e.Kind))
 		}
 		return fmt.Sprint(out)
@@ -458,13 +440,13 @@ func TestRespDefaultPointsSkipHandshakeAndReads(t *testing.T) {
 	if err := c.MGet(ctx, "a", "b").Err(); err != nil {
 		t.Fatalf("mget: %v", err)
 	}
-	if n := len(log.all()); n != 0 {
-		t.Fatalf("%d faults before the first write: %+v", n, log.all())
+	if n := len(log.All()); n != 0 {
+		t.Fatalf("%d faults before the first write: %+v", n, log.All())
 	}
 	if err := decrementScript.Run(ctx, c, []string{"absent"}).Err(); !cutError(err) {
 		t.Fatalf("script: %v, want it dropped", err)
 	}
-	if evs := log.all(); len(evs) != 1 || !strings.HasPrefix(evs[0].Statement, "EVALSHA ") {
+	if evs := log.All(); len(evs) != 1 || !strings.HasPrefix(evs[0].Statement, "EVALSHA ") {
 		t.Fatalf("events %+v, want the EVALSHA dropped", evs)
 	}
 }

@@ -80,6 +80,12 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("check: want one history file (see indoubt check --help)")
 	}
 	path := fs.Arg(0)
+	if *timeout < 0 {
+		return fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
+	}
+	if err := checkWritable(*viz); err != nil {
+		return fmt.Errorf("check: --html: %v", err)
+	}
 	var opt checker.Options
 	opt.Model, opt.Timeout, opt.VisualizePath = *model, *timeout, *viz
 	if *initial != "" && *initial != "absent" && *initial != "nil" {
@@ -174,6 +180,11 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	res, err := checker.Check(ctx, h, ops, opt)
+	if err != nil && res.Verdict != 0 {
+		// Only the visualization failed: the verdict stands, with a warning.
+		fmt.Fprintf(stderr, "indoubt: warning: %s\n", oneLine(err.Error()))
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("check %s: %v", path, err)
 	}
@@ -305,4 +316,26 @@ func (g *groundTruth) list(w io.Writer, name, what string, ops []report.Ambiguou
 		}
 		fmt.Fprintf(w, "    %s\n", s)
 	}
+}
+
+// checkWritable refuses an output path that cannot be written (no such directory, a
+// directory, no permission) before a long check runs, so that a typo costs nothing.
+// An empty path is no output. A file it creates to find out is removed again.
+func checkWritable(path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if os.IsNotExist(statErr) {
+		os.Remove(path)
+	}
+	return nil
 }

@@ -6,7 +6,8 @@
 //	indoubt proxy    the commit-aware fault proxy in front of any application
 //	indoubt server   a throwaway local server until Ctrl-C, for scripts and benchmarks
 //
-// Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run.
+// Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run. The
+// first SIGINT or SIGTERM stops a command cleanly; a second stops it at once (exit 2).
 package main
 
 import (
@@ -24,11 +25,27 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go stopOnSecondSignal(ctx)
 	stopProfile := startProfile(os.Getenv("INDOUBT_CPUPROFILE"))
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stopProfile()
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
+}
+
+// stopOnSecondSignal exits at once, code 2, on a signal that follows the one that ended
+// ctx. The first SIGINT or SIGTERM lets a command wind down (an interrupted run is still
+// checked and published, its server stopped); a command blocked where no context
+// reaches (opening a FIFO that has no writer) or a user who will not wait stops on the
+// second, and a launched server dies with the process (servers.Start sets Pdeathsig)
+// while its temporary directory is left for the next start to reap.
+func stopOnSecondSignal(ctx context.Context) {
+	<-ctx.Done()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	<-again
+	fmt.Fprintln(os.Stderr, "indoubt: interrupted again: stopping at once")
+	os.Exit(exitUnknown)
 }
 
 // startProfile writes a CPU profile of the whole command to path when path is set

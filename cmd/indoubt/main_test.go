@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // invoke runs the CLI in process and returns its exit code, stdout and stderr.
@@ -53,6 +55,9 @@ func TestBadInputIsOneLineAndExit3(t *testing.T) {
 		{"check", "--format", "csv", garbage},
 		{"check", "--initial", "x", garbage},
 		{"check", "--format", "jepsen-log", garbage},
+		{"check", "--timeout", "-1s", filepath.Join("..", "..", "checker", "testdata", "register", "concurrent-read-valid.jsonl")},
+		{"server", "stray-argument"},
+		{"run", "--store", "cockroach", "--workload", "counter", "--out", dir},
 	} {
 		code, out, errs := invoke(t, args...)
 		if code != 3 {
@@ -91,5 +96,218 @@ func TestCheckExitCodesFollowTheVerdict(t *testing.T) {
 	}
 	if !seen[0] || !seen[1] {
 		t.Errorf("golden histories cover exit codes %v; want both 0 and 1", seen)
+	}
+}
+
+// TestRunRefusesBeforeLaunch: every bad flag and combination of run is refused with one
+// line and exit 3 before any server launches: nothing in --out, no progress line.
+func TestRunRefusesBeforeLaunch(t *testing.T) {
+	for _, args := range [][]string{
+		{"--workload", "queue"},
+		{"--store", "postgres", "--mechanism", "telepathy"},
+		{"--store", "postgres", "--workload", "counter", "--mechanism", "autocommit"},
+		{"--store", "postgres", "--workload", "counter", "--isolation", "snapshot"},
+		{"--store", "postgres", "--isolation", "serializable"},
+		{"--store", "postgres", "--workload", "register", "--mechanism", "transaction"},
+		{"--store", "redis", "--mechanism", "transaction"},
+		{"--store", "redis", "--persistence", "sometimes"},
+		{"--store", "postgres", "--persistence", "sometimes"},
+		{"--store", "postgres", "--proxy", "maybe"},
+		{"--store", "redis", "--workload", "counter"},
+		{"--store", "all", "--mechanism", "transaction"},
+		{"--store", "postgres", "--workers", "1,4", "--workload", "counter", "--isolation", "snapshot"},
+		{"--store", "postgres", "--time", "0s"},
+		{"--store", "postgres", "--time", "-5s"},
+		{"--store", "postgres", "--check-timeout", "-1s"},
+		{"--store", "postgres", "--check-timeout", "0s"},
+		{"--store", "postgres", "--ops", "-1"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := invoke(t, append([]string{"run", "--out", out}, args...)...)
+			if code != 3 {
+				t.Errorf("exit %d, want 3 (stderr %q)", code, stderr)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "indoubt: ") {
+				t.Errorf("stderr is not one line: %q", stderr)
+			}
+			if stdout != "" {
+				t.Errorf("printed to stdout: %q", stdout)
+			}
+			if left, _ := os.ReadDir(out); len(left) != 0 {
+				t.Errorf("--out holds %d entries: something ran", len(left))
+			}
+		})
+	}
+}
+
+// TestCheckHTMLKeepsTheVerdict: an --html path that cannot be written is refused,
+// naming the flag, before the check; one that fails while the page is written (a full
+// disk: /dev/full) costs a warning, not the verdict.
+func TestCheckHTMLKeepsTheVerdict(t *testing.T) {
+	hist := filepath.Join("..", "..", "checker", "testdata", "register", "concurrent-read-valid.jsonl")
+	code, stdout, stderr := invoke(t, "check", "--html", filepath.Join(t.TempDir(), "no", "such", "dir.html"), hist)
+	if code != 3 || !strings.Contains(stderr, "--html") || strings.Count(stderr, "\n") != 1 || stdout != "" {
+		t.Errorf("unwritable --html: exit %d, stdout %q, stderr %q; want exit 3 and one line naming --html", code, stdout, stderr)
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	code, stdout, stderr = invoke(t, "check", "--html", "/dev/full", hist)
+	if code != 0 || !strings.Contains(stdout, "valid") {
+		t.Errorf("--html /dev/full: exit %d, stdout %q; want the verdict (valid, exit 0)", code, stdout)
+	}
+	if !strings.Contains(stderr, "warning") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--html /dev/full: stderr %q; want one warning line", stderr)
+	}
+}
+
+// TestRunKeepsSecrets: a password in every place a DSN carries one (URL user info, a
+// query parameter, a keyword=value pair) appears in no file of the run directory, nor
+// on stdout or stderr, whether the run succeeds (the launched server trusts any
+// password), goes through the proxy, or fails on a DSN the driver quotes in its error.
+func TestRunKeepsSecrets(t *testing.T) {
+	srv := startPostgres(t)
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	// The launched server's own password is the secret a working DSN carries (in the user
+	// info, in the query, as key=value); the DSNs that cannot connect carry made-up ones.
+	pw := srv.Password
+	secrets := []string{pw, "SECRETkv3", "SECRETcql4"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"url", []string{"--dsn", "postgres://indoubt:" + pw + "@" + srv.Addr + "/indoubt?sslmode=disable&password=" + pw}, 0},
+		{"url through the proxy", []string{"--dsn", "postgres://indoubt:" + pw + "@" + srv.Addr + "/indoubt?sslmode=disable&password=" + pw, "--fault", "commit-cut:0.3", "--retry", "idempotent"}, 0},
+		{"keyword=value", []string{"--store", "postgres", "--dsn", "host=" + host + " port=" + port + " user=indoubt dbname=indoubt sslmode=disable password=" + pw}, 0},
+		{"keyword=value, nothing listening", []string{"--store", "postgres", "--dsn", "host=" + host + " port=1 user=indoubt dbname=indoubt sslmode=disable connect_timeout=2 password=SECRETkv3"}, 3},
+		{"cql the driver quotes", []string{"--store", "cql", "--dsn", "cql://127.0.0.1:1/ks\x7f?password=SECRETcql4"}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := invoke(t, append([]string{"run", "--out", out, "--workers", "2", "--ops", "20"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, stderr)
+			}
+			for _, s := range secrets {
+				if strings.Contains(stdout, s) || strings.Contains(stderr, s) {
+					t.Errorf("%s printed: stdout %q stderr %q", s, stdout, stderr)
+				}
+			}
+			files := 0
+			filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				files++
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Error(err)
+				}
+				for _, s := range secrets {
+					if strings.Contains(string(b), s) {
+						t.Errorf("%s holds %s", path, s)
+					}
+				}
+				return nil
+			})
+			if tc.code != 0 {
+				return
+			}
+			runs, _ := filepath.Glob(filepath.Join(out, "*-budget-postgres"))
+			if len(runs) != 1 || files < 3 {
+				t.Fatalf("run directories %v, %d files", runs, files)
+			}
+			cfg, err := os.ReadFile(filepath.Join(runs[0], "config.json"))
+			if err != nil || !strings.Contains(string(cfg), "xxxxx") || !strings.Contains(string(cfg), "user=indoubt") && !strings.Contains(string(cfg), "indoubt:xxxxx@") {
+				t.Errorf("config.json's dsn is not the DSN masked: %s (%v)", cfg, err)
+			}
+			for path, want := range map[string]os.FileMode{runs[0]: 0o700, filepath.Join(runs[0], "config.json"): 0o600, filepath.Join(runs[0], "results.json"): 0o600} {
+				if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+					t.Errorf("%s: mode %v, want %v (%v)", path, fi.Mode().Perm(), want, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRunInterruptedNeverPasses: SIGINT mid-run publishes the checked, interrupted run
+// and exits 2 when what was recorded is valid so far, 1 when it already shows an
+// anomaly (naive retries through commit cuts double-apply): never 0.
+func TestRunInterruptedNeverPasses(t *testing.T) {
+	srv := startPostgres(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"valid so far", nil, 2},
+		{"anomaly already", []string{"--fault", "commit-cut:0.5", "--retry", "naive", "--budget", "1000000"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			cmd, stdout, stderr := startBinary(t, append([]string{"run", "--dsn", srv.DSN, "--time", "2m", "--workers", "2", "--quiet", "--out", out}, tc.args...)...)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			// Signal once the history holds a few hundred operations.
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+				hist, _ := filepath.Glob(filepath.Join(out, ".*.partial", "history.jsonl"))
+				if fi, err := os.Stat(strings.Join(hist, "")); len(hist) == 1 && err == nil && fi.Size() > 40_000 {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("no history grew; stderr %q", stderr)
+				}
+			}
+			cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-done:
+			case <-time.After(90 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("still running 90s after SIGINT; stderr %q", stderr)
+			}
+			if got := cmd.ProcessState.ExitCode(); got != tc.code {
+				t.Errorf("exit %d, want %d; stdout %q stderr %q", got, tc.code, stdout, stderr)
+			}
+			runs, _ := filepath.Glob(filepath.Join(out, "*-budget-postgres", "results.json"))
+			if len(runs) != 1 {
+				t.Fatalf("published runs: %v", runs)
+			}
+			b, _ := os.ReadFile(runs[0])
+			if !strings.Contains(string(b), `"interrupted": true`) {
+				t.Errorf("results.json does not say interrupted")
+			}
+		})
+	}
+}
+
+// TestSecondSignalStopsAtOnce: a command blocked where no context reaches (opening a
+// FIFO nobody writes) ignores nothing: the second SIGINT stops it, exit 2, one line.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	cmd, _, stderr := startBinary(t, "check", fifo)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for range 2 {
+		time.Sleep(500 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still blocked 20s after two SIGINTs")
+	}
+	if got := cmd.ProcessState.ExitCode(); got != 2 {
+		t.Errorf("exit %d, want 2 (stderr %q)", got, stderr)
+	}
+	if strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("stderr is not one line: %q", stderr)
 	}
 }

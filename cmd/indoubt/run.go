@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads"
@@ -39,7 +41,14 @@ Examples:
   indoubt run --workload counter --mechanism read-write --workers 1,4,16,32 --time 10s   # contention sweep
   indoubt run --workload counter --mechanism read-write --isolation read-committed --workers 16 --time 10s
 
-Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run.
+Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run. An interrupted run
+(SIGINT, SIGTERM) is checked and published as far as it got, and exits 2 when that is
+valid so far, 1 when it already shows an anomaly: never 0. Every flag is checked before
+any server launches.
+
+A DSN's password and other secrets (URL user info, password= and similar query or
+keyword=value parameters) are masked wherever the run writes or prints it. The run
+directory is created 0700, and config.json and results.json 0600.
 `
 
 // multiFlag collects a repeatable flag.
@@ -65,13 +74,21 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if a.jsonOut {
 		human = stderr
 	}
-	stores, err := pickStores(a.cfg, a.store, stderr)
+	stores, skipped, err := pickStores(a.cfg, a.store)
 	if err != nil {
 		return err
 	}
+	if err := validateEach(a.cfg, stores, a.counts); err != nil {
+		return err
+	}
+	for _, s := range skipped {
+		fmt.Fprintln(stderr, s)
+	}
 	all, err := runEach(ctx, a.cfg, stores, a.counts)
 	if err != nil {
-		return err
+		// Drivers quote DSNs in their errors; the runner scrubs what it returns, and
+		// this catches whatever reaches the console another way.
+		return redact.Error(err, a.cfg.DSN)
 	}
 	if err := printRuns(human, a.cfg, all, len(stores)); err != nil {
 		return err
@@ -84,7 +101,25 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		b, _ := json.MarshalIndent(v, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
 	}
-	return verdictOf(all)
+	return verdictOf(all, ctx.Err() != nil)
+}
+
+// validateEach checks every run the command will make before the first launches a
+// server: a bad --mechanism for the third store must not wait behind two runs.
+func validateEach(cfg runner.Config, stores []runner.StoreName, counts []int) error {
+	for _, s := range stores {
+		for _, n := range counts {
+			c := cfg
+			c.Store, c.Workers = s, n
+			if err := c.Validate(); err != nil {
+				if len(stores) > 1 {
+					return fmt.Errorf("%s: %w", s, err)
+				}
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // parseRunArgs parses the run command's flags into a configuration with typed,
@@ -108,6 +143,8 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.SynchronousCommit, "synchronous-commit", "", "a launched PostgreSQL's synchronous_commit: on or off (default PostgreSQL's, on)")
 	fs.StringVar(&cfg.Fsync, "fsync", "", "a launched PostgreSQL's fsync: on or off (default PostgreSQL's, on)")
 	fs.BoolVar(&cfg.PowerFS, "powerfs", false, "put a launched PostgreSQL's or Redis's data directory on powerfs, which can forget what was never fsynced (implied by --fault power-loss@T; needs root and /dev/fuse)")
+	fs.StringVar(&cfg.Topology, "topology", "single", "launched PostgreSQL: single, or replicated (a primary and a streaming standby; --fault failover@T)")
+	fs.StringVar(&cfg.Replication, "replication", "async", "replicated topology: async, or sync (every commit waits for the standby)")
 	fs.StringVar(&cfg.DSN, "dsn", "", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db)")
 	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
@@ -115,7 +152,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
 	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
 	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
-	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...")
+	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T")
 	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
 	if err := parseFlags(fs, args); err != nil {
 		return a, err
@@ -137,9 +174,16 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if cfg.Faults, err = faults.ParseSchedule(specs); err != nil {
 		return a, fmt.Errorf("run: %v", err)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// A zero or negative duration has no meaning here: refused, rather than read as
+	// "the default" (--time) or "no limit" (--check-timeout).
+	if *checkTO <= 0 {
+		return a, fmt.Errorf("run: --check-timeout must be positive (got %v)", *checkTO)
+	}
 	cfg.CheckTimeout = *checkTO
-	if *timeFlag < 0 {
-		return a, fmt.Errorf("run: --time must be positive")
+	if set["time"] && *timeFlag <= 0 {
+		return a, fmt.Errorf("run: --time must be positive (got %v)", *timeFlag)
 	}
 	if *timeFlag > 0 {
 		cfg.Duration, cfg.Ops = *timeFlag, 0
@@ -201,48 +245,59 @@ func printRuns(w io.Writer, cfg runner.Config, all []*report.Results, stores int
 }
 
 // pickStores resolves --store: one store, or every store launchable here that has the
-// workload. Without --store, a --dsn names its store by its scheme.
-func pickStores(cfg runner.Config, store string, stderr io.Writer) ([]runner.StoreName, error) {
+// workload, with a line for each store skipped (printed once the runs are validated).
+// Without --store, a --dsn names its store by its scheme.
+func pickStores(cfg runner.Config, store string) ([]runner.StoreName, []string, error) {
 	if store == "" && cfg.DSN != "" {
 		s, ok := runner.StoreFromDSN(cfg.DSN)
 		if !ok {
-			return nil, fmt.Errorf("run: cannot tell the store from the DSN's scheme: give --store")
+			return nil, nil, fmt.Errorf("run: cannot tell the store from the DSN's scheme: give --store")
 		}
-		return []runner.StoreName{s}, nil
+		return []runner.StoreName{s}, nil, nil
 	}
 	if store == "" {
 		store = "all"
 	}
 	if store != "all" {
-		return []runner.StoreName{runner.StoreName(store)}, nil
+		return []runner.StoreName{runner.StoreName(store)}, nil, nil
 	}
 	if cfg.DSN != "" {
-		return nil, fmt.Errorf("run: --store all launches its servers; it takes no --dsn")
+		return nil, nil, fmt.Errorf("run: --store all launches its servers; it takes no --dsn")
 	}
 	var out []runner.StoreName
+	var skipped []string
 	for _, s := range runner.StoreNames() {
 		if !runner.Supports(s, cfg.Workload) {
 			continue
 		}
 		if err := runner.Available(s); err != nil {
-			fmt.Fprintf(stderr, "skipping %s: %v\n", s, err)
+			skipped = append(skipped, fmt.Sprintf("skipping %s: %v", s, err))
 			continue
 		}
 		out = append(out, s)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("run: no store with the %s workload can be launched here", cfg.Workload)
+		return nil, nil, fmt.Errorf("run: no store with the %s workload can be launched here", cfg.Workload)
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
-// verdictOf turns the worst verdict of the runs into the exit code.
-func verdictOf(all []*report.Results) error {
+// verdictOf turns the worst verdict of the runs into the exit code. An interrupted
+// command never passes: what it recorded may be valid so far (unknown, exit 2), but not
+// what it was asked to run; an anomaly already found still fails it (exit 1).
+func verdictOf(all []*report.Results, interrupted bool) error {
 	worst := checker.Valid
 	for _, r := range all {
-		if r.Verdict == checker.Invalid || (r.Verdict == checker.Unknown && worst == checker.Valid) {
-			worst = r.Verdict
+		v := r.Verdict
+		if r.Interrupted && v == checker.Valid {
+			v = checker.Unknown
 		}
+		if v == checker.Invalid || (v == checker.Unknown && worst == checker.Valid) {
+			worst = v
+		}
+	}
+	if interrupted && worst == checker.Valid {
+		worst = checker.Unknown
 	}
 	if code := worst.ExitCode(); code != 0 {
 		return verdictExit{code}

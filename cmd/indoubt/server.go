@@ -39,6 +39,9 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("server: unexpected argument %q", fs.Arg(0))
+	}
 	var exited <-chan struct{}
 	var logPath string
 	switch runner.StoreName(*store) {

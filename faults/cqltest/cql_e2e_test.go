@@ -25,6 +25,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -98,27 +99,10 @@ func cluster(addr string, d gocql.Dialer) *gocql.ClusterConfig {
 	return cl
 }
 
-type events struct {
-	mu  sync.Mutex
-	evs []toxics.Event
-}
-
-func (e *events) add(ev toxics.Event) {
-	e.mu.Lock()
-	e.evs = append(e.evs, ev)
-	e.mu.Unlock()
-}
-
-func (e *events) all() []toxics.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]toxics.Event(nil), e.evs...)
-}
-
-func startProxy(t *testing.T, seed int64) (*faults.Proxy, *events) {
+func startProxy(t *testing.T, seed int64) (*faults.Proxy, *faultstest.Log) {
 	t.Helper()
-	evs := &events{}
-	px, err := faults.Start(faults.Options{Upstream: node.Get(t).Addr, Protocol: toxics.CQL{}, Seed: seed, Events: evs.add})
+	evs := &faultstest.Log{}
+	px, err := faults.Start(faults.Options{Upstream: node.Get(t).Addr, Protocol: toxics.CQL{}, Seed: seed, Events: evs.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +178,8 @@ func TestLWTCutAndDrop(t *testing.T) {
 	// A losing condition with a cut armed (cap 1): no fault, the answer gets through.
 	px.Faults().Cut.Set(1, 1)
 	applied, err := try(7)
-	if err != nil || applied || len(evs.all()) != 0 {
-		t.Fatalf("lwt with a false condition: applied %v err %v events %v; want not applied, no error, no event", applied, err, evs.all())
+	if err != nil || applied || len(evs.All()) != 0 {
+		t.Fatalf("lwt with a false condition: applied %v err %v events %v; want not applied, no error, no event", applied, err, evs.All())
 	}
 
 	s, d := viaProxy(t, px)
@@ -207,7 +191,7 @@ func TestLWTCutAndDrop(t *testing.T) {
 	if b := serialBalance(t, db, id); b != 9 {
 		t.Fatalf("after the cut the balance is %d, want 9: the server applied the LWT", b)
 	}
-	got := evs.all()
+	got := evs.All()
 	if len(got) != 1 {
 		t.Fatalf("events %+v, want the cut", got)
 	}
@@ -226,7 +210,7 @@ func TestLWTCutAndDrop(t *testing.T) {
 	if b := serialBalance(t, db, id); b != 9 {
 		t.Fatalf("after the drop the balance is %d, want 9: the server never saw the LWT", b)
 	}
-	got = evs.all()
+	got = evs.All()
 	if len(got) != 2 {
 		t.Fatalf("events %+v, want the cut and the drop", got)
 	}
@@ -280,7 +264,7 @@ func TestAdapterThroughProxy(t *testing.T) {
 	if b, err := c.Balance(ctx); err != nil || b != 10 {
 		t.Fatalf("balance %d (%v) with the drop still armed, want 10: the SERIAL read is no commit point", b, err)
 	}
-	got := evs.all()
+	got := evs.All()
 	if len(got) != 1 || got[0].Kind != toxics.CommitDrop || !strings.HasPrefix(got[0].Statement, "UPDATE "+keyspace+".budget SET balance = ?") {
 		t.Fatalf("events %+v, want one drop, of the LWT", got)
 	}
@@ -296,7 +280,7 @@ func TestAdapterThroughProxy(t *testing.T) {
 	if !errors.Is(err, workloads.ErrUnknown) {
 		t.Fatalf("cut decrement: %v, want an unknown outcome", err)
 	}
-	got = evs.all()
+	got = evs.All()
 	if len(got) != 2 || got[1].Kind != toxics.CommitCut || got[1].Truth != toxics.Applied ||
 		!strings.HasPrefix(got[1].Statement, "BEGIN BATCH UPDATE "+keyspace+".budget SET balance = ?") || got[1].Tag != "RESULT Rows [applied]=true" {
 		t.Fatalf("events %+v, want the cut of the conditional batch", got)
@@ -427,67 +411,29 @@ func TestManyCutConnections(t *testing.T) {
 	id := fmt.Sprintf("many-%d", time.Now().UnixNano())
 	stmt := "UPDATE " + keyspace + ".hits SET n = n + 1 WHERE id = '" + id + "'"
 	ignore := goleak.IgnoreCurrent()
-	evs := &events{}
-	px, err := faults.Start(faults.Options{Upstream: node.Get(t).Addr, Protocol: toxics.CQL{}, Seed: 3, Events: evs.add})
+	evs := &faultstest.Log{}
+	px, err := faults.Start(faults.Options{Upstream: node.Get(t).Addr, Protocol: toxics.CQL{}, Seed: 3, Events: evs.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { px.Close() })
 	px.Faults().Mixed.Set(1, 0)
-	const conns, workers = 2000, 8
-	var mu sync.Mutex
-	lost := map[string]bool{}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int, conns)
-	for i := 0; i < conns; i++ {
-		next <- i
-	}
-	close(next)
+	const conns = 2000
 	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				local, faulted, err := rawV4(px.Addr(), stmt, i%2 == 1)
-				if err == nil && !faulted {
-					err = errors.New("not faulted")
-				}
-				if err != nil {
-					errs <- fmt.Errorf("connection %d: %w", i, err)
-					return
-				}
-				mu.Lock()
-				lost[local] = true
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		px.Close()
-		t.Fatal(err)
-	}
-	t.Logf("%d faulted connections in %v", conns, time.Since(start).Round(time.Millisecond))
-	got := evs.all()
-	if len(got) != conns {
-		t.Errorf("%d events for %d faulted connections", len(got), conns)
-	}
-	applied := 0
-	for _, e := range got {
-		if !lost[e.Conn] {
-			t.Fatalf("event %+v names no client that lost its connection", e)
+	lost := faultstest.CutConnections(t, conns, func(i int) (string, error) {
+		local, faulted, err := rawV4(px.Addr(), stmt, i%2 == 1)
+		if err == nil && !faulted {
+			err = errors.New("not faulted")
 		}
+		return local, err
+	})
+	t.Logf("%d faulted connections in %v", conns, time.Since(start).Round(time.Millisecond))
+	got := evs.All()
+	applied := faultstest.CountCuts(t, got, lost, conns)
+	for _, e := range got {
 		if e.Statement != stmt {
 			t.Fatalf("event %+v: statement is not the increment", e)
 		}
-		if e.Truth == toxics.Applied {
-			applied++
-		}
-	}
-	if applied < conns/3 || applied > 2*conns/3 {
-		t.Errorf("%d of %d mixed faults were cuts, want about half", applied, conns)
 	}
 	var n int64
 	if err := db.Query("SELECT n FROM "+keyspace+".hits WHERE id = ?", id).Scan(&n); err != nil && !errors.Is(err, gocql.ErrNotFound) {
@@ -663,7 +609,7 @@ func TestProtocolV5(t *testing.T) {
 		if n := note(); n != tt.note {
 			t.Errorf("%s: note of %d bytes, want %d", tt.name, n, tt.note)
 		}
-		got := evs.all()
+		got := evs.All()
 		if len(got) != i+1 {
 			t.Fatalf("%s: events %+v, want %d", tt.name, got, i+1)
 		}

@@ -394,34 +394,65 @@ func (t *dropHalf) Pipe(stub *tp.ToxicStub) {
 		new(tp.NoopToxic).Pipe(stub)
 		return
 	}
+	pipe(stub, &st.closed, func() { st.flush(stub) }, func(c *stream.StreamChunk) { t.commits.upstream(st, stub, c) })
+}
+
+// pipe is the loop of both halves' Pipe: each chunk goes to judge until toxiproxy
+// interrupts or the link ends, when ended runs and the half closes. Once the half has
+// closed its side (*closed), chunks are drained unjudged until the link ends, or its
+// reader would block forever.
+func pipe(stub *tp.ToxicStub, closed *bool, ended func(), judge func(*stream.StreamChunk)) {
 	for {
 		select {
 		case <-stub.Interrupt:
 			return
 		case c := <-stub.Input:
 			if c == nil {
-				if !st.closed && len(st.buf) > 0 {
-					stub.Output <- &stream.StreamChunk{Data: st.buf, Timestamp: time.Now()}
-					st.buf = nil
-				}
+				ended()
 				stub.Close()
 				return
 			}
-			if st.closed {
-				// Keep draining until the link ends, or its reader blocks forever.
-				continue
+			if !*closed {
+				judge(c)
 			}
-			t.commits.upstream(st, stub, c)
 		}
+	}
+}
+
+// flush sends on the bytes held of an incomplete request, unjudged, unless the client's
+// side was closed.
+func (st *upState) flush(stub *tp.ToxicStub) {
+	if !st.closed && len(st.buf) > 0 {
+		stub.Output <- &stream.StreamChunk{Data: st.buf, Timestamp: time.Now()}
+		st.buf = nil
 	}
 }
 
 // Cleanup implements toxiproxy's CleanupToxic: when the toxic is removed, bytes it
 // holds go on unjudged.
 func (t *dropHalf) Cleanup(stub *tp.ToxicStub) {
-	if st, ok := stub.State.(*upState); ok && !st.closed && len(st.buf) > 0 {
-		stub.Output <- &stream.StreamChunk{Data: st.buf, Timestamp: time.Now()}
-		st.buf = nil
+	if st, ok := stub.State.(*upState); ok {
+		st.flush(stub)
+	}
+}
+
+// unbuffer returns the incomplete bytes kept in *buf followed by data, and empties *buf.
+func unbuffer(buf *[]byte, data []byte) []byte {
+	if len(*buf) > 0 {
+		data = append(*buf, data...)
+		*buf = nil
+	}
+	return data
+}
+
+// sender returns a function that forwards a piece of a chunk, if not empty, stamped with
+// the chunk's time. Each piece is capped at its end, so that no reader's append can reach
+// the bytes after it, which may be kept as the next incomplete message.
+func sender(stub *tp.ToxicStub, ts time.Time) func([]byte) {
+	return func(b []byte) {
+		if len(b) > 0 {
+			stub.Output <- &stream.StreamChunk{Data: b[:len(b):len(b)], Timestamp: ts}
+		}
 	}
 }
 
@@ -434,17 +465,8 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 		stub.Close()
 		return
 	}
-	data := ch.Data
-	if len(st.buf) > 0 {
-		data = append(st.buf, data...)
-		st.buf = nil
-	}
-	send := func(b []byte) {
-		if len(b) > 0 {
-			// Capped, so that no reader's append can reach the bytes kept in buf.
-			stub.Output <- &stream.StreamChunk{Data: b[:len(b):len(b)], Timestamp: ch.Timestamp}
-		}
-	}
+	data := unbuffer(&st.buf, ch.Data)
+	send := sender(stub, ch.Timestamp)
 	off := 0
 	for off < len(data) {
 		n, p := st.s.conn.Request(data[off:])
@@ -491,53 +513,37 @@ func (t *cutHalf) Pipe(stub *tp.ToxicStub) {
 		new(tp.NoopToxic).Pipe(stub)
 		return
 	}
-	for {
-		select {
-		case <-stub.Interrupt:
-			return
-		case c := <-stub.Input:
-			if c == nil {
-				if !st.closed {
-					// The server ended the connection: whatever is held or
-					// incomplete is all it said.
-					if rest := append(st.held, st.buf...); len(rest) > 0 {
-						stub.Output <- &stream.StreamChunk{Data: rest, Timestamp: time.Now()}
-					}
-					st.held, st.buf = nil, nil
-				}
-				st.s.end()
-				stub.Close()
-				return
-			}
-			if st.closed {
-				continue
-			}
-			t.commits.downstream(st, stub, c)
-		}
+	pipe(stub, &st.closed, func() {
+		// The server ended the connection: whatever is held or incomplete is all it
+		// said.
+		st.flush(stub)
+		st.s.end()
+	}, func(c *stream.StreamChunk) { t.commits.downstream(st, stub, c) })
+}
+
+// flush sends on the replies held back and the bytes of an incomplete one, unless the
+// side was closed.
+func (st *downState) flush(stub *tp.ToxicStub) {
+	if st.closed {
+		return
 	}
+	if rest := append(st.held, st.buf...); len(rest) > 0 {
+		stub.Output <- &stream.StreamChunk{Data: rest, Timestamp: time.Now()}
+	}
+	st.held, st.buf = nil, nil
 }
 
 // Cleanup implements toxiproxy's CleanupToxic; see dropHalf.Cleanup.
 func (t *cutHalf) Cleanup(stub *tp.ToxicStub) {
 	if st, ok := stub.State.(*downState); ok && !st.closed {
-		if rest := append(st.held, st.buf...); len(rest) > 0 {
-			stub.Output <- &stream.StreamChunk{Data: rest, Timestamp: time.Now()}
-		}
-		st.held, st.buf, st.holding = nil, nil, false
+		st.flush(stub)
+		st.holding = false
 	}
 }
 
 func (c *Commits) downstream(st *downState, stub *tp.ToxicStub, ch *stream.StreamChunk) {
-	data := ch.Data
-	if len(st.buf) > 0 {
-		data = append(st.buf, data...)
-		st.buf = nil
-	}
-	send := func(b []byte) {
-		if len(b) > 0 {
-			stub.Output <- &stream.StreamChunk{Data: b[:len(b):len(b)], Timestamp: ch.Timestamp}
-		}
-	}
+	data := unbuffer(&st.buf, ch.Data)
+	send := sender(stub, ch.Timestamp)
 	// data[fwd:off] is consumed and neither forwarded nor added to held yet.
 	off, fwd := 0, 0
 	for off < len(data) {

@@ -255,3 +255,43 @@ func feed(chunks [][]byte, step func(b []byte) int) {
 		buf = buf[off:]
 	}
 }
+
+// traceReplies feeds chunks to c's Reply the way the downstream toxic does and returns
+// its verdicts other than Pass: "hold" for a Hold, and what say makes of a Release or a
+// Cut.
+func traceReplies(c Conn, chunks [][]byte, say func(Verdict) string) []string {
+	var out []string
+	feed(chunks, func(b []byte) int {
+		n, v := c.Reply(b)
+		if n <= 0 || n > len(b) {
+			return n
+		}
+		switch v.Action {
+		case Hold:
+			out = append(out, "hold")
+		case Release, Cut:
+			out = append(out, say(v))
+		}
+		return n
+	})
+	return out
+}
+
+// checkReleased arms one cut, runs failed, a write whose reply says it failed, and
+// checks that the reply went to the client untouched with no event; the reservation then
+// came back, so next, a write that succeeds, is cut.
+func checkReleased(t *testing.T, proto Protocol, failed, next step) {
+	t.Helper()
+	c, evs := newProtoCommits(t, proto, 1, nil)
+	c.Faults.Cut.Set(1, 1)
+	h := newHarness(t, c, 1, 1<<10)
+	failed.run(h)
+	got, closed := drain(h.dnOut)
+	if !bytes.Equal(got, failed.rep) || closed || len(*evs) != 0 {
+		t.Fatalf("forwarded %d bytes closed %v events %v; want the reply forwarded, no event", len(got), closed, *evs)
+	}
+	next.run(h)
+	if _, closed := drain(h.dnOut); !closed || len(*evs) != 1 {
+		t.Fatalf("after the release: closed %v events %v, want a cut", closed, *evs)
+	}
+}

@@ -178,21 +178,11 @@ func mongoReplyTrace(armed []int32, chunks [][]byte) []string {
 		c.watch[id] = p
 		pend[p] = id
 	}
-	var out []string
-	feed(chunks, func(b []byte) int {
-		n, v := c.Reply(b)
-		if n <= 0 || n > len(b) {
-			return n
+	out := traceReplies(c, chunks, func(v Verdict) string {
+		if v.Action == Cut {
+			return fmt.Sprintf("cut %d %s", pend[v.Pending], v.Tag)
 		}
-		switch v.Action {
-		case Hold:
-			out = append(out, "hold")
-		case Release:
-			out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
-		case Cut:
-			out = append(out, fmt.Sprintf("cut %d %s", pend[v.Pending], v.Tag))
-		}
-		return n
+		return fmt.Sprintf("release %d", pend[v.Pending])
 	})
 	return append(out, fmt.Sprintf("opaque %v watching %d", c.down.opaque, len(c.watch)))
 }
@@ -268,18 +258,7 @@ func TestMongoReleases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, evs := newProtoCommits(t, Mongo{}, 1, nil)
-			c.Faults.Cut.Set(1, 1)
-			h := newHarness(t, c, 1, 1<<10)
-			tt.step.run(h)
-			got, closed := drain(h.dnOut)
-			if !bytes.Equal(got, tt.step.rep) || closed || len(*evs) != 0 {
-				t.Fatalf("forwarded %d bytes closed %v events %v; want the reply forwarded, no event", len(got), closed, *evs)
-			}
-			step{mongoFindAndModify(t, 7), mongoOK(t, 301, 7)}.run(h)
-			if _, closed := drain(h.dnOut); !closed || len(*evs) != 1 {
-				t.Fatalf("after the release: closed %v events %v, want a cut", closed, *evs)
-			}
+			checkReleased(t, Mongo{}, tt.step, step{mongoFindAndModify(t, 7), mongoOK(t, 301, 7)})
 		})
 	}
 }

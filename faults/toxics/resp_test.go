@@ -187,28 +187,16 @@ func respReplyTrace(reqs []string, chunks [][]byte) []string {
 		}
 		c.queue = append(c.queue, q)
 	}
-	var out []string
-	feed(chunks, func(b []byte) int {
-		n, v := c.Reply(b)
-		if n <= 0 || n > len(b) {
-			return n
+	out := traceReplies(c, chunks, func(v Verdict) string {
+		switch {
+		case v.Action == Cut:
+			return fmt.Sprintf("cut %d %q", pend[v.Pending], v.Tag)
+		case v.Pending != nil:
+			return fmt.Sprintf("release %d", pend[v.Pending])
 		}
-		switch v.Action {
-		case Hold:
-			out = append(out, "hold")
-		case Release:
-			if v.Pending != nil {
-				out = append(out, fmt.Sprintf("release %d", pend[v.Pending]))
-			} else {
-				out = append(out, "release")
-			}
-		case Cut:
-			out = append(out, fmt.Sprintf("cut %d %q", pend[v.Pending], v.Tag))
-		}
-		return n
+		return "release"
 	})
-	out = append(out, fmt.Sprintf("replies %d opaque %v", c.down.replies, c.down.opaque))
-	return out
+	return append(out, fmt.Sprintf("replies %d opaque %v", c.down.replies, c.down.opaque))
 }
 
 func TestRespReplyChunking(t *testing.T) {
@@ -360,19 +348,7 @@ func TestRespReleases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, evs := newProtoCommits(t, Resp{}, 1, nil)
-			c.Faults.Cut.Set(1, 1)
-			h := newHarness(t, c, 1, 1<<10)
-			tt.step.run(h)
-			got, closed := drain(h.dnOut)
-			if !bytes.Equal(got, tt.step.rep) || closed || len(*evs) != 0 {
-				t.Fatalf("forwarded %q closed %v events %v; want the reply forwarded, no event", got, closed, *evs)
-			}
-			// The reservation came back: the next write is cut.
-			step{respCmd("incr", "n"), rInt(1)}.run(h)
-			if _, closed := drain(h.dnOut); !closed || len(*evs) != 1 {
-				t.Fatalf("after the release: closed %v events %v, want a cut", closed, *evs)
-			}
+			checkReleased(t, Resp{}, tt.step, step{respCmd("incr", "n"), rInt(1)})
 		})
 	}
 }

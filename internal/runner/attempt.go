@@ -73,7 +73,7 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 		if class == workloads.ClassUnknown {
 			maybeApplied = true
 		}
-		t.r.recordSpan(evidence.Span{OpID: op.id, Process: op.process, Invoke: op.invoke, Conn: conn, From: from, To: t.r.now(), Class: class, Err: err.Error()})
+		t.r.recordSpan(evidence.Span{OpID: op.id, Process: op.process, Invoke: op.invoke, Conn: conn, From: from, To: t.r.now(), Class: class, Err: t.r.scrub.text(err.Error())})
 		if end, stop := t.stop(ctx, class, n, &rt); stop {
 			rt.errReason = string(workloads.ReasonOf(err))
 			rt.end = end
@@ -83,7 +83,7 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 				// the last attempt said.
 				rt.end, typ = endedUnknown, histories.Info
 			}
-			return histories.Op{Type: typ, Error: err.Error(), Conn: conn, Attempt: n}, rt
+			return histories.Op{Type: typ, Error: t.r.scrub.text(err.Error()), Conn: conn, Attempt: n}, rt
 		}
 		rt.retries++
 		rt.reasons = append(rt.reasons, string(workloads.ReasonOf(err)))

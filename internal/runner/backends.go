@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
@@ -49,6 +50,11 @@ type backend struct {
 	addr    func(dsn string) (string, error)
 	rewrite func(dsn, addr string) (string, error)
 	open    func(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error)
+	// mechanisms are the --mechanism values of each workload that has a choice, and
+	// isolations the --isolation levels; a workload not listed takes neither flag.
+	// Config.defaults checks them, so that a bad value is refused before a launch.
+	mechanisms map[workloads.Name][]string
+	isolations map[workloads.Name][]string
 }
 
 // launched is a server started for this run.
@@ -72,6 +78,11 @@ var backends = []backend{
 		addr:      urlAddr,
 		rewrite:   urlRewrite,
 		open:      openPostgres,
+		mechanisms: map[workloads.Name][]string{
+			workloads.Budget:  {string(postgres.Autocommit), string(postgres.Transaction)},
+			workloads.Counter: names(postgres.CounterMechanisms),
+		},
+		isolations: map[workloads.Name][]string{workloads.Counter: names(postgres.Isolations)},
 	},
 	{
 		name: Redis, schemes: []string{"redis", "rediss"}, protocol: toxics.Resp{},
@@ -106,12 +117,14 @@ var backends = []backend{
 	{
 		// CockroachDB runs only where --dsn points at one: nothing launches it here.
 		name: Cockroach, protocol: toxics.Postgres{},
-		workloads: []workloads.Name{workloads.Counter},
-		launch:    launchCockroach,
-		available: func() error { return fmt.Errorf("cockroach: no CockroachDB can be launched here; give --dsn") },
-		addr:      urlAddr,
-		rewrite:   urlRewrite,
-		open:      openCockroach,
+		workloads:  []workloads.Name{workloads.Counter},
+		launch:     launchCockroach,
+		available:  func() error { return fmt.Errorf("cockroach: no CockroachDB can be launched here; give --dsn") },
+		addr:       urlAddr,
+		rewrite:    urlRewrite,
+		open:       openCockroach,
+		mechanisms: map[workloads.Name][]string{workloads.Counter: names(postgres.CounterMechanisms)},
+		isolations: map[workloads.Name][]string{workloads.Counter: names(postgres.Isolations)},
 	},
 }
 
@@ -181,6 +194,31 @@ func noWorkload(b backend, w workloads.Name) error {
 	return fmt.Errorf("store %s has no workload %q (it has %s)", b.name, w, joinNames(b.workloads))
 }
 
+// checkChoice refuses a --mechanism or --isolation value the store's workload does not
+// have; an empty value picks the default.
+func checkChoice(b backend, w workloads.Name, flag, value string, choices map[workloads.Name][]string) error {
+	if value == "" {
+		return nil
+	}
+	have := choices[w]
+	if len(have) == 0 {
+		return fmt.Errorf("--%s %s: the %s workload on %s has no %s to choose", flag, value, w, b.name, flag)
+	}
+	if !slices.Contains(have, value) {
+		return fmt.Errorf("unknown --%s %q for the %s workload on %s (want %s)", flag, value, w, b.name, strings.Join(have, ", "))
+	}
+	return nil
+}
+
+// names converts a list of typed names to strings.
+func names[T ~string](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return out
+}
+
 // unbound is the error of an open function given a workload the table does not list
 // for its store: Config.defaults refuses those first.
 func unbound(b StoreName, w workloads.Name) error {
@@ -188,6 +226,9 @@ func unbound(b StoreName, w workloads.Name) error {
 }
 
 func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
+	if cfg.Topology == TopologyReplicated {
+		return launchReplicatedPostgres(ctx, cfg, dir)
+	}
 	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"),
 		Settings: cfg.pgDurability(), PowerFS: cfg.onPowerFS()})
 	if err != nil {
@@ -252,7 +293,7 @@ func urlAddr(dsn string) (string, error) {
 		return "", fmt.Errorf("dsn must be a URL with a host:port to put the proxy in front of it")
 	}
 	if u.Port() == "" {
-		return "", fmt.Errorf("dsn %s has no port", redactDSN(dsn))
+		return "", fmt.Errorf("dsn %s has no port", redact.DSN(dsn))
 	}
 	return u.Host, nil
 }
@@ -264,16 +305,4 @@ func urlRewrite(dsn, addr string) (string, error) {
 	}
 	u.Host = addr
 	return u.String(), nil
-}
-
-// redactDSN hides a password in a URL-form DSN.
-func redactDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
 	"github.com/indoubt/indoubt/stores/cql"
@@ -36,7 +37,7 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 func openRedis(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Scheme != string(Redis) || u.Host == "" {
-		return nil, nil, fmt.Errorf("redis dsn: want redis://[:password@]host:port[/db], got %q", redactDSN(dsn))
+		return nil, nil, fmt.Errorf("redis dsn: want redis://[:password@]host:port[/db], got %q", redact.DSN(dsn))
 	}
 	rc := redis.Config{Addr: u.Host, DriverRetry: cfg.Retry.DriverRetry()}
 	if u.User != nil {

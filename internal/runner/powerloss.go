@@ -66,6 +66,9 @@ func checkDurability(c Config) error {
 			return couldNotRun("%s sets a server indoubt launches; over --dsn, set it on the server", o.flag)
 		}
 	}
+	if c.Topology == TopologyReplicated && (c.SynchronousCommit != "" || c.Fsync != "" || c.onPowerFS()) {
+		return couldNotRun("--synchronous-commit, --fsync, --powerfs and power-loss apply to a single launched server, not to --topology replicated")
+	}
 	if !c.onPowerFS() {
 		return nil
 	}

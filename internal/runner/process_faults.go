@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
@@ -31,6 +33,9 @@ type processCtl interface {
 // applied: over --dsn, to a server that runs in this process, or to one without them.
 func checkProcessFaults(c Config) error {
 	procs := c.Faults.Processes()
+	if err := checkTopology(c); err != nil {
+		return err
+	}
 	if len(procs) == 0 {
 		return nil
 	}
@@ -44,8 +49,8 @@ func checkProcessFaults(c Config) error {
 		return couldNotRun("fault %q: process faults are applied to launched PostgreSQL and Redis only, not to %s", f.Spec, c.Store)
 	}
 	for _, f := range procs {
-		if f.Name == "failover" {
-			return couldNotRun("fault %q: failover needs a replicated topology, which this build cannot launch yet", f.Spec)
+		if f.Name == "failover" && c.Topology != TopologyReplicated {
+			return couldNotRun("fault %q: failover needs a standby to promote: add --topology replicated", f.Spec)
 		}
 	}
 	return nil
@@ -171,6 +176,17 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 		end = p.event(at, f, "resume", tl.Pid, err)
 	case "power-loss":
 		start, end = p.powerLoss(restore(), i, f, note)
+	case "failover":
+		// The end of a failover is when the standby takes writes.
+		start = p.event(p.run.now(), f, "failover", tl.Pid, nil)
+		var err error
+		if fo, ok := p.ctl.(interface{ Failover(context.Context) error }); ok {
+			err = fo.Failover(restore())
+		} else {
+			err = fmt.Errorf("this server has no standby to promote")
+		}
+		note(err)
+		end = p.event(p.run.now(), f, "promoted", p.ctl.Pid(), err)
 	case "restart":
 		start = p.event(p.run.now(), f, "restart", tl.Pid, nil)
 		err := p.ctl.Restart(restore())
@@ -276,7 +292,7 @@ func figures(tl []report.ProcessFault, ops []histories.Op) {
 // losesData reports whether a fault can lose what the server acknowledged: a kill, or
 // a restart of a server that keeps nothing on disk.
 func losesData(action string) bool {
-	return action == "kill" || action == "restart" || action == "power-loss"
+	return action == "kill" || action == "restart" || action == "failover" || action == "power-loss"
 }
 
 // lostWrites finds acknowledged effects missing after the faults, by workload.
@@ -432,7 +448,7 @@ func lostRegisterWrites(tl []report.ProcessFault, ops []histories.Op) []report.L
 				continue
 			}
 			l := report.LostWrite{OpID: w.inv.OpID, Index: w.comp.Index, Key: k, Value: wv, Fault: f.Fault, AckBeforeFaultS: secs(start - w.comp.Time)}
-			l.Explanation = fmt.Sprintf("%s %s of %s (acknowledged %.3fs before %s, %s of pid %d at %.2fs) is lost: read %s, invoked after the server answered again, returned %s", w.inv.F, string(w.inv.Value), k, l.AckBeforeFaultS, f.Fault, f.Action, f.Pid, f.StartS, r.inv.OpID, string(r.comp.Value))
+			l.Explanation = fmt.Sprintf("%s %s of %s by op %s (acknowledged %.3fs before %s, %s of pid %d at %.2fs) is lost: read %s, invoked after the server answered again, returned %s", w.inv.F, string(w.inv.Value), k, w.inv.OpID, l.AckBeforeFaultS, f.Fault, f.Action, f.Pid, f.StartS, r.inv.OpID, string(r.comp.Value))
 			out = append(out, l)
 		}
 	}
@@ -445,4 +461,69 @@ func anomalyOf(l report.LostWrite) checker.Anomaly {
 		a.Ops = []int64{l.Index}
 	}
 	return a
+}
+
+// The topologies of --topology.
+const (
+	TopologySingle     = "single"
+	TopologyReplicated = "replicated"
+)
+
+// checkTopology refuses, before anything launches, a topology this build cannot launch
+// or a fault it cannot apply to one.
+func checkTopology(c Config) error {
+	switch c.Topology {
+	case "", TopologySingle:
+		if c.Replication != "" && c.Replication != servers.ReplicationAsync {
+			return couldNotRun("--replication %s needs --topology replicated", c.Replication)
+		}
+		return nil
+	case TopologyReplicated:
+	default:
+		return couldNotRun("--topology %q: want single or replicated", c.Topology)
+	}
+	switch {
+	case c.Replication != "" && c.Replication != servers.ReplicationAsync && c.Replication != servers.ReplicationSync:
+		return couldNotRun("--replication %q: want async or sync", c.Replication)
+	case c.DSN != "":
+		return couldNotRun("--topology replicated launches its servers: drop --dsn (compose/ has replicated topologies to point --dsn at)")
+	case c.Store != Postgres:
+		return couldNotRun("--topology replicated: this build launches a replicated PostgreSQL only, not %s", c.Store)
+	case c.proxied():
+		return couldNotRun("--topology replicated: the fault proxy fronts one server; use process faults (kill, pause, restart, failover) only, or --proxy off")
+	}
+	return nil
+}
+
+func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
+	rp, err := servers.StartReplicatedPostgres(ctx, servers.ReplicatedPostgresOptions{
+		Postgres:    servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log")},
+		Replication: cfg.Replication,
+	})
+	if err != nil {
+		return launched{}, err
+	}
+	desc := fmt.Sprintf("PostgreSQL %s primary at %s with a %s streaming standby at %s", rp.Primary.Version, rp.Primary.Addr, rp.Replication, rp.Standby.Addr)
+	return launched{dsn: rp.DSN, desc: desc, stop: rp.Stop, ctl: replicatedCtl{rp}}, nil
+}
+
+// replicatedCtl applies kill, pause and restart to the server that is primary now (the
+// standby once promoted), and failover to the pair.
+type replicatedCtl struct{ rp *servers.ReplicatedPostgres }
+
+func (c replicatedCtl) primary() *servers.Postgres {
+	if c.rp.Promoted {
+		return c.rp.Standby
+	}
+	return c.rp.Primary
+}
+
+func (c replicatedCtl) Pid() int                          { return c.primary().Pid() }
+func (c replicatedCtl) Kill() error                       { return c.primary().Kill() }
+func (c replicatedCtl) Pause() error                      { return c.primary().Pause() }
+func (c replicatedCtl) Resume() error                     { return c.primary().Resume() }
+func (c replicatedCtl) Start(ctx context.Context) error   { return c.primary().Start(ctx) }
+func (c replicatedCtl) Restart(ctx context.Context) error { return c.primary().Restart(ctx) }
+func (c replicatedCtl) Failover(ctx context.Context) error {
+	return c.rp.Failover(ctx)
 }

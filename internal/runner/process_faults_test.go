@@ -161,8 +161,9 @@ func TestProcessFaultsRefused(t *testing.T) {
 	}{
 		{"postgres", "postgres://u:p@127.0.0.1:1/db", "kill@1s", "over --dsn"},
 		{"mongo", "", "pause@1s-2s", "inside indoubt's own process"},
-		{"postgres", "", "failover@1s", "replicated topology"},
+		{"postgres", "", "failover@1s", "--topology replicated"},
 		{"cql", "", "restart@1s", "PostgreSQL and Redis only"},
+		{"redis", "", "failover@1s", "--topology replicated"},
 	} {
 		cfg := budgetConfig(t)
 		cfg.Store, cfg.DSN, cfg.Workload = runner.StoreName(tc.store), tc.dsn, "register"
@@ -172,4 +173,51 @@ func TestProcessFaultsRefused(t *testing.T) {
 			t.Errorf("%s %s: got %v, want one line with %q", tc.store, tc.fault, err, tc.want)
 		}
 	}
+}
+
+func failoverRun(t *testing.T, replication string, seed int64) *report.Results {
+	cfg := budgetConfig(t)
+	cfg.Topology, cfg.Replication, cfg.Seed = runner.TopologyReplicated, replication, seed
+	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 16, 0, 3500*time.Millisecond, 1_000_000
+	cfg.Faults = schedule(t, "failover@1500ms")
+	res := processRun(t, cfg)
+	faultsHappened(t, res, "failover", "promoted")
+	return res
+}
+
+// A synchronous standby holds every acknowledged commit: after a failover the budget
+// reconciles, run after run.
+func TestFailoverSyncStandbyLosesNothing(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		res := failoverRun(t, "sync", seed)
+		if res.Verdict != checker.Valid || len(res.LostWrites) != 0 {
+			t.Fatalf("seed %d: verdict %v, lost %+v: %s", seed, res.Verdict, res.LostWrites, res.Summary)
+		}
+	}
+}
+
+// An asynchronous standby may lack the last commits the primary acknowledged. Whether
+// a failover under 16 writers hits that window is a race: the test allows a bounded
+// number of tries, and every try must tell the truth (an invalid verdict names the lost
+// decrements and the failover; a valid one names none).
+func TestFailoverAsyncStandbyCanLoseWrites(t *testing.T) {
+	const tries = 4
+	for try := int64(1); try <= tries; try++ {
+		res := failoverRun(t, "async", try)
+		switch res.Verdict {
+		case checker.Invalid:
+			if len(res.LostWrites) != 1 || res.LostWrites[0].Fault != "failover@1500ms" || res.LostWrites[0].Count < 1 {
+				t.Fatalf("invalid without the lost writes named: %+v: %s", res.LostWrites, res.Summary)
+			}
+			t.Logf("try %d: %s", try, res.LostWrites[0].Explanation)
+			return
+		case checker.Valid:
+			if len(res.LostWrites) != 0 {
+				t.Fatalf("valid with lost writes %+v", res.LostWrites)
+			}
+		default:
+			t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+		}
+	}
+	t.Logf("no acknowledged write lost in %d failovers to an asynchronous standby", tries)
 }

@@ -25,7 +25,9 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -52,6 +54,10 @@ type Config struct {
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 	Fsync             string `json:"fsync,omitempty"`
 	PowerFS           bool   `json:"powerfs,omitempty"`
+	// Topology is single (also "") or replicated (a launched PostgreSQL primary and
+	// streaming standby); Replication is async (also "") or sync. See process_faults.go.
+	Topology    string `json:"topology,omitempty"`
+	Replication string `json:"replication,omitempty"`
 	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
 	// config.json, one NAME[:P][@START-END] per entry.
 	Faults faults.Schedule `json:"-"`
@@ -71,9 +77,12 @@ func couldNotRun(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrCouldNotRun, fmt.Errorf(format, a...))
 }
 
-// MarshalJSON writes config.json: the configuration with the fault schedule as written.
+// MarshalJSON writes config.json: the configuration with the fault schedule as written
+// and the DSN's secrets masked (redact.DSN), so that no encoding of a Config holds a
+// password.
 func (c Config) MarshalJSON() ([]byte, error) {
 	type plain Config
+	c.DSN = redact.DSN(c.DSN)
 	return json.Marshal(struct {
 		plain
 		Faults []string `json:"faults,omitempty"`
@@ -102,6 +111,20 @@ func (c *Config) defaults() error {
 	}
 	if !slices.Contains(b.workloads, c.Workload) {
 		return couldNotRun("%v", noWorkload(b, c.Workload))
+	}
+	if c.DSN == "" {
+		if err := b.available(); err != nil {
+			return couldNotRun("%v", err)
+		}
+	}
+	if err := checkChoice(b, c.Workload, "mechanism", c.Mechanism, b.mechanisms); err != nil {
+		return couldNotRun("%v", err)
+	}
+	if err := checkChoice(b, c.Workload, "isolation", c.Isolation, b.isolations); err != nil {
+		return couldNotRun("%v", err)
+	}
+	if !slices.Contains(persistences, c.Persistence) {
+		return couldNotRun("unknown --persistence %q (want none, everysec or always)", c.Persistence)
 	}
 	if c.Workers <= 0 {
 		return couldNotRun("--workers must be at least 1")
@@ -134,11 +157,24 @@ func (c *Config) defaults() error {
 	if err := checkDurability(*c); err != nil {
 		return err
 	}
+	if c.CheckTimeout < 0 {
+		return couldNotRun("--check-timeout must not be negative")
+	}
 	if c.CheckTimeout == 0 {
 		c.CheckTimeout = time.Minute
 	}
 	return nil
 }
+
+// persistences are the Persistence values; "" is none.
+var persistences = []string{"", servers.RedisNoPersistence, servers.RedisEverySec, servers.RedisAlways}
+
+// Validate checks the configuration as Run does before it launches anything: the store
+// (and, without a DSN, that its server can be launched here), its workload, mechanism
+// and isolation, the counts and the proxy setting. A caller that
+// makes several runs validates them all before the first, so that a bad combination
+// never waits behind a run that launched a server.
+func (c Config) Validate() error { return c.defaults() }
 
 // proxied reports whether the run goes through the fault proxy.
 // Process faults alone need no proxy (process_faults.go).
@@ -150,6 +186,13 @@ func (c Config) proxied() bool {
 // verdict could be reached; an invalid history is a verdict, not an error. When ctx is
 // cancelled mid-run, the workers stop, what was recorded is checked, and the results are
 // marked interrupted.
+//
+// Nothing Run writes or returns holds a DSN's secrets: config.json carries the DSN
+// masked (redact.DSN), and error texts (returned, and recorded in the history) are
+// scrubbed of the secrets of the user's DSN and of the launched server's. The run
+// directory is created 0700 and config.json and results.json 0600: a run directory is
+// its owner's, as a shell history is; share it by copying it (or chmod), which is safe
+// because what is inside is redacted.
 func Run(ctx context.Context, cfg Config) (*report.Results, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -162,27 +205,57 @@ func Run(ctx context.Context, cfg Config) (*report.Results, error) {
 	}
 	partial := filepath.Join(cfg.Out, "."+name+".partial")
 	final := filepath.Join(cfg.Out, name)
-	if err := os.Mkdir(partial, 0o755); err != nil {
+	if err := os.Mkdir(partial, 0o700); err != nil {
 		return nil, couldNotRun("create run directory: %v", err)
 	}
-	res, err := runIn(ctx, cfg, b, partial)
+	sc := &scrubber{}
+	sc.add(cfg.DSN)
+	res, err := runIn(ctx, cfg, b, partial, sc)
 	if err != nil {
 		os.RemoveAll(partial)
-		return nil, err
+		return nil, sc.err(err)
 	}
 	res.RunDir = final
 	if err := writeJSON(filepath.Join(partial, "results.json"), res); err != nil {
 		os.RemoveAll(partial)
 		return nil, couldNotRun("write results: %v", err)
 	}
+	// The report is a view of results.json: a verdict is published without it rather
+	// than thrown away.
 	if err := report.WriteHTML(filepath.Join(partial, "report.html"), res); err != nil {
-		os.RemoveAll(partial)
-		return nil, couldNotRun("write report: %v", err)
+		cfg.progressf("warning: report.html not written: %v", sc.err(err))
 	}
 	if err := os.Rename(partial, final); err != nil {
 		return nil, couldNotRun("publish run directory: %v", err)
 	}
 	return res, nil
+}
+
+// scrubber masks the secrets of the DSNs a run uses (the user's, the launched server's,
+// the proxy's rewrite) in text the run writes or returns: drivers quote parts of a DSN
+// in their errors. Its DSNs are added before the workers start and only read after.
+type scrubber struct{ dsns []string }
+
+func (s *scrubber) add(dsn string) {
+	if dsn != "" && !slices.Contains(s.dsns, dsn) {
+		s.dsns = append(s.dsns, dsn)
+	}
+}
+
+func (s *scrubber) text(t string) string {
+	for _, d := range s.dsns {
+		t = redact.Text(t, redact.Secrets(d)...)
+	}
+	return t
+}
+
+// err scrubs err's message; the result still unwraps to err (ErrCouldNotRun, the error
+// contract's classes).
+func (s *scrubber) err(err error) error {
+	for _, d := range s.dsns {
+		err = redact.Error(err, d)
+	}
+	return err
 }
 
 func (c Config) progressf(format string, a ...any) {
@@ -196,14 +269,15 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	// config.json and results.json carry the configuration: the owner's only, like
+	// the run directory.
+	return os.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // runIn does the run with dir as its (not yet published) run directory.
-func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Results, error) {
-	red := cfg
-	red.DSN = redactDSN(cfg.DSN)
-	if err := writeJSON(filepath.Join(dir, "config.json"), red); err != nil {
+// Every DSN it dials is added to sc before any error can quote it.
+func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber) (*report.Results, error) {
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, couldNotRun("write config: %v", err)
 	}
 	dsn, serverDesc, srv, err := serve(ctx, cfg, b, dir)
@@ -211,6 +285,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 		return nil, couldNotRun("%v", err)
 	}
 	defer srv.stop()
+	sc.add(dsn)
 	var nem *nemesis
 	if cfg.proxied() || len(cfg.Faults.Processes()) > 0 {
 		n, pdsn, err := startNemesis(ctx, cfg, b, dsn, dir, srv)
@@ -219,6 +294,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 		}
 		defer n.close()
 		nem, dsn = n, pdsn
+		sc.add(dsn)
 	}
 	wl, closeStore, err := b.open(ctx, cfg, dsn)
 	if err != nil {
@@ -228,7 +304,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string) (*report.Resu
 	if err := wl.Setup(ctx); err != nil {
 		return nil, couldNotRun("set up %s on %s: %v", cfg.Workload, cfg.Store, err)
 	}
-	r, err := record(ctx, cfg, wl, nem, dir)
+	r, err := record(ctx, cfg, wl, nem, dir, sc)
 	if err != nil {
 		return nil, couldNotRun("%v", nem.explain(err))
 	}
@@ -259,7 +335,7 @@ func serve(ctx context.Context, cfg Config, b backend, dir string) (dsn, desc st
 
 // record drives the workers with the history open, then records the final reads. The
 // history is closed when it returns.
-func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis, dir string) (*run, error) {
+func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis, dir string, sc *scrubber) (*run, error) {
 	hdr := histories.Header{
 		Workload: string(wl.Name()), Model: wl.Model(), Store: string(cfg.Store), Seed: cfg.Seed, Params: wl.Params(),
 	}
@@ -269,7 +345,7 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	}
 	defer hw.Close()
 
-	r := &run{cfg: cfg, wl: wl, hw: hw, start: time.Now(), lat: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
+	r := &run{cfg: cfg, wl: wl, hw: hw, scrub: sc, start: time.Now(), lat: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
 	r.retries.ByReason = map[string]int64{}
 	r.errors = map[string]int64{}
 	if nem != nil {
@@ -306,6 +382,11 @@ func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string) (
 		vizPath = filepath.Join(dir, "linearizability.html")
 	}
 	verdict, err := checker.Check(context.WithoutCancel(ctx), h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
+	if err != nil && verdict.Verdict != 0 {
+		// The verdict was reached and only the visualization failed: keep the verdict.
+		cfg.progressf("warning: %v", err)
+		err = nil
+	}
 	if err != nil {
 		return nil, checker.Result{}, fmt.Errorf("check: %v", err)
 	}
@@ -367,6 +448,7 @@ type run struct {
 	cfg   Config
 	wl    workloads.Workload
 	hw    *histories.Writer
+	scrub *scrubber
 	start time.Time
 
 	mu        sync.Mutex

@@ -1,11 +1,9 @@
 package servers_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -53,20 +51,7 @@ func TestKilledHarnessLeftoversAreReaped(t *testing.T) {
 	for _, kind := range []string{"postgres", "redis"} {
 		t.Run(kind, func(t *testing.T) {
 			parent := reachableDir(t)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestKilledHarnessLeftoversAreReaped$")
-			cmd.Env = append(os.Environ(), "INDOUBT_TEST_LEFTOVER_KIND="+kind, "INDOUBT_TEST_LEFTOVER_DIR="+parent)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-			line, err := bufio.NewReader(out).ReadString('\n')
-			if err != nil {
-				t.Fatalf("child: %v", err)
-			}
+			cmd, line := rerun(t, "TestKilledHarnessLeftoversAreReaped", "INDOUBT_TEST_LEFTOVER_KIND="+kind, "INDOUBT_TEST_LEFTOVER_DIR="+parent)
 			var pid int
 			var dir string
 			if _, err := fmt.Sscan(line, &pid, &dir); err != nil {

@@ -35,6 +35,28 @@ func startPostgres(t *testing.T, opt servers.PostgresOptions) *servers.Postgres 
 	return pg
 }
 
+// rerun starts this test binary again to run only the test named, with env added, and
+// returns it and the first line it prints; the child is killed and reaped when the test
+// ends.
+func rerun(t *testing.T, test string, env ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	return cmd, line
+}
+
 // reachableDir returns a fresh directory the server's user can enter (t.TempDir's
 // parent is root-only).
 func reachableDir(t *testing.T) string {
@@ -327,9 +349,9 @@ func TestPostgresTwoAtOnce(t *testing.T) {
 	}
 }
 
-// leftovers lists what is left in dir, and the live processes whose command line
-// mentions it.
-func leftovers(t *testing.T, dir string) []string {
+// checkNothingLeft fails t if anything is left in dir, or a live process's command line
+// mentions it, and says what.
+func checkNothingLeft(t *testing.T, dir string) {
 	t.Helper()
 	var left []string
 	ents, _ := os.ReadDir(dir)
@@ -346,7 +368,9 @@ func leftovers(t *testing.T, dir string) []string {
 			left = append(left, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
 		}
 	}
-	return left
+	if len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
 }
 
 func TestPostgresFailedStartLeavesNothing(t *testing.T) {
@@ -361,9 +385,7 @@ func TestPostgresFailedStartLeavesNothing(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "max_connections") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("got %q, want one line quoting the server's complaint", err)
 		}
-		if left := leftovers(t, dir); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
+		checkNothingLeft(t, dir)
 	})
 	t.Run("cancelled during initdb", func(t *testing.T) {
 		dir := reachableDir(t)
@@ -373,9 +395,7 @@ func TestPostgresFailedStartLeavesNothing(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want a deadline error", err)
 		}
-		if left := leftovers(t, dir); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
+		checkNothingLeft(t, dir)
 	})
 	t.Run("parent the server user cannot enter", func(t *testing.T) {
 		if os.Geteuid() != 0 {
@@ -419,20 +439,7 @@ func TestPostgresDiesWithHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := reachableDir(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresDiesWithHarness$")
-	cmd.Env = append(os.Environ(), "INDOUBT_TEST_ORPHAN_DIR="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	cmd, line := rerun(t, "TestPostgresDiesWithHarness", "INDOUBT_TEST_ORPHAN_DIR="+dir)
 	var pid int
 	var addr string
 	if _, err := fmt.Sscan(line, &pid, &addr); err != nil {

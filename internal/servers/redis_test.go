@@ -124,18 +124,10 @@ func TestStartRedisPersistence(t *testing.T) {
 			}
 
 			pid := r.Pid()
-			if err := r.Stop(); err != nil {
-				t.Errorf("Stop: %v", err)
-			}
 			stopped = true
+			servertest.StopCleanly(t, r.Stop, r.Dir)
 			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 				t.Errorf("pid %d still exists after Stop: kill 0 = %v", pid, err)
-			}
-			if _, err := os.Stat(r.Dir); !os.IsNotExist(err) {
-				t.Errorf("temp dir %s left behind: %v", r.Dir, err)
-			}
-			if err := r.Stop(); err != nil {
-				t.Errorf("second Stop: %v", err)
 			}
 		})
 	}
@@ -211,9 +203,7 @@ func TestStartRedisFailedStartLeavesNothing(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "maxclients") {
 			t.Errorf("got %v, want the server's complaint about maxclients", err)
 		}
-		if left := leftovers(t, dir); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
+		checkNothingLeft(t, dir)
 	})
 	t.Run("cancelled during start", func(t *testing.T) {
 		dir := reachableDir(t)
@@ -223,8 +213,6 @@ func TestStartRedisFailedStartLeavesNothing(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want a deadline error", err)
 		}
-		if left := leftovers(t, dir); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
+		checkNothingLeft(t, dir)
 	})
 }

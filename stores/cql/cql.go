@@ -47,6 +47,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/indoubt/indoubt/internal/redact"
 )
 
 // Config says how to reach the cluster and how the client behaves.
@@ -83,8 +85,14 @@ type Config struct {
 var keyspaceName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
 // ParseDSN reads "cql://host1:9042,host2:9042/keyspace?consistency=quorum&serial=serial
-// &timeout=5s&replication={...}" into a Config. Only the hosts are required.
+// &timeout=5s&replication={...}" into a Config. Only the hosts are required. Its errors
+// never quote a secret of dsn (net/url's errors quote the text they refused).
 func ParseDSN(dsn string) (Config, error) {
+	cfg, err := parseDSN(dsn)
+	return cfg, redact.Error(err, dsn)
+}
+
+func parseDSN(dsn string) (Config, error) {
 	scheme, rest, ok := strings.Cut(dsn, "://")
 	if !ok || (scheme != "cql" && scheme != "cassandra") {
 		return Config{}, errors.New("cql dsn: want cql://host:port[,host:port...]/keyspace?options")

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -52,6 +53,26 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// concurrently opens one session per worker and runs work on all of them at once,
+// returning when every worker is done; the sessions close when the test ends.
+func concurrently(t *testing.T, ctx context.Context, c *cql.Client, workers int, work func(w int, s budget.Session)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		s, err := c.Session(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(w, s)
+		}()
+	}
+	wg.Wait()
+}
+
 // open connects a client to hosts (the test node when none), in keyspace ks.
 func open(t *testing.T, ks string, hosts ...string) *cql.Client {
 	t.Helper()
@@ -91,6 +112,10 @@ func TestParseDSN(t *testing.T) {
 			t.Errorf("ParseDSN(%q) accepted", bad)
 		}
 	}
+	// net/url's error quotes the text it refused, password and all.
+	if _, err := cql.ParseDSN("cql://h:9042/ks\x7f?password=S3CRET"); err == nil || strings.Contains(err.Error(), "S3CRET") {
+		t.Errorf("ParseDSN of a DSN with a control character: %v; want an error without the password", err)
+	}
 }
 
 func TestOpenRefuses(t *testing.T) {
@@ -116,35 +141,24 @@ func TestDecrementReportsConflicts(t *testing.T) {
 			t.Fatal(err)
 		}
 		const workers, each = 8, 25
-		var wg sync.WaitGroup
 		var mu sync.Mutex
 		conflicts, applied := 0, 0
 		errs := make(chan error, workers)
-		for w := 0; w < workers; w++ {
-			s, err := c.Session(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < each; i++ {
-					o, err := s.Decrement(ctx, workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i), Idempotent: idempotent})
-					if err != nil {
-						errs <- err
-						return
-					}
-					mu.Lock()
-					conflicts += o.Conflicts
-					if o.Applied {
-						applied++
-					}
-					mu.Unlock()
+		concurrently(t, ctx, c, workers, func(w int, s budget.Session) {
+			for i := 0; i < each; i++ {
+				o, err := s.Decrement(ctx, workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i), Idempotent: idempotent})
+				if err != nil {
+					errs <- err
+					return
 				}
-			}()
-		}
-		wg.Wait()
+				mu.Lock()
+				conflicts += o.Conflicts
+				if o.Applied {
+					applied++
+				}
+				mu.Unlock()
+			}
+		})
 		close(errs)
 		for err := range errs {
 			t.Fatal(err)
@@ -390,37 +404,26 @@ func TestBudgetThroughput(t *testing.T) {
 		var mu sync.Mutex
 		var applied, rejected, conflicts, ops int
 		var firstErr error
-		var wg sync.WaitGroup
 		began := time.Now()
 		var lastApplied time.Duration
-		for w := 0; w < workers; w++ {
-			s, err := c.Session(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < each; i++ {
-					o, err := s.Decrement(ctx, workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i), Idempotent: idempotent})
-					mu.Lock()
-					ops++
-					if err != nil && firstErr == nil {
-						firstErr = err
-					}
-					conflicts += o.Conflicts
-					if o.Applied {
-						applied++
-						lastApplied = time.Since(began)
-					} else if err == nil {
-						rejected++
-					}
-					mu.Unlock()
+		concurrently(t, ctx, c, workers, func(w int, s budget.Session) {
+			for i := 0; i < each; i++ {
+				o, err := s.Decrement(ctx, workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i), Idempotent: idempotent})
+				mu.Lock()
+				ops++
+				if err != nil && firstErr == nil {
+					firstErr = err
 				}
-			}()
-		}
-		wg.Wait()
+				conflicts += o.Conflicts
+				if o.Applied {
+					applied++
+					lastApplied = time.Since(began)
+				} else if err == nil {
+					rejected++
+				}
+				mu.Unlock()
+			}
+		})
 		elapsed := time.Since(began)
 		if firstErr != nil {
 			t.Errorf("idempotent %v: %v", idempotent, firstErr)

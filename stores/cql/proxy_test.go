@@ -9,6 +9,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/budget"
 )
 
 // TestConnJoinsProxyCuts puts the fault proxy in front of the node and cuts the LWTs
@@ -47,31 +48,20 @@ func TestConnJoinsProxyCuts(t *testing.T) {
 		joined        bool
 	}
 	var calls []*call
-	var wg sync.WaitGroup
 	// Armed after Reset: the admin session's INSERT ... IF NOT EXISTS is a commit point.
 	px.Faults().Cut.Set(0.2, maxCuts)
-	for w := 0; w < sessions; w++ {
-		s, err := c.Session(ctx)
-		if err != nil {
-			t.Fatal(err)
+	concurrently(t, ctx, c, sessions, func(w int, s budget.Session) {
+		failed := false
+		for i := 0; i < each; i++ {
+			cl := &call{session: w, before: s.Conn(), from: time.Now(), afterFailure: failed}
+			_, cl.err = s.Decrement(ctx, workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i), Idempotent: w%2 == 1})
+			cl.after, cl.to = s.Conn(), time.Now()
+			mu.Lock()
+			calls = append(calls, cl)
+			mu.Unlock()
+			failed = cl.err != nil
 		}
-		defer s.Close()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			failed := false
-			for i := 0; i < each; i++ {
-				cl := &call{session: w, before: s.Conn(), from: time.Now(), afterFailure: failed}
-				_, cl.err = s.Decrement(ctx, workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i), Idempotent: w%2 == 1})
-				cl.after, cl.to = s.Conn(), time.Now()
-				mu.Lock()
-				calls = append(calls, cl)
-				mu.Unlock()
-				failed = cl.err != nil
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	px.Faults().Cut.Disarm()
 
 	mu.Lock()

@@ -32,14 +32,7 @@ func open(t testing.TB, cfg Config) *Client {
 	if cfg.URI == "" {
 		cfg.URI = srv.Get(t).URI
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return storetest.Open(t, func(ctx context.Context) (*Client, error) { return Open(ctx, cfg) })
 }
 
 // lostUpdates is a finding about FerretDB 1.24.2, on both its SQLite and PostgreSQL
@@ -112,15 +105,7 @@ func TestCarriesCommand(t *testing.T) {
 func TestClassify(t *testing.T) {
 	ctx := context.Background()
 	c := open(t, Config{})
-	check := func(t *testing.T, err error, want workloads.Class, reason workloads.Reason) {
-		t.Helper()
-		if got := workloads.Classify(err); got != want {
-			t.Errorf("class of %v = %v, want %v", err, got, want)
-		}
-		if reason != "" && workloads.ReasonOf(err) != reason {
-			t.Errorf("reason of %v = %q, want %q", err, workloads.ReasonOf(err), reason)
-		}
-	}
+	check := storetest.CheckClass
 	balance := func(t *testing.T, want int64) {
 		t.Helper()
 		if got, err := c.Balance(ctx); err != nil || got != want {

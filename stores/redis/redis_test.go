@@ -36,14 +36,7 @@ func TestMain(m *testing.M) { os.Exit(servertest.Main(m, srv)) }
 func open(t testing.TB, cfg Config) *Client {
 	t.Helper()
 	cfg.Addr, cfg.Password = srv.Get(t).Addr, srv.Get(t).Password
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return storetest.Open(t, func(ctx context.Context) (*Client, error) { return Open(ctx, cfg) })
 }
 
 func TestBudget(t *testing.T) {
@@ -79,15 +72,7 @@ func TestClassify(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s.(*budgetSession)
 	}
-	check := func(t *testing.T, err error, want workloads.Class, reason workloads.Reason) {
-		t.Helper()
-		if got := workloads.Classify(err); got != want {
-			t.Errorf("class of %v = %v, want %v", err, got, want)
-		}
-		if reason != "" && workloads.ReasonOf(err) != reason {
-			t.Errorf("reason of %v = %q, want %q", err, workloads.ReasonOf(err), reason)
-		}
-	}
+	check := storetest.CheckClass
 
 	t.Run("script error reply is definite", func(t *testing.T) {
 		if err := c.admin.Del(ctx, c.budgetKeys()...).Err(); err != nil {

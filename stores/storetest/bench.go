@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,26 +36,19 @@ func BenchmarkBudget(b *testing.B, s budget.Store, workers, attempts int, amount
 		b.StartTimer()
 		t0 := time.Now()
 		counts := make([]int64, workers)
-		errs := make([]error, workers)
-		var wg sync.WaitGroup
-		for w := range sessions {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < attempts; i++ {
-					req := workloads.Request{OpID: fmt.Sprintf("%d-%d-%d", n, w, i), Idempotent: idempotent}
-					o, err := sessions[w].Decrement(ctx, req)
-					if err != nil {
-						errs[w] = err
-						return
-					}
-					if o.Applied {
-						counts[w]++
-					}
+		errs := race(workers, func(w int) error {
+			for i := 0; i < attempts; i++ {
+				req := workloads.Request{OpID: fmt.Sprintf("%d-%d-%d", n, w, i), Idempotent: idempotent}
+				o, err := sessions[w].Decrement(ctx, req)
+				if err != nil {
+					return err
 				}
-			}()
-		}
-		wg.Wait()
+				if o.Applied {
+					counts[w]++
+				}
+			}
+			return nil
+		})
 		elapsed += time.Since(t0)
 		for w := range sessions {
 			if errs[w] != nil {

@@ -3,7 +3,6 @@ package storetest
 import (
 	"fmt"
 	"sort"
-	"sync"
 	"testing"
 
 	"github.com/indoubt/indoubt/workloads"
@@ -172,12 +171,7 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 
 func budgetSession(t *testing.T, s budget.Store) budget.Session {
 	t.Helper()
-	sess, err := s.Session(testContext(t))
-	if err != nil {
-		t.Fatalf("Session: %v", err)
-	}
-	closeOnCleanup(t, sess)
-	return sess
+	return openSession(t, s.Session)
 }
 
 func checkBalance(t *testing.T, s budget.Store, want int64) {
@@ -210,24 +204,17 @@ func concurrentDecrements(t *testing.T, s budget.Store, idempotent bool) violati
 		sessions[i] = budgetSession(t, s)
 	}
 	outcomes := make([][]budget.Outcome, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < perWork; i++ {
-				req := workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i), Idempotent: idempotent}
-				o, err := sessions[w].Decrement(ctx, req)
-				if err != nil {
-					errs[w] = fmt.Errorf("worker %d op %d: %w", w, i, err)
-					return
-				}
-				outcomes[w] = append(outcomes[w], o)
+	errs := race(workers, func(w int) error {
+		for i := 0; i < perWork; i++ {
+			req := workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i), Idempotent: idempotent}
+			o, err := sessions[w].Decrement(ctx, req)
+			if err != nil {
+				return fmt.Errorf("worker %d op %d: %w", w, i, err)
 			}
-		}()
-	}
-	wg.Wait()
+			outcomes[w] = append(outcomes[w], o)
+		}
+		return nil
+	})
 	for _, err := range errs {
 		if err != nil {
 			t.Fatalf("Decrement without faults failed: %v", err)

@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/indoubt/indoubt/workloads"
@@ -83,31 +82,27 @@ func Register(t *testing.T, open func(t *testing.T) register.Store, opts ...Opti
 		write(ctx, t, sess, workloads.Request{OpID: "init"}, "k", 0)
 		const workers, attempts = 8, 20
 		wins := make([]int64, workers)
-		errs := make([]error, workers)
-		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			ws := registerSession(t, s)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < attempts; i++ {
-					v, _, err := ws.Read(ctx, "k")
-					if err != nil {
-						errs[w] = fmt.Errorf("worker %d read: %w", w, err)
-						return
-					}
-					ok, err := ws.CAS(ctx, workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i)}, "k", v, v+1)
-					if err != nil {
-						errs[w] = fmt.Errorf("worker %d cas: %w", w, err)
-						return
-					}
-					if ok {
-						wins[w]++
-					}
-				}
-			}()
+		sessions := make([]register.Session, workers)
+		for w := range sessions {
+			sessions[w] = registerSession(t, s)
 		}
-		wg.Wait()
+		errs := race(workers, func(w int) error {
+			ws := sessions[w]
+			for i := 0; i < attempts; i++ {
+				v, _, err := ws.Read(ctx, "k")
+				if err != nil {
+					return fmt.Errorf("worker %d read: %w", w, err)
+				}
+				ok, err := ws.CAS(ctx, workloads.Request{OpID: fmt.Sprintf("%d-%d", w, i)}, "k", v, v+1)
+				if err != nil {
+					return fmt.Errorf("worker %d cas: %w", w, err)
+				}
+				if ok {
+					wins[w]++
+				}
+			}
+			return nil
+		})
 		var total int64
 		for w := range wins {
 			if errs[w] != nil {
@@ -179,12 +174,7 @@ func Register(t *testing.T, open func(t *testing.T) register.Store, opts ...Opti
 
 func registerSession(t *testing.T, s register.Store) register.Session {
 	t.Helper()
-	sess, err := s.Session(testContext(t))
-	if err != nil {
-		t.Fatalf("Session: %v", err)
-	}
-	closeOnCleanup(t, sess)
-	return sess
+	return openSession(t, s.Session)
 }
 
 func write(ctx context.Context, t *testing.T, s register.Session, req workloads.Request, key string, v int64) {

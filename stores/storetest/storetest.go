@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,6 +83,60 @@ func closeOnCleanup(t *testing.T, s workloads.Session) {
 			t.Errorf("close session: %v", err)
 		}
 	})
+}
+
+// Open opens a store's client with open, given ten seconds to connect, and closes it
+// when the test ends; an error fails the test.
+func Open[C interface{ Close() error }](t testing.TB, open func(context.Context) (C, error)) C {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := open(ctx)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// CheckClass fails t unless err is of class want in the contract of package workloads
+// and, if reason is not empty, names that reason.
+func CheckClass(t testing.TB, err error, want workloads.Class, reason workloads.Reason) {
+	t.Helper()
+	if got := workloads.Classify(err); got != want {
+		t.Errorf("class of %v = %v, want %v", err, got, want)
+	}
+	if reason != "" && workloads.ReasonOf(err) != reason {
+		t.Errorf("reason of %v = %q, want %q", err, workloads.ReasonOf(err), reason)
+	}
+}
+
+// openSession opens one session with dial (a store's Session method) and closes it when
+// the test ends.
+func openSession[S workloads.Session](t *testing.T, dial func(context.Context) (S, error)) S {
+	t.Helper()
+	sess, err := dial(testContext(t))
+	if err != nil {
+		t.Fatalf("Session: %v", err)
+	}
+	closeOnCleanup(t, sess)
+	return sess
+}
+
+// race runs work for each of n workers at once and returns, by worker, the error each
+// stopped on (nil where it finished).
+func race(n int, work func(w int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = work(w)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // checkLoopbackConn fails t unless addr is a loopback host:port with a nonzero port: the

@@ -42,7 +42,31 @@ func TestStartFerretDBSQLite(t *testing.T) {
 		t.Errorf("Handler = %q, want sqlite", f.Handler)
 	}
 
-	client, err := mongo.Connect(options.Client().ApplyURI(f.URI).SetTimeout(10 * time.Second))
+	client := mongoRoundTrip(ctx, t, f.URI)
+	// The data lives in the temporary directory, as SQLite files.
+	if files, _ := filepath.Glob(filepath.Join(f.Dir, "*.sqlite")); len(files) == 0 {
+		entries, _ := os.ReadDir(f.Dir)
+		t.Errorf("no SQLite file in %s: %v", f.Dir, entries)
+	}
+	if err := client.Disconnect(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	stopped = true
+	servertest.StopCleanly(t, f.Stop, f.Dir)
+	if c, err := net.DialTimeout("tcp", f.Addr, time.Second); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections after Stop", f.Addr)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Logf("dial after Stop: %v", err)
+	}
+}
+
+// mongoRoundTrip connects a MongoDB client to uri, writes a document into servertest.c
+// and reads it back; the caller disconnects the client.
+func mongoRoundTrip(ctx context.Context, t *testing.T, uri string) *mongo.Client {
+	t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetTimeout(10 * time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,31 +78,7 @@ func TestStartFerretDBSQLite(t *testing.T) {
 	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil || got.V != "x" {
 		t.Fatalf("find: %+v, %v", got, err)
 	}
-	// The data lives in the temporary directory, as SQLite files.
-	if files, _ := filepath.Glob(filepath.Join(f.Dir, "*.sqlite")); len(files) == 0 {
-		entries, _ := os.ReadDir(f.Dir)
-		t.Errorf("no SQLite file in %s: %v", f.Dir, entries)
-	}
-	if err := client.Disconnect(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	if err := f.Stop(); err != nil {
-		t.Errorf("Stop: %v", err)
-	}
-	stopped = true
-	if c, err := net.DialTimeout("tcp", f.Addr, time.Second); err == nil {
-		c.Close()
-		t.Errorf("%s still accepts connections after Stop", f.Addr)
-	} else if !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Logf("dial after Stop: %v", err)
-	}
-	if _, err := os.Stat(f.Dir); !os.IsNotExist(err) {
-		t.Errorf("temp dir %s left behind: %v", f.Dir, err)
-	}
-	if err := f.Stop(); err != nil {
-		t.Errorf("second Stop: %v", err)
-	}
+	return client
 }
 
 func TestStartFerretDBPostgreSQL(t *testing.T) {
@@ -98,19 +98,8 @@ func TestStartFerretDBPostgreSQL(t *testing.T) {
 	if f.Handler != ferret.PostgreSQL {
 		t.Errorf("Handler = %q, want postgresql", f.Handler)
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI(f.URI).SetTimeout(10 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := mongoRoundTrip(ctx, t, f.URI)
 	defer client.Disconnect(ctx)
-	coll := client.Database("servertest").Collection("c")
-	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "x"}}); err != nil {
-		t.Fatalf("insert: %v", err)
-	}
-	var got struct{ V string }
-	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil || got.V != "x" {
-		t.Fatalf("find: %+v, %v", got, err)
-	}
 	// FerretDB keeps each MongoDB database as a PostgreSQL schema.
 	psql := exec.Command(filepath.Join(pg.BinDir, "psql"), "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port),
 		"-U", servers.PostgresUser, "-d", servers.PostgresDatabase, "-Atc",

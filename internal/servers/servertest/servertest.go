@@ -211,3 +211,18 @@ func onCI() bool {
 	ci, _ := strconv.ParseBool(os.Getenv("CI"))
 	return ci
 }
+
+// StopCleanly stops a server of a test's own and checks that its temporary directory dir
+// is gone and that a second stop is a harmless no-op.
+func StopCleanly(tb testing.TB, stop func() error, dir string) {
+	tb.Helper()
+	if err := stop(); err != nil {
+		tb.Errorf("Stop: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		tb.Errorf("temp dir %s left behind: %v", dir, err)
+	}
+	if err := stop(); err != nil {
+		tb.Errorf("second Stop: %v", err)
+	}
+}
