@@ -9,6 +9,12 @@ const (
 	Budget   Name = "budget"
 	Counter  Name = "counter"
 	Register Name = "register"
+	// Transfer moves 1 between two rows, on one server or across two with two-phase
+	// commit (package workloads/transfer; run by internal/twopc).
+	Transfer Name = "transfer"
+	// TwoRows reads two rows in one transaction, on one server or across two with
+	// two-phase commit: the Schism paper's workload.
+	TwoRows Name = "two-rows"
 )
 
 // Final is a workload's final state after a run: the `final` section of results.json,

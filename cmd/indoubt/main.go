@@ -5,6 +5,9 @@
 //	indoubt check    re-check a recorded history (indoubt JSONL, Jepsen EDN or log)
 //	indoubt proxy    the commit-aware fault proxy in front of any application
 //	indoubt server   a throwaway local server until Ctrl-C, for scripts and benchmarks
+//	indoubt suite    run a suite file's cases with their expectations (CI: JUnit, annotations)
+//	indoubt report   re-render report.html and summary.html from recorded runs
+//	indoubt compare  two recorded runs' figures side by side
 //
 // Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run. The
 // first SIGINT or SIGTERM stops a command cleanly; a second stops it at once (exit 2).
@@ -117,6 +120,9 @@ func commands() []command {
 		{"proxy", "the commit-aware fault proxy in front of any application", proxyCommand},
 		{"server", "launch a throwaway local server until Ctrl-C", serverCommand},
 		{"clean", "remove temporary directories left by killed launches", cleanCommand},
+		{"suite", "run a suite file's cases and check their expectations (CI)", suiteCommand},
+		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
+		{"compare", "print two recorded runs' figures side by side with ratios", compareCommand},
 	}
 }
 

@@ -66,6 +66,9 @@ type runArgs struct {
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if twoPCWorkload(args) {
+		return runTwoPC(ctx, args, stdout, stderr)
+	}
 	a, err := parseRunArgs(args, stdout, stderr)
 	if err != nil {
 		return err
@@ -85,6 +88,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, s)
 	}
 	all, err := runEach(ctx, a.cfg, stores, a.counts)
+	if a.cfg.OnProgress != nil {
+		fmt.Fprint(stderr, "\r\033[K") // the live line ends with the run
+	}
 	if err != nil {
 		// Drivers quote DSNs in their errors; the runner scrubs what it returns, and
 		// this catches whatever reaches the console another way.
@@ -132,9 +138,9 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
 		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
 		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
-		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter")
+		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter; transfer and two-rows (two-phase commit over several servers: see --workload transfer --help)")
 		specs    multiFlag
-		quiet    = fs.Bool("quiet", false, "no progress lines on stderr")
+		quiet    = fs.Bool("quiet", false, "no progress on stderr (neither launch lines nor the live line)")
 		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
 	)
 	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
@@ -152,7 +158,8 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
 	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
 	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
-	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T")
+	fs.IntVar(&cfg.MaxAnomalies, "max-anomalies", report.DefaultMaxAnomalies, "list at most this many anomalies and ground-truth items in results.json and the console (counts stay exact; -1 lists all)")
+	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T, power-loss[:tear]@T")
 	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
 	if err := parseFlags(fs, args); err != nil {
 		return a, err
@@ -194,10 +201,46 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if a.counts, err = parseCounts(*workers); err != nil {
 		return a, fmt.Errorf("run: --workers: %v", err)
 	}
+	if cfg.MaxAnomalies < 1 && cfg.MaxAnomalies != -1 {
+		return a, fmt.Errorf("run: --max-anomalies must be at least 1, or -1 for all")
+	}
 	if !*quiet {
 		cfg.Progress = stderr
+		if !a.jsonOut && isTerminal(stdout) && isTerminal(stderr) {
+			cfg.OnProgress = liveLine(stderr)
+		}
 	}
 	return a, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// liveLine rewrites one progress line on a terminal once a run has lasted two seconds:
+// elapsed time, operations, their rate, faults fired, and the time left when it is known.
+func liveLine(w io.Writer) func(runner.Progress) {
+	return func(p runner.Progress) {
+		if p.Elapsed < 2*time.Second {
+			return
+		}
+		rate := float64(p.Completed) / p.Elapsed.Seconds()
+		line := fmt.Sprintf("%5.1fs  %d ops  %.0f tx/s  %d faults", p.Elapsed.Seconds(), p.Completed, rate, p.Faults)
+		switch {
+		case p.Total > 0 && rate > 0:
+			left := time.Duration(float64(p.Total-p.Completed) / rate * float64(time.Second))
+			line += fmt.Sprintf("  %d/%d  ETA %s", p.Completed, p.Total, left.Round(time.Second))
+		case p.Duration > 0:
+			line += fmt.Sprintf("  %s left", max(0, p.Duration-p.Elapsed).Round(time.Second))
+		}
+		fmt.Fprintf(w, "\r\033[K%s", line)
+	}
 }
 
 // runEach runs every store at every worker count, and stops early when ctx ends.
@@ -340,6 +383,9 @@ func writeSummary(out string, all []*report.Results) (string, error) {
 	path := filepath.Join(out, "summary-"+time.Now().Format("20060102-150405.000")+".json")
 	b, _ := json.MarshalIndent(s, "", "  ")
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write summary: %v", err)
+	}
+	if err := report.WriteSummaryHTML(strings.TrimSuffix(path, ".json")+".html", all); err != nil {
 		return "", fmt.Errorf("write summary: %v", err)
 	}
 	return path, nil

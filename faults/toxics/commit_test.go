@@ -110,6 +110,20 @@ func txSteps() []step {
 	}
 }
 
+// prepareSteps is the first phase of two-phase commit on one participant.
+func prepareSteps() []step {
+	return []step{
+		{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)},
+		{pgQuery("update account set balance = balance - 1 where id = 1"), append(pgComplete("UPDATE 1"), pgReady('T')...)},
+		{pgQuery("PREPARE TRANSACTION 'g1'"), append(pgComplete("PREPARE TRANSACTION"), pgReady('I')...)},
+	}
+}
+
+// commitPreparedSteps is the second phase: one statement outside any block.
+func commitPreparedSteps() []step {
+	return []step{{pgQuery("COMMIT PREPARED 'g1'"), append(pgComplete("COMMIT PREPARED"), pgReady('I')...)}}
+}
+
 const extSQL = "UPDATE account SET balance = balance - $1 WHERE id = 1 AND balance > 0"
 
 func extendedSteps() []step {
@@ -147,6 +161,10 @@ func TestCommitFaults(t *testing.T) {
 			len(pgBind("", "stmtcache_9")) + len(pgDescribe('P', "")), 0, CommitDrop, extSQL, ""},
 		{"cut autocommit execute", func(f *Faults) { f.Cut.Set(1, 0) }, ext, 1,
 			-1, len(pgBindComplete()) + len(pgNoData()), CommitCut, extSQL, "UPDATE 1"},
+		{"drop prepare transaction", func(f *Faults) { f.Drop.Set(1, 0) }, prepareSteps(), 2, 0, 0, CommitDrop, "PREPARE TRANSACTION 'g1'", ""},
+		{"cut prepare transaction", func(f *Faults) { f.Cut.Set(1, 0) }, prepareSteps(), 2, -1, 0, CommitCut, "PREPARE TRANSACTION 'g1'", "PREPARE TRANSACTION"},
+		{"drop commit prepared", func(f *Faults) { f.Drop.Set(1, 0) }, commitPreparedSteps(), 0, 0, 0, CommitDrop, "COMMIT PREPARED 'g1'", ""},
+		{"cut commit prepared", func(f *Faults) { f.Cut.Set(1, 0) }, commitPreparedSteps(), 0, -1, 0, CommitCut, "COMMIT PREPARED 'g1'", "COMMIT PREPARED"},
 		{"cut simple autocommit", func(f *Faults) { f.Cut.Set(1, 0) },
 			[]step{{pgQuery("insert into t values (1)"), append(pgComplete("INSERT 0 1"), pgReady('I')...)}}, 0,
 			-1, 0, CommitCut, "insert into t values (1)", "INSERT 0 1"},
@@ -191,6 +209,18 @@ func TestCommitPointsAndNonPoints(t *testing.T) {
 			{pgQuery("rollback"), nil},
 		}, false},
 		{"commit prepared", []step{{pgQuery("COMMIT PREPARED 'tx1'"), nil}}, true},
+		{"prepare transaction ends a block: the first phase's point", []step{
+			{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)},
+			{pgQuery("update t set x = 1"), append(pgComplete("UPDATE 1"), pgReady('T')...)},
+			{pgQuery("PREPARE TRANSACTION 'tx1'"), nil},
+		}, true},
+		{"prepare transaction outside a block: no point", []step{{pgQuery("PREPARE TRANSACTION 'tx1'"), nil}}, false},
+		{"prepare transaction in a failed block rolls back: no point", []step{
+			{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)},
+			{pgQuery("update t set x = 1/0"), append(pgError("division by zero"), pgReady('E')...)},
+			{pgQuery("PREPARE TRANSACTION 'tx1'"), nil},
+		}, false},
+		{"rollback prepared: no point", []step{{pgQuery("ROLLBACK PREPARED 'tx1'"), nil}}, false},
 		{"prepared commit via extended protocol", []step{
 			{pgQuery("begin"), append(pgComplete("BEGIN"), pgReady('T')...)},
 			{bytes.Join([][]byte{pgParse("c1", "commit"), pgBind("p", "c1"), pgExecute("p"), pgSync()}, nil), nil},

@@ -13,7 +13,10 @@ import (
 //     statements form one implicit transaction: one point) or as an Execute; it counts
 //     by default when it writes (INSERT, UPDATE, DELETE, MERGE, COPY FROM, DDL, CALL,
 //     a data-modifying WITH), and with a match function when its SQL matches;
-//   - COMMIT PREPARED.
+//   - PREPARE TRANSACTION that ends an open block (the first phase of two-phase commit:
+//     once the server has prepared, the transaction survives the connection and only
+//     COMMIT PREPARED or ROLLBACK PREPARED end it);
+//   - COMMIT PREPARED (the second phase).
 //
 // Prepared statements are followed from Parse to Bind to Execute by name (pgx parses
 // "stmtcache_<hash>" once per connection and then only binds and executes it).
@@ -24,7 +27,7 @@ import (
 // clients that pipeline. A COMMIT in a failed block only rolls back: not a point.
 //
 // Proof of commit (downstream, server to client), for a request whose cut was armed:
-// CommandComplete "COMMIT"; or, for an autocommit statement, its CommandComplete
+// CommandComplete "COMMIT" or "PREPARE TRANSACTION"; or, for an autocommit statement, its CommandComplete
 // followed by ReadyForQuery 'I' with no ErrorResponse between (with the extended
 // protocol the implicit commit happens at Sync, so only that ReadyForQuery proves it).
 // The cut drops from the first CommandComplete of the request's reply on. An
@@ -239,7 +242,14 @@ func (c *pgConn) query(sql string) *Point {
 			}
 			tx = txIdle
 			c.blockText.Reset()
-		case cls == stmtRollback || cls == stmtPrepareTxn:
+		case cls == stmtPrepareTxn:
+			if tx == txOpen {
+				prefix = c.blockText.String()
+				p = pointOr(p, true)
+			}
+			tx = txIdle
+			c.blockText.Reset()
+		case cls == stmtRollback:
 			tx = txIdle
 			c.blockText.Reset()
 		case cls == stmtCommitPrepare:
@@ -279,7 +289,13 @@ func (c *pgConn) execute(sql string) *Point {
 		}
 		tx = txIdle
 		c.blockText.Reset()
-	case cls == stmtRollback || cls == stmtPrepareTxn:
+	case cls == stmtPrepareTxn:
+		if tx == txOpen {
+			p = &Point{Statement: sql, Text: c.blockText.String() + sql, Default: true}
+		}
+		tx = txIdle
+		c.blockText.Reset()
+	case cls == stmtRollback:
 		tx = txIdle
 		c.blockText.Reset()
 	case cls == stmtCommitPrepare:
@@ -372,7 +388,7 @@ func (c *pgConn) Reply(b []byte) (int, Verdict) {
 	}
 	tag, _, _ := cstring(f.body)
 	switch {
-	case tag == "COMMIT":
+	case tag == "COMMIT" || tag == "PREPARE TRANSACTION":
 		p := cy.cut
 		cy.cut = nil
 		return f.n, Verdict{Action: Cut, Pending: p, Tag: tag}

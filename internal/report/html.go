@@ -1,63 +1,644 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
+	_ "embed"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"html/template"
+	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+	"github.com/go-echarts/go-echarts/v2/render"
+
+	"github.com/indoubt/indoubt/histories"
 )
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"json": func(v any) string {
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err.Error()
-		}
-		return string(b)
-	},
-}).Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>indoubt: {{.Workload}} on {{.Store}} — {{.Verdict}}</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:70em}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
-.valid{color:#176617}.invalid{color:#b00020}.unknown{color:#8a6d00}
-pre{background:#f6f6f6;padding:.5em;overflow:auto}
-</style></head><body>
-<h1>{{.Workload}} on {{.Store}}: <span class="{{.Verdict}}">{{.Verdict}}</span>{{if .Interrupted}} (interrupted){{end}}</h1>
-<p>{{.Summary}}</p>
-<table>
-<tr><th>mechanism</th><td>{{.Mechanism}}</td></tr>
-<tr><th>retry policy</th><td>{{.Retry}}</td></tr>
-<tr><th>server</th><td>{{.Server}}{{if .Proxied}}, through the fault proxy{{end}}</td></tr>
-<tr><th>seed</th><td>{{.Seed}}</td></tr>
-<tr><th>workers</th><td>{{.Workers}}</td></tr>
-<tr><th>duration</th><td>{{printf "%.2f" .DurationS}} s</td></tr>
-<tr><th>throughput</th><td>{{printf "%.1f" .Throughput}} ops/s</td></tr>
-<tr><th>operations</th><td>{{.Ops.Invoked}} invoked: {{.Ops.OK}} ok, {{.Ops.Fail}} fail, {{.Ops.Info}} info (unknown)</td></tr>
-<tr><th>latency</th><td>p50 {{.LatencyMs.P50}} ms, p95 {{.LatencyMs.P95}} ms, p99 {{.LatencyMs.P99}} ms, max {{.LatencyMs.Max}} ms</td></tr>
-<tr><th>retries</th><td>{{.Retries.Total}}: ok {{.Retries.ByOutcome.OK}}, fail {{.Retries.ByOutcome.Fail}}, info {{.Retries.ByOutcome.Info}}, deadline {{.Retries.ByOutcome.Deadline}}; by reason {{range $k, $v := .Retries.ByReason}}{{$k}}={{$v}} {{end}}</td></tr>
-<tr><th>CAS conflicts</th><td>{{.Conflicts}}</td></tr>
-<tr><th>faults</th><td>{{range .Faults.Schedule}}{{.}} {{end}}{{range $k, $v := .Faults.ByKind}}{{$k}}={{$v}} {{end}}{{if .Faults.Commits}}<br>commit faults: {{.Faults.Commits}}{{else}}{{range $k, $v := .Faults.ByTruth}}truth {{$k}}={{$v}} {{end}}{{end}}</td></tr>
-</table>
-{{with .Evidence}}<h2>Ground truth from the proxy</h2>
-<p>{{.Events}} fault events, {{.Joined}} joined to operations.</p>
-{{if .AppliedTwice}}<h3>Applied more than once</h3><ul>{{range .AppliedTwice}}<li>{{.Sentence}}</li>{{end}}</ul>{{end}}
-{{if .CommittedTwice}}<h3>Committed more than once (the first commit's reply does not show what it changed)</h3><ul>{{range .CommittedTwice}}<li>{{.Sentence}}</li>{{end}}</ul>{{end}}
-{{if .Disagreements}}<h3>Checker and ground truth disagree</h3><ul>{{range .Disagreements}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{if .Ambiguous}}<h3>Operations hit by a fault</h3><table><tr><th>op</th><th>ended</th><th>connection</th><th>fault</th><th>truth</th></tr>
-{{range .Ambiguous}}<tr><td>{{.OpID}}</td><td>{{.Completion}}</td><td>{{.Conn}}</td><td>{{.Fault}}</td><td>{{.Truth}}</td></tr>{{end}}</table>{{end}}
-{{end}}
-{{if .Anomalies}}<h2>Anomalies</h2><p>{{len .Anomalies}} listed{{if gt (len .Anomalies) 20}}; the first 20 here, all in results.json{{end}}.</p><ul>{{range $i, $a := .Anomalies}}{{if lt $i 20}}<li><b>{{$a.Kind}}</b>: {{$a.Explanation}} (history events {{range $a.Ops}}{{.}} {{end}})</li>{{end}}{{end}}</ul>{{end}}
-<h2>Final state</h2><pre>{{json .Final}}</pre>
-<p>Files beside this one: history.jsonl (every operation), faults.jsonl (proxy events), results.json, config.json.</p>
-</body></html>
-`))
+// echartsJS is Apache ECharts 5.6.0 (assets/README): embedded in every page so that a
+// report opens offline; go-echarts would load it from a CDN.
+//
+//go:embed assets/echarts.min.js
+var echartsJS string
 
-// WriteHTML writes report.html for one run.
+// TimelineLimit is how many operations the timeline draws at most; the operations the
+// verdict names are drawn whatever their number. Charts over time cover every operation.
+const TimelineLimit = 20000
+
+// span is one logical operation of the history: its worker, when it was invoked and
+// completed (seconds since the run started) and how it ended.
+type span struct {
+	worker     int
+	opID       string
+	from, to   float64
+	completion histories.Type
+	index      int64 // history index of the invocation
+}
+
+// window is a fault window; mark is one fault the proxy fired, on a worker when its
+// connection could be told.
+type window struct {
+	fault    string
+	from, to float64
+}
+
+type mark struct {
+	t      float64
+	kind   string
+	worker int
+}
+
+// runData is what the charts need from a run directory beside results.json.
+type runData struct {
+	spans   []span
+	windows []window
+	marks   []mark
+	end     float64
+}
+
+// WriteHTML writes report.html for one run. It reads history.jsonl and faults.jsonl from
+// the directory it writes into, when they are there, for the charts and the timeline.
 func WriteHTML(path string, r *Results) error {
-	var buf bytes.Buffer
-	if err := page.Execute(&buf, r); err != nil {
+	data, err := loadRunData(filepath.Dir(path))
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	b, err := renderReport(r, data, filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
+
+// workerOf reads the worker from an op id ("3-41": worker 3): a worker keeps its number
+// when its process id changes after an unknown outcome.
+func workerOf(opID string, process int) int {
+	if w, _, ok := strings.Cut(opID, "-"); ok {
+		if n, err := strconv.Atoi(w); err == nil {
+			return n
+		}
+	}
+	return process
+}
+
+// loadRunData streams the history: a run of a million operations keeps only its spans.
+func loadRunData(dir string) (runData, error) {
+	var d runData
+	f, err := os.Open(filepath.Join(dir, "history.jsonl"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return d, nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("report: %v", err)
+	}
+	defer f.Close()
+	hr, err := histories.NewReader(bufio.NewReaderSize(f, 1<<20), f.Name())
+	if err != nil {
+		return d, fmt.Errorf("report: %v", err)
+	}
+	hr.Partial = true
+	next := func() (histories.Op, bool, error) {
+		op, err := hr.Next()
+		if err == io.EOF {
+			return op, false, nil
+		}
+		return op, err == nil, err
+	}
+	open := map[string]int{} // op id -> index in d.spans
+	var lastConn []connUse
+	for {
+		op, ok, err := next()
+		if err != nil {
+			return d, fmt.Errorf("report: %v", err)
+		}
+		if !ok {
+			break
+		}
+		t := float64(op.Time) / 1e9
+		if t > d.end {
+			d.end = t
+		}
+		if !op.IsClient() {
+			continue
+		}
+		if strings.HasPrefix(op.OpID, "final-") {
+			continue
+		}
+		switch op.Type {
+		case histories.Invoke:
+			w := workerOf(op.OpID, op.Process)
+			open[op.OpID] = len(d.spans)
+			d.spans = append(d.spans, span{worker: w, opID: op.OpID, from: t, to: -1, index: op.Index})
+			if op.Conn != "" {
+				lastConn = append(lastConn, connUse{op.Conn, t, w})
+			}
+		default:
+			if i, ok := open[op.OpID]; ok {
+				d.spans[i].to, d.spans[i].completion = t, op.Type
+				delete(open, op.OpID)
+			}
+		}
+	}
+	for _, i := range open {
+		d.spans[i].to, d.spans[i].completion = d.end, histories.Info
+	}
+	d.end = float64(int64(d.end*100)+1) / 100
+	if err := d.loadFaults(filepath.Join(dir, "faults.jsonl"), lastConn); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+type connUse struct {
+	conn   string
+	t      float64
+	worker int
+}
+
+// loadFaults reads the proxy's fault windows and events. An event's worker is the one
+// whose last invocation before it used the event's connection; -1 when none did (a
+// connection opened by a retry after its operation's invocation).
+func (d *runData) loadFaults(path string, uses []connUse) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("report: %v", err)
+	}
+	defer f.Close()
+	byConn := map[string][]connUse{}
+	for _, u := range uses {
+		byConn[u.conn] = append(byConn[u.conn], u)
+	}
+	opened := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e struct {
+			Window  string `json:"window"`
+			Fault   string `json:"fault"`
+			Kind    string `json:"kind"`
+			Conn    string `json:"conn"`
+			RunTime int64  `json:"run_time"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue // a torn last line of an interrupted run
+		}
+		t := float64(e.RunTime) / 1e9
+		switch {
+		case e.Window == "start":
+			opened[e.Fault] = t
+		case e.Window != "":
+			d.windows = append(d.windows, window{e.Fault, opened[e.Fault], t})
+			delete(opened, e.Fault)
+		case e.Kind != "":
+			w := -1
+			us := byConn[e.Conn]
+			if k := sort.Search(len(us), func(i int) bool { return us[i].t > t }); k > 0 {
+				w = us[k-1].worker
+			}
+			d.marks = append(d.marks, mark{t, e.Kind, w})
+		}
+	}
+	for fault, from := range opened {
+		d.windows = append(d.windows, window{fault, from, d.end})
+	}
+	sort.Slice(d.windows, func(i, j int) bool { return d.windows[i].from < d.windows[j].from })
+	return sc.Err()
+}
+
+// named returns the op ids the verdict names, in the order they are named: the
+// operations the ground truth proves applied or committed twice, then those of the
+// listed anomalies' events.
+func named(r *Results, d runData) (map[string]bool, []string) {
+	set := map[string]bool{}
+	var order []string
+	add := func(id string) {
+		if !set[id] {
+			set[id] = true
+			order = append(order, id)
+		}
+	}
+	if e := r.Evidence; e != nil {
+		for _, l := range [][]AmbiguousOp{e.AppliedTwice, e.CommittedTwice} {
+			for _, a := range l {
+				add(a.OpID)
+			}
+		}
+	}
+	byIndex := map[int64]string{}
+	for _, s := range d.spans {
+		byIndex[s.index] = s.opID
+	}
+	for _, a := range r.Anomalies {
+		for _, i := range a.Ops {
+			if id, ok := byIndex[i]; ok {
+				add(id)
+			}
+		}
+	}
+	return set, order
+}
+
+// overTime holds series over the run in bins of bin seconds: a second, or less for a
+// short run so that a run of one second still has a curve of 20 points. Rates are per
+// second.
+type overTime struct {
+	bin            float64
+	secs           []int
+	ok, fail, info []int
+	p50, p99, pmax []float64
+}
+
+// at returns the middle of bin k in seconds.
+func (o overTime) at(k int) float64 { return round2((float64(k) + 0.5) * o.bin) }
+
+// rate turns a bin's count into a rate per second.
+func (o overTime) rate(n int) float64 { return round2(float64(n) / o.bin) }
+
+func perSecond(d runData) overTime {
+	var o overTime
+	o.bin = 1
+	for _, b := range []float64{1, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01} {
+		o.bin = b
+		if d.end/b >= 20 {
+			break
+		}
+	}
+	n := int(d.end/o.bin) + 1
+	lat := make([][]float64, n)
+	o.secs = make([]int, n)
+	o.ok, o.fail, o.info = make([]int, n), make([]int, n), make([]int, n)
+	for i := range o.secs {
+		o.secs[i] = i
+	}
+	for _, s := range d.spans {
+		sec := int(s.to / o.bin)
+		if sec < 0 || sec >= n {
+			continue
+		}
+		switch s.completion {
+		case histories.OK:
+			o.ok[sec]++
+		case histories.Fail:
+			o.fail[sec]++
+		default:
+			o.info[sec]++
+		}
+		lat[sec] = append(lat[sec], (s.to-s.from)*1000)
+	}
+	o.p50, o.p99, o.pmax = make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, l := range lat {
+		if len(l) == 0 {
+			continue
+		}
+		sort.Float64s(l)
+		q := func(p float64) float64 { return round2(l[min(len(l)-1, int(p*float64(len(l))))]) }
+		o.p50[i], o.p99[i], o.pmax[i] = q(0.5), q(0.99), round2(l[len(l)-1])
+	}
+	return o
+}
+
+func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+
+var outcomeColor = map[histories.Type]string{histories.OK: "#2e7d32", histories.Fail: "#c62828", histories.Info: "#ef8f00"}
+
+const namedColor = "#6a1b9a"
+
+func chartInit(id, height string) charts.GlobalOpts {
+	return charts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "100%", Height: height})
+}
+
+// windowAreas shades the fault windows on a chart whose x axis is seconds.
+func windowAreas(d runData) charts.SeriesOpts {
+	var items []opts.MarkAreaNameCoordItem
+	for _, w := range d.windows {
+		items = append(items, opts.MarkAreaNameCoordItem{
+			Name: w.fault, Coordinate0: []interface{}{w.from, "min"}, Coordinate1: []interface{}{w.to, "max"},
+			ItemStyle: &opts.ItemStyle{Color: "rgba(255,152,0,0.12)"},
+		})
+	}
+	return charts.WithMarkAreaNameCoordItemOpts(items...)
+}
+
+func xy(x, y float64) opts.LineData { return opts.LineData{Value: []interface{}{x, y}} }
+
+// rateChart is completions per second by outcome, with the fault windows shaded and the
+// faults the proxy fired per second on a second axis.
+func rateChart(d runData, o overTime) *charts.Line {
+	c := charts.NewLine()
+	c.SetGlobalOptions(chartInit("chart_rate", "300px"),
+		charts.WithTitleOpts(opts.Title{Title: "Operations completed per second", Subtitle: "shaded: fault windows; bars of faults fired per second on the right axis"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s", Min: 0, Max: d.end}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "ops/s"}),
+		charts.WithAnimation(false),
+	)
+	c.ExtendYAxis(opts.YAxis{Type: "value", Name: "faults/s", Position: "right"})
+	for i, s := range []struct {
+		name   string
+		counts []int
+		t      histories.Type
+	}{{"ok", o.ok, histories.OK}, {"fail", o.fail, histories.Fail}, {"info", o.info, histories.Info}} {
+		pts := make([]opts.LineData, len(o.secs))
+		for k := range o.secs {
+			pts[k] = xy(o.at(k), o.rate(s.counts[k]))
+		}
+		so := []charts.SeriesOpts{charts.WithLineStyleOpts(opts.LineStyle{Color: outcomeColor[s.t]}), charts.WithItemStyleOpts(opts.ItemStyle{Color: outcomeColor[s.t]})}
+		if i == 0 {
+			so = append(so, windowAreas(d))
+		}
+		c.AddSeries(s.name, pts, so...)
+	}
+	byKind := map[string][]int{}
+	for _, m := range d.marks {
+		if byKind[m.kind] == nil {
+			byKind[m.kind] = make([]int, len(o.secs))
+		}
+		if s := int(m.t / o.bin); s >= 0 && s < len(o.secs) {
+			byKind[m.kind][s]++
+		}
+	}
+	for _, k := range sortedKeysOf(byKind) {
+		pts := make([]opts.LineData, len(o.secs))
+		for s, v := range byKind[k] {
+			pts[s] = xy(o.at(s), o.rate(v))
+		}
+		c.AddSeries(k, pts, charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1, Step: "middle"}),
+			charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
+	}
+	return c
+}
+
+func latencyChart(d runData, o overTime) *charts.Line {
+	c := charts.NewLine()
+	c.SetGlobalOptions(chartInit("chart_latency", "300px"),
+		charts.WithTitleOpts(opts.Title{Title: "Latency by time of completion (ms, retries included)", Subtitle: "shaded: fault windows"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s", Min: 0, Max: d.end}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "ms"}),
+		charts.WithAnimation(false),
+	)
+	for i, s := range []struct {
+		name string
+		v    []float64
+	}{{"p50", o.p50}, {"p99", o.p99}, {"max", o.pmax}} {
+		var pts []opts.LineData
+		for k, v := range s.v {
+			if v > 0 {
+				pts = append(pts, xy(o.at(k), v))
+			}
+		}
+		var so []charts.SeriesOpts
+		if i == 0 {
+			so = append(so, windowAreas(d))
+		}
+		c.AddSeries(s.name, pts, so...)
+	}
+	return c
+}
+
+// timelineChart draws each operation as a segment on its worker's row, from invocation
+// to completion, coloured by outcome; the operations the verdict names are drawn thick
+// on top, and the proxy's cuts and drops are marked where they hit.
+func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int) {
+	workers := 0
+	for _, s := range d.spans {
+		workers = max(workers, s.worker+1)
+	}
+	c := charts.NewLine()
+	height := fmt.Sprintf("%dpx", min(900, 160+workers*18))
+	c.SetGlobalOptions(chartInit("chart_timeline", height),
+		charts.WithTitleOpts(opts.Title{Title: "Operations per worker", Subtitle: "invocation to completion, by outcome; thick: named by the verdict; markers: faults the proxy fired"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "top", Right: "2%"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s", Min: 0, Max: d.end}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "worker", Min: -1, Max: workers, Inverse: opts.Bool(true)}),
+		charts.WithDataZoomOpts(opts.DataZoom{Type: "inside", XAxisIndex: []int{0}}, opts.DataZoom{Type: "slider", XAxisIndex: []int{0}}),
+		charts.WithGridOpts(opts.Grid{Top: "70", Bottom: "80"}),
+		charts.WithAnimation(false),
+	)
+	gap := opts.LineData{Value: "-"}
+	seg := map[histories.Type][]opts.LineData{}
+	var hl []opts.LineData
+	drawn, highlighted := 0, 0
+	for _, s := range d.spans {
+		isNamed := namedOps[s.opID]
+		if drawn >= TimelineLimit && !isNamed {
+			continue
+		}
+		y := float64(s.worker)
+		pts := []opts.LineData{{Name: s.opID, Value: []interface{}{s.from, y}}, {Name: s.opID, Value: []interface{}{s.to, y}}, gap}
+		seg[s.completion] = append(seg[s.completion], pts...)
+		drawn++
+		if isNamed {
+			hl = append(hl, pts...)
+			highlighted++
+		}
+	}
+	for _, t := range []histories.Type{histories.OK, histories.Fail, histories.Info} {
+		c.AddSeries(t.String(), seg[t], charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
+			charts.WithLineStyleOpts(opts.LineStyle{Color: outcomeColor[t], Width: 4}), charts.WithItemStyleOpts(opts.ItemStyle{Color: outcomeColor[t]}))
+	}
+	c.AddSeries("named by the verdict", hl, charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
+		charts.WithLineStyleOpts(opts.LineStyle{Color: namedColor, Width: 9, Opacity: opts.Float(0.75)}), charts.WithItemStyleOpts(opts.ItemStyle{Color: namedColor}))
+	byKind := map[string][]opts.LineData{}
+	for _, m := range d.marks {
+		if m.worker < 0 {
+			continue
+		}
+		byKind[m.kind] = append(byKind[m.kind], opts.LineData{Value: []interface{}{m.t, float64(m.worker)}})
+	}
+	symbols := map[string]string{"commit-cut": "triangle", "commit-drop": "diamond"}
+	for _, k := range sortedKeysOf(byKind) {
+		sym := symbols[k]
+		if sym == "" {
+			sym = "pin"
+		}
+		c.AddSeries(k, byKind[k], charts.WithLineChartOpts(opts.LineChart{Symbol: sym, SymbolSize: 10, ShowSymbol: opts.Bool(true)}),
+			charts.WithLineStyleOpts(opts.LineStyle{Width: 0, Opacity: opts.Float(0)}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#000"}))
+	}
+	return c, drawn, highlighted
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// chartHTML renders a chart as the element and the script that draws it.
+func chartHTML(c interface{ RenderSnippet() render.ChartSnippet }) template.HTML {
+	s := c.RenderSnippet()
+	return template.HTML(s.Element + s.Script)
+}
+
+// finalRows shows the final state as a table: its JSON's fields, in order.
+func finalRows(r *Results) [][2]string {
+	if r.Final == nil {
+		return nil
+	}
+	b, err := json.Marshal(r.Final)
+	if err != nil {
+		return [][2]string{{"error", err.Error()}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var rows [][2]string
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return [][2]string{{"final", string(b)}}
+	}
+	for dec.More() {
+		k, _ := dec.Token()
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		rows = append(rows, [2]string{fmt.Sprint(k), strings.Trim(string(v), `"`)})
+	}
+	return rows
+}
+
+// pageData is what report.html's template shows.
+type pageData struct {
+	R               *Results
+	Headline        string
+	Grouped         string
+	Charts          []template.HTML
+	Drawn, Total    int
+	Highlighted     int
+	Named           []string
+	Final           [][2]string
+	Porcupine       bool
+	ShownFirst      []AmbiguousOp
+	Folded          []AmbiguousOp
+	CommittedShown  []AmbiguousOp
+	CommittedFolded []AmbiguousOp
+	AnomaliesShown  int
+	JS              template.JS
+	WindowsDesc     []string
+}
+
+const shownFirst = 5
+
+func renderReport(r *Results, d runData, dir string) ([]byte, error) {
+	namedOps, order := named(r, d)
+	o := perSecond(d)
+	tl, drawn, hl := timelineChart(d, namedOps)
+	p := pageData{
+		R: r, Headline: Headline(r), Final: finalRows(r), Drawn: drawn, Total: len(d.spans), Highlighted: hl,
+		JS: template.JS(echartsJS),
+	}
+	if len(d.spans) > 0 {
+		p.Charts = []template.HTML{chartHTML(rateChart(d, o)), chartHTML(latencyChart(d, o)), chartHTML(tl)}
+	}
+	p.Named = order[:min(len(order), 50)]
+	if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err == nil || r.Workload == "register" {
+		p.Porcupine = true
+	}
+	for _, w := range d.windows {
+		p.WindowsDesc = append(p.WindowsDesc, fmt.Sprintf("%s from %.1f s to %.1f s", w.fault, w.from, w.to))
+	}
+	if e := r.Evidence; e != nil {
+		p.Grouped = e.Grouped()
+		p.ShownFirst, p.Folded = split(e.AppliedTwice, shownFirst)
+		p.CommittedShown, p.CommittedFolded = split(e.CommittedTwice, shownFirst)
+	}
+	var buf bytes.Buffer
+	if err := page.Execute(&buf, p); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func split(l []AmbiguousOp, n int) ([]AmbiguousOp, []AmbiguousOp) {
+	if len(l) <= n {
+		return l, nil
+	}
+	return l[:n], l[n:]
+}
+
+var page = template.Must(template.New("report").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>indoubt: {{.R.Workload}} on {{.R.Store}} — {{.R.Verdict}}</title>
+<script>window.__errors=[];window.addEventListener("error",function(e){window.__errors.push(String(e.message))});</script>
+<script>{{.JS}}</script>
+<style>
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:80em;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top}
+.valid{color:#2e7d32}.invalid{color:#c62828}.unknown{color:#8a6d00}
+.headline{font-size:1.25em;font-weight:600;border-left:6px solid #888;padding:.3em .8em;background:#f6f6f6}
+.headline.invalid{border-color:#c62828}.headline.valid{border-color:#2e7d32}.headline.unknown{border-color:#8a6d00}
+.container{margin:1em 0}.named{color:#6a1b9a;font-weight:600}
+details{margin:.4em 0}summary{cursor:pointer}
+code{background:#f3f3f3;padding:0 .2em}
+</style></head><body>
+<h1>{{.R.Workload}} on {{.R.Store}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
+<p class="headline {{.R.Verdict}}" id="headline">{{.Headline}}</p>
+{{if ne .Headline (printf "%s: %s" .R.Verdict .R.Summary)}}<p>The checker: {{.R.Summary}}</p>{{end}}
+{{with .R.Evidence}}{{if gt .AppliedTwiceTotal 0}}
+<h2>Ground truth: {{.AppliedTwiceTotal}} operations took effect more than once: {{$.Grouped}}</h2>
+<ul>{{range $.ShownFirst}}<li class="named">{{.Sentence}}</li>{{end}}</ul>
+{{if $.Folded}}<details><summary>{{len $.Folded}} more listed{{if gt .AppliedTwiceTotal (len .AppliedTwice)}} ({{.AppliedTwiceTotal}} in all; results.json lists {{len .AppliedTwice}}, see --max-anomalies){{end}}</summary><ul>{{range $.Folded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
+{{end}}{{if gt .CommittedTwiceTotal 0}}
+<h2>Ground truth: {{.CommittedTwiceTotal}} operations committed twice (the cut commit's reply does not show what it changed)</h2>
+<ul>{{range $.CommittedShown}}<li class="named">{{.Sentence}}</li>{{end}}</ul>
+{{if $.CommittedFolded}}<details><summary>{{len $.CommittedFolded}} more listed</summary><ul>{{range $.CommittedFolded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
+{{end}}{{range .Disagreements}}<p><b>Checker and ground truth disagree:</b> {{.}}</p>{{end}}{{end}}
+{{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
+<ul>{{range $i, $a := .R.Anomalies}}{{if lt $i 5}}<li><b>{{$a.Kind}}</b>: {{$a.Explanation}}</li>{{end}}{{end}}</ul>
+{{if gt (len .R.Anomalies) 5}}<details><summary>the rest of the {{len .R.Anomalies}} listed{{if gt .R.AnomalyTotal (len .R.Anomalies)}} ({{.R.AnomalyTotal}} in all){{end}}</summary><ul>{{range $i, $a := .R.Anomalies}}{{if ge $i 5}}<li><b>{{$a.Kind}}</b>: {{$a.Explanation}}</li>{{end}}{{end}}</ul></details>{{end}}{{end}}
+{{if .Named}}<p>Operations named above, highlighted on the timeline: <span id="named-ops" class="named">{{range .Named}}{{.}} {{end}}</span>{{if gt .Highlighted (len .Named)}}…{{end}}</p>{{end}}
+{{if .Porcupine}}<p>Linearizability: <a href="linearizability.html">porcupine's visualization of the history</a> (beside this file).</p>{{end}}
+<h2>Over time</h2>
+{{if .WindowsDesc}}<p>Fault windows: {{range $i, $w := .WindowsDesc}}{{if $i}}; {{end}}{{$w}}{{end}}.</p>{{end}}
+{{if .Charts}}{{range .Charts}}{{.}}{{end}}
+<p>The timeline draws {{.Drawn}} of {{.Total}} operations{{if lt .Drawn .Total}} (the first {{.Drawn}} and every operation named above){{end}}; {{.Highlighted}} named by the verdict. Scroll or drag to zoom.</p>
+{{else}}<p>No history beside this report: charts need history.jsonl.</p>{{end}}
+<h2>Run</h2>
+<table>
+<tr><th>mechanism</th><td>{{.R.Mechanism}}</td></tr>
+<tr><th>retry policy</th><td>{{.R.Retry}}</td></tr>
+<tr><th>server</th><td>{{.R.Server}}{{if .R.Proxied}}, through the fault proxy{{end}}</td></tr>
+<tr><th>seed</th><td>{{.R.Seed}}</td></tr>
+<tr><th>workers</th><td>{{.R.Workers}}</td></tr>
+<tr><th>duration</th><td>{{printf "%.2f" .R.DurationS}} s</td></tr>
+<tr><th>throughput</th><td>{{printf "%.1f" .R.Throughput}} ops/s</td></tr>
+<tr><th>operations</th><td>{{.R.Ops.Invoked}} invoked: {{.R.Ops.OK}} ok, {{.R.Ops.Fail}} fail, {{.R.Ops.Info}} info (unknown)</td></tr>
+<tr><th>latency</th><td>p50 {{.R.LatencyMs.P50}} ms, p95 {{.R.LatencyMs.P95}} ms, p99 {{.R.LatencyMs.P99}} ms, max {{.R.LatencyMs.Max}} ms</td></tr>
+<tr><th>retries</th><td>{{.R.Retries.Total}}: ok {{.R.Retries.ByOutcome.OK}}, fail {{.R.Retries.ByOutcome.Fail}}, info {{.R.Retries.ByOutcome.Info}}, deadline {{.R.Retries.ByOutcome.Deadline}}{{range $k, $v := .R.Retries.ByReason}}; {{$k}} {{$v}}{{end}}</td></tr>
+<tr><th>CAS conflicts</th><td>{{.R.Conflicts}}</td></tr>
+<tr><th>faults</th><td>{{range .R.Faults.Schedule}}<code>{{.}}</code> {{end}}{{range $k, $v := .R.Faults.ByKind}}{{$k}} {{$v}}; {{end}}{{with .R.Faults.Commits}}<br>commit faults: {{.}}{{else}}{{range $k, $v := .R.Faults.ByTruth}}truth {{$k}} {{$v}}; {{end}}{{end}}</td></tr>
+</table>
+<h2>Final state</h2>
+{{if .Final}}<table id="final">{{range .Final}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{else}}<p>This workload has no final state.</p>{{end}}
+<p>Files beside this one: history.jsonl (every operation), faults.jsonl (proxy events), results.json, config.json.</p>
+<div id="render-check" hidden></div>
+<script>
+(function(){
+  var el=document.getElementById("render-check"), charts=[], hl=0;
+  document.querySelectorAll("[_echarts_instance_]").forEach(function(d){
+    var c=echarts.getInstanceByDom(d); if(!c) return;
+    var o=c.getOption(); charts.push(d.id);
+    if(d.id==="chart_timeline") el.setAttribute("data-timeline-series",(o.series||[]).map(function(s){return s.name}).join("|"));
+    (o.series||[]).forEach(function(s){ if(s.name==="named by the verdict") hl=(s.data||[]).filter(function(p){return p!=="-"&&p.value!=="-"}).length/2; });
+  });
+  el.setAttribute("data-charts",charts.join(" "));
+  el.setAttribute("data-highlighted",String(hl));
+  el.setAttribute("data-errors",window.__errors.join(" | "));
+})();
+</script>
+</body></html>
+`))

@@ -47,6 +47,12 @@ type Results struct {
 	Errors    map[string]int64  `json:"errors"`
 	Faults    FaultCounts       `json:"faults"`
 	Anomalies []checker.Anomaly `json:"anomalies"`
+	// AnomalyCount is how many anomalies the checker found; Anomalies lists at most
+	// --max-anomalies of them. 0 in files written before the field existed: see
+	// AnomalyTotal.
+	AnomalyCount int `json:"anomaly_count"`
+	// AnomalyKinds counts every anomaly by kind, listed or not.
+	AnomalyKinds map[string]int `json:"anomaly_kinds,omitempty"`
 	// Evidence joins the proxy's ground truth to operations; never fed to the checker.
 	Evidence *Evidence `json:"evidence,omitempty"`
 	// ProcessFaults is the timeline of the process faults (kill, pause, restart) with
@@ -164,6 +170,14 @@ type Evidence struct {
 	// reply does not show what it changed (COMMIT, CALL), and a later attempt that was
 	// acknowledged as applied: applied twice unless the first commit changed nothing.
 	CommittedTwice []AmbiguousOp `json:"committed_twice"`
+	// AmbiguousCount, AppliedTwiceCount and CommittedTwiceCount are the exact lengths
+	// of those lists before --max-anomalies bounded them.
+	AmbiguousCount      int `json:"ambiguous_count"`
+	AppliedTwiceCount   int `json:"applied_twice_count"`
+	CommittedTwiceCount int `json:"committed_twice_count"`
+	// TimesApplied counts the operations of AppliedTwice by how many times each took
+	// effect (2, 3, ...), over the whole list.
+	TimesApplied map[int]int `json:"times_applied,omitempty"`
 	// Disagreements say where the checker's inference and the ground truth differ.
 	Disagreements []string `json:"disagreements"`
 }

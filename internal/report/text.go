@@ -82,39 +82,7 @@ func WriteSummary(w io.Writer, r *Results) {
 			fmt.Fprintf(w, "faults: %s  fired: %s  truth: %s\n", strings.Join(r.Faults.Schedule, " "), counts(r.Faults.ByKind), counts(r.Faults.ByTruth))
 		}
 	}
-	fmt.Fprintf(w, "verdict: %s: %s\n", r.Verdict, r.Summary)
-	for i, a := range r.Anomalies {
-		if i == 10 {
-			fmt.Fprintf(w, "  ... and %d more anomalies in results.json\n", len(r.Anomalies)-10)
-			break
-		}
-		fmt.Fprintf(w, "  %s: %s\n", a.Kind, a.Explanation)
-	}
-	if e := r.Evidence; e != nil {
-		if len(e.AppliedTwice) > 0 {
-			fmt.Fprintf(w, "ground truth: %d operations applied more than once:\n", len(e.AppliedTwice))
-			for i, a := range e.AppliedTwice {
-				if i == 10 {
-					fmt.Fprintf(w, "  ... and %d more in results.json\n", len(e.AppliedTwice)-10)
-					break
-				}
-				fmt.Fprintf(w, "  %s\n", a.Sentence)
-			}
-		}
-		if len(e.CommittedTwice) > 0 {
-			fmt.Fprintf(w, "ground truth: %d operations committed twice (the first commit's reply does not show what it changed):\n", len(e.CommittedTwice))
-			for i, a := range e.CommittedTwice {
-				if i == 5 {
-					fmt.Fprintf(w, "  ... and %d more in results.json\n", len(e.CommittedTwice)-5)
-					break
-				}
-				fmt.Fprintf(w, "  %s\n", a.Sentence)
-			}
-		}
-		for _, d := range e.Disagreements {
-			fmt.Fprintf(w, "ground truth vs checker: %s\n", d)
-		}
-	}
+	WriteVerdict(w, r)
 	if r.RunDir != "" {
 		fmt.Fprintf(w, "run directory: %s\n", r.RunDir)
 	}
@@ -173,4 +141,148 @@ func WriteTable(w io.Writer, runs []*Results) {
 			row.Applied, row.Rejected, row.Final, row.Retries, row.Ambiguous, row.Verdict)
 	}
 	tw.Flush()
+}
+
+// Headline is the verdict's first line. When the proxy's ground truth proves the cause,
+// it names the cause first and what the checker saw after it ("invalid: 163 operations
+// took effect more than once, proven by the proxy; the checker saw 828
+// premature-rejection anomalies"); otherwise it is the checker's own summary.
+func Headline(r *Results) string {
+	line := fmt.Sprintf("%s: %s", r.Verdict, r.Summary)
+	e := r.Evidence
+	if e == nil {
+		return line
+	}
+	var cause []string
+	if n := e.AppliedTwiceTotal(); n > 0 {
+		cause = append(cause, fmt.Sprintf("%d %s took effect more than once, proven by the proxy", n, plural(n, "operation", "operations")))
+	}
+	if n := e.CommittedTwiceTotal(); n > 0 {
+		cause = append(cause, fmt.Sprintf("%d %s committed twice by a retry after a cut commit", n, plural(n, "operation", "operations")))
+	}
+	if len(cause) == 0 {
+		return line
+	}
+	out := fmt.Sprintf("%s: %s", r.Verdict, strings.Join(cause, "; "))
+	if n := r.AnomalyTotal(); n > 0 {
+		out += "; the checker saw " + kindCounts(r)
+	} else {
+		out += "; the checker saw nothing wrong in the history"
+	}
+	return out
+}
+
+// kindCounts says how many anomalies of each kind the checker found: "828
+// premature-rejection".
+func kindCounts(r *Results) string {
+	kinds := r.AnomalyKinds
+	if len(kinds) == 0 {
+		kinds = map[string]int{}
+		for _, a := range r.Anomalies {
+			kinds[a.Kind]++
+		}
+	}
+	ks := make([]string, 0, len(kinds))
+	for k := range kinds {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		return kinds[ks[i]] > kinds[ks[j]] || kinds[ks[i]] == kinds[ks[j]] && ks[i] < ks[j]
+	})
+	var parts []string
+	sum := 0
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+		sum += kinds[k]
+	}
+	switch {
+	case len(parts) == 0:
+		return fmt.Sprintf("%d anomalies", r.AnomalyTotal())
+	case sum < r.AnomalyTotal():
+		// The checker listed only some: their kinds, not counts of all.
+		return fmt.Sprintf("%d anomalies (%s)", r.AnomalyTotal(), strings.Join(ks, ", "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// ConsoleExamples is how many examples of each group the console shows under the
+// verdict's first line.
+const ConsoleExamples = 3
+
+// WriteVerdict prints the verdict: its first line names the cause when the ground truth
+// proves one (Headline), then a few examples of each group, grouped: the operations
+// applied more than once, those committed twice, and the checker's anomalies by kind.
+// Counts are exact; the examples come from what results.json lists (--max-anomalies).
+func WriteVerdict(w io.Writer, r *Results) {
+	fmt.Fprintf(w, "verdict: %s\n", Headline(r))
+	more := func(listed, shown, total int) {
+		if total > shown {
+			where := "in results.json"
+			if listed < total {
+				where = fmt.Sprintf("(results.json lists %d; --max-anomalies)", listed)
+			}
+			fmt.Fprintf(w, "    ... and %d more %s\n", total-shown, where)
+		}
+	}
+	if e := r.Evidence; e != nil {
+		if n := e.AppliedTwiceTotal(); n > 0 {
+			fmt.Fprintf(w, "  ground truth: %d %s took effect more than once: %s\n", n, plural(n, "operation", "operations"), e.Grouped())
+			k := min(ConsoleExamples, len(e.AppliedTwice))
+			for _, a := range e.AppliedTwice[:k] {
+				fmt.Fprintf(w, "    %s\n", a.Sentence)
+			}
+			more(len(e.AppliedTwice), k, n)
+		}
+		if n := e.CommittedTwiceTotal(); n > 0 {
+			fmt.Fprintf(w, "  ground truth: %d %s committed twice (the cut commit's reply does not show what it changed):\n", n, plural(n, "operation", "operations"))
+			k := min(ConsoleExamples, len(e.CommittedTwice))
+			for _, a := range e.CommittedTwice[:k] {
+				fmt.Fprintf(w, "    %s\n", a.Sentence)
+			}
+			more(len(e.CommittedTwice), k, n)
+		}
+		for _, d := range e.Disagreements {
+			fmt.Fprintf(w, "  ground truth vs checker: %s\n", d)
+		}
+	}
+	if r.AnomalyTotal() == 0 {
+		return
+	}
+	kinds := r.AnomalyKinds
+	if len(kinds) == 0 {
+		kinds = map[string]int{}
+		for _, a := range r.Anomalies {
+			kinds[a.Kind]++
+		}
+	}
+	sum := 0
+	for _, n := range kinds {
+		sum += n
+	}
+	if sum < r.AnomalyTotal() {
+		fmt.Fprintf(w, "  checker: %d anomalies; it lists the first %d, by kind:\n", r.AnomalyTotal(), sum)
+	}
+	for _, kind := range sortedKeysOf(kinds) {
+		n := kinds[kind]
+		fmt.Fprintf(w, "  checker: %d %s\n", n, kind)
+		shown, listed := 0, 0
+		for _, a := range r.Anomalies {
+			if a.Kind != kind {
+				continue
+			}
+			listed++
+			if shown < ConsoleExamples {
+				fmt.Fprintf(w, "    %s\n", a.Explanation)
+				shown++
+			}
+		}
+		more(listed, shown, n)
+	}
 }

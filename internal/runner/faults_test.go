@@ -101,8 +101,8 @@ func TestMixedFaultsWithoutRetryLeaveInfoOperations(t *testing.T) {
 		t.Errorf("%d info operations for %d faults", res.Ops.Info, res.Faults.ByKind["commit-cut"]+res.Faults.ByKind["commit-drop"])
 	}
 	// Each info operation is joined to what the proxy did to it.
-	if int64(len(res.Evidence.Ambiguous)) != res.Ops.Info {
-		t.Errorf("%d ambiguous operations explained for %d info", len(res.Evidence.Ambiguous), res.Ops.Info)
+	if int64(res.Evidence.AmbiguousTotal()) != res.Ops.Info {
+		t.Errorf("%d ambiguous operations explained for %d info", res.Evidence.AmbiguousTotal(), res.Ops.Info)
 	}
 	f := finalOf(t, res.Final)
 	cutApplied := res.Faults.ByTruth["applied"]

@@ -67,6 +67,12 @@ type Config struct {
 	Progress io.Writer `json:"-"`
 	// CheckTimeout bounds a search checker; 0 means a minute.
 	CheckTimeout time.Duration `json:"check_timeout"`
+	// MaxAnomalies bounds the anomalies and ground-truth items results.json lists
+	// (counts stay exact); 0 means report.DefaultMaxAnomalies, -1 lists all.
+	MaxAnomalies int `json:"max_anomalies,omitempty"`
+	// OnProgress, when set, receives a snapshot of the run a few times a second while
+	// its workers run.
+	OnProgress func(Progress) `json:"-"`
 }
 
 // ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
@@ -199,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*report.Results, error) {
 	}
 	b, _ := lookupBackend(cfg.Store)
 	start := time.Now()
-	name := fmt.Sprintf("%s-%s-%s", start.Format("20060102-150405.000"), cfg.Workload, cfg.Store)
+	name := runName(cfg, start)
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, couldNotRun("create %s: %v", cfg.Out, err)
 	}
@@ -216,6 +222,11 @@ func Run(ctx context.Context, cfg Config) (*report.Results, error) {
 		return nil, sc.err(err)
 	}
 	res.RunDir = final
+	maxA := cfg.MaxAnomalies
+	if maxA == 0 {
+		maxA = report.DefaultMaxAnomalies
+	}
+	res.Trim(maxA)
 	if err := writeJSON(filepath.Join(partial, "results.json"), res); err != nil {
 		os.RemoveAll(partial)
 		return nil, couldNotRun("write results: %v", err)
@@ -351,7 +362,9 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	if nem != nil {
 		nem.begin(r)
 	}
+	stopWatch := r.watch(nem)
 	interrupted, err := r.drive(ctx)
+	stopWatch()
 	if nem != nil {
 		if nerr := nem.end(); nerr != nil && err == nil {
 			err = fmt.Errorf("fault schedule: %v", nerr)
@@ -409,6 +422,7 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 	if res.Anomalies == nil {
 		res.Anomalies = []checker.Anomaly{}
 	}
+	res.AnomalyCount = report.AnomalyCountOf(verdict)
 	res.Ops = countOps(ops)
 	if r.elapsed > 0 {
 		res.Throughput = float64(r.completed) / r.elapsed.Seconds()

@@ -40,6 +40,11 @@ type PostgresOptions struct {
 	// hba_file, ident_file) are refused. fsync and synchronous_commit stay at
 	// PostgreSQL's defaults (on) unless set here.
 	Settings map[string]string
+	// MaxPreparedTransactions, when positive, sets max_prepared_transactions: the
+	// number of transactions prepared for two-phase commit the server may hold at
+	// once. PostgreSQL's default, 0, refuses PREPARE TRANSACTION. A value in Settings
+	// wins.
+	MaxPreparedTransactions int
 	// Keep leaves the temporary directory (data, socket, log) in place after Stop, or
 	// after a failed start, for inspection.
 	Keep bool
@@ -183,7 +188,7 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	extra, err := settingArgs(opt.Settings)
+	extra, err := settingArgs(withPrepared(opt.Settings, opt.MaxPreparedTransactions))
 	if err != nil {
 		return nil, err
 	}

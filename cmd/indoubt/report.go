@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/indoubt/indoubt/internal/report"
+)
+
+const reportHelp = `indoubt report: re-render report.html from recorded run directories (their
+results.json, history.jsonl and faults.jsonl), and summary.html for several runs.
+
+Usage: indoubt report [flags] RUNDIR...
+
+Examples:
+  indoubt report runs/20261201-021055.177-budget-postgres-commit-cut-naive
+  indoubt report --summary runs/stand.html runs/*-budget-*
+
+Exit codes: 0 rendered, 3 a run directory could not be read.
+`
+
+func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("report", reportHelp, stdout)
+	summary := fs.String("summary", "", "where to write summary.html for several runs (default: summary.html in the first run's parent)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("report: want one or more run directories (see indoubt report --help)")
+	}
+	var all []*report.Results
+	for _, dir := range fs.Args() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r, err := readResults(dir)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, "report.html")
+		if err := report.WriteHTML(path, r); err != nil {
+			return fmt.Errorf("report: %s: %v", dir, err)
+		}
+		fmt.Fprintln(stdout, path)
+		all = append(all, r)
+	}
+	if len(all) > 1 {
+		path := *summary
+		if path == "" {
+			path = filepath.Join(filepath.Dir(filepath.Clean(fs.Arg(0))), "summary.html")
+		}
+		if err := report.WriteSummaryHTML(path, all); err != nil {
+			return fmt.Errorf("report: %v", err)
+		}
+		fmt.Fprintln(stdout, path)
+	}
+	return nil
+}
+
+// readResults reads a run directory's results.json; the run directory recorded in it is
+// where it is now.
+func readResults(dir string) (*report.Results, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a run directory: %v", dir, err)
+	}
+	var r report.Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: results.json: %v", dir, err)
+	}
+	r.RunDir = dir
+	return &r, nil
+}

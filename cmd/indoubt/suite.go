@@ -1,0 +1,496 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/workloads/catalog"
+)
+
+const suiteHelp = `indoubt suite: run the cases of a suite file in order, each a run with its
+expectation (a verdict, and bounds on the figures of results.json), print a table, and
+exit 0 only if every expectation held.
+
+A case whose server cannot be launched here is skipped with a note. Under CI=true a
+missing server fails its case, unless the case says optional: true (servers that need
+prepared files, such as Cassandra's jars). docs/suites.md describes the file.
+
+Usage: indoubt suite [flags] FILE.yaml
+
+Examples:
+  indoubt suite suites/smoke.yaml
+  indoubt suite --junit junit.xml --github suites/smoke.yaml
+
+Exit codes: 0 every expectation held, 1 one did not, 3 bad suite file or could not run.
+`
+
+// suiteFile is a suite as written in YAML.
+type suiteFile struct {
+	Name     string      `yaml:"name"`
+	Defaults suiteCase   `yaml:"defaults"`
+	Cases    []yaml.Node `yaml:"cases"`
+}
+
+// suiteCase is one case as written; zero fields take the suite's defaults.
+type suiteCase struct {
+	Name      string            `yaml:"name"`
+	Store     string            `yaml:"store"`
+	Workload  string            `yaml:"workload"`
+	Mechanism string            `yaml:"mechanism"`
+	Isolation string            `yaml:"isolation"`
+	Faults    []string          `yaml:"faults"`
+	Retry     string            `yaml:"retry"`
+	Workers   int               `yaml:"workers"`
+	Ops       int               `yaml:"ops"`
+	Time      string            `yaml:"time"`
+	Seed      int64             `yaml:"seed"`
+	Budget    int64             `yaml:"budget"`
+	Optional  bool              `yaml:"optional"`
+	Expect    string            `yaml:"expect"`
+	Figures   map[string]string `yaml:"figures"`
+}
+
+// suiteRun is a case ready to run: its configuration and its expectations.
+type suiteRun struct {
+	name     string
+	line     int
+	cfg      runner.Config
+	optional bool
+	expect   checker.Verdict
+	bounds   []figureBound
+}
+
+type figureBound struct {
+	figure string
+	bound  report.Bound
+}
+
+// caseResult is what happened to one case.
+type caseResult struct {
+	run     *suiteRun
+	res     *report.Results
+	elapsed time.Duration
+	skipped string   // why it did not run
+	failed  []string // expectations that did not hold, or why it could not run
+	first   string   // the failure message: the verdict's first explanation when there is one
+}
+
+func (c caseResult) passed() bool { return c.skipped == "" && len(c.failed) == 0 }
+
+func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("suite", suiteHelp, stdout)
+	junit := fs.String("junit", "", "write a JUnit XML report to this file")
+	github := fs.Bool("github", false, "write GitHub Actions annotations (::error) for failed cases to stdout")
+	out := fs.String("out", "runs", "parent directory of the run directories")
+	quiet := fs.Bool("quiet", false, "no line per case on stderr while the suite runs")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("suite: want one suite file (see indoubt suite --help)")
+	}
+	path := fs.Arg(0)
+	name, runs, err := loadSuite(path)
+	if err != nil {
+		return err
+	}
+	ci := os.Getenv("CI") == "true"
+	started := time.Now()
+	var results []caseResult
+	for i, sr := range runs {
+		if !*quiet {
+			fmt.Fprintf(stderr, "[%d/%d] %s ...\n", i+1, len(runs), sr.name)
+		}
+		sr.cfg.Out = *out
+		results = append(results, runCase(ctx, sr, ci))
+		if ctx.Err() != nil {
+			return fmt.Errorf("suite: interrupted after %d of %d cases", i+1, len(runs))
+		}
+	}
+	writeSuiteTable(stdout, name, results, time.Since(started))
+	var ran []*report.Results
+	for _, r := range results {
+		if r.res != nil {
+			ran = append(ran, r.res)
+		}
+	}
+	if len(ran) > 1 {
+		safe := regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(name, "_")
+		path := filepath.Join(*out, "summary-"+safe+"-"+started.Format("20060102-150405")+".html")
+		if err := report.WriteSummaryHTML(path, ran); err != nil {
+			return fmt.Errorf("suite: %v", err)
+		}
+		fmt.Fprintf(stdout, "summary: %s\n", path)
+	}
+	if *github {
+		writeAnnotations(stdout, path, name, results)
+	}
+	if *junit != "" {
+		var buf bytes.Buffer
+		if err := report.WriteJUnit(&buf, name, started, junitCases(results)); err != nil {
+			return fmt.Errorf("suite: junit: %v", err)
+		}
+		if err := os.WriteFile(*junit, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("suite: %v", err)
+		}
+	}
+	for _, r := range results {
+		if len(r.failed) > 0 {
+			return verdictExit{exitInvalid}
+		}
+	}
+	return nil
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+
+// suiteError is a bad suite file: one line naming the file and the line.
+func suiteError(path string, line int, format string, a ...any) error {
+	if line > 0 {
+		return fmt.Errorf("suite: %s:%d: %s", path, line, fmt.Sprintf(format, a...))
+	}
+	return fmt.Errorf("suite: %s: %s", path, fmt.Sprintf(format, a...))
+}
+
+// yamlError turns a YAML decoding error into a suite error on the line it names.
+func yamlError(path string, err error) error {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return suiteError(path, n, "%s", m[2])
+	}
+	return suiteError(path, 0, "%s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+// strictDecode decodes a node refusing keys the struct does not have: a misspelt key
+// would otherwise be a silently ignored expectation.
+func strictDecode(n *yaml.Node, v any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		// Re-marshalling renumbers lines from 1: shift them back onto the file.
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for i, e := range te.Errors {
+				if m := yamlLine.FindStringSubmatch(e); m != nil {
+					k, _ := strconv.Atoi(m[1])
+					te.Errors[i] = fmt.Sprintf("line %d: %s", k+n.Line-1, m[2])
+				}
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// loadSuite reads and validates a suite file. Every error names the file and the line.
+func loadSuite(path string) (string, []*suiteRun, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("suite: %v", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return "", nil, yamlError(path, err)
+	}
+	if len(root.Content) == 0 {
+		return "", nil, suiteError(path, 0, "empty suite file")
+	}
+	var sf suiteFile
+	if err := strictDecode(root.Content[0], &sf); err != nil {
+		return "", nil, yamlError(path, err)
+	}
+	if sf.Name == "" {
+		sf.Name = strings.TrimSuffix(strings.TrimSuffix(baseName(path), ".yaml"), ".yml")
+	}
+	if len(sf.Cases) == 0 {
+		return "", nil, suiteError(path, root.Content[0].Line, "no cases (want a list under cases:)")
+	}
+	seen := map[string]int{}
+	var runs []*suiteRun
+	for i := range sf.Cases {
+		n := &sf.Cases[i]
+		c := sf.Defaults
+		c.Name, c.Expect, c.Figures, c.Optional = "", "", nil, false
+		if err := strictDecode(n, &c); err != nil {
+			return "", nil, yamlError(path, err)
+		}
+		sr, err := buildCase(c, n.Line)
+		if err != nil {
+			return "", nil, suiteError(path, n.Line, "case %q: %v", c.Name, err)
+		}
+		if prev, dup := seen[sr.name]; dup {
+			return "", nil, suiteError(path, n.Line, "case %q: the name is used already on line %d", sr.name, prev)
+		}
+		seen[sr.name] = n.Line
+		runs = append(runs, sr)
+	}
+	return sf.Name, runs, nil
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// buildCase checks a case and turns it into a run configuration.
+func buildCase(c suiteCase, line int) (*suiteRun, error) {
+	if c.Name == "" {
+		return nil, fmt.Errorf("a case needs a name")
+	}
+	sr := &suiteRun{name: c.Name, line: line, optional: c.Optional}
+	cfg := &sr.cfg
+	if c.Workload == "" {
+		c.Workload = "budget"
+	}
+	w, err := catalog.Parse(c.Workload)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Workload = w
+	if c.Store == "" {
+		return nil, fmt.Errorf("a case needs a store (one of %s)", storeList())
+	}
+	cfg.Store = runner.StoreName(c.Store)
+	if !slices.Contains(runner.StoreNames(), cfg.Store) {
+		return nil, fmt.Errorf("unknown store %q (want one of %s)", c.Store, storeList())
+	}
+	if !runner.Supports(cfg.Store, w) {
+		return nil, fmt.Errorf("store %s has no workload %s", c.Store, w)
+	}
+	if c.Retry == "" {
+		c.Retry = string(runner.DefaultPolicy(w))
+	}
+	if cfg.Retry, err = runner.ParsePolicy(c.Retry); err != nil {
+		return nil, err
+	}
+	if cfg.Faults, err = faults.ParseSchedule(c.Faults); err != nil {
+		return nil, err
+	}
+	cfg.Mechanism, cfg.Isolation = c.Mechanism, c.Isolation
+	cfg.Workers, cfg.Ops, cfg.Seed, cfg.Budget = c.Workers, c.Ops, c.Seed, c.Budget
+	if cfg.Workers == 0 {
+		cfg.Workers = 16
+	}
+	if cfg.Workers < 0 || cfg.Workers > 4096 {
+		return nil, fmt.Errorf("workers %d: want 1 to 4096", cfg.Workers)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.Budget == 0 {
+		cfg.Budget = 1000
+	}
+	if cfg.Budget < 0 || cfg.Ops < 0 {
+		return nil, fmt.Errorf("ops and budget must not be negative")
+	}
+	if c.Time != "" {
+		d, err := time.ParseDuration(c.Time)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("time %q: want a positive duration such as 10s", c.Time)
+		}
+		cfg.Duration, cfg.Ops = d, 0
+	} else if cfg.Ops == 0 {
+		cfg.Ops = 100
+	}
+	switch c.Expect {
+	case "valid":
+		sr.expect = checker.Valid
+	case "invalid":
+		sr.expect = checker.Invalid
+	case "unknown":
+		sr.expect = checker.Unknown
+	default:
+		return nil, fmt.Errorf("expect %q: want valid, invalid or unknown", c.Expect)
+	}
+	names := make([]string, 0, len(c.Figures))
+	for k := range c.Figures {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if !report.IsFigure(k) {
+			return nil, fmt.Errorf("unknown figure %q (see docs/suites.md for the names)", k)
+		}
+		b, err := report.ParseBound(c.Figures[k])
+		if err != nil {
+			return nil, fmt.Errorf("figure %s: %v", k, err)
+		}
+		sr.bounds = append(sr.bounds, figureBound{k, b})
+	}
+	return sr, nil
+}
+
+func storeList() string {
+	var s []string
+	for _, n := range runner.StoreNames() {
+		s = append(s, string(n))
+	}
+	return strings.Join(s, ", ")
+}
+
+// runCase runs one case and judges its expectations. A server that cannot be launched
+// here skips the case with a note, or fails it under CI unless the case is optional.
+func runCase(ctx context.Context, sr *suiteRun, ci bool) caseResult {
+	cr := caseResult{run: sr}
+	if err := runner.Available(sr.cfg.Store); err != nil {
+		note := fmt.Sprintf("%s cannot be launched here: %v", sr.cfg.Store, err)
+		if ci && !sr.optional {
+			cr.failed = []string{note + " (a required server under CI=true)"}
+			cr.first = cr.failed[0]
+			return cr
+		}
+		cr.skipped = note
+		return cr
+	}
+	t0 := time.Now()
+	res, err := runner.Run(ctx, sr.cfg)
+	cr.elapsed = time.Since(t0)
+	if err != nil {
+		cr.failed = []string{"could not run: " + oneLine(err.Error())}
+		cr.first = cr.failed[0]
+		return cr
+	}
+	cr.res = res
+	if res.Verdict != sr.expect {
+		cr.failed = append(cr.failed, fmt.Sprintf("verdict %s, expected %s", res.Verdict, sr.expect))
+	}
+	for _, fb := range sr.bounds {
+		v, ok := report.Figure(res, fb.figure)
+		switch {
+		case !ok:
+			cr.failed = append(cr.failed, fmt.Sprintf("%s: this run has no such figure", fb.figure))
+		case !fb.bound.Holds(v):
+			cr.failed = append(cr.failed, fmt.Sprintf("%s = %s, expected %s", fb.figure, report.FormatFigure(v), fb.bound.Text))
+		}
+	}
+	// The failure message is the verdict's first line; when the verdict was the expected
+	// one and a figure was not, the figure comes first.
+	switch {
+	case len(cr.failed) == 0:
+	case res.Verdict != sr.expect:
+		cr.first = report.Headline(res)
+	default:
+		cr.first = cr.failed[0] + "; " + report.Headline(res)
+	}
+	return cr
+}
+
+func writeSuiteTable(w io.Writer, name string, results []caseResult, took time.Duration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "case\tstore\texpect\tgot\tfigures\tresult\ttime\trun directory")
+	var pass, fail, skip int
+	for _, r := range results {
+		got, status, dir := "-", "pass", "-"
+		switch {
+		case r.skipped != "":
+			status = "skip"
+			skip++
+		case len(r.failed) > 0:
+			status = "FAIL"
+			fail++
+		default:
+			pass++
+		}
+		if r.res != nil {
+			got, dir = r.res.Verdict.String(), r.res.RunDir
+		}
+		var figs []string
+		for _, fb := range r.run.bounds {
+			v := "-"
+			if r.res != nil {
+				if f, ok := report.Figure(r.res, fb.figure); ok {
+					v = report.FormatFigure(f)
+				}
+			}
+			figs = append(figs, fmt.Sprintf("%s=%s (%s)", fb.figure, v, fb.bound.Text))
+		}
+		if len(figs) == 0 {
+			figs = []string{"-"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", r.run.name, r.run.cfg.Store, r.run.expect, got,
+			strings.Join(figs, " "), status, r.elapsed.Seconds(), dir)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.skipped != "" {
+			fmt.Fprintf(w, "skipped %s: %s\n", r.run.name, r.skipped)
+		}
+		for _, f := range r.failed {
+			fmt.Fprintf(w, "FAIL %s: %s\n", r.run.name, f)
+		}
+	}
+	fmt.Fprintf(w, "suite %s: %d passed, %d failed, %d skipped in %.1fs\n", name, pass, fail, skip, took.Seconds())
+}
+
+// ghEscape escapes a workflow command's message; ghProp also a property value.
+func ghEscape(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func ghProp(s string) string {
+	return strings.NewReplacer(":", "%3A", ",", "%2C").Replace(ghEscape(s))
+}
+
+// writeAnnotations writes a GitHub Actions error annotation per failed case, on the
+// case's line of the suite file, and a notice per skipped case.
+func writeAnnotations(w io.Writer, path, suite string, results []caseResult) {
+	for _, r := range results {
+		loc := fmt.Sprintf("file=%s,line=%d,", ghProp(path), r.run.line)
+		switch {
+		case len(r.failed) > 0:
+			msg := strings.Join(r.failed, "; ")
+			if r.first != "" && r.first != r.failed[0] {
+				msg += "\n" + r.first
+			}
+			if r.res != nil {
+				msg += "\nrun directory: " + r.res.RunDir
+			}
+			fmt.Fprintf(w, "::error %stitle=%s::%s\n", loc, ghProp("indoubt suite "+suite+": "+r.run.name), ghEscape(msg))
+		case r.skipped != "":
+			fmt.Fprintf(w, "::notice %stitle=%s::%s\n", loc, ghProp("skipped "+r.run.name), ghEscape(r.skipped))
+		}
+	}
+}
+
+func junitCases(results []caseResult) []report.JUnitCase {
+	var out []report.JUnitCase
+	for _, r := range results {
+		jc := report.JUnitCase{Name: r.run.name, Time: r.elapsed, Skipped: r.skipped}
+		if len(r.failed) > 0 {
+			jc.Failure, jc.Detail = r.first, strings.Join(r.failed, "\n")
+		}
+		if r.res != nil {
+			jc.Out = fmt.Sprintf("run directory: %s\nverdict: %s: %s\n", r.res.RunDir, r.res.Verdict, r.res.Summary)
+		}
+		out = append(out, jc)
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/indoubt/indoubt/checker"
+)
+
+func TestBounds(t *testing.T) {
+	for _, tc := range []struct {
+		bound string
+		v     float64
+		holds bool
+	}{
+		{"> 0", 1, true}, {"> 0", 0, false}, {"== 0", 0, true}, {"==0", 0.5, false}, {"!= 3", 3, false},
+		{"<= 2.5", 2.5, true}, {"< 2.5", 2.5, false}, {">= -1", -1, true}, {"> 0 and < 500", 499, true}, {"> 0 and < 500", 500, false},
+	} {
+		b, err := ParseBound(tc.bound)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.bound, err)
+		}
+		if got := b.Holds(tc.v); got != tc.holds {
+			t.Errorf("%q holds for %v: %v, want %v", tc.bound, tc.v, got, tc.holds)
+		}
+	}
+	for _, bad := range []string{"", "0", "> x", "=> 1", "> 1 or < 2", "about 3"} {
+		if _, err := ParseBound(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// A faulted run's results: 30 operations proven applied more than once, 40 anomalies.
+func faulted() *Results {
+	r := &Results{Verdict: checker.Invalid, Summary: "decrement 1-1 was rejected (and 39 more anomalies)", Evidence: &Evidence{}}
+	for i := 0; i < 30; i++ {
+		n := 2 + i%3
+		r.Evidence.AppliedTwice = append(r.Evidence.AppliedTwice, AmbiguousOp{OpID: fmt.Sprintf("1-%d", i),
+			Sentence: fmt.Sprintf("operation 1-%d (invoked at history event %d) took effect %d times: ...", i, i, n)})
+		r.Evidence.Ambiguous = append(r.Evidence.Ambiguous, AmbiguousOp{OpID: fmt.Sprintf("1-%d", i)})
+	}
+	for i := 0; i < 40; i++ {
+		kind := "premature-rejection"
+		if i%4 == 0 {
+			kind = "stale-read"
+		}
+		r.Anomalies = append(r.Anomalies, checker.Anomaly{Kind: kind, Explanation: fmt.Sprintf("anomaly %d", i)})
+	}
+	return r
+}
+
+// Trim bounds the lists and keeps the counts, the grouping and the figures exact; trimming
+// results read back again changes nothing.
+func TestTrimKeepsCountsExact(t *testing.T) {
+	r := faulted()
+	r.Trim(5)
+	if len(r.Anomalies) != 5 || len(r.Evidence.AppliedTwice) != 5 || len(r.Evidence.Ambiguous) != 5 {
+		t.Fatalf("lists not bounded: %d %d %d", len(r.Anomalies), len(r.Evidence.AppliedTwice), len(r.Evidence.Ambiguous))
+	}
+	r.Trim(3)
+	for name, want := range map[string]float64{"anomalies": 40, "double_applied": 30} {
+		if v, _ := Figure(r, name); v != want {
+			t.Errorf("%s = %v after trimming, want %v", name, v, want)
+		}
+	}
+	if g := r.Evidence.Grouped(); g != "2× 10, 3× 10, 4× 10" {
+		t.Errorf("grouped %q", g)
+	}
+	if r.AnomalyKinds["premature-rejection"] != 30 || r.AnomalyKinds["stale-read"] != 10 {
+		t.Errorf("kinds %v", r.AnomalyKinds)
+	}
+}
+
+// The verdict's first line names the proven cause, then grouped examples, a few each.
+func TestVerdictNamesTheCauseFirst(t *testing.T) {
+	r := faulted()
+	r.Trim(20)
+	var b bytes.Buffer
+	WriteVerdict(&b, r)
+	lines := strings.Split(b.String(), "\n")
+	if want := "verdict: invalid: 30 operations took effect more than once, proven by the proxy; the checker saw 30 premature-rejection, 10 stale-read"; lines[0] != want {
+		t.Errorf("first line\n%q, want\n%q", lines[0], want)
+	}
+	if !strings.Contains(b.String(), "ground truth: 30 operations took effect more than once: 2× 10, 3× 10, 4× 10") {
+		t.Errorf("no grouped ground truth:\n%s", b.String())
+	}
+	if n := strings.Count(b.String(), "    operation 1-"); n != ConsoleExamples {
+		t.Errorf("%d examples of the ground truth, want %d", n, ConsoleExamples)
+	}
+	if !strings.Contains(b.String(), "... and 27 more (results.json lists 20; --max-anomalies)") {
+		t.Errorf("the rest is not counted:\n%s", b.String())
+	}
+	clean := &Results{Verdict: checker.Valid, Summary: "linearizable"}
+	b.Reset()
+	WriteVerdict(&b, clean)
+	if b.String() != "verdict: valid: linearizable\n" {
+		t.Errorf("valid verdict: %q", b.String())
+	}
+}
+
+// A checker that lists fewer anomalies than it found: the count is its own, the kinds
+// those of the listed ones.
+func TestCheckerBoundedList(t *testing.T) {
+	r := faulted()
+	r.AnomalyCount = 806
+	r.Trim(20)
+	var b bytes.Buffer
+	WriteVerdict(&b, r)
+	for _, want := range []string{"the checker saw 806 anomalies (premature-rejection, stale-read)", "checker: 806 anomalies; it lists the first 40, by kind:"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+	if v, _ := Figure(r, "anomalies"); v != 806 {
+		t.Errorf("anomalies figure %v", v)
+	}
+}

@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Progress is a snapshot of a run while its workers drive it, for a live progress line.
+type Progress struct {
+	Elapsed time.Duration
+	// Completed counts the operations completed so far (ok, fail and info).
+	Completed int64
+	// Faults counts the faults the proxy has fired so far.
+	Faults int64
+	// Total is the number of operations the run makes with Ops, 0 with Duration.
+	Total int64
+	// Duration is the run's length with Duration, 0 with Ops.
+	Duration time.Duration
+}
+
+// progressEvery is how often OnProgress is called.
+const progressEvery = 250 * time.Millisecond
+
+// watch calls cfg.OnProgress every progressEvery until the returned stop is called.
+func (r *run) watch(nem *nemesis) (stop func()) {
+	if r.cfg.OnProgress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			p := Progress{Elapsed: time.Since(r.start), Duration: r.cfg.Duration}
+			if r.cfg.Duration == 0 {
+				p.Total = int64(r.cfg.Ops) * int64(r.cfg.Workers)
+			}
+			r.mu.Lock()
+			p.Completed = r.completed
+			r.mu.Unlock()
+			if nem != nil {
+				p.Faults = nem.fired()
+			}
+			r.cfg.OnProgress(p)
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// fired counts the faults the proxy has fired.
+func (n *nemesis) fired() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var s int64
+	for _, v := range n.byKind {
+		s += v
+	}
+	return s
+}
+
+// runName names a run directory by its time and what it ran:
+// <time>-<workload>-<store>-<faults>-<retry>, with "nofault" when no fault was asked
+// for and several faults joined by "+".
+func runName(cfg Config, start time.Time) string {
+	fault := "nofault"
+	if len(cfg.Faults) > 0 {
+		var ns []string
+		for _, f := range cfg.Faults {
+			ns = append(ns, f.Name)
+		}
+		fault = strings.Join(ns, "+")
+	}
+	clean := strings.NewReplacer("/", "_", " ", "_", ":", "_")
+	return clean.Replace(fmt.Sprintf("%s-%s-%s-%s-%s", start.Format("20060102-150405.000"), cfg.Workload, cfg.Store, fault, cfg.Retry.Name))
+}
