@@ -72,14 +72,9 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 		}
 		return CheckBank(ctx, ops, p)
 	case "budget":
-		var b int64
-		if opt.Budget != nil {
-			b = *opt.Budget
-		} else {
-			var err error
-			if b, err = budgetFromHeader(h); err != nil {
-				return Result{}, fmt.Errorf("%v (or give --budget)", err)
-			}
+		b, err := budgetParam(h, opt)
+		if err != nil {
+			return Result{}, err
 		}
 		return CheckBudget(ctx, ops, b)
 	case RegisterModel, CASRegisterModel:
@@ -95,12 +90,9 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 		}
 		return CheckRegister(ctx, ops, RegisterOptions{Model: model, Initial: initial, FailMeans: opt.FailMeans, Timeout: opt.Timeout, VisualizePath: opt.VisualizePath})
 	case "counter":
-		if opt.Initial != nil {
-			return CheckCounter(ctx, ops, *opt.Initial)
-		}
-		before, err := counterFromHeader(h)
+		before, err := counterParam(h, opt)
 		if err != nil {
-			return Result{}, fmt.Errorf("%v (or give --initial)", err)
+			return Result{}, err
 		}
 		return CheckCounter(ctx, ops, before)
 	}

@@ -137,41 +137,63 @@ func (o *counterOp) events() []int64 {
 // followed by the operations left open (unknown increments, reads without a value). It
 // also returns the number of client events.
 func counterOps(ops []histories.Op) ([]*counterOp, int64, error) {
-	open := map[int]*counterOp{}
-	var done []*counterOp
-	var pos int64
+	var p counterPairer
 	for _, op := range ops {
-		if !op.IsClient() {
-			continue
+		if err := p.add(op); err != nil {
+			return nil, 0, err
 		}
-		p := pos
-		pos++
-		if op.Type == histories.Invoke {
-			if prev, busy := open[op.Process]; busy {
-				return nil, 0, fmt.Errorf("history index %d: process %d invokes while its operation invoked at index %d is open", op.Index, op.Process, prev.invIndex)
-			}
-			if op.F != "increment" && op.F != "read" {
-				return nil, 0, fmt.Errorf("history index %d: counter history has unknown function %q", op.Index, op.F)
-			}
-			open[op.Process] = &counterOp{process: op.Process, opID: op.OpID, read: op.F == "read", inv: p, ret: -1, invIndex: op.Index, retIndex: -1}
-			continue
-		}
-		o, ok := open[op.Process]
-		if !ok {
-			return nil, 0, fmt.Errorf("history index %d: %s completion of process %d without an open invocation", op.Index, op.Type, op.Process)
-		}
-		if op.F != "" && op.F != o.f() {
-			return nil, 0, fmt.Errorf("history index %d: completion %q of process %d does not match its invocation %q at index %d", op.Index, op.F, op.Process, o.f(), o.invIndex)
-		}
-		if err := o.complete(op); err != nil {
-			return nil, 0, fmt.Errorf("history index %d: %w", op.Index, err)
-		}
-		delete(open, op.Process)
-		o.ret, o.retIndex = p, op.Index
-		done = append(done, o)
 	}
+	all, pos := p.close()
+	return all, pos, nil
+}
+
+// counterPairer is counterOps one event at a time, for a history read as a stream: it
+// keeps the operations, not the events.
+type counterPairer struct {
+	open map[int]*counterOp
+	done []*counterOp
+	pos  int64
+}
+
+func (c *counterPairer) add(op histories.Op) error {
+	if !op.IsClient() {
+		return nil
+	}
+	if c.open == nil {
+		c.open = map[int]*counterOp{}
+	}
+	p := c.pos
+	c.pos++
+	if op.Type == histories.Invoke {
+		if prev, busy := c.open[op.Process]; busy {
+			return fmt.Errorf("history index %d: process %d invokes while its operation invoked at index %d is open", op.Index, op.Process, prev.invIndex)
+		}
+		if op.F != "increment" && op.F != "read" {
+			return fmt.Errorf("history index %d: counter history has unknown function %q", op.Index, op.F)
+		}
+		c.open[op.Process] = &counterOp{process: op.Process, opID: op.OpID, read: op.F == "read", inv: p, ret: -1, invIndex: op.Index, retIndex: -1}
+		return nil
+	}
+	o, ok := c.open[op.Process]
+	if !ok {
+		return fmt.Errorf("history index %d: %s completion of process %d without an open invocation", op.Index, op.Type, op.Process)
+	}
+	if op.F != "" && op.F != o.f() {
+		return fmt.Errorf("history index %d: completion %q of process %d does not match its invocation %q at index %d", op.Index, op.F, op.Process, o.f(), o.invIndex)
+	}
+	if err := o.complete(op); err != nil {
+		return fmt.Errorf("history index %d: %w", op.Index, err)
+	}
+	delete(c.open, op.Process)
+	o.ret, o.retIndex = p, op.Index
+	c.done = append(c.done, o)
+	return nil
+}
+
+// close ends the history and returns the operations and the number of client events.
+func (c *counterPairer) close() ([]*counterOp, int64) {
 	var left []*counterOp
-	for _, o := range open {
+	for _, o := range c.open {
 		o.kind = counterUnknown
 		if o.read {
 			o.kind = counterNoRead
@@ -179,7 +201,7 @@ func counterOps(ops []histories.Op) ([]*counterOp, int64, error) {
 		left = append(left, o)
 	}
 	slices.SortFunc(left, func(a, b *counterOp) int { return cmp.Compare(a.inv, b.inv) })
-	return append(done, left...), pos, nil
+	return append(c.done, left...), c.pos
 }
 
 // counterValue is the part of a completion value the checker reads.
@@ -205,8 +227,8 @@ func (o *counterOp) complete(op histories.Op) error {
 	default:
 		return fmt.Errorf("event type %s is not a completion", op.Type)
 	}
-	var v counterValue
-	if err := json.Unmarshal(op.Value, &v); err != nil {
+	v, err := counterParseValue(op.Value)
+	if err != nil {
 		return fmt.Errorf("ok %s value %q: %w", o.f(), op.Value, err)
 	}
 	if o.read {

@@ -26,22 +26,7 @@ import (
 // INDOUBT_BENCH_ROUND (default 2s) and INDOUBT_BENCH_ROUNDS (default 3) set the plan.
 func BenchmarkProxyOverhead(b *testing.B) {
 	srv := pg.Get(b)
-	round := 2 * time.Second
-	if v := os.Getenv("INDOUBT_BENCH_ROUND"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			b.Fatalf("INDOUBT_BENCH_ROUND: %v", err)
-		}
-		round = d
-	}
-	rounds := 3
-	if v := os.Getenv("INDOUBT_BENCH_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("INDOUBT_BENCH_ROUNDS %q: want a positive number", v)
-		}
-		rounds = n
-	}
+	round, rounds := benchPlan(b)
 	ctx := context.Background()
 	direct, err := pgx.Connect(ctx, srv.DSN)
 	if err != nil {
@@ -97,6 +82,27 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(float64(total[0])/elapsed.Seconds(), "direct-updates/s")
 	b.ReportMetric(float64(total[1])/float64(total[0]), "proxy/direct")
 	b.ReportMetric(float64(total[2])/float64(total[0]), "armed/direct")
+}
+
+// benchPlan reads INDOUBT_BENCH_ROUND (default 2s) and INDOUBT_BENCH_ROUNDS (default 3).
+func benchPlan(b *testing.B) (time.Duration, int) {
+	round := 2 * time.Second
+	if v := os.Getenv("INDOUBT_BENCH_ROUND"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatalf("INDOUBT_BENCH_ROUND: %v", err)
+		}
+		round = d
+	}
+	rounds := 3
+	if v := os.Getenv("INDOUBT_BENCH_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("INDOUBT_BENCH_ROUNDS %q: want a positive number", v)
+		}
+		rounds = n
+	}
+	return round, rounds
 }
 
 // hotRowRound runs workers connections, each repeating the conditional decrement for d,

@@ -117,11 +117,22 @@ type Header struct {
 // FormatV1 is the value of Header.Format written by this version.
 const FormatV1 = "indoubt-history/1"
 
+// JSONAppender is a value that appends its own JSON encoding, exactly what
+// encoding/json would give it (its tests must hold it to that). Value uses it instead
+// of encoding/json's reflection: the workloads' outcomes are encoded on every
+// operation's path.
+type JSONAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
 // Value encodes v as a history value. It panics only if v cannot be encoded as JSON,
 // which is a programming error of the caller, never a property of input.
 func Value(v any) json.RawMessage {
 	if v == nil {
 		return nil
+	}
+	if a, ok := v.(JSONAppender); ok {
+		return a.AppendJSON(make([]byte, 0, 64))
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

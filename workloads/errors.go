@@ -82,6 +82,17 @@ const (
 	ReasonCASConflict Reason = "cas-conflict"
 )
 
+// Reasons for an attempt that found its own operation's effect already in place.
+const (
+	// ReasonAlreadyApplied: the attempt was refused because the effect it carries is
+	// already there and the store can tell it is this very operation's (a retried insert
+	// whose primary key, chosen by the client before the first attempt, now holds a row
+	// tagged with the same op id: the unique violation proves an earlier attempt
+	// committed). The store returns it as a definite error; the workload reports the
+	// operation as applied.
+	ReasonAlreadyApplied Reason = "already-applied"
+)
+
 // Reasons a store attaches to nothing more specific, from the class alone.
 const (
 	ReasonUnknown  Reason = "unknown"  // an unknown outcome with no reason given

@@ -15,6 +15,7 @@ const (
 	// TwoRows reads two rows in one transaction, on one server or across two with
 	// two-phase commit: the Schism paper's workload.
 	TwoRows Name = "two-rows"
+	Insert  Name = "insert"
 )
 
 // Final is a workload's final state after a run: the `final` section of results.json,

@@ -144,9 +144,20 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	var h *histories.Header
 	var ops []histories.Op
+	var res checker.Result
+	var err error
+	streamed := false
 	switch *format {
 	case "indoubt":
-		var err error
+		if *faultsF == "" {
+			// Nothing else needs the events: check them as they are read.
+			var fatal error
+			if res, err, fatal = checkIndoubt(ctx, path, *partial, opt); fatal != nil {
+				return fatal
+			}
+			streamed = true
+			break
+		}
 		if h, ops, err = histories.ReadFile(path, *partial); err != nil {
 			return err
 		}
@@ -154,9 +165,9 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return fmt.Errorf("check %s: the history has a header but no operations: nothing to check", path)
 		}
 	case "jepsen-edn", "jepsen-log":
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("open history: %w", err)
+		f, oerr := os.Open(path)
+		if oerr != nil {
+			return fmt.Errorf("open history: %w", oerr)
 		}
 		defer f.Close()
 		jopt := histories.JepsenOptions{SkipBadLines: *skipBad}
@@ -174,12 +185,14 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	default:
 		return fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn or jepsen-log)", *format)
 	}
-	if *faultsF != "" {
-		if err := evidence.CheckClock(ops, clock); err != nil {
-			return fmt.Errorf("check %s: --faults %s: %v", path, *faultsF, err)
+	if !streamed {
+		if *faultsF != "" {
+			if err := evidence.CheckClock(ops, clock); err != nil {
+				return fmt.Errorf("check %s: --faults %s: %v", path, *faultsF, err)
+			}
 		}
+		res, err = checker.Check(ctx, h, ops, opt)
 	}
-	res, err := checker.Check(ctx, h, ops, opt)
 	if err != nil && res.Verdict != 0 {
 		// Only the visualization failed: the verdict stands, with a warning.
 		fmt.Fprintf(stderr, "indoubt: warning: %s\n", oneLine(err.Error()))
@@ -229,6 +242,54 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return verdictExit{code}
 	}
 	return nil
+}
+
+// checkIndoubt checks an indoubt history as it reads it, so that a long history need not
+// fit in memory (checker.CheckStream). Its errors come in the order reading the whole
+// file first gave them: the file's own (a bad line anywhere), then a history without
+// operations, then the checker's. The checker's result and error are returned as
+// checker.Check returns them (a visualization error comes with a verdict); fatal is
+// an error of the file, to return as it is.
+func checkIndoubt(ctx context.Context, path string, partial bool, opt checker.Options) (res checker.Result, err, fatal error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return checker.Result{}, nil, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	rd, err := histories.NewReader(f, path)
+	if err != nil {
+		return checker.Result{}, nil, err
+	}
+	rd.Partial = partial
+	var readErr error
+	clients := false
+	next := func() (histories.Op, error) {
+		op, err := rd.Next()
+		if err != nil && err != io.EOF {
+			readErr = err
+		}
+		if err == nil && op.IsClient() {
+			clients = true
+		}
+		return op, err
+	}
+	res, err = checker.CheckStream(ctx, rd.Header(), next, opt)
+	if err != nil && res.Verdict == 0 && readErr == nil {
+		// The checker stopped early: the rest of the file is read for an error of its
+		// own, which comes first.
+		for {
+			if _, nerr := next(); nerr != nil {
+				break
+			}
+		}
+	}
+	switch {
+	case readErr != nil:
+		return checker.Result{}, nil, readErr
+	case !clients && (err != nil || ctx.Err() == nil):
+		return checker.Result{}, nil, fmt.Errorf("check %s: the history has a header but no operations: nothing to check", path)
+	}
+	return res, err, nil
 }
 
 // groundTruth is what the proxy's events prove about a checked history.

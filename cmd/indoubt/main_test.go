@@ -48,6 +48,10 @@ func TestBadInputIsOneLineAndExit3(t *testing.T) {
 		{"run", "--store", "postgres", "--fault", "wobble", "--out", dir},
 		{"run", "--store", "postgres", "--fault", "commit-cut:2", "--out", dir},
 		{"run", "extra-arg"},
+		{"run", "--workload", "insert", "--key", "serial"},
+		{"run", "--workload", "insert", "--rounds", "0"},
+		{"run", "--store", "postgres", "--workload", "insert", "--pg-version", "99", "--out", dir},
+		{"run", "--store", "postgres", "--workload", "insert", "--pg-version", "fifteen", "--out", dir},
 		{"check"},
 		{"check", filepath.Join(dir, "missing.jsonl")},
 		{"check", garbage},
@@ -215,7 +219,7 @@ func TestRunKeepsSecrets(t *testing.T) {
 			if tc.code != 0 {
 				return
 			}
-			runs, _ := filepath.Glob(filepath.Join(out, "*-budget-postgres"))
+			runs, _ := filepath.Glob(filepath.Join(out, "*-budget-postgres-*"))
 			if len(runs) != 1 || files < 3 {
 				t.Fatalf("run directories %v, %d files", runs, files)
 			}
@@ -271,7 +275,7 @@ func TestRunInterruptedNeverPasses(t *testing.T) {
 			if got := cmd.ProcessState.ExitCode(); got != tc.code {
 				t.Errorf("exit %d, want %d; stdout %q stderr %q", got, tc.code, stdout, stderr)
 			}
-			runs, _ := filepath.Glob(filepath.Join(out, "*-budget-postgres", "results.json"))
+			runs, _ := filepath.Glob(filepath.Join(out, "*-budget-postgres-*", "results.json"))
 			if len(runs) != 1 {
 				t.Fatalf("published runs: %v", runs)
 			}

@@ -17,8 +17,10 @@ import (
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/catalog"
+	"github.com/indoubt/indoubt/workloads/insert"
 )
 
 const runHelp = `indoubt run: run a workload against a database, record every operation in a
@@ -40,6 +42,8 @@ Examples:
   indoubt run --dsn postgres://user@db:5432/app --json > results.json
   indoubt run --workload counter --mechanism read-write --workers 1,4,16,32 --time 10s   # contention sweep
   indoubt run --workload counter --mechanism read-write --isolation read-committed --workers 16 --time 10s
+  indoubt run --workload insert --key all --workers 16,32,64 --time 30s --pg-version 18   # primary-key table
+  indoubt run --workload insert --key bigserial,client-mono --fault commit-cut:0.1 --retry naive --time 10s
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run. An interrupted run
 (SIGINT, SIGTERM) is checked and published as far as it got, and exits 2 when that is
@@ -61,7 +65,9 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 type runArgs struct {
 	cfg     runner.Config
 	counts  []int
-	store   string // --store as given: a store, all, or empty
+	keys    []insert.Key // the insert workload's key shapes (--key)
+	rounds  int          // the insert workload's rounds (--rounds)
+	store   string       // --store as given: a store, all, or empty
 	jsonOut bool
 }
 
@@ -87,7 +93,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, s := range skipped {
 		fmt.Fprintln(stderr, s)
 	}
-	all, err := runEach(ctx, a.cfg, stores, a.counts)
+	var all []*report.Results
+	if a.cfg.Workload == workloads.Insert {
+		all, err = runInserts(ctx, a, stores)
+	} else {
+		all, err = runEach(ctx, a.cfg, stores, a.counts)
+	}
 	if a.cfg.OnProgress != nil {
 		fmt.Fprint(stderr, "\r\033[K") // the live line ends with the run
 	}
@@ -138,13 +149,16 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
 		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
 		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
-		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter; transfer and two-rows (two-phase commit over several servers: see --workload transfer --help)")
+		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter, insert; transfer and two-rows (two-phase commit over several servers: see --workload transfer --help)")
 		specs    multiFlag
 		quiet    = fs.Bool("quiet", false, "no progress on stderr (neither launch lines nor the live line)")
 		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
+		keys     = fs.String("key", string(insert.Identity), "insert workload: primary-key shape, a comma list, or all: "+keyShapes())
 	)
+	fs.IntVar(&a.rounds, "rounds", 1, "insert workload: rounds of every key shape, each round in a rotated order")
 	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print results.json to stdout (the summary goes to stderr)")
+	fs.StringVar(&cfg.PGVersion, "pg-version", "", "a launched PostgreSQL's version: 15, 18 (scripts/prepare-postgres18), or a directory of its binaries (default: INDOUBT_PG_VERSION, INDOUBT_PG_BIN, else the installed one)")
 	fs.StringVar(&cfg.Persistence, "persistence", "none", "a launched Redis's durability: none, everysec, always")
 	fs.StringVar(&cfg.SynchronousCommit, "synchronous-commit", "", "a launched PostgreSQL's synchronous_commit: on or off (default PostgreSQL's, on)")
 	fs.StringVar(&cfg.Fsync, "fsync", "", "a launched PostgreSQL's fsync: on or off (default PostgreSQL's, on)")
@@ -203,6 +217,18 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	}
 	if cfg.MaxAnomalies < 1 && cfg.MaxAnomalies != -1 {
 		return a, fmt.Errorf("run: --max-anomalies must be at least 1, or -1 for all")
+	}
+	if a.keys, err = insert.ParseKeys(*keys); err != nil {
+		return a, fmt.Errorf("run: --key: %v", err)
+	}
+	if a.rounds < 1 {
+		return a, fmt.Errorf("run: --rounds must be at least 1")
+	}
+	if cfg.PGVersion != "" && cfg.DSN == "" {
+		// Refused before anything is launched, in one line.
+		if _, err := servers.PostgresBin(cfg.PGVersion); err != nil {
+			return a, fmt.Errorf("run: --pg-version: %v", err)
+		}
 	}
 	if !*quiet {
 		cfg.Progress = stderr
@@ -266,15 +292,43 @@ func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, 
 	return all, nil
 }
 
+// runInserts runs the insert workload's table (runner.InsertTable) on every store.
+func runInserts(ctx context.Context, a runArgs, stores []runner.StoreName) ([]*report.Results, error) {
+	var all []*report.Results
+	for _, store := range stores {
+		c := a.cfg
+		c.Store = store
+		res, err := runner.InsertTable(ctx, c, a.keys, a.counts, a.rounds)
+		all = append(all, res...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
+}
+
+func keyShapes() string {
+	s := make([]string, len(insert.Keys))
+	for i, k := range insert.Keys {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
 // printRuns prints one run's summary, or the table (a sweep for the counter on one
 // store) of several runs and the path of their summary.json.
 func printRuns(w io.Writer, cfg runner.Config, all []*report.Results, stores int) error {
 	if len(all) == 1 {
 		report.WriteSummary(w, all[0])
 		report.WriteCounterFinal(w, all[0])
+		if cfg.Workload == workloads.Insert {
+			report.WriteInsertTable(w, all)
+		}
 		return nil
 	}
-	if cfg.Workload == workloads.Counter && stores == 1 {
+	if cfg.Workload == workloads.Insert {
+		report.WriteInsertTable(w, all)
+	} else if cfg.Workload == workloads.Counter && stores == 1 {
 		report.WriteSweep(w, all)
 	} else {
 		report.WriteTable(w, all)

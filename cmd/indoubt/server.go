@@ -36,6 +36,7 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := newFlags("server", serverHelp, stdout)
 	store := fs.String("store", string(runner.Postgres), "which server: postgres, redis")
 	persistence := fs.String("persistence", "none", "redis: none, everysec, always")
+	pgVersion := fs.String("pg-version", "", "postgres: 15, 18 (scripts/prepare-postgres18) or a directory of its binaries (default: INDOUBT_PG_VERSION, INDOUBT_PG_BIN, else the installed one)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var logPath string
 	switch runner.StoreName(*store) {
 	case runner.Postgres:
-		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
+		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{Version: *pgVersion})
 		if err != nil {
 			return err
 		}

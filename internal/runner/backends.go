@@ -16,6 +16,7 @@ import (
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/counter"
+	"github.com/indoubt/indoubt/workloads/insert"
 	"github.com/indoubt/indoubt/workloads/register"
 )
 
@@ -72,9 +73,9 @@ var kv = []workloads.Name{workloads.Budget, workloads.Register}
 var backends = []backend{
 	{
 		name: Postgres, schemes: []string{"postgres", "postgresql"}, protocol: toxics.Postgres{},
-		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter},
+		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter, workloads.Insert},
 		launch:    launchPostgres,
-		available: func() error { _, err := servers.FindPostgres(); return err },
+		available: func() error { _, err := servers.PostgresBin(""); return err },
 		addr:      urlAddr,
 		rewrite:   urlRewrite,
 		open:      openPostgres,
@@ -117,7 +118,7 @@ var backends = []backend{
 	{
 		// CockroachDB runs only where --dsn points at one: nothing launches it here.
 		name: Cockroach, protocol: toxics.Postgres{},
-		workloads:  []workloads.Name{workloads.Counter},
+		workloads:  []workloads.Name{workloads.Counter, workloads.Insert},
 		launch:     launchCockroach,
 		available:  func() error { return fmt.Errorf("cockroach: no CockroachDB can be launched here; give --dsn") },
 		addr:       urlAddr,
@@ -230,7 +231,7 @@ func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, erro
 		return launchReplicatedPostgres(ctx, cfg, dir)
 	}
 	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"),
-		Settings: cfg.pgDurability(), PowerFS: cfg.onPowerFS()})
+		Settings: cfg.pgDurability(), PowerFS: cfg.onPowerFS(), Version: cfg.PGVersion})
 	if err != nil {
 		return launched{}, err
 	}
@@ -262,6 +263,12 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 			return nil, nil, err
 		}
 		return counter.New(k), c.Close, nil
+	case workloads.Insert:
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		if err != nil {
+			return nil, nil, err
+		}
+		return insert.New(c, insert.Key(cfg.Key)), c.Close, nil
 	}
 	return nil, nil, unbound(Postgres, cfg.Workload)
 }
@@ -271,12 +278,15 @@ func launchCockroach(ctx context.Context, _ Config, dir string) (launched, error
 }
 
 func openCockroach(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
-	if cfg.Workload != workloads.Counter {
+	if cfg.Workload != workloads.Counter && cfg.Workload != workloads.Insert {
 		return nil, nil, unbound(Cockroach, cfg.Workload)
 	}
 	c, err := cockroach.Open(ctx, cockroach.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.Workload == workloads.Insert {
+		return insert.New(c, insert.Key(cfg.Key)), c.Close, nil
 	}
 	k, err := c.Counter(postgres.CounterConfig{Mechanism: postgres.CounterMechanism(cfg.Mechanism), Isolation: postgres.Isolation(cfg.Isolation)})
 	if err != nil {

@@ -90,6 +90,10 @@ func (p *procNemesis) begin(r *run, record func(histories.Op)) {
 			if !p.sleepUntil(ctx, f.Start) {
 				return
 			}
+			if late := time.Duration(p.run.now()) - f.Start; late > 100*time.Millisecond {
+				// The fault before it took longer than its window (a slow recovery).
+				p.cfg.progressf("fault %s: applied %.2fs late, the fault before it still ran", f.Spec, late.Seconds())
+			}
 			p.apply(ctx, i, f)
 		}
 	}()
@@ -497,7 +501,7 @@ func checkTopology(c Config) error {
 
 func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
 	rp, err := servers.StartReplicatedPostgres(ctx, servers.ReplicatedPostgresOptions{
-		Postgres:    servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log")},
+		Postgres:    servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion},
 		Replication: cfg.Replication,
 	})
 	if err != nil {

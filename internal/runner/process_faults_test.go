@@ -82,21 +82,23 @@ func faultsHappened(t *testing.T, res *report.Results, actions ...string) {
 // on after each fault.
 func TestProcessFaultsPostgresBudgetValid(t *testing.T) {
 	cfg := budgetConfig(t)
-	// PostgreSQL syncs its data directory before crash recovery: seconds on a busy
-	// machine, hence the room after the kill.
-	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, 10*time.Second, 1_000_000
-	cfg.Faults = schedule(t, "kill@1s-2s", "pause@6s-6500ms", "restart@7500ms")
+	// PostgreSQL syncs its data directory before crash recovery, seconds on a busy
+	// machine: the kill comes last, so that its recovery delays no other fault.
+	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, 8*time.Second, 1_000_000
+	cfg.Faults = schedule(t, "pause@1s-1500ms", "restart@2500ms", "kill@4s-5s")
 	res := processRun(t, cfg)
 	if res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
 	}
-	faultsHappened(t, res, "kill", "start", "pause", "resume", "restart", "started")
+	faultsHappened(t, res, "pause", "resume", "restart", "started", "kill", "start")
 	if len(res.LostWrites) != 0 {
 		t.Errorf("lost writes on a durable PostgreSQL: %+v", res.LostWrites)
 	}
-	kill, pause := res.ProcessFaults[0], res.ProcessFaults[1]
-	if kill.DowntimeS < 1 || kill.InFlight == 0 || kill.InFlightInfo == 0 {
-		t.Errorf("kill: %+v; want at least 1 s down and info operations in flight", kill)
+	pause, kill := res.ProcessFaults[0], res.ProcessFaults[2]
+	// The kill is timed when it is sent: an operation whose acknowledgement was on its
+	// way then still ends ok, and on a busy machine all of them may.
+	if kill.DowntimeS < 1 || kill.InFlight == 0 {
+		t.Errorf("kill: %+v; want at least 1 s down and operations in flight", kill)
 	}
 	if pause.DowntimeS < 0.4 || pause.InFlight == 0 || pause.InFlightInfo != 0 {
 		t.Errorf("pause: %+v; want half a second, operations in flight that complete", pause)

@@ -46,6 +46,8 @@ type Config struct {
 	// Isolation is the transaction isolation level of workloads that take one (counter).
 	Isolation string `json:"isolation,omitempty"`
 	Budget    int64  `json:"budget,omitempty"`
+	// Key is the insert workload's primary-key shape (insert.Key).
+	Key string `json:"key,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
 	Persistence string `json:"persistence,omitempty"`
 	// SynchronousCommit and Fsync are a launched PostgreSQL's settings of those names,
@@ -58,6 +60,9 @@ type Config struct {
 	// streaming standby); Replication is async (also "") or sync. See process_faults.go.
 	Topology    string `json:"topology,omitempty"`
 	Replication string `json:"replication,omitempty"`
+	// PGVersion chooses a launched PostgreSQL's binaries: "15", "18" or a bin directory
+	// (servers.PostgresBin); "" for the default.
+	PGVersion string `json:"pg_version,omitempty"`
 	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
 	// config.json, one NAME[:P][@START-END] per entry.
 	Faults faults.Schedule `json:"-"`

@@ -56,6 +56,10 @@ func TestResultsMatchTheSchema(t *testing.T) {
 			c.Workload, c.Workers, c.Ops = "register", 4, 20
 			c.Faults = schedule(t, "commit-mixed:0.2")
 		}},
+		{"insert on postgres under commit faults", func(c *runner.Config) {
+			c.Workload, c.Key, c.Workers, c.Ops = "insert", "bigserial", 4, 20
+			c.Retry, c.Faults = policy(t, "naive"), schedule(t, "commit-cut:0.2")
+		}},
 		{"budget on a launched redis", func(c *runner.Config) {
 			if err := runner.Available(runner.Redis); err != nil {
 				servertest.SkipOrFail(t, err)

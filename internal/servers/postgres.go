@@ -54,6 +54,10 @@ type PostgresOptions struct {
 	LogPath string
 	// Log, if set, receives one line per startup step, for humans.
 	Log io.Writer
+	// Version chooses the binaries (see PostgresBin): a major version ("15", "18") or a
+	// directory holding initdb and postgres. "" means INDOUBT_PG_VERSION if set, else
+	// FindPostgres.
+	Version string
 	// PowerFS puts the data directory on a powerfs mount, for Postgres.PowerLoss. It
 	// needs root and /dev/fuse (powerfs.ErrUnavailable otherwise).
 	PowerFS bool
@@ -116,6 +120,119 @@ func findPostgres(envDir, libGlob string) (string, error) {
 		}
 	}
 	return "", &NotInstalledError{Server: "postgres", Program: "initdb", Hint: pgHint}
+}
+
+// PostgresBin returns the directory of the binaries of the PostgreSQL that version names:
+//
+//	""          INDOUBT_PG_VERSION if set, else FindPostgres (INDOUBT_PG_BIN, PATH, the
+//	            highest version Debian installed)
+//	"15", "18"  Debian's /usr/lib/postgresql/<version>/bin, else the tree
+//	            scripts/prepare-postgres18 unpacks into the cache,
+//	            <cache>/postgres-<version>.<minor>.<patch>/bin (highest first)
+//	a path      that directory (anything with a slash)
+//
+// The error when nothing is found satisfies errors.Is(err, ErrNotInstalled) and says how
+// to get the version.
+func PostgresBin(version string) (string, error) {
+	if version == "" {
+		version = os.Getenv("INDOUBT_PG_VERSION")
+	}
+	if version == "" {
+		return FindPostgres()
+	}
+	if strings.Contains(version, "/") {
+		if missing := missingPrograms(version); missing != "" {
+			return "", &NotInstalledError{Server: "postgres", Program: missing, Hint: "not in " + version + ", the directory given as the version"}
+		}
+		return version, nil
+	}
+	if _, err := strconv.Atoi(version); err != nil {
+		return "", fmt.Errorf("postgres: version %q is neither a major version (15, 18) nor a directory", version)
+	}
+	cache, err := CassandraCacheDir()
+	if err != nil {
+		cache = ""
+	}
+	return findPostgresVersion(version, strings.Replace(pgLibGlob, "*", version, 1), cache)
+}
+
+// findPostgresVersion looks for major version in Debian's directory lib, then in the
+// prepared trees under cache.
+func findPostgresVersion(version, lib, cache string) (string, error) {
+	if missingPrograms(lib) == "" {
+		return lib, nil
+	}
+	if cache != "" {
+		dirs, _ := filepath.Glob(filepath.Join(cache, "postgres-"+version+".*"))
+		sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+		for _, d := range dirs {
+			// The script writes "complete" last: without it the tree may be half there.
+			if _, err := os.Stat(filepath.Join(d, "complete")); err != nil {
+				continue
+			}
+			if bin := filepath.Join(d, "bin"); missingPrograms(bin) == "" {
+				return bin, nil
+			}
+		}
+	}
+	return "", &NotInstalledError{Server: "postgres", Program: "initdb",
+		Hint: "no PostgreSQL " + version + " in " + lib + " or the cache " + cache + " (run scripts/prepare-postgres18 for 18; install Debian package postgresql-" + version + " otherwise)"}
+}
+
+// reachableBin returns bin when acct can reach it, else a copy of its tree (bin's parent,
+// with lib and share) that it can: scripts/prepare-postgres18 unpacks into root's cache,
+// which the unprivileged server account cannot enter. The copy is made once, under the
+// system's temporary directory, owned by the caller and written by it alone, and is
+// trusted only when it still is.
+func reachableBin(bin string, acct Account) (string, error) {
+	if acct.CheckReach(bin) == nil {
+		return bin, nil
+	}
+	tree := filepath.Dir(bin)
+	dest := filepath.Join(os.TempDir(), fmt.Sprintf("indoubt-%s-uid%d", filepath.Base(tree), os.Geteuid()))
+	if err := trustedCopy(dest); err == nil {
+		return filepath.Join(dest, "bin"), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("postgres: copy of %s: %w", tree, err)
+	}
+	tmp, err := os.MkdirTemp(os.TempDir(), ".indoubt-pgbin-")
+	if err != nil {
+		return "", fmt.Errorf("postgres: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if out, err := exec.Command("cp", "-a", tree, filepath.Join(tmp, "tree")).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("postgres: copy %s where %s can reach it: %v: %s", tree, acct.Name, err, bytes.TrimSpace(out))
+	}
+	if out, err := exec.Command("chmod", "-R", "go-w,a+rX", filepath.Join(tmp, "tree")).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("postgres: chmod copy of %s: %v: %s", tree, err, bytes.TrimSpace(out))
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "tree", "complete"), []byte(tree+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("postgres: %w", err)
+	}
+	if err := os.Rename(filepath.Join(tmp, "tree"), dest); err != nil && trustedCopy(dest) != nil {
+		return "", fmt.Errorf("postgres: place copy of %s: %w", tree, err)
+	}
+	if err := acct.CheckReach(dest); err != nil {
+		return "", fmt.Errorf("postgres: %w", err)
+	}
+	return filepath.Join(dest, "bin"), nil
+}
+
+// trustedCopy returns nil when dest is a complete copy that only the caller could have
+// written, os.ErrNotExist when there is none, and an error when something else is there.
+func trustedCopy(dest string) error {
+	fi, err := os.Lstat(dest)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s exists and is not a directory written only by uid %d: remove it", dest, os.Geteuid())
+	}
+	if _, err := os.Stat(filepath.Join(dest, "complete")); err != nil {
+		return fmt.Errorf("%s is incomplete: remove it", dest)
+	}
+	return nil
 }
 
 func missingPrograms(dir string) string {
@@ -192,13 +309,16 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 	if err != nil {
 		return nil, err
 	}
-	bin, err := FindPostgres()
+	bin, err := PostgresBin(opt.Version)
 	if err != nil {
 		return nil, err
 	}
 	acct, err := ServerAccount()
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if bin, err = reachableBin(bin, acct); err != nil {
+		return nil, err
 	}
 	p := &Postgres{
 		BinDir:   bin,

@@ -125,3 +125,36 @@ func TestSettingArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestFindPostgresVersion(t *testing.T) {
+	root := t.TempDir()
+	mk := func(dir string) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"initdb", "postgres"} {
+			if err := os.WriteFile(filepath.Join(dir, p), nil, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lib := filepath.Join(root, "lib", "18", "bin")
+	cache := filepath.Join(root, "cache")
+	half := filepath.Join(cache, "postgres-18.2.0")
+	whole := filepath.Join(cache, "postgres-18.1.0")
+	mk(filepath.Join(half, "bin")) // no "complete": still being unpacked
+	mk(filepath.Join(whole, "bin"))
+	if err := os.WriteFile(filepath.Join(whole, "complete"), []byte("18.1.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findPostgresVersion("18", lib, cache); err != nil || got != filepath.Join(whole, "bin") {
+		t.Errorf("cache only: got %q, %v; want the complete tree", got, err)
+	}
+	mk(lib)
+	if got, err := findPostgresVersion("18", lib, cache); err != nil || got != lib {
+		t.Errorf("Debian's and the cache's: got %q, %v; want Debian's %s", got, err, lib)
+	}
+	if _, err := findPostgresVersion("17", filepath.Join(root, "lib", "17", "bin"), cache); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("17: got %v, want ErrNotInstalled", err)
+	}
+}

@@ -461,3 +461,51 @@ func TestPostgresDiesWithHarness(t *testing.T) {
 		t.Errorf("%s still accepts connections", addr)
 	}
 }
+
+// TestPostgresVersions starts each major version that PostgresBin finds here, and checks
+// that the server that answers is that version and has what the version is chosen for.
+func TestPostgresVersions(t *testing.T) {
+	for _, v := range []string{"15", "18"} {
+		t.Run(v, func(t *testing.T) {
+			pg := startPostgres(t, servers.PostgresOptions{Dir: reachableDir(t), Version: v})
+			if pg.Version != v {
+				t.Fatalf("Version = %q, want %q", pg.Version, v)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			conn, err := pgx.Connect(ctx, pg.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var num int
+			if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int / 10000").Scan(&num); err != nil {
+				t.Fatal(err)
+			}
+			if strconv.Itoa(num) != v {
+				t.Errorf("server_version_num says %d, want %s", num, v)
+			}
+			// uuidv7() is what 18 is wanted for; 15 must not have it.
+			_, err = conn.Exec(ctx, "SELECT uuidv7()")
+			if (err == nil) != (v == "18") {
+				t.Errorf("SELECT uuidv7() on %s: err = %v", v, err)
+			}
+		})
+	}
+}
+
+func TestPostgresVersionRefused(t *testing.T) {
+	for _, v := range []string{"fifteen", "99"} {
+		_, err := servers.PostgresBin(v)
+		if err == nil {
+			t.Errorf("PostgresBin(%q) = nil error", v)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("PostgresBin(%q): %q is not one line", v, err)
+		}
+	}
+	if _, err := servers.PostgresBin("99"); !errors.Is(err, servers.ErrNotInstalled) || !strings.Contains(err.Error(), "prepare-postgres18") {
+		t.Errorf("PostgresBin(99) = %v, want ErrNotInstalled naming the prepare script", err)
+	}
+}

@@ -1,9 +1,13 @@
 package servers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,7 +35,7 @@ func (s *instance) kill() error {
 	// The leader is reaped; its children (PostgreSQL's backends) die a moment later,
 	// and until they do they hold the shared memory a new postmaster refuses to share.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+		if !groupRunning(pgid) {
 			break
 		}
 	}
@@ -135,3 +139,36 @@ func (r *Redis) Start(ctx context.Context) error { return r.startAgain(ctx) }
 // persistence none and no snapshots, a clean restart loses the data too: nothing was
 // ever written to disk.
 func (r *Redis) Restart(ctx context.Context) error { return r.restart(ctx) }
+
+// groupRunning reports whether a process of group pgid is still running: not a zombie,
+// which holds no memory (and which no one may reap soon when the reaper is a container's
+// init). Where /proc cannot say, it asks the kernel whether the group has any member.
+func groupRunning(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return syscall.Kill(-pgid, 0) != syscall.ESRCH
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		// Fields after the command name: state, ppid, pgrp.
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || pid == os.Getpid() {
+			continue
+		}
+		if f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}

@@ -48,8 +48,18 @@ end
 return {0, applied, b}
 `)
 
+// budgetKeys returns the balance's and the op ids' keys. The slice is shared by every
+// call (built once at Open: the decrement is on every operation's path) and must not
+// be changed.
 func (c *Client) budgetKeys() []string {
-	tag := "{" + c.prefix + ":budget}"
+	if c.bkeys == nil {
+		return budgetKeysOf(c.prefix)
+	}
+	return c.bkeys
+}
+
+func budgetKeysOf(prefix string) []string {
+	tag := "{" + prefix + ":budget}"
 	return []string{tag + ":balance", tag + ":ops"}
 }
 

@@ -56,6 +56,7 @@ type Config struct {
 type Client struct {
 	cfg    Config
 	prefix string
+	bkeys  []string // budgetKeys
 	admin  *goredis.Client
 }
 
@@ -73,7 +74,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if strings.ContainsAny(prefix, `*?[]\`) {
 		return nil, fmt.Errorf("open redis: key prefix %q holds glob characters", prefix)
 	}
-	c := &Client{cfg: cfg, prefix: prefix}
+	c := &Client{cfg: cfg, prefix: prefix, bkeys: budgetKeysOf(prefix)}
 	opts := c.options(nil)
 	opts.PoolSize = 2
 	c.admin = goredis.NewClient(opts)

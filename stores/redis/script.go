@@ -1,6 +1,9 @@
 package redis
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // LoadBudgetScript loads the budget's decrement script into the server and returns its
 // SHA and keys, so that a reference client (redis-benchmark) can run the very script the
@@ -9,5 +12,5 @@ func (c *Client) LoadBudgetScript(ctx context.Context) (sha string, keys []strin
 	if err := decrementScript.Load(ctx, c.admin).Err(); err != nil {
 		return "", nil, Classify(err)
 	}
-	return decrementScript.Hash(), c.budgetKeys(), nil
+	return decrementScript.Hash(), slices.Clone(c.budgetKeys()), nil
 }

@@ -94,8 +94,11 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 		}
 		switch {
 		case op.F == "decrement" && op.Type == histories.OK:
-			var o Outcome
-			if json.Unmarshal(op.Value, &o) == nil && o.Applied {
+			o, ok := plainOutcome(op.Value)
+			if !ok && json.Unmarshal(op.Value, &o) != nil {
+				o = Outcome{}
+			}
+			if o.Applied {
 				f.Applied++
 			} else {
 				f.Rejected++

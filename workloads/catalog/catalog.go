@@ -11,6 +11,7 @@ import (
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/counter"
+	"github.com/indoubt/indoubt/workloads/insert"
 	"github.com/indoubt/indoubt/workloads/register"
 )
 
@@ -24,6 +25,7 @@ var table = []entry{
 	{workloads.Budget, decode[budget.Final]},
 	{workloads.Register, decode[register.Final]},
 	{workloads.Counter, decode[counter.Final]},
+	{workloads.Insert, decode[insert.Final]},
 }
 
 func decode[F workloads.Final](raw json.RawMessage) (workloads.Final, error) {

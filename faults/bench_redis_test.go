@@ -1,0 +1,143 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
+)
+
+// BenchmarkProxyRedis measures the proxy where it costs most: Redis GET and the budget's
+// EVALSHA, answered from memory with no fsync, so that the client, the proxy and the
+// server are all bound by CPU. 16 workers run each command directly, through the proxy
+// without commit toxics, and through the proxy with the RESP commit toxics armed at
+// probability 0 (every request framed and decided, none fired), in alternating rounds,
+// and it reports each ratio to direct. One iteration does all rounds; run it as
+//
+//	go test -run XXX -bench ProxyRedis -benchtime 1x -v -cpuprofile cpu.out ./faults/
+//
+// INDOUBT_BENCH_ROUND (default 2s) and INDOUBT_BENCH_ROUNDS (default 3) set the plan.
+func BenchmarkProxyRedis(b *testing.B) {
+	round, rounds := benchPlan(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	r, err := servers.StartRedis(ctx, servers.RedisOptions{})
+	cancel()
+	servertest.SkipOrFail(b, err)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Stop()
+	plain, err := Start(Options{Upstream: r.Addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	armed, err := Start(Options{Upstream: r.Addr, Protocol: toxics.Resp{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer armed.Close()
+	armed.Faults().Mixed.Set(0, 0)
+
+	const workers = 16
+	bg := context.Background()
+	setup := goredis.NewClient(&goredis.Options{Addr: r.Addr, Password: r.Password})
+	defer setup.Close()
+	if err := setup.Set(bg, "bench-balance", int64(1)<<60, 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	if err := decrementScript.Load(bg, setup).Err(); err != nil {
+		b.Fatal(err)
+	}
+	commands := []struct {
+		name string
+		do   func(c *goredis.Client) error
+	}{
+		{"GET", func(c *goredis.Client) error { return c.Get(bg, "bench-balance").Err() }},
+		{"EVALSHA", func(c *goredis.Client) error {
+			return c.EvalSha(bg, decrementScript.Hash(), []string{"bench-balance"}).Err()
+		}},
+	}
+	modes := []struct{ name, addr string }{
+		{"direct", r.Addr},
+		{"proxy", plain.Addr()},
+		{"proxy+commit toxics P=0", armed.Addr()},
+	}
+	total := make([][]int64, len(commands))
+	for c := range total {
+		total[c] = make([]int64, len(modes))
+	}
+	var elapsed time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for rd := 0; rd < rounds; rd++ {
+			for c, cmd := range commands {
+				for m, mode := range modes {
+					n, err := redisRound(mode.addr, r.Password, workers, round, cmd.do)
+					if err != nil {
+						b.Fatalf("%s %s: %v", cmd.name, mode.name, err)
+					}
+					total[c][m] += n
+					b.Logf("round %d %-8s %-24s %8.0f ops/s", rd+1, cmd.name, mode.name, float64(n)/round.Seconds())
+				}
+			}
+			elapsed += round
+		}
+	}
+	b.StopTimer()
+	for c, cmd := range commands {
+		for m, mode := range modes {
+			b.Logf("%-8s %-24s %8.0f ops/s  ratio to direct %.3f", cmd.name, mode.name,
+				float64(total[c][m])/elapsed.Seconds(), float64(total[c][m])/float64(total[c][0]))
+		}
+		b.ReportMetric(float64(total[c][1])/float64(total[c][0]), cmd.name+"-proxy/direct")
+		b.ReportMetric(float64(total[c][2])/float64(total[c][0]), cmd.name+"-armed/direct")
+	}
+}
+
+// redisRound runs workers goroutines on a client with as many connections, each
+// repeating do for d, and returns how many calls completed.
+func redisRound(addr, password string, workers int, d time.Duration, do func(*goredis.Client) error) (int64, error) {
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: password, PoolSize: workers, MinIdleConns: workers, MaxRetries: -1})
+	defer c.Close()
+	// Connect every worker's connection outside the measured time.
+	var warm sync.WaitGroup
+	for range workers {
+		warm.Add(1)
+		go func() { defer warm.Done(); do(c) }()
+	}
+	warm.Wait()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	deadline := time.Now().Add(d)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := int64(0)
+			for time.Now().Before(deadline) {
+				if err := do(c); err != nil {
+					errs <- fmt.Errorf("call: %w", err)
+					return
+				}
+				k++
+			}
+			n.Add(k)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return n.Load(), nil
+}

@@ -1,0 +1,405 @@
+package histories
+
+import (
+	"unicode/utf8"
+)
+
+// decodeFast decodes one event line in the plain form the Writer gives it: the exact
+// lowercase field names, each at most once, integers of at most 18 digits, strings
+// without escapes, a value that is any valid JSON. Anything else, including everything
+// that is an error, it declines (ok false) and leaves to encoding/json, whose reading
+// it must equal: FuzzDecodeFast holds the two together. encoding/json took most of the
+// time of `indoubt check` on a budget history, four fifths of it in reflection and
+// per-field work this path does not need. op must be the zero Op; on a decline it may
+// have been written to and must be reset.
+func decodeFast(b []byte, op *Op) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	var seen uint16
+	for {
+		key, j, ok := plainString(b, i)
+		if !ok {
+			return false
+		}
+		i = skipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		f := fieldOf(key)
+		if f < 0 || seen&(1<<f) != 0 {
+			// An unknown key may name a field case-insensitively, and a repeated one
+			// is resolved by encoding/json's rules: both are left to it.
+			return false
+		}
+		seen |= 1 << f
+		switch f {
+		case fIndex, fTime, fProcess, fAttempt:
+			n, j, ok := plainInt(b, i)
+			if !ok {
+				return false
+			}
+			i = j
+			switch f {
+			case fIndex:
+				op.Index = n
+			case fTime:
+				op.Time = n
+			case fProcess:
+				op.Process = int(n)
+			case fAttempt:
+				op.Attempt = int(n)
+			}
+		case fValue:
+			j, ok := skipValue(b, i, 0)
+			if !ok {
+				return false
+			}
+			op.Value = append([]byte(nil), b[i:j]...)
+			i = j
+		default:
+			s, j, ok := plainString(b, i)
+			if !ok {
+				return false
+			}
+			i = j
+			switch f {
+			case fType:
+				switch string(s) {
+				case "invoke":
+					op.Type = Invoke
+				case "ok":
+					op.Type = OK
+				case "fail":
+					op.Type = Fail
+				case "info":
+					op.Type = Info
+				default:
+					return false
+				}
+			case fF:
+				op.F = internF(s)
+			case fKey:
+				op.Key = string(s)
+			case fOpID:
+				op.OpID = string(s)
+			case fConn:
+				op.Conn = string(s)
+			case fError:
+				op.Error = string(s)
+			}
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return skipSpace(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
+}
+
+// The fields of Op, as bits of decodeFast's record of the keys seen.
+const (
+	fIndex = iota
+	fTime
+	fProcess
+	fType
+	fF
+	fKey
+	fValue
+	fOpID
+	fConn
+	fError
+	fAttempt
+)
+
+func fieldOf(key []byte) int {
+	switch string(key) {
+	case "index":
+		return fIndex
+	case "time":
+		return fTime
+	case "process":
+		return fProcess
+	case "type":
+		return fType
+	case "f":
+		return fF
+	case "key":
+		return fKey
+	case "value":
+		return fValue
+	case "op_id":
+		return fOpID
+	case "conn":
+		return fConn
+	case "error":
+		return fError
+	case "attempt":
+		return fAttempt
+	}
+	return -1
+}
+
+// internF returns the function names indoubt's workloads use without allocating: they
+// occur on every line.
+func internF(s []byte) string {
+	switch string(s) {
+	case "decrement":
+		return "decrement"
+	case "read":
+		return "read"
+	case "increment":
+		return "increment"
+	case "write":
+		return "write"
+	case "cas":
+		return "cas"
+	}
+	return string(s)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plainString reads a JSON string at b[i] without escapes or control characters whose
+// bytes are valid UTF-8, which encoding/json reads as exactly those bytes. It returns
+// the contents and the index after the closing quote.
+func plainString(b []byte, i int) ([]byte, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	high := false
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			s := b[i+1 : j]
+			if high && !utf8.Valid(s) {
+				return nil, 0, false
+			}
+			return s, j + 1, true
+		case c == '\\' || c < 0x20:
+			return nil, 0, false
+		case c >= utf8.RuneSelf:
+			high = true
+		}
+	}
+	return nil, 0, false
+}
+
+// plainInt reads a JSON integer of at most 18 digits (which cannot overflow an int64)
+// at b[i], and returns it and the index after it. A number with a fraction or exponent
+// is declined: encoding/json refuses it for an integer field.
+func plainInt(b []byte, i int) (int64, int, bool) {
+	j := i
+	neg := j < len(b) && b[j] == '-'
+	if neg {
+		j++
+	}
+	start := j
+	var n int64
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		n = n*10 + int64(b[j]-'0')
+		j++
+	}
+	digits := j - start
+	if digits == 0 || digits > 18 || digits > 1 && b[start] == '0' {
+		return 0, 0, false
+	}
+	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+		return 0, 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, j, true
+}
+
+// maxDepth bounds the nesting skipValue follows; deeper values are left to
+// encoding/json, which has its own limit.
+const maxDepth = 64
+
+// skipValue checks that a valid JSON value starts at b[i] and returns the index after
+// it. It follows the JSON grammar strictly, as encoding/json's scanner does: a value it
+// accepts is one encoding/json accepts, byte for byte the same.
+func skipValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) || depth > maxDepth {
+		return 0, false
+	}
+	switch c := b[i]; {
+	case c == '{':
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		for {
+			j, ok := skipString(b, i)
+			if !ok {
+				return 0, false
+			}
+			i = skipSpace(b, j)
+			if i >= len(b) || b[i] != ':' {
+				return 0, false
+			}
+			if i, ok = skipValue(b, skipSpace(b, i+1), depth+1); !ok {
+				return 0, false
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			if b[i] == '}' {
+				return i + 1, true
+			}
+			if b[i] != ',' {
+				return 0, false
+			}
+			i = skipSpace(b, i+1)
+		}
+	case c == '[':
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = skipValue(b, i, depth+1); !ok {
+				return 0, false
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			if b[i] == ']' {
+				return i + 1, true
+			}
+			if b[i] != ',' {
+				return 0, false
+			}
+			i = skipSpace(b, i+1)
+		}
+	case c == '"':
+		return skipString(b, i)
+	case c == '-' || c >= '0' && c <= '9':
+		return skipNumber(b, i)
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	}
+	return 0, false
+}
+
+func literal(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return 0, false
+}
+
+// skipString checks a JSON string at b[i], escapes included, and returns the index after
+// its closing quote. Bytes that are not valid UTF-8 are declined, though encoding/json's
+// scanner passes them: declining is always safe.
+func skipString(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case c == '"':
+			return j + 1, true
+		case c < 0x20:
+			return 0, false
+		case c == '\\':
+			j++
+			if j >= len(b) {
+				return 0, false
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(b)-j < 5 {
+					return 0, false
+				}
+				for _, h := range b[j+1 : j+5] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return 0, false
+					}
+				}
+				j += 4
+			default:
+				return 0, false
+			}
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false
+			}
+			j += size - 1
+		}
+	}
+	return 0, false
+}
+
+// skipNumber checks a JSON number at b[i]: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func skipNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return 0, false
+	}
+	switch {
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
