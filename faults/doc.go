@@ -98,6 +98,8 @@
 //	pause@START-END            SIGSTOP at START, SIGCONT at END
 //	restart@T                  clean shutdown and start at T
 //	failover@T                 kill the primary of a replicated topology, promote the standby
+//	power-loss@T               SIGKILL, undo every write never fsynced (powerfs), start again
+//	power-loss:tear@T          the same, keeping a torn, page-aligned prefix of unsynced writes
 //
 // The standard toxics apply to server-to-client bytes (toxiproxy's default); add
 // ",stream=up" for client-to-server. Hyphens and underscores are the same in names

@@ -38,13 +38,16 @@ type Fault struct {
 	// entry written with a point in time, NAME@T.
 	Process bool
 	Point   bool
+	// Tear is set for power-loss:tear: each file keeps a seeded prefix of its unsynced
+	// writes, torn at a page boundary, instead of none.
+	Tear bool
 }
 
 // DefaultKillDowntime is how long kill@T keeps the server down before it starts again.
 const DefaultKillDowntime = 2 * time.Second
 
 // ProcessFaults are the process faults' names, for messages.
-const ProcessFaults = "kill, pause, restart, failover"
+const ProcessFaults = "kill, pause, restart, failover, power-loss"
 
 // Schedule is a list of faults, each armed for its window.
 type Schedule []Fault
@@ -208,10 +211,24 @@ func ParseFault(spec string) (Fault, error) {
 		case (name == "restart" || name == "failover") && !f.Point:
 			return bad("%s happens at an instant: give a time, as in %s", name, processExample[name])
 		}
+	case "power_loss":
+		// The runner kills the server, undoes what it never fsynced and starts it again
+		// at once: a reboot after the power comes back.
+		f.Name, f.Process = "power-loss", true
+		switch first {
+		case "":
+		case "tear":
+			f.Tear = true
+		default:
+			return bad("power-loss takes one parameter, tear (keep a torn prefix of unsynced writes), as in power-loss:tear@5s")
+		}
+		if !f.Point {
+			return bad("power-loss happens at an instant: give a time, as in power-loss@5s")
+		}
 	case "":
 		return bad("no fault name")
 	default:
-		return bad("unknown fault %q (want commit-cut, commit-drop, commit-mixed, latency, bandwidth, timeout, reset_peer, slow_close, limit_data, partition, kill, pause, restart or failover)", name)
+		return bad("unknown fault %q (want commit-cut, commit-drop, commit-mixed, latency, bandwidth, timeout, reset_peer, slow_close, limit_data, partition, kill, pause, restart, failover or power-loss)", name)
 	}
 	for k := range opts {
 		if !allowed[k] {
@@ -222,11 +239,11 @@ func ParseFault(spec string) (Fault, error) {
 }
 
 func isProcessFault(name string) bool {
-	return name == "kill" || name == "pause" || name == "restart" || name == "failover"
+	return name == "kill" || name == "pause" || name == "restart" || name == "failover" || name == "power_loss"
 }
 
 var processExample = map[string]string{
-	"kill": "kill@5s-8s or kill@5s", "pause": "pause@5s-8s", "restart": "restart@5s", "failover": "failover@5s",
+	"kill": "kill@5s-8s or kill@5s", "pause": "pause@5s-8s", "restart": "restart@5s", "failover": "failover@5s", "power_loss": "power-loss@5s",
 }
 
 // Processes returns the schedule's process faults, in order.

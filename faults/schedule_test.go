@@ -143,3 +143,26 @@ func TestParseProcessFaults(t *testing.T) {
 		t.Errorf("Processes: %d faults, want 3", got)
 	}
 }
+
+func TestParsePowerLoss(t *testing.T) {
+	f, err := ParseFault("power-loss@3s")
+	if err != nil || f.Name != "power-loss" || !f.Process || !f.Point || f.Start != 3*time.Second || f.Tear {
+		t.Fatalf("power-loss@3s: %+v, %v", f, err)
+	}
+	if f, err := ParseFault("power-loss:tear@1500ms"); err != nil || !f.Tear || f.Start != 1500*time.Millisecond {
+		t.Fatalf("power-loss:tear@1500ms: %+v, %v", f, err)
+	}
+	for spec, want := range map[string]string{
+		"power-loss":        "at an instant",
+		"power-loss@2s-4s":  "at an instant",
+		"power-loss:rip@2s": "tear",
+		"power-loss@x":      "duration",
+	} {
+		if _, err := ParseFault(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", spec, err, want)
+		}
+	}
+	if _, err := ParseSchedule([]string{"kill@1s-3s", "power-loss@2s"}); err == nil {
+		t.Error("a power loss inside a kill's window: no error")
+	}
+}

@@ -1,8 +1,9 @@
-package powerfs
+package powerfs_test
 
 import (
 	"context"
 	"errors"
+	. "github.com/indoubt/indoubt/internal/powerfs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,12 +149,12 @@ func (p *pgOn) kill(t *testing.T) {
 // PostgreSQL with its default settings (fsync on, synchronous_commit on) loses no
 // committed transaction in a power loss.
 func TestPostgresDefaultsSurvivePowerLoss(t *testing.T) {
-	f, mnt := mountT(t, nil)
+	f, mnt := MountT(t, nil)
 	dir := filepath.Join(mnt, "pg")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	syncDir(t, mnt)
+	SyncDir(t, mnt)
 	p := newPG(t, dir)
 	// initdb fsyncs everything inside the data directory but not the directory's own
 	// entry in its parent: under the POSIX rule a cluster whose directory initdb created
@@ -165,7 +166,7 @@ func TestPostgresDefaultsSurvivePowerLoss(t *testing.T) {
 	if err := p.acct.Own(p.data); err != nil {
 		t.Fatal(err)
 	}
-	syncDir(t, dir)
+	SyncDir(t, dir)
 	p.initdb(t)
 	conn := p.start(t)
 	ctx := context.Background()

@@ -1,9 +1,10 @@
-package powerfs
+package powerfs_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	. "github.com/indoubt/indoubt/internal/powerfs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,7 +129,7 @@ func redisDir(t *testing.T, mnt string) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	syncDir(t, mnt)
+	SyncDir(t, mnt)
 	return dir
 }
 
@@ -144,13 +145,13 @@ func TestRedisAppendfsyncAlwaysSurvivesPowerLoss(t *testing.T) {
 		entries EntryDurability
 	}{{"per-directory", PerDirectory}, {"ordered", Ordered}} {
 		t.Run(c.name, func(t *testing.T) {
-			f, mnt := mountT(t, &Options{Entries: c.entries})
+			f, mnt := MountT(t, &Options{Entries: c.entries})
 			dir := redisDir(t, mnt)
 			const n = 300
 			r := startRedis(t, dir, "always")
 			if c.entries == PerDirectory {
 				t.Logf("after redis-server started, %d entry changes were not durable", f.Stats().PendingEntries)
-				syncDir(t, dir)
+				SyncDir(t, dir)
 			}
 			setKeys(t, r.client, n)
 			r.kill(t)
@@ -172,7 +173,7 @@ func TestRedisAppendfsyncAlwaysSurvivesPowerLoss(t *testing.T) {
 // With appendfsync no, Redis leaves the AOF to the kernel: a power loss right after
 // kill -9 takes acknowledged writes with it, which a plain kill -9 would not.
 func TestRedisAppendfsyncNoLosesWritesInPowerLoss(t *testing.T) {
-	f, mnt := mountT(t, nil)
+	f, mnt := MountT(t, nil)
 	dir := redisDir(t, mnt)
 	const n = 300
 	r := startRedis(t, dir, "no")

@@ -230,11 +230,12 @@ func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, erro
 	if cfg.Topology == TopologyReplicated {
 		return launchReplicatedPostgres(ctx, cfg, dir)
 	}
-	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion})
+	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"),
+		Settings: cfg.pgDurability(), PowerFS: cfg.onPowerFS(), Version: cfg.PGVersion})
 	if err != nil {
 		return launched{}, err
 	}
-	return launched{dsn: pg.DSN, desc: "PostgreSQL " + pg.Version + " at " + pg.Addr, stop: pg.Stop, ctl: pg}, nil
+	return launched{dsn: pg.DSN, desc: "PostgreSQL " + pg.Version + " at " + pg.Addr + cfg.durabilityDesc(), stop: pg.Stop, ctl: pg}, nil
 }
 
 func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {

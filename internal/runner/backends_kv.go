@@ -21,13 +21,14 @@ import (
 // The stores other than PostgreSQL: their launchers, DSNs and workloads.
 
 func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) {
-	r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log")})
+	r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log"),
+		PowerFS: cfg.onPowerFS()})
 	if err != nil {
 		return launched{}, err
 	}
 	return launched{
 		dsn:  r.DSN,
-		desc: fmt.Sprintf("Redis %s at %s, persistence %s", r.Version, r.Addr, r.Persistence),
+		desc: fmt.Sprintf("Redis %s at %s, persistence %s", r.Version, r.Addr, r.Persistence) + cfg.durabilityDesc(),
 		stop: r.Stop,
 		ctl:  r,
 	}, nil

@@ -69,8 +69,10 @@ type procNemesis struct {
 	done     chan struct{}
 	cancel   context.CancelFunc
 	timeline []report.ProcessFault
-	run      *run
-	record   func(histories.Op)
+	// startFailure is set when the server did not start again after a power loss.
+	startFailure error
+	run          *run
+	record       func(histories.Op)
 }
 
 func newProcNemesis(cfg Config, ctl processCtl, server string) *procNemesis {
@@ -84,7 +86,7 @@ func (p *procNemesis) begin(r *run, record func(histories.Op)) {
 	p.done = make(chan struct{})
 	go func() {
 		defer close(p.done)
-		for _, f := range p.sched {
+		for i, f := range p.sched {
 			if !p.sleepUntil(ctx, f.Start) {
 				return
 			}
@@ -92,7 +94,7 @@ func (p *procNemesis) begin(r *run, record func(histories.Op)) {
 				// The fault before it took longer than its window (a slow recovery).
 				p.cfg.progressf("fault %s: applied %.2fs late, the fault before it still ran", f.Spec, late.Seconds())
 			}
-			p.apply(ctx, f)
+			p.apply(ctx, i, f)
 		}
 	}()
 }
@@ -141,7 +143,7 @@ func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, er
 
 // apply does one fault. Whatever happens, the server runs when it returns: a kill is
 // followed by a start and a pause by a continue even when the run ends first.
-func (p *procNemesis) apply(ctx context.Context, f faults.Fault) {
+func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 	tl := report.ProcessFault{Fault: f.Spec, Action: f.Name, Server: p.server, Pid: p.ctl.Pid()}
 	var errs []string
 	note := func(err error) {
@@ -176,6 +178,8 @@ func (p *procNemesis) apply(ctx context.Context, f faults.Fault) {
 		err = p.ctl.Resume()
 		note(err)
 		end = p.event(at, f, "resume", tl.Pid, err)
+	case "power-loss":
+		start, end = p.powerLoss(restore(), i, f, note)
 	case "failover":
 		// The end of a failover is when the standby takes writes.
 		start = p.event(p.run.now(), f, "failover", tl.Pid, nil)
@@ -292,7 +296,7 @@ func figures(tl []report.ProcessFault, ops []histories.Op) {
 // losesData reports whether a fault can lose what the server acknowledged: a kill, or
 // a restart of a server that keeps nothing on disk.
 func losesData(action string) bool {
-	return action == "kill" || action == "restart" || action == "failover"
+	return action == "kill" || action == "restart" || action == "failover" || action == "power-loss"
 }
 
 // lostWrites finds acknowledged effects missing after the faults, by workload.
@@ -335,10 +339,12 @@ func lostCount(n int64, f, plural string, tl []report.ProcessFault, ops []histor
 	}
 	at := int64(fault.StartS * 1e9)
 	var last *histories.Op
+	var acks []int64 // times of the acknowledgements before the fault, in history order
 	for i := range ops {
 		op := &ops[i]
 		if op.IsClient() && op.F == f && op.Type == histories.OK && op.Time < at {
 			last = op
+			acks = append(acks, op.Time)
 		}
 	}
 	l := report.LostWrite{Count: n, Fault: fault.Fault}
@@ -346,6 +352,12 @@ func lostCount(n int64, f, plural string, tl []report.ProcessFault, ops []histor
 	if last != nil {
 		l.OpID, l.Index, l.AckBeforeFaultS = last.OpID, last.Index, secs(at-last.Time)
 		l.Explanation += fmt.Sprintf("; the last %s acknowledged before it, %s, was acknowledged %.3fs before the fault", f, last.OpID, l.AckBeforeFaultS)
+		// The likeliest lost are the last acknowledged (a log loses its tail): how far
+		// back they reach is the window of acknowledged work the fault took.
+		if n > 1 && n <= int64(len(acks)) {
+			sort.Slice(acks, func(i, j int) bool { return acks[i] < acks[j] })
+			l.Explanation += fmt.Sprintf("; the last %d acknowledged span the %.3fs before it", n, secs(at-acks[int64(len(acks))-n]))
+		}
 	}
 	return []report.LostWrite{l}
 }

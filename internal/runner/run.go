@@ -49,6 +49,12 @@ type Config struct {
 	Key string `json:"key,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
 	Persistence string `json:"persistence,omitempty"`
+	// SynchronousCommit and Fsync are a launched PostgreSQL's settings of those names,
+	// on or off; "" keeps PostgreSQL's default (on). PowerFS puts a launched server's
+	// data directory on powerfs (a power-loss fault implies it). See powerloss.go.
+	SynchronousCommit string `json:"synchronous_commit,omitempty"`
+	Fsync             string `json:"fsync,omitempty"`
+	PowerFS           bool   `json:"powerfs,omitempty"`
 	// Topology is single (also "") or replicated (a launched PostgreSQL primary and
 	// streaming standby); Replication is async (also "") or sync. See process_faults.go.
 	Topology    string `json:"topology,omitempty"`
@@ -156,6 +162,9 @@ func (c *Config) defaults() error {
 		return couldNotRun("faults need the proxy: drop --proxy off")
 	}
 	if err := checkProcessFaults(*c); err != nil {
+		return err
+	}
+	if err := checkDurability(*c); err != nil {
 		return err
 	}
 	if c.CheckTimeout < 0 {
@@ -312,7 +321,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	}
 	r, err := record(ctx, cfg, wl, nem, dir, sc)
 	if err != nil {
-		return nil, couldNotRun("%v", err)
+		return nil, couldNotRun("%v", nem.explain(err))
 	}
 	ops, verdict, err := check(ctx, cfg, wl, dir)
 	if err != nil {

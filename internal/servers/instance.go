@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/powerfs"
 )
 
 // instance is the lifecycle that every launcher shares: a temporary directory, a log file
@@ -32,6 +34,13 @@ type instance struct {
 	relaunch func(ctx context.Context) error
 	mu       sync.Mutex
 	down     bool
+
+	// pfs is the powerfs the data directory sits on (powerloss.go); nil without one.
+	// cleanup unmounts it before removing dirs.
+	pfs *powerfs.FS
+	// pfsBacking and pfsMount are the powerfs's directories when the launch asked for
+	// one, set before the server's files are made.
+	pfsBacking, pfsMount string
 }
 
 // makeTempDir makes the server's temporary directory under parent ("" means os.TempDir())
@@ -127,6 +136,13 @@ func (s *instance) cleanup() error {
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 		s.log = nil
+	}
+	if s.pfs != nil {
+		// Unmount is a clean shutdown: what the server wrote stays, for Keep.
+		if err := s.pfs.Unmount(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+		}
+		s.pfs = nil
 	}
 	if !s.keep {
 		for _, dir := range s.dirs {

@@ -152,6 +152,8 @@ func (l Leftover) Remove() error {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	// A powerfs its dead process served is still mounted in the directory.
+	unmountUnder(l.Dir)
 	if err := os.RemoveAll(l.Dir); err != nil {
 		return fmt.Errorf("remove %s: %w", l.Dir, err)
 	}

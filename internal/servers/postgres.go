@@ -58,6 +58,9 @@ type PostgresOptions struct {
 	// directory holding initdb and postgres. "" means INDOUBT_PG_VERSION if set, else
 	// FindPostgres.
 	Version string
+	// PowerFS puts the data directory on a powerfs mount, for Postgres.PowerLoss. It
+	// needs root and /dev/fuse (powerfs.ErrUnavailable otherwise).
+	PowerFS bool
 }
 
 // Postgres is a running throwaway PostgreSQL. Its fields are read-only. Stop ends it.
@@ -330,6 +333,12 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 		return nil, err
 	}
 	p.Dir, p.DataDir, p.SocketDir = dir, filepath.Join(dir, "data"), filepath.Join(dir, "sock")
+	if opt.PowerFS {
+		if p.pfsBacking, p.pfsMount, err = powerDirs(dir, acct); err != nil {
+			return nil, p.abandon(fmt.Errorf("postgres: %w", err))
+		}
+		p.DataDir = filepath.Join(p.pfsBacking, "data") // until initdb is done (powerloss.go)
+	}
 	if p.LogPath == "" {
 		p.LogPath = filepath.Join(dir, "postgres.log")
 	}
@@ -383,6 +392,9 @@ func (p *Postgres) start(ctx context.Context, acct Account, extra []string, prog
 		p.Version = strings.TrimSpace(string(v))
 	}
 	say("initdb %s in %v", p.DataDir, time.Since(t0).Round(time.Millisecond))
+	if err := p.mountData(); err != nil {
+		return err
+	}
 
 	var t1 time.Time
 	if err := p.listenOnFreePort(say, func(port int) error {

@@ -47,6 +47,9 @@ type RedisOptions struct {
 	LogPath string
 	// Log, if set, receives one line per startup step, for humans.
 	Log io.Writer
+	// PowerFS puts the server's data directory (--dir: the AOF) on a powerfs mount, for
+	// Redis.PowerLoss. It needs root and /dev/fuse (powerfs.ErrUnavailable otherwise).
+	PowerFS bool
 }
 
 // Redis is a running throwaway Redis. Its fields are read-only. Stop ends it.
@@ -60,6 +63,7 @@ type Redis struct {
 	Persistence string // RedisNoPersistence, RedisEverySec or RedisAlways
 	Dir         string // the temporary directory: the server's working dir (AOF, RDB), and the log
 	LogPath     string
+	DataDir     string // the server's --dir: Dir, or a powerfs mount in Dir with PowerFS
 
 	instance
 }
@@ -176,7 +180,12 @@ func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Dir = dir
+	r.Dir, r.DataDir = dir, dir
+	if opt.PowerFS {
+		if err := r.mountData(acct); err != nil {
+			return nil, r.abandon(err)
+		}
+	}
 	if r.Persistence == "" {
 		r.Persistence = RedisNoPersistence
 	}
@@ -221,7 +230,7 @@ func (r *Redis) start(ctx context.Context, acct Account, opt RedisOptions) error
 }
 
 func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOptions) error {
-	args, err := redisArgs(port, r.Dir, opt.Persistence, opt.Settings)
+	args, err := redisArgs(port, r.DataDir, opt.Persistence, opt.Settings)
 	if err != nil {
 		return err
 	}

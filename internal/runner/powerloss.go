@@ -1,0 +1,138 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/powerfs"
+)
+
+// Power loss (faults' power-loss@T): the launched server's data directory sits on
+// powerfs, and at T the server is killed, everything it never fsynced is undone, and it
+// starts again at once on what survived. The final state is then reconciled as after a
+// kill (process_faults.go): acknowledged effects that did not survive are lost writes,
+// named with the time from their acknowledgement to the power loss.
+//
+// A server that does not start again on what survived cannot be read: no verdict is
+// reached (exit 3), and the error says so as a finding, with the server log's tail,
+// distinct from a run that could not start at all.
+
+// powerCtl is what a power loss needs of a launched server (internal/servers' Postgres
+// and Redis launched with PowerFS have it).
+type powerCtl interface {
+	PowerLoss(ctx context.Context, opts powerfs.PowerLossOptions) error
+	PowerStats() (powerfs.Stats, bool)
+}
+
+// onPowerFS reports whether a launched server's data directory goes on powerfs: asked
+// for, or needed by a power-loss fault.
+func (c Config) onPowerFS() bool {
+	if c.PowerFS {
+		return true
+	}
+	for _, f := range c.Faults {
+		if f.Name == "power-loss" {
+			return true
+		}
+	}
+	return false
+}
+
+// pgDurability returns the PostgreSQL settings of --synchronous-commit and --fsync.
+func (c Config) pgDurability() map[string]string {
+	s := map[string]string{}
+	if c.SynchronousCommit != "" {
+		s["synchronous_commit"] = c.SynchronousCommit
+	}
+	if c.Fsync != "" {
+		s["fsync"] = c.Fsync
+	}
+	return s
+}
+
+// checkDurability refuses, before anything launches, durability settings and power
+// losses that cannot be applied.
+func checkDurability(c Config) error {
+	for _, o := range []struct{ flag, v string }{{"--synchronous-commit", c.SynchronousCommit}, {"--fsync", c.Fsync}} {
+		if o.v == "" {
+			continue
+		}
+		if o.v != "on" && o.v != "off" {
+			return couldNotRun("%s %q: want on or off", o.flag, o.v)
+		}
+		if c.DSN != "" {
+			return couldNotRun("%s sets a server indoubt launches; over --dsn, set it on the server", o.flag)
+		}
+	}
+	if c.Topology == TopologyReplicated && (c.SynchronousCommit != "" || c.Fsync != "" || c.onPowerFS()) {
+		return couldNotRun("--synchronous-commit, --fsync, --powerfs and power-loss apply to a single launched server, not to --topology replicated")
+	}
+	if !c.onPowerFS() {
+		return nil
+	}
+	switch {
+	case c.DSN != "":
+		return couldNotRun("--powerfs and power-loss need a server indoubt launches, with its data directory on powerfs; over --dsn there is none")
+	case c.Store == Mongo:
+		return couldNotRun("--powerfs and power-loss: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process and keeps its data in memory")
+	case c.Store != Postgres && c.Store != Redis:
+		return couldNotRun("--powerfs and power-loss apply to launched PostgreSQL and Redis only, not to %s", c.Store)
+	}
+	if err := powerfs.Available(); err != nil {
+		return couldNotRun("--powerfs and power-loss need a FUSE filesystem: %v", err)
+	}
+	return nil
+}
+
+// powerLoss applies power-loss fault f (the i-th of the schedule) and returns its
+// start and end in run time. A server that does not start again is remembered as the
+// run's failure (nemesis.explain).
+func (p *procNemesis) powerLoss(ctx context.Context, i int, f faults.Fault, note func(error)) (start, end int64) {
+	pc, ok := p.ctl.(powerCtl)
+	at := p.run.now()
+	if !ok {
+		err := errors.New("the server is not on powerfs")
+		note(err)
+		start = p.event(at, f, "power-loss", p.ctl.Pid(), err)
+		return start, start
+	}
+	before, _ := pc.PowerStats()
+	pid := p.ctl.Pid()
+	err := pc.PowerLoss(ctx, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
+	note(err)
+	start = p.event(at, f, "power-loss", pid, nil)
+	p.cfg.progressf("fault %s: discarded what was not fsynced: up to %d bytes in %d files, %d directory entries", f.Spec, before.PendingBytes, before.PendingFiles, before.PendingEntries)
+	if err != nil {
+		p.startFailure = fmt.Errorf("the server did not start again after %s (a finding: it could not recover from what it had fsynced): %v", f.Spec, err)
+	}
+	end = p.event(p.run.now(), f, "start", p.ctl.Pid(), err)
+	return start, end
+}
+
+// explain names a failure of the server to start again after a power loss as the
+// reason a run's final reads failed.
+func (n *nemesis) explain(err error) error {
+	if n == nil || n.procs == nil || n.procs.startFailure == nil {
+		return err
+	}
+	return fmt.Errorf("%v; so the final state could not be read (%v)", n.procs.startFailure, err)
+}
+
+// durabilityDesc describes the launched server's durability settings for the report.
+func (c Config) durabilityDesc() string {
+	s := ""
+	if c.Store == Postgres {
+		if c.SynchronousCommit != "" {
+			s += ", synchronous_commit " + c.SynchronousCommit
+		}
+		if c.Fsync != "" {
+			s += ", fsync " + c.Fsync
+		}
+	}
+	if c.onPowerFS() {
+		s += ", data on powerfs"
+	}
+	return s
+}

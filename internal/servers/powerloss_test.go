@@ -1,0 +1,116 @@
+package servers_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/internal/powerfs"
+	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
+)
+
+// skipNoFuse skips a test that needs powerfs where FUSE cannot be used, with one line
+// saying why; under CI=true it fails instead.
+func skipNoFuse(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, powerfs.ErrUnavailable) {
+		return
+	}
+	if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+		t.Fatalf("%v (CI=true: powerfs needs root and /dev/fuse)", err)
+	}
+	t.Skipf("powerfs: %v", err)
+}
+
+// TestPostgresPowerLoss launches PostgreSQL on powerfs with its defaults: every
+// committed row survives a power loss, the server answers again on its port, and Stop
+// unmounts and removes everything.
+func TestPostgresPowerLoss(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{PowerFS: true})
+	skipNoFuse(t, err)
+	servertest.SkipOrFail(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	if filepath.Dir(pg.DataDir) == pg.Dir {
+		t.Fatalf("data dir %s is not on the mount in %s", pg.DataDir, pg.Dir)
+	}
+	c := pgConnect(t, pg.DSN)
+	const n = 30
+	if _, err := c.Exec(ctx, "create table t (v int)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := c.Exec(ctx, "insert into t values ($1)", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := pg.Port
+	if err := pg.PowerLoss(ctx, powerfs.PowerLossOptions{Tear: true, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if pg.Port != port {
+		t.Errorf("port %d after the power loss, was %d", pg.Port, port)
+	}
+	var got int
+	if err := pgConnect(t, pg.DSN).QueryRow(ctx, "select count(*) from t").Scan(&got); err != nil || got != n {
+		t.Fatalf("after the power loss: %d rows (%v), want the %d committed", got, err, n)
+	}
+	if st, ok := pg.PowerStats(); !ok || st.PowerLosses != 1 || st.FileSyncs == 0 {
+		t.Errorf("powerfs stats %+v, %v: want one power loss and some fsyncs", st, ok)
+	}
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pg.Dir); !os.IsNotExist(err) {
+		t.Errorf("after Stop %s is still there (%v)", pg.Dir, err)
+	}
+}
+
+// TestRedisPowerLoss: with appendfsync always an acknowledged write survives a power
+// loss; with no persistence it does not; a server not on powerfs refuses one.
+func TestRedisPowerLoss(t *testing.T) {
+	for _, tc := range []struct {
+		persistence string
+		kept        bool
+	}{{servers.RedisAlways, true}, {servers.RedisNoPersistence, false}} {
+		t.Run(tc.persistence, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: tc.persistence, PowerFS: true})
+			skipNoFuse(t, err)
+			servertest.SkipOrFail(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.Stop() })
+			if got := redisCLI(t, r, "SET", "k", "v1"); got != "OK" {
+				t.Fatalf("SET: %q", got)
+			}
+			if err := r.PowerLoss(ctx, powerfs.PowerLossOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			got := redisCLI(t, r, "GET", "k")
+			if kept := got == "v1"; kept != tc.kept {
+				t.Errorf("GET after the power loss: %q; want kept=%v", got, tc.kept)
+			}
+		})
+	}
+	t.Run("not on powerfs", func(t *testing.T) {
+		r := startRedis(t, servers.RedisOptions{})
+		if err := r.PowerLoss(context.Background(), powerfs.PowerLossOptions{}); !errors.Is(err, servers.ErrNotOnPowerFS) {
+			t.Errorf("PowerLoss without PowerFS: %v, want ErrNotOnPowerFS", err)
+		}
+		if got := redisCLI(t, r, "PING"); got != "PONG" {
+			t.Errorf("after the refused power loss: PING %q", got)
+		}
+	})
+}
