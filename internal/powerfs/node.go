@@ -137,7 +137,10 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	return n.LoopbackNode.Setattr(ctx, fh, in, out)
 }
 
-func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+// create runs one of the loopback's entry-creating calls (mkdir, mknod, symlink, link)
+// under the journal's lock and, when it succeeded, records name as a new entry of this
+// directory: not durable until the directory is fsynced.
+func (n *node) create(name string, mk func() (*fs.Inode, syscall.Errno)) (*fs.Inode, syscall.Errno) {
 	if n.reserved(name) {
 		return nil, syscall.EPERM
 	}
@@ -147,62 +150,27 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if errno != 0 {
 		return nil, errno
 	}
-	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	ch, errno := mk()
 	if errno == 0 {
 		n.created(dir, name)
 	}
 	return ch, errno
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return n.create(name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Mkdir(ctx, name, mode, out) })
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if n.reserved(name) {
-		return nil, syscall.EPERM
-	}
-	n.fs.mu.Lock()
-	defer n.fs.mu.Unlock()
-	dir, errno := n.ino("")
-	if errno != 0 {
-		return nil, errno
-	}
-	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
-	if errno == 0 {
-		n.created(dir, name)
-	}
-	return ch, errno
+	return n.create(name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Mknod(ctx, name, mode, rdev, out) })
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if n.reserved(name) {
-		return nil, syscall.EPERM
-	}
-	n.fs.mu.Lock()
-	defer n.fs.mu.Unlock()
-	dir, errno := n.ino("")
-	if errno != 0 {
-		return nil, errno
-	}
-	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
-	if errno == 0 {
-		n.created(dir, name)
-	}
-	return ch, errno
+	return n.create(name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Symlink(ctx, target, name, out) })
 }
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if n.reserved(name) {
-		return nil, syscall.EPERM
-	}
-	n.fs.mu.Lock()
-	defer n.fs.mu.Unlock()
-	dir, errno := n.ino("")
-	if errno != 0 {
-		return nil, errno
-	}
-	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
-	if errno == 0 {
-		n.created(dir, name)
-	}
-	return ch, errno
+	return n.create(name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Link(ctx, target, name, out) })
 }
 
 // keep makes what is at abs recoverable after it is unlinked or replaced: a file gets a
