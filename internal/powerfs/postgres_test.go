@@ -2,8 +2,6 @@ package powerfs_test
 
 import (
 	"context"
-	"errors"
-	. "github.com/indoubt/indoubt/internal/powerfs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/indoubt/indoubt/internal/powerfs"
 
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/jackc/pgx/v5"
@@ -28,20 +28,7 @@ type pgOn struct {
 
 func newPG(t *testing.T, dir string) *pgOn {
 	t.Helper()
-	bin, err := servers.FindPostgres()
-	if errors.Is(err, servers.ErrNotInstalled) {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	acct, err := servers.ServerAccount()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, acct := serverOrSkip(t, servers.FindPostgres)
 	// A unix socket path is short; the socket is not under test, so it lives off the mount.
 	sock, err := os.MkdirTemp("/tmp", "powerfs-pgsock-")
 	if err != nil {

@@ -2,9 +2,7 @@ package powerfs_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	. "github.com/indoubt/indoubt/internal/powerfs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/indoubt/indoubt/internal/powerfs"
 
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/redis/go-redis/v9"
@@ -28,20 +28,7 @@ type redisOn struct {
 // returns once it answers PING. It is killed when the test ends.
 func startRedis(t *testing.T, dir, appendfsync string) *redisOn {
 	t.Helper()
-	bin, err := servers.FindRedis()
-	if errors.Is(err, servers.ErrNotInstalled) {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	acct, err := servers.ServerAccount()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, acct := serverOrSkip(t, servers.FindRedis)
 	if err := acct.Own(dir); err != nil {
 		t.Fatal(err)
 	}
