@@ -14,6 +14,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
@@ -153,7 +154,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		specs    multiFlag
 		quiet    = fs.Bool("quiet", false, "no progress on stderr (neither launch lines nor the live line)")
 		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
-		keys     = fs.String("key", string(insert.Identity), "insert workload: primary-key shape, a comma list, or all: "+keyShapes())
+		keys     = fs.String("key", string(insert.Identity), "insert workload: primary-key shape, a comma list, or all: "+choice.List(insert.Keys))
 	)
 	fs.IntVar(&a.rounds, "rounds", 1, "insert workload: rounds of every key shape, each round in a rotated order")
 	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
@@ -305,14 +306,6 @@ func runInserts(ctx context.Context, a runArgs, stores []runner.StoreName) ([]*r
 		}
 	}
 	return all, nil
-}
-
-func keyShapes() string {
-	s := make([]string, len(insert.Keys))
-	for i, k := range insert.Keys {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
 }
 
 // printRuns prints one run's summary, or the table (a sweep for the counter on one

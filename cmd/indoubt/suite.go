@@ -19,6 +19,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads/catalog"
@@ -276,11 +277,11 @@ func buildCase(c suiteCase, line int) (*suiteRun, error) {
 	}
 	cfg.Workload = w
 	if c.Store == "" {
-		return nil, fmt.Errorf("a case needs a store (one of %s)", storeList())
+		return nil, fmt.Errorf("a case needs a store (one of %s)", choice.List(runner.StoreNames()))
 	}
 	cfg.Store = runner.StoreName(c.Store)
 	if !slices.Contains(runner.StoreNames(), cfg.Store) {
-		return nil, fmt.Errorf("unknown store %q (want one of %s)", c.Store, storeList())
+		return nil, fmt.Errorf("unknown store %q (want one of %s)", c.Store, choice.List(runner.StoreNames()))
 	}
 	if !runner.Supports(cfg.Store, w) {
 		return nil, fmt.Errorf("store %s has no workload %s", c.Store, w)
@@ -346,14 +347,6 @@ func buildCase(c suiteCase, line int) (*suiteRun, error) {
 		sr.bounds = append(sr.bounds, figureBound{k, b})
 	}
 	return sr, nil
-}
-
-func storeList() string {
-	var s []string
-	for _, n := range runner.StoreNames() {
-		s = append(s, string(n))
-	}
-	return strings.Join(s, ", ")
 }
 
 // runCase runs one case and judges its expectations. A server that cannot be launched

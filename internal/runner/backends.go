@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/stores/cockroach"
@@ -138,7 +139,7 @@ func lookupBackend(name StoreName) (backend, bool) {
 	return backend{}, false
 }
 
-func backendNames() string { return joinNames(StoreNames()) }
+func backendNames() string { return choice.List(StoreNames()) }
 
 // StoreNames lists the stores in the order --store all runs them.
 func StoreNames() []StoreName {
@@ -192,7 +193,7 @@ func ProtocolFor(name string) (p toxics.Protocol, ok bool) {
 
 // noWorkload is the error of a store asked for a workload it does not have.
 func noWorkload(b backend, w workloads.Name) error {
-	return fmt.Errorf("store %s has no workload %q (it has %s)", b.name, w, joinNames(b.workloads))
+	return fmt.Errorf("store %s has no workload %q (it has %s)", b.name, w, choice.List(b.workloads))
 }
 
 // checkChoice refuses a --mechanism or --isolation value the store's workload does not

@@ -3,9 +3,9 @@ package runner
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -61,18 +61,9 @@ func ParsePolicy(name string) (Policy, error) {
 		p.MaxAttempts = 1
 	case Conflict, Naive, Idempotent:
 	default:
-		return Policy{}, fmt.Errorf("unknown retry policy %q (want one of %s)", name, joinNames(policyNames))
+		return Policy{}, fmt.Errorf("unknown retry policy %q (want one of %s)", name, choice.List(policyNames))
 	}
 	return p, nil
-}
-
-// joinNames lists names as "a, b, c".
-func joinNames[N ~string](ns []N) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = string(n)
-	}
-	return strings.Join(s, ", ")
 }
 
 // Idempotent reports whether operations carry their op id to the store.

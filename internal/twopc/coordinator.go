@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,11 +33,7 @@ const (
 
 // ParseMode returns the mode named s.
 func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
-	case Logged, Naive:
-		return m, nil
-	}
-	return "", fmt.Errorf("unknown coordinator %q (want logged or naive)", s)
+	return choice.Parse("coordinator", Mode(s), Logged, Naive)
 }
 
 // ErrCrashed is returned by Do once the coordinator has crashed (Crash): the

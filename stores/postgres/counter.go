@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/counter"
 )
@@ -119,19 +120,17 @@ type Counter struct {
 
 // NewCounter returns the counter on c. It errs on an unknown mechanism or level.
 func NewCounter(c *Client, cfg CounterConfig) (*Counter, error) {
-	switch cfg.Mechanism {
-	case "":
+	if cfg.Mechanism == "" {
 		cfg.Mechanism = Increment
-	case Increment, ReadWrite, ForUpdate:
-	default:
-		return nil, fmt.Errorf("postgres: unknown counter mechanism %q (want increment, read-write or for-update)", cfg.Mechanism)
 	}
-	switch cfg.Isolation {
-	case "":
+	if cfg.Isolation == "" {
 		cfg.Isolation = Serializable
-	case Serializable, RepeatableRead, ReadCommitted:
-	default:
-		return nil, fmt.Errorf("postgres: unknown isolation %q (want serializable, repeatable-read or read-committed)", cfg.Isolation)
+	}
+	if _, err := choice.Parse("counter mechanism", cfg.Mechanism, Increment, ReadWrite, ForUpdate); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if _, err := choice.Parse("isolation", cfg.Isolation, Serializable, RepeatableRead, ReadCommitted); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return &Counter{c: c, mech: cfg.Mechanism, iso: cfg.Isolation}, nil
 }

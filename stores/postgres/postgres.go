@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -59,12 +60,11 @@ type Client struct {
 // Open connects and checks that the server answers. An unreachable server is a definite
 // error that names the address.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
-	switch cfg.Mechanism {
-	case "":
+	if cfg.Mechanism == "" {
 		cfg.Mechanism = Autocommit
-	case Autocommit, Transaction:
-	default:
-		return nil, fmt.Errorf("postgres: unknown mechanism %q (want autocommit or transaction)", cfg.Mechanism)
+	}
+	if _, err := choice.Parse("mechanism", cfg.Mechanism, Autocommit, Transaction); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	pc, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {

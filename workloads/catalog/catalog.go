@@ -6,8 +6,8 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/counter"
@@ -47,14 +47,12 @@ func Names() []workloads.Name {
 
 // Parse returns the workload named s, or an error that lists the names.
 func Parse(s string) (workloads.Name, error) {
-	var names []string
 	for _, e := range table {
 		if string(e.name) == s {
 			return e.name, nil
 		}
-		names = append(names, string(e.name))
 	}
-	return "", fmt.Errorf("unknown workload %q (want one of %s)", s, strings.Join(names, ", "))
+	return "", fmt.Errorf("unknown workload %q (want one of %s)", s, choice.List(Names()))
 }
 
 // DecodeFinal reads the `final` section of results.json of a run of workload name back

@@ -29,6 +29,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -66,21 +67,13 @@ func ParseKeys(s string) ([]Key, error) {
 	for _, p := range strings.Split(s, ",") {
 		k := Key(strings.TrimSpace(p))
 		if !slices.Contains(Keys, k) {
-			return nil, fmt.Errorf("unknown key shape %q (want all or one of %s)", p, keyNames())
+			return nil, fmt.Errorf("unknown key shape %q (want all or one of %s)", p, choice.List(Keys))
 		}
 		if !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
 	return out, nil
-}
-
-func keyNames() string {
-	s := make([]string, len(Keys))
-	for i, k := range Keys {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
 }
 
 // ClientSide reports whether the shape is always chosen by the client.
@@ -148,7 +141,7 @@ func (w *Workload) Params() map[string]json.RawMessage {
 // Setup prepares a fresh table for the key shape.
 func (w *Workload) Setup(ctx context.Context) error {
 	if !slices.Contains(Keys, w.Key) {
-		return fmt.Errorf("unknown key shape %q (want one of %s)", w.Key, keyNames())
+		return fmt.Errorf("unknown key shape %q (want one of %s)", w.Key, choice.List(Keys))
 	}
 	p, err := w.Store.PrepareInsert(ctx, w.Key)
 	if err != nil {

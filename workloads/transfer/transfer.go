@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -47,11 +48,7 @@ const (
 
 // ParsePlacement returns the placement named s.
 func ParsePlacement(s string) (Placement, error) {
-	switch p := Placement(s); p {
-	case Local, Distributed:
-		return p, nil
-	}
-	return "", fmt.Errorf("unknown placement %q (want local or distributed)", s)
+	return choice.Parse("placement", Placement(s), Local, Distributed)
 }
 
 // Outcome is what the client was told of one transfer, as in a history: ok (took
