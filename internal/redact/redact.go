@@ -82,20 +82,25 @@ func Error(err error, dsn string) error {
 	if err == nil {
 		return nil
 	}
-	msg := Text(err.Error(), Secrets(dsn)...)
+	return Reword(err, Text(err.Error(), Secrets(dsn)...))
+}
+
+// Reword returns err with the message msg, or err itself when msg is already its
+// message. The result unwraps to err, so errors.Is and errors.As see through it.
+func Reword(err error, msg string) error {
 	if msg == err.Error() {
 		return err
 	}
-	return &scrubbed{msg: msg, err: err}
+	return &reworded{msg: msg, err: err}
 }
 
-type scrubbed struct {
+type reworded struct {
 	msg string
 	err error
 }
 
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }
 
 // span is a half-open byte range of the input to mask.
 type span struct{ from, to int }

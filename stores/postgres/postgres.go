@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/indoubt/indoubt/internal/choice"
+	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -95,20 +96,8 @@ func redactErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := strings.Join(strings.Fields(err.Error()), " ")
-	if msg == err.Error() {
-		return err
-	}
-	return &flatError{msg: msg, err: err}
+	return redact.Reword(err, strings.Join(strings.Fields(err.Error()), " "))
 }
-
-type flatError struct {
-	msg string
-	err error
-}
-
-func (e *flatError) Error() string { return e.msg }
-func (e *flatError) Unwrap() error { return e.err }
 
 // Close closes every connection.
 func (c *Client) Close() { c.pool.Close() }
