@@ -65,7 +65,7 @@ func SkipOrFail(tb testing.TB, err error) {
 }
 
 // WithHost returns dsn, a URL, with its host:port replaced by addr: the DSN through the
-// proxy. Store subpackages use it to build Target.ProxyDSN.
+// proxy. NewServer uses it where Target.ProxyDSN is nil.
 func WithHost(dsn, addr string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {

@@ -23,7 +23,8 @@ type Target struct {
 	DirectDSN string
 	// Database names the test's own database, database number or keyspace.
 	Database string
-	// ProxyDSN rewrites DirectDSN to reach the server through the proxy at addr.
+	// ProxyDSN rewrites DirectDSN to reach the server through the proxy at addr; nil
+	// replaces DirectDSN's host:port with addr (WithHost), which serves every URL DSN.
 	ProxyDSN func(addr string) string
 	// Protocol is the wire protocol the commit faults understand.
 	Protocol toxics.Protocol
@@ -81,7 +82,11 @@ func NewServer(tb testing.TB, target Target) *Server {
 	}
 	s.proxy = px
 	s.Addr = px.Addr()
-	s.DSN = target.ProxyDSN(s.Addr)
+	if target.ProxyDSN != nil {
+		s.DSN = target.ProxyDSN(s.Addr)
+	} else {
+		s.DSN = WithHost(target.DirectDSN, s.Addr)
+	}
 	tb.Cleanup(func() {
 		s.Disarm()
 		if err := px.Close(); err != nil {

@@ -78,7 +78,6 @@ func Cassandra(tb testing.TB) *indoubttest.Server {
 		DirectAddr: addr,
 		DirectDSN:  direct,
 		Database:   ks,
-		ProxyDSN:   func(px string) string { return indoubttest.WithHost(direct, px) },
 		Protocol:   toxics.CQL{},
 		Classify:   cql.Classify,
 	})

@@ -78,7 +78,6 @@ func Mongo(tb testing.TB) *indoubttest.Server {
 		DirectAddr: u.Host,
 		DirectDSN:  direct,
 		Database:   name,
-		ProxyDSN:   func(px string) string { return indoubttest.WithHost(direct, px) },
 		Protocol:   toxics.Mongo{},
 		Classify:   indoubtmongo.Classify,
 	})

@@ -77,7 +77,6 @@ func Postgres(tb testing.TB) *indoubttest.Server {
 		DirectAddr: addr,
 		DirectDSN:  direct,
 		Database:   name,
-		ProxyDSN:   func(px string) string { return indoubttest.WithHost(direct, px) },
 		Protocol:   toxics.Postgres{},
 		Classify:   postgres.Classify,
 	})

@@ -99,7 +99,6 @@ func Redis(tb testing.TB) *indoubttest.Server {
 		DirectAddr: u.Host,
 		DirectDSN:  direct,
 		Database:   fmt.Sprint(db),
-		ProxyDSN:   func(px string) string { return indoubttest.WithHost(direct, px) },
 		Protocol:   toxics.Resp{},
 		Classify:   indoubtredis.Classify,
 	})
