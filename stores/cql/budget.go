@@ -127,11 +127,8 @@ func (s *budgetSession) Decrement(ctx context.Context, req workloads.Request) (b
 				WithContext(ctx).ScanCAS(&cur)
 			return err
 		})
-		if err != nil {
-			return budget.Outcome{Balance: -1, Conflicts: conflicts}, fmt.Errorf("cql decrement: %w", Classify(err))
-		}
-		if applied {
-			return budget.Outcome{Applied: true, Balance: bal - 1, Conflicts: conflicts}, nil
+		if out, done, err := casEnd(bal, conflicts, applied, err); done {
+			return out, err
 		}
 		conflicts++
 		bal = cur
@@ -195,12 +192,22 @@ func (s *budgetSession) decrementIdempotent(ctx context.Context, account, opID s
 			}
 			return err
 		})
-		if err != nil {
-			return budget.Outcome{Balance: -1, Conflicts: conflicts}, fmt.Errorf("cql decrement: %w", Classify(err))
-		}
-		if applied {
-			return budget.Outcome{Applied: true, Balance: bal - 1, Conflicts: conflicts}, nil
+		if out, done, err := casEnd(bal, conflicts, applied, err); done {
+			return out, err
 		}
 		conflicts++
 	}
+}
+
+// casEnd says whether a decrement's conditional write from bal ended the call, and how:
+// an error (classified: the write may have applied), or applied. A write that was not
+// applied lost its race and ends nothing: the caller counts a conflict and tries again.
+func casEnd(bal int64, conflicts int, applied bool, err error) (budget.Outcome, bool, error) {
+	if err != nil {
+		return budget.Outcome{Balance: -1, Conflicts: conflicts}, true, fmt.Errorf("cql decrement: %w", Classify(err))
+	}
+	if applied {
+		return budget.Outcome{Applied: true, Balance: bal - 1, Conflicts: conflicts}, true, nil
+	}
+	return budget.Outcome{}, false, nil
 }
