@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"testing"
@@ -13,6 +14,16 @@ import (
 // server; the store is used by one subtest and may be closed by open's own cleanup.
 func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) {
 	o := buildOptions(opts)
+
+	// fresh opens the store and resets it to balance.
+	fresh := func(t *testing.T, balance int64) (context.Context, budget.Store) {
+		ctx := testContext(t)
+		s := open(t)
+		if err := s.Reset(ctx, balance); err != nil {
+			t.Fatalf("Reset: %v", err)
+		}
+		return ctx, s
+	}
 
 	t.Run("mechanism is named", func(t *testing.T) {
 		if m := open(t).Mechanism(); m == "" {
@@ -48,11 +59,7 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 			name += " (idempotent)"
 		}
 		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
-			s := open(t)
-			if err := s.Reset(ctx, 0); err != nil {
-				t.Fatalf("Reset: %v", err)
-			}
+			ctx, s := fresh(t, 0)
 			sess := budgetSession(t, s)
 			got, err := sess.Decrement(ctx, workloads.Request{OpID: "zero-1", Idempotent: idempotent})
 			if err != nil {
@@ -65,11 +72,7 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 		})
 	}
 	t.Run("decrement reports the balance after it", func(t *testing.T) {
-		ctx := testContext(t)
-		s := open(t)
-		if err := s.Reset(ctx, 3); err != nil {
-			t.Fatalf("Reset: %v", err)
-		}
+		ctx, s := fresh(t, 3)
 		sess := budgetSession(t, s)
 		for i, want := range []int64{2, 1, 0} {
 			got, err := sess.Decrement(ctx, workloads.Request{OpID: fmt.Sprintf("after-%d", i)})
@@ -83,11 +86,7 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 		checkBalance(t, s, 0)
 	})
 	t.Run("idempotent replay returns the original outcome", func(t *testing.T) {
-		ctx := testContext(t)
-		s := open(t)
-		if err := s.Reset(ctx, 5); err != nil {
-			t.Fatalf("Reset: %v", err)
-		}
+		ctx, s := fresh(t, 5)
 		first, second := budgetSession(t, s), budgetSession(t, s)
 		req := workloads.Request{OpID: "replay-1", Idempotent: true}
 		orig, err := first.Decrement(ctx, req)
@@ -118,11 +117,7 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 		checkBalance(t, s, 3)
 	})
 	t.Run("without Idempotent the op id is not consulted", func(t *testing.T) {
-		ctx := testContext(t)
-		s := open(t)
-		if err := s.Reset(ctx, 5); err != nil {
-			t.Fatalf("Reset: %v", err)
-		}
+		ctx, s := fresh(t, 5)
 		sess := budgetSession(t, s)
 		req := workloads.Request{OpID: "naive-1"}
 		for i := 0; i < 2; i++ {
@@ -156,11 +151,7 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 		}
 	})
 	t.Run("conn is a loopback address after a call", func(t *testing.T) {
-		ctx := testContext(t)
-		s := open(t)
-		if err := s.Reset(ctx, 1); err != nil {
-			t.Fatalf("Reset: %v", err)
-		}
+		ctx, s := fresh(t, 1)
 		sess := budgetSession(t, s)
 		if _, err := sess.Decrement(ctx, workloads.Request{OpID: "conn-1"}); err != nil {
 			t.Fatalf("Decrement: %v", err)
