@@ -69,16 +69,9 @@ const budgetMaxOps = 100
 // (params["budget"], a non-negative JSON integer). It errs when h is nil or when the
 // parameter is missing or malformed.
 func budgetFromHeader(h *histories.Header) (int64, error) {
-	if h == nil {
-		return 0, errors.New("budget history: no header to read the budget from")
-	}
-	raw, ok := h.Params[budgetParamKey]
-	if !ok {
-		return 0, errors.New("budget history: header has no params.budget")
-	}
-	var b int64
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return 0, fmt.Errorf("budget history: params.budget %s: %w", raw, err)
+	b, err := headerInt(h, "budget", budgetParamKey, "the budget")
+	if err != nil {
+		return 0, err
 	}
 	if b < 0 {
 		return 0, fmt.Errorf("budget history: params.budget %d is negative", b)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,18 +58,7 @@ const counterMaxOps = 20
 // history's header (params["before"], a JSON integer). It errs when h is nil or when the
 // parameter is missing or malformed.
 func counterFromHeader(h *histories.Header) (int64, error) {
-	if h == nil {
-		return 0, errors.New("counter history: no header to read the value before the run from")
-	}
-	raw, ok := h.Params[counterParamKey]
-	if !ok {
-		return 0, errors.New("counter history: header has no params.before")
-	}
-	var b int64
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return 0, fmt.Errorf("counter history: params.before %s: %w", raw, err)
-	}
-	return b, nil
+	return headerInt(h, "counter", counterParamKey, "the value before the run")
 }
 
 // counterKind is what an operation turned out to be.

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -98,24 +99,41 @@ func feed(ctx context.Context, next func() (histories.Op, error), add func(histo
 
 // budgetParam is the initial balance: opt.Budget, or the header's.
 func budgetParam(h *histories.Header, opt Options) (int64, error) {
-	if opt.Budget != nil {
-		return *opt.Budget, nil
-	}
-	b, err := budgetFromHeader(h)
-	if err != nil {
-		return 0, fmt.Errorf("%v (or give --budget)", err)
-	}
-	return b, nil
+	return givenOrHeader(opt.Budget, h, budgetFromHeader, "--budget")
 }
 
 // counterParam is the counter's value before the run: opt.Initial, or the header's.
 func counterParam(h *histories.Header, opt Options) (int64, error) {
-	if opt.Initial != nil {
-		return *opt.Initial, nil
+	return givenOrHeader(opt.Initial, h, counterFromHeader, "--initial")
+}
+
+// givenOrHeader returns *given, or else what fromHeader reads from h; its error says
+// which flag would give the value instead.
+func givenOrHeader(given *int64, h *histories.Header, fromHeader func(*histories.Header) (int64, error), flag string) (int64, error) {
+	if given != nil {
+		return *given, nil
 	}
-	b, err := counterFromHeader(h)
+	v, err := fromHeader(h)
 	if err != nil {
-		return 0, fmt.Errorf("%v (or give --initial)", err)
+		return 0, fmt.Errorf("%v (or give %s)", err, flag)
 	}
-	return b, nil
+	return v, nil
+}
+
+// headerInt returns the JSON integer params[key] of a history's header (a history of
+// workload), what names the value in the error when there is no header. It errs when
+// h is nil or when the parameter is missing or malformed.
+func headerInt(h *histories.Header, workload, key, what string) (int64, error) {
+	if h == nil {
+		return 0, fmt.Errorf("%s history: no header to read %s from", workload, what)
+	}
+	raw, ok := h.Params[key]
+	if !ok {
+		return 0, fmt.Errorf("%s history: header has no params.%s", workload, key)
+	}
+	var v int64
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, fmt.Errorf("%s history: params.%s %s: %w", workload, key, raw, err)
+	}
+	return v, nil
 }
