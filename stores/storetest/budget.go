@@ -121,13 +121,7 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 		sess := budgetSession(t, s)
 		req := workloads.Request{OpID: "naive-1"}
 		for i := 0; i < 2; i++ {
-			got, err := sess.Decrement(ctx, req)
-			if err != nil {
-				t.Fatalf("Decrement %d: %v", i, err)
-			}
-			if !got.Applied || got.Replayed {
-				t.Errorf("Decrement %d = %+v, want applied, not replayed", i, got)
-			}
+			decrementApplied(ctx, t, sess, req, fmt.Sprintf("Decrement %d", i))
 		}
 		checkBalance(t, s, 3)
 	})
@@ -140,13 +134,7 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 			if err := s.Reset(ctx, 5); err != nil {
 				t.Fatalf("Reset: %v", err)
 			}
-			got, err := sess.Decrement(ctx, req)
-			if err != nil {
-				t.Fatalf("Decrement after reset %d: %v", i, err)
-			}
-			if !got.Applied || got.Replayed {
-				t.Errorf("Decrement after reset %d = %+v, want applied, not replayed", i, got)
-			}
+			decrementApplied(ctx, t, sess, req, fmt.Sprintf("Decrement after reset %d", i))
 			checkBalance(t, s, 4)
 		}
 	})
@@ -163,6 +151,19 @@ func Budget(t *testing.T, open func(t *testing.T) budget.Store, opts ...Option) 
 func budgetSession(t *testing.T, s budget.Store) budget.Session {
 	t.Helper()
 	return openSession(t, s.Session)
+}
+
+// decrementApplied decrements once and fails t unless the decrement applied and was not
+// a replay; what names the call in the messages.
+func decrementApplied(ctx context.Context, t *testing.T, sess budget.Session, req workloads.Request, what string) {
+	t.Helper()
+	got, err := sess.Decrement(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if !got.Applied || got.Replayed {
+		t.Errorf("%s = %+v, want applied, not replayed", what, got)
+	}
 }
 
 func checkBalance(t *testing.T, s budget.Store, want int64) {
