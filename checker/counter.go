@@ -73,17 +73,19 @@ const (
 )
 
 // counterOp is one operation with its event positions (client events only) and
-// history indices.
+// history indices. The checker keeps one per operation, by value: at millions of
+// operations a pointer and an allocation each were most of its memory and time.
 type counterOp struct {
-	process  int
-	opID     string
-	read     bool
-	kind     counterKind
-	value    int64  // wrote (increment) or returned (read)
-	readVal  *int64 // what an increment read, if it says
-	inv, ret int64  // positions; ret -1 while open
-	invIndex int64
-	retIndex int64 // -1 when never completed
+	opID       string
+	process    int
+	value      int64 // wrote (increment) or returned (read)
+	readVal    int64 // what an increment read, when hasReadVal
+	inv, ret   int64 // positions; ret -1 while open
+	invIndex   int64
+	retIndex   int64 // -1 when never completed
+	read       bool
+	hasReadVal bool
+	kind       counterKind
 }
 
 func (o *counterOp) f() string {
@@ -108,8 +110,8 @@ func (o *counterOp) what() string {
 		return fmt.Sprintf("%s (returned %d)", o.name(), o.value)
 	case o.kind == counterUnknown:
 		return o.name() + " (outcome unknown)"
-	case o.readVal != nil:
-		return fmt.Sprintf("%s (read %d, wrote %d)", o.name(), *o.readVal, o.value)
+	case o.hasReadVal:
+		return fmt.Sprintf("%s (read %d, wrote %d)", o.name(), o.readVal, o.value)
 	}
 	return fmt.Sprintf("%s (wrote %d)", o.name(), o.value)
 }
@@ -124,7 +126,7 @@ func (o *counterOp) events() []int64 {
 // counterOps pairs a counter history's events into operations, in completion order
 // followed by the operations left open (unknown increments, reads without a value). It
 // also returns the number of client events.
-func counterOps(ops []histories.Op) ([]*counterOp, int64, error) {
+func counterOps(ops []histories.Op) (*counterOpList, int64, error) {
 	var p counterPairer
 	for _, op := range ops {
 		if err := p.add(op); err != nil {
@@ -138,8 +140,8 @@ func counterOps(ops []histories.Op) ([]*counterOp, int64, error) {
 // counterPairer is counterOps one event at a time, for a history read as a stream: it
 // keeps the operations, not the events.
 type counterPairer struct {
-	open map[int]*counterOp
-	done []*counterOp
+	open map[int]counterOp
+	done counterOpList
 	pos  int64
 }
 
@@ -148,7 +150,7 @@ func (c *counterPairer) add(op histories.Op) error {
 		return nil
 	}
 	if c.open == nil {
-		c.open = map[int]*counterOp{}
+		c.open = map[int]counterOp{}
 	}
 	p := c.pos
 	c.pos++
@@ -159,7 +161,7 @@ func (c *counterPairer) add(op histories.Op) error {
 		if op.F != "increment" && op.F != "read" {
 			return fmt.Errorf("history index %d: counter history has unknown function %q", op.Index, op.F)
 		}
-		c.open[op.Process] = &counterOp{process: op.Process, opID: op.OpID, read: op.F == "read", inv: p, ret: -1, invIndex: op.Index, retIndex: -1}
+		c.open[op.Process] = counterOp{process: op.Process, opID: op.OpID, read: op.F == "read", inv: p, ret: -1, invIndex: op.Index, retIndex: -1}
 		return nil
 	}
 	o, ok := c.open[op.Process]
@@ -174,13 +176,13 @@ func (c *counterPairer) add(op histories.Op) error {
 	}
 	delete(c.open, op.Process)
 	o.ret, o.retIndex = p, op.Index
-	c.done = append(c.done, o)
+	c.done.add(o)
 	return nil
 }
 
 // close ends the history and returns the operations and the number of client events.
-func (c *counterPairer) close() ([]*counterOp, int64) {
-	var left []*counterOp
+func (c *counterPairer) close() (*counterOpList, int64) {
+	left := make([]counterOp, 0, len(c.open))
 	for _, o := range c.open {
 		o.kind = counterUnknown
 		if o.read {
@@ -188,16 +190,36 @@ func (c *counterPairer) close() ([]*counterOp, int64) {
 		}
 		left = append(left, o)
 	}
-	slices.SortFunc(left, func(a, b *counterOp) int { return cmp.Compare(a.inv, b.inv) })
-	return append(c.done, left...), c.pos
+	slices.SortFunc(left, func(a, b counterOp) int { return cmp.Compare(a.inv, b.inv) })
+	for _, o := range left {
+		c.done.add(o)
+	}
+	return &c.done, c.pos
 }
 
-// counterValue is the part of a completion value the checker reads.
-type counterValue struct {
-	Read  *int64 `json:"read"`
-	Wrote *int64 `json:"wrote"`
-	Value *int64 `json:"value"`
+// counterOpList is a list of operations kept in blocks: appending never moves what is
+// already there (at millions of operations, growing one slice spent a tenth of the
+// check copying), and the spare room is at most one block.
+type counterOpList struct {
+	blocks [][]counterOp
+	n      int
 }
+
+const counterBlock = 1 << 12
+
+func (l *counterOpList) add(o counterOp) {
+	if l.n%counterBlock == 0 {
+		l.blocks = append(l.blocks, make([]counterOp, 0, counterBlock))
+	}
+	b := &l.blocks[len(l.blocks)-1]
+	*b = append(*b, o)
+	l.n++
+}
+
+// at returns operation i, 0 <= i < len.
+func (l *counterOpList) at(i int) *counterOp { return &l.blocks[i/counterBlock][i%counterBlock] }
+
+func (l *counterOpList) len() int { return l.n }
 
 func (o *counterOp) complete(op histories.Op) error {
 	switch op.Type {
@@ -220,16 +242,17 @@ func (o *counterOp) complete(op histories.Op) error {
 		return fmt.Errorf("ok %s value %q: %w", o.f(), op.Value, err)
 	}
 	if o.read {
-		if v.Value == nil {
+		if v.has&counterHasValue == 0 {
 			return fmt.Errorf("ok read value %q has no value", op.Value)
 		}
-		o.kind, o.value = counterRead, *v.Value
+		o.kind, o.value = counterRead, v.value
 		return nil
 	}
-	if v.Wrote == nil {
+	if v.has&counterHasWrote == 0 {
 		return fmt.Errorf("ok increment value %q has no wrote: the counter checker needs the value each increment wrote", op.Value)
 	}
-	o.kind, o.value, o.readVal = counterAcked, *v.Wrote, v.Read
+	o.kind, o.value = counterAcked, v.wrote
+	o.readVal, o.hasReadVal = v.read, v.has&counterHasRead != 0
 	return nil
 }
 
@@ -280,17 +303,68 @@ type counterCheck struct {
 	unknownUsed                              int64 // unknown increments that must have taken effect
 	final                                    *counterOp
 	k                                        int64 // slots: increments that must have taken effect
-	slots                                    map[int64]*counterSlot
+	all                                      *counterOpList
+	slots                                    counterSlots
 }
 
-// counterSlot gathers the constraints on one slot.
+// counterSlot gathers the constraints on one slot. Operations are named by their
+// position in the check's operations, which a slot outlives no longer than they do.
 type counterSlot struct {
-	k          int64
 	release    int64 // -1 for none
-	relFrom    *counterOp
 	deadline   int64 // -1 for none
-	dlFrom     *counterOp
-	filledHole bool // the release is an unknown increment's, filling a hole
+	relFrom    int32
+	dlFrom     int32
+	claims     int32 // acknowledged increments that wrote this slot's value
+	filledHole bool  // the release is an unknown increment's, filling a hole
+}
+
+// counterSlots holds the slots by number. Every slot a valid history constrains is at
+// most the number of its operations (each slot up to K is an increment that took
+// effect), so those sit in a slice; the map keeps the few that only an invalid
+// history's outlandish values reach, so that memory follows the operations and never
+// the values written.
+type counterSlots struct {
+	dense  []counterSlot // slot k at dense[k]; dense[0] is unused
+	sparse map[int64]*counterSlot
+}
+
+func newCounterSlots(n int64) counterSlots {
+	s := counterSlots{dense: make([]counterSlot, n+1)}
+	for i := range s.dense {
+		s.dense[i] = counterSlot{release: -1, deadline: -1}
+	}
+	return s
+}
+
+// at returns the constraints of slot k (k >= 1), creating them unconstrained.
+func (s *counterSlots) at(k int64) *counterSlot {
+	if k < int64(len(s.dense)) {
+		return &s.dense[k]
+	}
+	if s.sparse == nil {
+		s.sparse = map[int64]*counterSlot{}
+	}
+	sl, ok := s.sparse[k]
+	if !ok {
+		sl = &counterSlot{release: -1, deadline: -1}
+		s.sparse[k] = sl
+	}
+	return sl
+}
+
+// each calls fn on every slot in order, the unconstrained ones included.
+func (s *counterSlots) each(fn func(k int64, sl *counterSlot)) {
+	for k := 1; k < len(s.dense); k++ {
+		fn(int64(k), &s.dense[k])
+	}
+	keys := make([]int64, 0, len(s.sparse))
+	for k := range s.sparse {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fn(k, s.sparse[k])
+	}
 }
 
 func (c *counterCheck) anomaly(kind string, ops []int64, why string) {
@@ -303,51 +377,84 @@ func (c *counterCheck) anomaly(kind string, ops []int64, why string) {
 // run is the exact check: slots are the values 1..k above the start an increment may
 // write; acknowledged increments and unknown ones fill them, reads bound when, and
 // the slots are then walked in order for a write or read that came too early.
-func (c *counterCheck) run(all []*counterOp) {
-	t := c.tally(all)
-	c.slots = map[int64]*counterSlot{}
-	claimed := c.claim(t.claims)
-	c.fillHoles(claimed, t)
+func (c *counterCheck) run(all *counterOpList) {
+	c.all = all
+	c.slots = newCounterSlots(min(c.highest(), int64(all.len())))
+	t := c.tally()
+	c.reportLostUpdates()
+	c.fillHoles(t)
 	c.constrainByReads(t.readsOK)
 	c.checkOrder()
 }
 
-// counterTally is what one pass over the operations finds: which slots acknowledged
-// increments claim, the unknown increments and usable reads, and the highest slot any
-// operation shows (with the operation that shows it).
+// highest is the highest slot an acknowledged increment or a read names.
+func (c *counterCheck) highest() int64 {
+	var m int64
+	for i := range c.all.len() {
+		if o := c.all.at(i); o.kind == counterAcked || o.kind == counterRead {
+			m = max(m, o.value-c.before)
+		}
+	}
+	return m
+}
+
+// counterTally is what one pass over the operations finds: how many slots
+// acknowledged increments claim, the unknown increments and usable reads (as positions
+// in the operations), and the highest slot any operation shows (with the operation
+// that shows it).
 type counterTally struct {
-	claims            map[int64][]*counterOp
-	unknowns, readsOK []*counterOp
+	claimed           int64
+	unknowns, readsOK []int32
 	maxSlot           int64
 	maxBy             *counterOp
 }
 
-// tally counts the operations by kind and reports those that are wrong on their own.
-func (c *counterCheck) tally(all []*counterOp) counterTally {
-	t := counterTally{claims: map[int64][]*counterOp{}}
-	for _, o := range all {
+// tally counts the operations by kind, reports those that are wrong on their own, and
+// constrains the slots acknowledged increments wrote. Slots claimed more than once are
+// lost updates (reported by reportLostUpdates); the rest of the check keeps one
+// lenient stand-in per slot (the earliest invocation, the latest completion) so that
+// the loss is reported once, not again as an ordering violation.
+func (c *counterCheck) tally() counterTally {
+	var t counterTally
+	for i := range c.all.len() {
+		o := c.all.at(i)
 		switch o.kind {
 		case counterAcked:
 			c.acked++
-			if o.readVal != nil && *o.readVal != o.value-1 {
+			if o.hasReadVal && o.readVal != o.value-1 {
 				c.anomaly("inconsistent-increment", o.events(), fmt.Sprintf(
-					"%s read %d but wrote %d: an increment writes what it read plus 1", o.name(), *o.readVal, o.value))
+					"%s read %d but wrote %d: an increment writes what it read plus 1", o.name(), o.readVal, o.value))
 			}
-			s := o.value - c.before
-			if s < 1 {
+			k := o.value - c.before
+			if k < 1 {
 				c.anomaly("impossible-write", o.events(), fmt.Sprintf(
 					"%s wrote %d, but the counter started at %d and an increment writes more than that", o.name(), o.value, c.before))
 				continue
 			}
-			t.claims[s] = append(t.claims[s], o)
-			if s > t.maxSlot {
-				t.maxSlot, t.maxBy = s, o
+			s := c.slots.at(k)
+			switch {
+			case s.claims == 0:
+				t.claimed++
+				s.release, s.relFrom = o.inv, int32(i)
+				s.deadline, s.dlFrom = o.ret-1, int32(i)
+			default:
+				c.lostUpdates++
+				if o.inv < s.release {
+					s.release, s.relFrom = o.inv, int32(i)
+				}
+				if o.ret-1 > s.deadline {
+					s.deadline, s.dlFrom = o.ret-1, int32(i)
+				}
+			}
+			s.claims++
+			if k > t.maxSlot {
+				t.maxSlot, t.maxBy = k, o
 			}
 		case counterFailed:
 			c.failed++
 		case counterUnknown:
 			c.unknown++
-			t.unknowns = append(t.unknowns, o)
+			t.unknowns = append(t.unknowns, int32(i))
 		case counterRead:
 			c.reads++
 			if c.final == nil || o.ret > c.final.ret {
@@ -359,7 +466,7 @@ func (c *counterCheck) tally(all []*counterOp) counterTally {
 					"%s returned %d, below the value %d the counter started at", o.name(), o.value, c.before))
 				continue
 			}
-			t.readsOK = append(t.readsOK, o)
+			t.readsOK = append(t.readsOK, int32(i))
 			if m > t.maxSlot {
 				t.maxSlot, t.maxBy = m, o
 			}
@@ -370,91 +477,73 @@ func (c *counterCheck) tally(all []*counterOp) counterTally {
 	return t
 }
 
-// slot returns the constraints of slot k, creating them unconstrained.
-func (c *counterCheck) slot(k int64) *counterSlot {
-	s, ok := c.slots[k]
-	if !ok {
-		s = &counterSlot{k: k, release: -1, deadline: -1}
-		c.slots[k] = s
+// reportLostUpdates reports, in slot order, the acknowledged increments that wrote one
+// value, in the order of the operations.
+func (c *counterCheck) reportLostUpdates() {
+	if c.lostUpdates == 0 {
+		return
 	}
-	return s
-}
-
-// claim constrains the slots acknowledged increments wrote, and returns them in order.
-// Slots claimed more than once are lost updates. The rest of the check keeps one
-// lenient stand-in per slot (the earliest invocation, the latest completion) so that
-// the loss is reported once, not again as an ordering violation.
-func (c *counterCheck) claim(claims map[int64][]*counterOp) []int64 {
-	claimed := make([]int64, 0, len(claims))
-	for k := range claims {
-		claimed = append(claimed, k)
-	}
-	slices.Sort(claimed)
-	for _, k := range claimed {
-		group := claims[k]
-		s := c.slot(k)
-		s.release, s.relFrom = group[0].inv, group[0]
-		s.deadline, s.dlFrom = group[0].ret-1, group[0]
-		for _, o := range group[1:] {
-			if o.inv < s.release {
-				s.release, s.relFrom = o.inv, o
-			}
-			if o.ret-1 > s.deadline {
-				s.deadline, s.dlFrom = o.ret-1, o
-			}
-		}
-		if len(group) > 1 {
-			c.lostUpdates += int64(len(group) - 1)
-			c.lostUpdate(k, group)
+	groups := map[int64][]*counterOp{}
+	for i := range c.all.len() {
+		o := c.all.at(i)
+		if k := o.value - c.before; o.kind == counterAcked && k >= 1 && c.slots.at(k).claims > 1 {
+			groups[k] = append(groups[k], o)
 		}
 	}
-	return claimed
+	keys := make([]int64, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		c.lostUpdate(k, groups[k])
+	}
 }
 
 // fillHoles fills the slots no acknowledged increment claimed, in slot order, with
 // the unknown increments in invocation order; holes left over are increments no
 // operation accounts for.
-func (c *counterCheck) fillHoles(claimed []int64, t counterTally) {
+func (c *counterCheck) fillHoles(t counterTally) {
 	c.k = t.maxSlot
-	holes := c.k - int64(len(claimed))
+	holes := c.k - t.claimed
 	unknowns := t.unknowns
-	slices.SortFunc(unknowns, func(a, b *counterOp) int { return cmp.Compare(a.inv, b.inv) })
+	slices.SortFunc(unknowns, func(a, b int32) int { return cmp.Compare(c.all.at(int(a)).inv, c.all.at(int(b)).inv) })
 	if holes > int64(len(unknowns)) {
 		c.unexplained = holes - int64(len(unknowns))
 		c.anomaly("unexplained-increments", t.maxBy.events(), fmt.Sprintf(
 			"%s shows the counter at %d, %d above the start %d, but only %s wrote distinct values and %d had an unknown outcome: %s took effect that no operation accounts for",
-			t.maxBy.what(), c.before+c.k, c.k, c.before, counterPlural(int64(len(claimed)), "acknowledged increment"), len(unknowns), counterPlural(c.unexplained, "increment")))
+			t.maxBy.what(), c.before+c.k, c.k, c.before, counterPlural(t.claimed, "acknowledged increment"), len(unknowns), counterPlural(c.unexplained, "increment")))
 	}
 	fill := min(holes, int64(len(unknowns)))
 	c.unknownUsed = fill
-	next, ci := int64(1), 0
+	next := int64(1)
 	for i := int64(0); i < fill; i++ {
-		for ci < len(claimed) && claimed[ci] == next {
-			ci++
+		for c.slots.at(next).claims > 0 {
 			next++
 		}
 		u := unknowns[i]
-		s := c.slot(next)
-		s.release, s.relFrom, s.filledHole = u.inv, u, true
+		s := c.slots.at(next)
+		s.release, s.relFrom, s.filledHole = c.all.at(int(u)).inv, u, true
 		next++
 	}
 }
 
 // constrainByReads puts a deadline on the slot each read counted up to, and a release
 // on the one above it.
-func (c *counterCheck) constrainByReads(readsOK []*counterOp) {
-	for _, r := range readsOK {
+func (c *counterCheck) constrainByReads(readsOK []int32) {
+	for _, i := range readsOK {
+		r := c.all.at(int(i))
 		m := r.value - c.before
 		if m >= 1 {
-			s := c.slot(m)
+			s := c.slots.at(m)
 			if s.deadline < 0 || r.ret-1 < s.deadline {
-				s.deadline, s.dlFrom = r.ret-1, r
+				s.deadline, s.dlFrom = r.ret-1, i
 			}
 		}
 		if m+1 <= c.k {
-			s := c.slot(m + 1)
+			s := c.slots.at(m + 1)
 			if r.inv > s.release {
-				s.release, s.relFrom, s.filledHole = r.inv, r, false
+				s.release, s.relFrom, s.filledHole = r.inv, i, false
 			}
 		}
 	}
@@ -463,25 +552,23 @@ func (c *counterCheck) constrainByReads(readsOK []*counterOp) {
 // checkOrder walks the slots in order and reports each slot whose deadline comes
 // before the latest release of a slot at or below it, once per releasing operation.
 func (c *counterCheck) checkOrder() {
-	order := make([]*counterSlot, 0, len(c.slots))
-	for _, s := range c.slots {
-		order = append(order, s)
-	}
-	slices.SortFunc(order, func(a, b *counterSlot) int { return cmp.Compare(a.k, b.k) })
 	var rel int64 = -1
+	var relK int64
 	var relSlot *counterSlot
-	var relFrom *counterOp
-	reported := map[*counterOp]bool{}
-	for _, s := range order {
+	var reported map[int32]bool
+	c.slots.each(func(k int64, s *counterSlot) {
 		if s.release > rel {
-			rel, relSlot, relFrom = s.release, s, s.relFrom
+			rel, relK, relSlot = s.release, k, s
 		}
-		if s.deadline < 0 || rel <= s.deadline || reported[relFrom] {
-			continue
+		if s.deadline < 0 || rel <= s.deadline || reported[relSlot.relFrom] {
+			return
 		}
-		reported[relFrom] = true
-		c.order(relSlot, relFrom, s)
-	}
+		if reported == nil {
+			reported = map[int32]bool{}
+		}
+		reported[relSlot.relFrom] = true
+		c.order(relK, relSlot, k, s)
+	})
 }
 
 // lostUpdate reports the acknowledged increments that wrote one value.
@@ -504,11 +591,11 @@ func (c *counterCheck) lostUpdate(k int64, group []*counterOp) {
 }
 
 // order explains why slot at's deadline comes before the release that reached it from
-// slot from (from.k <= at.k).
-func (c *counterCheck) order(from *counterSlot, rel *counterOp, at *counterSlot) {
-	dl := at.dlFrom
+// slot from (fromK <= atK).
+func (c *counterCheck) order(fromK int64, from *counterSlot, atK int64, at *counterSlot) {
+	rel, dl := c.all.at(int(from.relFrom)), c.all.at(int(at.dlFrom))
 	ev := append(rel.events(), dl.events()...)
-	vFrom, vAt := c.before+from.k, c.before+at.k
+	vFrom, vAt := c.before+fromK, c.before+atK
 	switch {
 	case from.filledHole:
 		c.anomaly("unexplained-increments", ev, fmt.Sprintf(
@@ -523,7 +610,7 @@ func (c *counterCheck) order(from *counterSlot, rel *counterOp, at *counterSlot)
 	case dl.read:
 		c.anomaly("future-read", ev, fmt.Sprintf(
 			"%s counted %d increments, including the one that wrote %d, but %s was invoked only after the read completed",
-			dl.what(), at.k, vFrom, rel.what()))
+			dl.what(), atK, vFrom, rel.what()))
 	default:
 		c.anomaly("stale-write", ev, fmt.Sprintf(
 			"%s wrote %d, but %s had completed before it was invoked: it read a value already overwritten",

@@ -74,7 +74,8 @@ func counterOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 	}
 	clients := clientIDs{}
 	var out []porcupine.Operation
-	for _, o := range all {
+	for i := range all.len() {
+		o := all.at(i)
 		ret := o.ret
 		var res counterOutput
 		switch o.kind {
@@ -84,7 +85,10 @@ func counterOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 			ret = end
 			res.unknown = true
 		default:
-			res = counterOutput{value: o.value, readVal: o.readVal}
+			res = counterOutput{value: o.value}
+			if o.hasReadVal {
+				res.readVal = &o.readVal
+			}
 		}
 		out = append(out, porcupine.Operation{
 			ClientId: clients.of(o.process), Input: counterInput{read: o.read}, Call: o.inv, Output: res, Return: ret, Metadata: o.events(),

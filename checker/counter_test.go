@@ -139,6 +139,16 @@ func TestCounterCases(t *testing.T) {
 			1 info inc
 			0 invoke inc
 			0 ok inc 0>2`},
+		{name: "values far above the number of operations", want: Invalid, kinds: "lost-update unexplained-increments", script: `
+			0 invoke inc
+			1 invoke inc
+			0 ok inc 1000000000000
+			1 ok inc 1000000000000`},
+		{name: "read far above, then an increment it counted", want: Invalid, kinds: "unexplained-increments future-read", script: `
+			0 invoke read
+			0 ok read 1000000000000
+			1 invoke inc
+			1 ok inc 1`},
 		{name: "increment wrote the start value", before: 5, want: Invalid, kinds: "impossible-write", script: `
 			0 invoke inc
 			0 ok inc 5`},

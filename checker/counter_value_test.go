@@ -2,7 +2,6 @@ package checker
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 )
 
@@ -25,8 +24,8 @@ func FuzzCounterValue(f *testing.F) {
 		if err := json.Unmarshal(b, &want); err != nil {
 			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", b, err)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%q: fast path reads %+v, encoding/json %+v", b, got, want)
+		if got != want.fields() {
+			t.Fatalf("%q: fast path reads %+v, encoding/json %+v", b, got, want.fields())
 		}
 	})
 }

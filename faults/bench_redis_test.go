@@ -1,8 +1,12 @@
 package faults
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,7 +24,11 @@ import (
 // server are all bound by CPU. 16 workers run each command directly, through the proxy
 // without commit toxics, and through the proxy with the RESP commit toxics armed at
 // probability 0 (every request framed and decided, none fired), in alternating rounds,
-// and it reports each ratio to direct. One iteration does all rounds; run it as
+// and it reports each ratio to direct. Since the client, the proxy and the server share
+// the machine's cores, it also reports the CPU time (user+sys) per call of this process
+// (the client, plus the proxy when there is one: their difference is the proxy's cost)
+// and of the Redis server, which are steadier than throughput on a busy machine. One
+// iteration does all rounds; run it as (or scripts/bench-proxy)
 //
 //	go test -run XXX -bench ProxyRedis -benchtime 1x -v -cpuprofile cpu.out ./faults/
 //
@@ -72,8 +80,10 @@ func BenchmarkProxyRedis(b *testing.B) {
 		{"proxy+commit toxics P=0", armed.Addr()},
 	}
 	total := make([][]int64, len(commands))
+	self, server := make([][]time.Duration, len(commands)), make([][]time.Duration, len(commands))
 	for c := range total {
 		total[c] = make([]int64, len(modes))
+		self[c], server[c] = make([]time.Duration, len(modes)), make([]time.Duration, len(modes))
 	}
 	var elapsed time.Duration
 	b.ResetTimer()
@@ -81,12 +91,17 @@ func BenchmarkProxyRedis(b *testing.B) {
 		for rd := 0; rd < rounds; rd++ {
 			for c, cmd := range commands {
 				for m, mode := range modes {
+					self0, srv0 := cpuTime(b, "self"), cpuTime(b, strconv.Itoa(r.Pid()))
 					n, err := redisRound(mode.addr, r.Password, workers, round, cmd.do)
 					if err != nil {
 						b.Fatalf("%s %s: %v", cmd.name, mode.name, err)
 					}
+					dSelf, dSrv := cpuTime(b, "self")-self0, cpuTime(b, strconv.Itoa(r.Pid()))-srv0
 					total[c][m] += n
-					b.Logf("round %d %-8s %-24s %8.0f ops/s", rd+1, cmd.name, mode.name, float64(n)/round.Seconds())
+					self[c][m] += dSelf
+					server[c][m] += dSrv
+					b.Logf("round %d %-8s %-24s %8.0f ops/s  cpu/op: client+proxy %5.1f µs, server %5.1f µs",
+						rd+1, cmd.name, mode.name, float64(n)/round.Seconds(), perOp(dSelf, n), perOp(dSrv, n))
 				}
 			}
 			elapsed += round
@@ -95,8 +110,9 @@ func BenchmarkProxyRedis(b *testing.B) {
 	b.StopTimer()
 	for c, cmd := range commands {
 		for m, mode := range modes {
-			b.Logf("%-8s %-24s %8.0f ops/s  ratio to direct %.3f", cmd.name, mode.name,
-				float64(total[c][m])/elapsed.Seconds(), float64(total[c][m])/float64(total[c][0]))
+			b.Logf("%-8s %-24s %8.0f ops/s  ratio to direct %.3f  cpu/op: client+proxy %5.1f µs, server %5.1f µs", cmd.name, mode.name,
+				float64(total[c][m])/elapsed.Seconds(), float64(total[c][m])/float64(total[c][0]),
+				perOp(self[c][m], total[c][m]), perOp(server[c][m], total[c][m]))
 		}
 		b.ReportMetric(float64(total[c][1])/float64(total[c][0]), cmd.name+"-proxy/direct")
 		b.ReportMetric(float64(total[c][2])/float64(total[c][0]), cmd.name+"-armed/direct")
@@ -140,4 +156,38 @@ func redisRound(addr, password string, workers int, d time.Duration, do func(*go
 		return 0, err
 	}
 	return n.Load(), nil
+}
+
+// cpuTime returns the user+sys CPU time a process has used so far, from
+// /proc/PID/stat (pid "self" for this one), in clock ticks of 10 ms (USER_HZ is 100 on
+// Linux): rounds of seconds make that fine enough.
+func cpuTime(b *testing.B, pid string) time.Duration {
+	raw, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		b.Fatalf("cpu time: %v", err)
+	}
+	// The fields after the command name, which is in parentheses and may hold spaces:
+	// state is the first, utime and stime the 12th and 13th.
+	i := bytes.LastIndexByte(raw, ')')
+	f := strings.Fields(string(raw[i+1:]))
+	if i < 0 || len(f) < 13 {
+		b.Fatalf("cpu time: cannot read /proc/%s/stat", pid)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			b.Fatalf("cpu time: /proc/%s/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// perOp is d per call in microseconds.
+func perOp(d time.Duration, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(n)
 }

@@ -13,6 +13,54 @@ import (
 // per-field work this path does not need. op must be the zero Op; on a decline it may
 // have been written to and must be reset.
 func decodeFast(b []byte, op *Op) bool {
+	var d decoder
+	return d.decode(b, op)
+}
+
+// decoder is decodeFast with memory across lines: the connection addresses seen, which
+// repeat on every line of a worker, so that a Reader allocates each once, and a block
+// that small values are copied into, one allocation for many events.
+type decoder struct {
+	conns map[string]string
+	slab  []byte
+}
+
+// slabSize is the size of the blocks values are copied into; a value longer than
+// slabSize/8 gets an allocation of its own, so that a block is never mostly waste.
+const slabSize = 16 << 10
+
+// value returns a copy of v, capped at its length so that appending to it can never
+// reach the value copied after it.
+func (d *decoder) value(v []byte) []byte {
+	if len(v) > slabSize/8 {
+		return append([]byte(nil), v...)
+	}
+	if len(d.slab)+len(v) > cap(d.slab) {
+		d.slab = make([]byte, 0, slabSize)
+	}
+	n := len(d.slab)
+	d.slab = append(d.slab, v...)
+	return d.slab[n : n+len(v) : n+len(v)]
+}
+
+// maxConns bounds the addresses a decoder keeps; past it, each is allocated again.
+const maxConns = 4096
+
+func (d *decoder) conn(s []byte) string {
+	if c, ok := d.conns[string(s)]; ok {
+		return c
+	}
+	c := string(s)
+	if len(d.conns) < maxConns {
+		if d.conns == nil {
+			d.conns = map[string]string{}
+		}
+		d.conns[c] = c
+	}
+	return c
+}
+
+func (d *decoder) decode(b []byte, op *Op) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -61,7 +109,7 @@ func decodeFast(b []byte, op *Op) bool {
 			if !ok {
 				return false
 			}
-			op.Value = append([]byte(nil), b[i:j]...)
+			op.Value = d.value(b[i:j])
 			i = j
 		default:
 			s, j, ok := plainString(b, i)
@@ -90,7 +138,7 @@ func decodeFast(b []byte, op *Op) bool {
 			case fOpID:
 				op.OpID = string(s)
 			case fConn:
-				op.Conn = string(s)
+				op.Conn = d.conn(s)
 			case fError:
 				op.Error = string(s)
 			}
@@ -185,8 +233,13 @@ func plainString(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, 0, false
 	}
+	// Plain ASCII, as in every string indoubt writes, takes one table look-up a byte.
+	j := i + 1
+	for j < len(b) && !strStop[b[j]] {
+		j++
+	}
 	high := false
-	for j := i + 1; j < len(b); j++ {
+	for ; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
 			s := b[i+1 : j]
@@ -202,6 +255,15 @@ func plainString(b []byte, i int) ([]byte, int, bool) {
 	}
 	return nil, 0, false
 }
+
+// strStop marks the bytes that end plainString's ASCII scan: the quote, the backslash,
+// control characters and the bytes of multi-byte UTF-8.
+var strStop = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf
+	}
+	return t
+}()
 
 // plainInt reads a JSON integer of at most 18 digits (which cannot overflow an int64)
 // at b[i], and returns it and the index after it. A number with a fraction or exponent

@@ -39,6 +39,7 @@ type Reader struct {
 	// last is the Index and line of the previous event, for the order check.
 	last, lastLine int64
 	seen           bool
+	dec            decoder
 }
 
 // NewReader returns a Reader of r; name is used in errors. It reads the header line, if
@@ -146,7 +147,7 @@ func (r *Reader) rawLine() ([]byte, bool, error) {
 
 func (r *Reader) decode(raw []byte) (Op, error) {
 	var op Op
-	if !fastDecode || !decodeFast(raw, &op) {
+	if !fastDecode || !r.dec.decode(raw, &op) {
 		var err error
 		if op, err = decodeJSON(raw); err != nil {
 			if r.eofNoNL && !errors.Is(err, errTrailing) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -224,13 +225,16 @@ type session struct {
 
 	mu    sync.Mutex
 	armed []*Pending // cuts accepted by the protocol and not resolved yet
-	over  bool       // the downstream half has ended: decide and forward nothing more
+	// over: the downstream half has ended; decide and forward nothing more. Set under
+	// mu (arm reads it there, so no cut is armed after end), read alone by the
+	// upstream half on every chunk.
+	over atomic.Bool
 }
 
 func (s *session) arm(p *Pending) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.over {
+	if s.over.Load() {
 		return false
 	}
 	s.armed = append(s.armed, p)
@@ -255,18 +259,14 @@ func (s *session) resolve(p *Pending) bool {
 func (s *session) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.over = true
+	s.over.Store(true)
 	for _, p := range s.armed {
 		p.knob.untake()
 	}
 	s.armed = nil
 }
 
-func (s *session) isOver() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.over
-}
+func (s *session) isOver() bool { return s.over.Load() }
 
 // upSession creates the session of the connection being set up. toxiproxy's accept
 // loop creates the upstream link's state before the downstream one's, in one
@@ -445,15 +445,31 @@ func unbuffer(buf *[]byte, data []byte) []byte {
 	return data
 }
 
-// sender returns a function that forwards a piece of a chunk, if not empty, stamped with
-// the chunk's time. Each piece is capped at its end, so that no reader's append can reach
-// the bytes after it, which may be kept as the next incomplete message.
-func sender(stub *tp.ToxicStub, ts time.Time) func([]byte) {
-	return func(b []byte) {
-		if len(b) > 0 {
-			stub.Output <- &stream.StreamChunk{Data: b[:len(b):len(b)], Timestamp: ts}
-		}
+// sender forwards the pieces of one chunk, stamped with the chunk's time.
+type sender struct {
+	stub *tp.ToxicStub
+	ch   *stream.StreamChunk
+}
+
+// send forwards a piece of the chunk, if not empty. Each piece is capped at its end, so
+// that no reader's append can reach the bytes after it, which may be kept as the next
+// incomplete message.
+func (s sender) send(b []byte) {
+	if len(b) > 0 {
+		s.stub.Output <- &stream.StreamChunk{Data: b[:len(b):len(b)], Timestamp: s.ch.Timestamp}
 	}
+}
+
+// sendAll forwards data, all of the bytes judged, and keeps nothing back. When data is
+// the chunk's own bytes, as it is unless an incomplete message was kept from the chunk
+// before, the chunk itself goes on: toxiproxy's reader made them for this chunk alone,
+// and passing it saves an allocation per chunk in each direction.
+func (s sender) sendAll(data []byte) {
+	if len(data) > 0 && len(data) == len(s.ch.Data) && &data[0] == &s.ch.Data[0] {
+		s.stub.Output <- s.ch
+		return
+	}
+	s.send(data)
 }
 
 func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChunk) {
@@ -466,7 +482,7 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 		return
 	}
 	data := unbuffer(&st.buf, ch.Data)
-	send := sender(stub, ch.Timestamp)
+	out := sender{stub, ch}
 	off := 0
 	for off < len(data) {
 		n, p := st.s.conn.Request(data[off:])
@@ -480,7 +496,7 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 		if p != nil {
 			switch kind, knob := c.decide(st.s, p); kind {
 			case CommitDrop:
-				send(data[:off])
+				out.send(data[:off])
 				knob.fired.Add(1)
 				c.emit(st.s, CommitDrop, *p, "")
 				st.closed = true
@@ -498,12 +514,14 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 		}
 		off += n
 	}
-	send(data[:off])
-	if off < len(data) {
-		// Sent chunks end at off and are capped there: appending to the rest can
-		// never write into them.
-		st.buf = data[off:]
+	if off == len(data) {
+		out.sendAll(data)
+		return
 	}
+	out.send(data[:off])
+	// Sent chunks end at off and are capped there: appending to the rest can never
+	// write into them.
+	st.buf = data[off:]
 }
 
 // Pipe implements toxiproxy's Toxic; see dropHalf.Pipe.
@@ -543,7 +561,7 @@ func (t *cutHalf) Cleanup(stub *tp.ToxicStub) {
 
 func (c *Commits) downstream(st *downState, stub *tp.ToxicStub, ch *stream.StreamChunk) {
 	data := unbuffer(&st.buf, ch.Data)
-	send := sender(stub, ch.Timestamp)
+	out := sender{stub, ch}
 	// data[fwd:off] is consumed and neither forwarded nor added to held yet.
 	off, fwd := 0, 0
 	for off < len(data) {
@@ -565,18 +583,18 @@ func (c *Commits) downstream(st *downState, stub *tp.ToxicStub, ch *stream.Strea
 		switch v.Action {
 		case Hold:
 			if !st.holding {
-				send(data[fwd:off])
+				out.send(data[fwd:off])
 				fwd = off
 				st.holding = true
 			}
 		case Release:
 			if st.holding {
 				st.held = append(st.held, data[fwd:off+n]...)
-				send(st.held)
+				out.send(st.held)
 				st.held = nil
 				st.holding = false
 			} else {
-				send(data[fwd : off+n])
+				out.send(data[fwd : off+n])
 			}
 			fwd = off + n
 			if v.Pending != nil {
@@ -584,7 +602,7 @@ func (c *Commits) downstream(st *downState, stub *tp.ToxicStub, ch *stream.Strea
 			}
 		case Cut:
 			if !st.holding {
-				send(data[fwd:off])
+				out.send(data[fwd:off])
 			}
 			st.held = nil
 			v.Pending.knob.fired.Add(1)
@@ -596,10 +614,13 @@ func (c *Commits) downstream(st *downState, stub *tp.ToxicStub, ch *stream.Strea
 		}
 		off += n
 	}
-	if st.holding {
+	switch {
+	case st.holding:
 		st.held = append(st.held, data[fwd:off]...)
-	} else {
-		send(data[fwd:off])
+	case fwd == 0 && off == len(data):
+		out.sendAll(data)
+	default:
+		out.send(data[fwd:off])
 	}
 	if off < len(data) {
 		st.buf = data[off:]

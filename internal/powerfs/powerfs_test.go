@@ -694,3 +694,23 @@ func TestFuseDescriptorClosesOnExec(t *testing.T) {
 		t.Error("no /dev/fuse descriptor while mounted")
 	}
 }
+
+// TestNoExtendedAttributes: extended attributes are refused as on a filesystem without
+// them, and writes still work and are journaled (the kernel no longer asks for
+// security.capability before each one).
+func TestNoExtendedAttributes(t *testing.T) {
+	f, mnt := mountT(t, nil)
+	p := filepath.Join(mnt, "x")
+	if err := os.WriteFile(p, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(p, "user.k", []byte("v"), 0); !errors.Is(err, unix.ENOTSUP) {
+		t.Errorf("setxattr: got %v, want ENOTSUP", err)
+	}
+	if _, err := unix.Getxattr(p, "user.k", make([]byte, 16)); !errors.Is(err, unix.ENOTSUP) {
+		t.Errorf("getxattr: got %v, want ENOTSUP", err)
+	}
+	if got := f.Stats().Writes; got < 1 {
+		t.Errorf("writes journaled: %d, want at least 1", got)
+	}
+}
