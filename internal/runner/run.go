@@ -534,7 +534,7 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 	process := id
 	t := &retrier{r: r, w: w, rng: rng, deadline: deadline}
 	for i := 0; r.cfg.Ops == 0 || i < r.cfg.Ops; i++ {
-		if ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline)) {
+		if ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline)) || !t.pace(ctx) {
 			return nil
 		}
 		call := w.Next(rng)
