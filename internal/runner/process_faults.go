@@ -306,6 +306,9 @@ func lostWrites(res *report.Results, tl []report.ProcessFault, ops []histories.O
 		return lostRegisterWrites(tl, ops)
 	case workloads.Budget:
 		f, ok := res.Final.(budget.Final)
+		if ok && f.Missing {
+			return lostAccount(f, tl, ops)
+		}
 		if !ok || f.Balance == nil {
 			return nil
 		}

@@ -650,7 +650,11 @@ func (r *run) finalReads(ctx context.Context) error {
 		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: histories.Invoke, F: c.F, Key: c.Key, Value: histories.Value(c.Value), OpID: fmt.Sprintf("final-%d", i)}); err != nil {
 			return err
 		}
-		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: histories.OK, F: c.F, Key: c.Key, Value: histories.Value(replies[i].Value), OpID: fmt.Sprintf("final-%d", i)}); err != nil {
+		typ := histories.OK
+		if replies[i].Failed {
+			typ = histories.Fail
+		}
+		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: typ, F: c.F, Key: c.Key, Value: histories.Value(replies[i].Value), OpID: fmt.Sprintf("final-%d", i)}); err != nil {
 			return err
 		}
 	}
