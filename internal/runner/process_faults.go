@@ -73,6 +73,8 @@ type procNemesis struct {
 	startFailure error
 	run          *run
 	record       func(histories.Op)
+	// state is what the fault being applied does to the server, for the progress line.
+	state serverState
 }
 
 func newProcNemesis(cfg Config, ctl processCtl, server string) *procNemesis {
@@ -145,6 +147,7 @@ func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, er
 // followed by a start and a pause by a continue even when the run ends first.
 func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 	tl := report.ProcessFault{Fault: f.Spec, Action: f.Name, Server: p.server, Pid: p.ctl.Pid()}
+	defer p.state.during(f)()
 	var errs []string
 	note := func(err error) {
 		if err != nil {
@@ -463,7 +466,7 @@ func lostRegisterWrites(tl []report.ProcessFault, ops []histories.Op) []report.L
 }
 
 func anomalyOf(l report.LostWrite) checker.Anomaly {
-	a := checker.Anomaly{Kind: "lost-write", Explanation: l.Explanation}
+	a := checker.Anomaly{Kind: report.LostWriteKind, Explanation: l.Explanation}
 	if l.OpID != "" {
 		a.Ops = []int64{l.Index}
 	}
