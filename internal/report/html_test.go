@@ -155,3 +155,70 @@ func TestSummaryInBrowser(t *testing.T) {
 		t.Errorf("the stand's table does not have one row per run")
 	}
 }
+
+// report.html of a run whose Redis (no persistence) was killed, in a real browser: the
+// kill's window shaded on the rate chart apart from the proxy's (there was none), each
+// worker's reconnect gap on the timeline, and the tables of the fault's timeline and of
+// the lost writes, the first lost operation among them.
+func TestReportOfProcessFaultsInBrowser(t *testing.T) {
+	bin := chromium(t)
+	if err := runner.Available(runner.Redis); err != nil {
+		skipOrFail(t, "redis: %v", err)
+	}
+	sched, err := faults.ParseSchedule([]string{"kill@1s-2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, _ := runner.ParsePolicy("none")
+	res, err := runner.Run(context.Background(), runner.Config{
+		Workload: workloads.Register, Store: runner.Redis, Persistence: "none", Workers: 3, Duration: 4 * time.Second, Seed: 1,
+		Out: t.TempDir(), Retry: retry, Faults: sched,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ProcessFaults) != 1 || len(res.LostWrites) == 0 {
+		t.Fatalf("the kill lost nothing or was not applied: %+v, lost %+v", res.ProcessFaults, res.LostWrites)
+	}
+	page := filepath.Join(res.RunDir, "report.html")
+	dom := browse(t, bin, "--dump-dom", "file://"+page)
+	m := checkRE.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the page's check did not run:\n%.2000s", dom)
+	}
+	if m[3] != "" {
+		t.Errorf("script errors in the browser: %s", m[3])
+	}
+	if got := regexp.MustCompile(`data-rate-areas="([^"]*)"`).FindStringSubmatch(dom); got == nil || got[1] != "kill@1s-2s: server down" {
+		t.Errorf("the rate chart's shaded areas are %q, want the kill's window alone", got)
+	}
+	series := regexp.MustCompile(`data-timeline-series="([^"]*)"`).FindStringSubmatch(dom)
+	if series == nil || !strings.Contains(series[1], "|reconnect gap") {
+		t.Errorf("the timeline has no reconnect gaps: %q", series)
+	}
+	rows := func(id string) int {
+		tb := regexp.MustCompile(`(?s)<table id="` + id + `">(.*?)</table>`).FindStringSubmatch(dom)
+		if tb == nil {
+			t.Errorf("no table %s on the page", id)
+			return -1
+		}
+		return strings.Count(tb[1], "<tr") - 1
+	}
+	if n := rows("process-faults"); n != 1 {
+		t.Errorf("the timeline table has %d rows, want the kill's", n)
+	}
+	if n := rows("lost-writes"); n != len(res.LostWrites) {
+		t.Errorf("the lost-writes table has %d rows, want %d", n, len(res.LostWrites))
+	}
+	l := res.LostWrites[0]
+	row := regexp.MustCompile(`<td class="named">` + regexp.QuoteMeta(l.OpID) + `</td><td>(\d+)</td><td>wrote ` + regexp.QuoteMeta(string(l.Value)) + ` to ` + l.Key + `</td><td>[0-9.]+ s</td><td><code>kill@1s-2s</code></td>`)
+	if !row.MatchString(dom) {
+		t.Errorf("lost write %s (%s to %s) is not in the table", l.OpID, l.Value, l.Key)
+	}
+	if strings.Contains(dom, "fired:") {
+		t.Errorf("the page speaks of a proxy that was not there")
+	}
+	shot := filepath.Join(t.ArtifactDir(), "report-killed.png")
+	browse(t, bin, "--window-size=1300,2600", "--screenshot="+shot, "file://"+page)
+	t.Logf("screenshot of a killed run's report: %s", shot)
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
@@ -285,7 +286,9 @@ func figures(tl []report.ProcessFault, ops []histories.Op) {
 					tl[i].InFlightOK++
 				}
 			}
-			if iv.comp != nil && iv.comp.Type == histories.OK && iv.comp.Time >= end && (first < 0 || iv.comp.Time < first) {
+			// The final reads come after the workers stopped: they say nothing of
+			// the workers getting through again.
+			if iv.comp != nil && iv.comp.Type == histories.OK && iv.comp.Time >= end && !strings.HasPrefix(iv.inv.OpID, finalOpPrefix) && (first < 0 || iv.comp.Time < first) {
 				first = iv.comp.Time
 			}
 		}
