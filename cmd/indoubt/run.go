@@ -251,7 +251,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // liveLine rewrites one progress line on a terminal once a run has lasted two seconds:
-// elapsed time, operations, their rate, faults fired, and the time left when it is known.
+// elapsed time, operations, their rate, faults fired, the server's state while a process
+// fault has it down or paused, and the time left when it is known.
 func liveLine(w io.Writer) func(runner.Progress) {
 	return func(p runner.Progress) {
 		if p.Elapsed < 2*time.Second {
@@ -259,6 +260,9 @@ func liveLine(w io.Writer) func(runner.Progress) {
 		}
 		rate := float64(p.Completed) / p.Elapsed.Seconds()
 		line := fmt.Sprintf("%5.1fs  %d ops  %.0f tx/s  %d faults", p.Elapsed.Seconds(), p.Completed, rate, p.Faults)
+		if p.Server != "" {
+			line += "  server " + p.Server
+		}
 		switch {
 		case p.Total > 0 && rate > 0:
 			left := time.Duration(float64(p.Total-p.Completed) / rate * float64(time.Second))

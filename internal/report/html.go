@@ -65,6 +65,8 @@ type runData struct {
 	windows []window
 	marks   []mark
 	end     float64
+	// procs is results.json's process-fault timeline.
+	procs []ProcessFault
 }
 
 // WriteHTML writes report.html for one run. It reads history.jsonl and faults.jsonl from
@@ -321,16 +323,60 @@ func chartInit(id, height string) charts.GlobalOpts {
 	return charts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "100%", Height: height})
 }
 
-// windowAreas shades the fault windows on a chart whose x axis is seconds.
+// Shades of the fault windows: the proxy's in orange, the process faults' (the server
+// down or paused) in blue-grey, so that the two read apart where both are scheduled.
+const (
+	proxyWindowColor   = "rgba(255,152,0,0.12)"
+	processWindowColor = "rgba(55,71,79,0.22)"
+)
+
+// windowAreas shades the fault windows on a chart whose x axis is seconds: the proxy's,
+// then the process faults' from the start of each to the server answering again.
 func windowAreas(d runData) charts.SeriesOpts {
 	var items []opts.MarkAreaNameCoordItem
 	for _, w := range d.windows {
 		items = append(items, opts.MarkAreaNameCoordItem{
 			Name: w.fault, Coordinate0: []interface{}{w.from, "min"}, Coordinate1: []interface{}{w.to, "max"},
-			ItemStyle: &opts.ItemStyle{Color: "rgba(255,152,0,0.12)"},
+			ItemStyle: &opts.ItemStyle{Color: proxyWindowColor},
+		})
+	}
+	for _, f := range d.procs {
+		items = append(items, opts.MarkAreaNameCoordItem{
+			Name: fmt.Sprintf("%s: server %s", f.Fault, f.verb()), Coordinate0: []interface{}{f.StartS, "min"}, Coordinate1: []interface{}{f.EndS, "max"},
+			ItemStyle: &opts.ItemStyle{Color: processWindowColor},
 		})
 	}
 	return charts.WithMarkAreaNameCoordItemOpts(items...)
+}
+
+// reconnectGaps returns, per process fault and worker, the gap from the fault's start to
+// the worker's first operation acknowledged after the server answered again: how long
+// that worker could not get work done. A worker with no acknowledgement after the fault
+// has none.
+func reconnectGaps(d runData) []gap {
+	var out []gap
+	for _, f := range d.procs {
+		first := map[int]float64{}
+		for _, s := range d.spans {
+			if s.completion != histories.OK || s.to < f.EndS {
+				continue
+			}
+			if t, ok := first[s.worker]; !ok || s.to < t {
+				first[s.worker] = s.to
+			}
+		}
+		for _, w := range sortedKeysOf(first) {
+			out = append(out, gap{fault: f.Fault, worker: w, from: f.StartS, to: first[w]})
+		}
+	}
+	return out
+}
+
+// gap is one worker's reconnect gap after a process fault.
+type gap struct {
+	fault    string
+	worker   int
+	from, to float64
 }
 
 func xy(x, y float64) opts.LineData { return opts.LineData{Value: []interface{}{x, y}} }
@@ -353,7 +399,7 @@ func secondsChart(d runData, id string, title opts.Title, y opts.YAxis) *charts.
 // rateChart is completions per second by outcome, with the fault windows shaded and the
 // faults the proxy fired per second on a second axis.
 func rateChart(d runData, o overTime) *charts.Line {
-	c := secondsChart(d, "chart_rate", opts.Title{Title: "Operations completed per second", Subtitle: "shaded: fault windows; bars of faults fired per second on the right axis"},
+	c := secondsChart(d, "chart_rate", opts.Title{Title: "Operations completed per second", Subtitle: "shaded: the proxy's fault windows (orange), the server down or paused by a process fault (grey); faults fired per second on the right axis"},
 		opts.YAxis{Type: "value", Name: "ops/s"})
 	c.ExtendYAxis(opts.YAxis{Type: "value", Name: "faults/s", Position: "right"})
 	for i, s := range []struct {
@@ -392,7 +438,7 @@ func rateChart(d runData, o overTime) *charts.Line {
 }
 
 func latencyChart(d runData, o overTime) *charts.Line {
-	c := secondsChart(d, "chart_latency", opts.Title{Title: "Latency by time of completion (ms, retries included)", Subtitle: "shaded: fault windows"},
+	c := secondsChart(d, "chart_latency", opts.Title{Title: "Latency by time of completion (ms, retries included)", Subtitle: "shaded: the proxy's fault windows (orange), process faults (grey)"},
 		opts.YAxis{Type: "log", Name: "ms"})
 	for i, s := range []struct {
 		name string
@@ -424,7 +470,7 @@ func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int)
 	c := charts.NewLine()
 	height := fmt.Sprintf("%dpx", min(900, 160+workers*18))
 	c.SetGlobalOptions(chartInit("chart_timeline", height),
-		charts.WithTitleOpts(opts.Title{Title: "Operations per worker", Subtitle: "invocation to completion, by outcome; thick: named by the verdict; markers: faults the proxy fired"}),
+		charts.WithTitleOpts(opts.Title{Title: "Operations per worker", Subtitle: timelineSubtitle(d)}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "top", Right: "2%"}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s", Min: 0, Max: d.end}),
@@ -433,7 +479,7 @@ func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int)
 		charts.WithGridOpts(opts.Grid{Top: "70", Bottom: "80"}),
 		charts.WithAnimation(false),
 	)
-	gap := opts.LineData{Value: "-"}
+	gap := opts.LineData{Value: "-"} // a break between segments
 	seg := map[histories.Type][]opts.LineData{}
 	var hl []opts.LineData
 	drawn, highlighted := 0, 0
@@ -457,6 +503,17 @@ func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int)
 	}
 	c.AddSeries("named by the verdict", hl, charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
 		charts.WithLineStyleOpts(opts.LineStyle{Color: namedColor, Width: 9, Opacity: opts.Float(0.75)}), charts.WithItemStyleOpts(opts.ItemStyle{Color: namedColor}))
+	if gaps := reconnectGaps(d); len(gaps) > 0 {
+		var pts []opts.LineData
+		for _, g := range gaps {
+			y := float64(g.worker)
+			name := fmt.Sprintf("%s: worker %d back after %.2fs", g.fault, g.worker, g.to-g.from)
+			pts = append(pts, opts.LineData{Name: name, Value: []interface{}{g.from, y}}, opts.LineData{Name: name, Value: []interface{}{g.to, y}}, gap)
+		}
+		c.AddSeries("reconnect gap", pts, charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
+			charts.WithLineStyleOpts(opts.LineStyle{Color: "#37474f", Width: 2, Type: "dashed"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#37474f"}),
+			windowAreas(runData{procs: d.procs}))
+	}
 	byKind := map[string][]opts.LineData{}
 	for _, m := range d.marks {
 		if m.worker < 0 {
@@ -474,6 +531,16 @@ func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int)
 			charts.WithLineStyleOpts(opts.LineStyle{Width: 0, Opacity: opts.Float(0)}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#000"}))
 	}
 	return c, drawn, highlighted
+}
+
+// timelineSubtitle says what the timeline draws; the reconnect gaps only when there
+// were process faults.
+func timelineSubtitle(d runData) string {
+	s := "invocation to completion, by outcome; thick: named by the verdict; markers: faults the proxy fired"
+	if len(d.procs) > 0 {
+		s += "; grey: server down or paused; dashed: reconnect gap (fault to the worker's first ack after)"
+	}
+	return s
 }
 
 func sortedKeysOf[K cmp.Ordered, V any](m map[K]V) []K {
@@ -529,11 +596,14 @@ type pageData struct {
 	AnomaliesShown  int
 	JS              template.JS
 	WindowsDesc     []string
+	Lost            []lostRow
+	LostTotal       int64
 }
 
 const shownFirst = 5
 
 func renderReport(r *Results, d runData, dir string) ([]byte, error) {
+	d.procs = r.ProcessFaults
 	namedOps, order := named(r, d)
 	o := perSecond(d)
 	tl, drawn, hl := timelineChart(d, namedOps)
@@ -551,6 +621,7 @@ func renderReport(r *Results, d runData, dir string) ([]byte, error) {
 	for _, w := range d.windows {
 		p.WindowsDesc = append(p.WindowsDesc, fmt.Sprintf("%s from %.1f s to %.1f s", w.fault, w.from, w.to))
 	}
+	p.Lost, p.LostTotal = r.lostRows(), r.LostTotal()
 	if e := r.Evidence; e != nil {
 		p.Grouped = e.Grouped()
 		p.ShownFirst, p.Folded = split(e.AppliedTwice, shownFirst)
@@ -570,7 +641,15 @@ func split(l []AmbiguousOp, n int) ([]AmbiguousOp, []AmbiguousOp) {
 	return l[:n], l[n:]
 }
 
-var page = template.Must(template.New("report").Parse(`<!doctype html>
+// orNone shows a time in seconds that may be missing, to the millisecond.
+func orNone(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.3f s", *v)
+}
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{"orNone": orNone}).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>indoubt: {{.R.Workload}} on {{.R.Store}} — {{.R.Verdict}}</title>
 <script>window.__errors=[];window.addEventListener("error",function(e){window.__errors.push(String(e.message))});</script>
 <script>{{.JS}}</script>
@@ -603,6 +682,15 @@ code{background:#f3f3f3;padding:0 .2em}
 {{if .Porcupine}}<p>Linearizability: <a href="linearizability.html">porcupine's visualization of the history</a> (beside this file).</p>{{end}}
 <h2>Over time</h2>
 {{if .WindowsDesc}}<p>Fault windows: {{range $i, $w := .WindowsDesc}}{{if $i}}; {{end}}{{$w}}{{end}}.</p>{{end}}
+{{if .R.ProcessFaults}}<h3>Process faults</h3>
+<p>Shaded grey on the charts from the fault to the server answering again. In flight: operations invoked before the fault and not completed when it was applied, by how they ended. First ack after: from the fault to the first operation acknowledged after the server answered again.</p>
+<table id="process-faults"><tr><th>fault</th><th>action</th><th>pid</th><th>at</th><th>downtime</th><th>in flight</th><th>info</th><th>ok</th><th>first ack after</th><th>lost</th></tr>
+{{range .R.ProcessFaults}}<tr><td><code>{{.Fault}}</code></td><td>{{.Action}}</td><td>{{.Pid}}</td><td>{{printf "%.2f" .StartS}} s</td><td>{{printf "%.2f" .DowntimeS}} s</td><td>{{.InFlight}}</td><td>{{.InFlightInfo}}</td><td>{{.InFlightOK}}</td><td>{{orNone .FirstAckS}}</td><td>{{.LostWrites}}</td></tr>{{if .Error}}<tr><td colspan="10">error: {{.Error}}</td></tr>{{end}}
+{{end}}</table>{{end}}
+{{if .Lost}}<h3>Acknowledged writes lost: {{.LostTotal}}</h3>
+<table id="lost-writes"><tr><th>operation</th><th>worker</th><th>what</th><th>acknowledged at</th><th>fault</th><th>ack to fault</th></tr>
+{{range .Lost}}<tr title="{{.Explanation}}"><td class="named">{{if .OpID}}{{.OpID}}{{else}}—{{end}}</td><td>{{if ge .Worker 0}}{{.Worker}}{{else}}—{{end}}</td><td>{{.What}}</td><td>{{orNone .AckAtS}}</td><td>{{if .Fault}}<code>{{.Fault}}</code>{{else}}none{{end}}</td><td>{{if .Fault}}{{printf "%.3f" .AckBeforeFaultS}} s{{else}}—{{end}}</td></tr>
+{{end}}</table>{{end}}
 {{if .Charts}}{{range .Charts}}{{.}}{{end}}
 <p>The timeline draws {{.Drawn}} of {{.Total}} operations{{if lt .Drawn .Total}} (the first {{.Drawn}} and every operation named above){{end}}; {{.Highlighted}} named by the verdict. Scroll or drag to zoom.</p>
 {{else}}<p>No history beside this report: charts need history.jsonl.</p>{{end}}
@@ -632,6 +720,7 @@ code{background:#f3f3f3;padding:0 .2em}
     var c=echarts.getInstanceByDom(d); if(!c) return;
     var o=c.getOption(); charts.push(d.id);
     if(d.id==="chart_timeline") el.setAttribute("data-timeline-series",(o.series||[]).map(function(s){return s.name}).join("|"));
+    if(d.id==="chart_rate") el.setAttribute("data-rate-areas",[].concat.apply([],(o.series||[]).map(function(s){return ((s.markArea||{}).data||[]).map(function(a){return a[0].name})})).join("|"));
     (o.series||[]).forEach(function(s){ if(s.name==="named by the verdict") hl=(s.data||[]).filter(function(p){return p!=="-"&&p.value!=="-"}).length/2; });
   });
   el.setAttribute("data-charts",charts.join(" "));

@@ -50,6 +50,43 @@ func browse(t *testing.T, bin string, args ...string) string {
 	return string(out)
 }
 
+// faultedRun runs cfg on a server it launches, under the retry policy and the faults
+// named, skipping when the store is not installed.
+func faultedRun(t *testing.T, retry string, cfg runner.Config, specs ...string) *report.Results {
+	t.Helper()
+	if err := runner.Available(cfg.Store); err != nil {
+		skipOrFail(t, "%s: %v", cfg.Store, err)
+	}
+	sched, err := faults.ParseSchedule(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Retry, err = runner.ParsePolicy(retry); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Faults, cfg.Out = sched, t.TempDir()
+	res, err := runner.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// load opens page in the browser and returns its DOM and the page's own check
+// (charts drawn, operations highlighted), failing on script errors.
+func load(t *testing.T, bin, page string) (string, []string) {
+	t.Helper()
+	dom := browse(t, bin, "--dump-dom", "file://"+page)
+	m := checkRE.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the page's check did not run:\n%.2000s", dom)
+	}
+	if m[3] != "" {
+		t.Errorf("script errors in the browser: %s", m[3])
+	}
+	return dom, m
+}
+
 var checkRE = regexp.MustCompile(`<div id="render-check"[^>]*data-charts="([^"]*)"[^>]*data-highlighted="([^"]*)"[^>]*data-errors="([^"]*)"`)
 
 // report.html of a faulted run, loaded in a real browser: no script errors, the rate,
@@ -58,21 +95,9 @@ var checkRE = regexp.MustCompile(`<div id="render-check"[^>]*data-charts="([^"]*
 // kept in the test's artifact directory (go test -artifacts).
 func TestReportInBrowser(t *testing.T) {
 	bin := chromium(t)
-	if err := runner.Available(runner.Postgres); err != nil {
-		skipOrFail(t, "postgres: %v", err)
-	}
-	sched, err := faults.ParseSchedule([]string{"commit-cut:0.2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	retry, _ := runner.ParsePolicy("naive")
-	res, err := runner.Run(context.Background(), runner.Config{
+	res := faultedRun(t, "naive", runner.Config{
 		Workload: workloads.Budget, Store: runner.Postgres, Workers: 8, Ops: 40, Seed: 1, Budget: 200,
-		Out: t.TempDir(), Retry: retry, Faults: sched,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, "commit-cut:0.2")
 	if res.Evidence == nil || res.Evidence.AppliedTwiceTotal() == 0 {
 		t.Fatalf("the faulted run proved no double application: %+v", res.Evidence)
 	}
@@ -84,14 +109,7 @@ func TestReportInBrowser(t *testing.T) {
 	if regexp.MustCompile(`<script[^>]+src=|https?://[^"' ]+\.js`).Match(b) {
 		t.Errorf("report.html loads a script from elsewhere: it must open offline")
 	}
-	dom := browse(t, bin, "--dump-dom", "file://"+page)
-	m := checkRE.FindStringSubmatch(dom)
-	if m == nil {
-		t.Fatalf("the page's check did not run:\n%.2000s", dom)
-	}
-	if m[3] != "" {
-		t.Errorf("script errors in the browser: %s", m[3])
-	}
+	dom, m := load(t, bin, page)
 	for _, id := range []string{"chart_rate", "chart_latency", "chart_timeline"} {
 		if !strings.Contains(" "+m[1]+" ", " "+id+" ") {
 			t.Errorf("chart %s not drawn (drawn: %q)", id, m[1])
@@ -154,4 +172,52 @@ func TestSummaryInBrowser(t *testing.T) {
 	if strings.Count(dom, "<tr><td>") != 3 {
 		t.Errorf("the stand's table does not have one row per run")
 	}
+}
+
+// report.html of a run whose Redis (no persistence) was killed, in a real browser: the
+// kill's window shaded on the rate chart apart from the proxy's (there was none), each
+// worker's reconnect gap on the timeline, and the tables of the fault's timeline and of
+// the lost writes, the first lost operation among them.
+func TestReportOfProcessFaultsInBrowser(t *testing.T) {
+	bin := chromium(t)
+	res := faultedRun(t, "none", runner.Config{
+		Workload: workloads.Register, Store: runner.Redis, Persistence: "none", Workers: 3, Duration: 4 * time.Second, Seed: 1,
+	}, "kill@1s-2s")
+	if len(res.ProcessFaults) != 1 || len(res.LostWrites) == 0 {
+		t.Fatalf("the kill lost nothing or was not applied: %+v, lost %+v", res.ProcessFaults, res.LostWrites)
+	}
+	page := filepath.Join(res.RunDir, "report.html")
+	dom, _ := load(t, bin, page)
+	if got := regexp.MustCompile(`data-rate-areas="([^"]*)"`).FindStringSubmatch(dom); got == nil || got[1] != "kill@1s-2s: server down" {
+		t.Errorf("the rate chart's shaded areas are %q, want the kill's window alone", got)
+	}
+	series := regexp.MustCompile(`data-timeline-series="([^"]*)"`).FindStringSubmatch(dom)
+	if series == nil || !strings.Contains(series[1], "|reconnect gap") {
+		t.Errorf("the timeline has no reconnect gaps: %q", series)
+	}
+	rows := func(id string) int {
+		tb := regexp.MustCompile(`(?s)<table id="` + id + `">(.*?)</table>`).FindStringSubmatch(dom)
+		if tb == nil {
+			t.Errorf("no table %s on the page", id)
+			return -1
+		}
+		return strings.Count(tb[1], "<tr") - 1
+	}
+	if n := rows("process-faults"); n != 1 {
+		t.Errorf("the timeline table has %d rows, want the kill's", n)
+	}
+	if n := rows("lost-writes"); n != len(res.LostWrites) {
+		t.Errorf("the lost-writes table has %d rows, want %d", n, len(res.LostWrites))
+	}
+	l := res.LostWrites[0]
+	row := regexp.MustCompile(`<td class="named">` + regexp.QuoteMeta(l.OpID) + `</td><td>(\d+)</td><td>wrote ` + regexp.QuoteMeta(string(l.Value)) + ` to ` + l.Key + `</td><td>[0-9.]+ s</td><td><code>kill@1s-2s</code></td>`)
+	if !row.MatchString(dom) {
+		t.Errorf("lost write %s (%s to %s) is not in the table", l.OpID, l.Value, l.Key)
+	}
+	if strings.Contains(dom, "fired:") {
+		t.Errorf("the page speaks of a proxy that was not there")
+	}
+	shot := filepath.Join(t.ArtifactDir(), "report-killed.png")
+	browse(t, bin, "--window-size=1300,2600", "--screenshot="+shot, "file://"+page)
+	t.Logf("screenshot of a killed run's report: %s", shot)
 }

@@ -75,17 +75,59 @@ func WriteSummary(w io.Writer, r *Results) {
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(w, "errors (last attempt): %s\n", counts(r.Errors))
 	}
-	if len(r.Faults.Schedule) > 0 {
-		if c := r.Faults.Commits; c != nil {
-			fmt.Fprintf(w, "faults: %s  fired: %s\ncommit faults: %s\n", strings.Join(r.Faults.Schedule, " "), counts(r.Faults.ByKind), c)
-		} else {
-			fmt.Fprintf(w, "faults: %s  fired: %s  truth: %s\n", strings.Join(r.Faults.Schedule, " "), counts(r.Faults.ByKind), counts(r.Faults.ByTruth))
-		}
-	}
+	writeFaults(w, r)
 	WriteVerdict(w, r)
 	if r.RunDir != "" {
 		fmt.Fprintf(w, "run directory: %s\n", r.RunDir)
 	}
+}
+
+// writeFaults prints the faults: what the proxy fired, when the run went through it
+// (with process faults alone there is no proxy, and "fired: none" would mislead), then
+// the process faults' timeline, one line each, and the first acknowledged writes lost.
+func writeFaults(w io.Writer, r *Results) {
+	proxy := r.proxySchedule()
+	if len(proxy) > 0 && (r.Proxied || len(r.ProcessFaults) == 0) || len(r.Faults.ByKind) > 0 {
+		if c := r.Faults.Commits; c != nil {
+			fmt.Fprintf(w, "faults: %s  fired: %s\ncommit faults: %s\n", strings.Join(proxy, " "), counts(r.Faults.ByKind), c)
+		} else {
+			fmt.Fprintf(w, "faults: %s  fired: %s  truth: %s\n", strings.Join(proxy, " "), counts(r.Faults.ByKind), counts(r.Faults.ByTruth))
+		}
+	}
+	if len(r.ProcessFaults) > 0 {
+		fmt.Fprintf(w, "process faults:\n")
+		for _, f := range r.ProcessFaults {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	if len(r.LostWrites) == 0 {
+		return
+	}
+	n := r.LostTotal()
+	fmt.Fprintf(w, "lost writes: %d acknowledged %s missing from the final state\n", n, plural(int(n), "write", "writes"))
+	rows := r.lostRows()
+	for _, l := range rows[:min(ConsoleExamples, len(rows))] {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	if len(rows) > ConsoleExamples {
+		fmt.Fprintf(w, "  ... and %d more in results.json\n", len(rows)-ConsoleExamples)
+	}
+}
+
+// proxySchedule is the schedule without the process faults: what the proxy was asked
+// to do.
+func (r *Results) proxySchedule() []string {
+	procs := map[string]bool{}
+	for _, f := range r.ProcessFaults {
+		procs[f.Fault] = true
+	}
+	var out []string
+	for _, s := range r.Faults.Schedule {
+		if !procs[s] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // figuresOf returns the figures of r's final state, none when it has no final state.
@@ -266,6 +308,11 @@ func WriteVerdict(w io.Writer, r *Results) {
 	}
 	for _, kind := range sortedKeysOf(kinds) {
 		n := kinds[kind]
+		if kind == LostWriteKind && len(r.LostWrites) > 0 {
+			// Found by reconciling the final state, and listed with the faults above.
+			fmt.Fprintf(w, "  reconciliation: %d %s (lost writes above)\n", n, kind)
+			continue
+		}
 		fmt.Fprintf(w, "  checker: %d %s\n", n, kind)
 		shown, listed := 0, 0
 		for _, a := range r.Anomalies {

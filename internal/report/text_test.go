@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +72,54 @@ func TestSummarySaysWhatCutsChanged(t *testing.T) {
 	WriteSummary(&b, r)
 	if !strings.Contains(b.String(), "truth: applied=418") {
 		t.Errorf("old results lost their truth counts:\n%s", b.String())
+	}
+}
+
+// processFaulted is the results of a run with one kill and five lost writes, with no
+// proxy: process faults were the whole schedule.
+func processFaulted() *Results {
+	first := 1.02
+	r := &Results{Store: "redis", Workload: "register", Verdict: checker.Invalid, Summary: "not linearizable"}
+	r.Faults = FaultCounts{Schedule: []string{"kill@1s-2s"}, ByKind: map[string]int64{}, ByTruth: map[string]int64{}}
+	r.ProcessFaults = []ProcessFault{{Fault: "kill@1s-2s", Action: "kill", Pid: 4242, StartS: 1, EndS: 2.02, DowntimeS: 1.02,
+		InFlight: 16, InFlightInfo: 15, InFlightOK: 1, FirstAckS: &first, LostWrites: 5}}
+	for i := range 5 {
+		r.LostWrites = append(r.LostWrites, LostWrite{OpID: fmt.Sprintf("%d-7", i+3), Index: int64(100 + i), Key: fmt.Sprintf("k%d", i),
+			Value: []byte(fmt.Sprint(i)), Fault: "kill@1s-2s", AckBeforeFaultS: 0.25, Explanation: "lost"})
+		r.Anomalies = append(r.Anomalies, checker.Anomaly{Kind: LostWriteKind, Explanation: "lost"})
+	}
+	return r
+}
+
+// With process faults alone the summary says nothing of a proxy that was not there,
+// and prints the fault's timeline and the first lost writes.
+func TestSummaryOfProcessFaults(t *testing.T) {
+	var b bytes.Buffer
+	WriteSummary(&b, processFaulted())
+	out := b.String()
+	for _, want := range []string{
+		"process faults:\n  kill@1s-2s: kill of pid 4242 at 1.00s, down 1.02s, 16 in flight → 15 info, 1 ok, first ack 1.02s after, 5 acknowledged writes lost\n",
+		"lost writes: 5 acknowledged writes missing from the final state\n  op 3-7 (worker 3): wrote 0 to k0, acknowledged at 0.75s, 0.250s before kill@1s-2s\n",
+		"  ... and 2 more in results.json\n",
+		"reconciliation: 5 lost-write (lost writes above)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"fired:", "truth:", "checker: 5 lost-write"} {
+		if strings.Contains(out, not) {
+			t.Errorf("summary has %q:\n%s", not, out)
+		}
+	}
+	// With the proxy as well, its line stays, for its own faults only.
+	r := processFaulted()
+	r.Proxied = true
+	r.Faults.Schedule = append(r.Faults.Schedule, "commit-cut:0.1")
+	r.Faults.ByKind["commit-cut"] = 7
+	b.Reset()
+	WriteSummary(&b, r)
+	if !strings.Contains(b.String(), "faults: commit-cut:0.1  fired: commit-cut=7") {
+		t.Errorf("the proxy's line is missing or names the kill:\n%s", b.String())
 	}
 }

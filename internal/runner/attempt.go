@@ -2,9 +2,10 @@ package runner
 
 import (
 	"context"
-	"github.com/indoubt/indoubt/internal/evidence"
 	"math/rand/v2"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/evidence"
 
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/workloads"
@@ -47,6 +48,9 @@ type retrier struct {
 	w        workloads.Worker
 	rng      *rand.Rand
 	deadline time.Time
+	// refused counts the attempts in a row that could not open a connection: the
+	// server is down. It paces the worker (pace) and resets on any other outcome.
+	refused int
 }
 
 // do runs op's attempts until one succeeds or the policy, the deadline or ctx stops it,
@@ -59,6 +63,7 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 	for n := 1; ; n++ {
 		from := t.r.now()
 		reply, err := t.w.Do(ctx, op.call, req)
+		t.noteDial(err)
 		conn := t.w.Conn()
 		rt.conflicts += reply.Conflicts
 		if err == nil {
@@ -106,7 +111,7 @@ func (t *retrier) stop(ctx context.Context, class workloads.Class, n int, rt *re
 		rt.deadline = true
 		return cutByEnd, true
 	}
-	pause := pol.backoff(n, t.rng)
+	pause := max(pol.backoff(n, t.rng), t.dialBackoff())
 	if !t.deadline.IsZero() && time.Now().Add(pause).After(t.deadline) {
 		rt.deadline = true
 		return cutByEnd, true
@@ -124,4 +129,59 @@ func (r *run) recordSpan(s evidence.Span) {
 	r.mu.Lock()
 	r.attempts = append(r.attempts, s)
 	r.mu.Unlock()
+}
+
+// Dial backoff: while the server is down (killed, or not started again yet) a dial is
+// refused at once, so a worker would spin through failed operations, or a pool through
+// refused connects, as fast as the CPU allows. After a refused dial the worker waits
+// before its next attempt or operation, full jitter over a window that doubles from
+// dialBackoffBase to dialBackoffMax with each refusal in a row. Only refused dials start
+// it, so nothing changes while the server accepts connections; the cap bounds how long
+// after the server is back a worker can still be waiting (with full jitter the first of
+// several workers is back much sooner).
+const (
+	dialBackoffBase = 2 * time.Millisecond
+	dialBackoffMax  = 200 * time.Millisecond
+)
+
+// noteDial counts err toward the refused dials in a row, or resets them.
+func (t *retrier) noteDial(err error) {
+	if err != nil && workloads.ReasonOf(err) == workloads.ReasonDial {
+		t.refused++
+		return
+	}
+	t.refused = 0
+}
+
+// dialBackoff is the pause after t.refused refused dials in a row; 0 after none.
+func (t *retrier) dialBackoff() time.Duration {
+	if t.refused == 0 {
+		return 0
+	}
+	w := dialBackoffBase
+	for i := 1; i < t.refused && w < dialBackoffMax; i++ {
+		w *= 2
+	}
+	w = min(w, dialBackoffMax)
+	return time.Duration(t.rng.Int64N(int64(w) + 1))
+}
+
+// pace waits out the dial backoff before the worker's next operation. It reports false
+// when ctx ended or the run's deadline passed first: the worker stops.
+func (t *retrier) pace(ctx context.Context) bool {
+	pause := t.dialBackoff()
+	if pause == 0 {
+		return true
+	}
+	if !t.deadline.IsZero() && time.Now().Add(pause).After(t.deadline) {
+		pause = time.Until(t.deadline)
+	}
+	tm := time.NewTimer(max(pause, 0))
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return t.deadline.IsZero() || time.Now().Before(t.deadline)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
@@ -73,6 +74,8 @@ type procNemesis struct {
 	startFailure error
 	run          *run
 	record       func(histories.Op)
+	// state is what the fault being applied does to the server, for the progress line.
+	state serverState
 }
 
 func newProcNemesis(cfg Config, ctl processCtl, server string) *procNemesis {
@@ -145,6 +148,7 @@ func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, er
 // followed by a start and a pause by a continue even when the run ends first.
 func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 	tl := report.ProcessFault{Fault: f.Spec, Action: f.Name, Server: p.server, Pid: p.ctl.Pid()}
+	defer p.state.during(f)()
 	var errs []string
 	note := func(err error) {
 		if err != nil {
@@ -282,7 +286,9 @@ func figures(tl []report.ProcessFault, ops []histories.Op) {
 					tl[i].InFlightOK++
 				}
 			}
-			if iv.comp != nil && iv.comp.Type == histories.OK && iv.comp.Time >= end && (first < 0 || iv.comp.Time < first) {
+			// The final reads come after the workers stopped: they say nothing of
+			// the workers getting through again.
+			if iv.comp != nil && iv.comp.Type == histories.OK && iv.comp.Time >= end && !strings.HasPrefix(iv.inv.OpID, finalOpPrefix) && (first < 0 || iv.comp.Time < first) {
 				first = iv.comp.Time
 			}
 		}
@@ -306,6 +312,9 @@ func lostWrites(res *report.Results, tl []report.ProcessFault, ops []histories.O
 		return lostRegisterWrites(tl, ops)
 	case workloads.Budget:
 		f, ok := res.Final.(budget.Final)
+		if ok && f.Missing {
+			return lostAccount(f, tl, ops)
+		}
 		if !ok || f.Balance == nil {
 			return nil
 		}
@@ -460,7 +469,7 @@ func lostRegisterWrites(tl []report.ProcessFault, ops []histories.Op) []report.L
 }
 
 func anomalyOf(l report.LostWrite) checker.Anomaly {
-	a := checker.Anomaly{Kind: "lost-write", Explanation: l.Explanation}
+	a := checker.Anomaly{Kind: report.LostWriteKind, Explanation: l.Explanation}
 	if l.OpID != "" {
 		a.Ops = []int64{l.Index}
 	}

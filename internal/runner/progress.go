@@ -3,7 +3,10 @@ package runner
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/indoubt/indoubt/faults"
 )
 
 // Progress is a snapshot of a run while its workers drive it, for a live progress line.
@@ -17,6 +20,9 @@ type Progress struct {
 	Total int64
 	// Duration is the run's length with Duration, 0 with Ops.
 	Duration time.Duration
+	// Server says what a process fault is doing to the server right now ("down:
+	// kill@2s-5s", "paused: pause@1s-2s"); empty while it runs undisturbed.
+	Server string
 }
 
 // progressEvery is how often OnProgress is called.
@@ -48,11 +54,47 @@ func (r *run) watch(nem *nemesis) (stop func()) {
 			r.mu.Unlock()
 			if nem != nil {
 				p.Faults = nem.fired()
+				if nem.procs != nil {
+					p.Server = nem.procs.state.get()
+				}
 			}
 			r.cfg.OnProgress(p)
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// serverState is what a process fault is doing to the server, for the progress line.
+type serverState struct {
+	mu  sync.Mutex
+	now string
+}
+
+// during says that fault f is being applied; the returned func says it is over.
+func (s *serverState) during(f faults.Fault) (over func()) {
+	what := "down"
+	switch f.Name {
+	case "pause":
+		what = "paused"
+	case "restart":
+		what = "restarting"
+	case "failover":
+		what = "failing over"
+	}
+	s.set(what + ": " + f.Spec)
+	return func() { s.set("") }
+}
+
+func (s *serverState) set(v string) {
+	s.mu.Lock()
+	s.now = v
+	s.mu.Unlock()
+}
+
+func (s *serverState) get() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
 }
 
 // fired counts the faults the proxy has fired.

@@ -9,15 +9,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/indoubt/indoubt/internal/evidence"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/evidence"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -534,7 +536,7 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 	process := id
 	t := &retrier{r: r, w: w, rng: rng, deadline: deadline}
 	for i := 0; r.cfg.Ops == 0 || i < r.cfg.Ops; i++ {
-		if ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline)) {
+		if ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline)) || !t.pace(ctx) {
 			return nil
 		}
 		call := w.Next(rng)
@@ -636,6 +638,9 @@ func (r *run) countOutcome(rt retried, attempts int) {
 	}
 }
 
+// finalOpPrefix starts the op ids of the final reads: "final-0", ...
+const finalOpPrefix = "final-"
+
 // finalReads records the workload's final reads as operations of a process of their own.
 func (r *run) finalReads(ctx context.Context) error {
 	calls, replies, err := r.wl.Final(ctx)
@@ -647,10 +652,14 @@ func (r *run) finalReads(ctx context.Context) error {
 	r.nextProc++
 	r.mu.Unlock()
 	for i, c := range calls {
-		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: histories.Invoke, F: c.F, Key: c.Key, Value: histories.Value(c.Value), OpID: fmt.Sprintf("final-%d", i)}); err != nil {
+		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: histories.Invoke, F: c.F, Key: c.Key, Value: histories.Value(c.Value), OpID: finalOpPrefix + strconv.Itoa(i)}); err != nil {
 			return err
 		}
-		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: histories.OK, F: c.F, Key: c.Key, Value: histories.Value(replies[i].Value), OpID: fmt.Sprintf("final-%d", i)}); err != nil {
+		typ := histories.OK
+		if replies[i].Failed {
+			typ = histories.Fail
+		}
+		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: typ, F: c.F, Key: c.Key, Value: histories.Value(replies[i].Value), OpID: finalOpPrefix + strconv.Itoa(i)}); err != nil {
 			return err
 		}
 	}

@@ -65,6 +65,9 @@ func (c *Client) Balance(ctx context.Context) (int64, error) {
 	var b int64
 	err = c.admin.Query("SELECT balance FROM "+c.table("budget")+" WHERE account = ? LIMIT 1", account).
 		WithContext(ctx).Consistency(gocql.Consistency(c.cfg.SerialConsistency)).Scan(&b)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return 0, fmt.Errorf("cql balance: %w", budget.ErrNoAccount)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("cql balance: %w", classifyRead(err))
 	}

@@ -56,13 +56,14 @@ type budgetDoc struct {
 	Naive   bool     `bson:"naive"`
 }
 
-// Balance reads the balance; it errs when the budget was never set.
+// Balance reads the balance; it errs, wrapping budget.ErrNoAccount, when the budget's
+// document is not there.
 func (c *Client) Balance(ctx context.Context) (int64, error) {
 	var d budgetDoc
 	err := c.budget(c.admin).FindOne(ctx, bson.D{{Key: "_id", Value: budgetID}},
 		options.FindOne().SetProjection(bson.D{{Key: "balance", Value: 1}})).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, errors.New("read balance: budget not set")
+		return 0, fmt.Errorf("read balance: %w", budget.ErrNoAccount)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read balance: %w", Classify(err))

@@ -74,7 +74,13 @@ func (c *Client) Reset(ctx context.Context, amount int64) error {
 // Balance reads the balance.
 func (c *Client) Balance(ctx context.Context) (int64, error) {
 	var b int64
-	if err := c.pool.QueryRow(ctx, `SELECT balance FROM indoubt_account WHERE id = 1`).Scan(&b); err != nil {
+	err := c.pool.QueryRow(ctx, `SELECT balance FROM indoubt_account WHERE id = 1`).Scan(&b)
+	var pgErr *pgconn.PgError
+	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		// No row, or no table (undefined_table): the server lost the account.
+		return 0, fmt.Errorf("postgres: read balance: %w: %v", budget.ErrNoAccount, err)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("postgres: read balance: %w", Classify(err))
 	}
 	return b, nil

@@ -84,7 +84,7 @@ func (c *Client) Reset(ctx context.Context, amount int64) error {
 func (c *Client) Balance(ctx context.Context) (int64, error) {
 	v, err := c.admin.Get(ctx, c.budgetKeys()[0]).Result()
 	if errors.Is(err, goredis.Nil) {
-		return 0, errors.New("read balance: budget not set")
+		return 0, fmt.Errorf("read balance: %w", budget.ErrNoAccount)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read balance: %w", Classify(err))

@@ -12,6 +12,7 @@ package budget
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -58,9 +59,14 @@ func (w *Workload) Worker(ctx context.Context, id int) (workloads.Worker, error)
 	return worker{s}, nil
 }
 
-// Final reads the balance.
+// Final reads the balance. An account that is not there is recorded as a failed read
+// with the value {"missing":true}: it returned no balance, and its absence is the
+// evidence that the server lost its state (Final.Missing).
 func (w *Workload) Final(ctx context.Context) ([]workloads.Call, []workloads.Reply, error) {
 	b, err := w.Store.Balance(ctx)
+	if errors.Is(err, ErrNoAccount) {
+		return []workloads.Call{{F: "read"}}, []workloads.Reply{{Value: MissingValue{Missing: true}, Failed: true}}, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -70,6 +76,11 @@ func (w *Workload) Final(ctx context.Context) ([]workloads.Call, []workloads.Rep
 // ReadValue is the value of an ok read.
 type ReadValue struct {
 	Balance int64 `json:"balance"`
+}
+
+// MissingValue is the value of a failed read that found no account.
+type MissingValue struct {
+	Missing bool `json:"missing"`
 }
 
 // Final is the `final` section of results.json for the budget workload.
@@ -83,6 +94,9 @@ type Final struct {
 	// Replayed counts applied decrements acknowledged by an idempotent retry that found
 	// the op id recorded by an earlier attempt: the earlier attempt took the unit.
 	Replayed int64 `json:"replayed,omitempty"`
+	// Missing is true when the final read found no account at all: the server lost
+	// its state, and with it every acknowledged decrement.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // Summary counts acknowledged outcomes and takes the last read balance.
@@ -114,7 +128,12 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 			var r ReadValue
 			if json.Unmarshal(op.Value, &r) == nil {
 				b := r.Balance
-				f.Balance = &b
+				f.Balance, f.Missing = &b, false
+			}
+		case op.F == "read" && op.Type == histories.Fail:
+			var m MissingValue
+			if json.Unmarshal(op.Value, &m) == nil && m.Missing {
+				f.Balance, f.Missing = nil, true
 			}
 		}
 	}

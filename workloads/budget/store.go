@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 
 	"github.com/indoubt/indoubt/workloads"
 )
@@ -17,9 +18,15 @@ type Store interface {
 	Reset(ctx context.Context, budget int64) error
 	// Session opens one worker's connection.
 	Session(ctx context.Context) (Session, error)
-	// Balance reads the balance after the run.
+	// Balance reads the balance after the run. When the account is not there at all
+	// (a server that lost its state: restarted with nothing on disk, a table gone after
+	// a power loss) the error wraps ErrNoAccount.
 	Balance(ctx context.Context) (int64, error)
 }
+
+// ErrNoAccount is the error Store.Balance wraps when the account does not exist: the
+// balance set by Reset, and every decrement acknowledged since, is gone.
+var ErrNoAccount = errors.New("the account does not exist")
 
 // Session is one worker's connection.
 type Session interface {
