@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
@@ -234,7 +235,8 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if !*quiet {
 		cfg.Progress = stderr
 		if !a.jsonOut && isTerminal(stdout) && isTerminal(stderr) {
-			cfg.OnProgress = liveLine(stderr)
+			t := &terminal{w: stderr}
+			cfg.Progress, cfg.OnProgress = t, t.live
 		}
 	}
 	return a, nil
@@ -250,28 +252,68 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// liveLine rewrites one progress line on a terminal once a run has lasted two seconds:
-// elapsed time, operations, their rate, faults fired, the server's state while a process
-// fault has it down or paused, and the time left when it is known.
-func liveLine(w io.Writer) func(runner.Progress) {
-	return func(p runner.Progress) {
-		if p.Elapsed < 2*time.Second {
-			return
-		}
-		rate := float64(p.Completed) / p.Elapsed.Seconds()
-		line := fmt.Sprintf("%5.1fs  %d ops  %.0f tx/s  %d faults", p.Elapsed.Seconds(), p.Completed, rate, p.Faults)
-		if p.Server != "" {
-			line += "  server " + p.Server
-		}
-		switch {
-		case p.Total > 0 && rate > 0:
-			left := time.Duration(float64(p.Total-p.Completed) / rate * float64(time.Second))
-			line += fmt.Sprintf("  %d/%d  ETA %s", p.Completed, p.Total, left.Round(time.Second))
-		case p.Duration > 0:
-			line += fmt.Sprintf("  %s left", max(0, p.Duration-p.Elapsed).Round(time.Second))
-		}
-		fmt.Fprintf(w, "\r\033[K%s", line)
+// terminal is stderr on a terminal: one progress line rewritten in place (live) with
+// the run's messages (a fault applied, a round begun) printed above it, each on a line
+// of its own.
+type terminal struct {
+	mu   sync.Mutex
+	w    io.Writer
+	line string // the live line on screen now, "" when none
+}
+
+// Write prints a message above the live line: it clears the line, writes the message
+// and draws the line again.
+func (t *terminal) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.line == "" {
+		return t.w.Write(p)
 	}
+	if _, err := io.WriteString(t.w, "\r\033[K"); err != nil {
+		return 0, err
+	}
+	n, err := t.w.Write(p)
+	if err == nil {
+		_, err = io.WriteString(t.w, t.line)
+	}
+	return n, err
+}
+
+// live rewrites the progress line once a run has lasted two seconds.
+func (t *terminal) live(p runner.Progress) {
+	if p.Elapsed < 2*time.Second {
+		return
+	}
+	line := liveLine(p)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.line = line
+	fmt.Fprintf(t.w, "\r\033[K%s", line)
+}
+
+// liveLine is the progress line: elapsed time, operations, their rate, the faults the
+// proxy fired (when there is a proxy), the process faults applied and the server's state
+// while one has it down or paused, and the time left when it is known.
+func liveLine(p runner.Progress) string {
+	rate := float64(p.Completed) / p.Elapsed.Seconds()
+	line := fmt.Sprintf("%5.1fs  %d ops  %.0f tx/s", p.Elapsed.Seconds(), p.Completed, rate)
+	if p.Proxied {
+		line += fmt.Sprintf("  %d faults fired", p.Faults)
+	}
+	if p.ProcessFaults > 0 {
+		line += fmt.Sprintf("  %d process faults", p.ProcessFaults)
+	}
+	if p.Server != "" {
+		line += "  server " + p.Server
+	}
+	switch {
+	case p.Total > 0 && rate > 0:
+		left := time.Duration(float64(p.Total-p.Completed) / rate * float64(time.Second))
+		line += fmt.Sprintf("  %d/%d  ETA %s", p.Completed, p.Total, left.Round(time.Second))
+	case p.Duration > 0:
+		line += fmt.Sprintf("  %s left", max(0, p.Duration-p.Elapsed).Round(time.Second))
+	}
+	return line
 }
 
 // runEach runs every store at every worker count, and stops early when ctx ends.

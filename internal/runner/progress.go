@@ -14,8 +14,13 @@ type Progress struct {
 	Elapsed time.Duration
 	// Completed counts the operations completed so far (ok, fail and info).
 	Completed int64
-	// Faults counts the faults the proxy has fired so far.
-	Faults int64
+	// Faults counts the faults the proxy has fired so far; Proxied says whether the run
+	// goes through the proxy at all (a schedule of process faults only does not).
+	Faults  int64
+	Proxied bool
+	// ProcessFaults counts the process faults (kill, pause, restart, failover, power
+	// loss) applied to the server so far.
+	ProcessFaults int64
 	// Total is the number of operations the run makes with Ops, 0 with Duration.
 	Total int64
 	// Duration is the run's length with Duration, 0 with Ops.
@@ -53,9 +58,9 @@ func (r *run) watch(nem *nemesis) (stop func()) {
 			p.Completed = r.completed
 			r.mu.Unlock()
 			if nem != nil {
-				p.Faults = nem.fired()
+				p.Faults, p.Proxied = nem.fired(), nem.px != nil
 				if nem.procs != nil {
-					p.Server = nem.procs.state.get()
+					p.Server, p.ProcessFaults = nem.procs.state.get()
 				}
 			}
 			r.cfg.OnProgress(p)
@@ -66,8 +71,9 @@ func (r *run) watch(nem *nemesis) (stop func()) {
 
 // serverState is what a process fault is doing to the server, for the progress line.
 type serverState struct {
-	mu  sync.Mutex
-	now string
+	mu      sync.Mutex
+	now     string
+	applied int64
 }
 
 // during says that fault f is being applied; the returned func says it is over.
@@ -81,6 +87,9 @@ func (s *serverState) during(f faults.Fault) (over func()) {
 	case "failover":
 		what = "failing over"
 	}
+	s.mu.Lock()
+	s.applied++
+	s.mu.Unlock()
 	s.set(what + ": " + f.Spec)
 	return func() { s.set("") }
 }
@@ -91,10 +100,11 @@ func (s *serverState) set(v string) {
 	s.mu.Unlock()
 }
 
-func (s *serverState) get() string {
+// get returns what is being done to the server now and how many faults were applied.
+func (s *serverState) get() (string, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.now
+	return s.now, s.applied
 }
 
 // fired counts the faults the proxy has fired.
