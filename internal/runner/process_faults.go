@@ -195,7 +195,7 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 		note(err)
 		end = p.event(p.run.now(), f, "promoted", p.ctl.Pid(), err)
 		if f.Rejoin && err == nil {
-			p.rejoin(restore(), f, tl.Pid, note)
+			p.rejoin(ctx, restore(), f, tl.Pid, note)
 		}
 	case "restart":
 		start = p.event(p.run.now(), f, "restart", tl.Pid, nil)
@@ -211,15 +211,16 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 	p.timeline = append(p.timeline, tl)
 }
 
-// rejoin starts the old primary of a failover again, no sooner than DefaultKillDowntime
-// after the fault, and records it as a nemesis event. The fault's end stays the
-// promotion: the new primary took writes from then on.
-func (p *procNemesis) rejoin(ctx context.Context, f faults.Fault, pid int, note func(error)) {
+// rejoin starts the old primary of a failover again, DefaultKillDowntime after the
+// fault or at once when the run ends first (the wait follows ctx, the start rctx), and
+// records it as a nemesis event. The fault's end stays the promotion: the new primary
+// took writes from then on.
+func (p *procNemesis) rejoin(ctx, rctx context.Context, f faults.Fault, pid int, note func(error)) {
 	p.sleepUntil(ctx, f.Start+faults.DefaultKillDowntime)
 	at := p.run.now()
 	var err error
 	if rj, ok := p.ctl.(interface{ Rejoin(context.Context) error }); ok {
-		err = rj.Rejoin(ctx)
+		err = rj.Rejoin(rctx)
 	} else {
 		err = fmt.Errorf("this topology cannot start its old primary again")
 	}

@@ -87,8 +87,9 @@ func StartReplicatedRedis(ctx context.Context, opt ReplicatedRedisOptions) (*Rep
 		_ = rr.Stop()
 		return nil, err
 	}
-	// masterauth on both: either may be a replica after a failover.
-	auth := "masterauth " + rr.Password + "\n"
+	// masterauth on both: either may be a replica after a failover. A full sync starts
+	// at once, not after the 5 s Redis waits by default for more replicas to share it.
+	auth := "masterauth " + rr.Password + "\nrepl-diskless-sync-delay 0\n"
 	popt := opt.Redis
 	if rr.Nodes[0], err = startRedis(ctx, popt, redisNode{name: "redis", password: rr.Password, conf: auth}); err != nil {
 		return fail(err)
@@ -324,15 +325,16 @@ func (rr *ReplicatedRedis) Failover(ctx context.Context) error {
 func (rr *ReplicatedRedis) Rejoin(ctx context.Context) error { return rr.Start(ctx) }
 
 // WaitReplica waits until the data node that is not the primary is a replica of it
-// with its replication link up: after a Rejoin, once the Sentinels have demoted it
-// and it has synced.
+// with its replication link up: after a Rejoin, once the Sentinels have demoted the old
+// primary (they look every 10 s) and it has synced. The primary is asked for anew at
+// each look: on a loaded machine the Sentinels may fail over again meanwhile.
 func (rr *ReplicatedRedis) WaitReplica(ctx context.Context) error {
-	p := rr.Primary()
-	other := rr.Nodes[0]
-	if other == p {
-		other = rr.Nodes[1]
-	}
-	err := Poll(ctx, 50*time.Millisecond, other.Exited(), func(ctx context.Context) error {
+	var p, other *Redis
+	err := Poll(ctx, 50*time.Millisecond, nil, func(ctx context.Context) error {
+		p, other = rr.Primary(), rr.Nodes[0]
+		if other == p {
+			other = rr.Nodes[1]
+		}
 		info, err := redisInfo(ctx, other.Addr, rr.Password)
 		if err != nil {
 			return err

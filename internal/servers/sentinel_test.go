@@ -18,7 +18,7 @@ import (
 
 func startReplicatedRedis(t *testing.T, ctx context.Context, parent string) *servers.ReplicatedRedis {
 	t.Helper()
-	rr, err := servers.StartReplicatedRedis(ctx, servers.ReplicatedRedisOptions{Redis: servers.RedisOptions{Dir: parent, LogPath: os.Getenv("SXLOG")}})
+	rr, err := servers.StartReplicatedRedis(ctx, servers.ReplicatedRedisOptions{Redis: servers.RedisOptions{Dir: parent}})
 	servertest.SkipOrFail(t, err)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,11 @@ func TestReplicatedRedisFailoverAndRejoin(t *testing.T) {
 	}
 	t.Logf("the Sentinels made the old primary a replica %v after it started", time.Since(t1).Round(time.Millisecond))
 	if got := rr.Primary(); got != rr.Nodes[1] {
-		t.Errorf("primary after rejoin %s, want %s still", got.Addr, rr.Nodes[1].Addr)
+		// With down-after 1 s, a new primary starved of CPU for a second on a loaded
+		// machine is failed over too: then to the old one, empty (persistence none).
+		t.Logf("the Sentinels failed over again, to the rejoined %s", got.Addr)
+	} else if v, err := c.Get(ctx, "k").Result(); err != nil || v != "after" {
+		t.Errorf("GET after the rejoin: %q, %v; want what the new primary took", v, err)
 	}
 	if err := rr.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
