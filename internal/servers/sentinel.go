@@ -216,58 +216,53 @@ func (rr *ReplicatedRedis) Pid() int { return rr.Primary().Pid() }
 
 // Kill sends SIGKILL to the primary. Down longer than DownAfter, it is replaced by the
 // replica; Start starts it again either way, and the Sentinels make it a replica then.
-func (rr *ReplicatedRedis) Kill() error {
-	p := rr.Primary()
-	if err := p.Kill(); err != nil {
-		return err
-	}
-	rr.mu.Lock()
-	rr.killed = p
-	rr.mu.Unlock()
-	return nil
-}
+func (rr *ReplicatedRedis) Kill() error { return rr.actOnPrimary(&rr.killed, (*Redis).Kill) }
 
 // Start starts again the node that Kill or Failover left down, on its port and data,
 // with its configuration file as the Sentinels last rewrote it.
 func (rr *ReplicatedRedis) Start(ctx context.Context) error {
-	rr.mu.Lock()
-	n := rr.killed
-	rr.mu.Unlock()
-	if n == nil {
-		return errors.New("redis: start: no node is down")
-	}
-	if err := n.Start(ctx); err != nil {
-		return err
-	}
-	rr.mu.Lock()
-	rr.killed = nil
-	rr.mu.Unlock()
-	return nil
+	return rr.actOnMarked(&rr.killed, "start: no node is down", func(n *Redis) error { return n.Start(ctx) })
 }
 
 // Pause stops the primary (SIGSTOP) until Resume. Paused longer than DownAfter, it is
 // replaced by the replica, and demoted by the Sentinels once it runs again.
-func (rr *ReplicatedRedis) Pause() error {
+func (rr *ReplicatedRedis) Pause() error { return rr.actOnPrimary(&rr.paused, (*Redis).Pause) }
+
+// Resume continues the node that Pause stopped.
+func (rr *ReplicatedRedis) Resume() error {
+	return rr.actOnMarked(&rr.paused, "resume: no node is paused", (*Redis).Resume)
+}
+
+// actOnPrimary applies act to the primary and, when it succeeds, marks the primary in
+// *mark: the node a later actOnMarked must reach, wherever the Sentinels moved the
+// primary meanwhile.
+func (rr *ReplicatedRedis) actOnPrimary(mark **Redis, act func(*Redis) error) error {
 	p := rr.Primary()
-	if err := p.Pause(); err != nil {
+	if err := act(p); err != nil {
 		return err
 	}
 	rr.mu.Lock()
-	rr.paused = p
+	*mark = p
 	rr.mu.Unlock()
 	return nil
 }
 
-// Resume continues the node that Pause stopped.
-func (rr *ReplicatedRedis) Resume() error {
+// actOnMarked applies act to the node in *mark and clears the mark when it succeeds;
+// with no node marked it fails with "redis: "+none.
+func (rr *ReplicatedRedis) actOnMarked(mark **Redis, none string, act func(*Redis) error) error {
 	rr.mu.Lock()
-	n := rr.paused
-	rr.paused = nil
+	n := *mark
 	rr.mu.Unlock()
 	if n == nil {
-		return errors.New("redis: resume: no node is paused")
+		return errors.New("redis: " + none)
 	}
-	return n.Resume()
+	if err := act(n); err != nil {
+		return err
+	}
+	rr.mu.Lock()
+	*mark = nil
+	rr.mu.Unlock()
+	return nil
 }
 
 // Restart shuts the primary down cleanly and starts it again.
