@@ -26,9 +26,15 @@ func startReplicatedRedis(t *testing.T, ctx context.Context, parent string) *ser
 	return rr
 }
 
-// failoverClient is go-redis's Sentinel client for the DSN of rr.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// failoverClient is go-redis's Sentinel client for the DSN of rr. go-redis logs each
+// change of primary to stderr; the test says what it checks itself.
 func failoverClient(t *testing.T, rr *servers.ReplicatedRedis) *goredis.Client {
 	t.Helper()
+	goredis.SetLogger(quietLogger{})
 	var addrs []string
 	for _, s := range rr.Sentinels {
 		addrs = append(addrs, s.Addr)
