@@ -98,6 +98,7 @@
 //	pause@START-END            SIGSTOP at START, SIGCONT at END
 //	restart@T                  clean shutdown and start at T
 //	failover@T                 kill the primary of a replicated topology, promote the standby
+//	failover:rejoin@T          the same, then start the old primary again to rejoin as a replica
 //	power-loss@T               SIGKILL, undo every write never fsynced (powerfs), start again
 //	power-loss:tear@T          the same, keeping a torn, page-aligned prefix of unsynced writes
 //

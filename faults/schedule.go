@@ -41,6 +41,9 @@ type Fault struct {
 	// Tear is set for power-loss:tear: each file keeps a seeded prefix of its unsynced
 	// writes, torn at a page boundary, instead of none.
 	Tear bool
+	// Rejoin is set for failover:rejoin: the old primary is started again after the
+	// promotion, as it would come back in production, instead of staying down.
+	Rejoin bool
 }
 
 // DefaultKillDowntime is how long kill@T keeps the server down before it starts again.
@@ -197,6 +200,9 @@ func ParseFault(spec string) (Fault, error) {
 		f.Toxic = t
 	case "kill", "pause", "restart", "failover":
 		f.Name, f.Process = name, true
+		if name == "failover" && first == "rejoin" {
+			f.Rejoin, first = true, ""
+		}
 		if first != "" {
 			return bad("%s takes no parameter, only a time or a window: %s", name, processExample[name])
 		}
@@ -243,7 +249,7 @@ func isProcessFault(name string) bool {
 }
 
 var processExample = map[string]string{
-	"kill": "kill@5s-8s or kill@5s", "pause": "pause@5s-8s", "restart": "restart@5s", "failover": "failover@5s", "power_loss": "power-loss@5s",
+	"kill": "kill@5s-8s or kill@5s", "pause": "pause@5s-8s", "restart": "restart@5s", "failover": "failover@5s or failover:rejoin@5s", "power_loss": "power-loss@5s",
 }
 
 // Processes returns the schedule's process faults, in order.

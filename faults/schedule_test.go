@@ -107,6 +107,7 @@ func TestParseProcessFaults(t *testing.T) {
 		{"pause@1s-2500ms", Fault{Name: "pause", Process: true, Start: time.Second, End: 2500 * time.Millisecond, Bounded: true}},
 		{"restart@3s", Fault{Name: "restart", Process: true, Start: 3 * time.Second, Point: true}},
 		{"failover@4s", Fault{Name: "failover", Process: true, Start: 4 * time.Second, Point: true}},
+		{"failover:rejoin@4s", Fault{Name: "failover", Process: true, Start: 4 * time.Second, Point: true, Rejoin: true}},
 	}
 	for _, tt := range tests {
 		got, err := ParseFault(tt.spec)
@@ -124,6 +125,8 @@ func TestParseProcessFaults(t *testing.T) {
 		{"pause@5s", "pause needs a window"},
 		{"restart@1s-2s", "restart happens at an instant"},
 		{"kill:9@1s", "takes no parameter"},
+		{"kill:rejoin@1s", "takes no parameter"},
+		{"failover:later@1s", "takes no parameter"},
 		{"restart@x", "want a duration"},
 		{"partition@5s", "want START-END"},
 	} {

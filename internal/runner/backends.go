@@ -91,7 +91,7 @@ var backends = []backend{
 		workloads: kv,
 		launch:    launchRedis,
 		available: func() error { _, err := servers.FindRedis(); return err },
-		addr:      urlAddr,
+		addr:      redisAddr,
 		rewrite:   urlRewrite,
 		open:      openRedis,
 	},

@@ -21,6 +21,9 @@ import (
 // The stores other than PostgreSQL: their launchers, DSNs and workloads.
 
 func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) {
+	if cfg.Topology == TopologyReplicated {
+		return launchReplicatedRedis(ctx, cfg, dir)
+	}
 	r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log"),
 		PowerFS: cfg.onPowerFS()})
 	if err != nil {
@@ -35,24 +38,68 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 }
 
 func openRedis(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme != string(Redis) || u.Host == "" {
-		return nil, nil, fmt.Errorf("redis dsn: want redis://[:password@]host:port[/db], got %q", redact.DSN(dsn))
+	rc, err := redisConfig(dsn)
+	if err != nil {
+		return nil, nil, err
 	}
-	rc := redis.Config{Addr: u.Host, DriverRetry: cfg.Retry.DriverRetry()}
-	if u.User != nil {
-		rc.Password, _ = u.User.Password()
-	}
-	if db := strings.Trim(u.Path, "/"); db != "" {
-		if _, err := fmt.Sscan(db, &rc.DB); err != nil {
-			return nil, nil, fmt.Errorf("redis dsn: database %q is not a number", db)
-		}
-	}
+	rc.DriverRetry = cfg.Retry.DriverRetry()
 	c, err := redis.Open(ctx, rc)
 	if err != nil {
 		return nil, nil, err
 	}
 	return bindKV(cfg, Redis, c, c.Register(), func() { c.Close() })
+}
+
+// redisConfig reads a Redis DSN: redis://[:PASSWORD@]HOST:PORT[/DB] names one server;
+// with master_name=NAME, HOST:PORT and each addr=HOST:PORT name Sentinels, which say
+// where the primary NAME is. PASSWORD is the servers' and, unless sentinel_password is
+// given (empty for Sentinels without one), the Sentinels' too.
+func redisConfig(dsn string) (redis.Config, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme != string(Redis) || u.Host == "" {
+		return redis.Config{}, fmt.Errorf("redis dsn: want redis://[:password@]host:port[/db][?master_name=NAME&addr=SENTINEL...], got %q", redact.DSN(dsn))
+	}
+	rc := redis.Config{Addr: u.Host}
+	if u.User != nil {
+		rc.Password, _ = u.User.Password()
+	}
+	if db := strings.Trim(u.Path, "/"); db != "" {
+		if _, err := fmt.Sscan(db, &rc.DB); err != nil {
+			return redis.Config{}, fmt.Errorf("redis dsn: database %q is not a number", db)
+		}
+	}
+	q := u.Query()
+	for k := range q {
+		switch k {
+		case "master_name", "addr", "sentinel_password":
+		default:
+			return redis.Config{}, fmt.Errorf("redis dsn: unknown parameter %q (want master_name, addr, sentinel_password)", k)
+		}
+	}
+	if q.Has("master_name") {
+		rc.MasterName = q.Get("master_name")
+		if rc.MasterName == "" {
+			return redis.Config{}, fmt.Errorf("redis dsn: master_name is empty")
+		}
+		rc.SentinelAddrs = append([]string{u.Host}, q["addr"]...)
+		rc.SentinelPassword = rc.Password
+		if q.Has("sentinel_password") {
+			rc.SentinelPassword = q.Get("sentinel_password")
+		}
+		rc.Addr = ""
+	} else if q.Has("addr") || q.Has("sentinel_password") {
+		return redis.Config{}, fmt.Errorf("redis dsn: addr and sentinel_password name Sentinels: add master_name")
+	}
+	return rc, nil
+}
+
+// redisAddr is the one server a Redis DSN names, for the fault proxy: a DSN that names
+// Sentinels has none.
+func redisAddr(dsn string) (string, error) {
+	if rc, err := redisConfig(dsn); err == nil && rc.MasterName != "" {
+		return "", fmt.Errorf("a Sentinel DSN (master_name) names several servers and the fault proxy fronts one: use process faults with --proxy off, or point --dsn at the primary")
+	}
+	return urlAddr(dsn)
 }
 
 // bindKV binds the budget or register workload to a store that has both, or closes it.

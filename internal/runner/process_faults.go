@@ -53,6 +53,9 @@ func checkProcessFaults(c Config) error {
 		if f.Name == "failover" && c.Topology != TopologyReplicated {
 			return couldNotRun("fault %q: failover needs a standby to promote: add --topology replicated", f.Spec)
 		}
+		if f.Rejoin && c.Store != Redis {
+			return couldNotRun("fault %q: rejoin is built for Redis only: a PostgreSQL primary would need pg_rewind to follow the promoted standby; use failover@T (it stays down)", f.Spec)
+		}
 	}
 	return nil
 }
@@ -195,6 +198,9 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 		}
 		note(err)
 		end = p.event(p.run.now(), f, "promoted", p.ctl.Pid(), err)
+		if f.Rejoin && err == nil {
+			p.rejoin(ctx, restore(), f, tl.Pid, note)
+		}
 	case "restart":
 		start = p.event(p.run.now(), f, "restart", tl.Pid, nil)
 		err := p.ctl.Restart(restore())
@@ -207,6 +213,23 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 		tl.Error = fmt.Sprint(errs)
 	}
 	p.timeline = append(p.timeline, tl)
+}
+
+// rejoin starts the old primary of a failover again, DefaultKillDowntime after the
+// fault or at once when the run ends first (the wait follows ctx, the start rctx), and
+// records it as a nemesis event. The fault's end stays the promotion: the new primary
+// took writes from then on.
+func (p *procNemesis) rejoin(ctx, rctx context.Context, f faults.Fault, pid int, note func(error)) {
+	p.sleepUntil(ctx, f.Start+faults.DefaultKillDowntime)
+	at := p.run.now()
+	var err error
+	if rj, ok := p.ctl.(interface{ Rejoin(context.Context) error }); ok {
+		err = rj.Rejoin(rctx)
+	} else {
+		err = fmt.Errorf("this topology cannot start its old primary again")
+	}
+	note(err)
+	p.event(at, f, "rejoin", pid, err)
 }
 
 func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
@@ -500,8 +523,12 @@ func checkTopology(c Config) error {
 		return couldNotRun("--replication %q: want async or sync", c.Replication)
 	case c.DSN != "":
 		return couldNotRun("--topology replicated launches its servers: drop --dsn (compose/ has replicated topologies to point --dsn at)")
-	case c.Store != Postgres:
-		return couldNotRun("--topology replicated: this build launches a replicated PostgreSQL only, not %s", c.Store)
+	case c.Store != Postgres && c.Store != Redis:
+		return couldNotRun("--topology replicated: this build launches a replicated PostgreSQL or Redis, not %s", c.Store)
+	case c.Store == Redis && c.Replication == servers.ReplicationSync:
+		// WAIT after each write would report how many replicas have it, not make a
+		// failover keep it: Redis documents that WAIT does not make it strongly consistent.
+		return couldNotRun("--replication sync: Redis replicates asynchronously only (WAIT does not make a failover keep a write); use --replication async")
 	case c.proxied():
 		return couldNotRun("--topology replicated: the fault proxy fronts one server; use process faults (kill, pause, restart, failover) only, or --proxy off")
 	}
@@ -518,6 +545,19 @@ func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (laun
 	}
 	desc := fmt.Sprintf("PostgreSQL %s primary at %s with a %s streaming standby at %s", rp.Primary.Version, rp.Primary.Addr, rp.Replication, rp.Standby.Addr)
 	return launched{dsn: rp.DSN, desc: desc, stop: rp.Stop, ctl: replicatedCtl{rp}}, nil
+}
+
+func launchReplicatedRedis(ctx context.Context, cfg Config, dir string) (launched, error) {
+	rr, err := servers.StartReplicatedRedis(ctx, servers.ReplicatedRedisOptions{
+		Redis: servers.RedisOptions{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log")},
+	})
+	if err != nil {
+		return launched{}, err
+	}
+	p, r := rr.Nodes[0], rr.Nodes[1]
+	desc := fmt.Sprintf("Redis %s primary at %s with a replica at %s (persistence %s, asynchronous) and 3 Sentinels (down after %v, failover timeout %v)",
+		p.Version, p.Addr, r.Addr, p.Persistence, rr.DownAfter, rr.FailoverTimeout)
+	return launched{dsn: rr.DSN, desc: desc, stop: rr.Stop, ctl: rr}, nil
 }
 
 // replicatedCtl applies kill, pause and restart to the server that is primary now (the

@@ -58,7 +58,8 @@ type Config struct {
 	Fsync             string `json:"fsync,omitempty"`
 	PowerFS           bool   `json:"powerfs,omitempty"`
 	// Topology is single (also "") or replicated (a launched PostgreSQL primary and
-	// streaming standby); Replication is async (also "") or sync. See process_faults.go.
+	// streaming standby, or a Redis primary, replica and three Sentinels); Replication
+	// is async (also "") or sync (PostgreSQL only). See process_faults.go.
 	Topology    string `json:"topology,omitempty"`
 	Replication string `json:"replication,omitempty"`
 	// PGVersion chooses a launched PostgreSQL's binaries: "15", "18" or a bin directory

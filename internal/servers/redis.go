@@ -65,6 +65,7 @@ type Redis struct {
 	LogPath     string
 	DataDir     string // the server's --dir: Dir, or a powerfs mount in Dir with PowerFS
 
+	node redisNode
 	instance
 }
 
@@ -156,6 +157,19 @@ func redisArgs(port int, dir, persistence string, settings map[string]string) ([
 // Stop. On error nothing is left running and, unless opt.Keep, nothing is left on disk. A
 // missing redis-server gives an error matching ErrNotInstalled.
 func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
+	return startRedis(ctx, opt, redisNode{name: "redis"})
+}
+
+// redisNode is what sets a node of a replicated Redis (sentinel.go) apart from a lone
+// server.
+type redisNode struct {
+	name     string // the instance's name: errors, and its temporary directory's
+	password string // "" draws a new one
+	conf     string // configuration lines after requirepass (masterauth, replicaof, sentinel ...)
+	sentinel bool   // run as a Sentinel (redis-server --sentinel)
+}
+
+func startRedis(ctx context.Context, opt RedisOptions, node redisNode) (*Redis, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
@@ -171,10 +185,13 @@ func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
-	r := &Redis{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence,
-		instance: instance{name: "redis", keep: opt.Keep, sig: syscall.SIGTERM, grace: redisStopGrace}}
-	if r.Password, err = newPassword(); err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
+	r := &Redis{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence, node: node,
+		instance: instance{name: node.name, keep: opt.Keep, sig: syscall.SIGTERM, grace: redisStopGrace}}
+	r.Password = node.password
+	if r.Password == "" {
+		if r.Password, err = newPassword(); err != nil {
+			return nil, fmt.Errorf("redis: %w", err)
+		}
 	}
 	dir, err := r.makeTempDir(opt.Dir, acct)
 	if err != nil {
@@ -210,7 +227,7 @@ func (r *Redis) start(ctx context.Context, acct Account, opt RedisOptions) error
 	// The password goes in a config file that only the server's account may read: on
 	// the command line every local user would see it in ps.
 	conf := filepath.Join(r.Dir, "redis.conf")
-	if err := os.WriteFile(conf, []byte("requirepass "+r.Password+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte("requirepass "+r.Password+"\n"+r.node.conf), 0o600); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	if err := acct.Own(conf); err != nil {
@@ -235,7 +252,12 @@ func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOpt
 		return err
 	}
 	// The config file comes first: redis-server reads it, then the options after it.
-	cmd := exec.Command(r.Binary, append([]string{filepath.Join(r.Dir, "redis.conf")}, args...)...)
+	// Sentinels and replicas rewrite it (CONFIG REWRITE), so a restart keeps their role.
+	head := []string{filepath.Join(r.Dir, "redis.conf")}
+	if r.node.sentinel {
+		head = append(head, "--sentinel")
+	}
+	cmd := exec.Command(r.Binary, append(head, args...)...)
 	cmd.Dir = r.Dir
 	cmd.Stdout = r.log
 	cmd.Stderr = r.log

@@ -1,6 +1,10 @@
 // Package redis is the Redis adapter: the budget workload as one Lua script that checks
 // and decrements on the server, and per-key registers with CAS as a Lua script.
 //
+// With Config.MasterName the adapter reaches Redis through Sentinel: every client is
+// go-redis's failover client, which asks the Sentinels where the primary is whenever it
+// dials, so after a failover the workload carries on against the promoted replica.
+//
 // Each session is its own go-redis client with a pool of exactly one connection, so a
 // worker's operations and their retries run on one TCP connection while it survives, and
 // the session's Conn is the local address the proxy sees. Scripts run with EVALSHA and
@@ -20,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -32,10 +37,18 @@ import (
 
 // Config says how to reach Redis and how the client behaves.
 type Config struct {
-	// Addr is the server's host:port. Required.
+	// Addr is the server's host:port. Required unless MasterName is set.
 	Addr string
 	// Password authenticates with AUTH when not empty.
 	Password string
+	// MasterName, when set, reaches the server through Redis Sentinel: the client asks
+	// the Sentinels at SentinelAddrs which server is the primary named MasterName, and
+	// asks again when it loses its connection (go-redis's failover client), so that
+	// after a failover it writes to the promoted replica. Addr is not used then.
+	MasterName    string
+	SentinelAddrs []string
+	// SentinelPassword authenticates with the Sentinels when not empty.
+	SentinelPassword string
 	// DB is the logical database selected on connect.
 	DB int
 	// KeyPrefix starts every key the adapter touches; "" means "indoubt". It must not
@@ -63,8 +76,11 @@ type Client struct {
 // Open checks the configuration and that the server answers PING. The client it returns
 // uses its own small pool for Reset and Balance; sessions dial their own connections.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
-	if cfg.Addr == "" {
+	switch {
+	case cfg.MasterName == "" && cfg.Addr == "":
 		return nil, errors.New("open redis: no address")
+	case cfg.MasterName != "" && len(cfg.SentinelAddrs) == 0:
+		return nil, fmt.Errorf("open redis: master %q: no Sentinel address", cfg.MasterName)
 	}
 	silenceDriverLog()
 	prefix := cfg.KeyPrefix
@@ -77,12 +93,36 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, prefix: prefix, bkeys: budgetKeysOf(prefix)}
 	opts := c.options(nil)
 	opts.PoolSize = 2
-	c.admin = goredis.NewClient(opts)
+	c.admin = c.newClient(opts)
 	if err := c.admin.Ping(ctx).Err(); err != nil {
 		c.admin.Close()
-		return nil, fmt.Errorf("open redis %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("open redis %s: %w", c.where(), err)
 	}
 	return c, nil
+}
+
+// where names the server for errors: its address, or the master and its Sentinels.
+func (c *Client) where() string {
+	if c.cfg.MasterName == "" {
+		return c.cfg.Addr
+	}
+	return fmt.Sprintf("master %q (Sentinels %s)", c.cfg.MasterName, strings.Join(c.cfg.SentinelAddrs, ","))
+}
+
+// newClient returns a client for one server with o or, with MasterName, a failover
+// client with the same settings that finds the primary through the Sentinels.
+func (c *Client) newClient(o *goredis.Options) *goredis.Client {
+	if c.cfg.MasterName == "" {
+		return goredis.NewClient(o)
+	}
+	return goredis.NewFailoverClient(&goredis.FailoverOptions{
+		MasterName: c.cfg.MasterName, SentinelAddrs: c.cfg.SentinelAddrs, SentinelPassword: c.cfg.SentinelPassword,
+		Dialer: o.Dialer, Password: o.Password, DB: o.DB,
+		MaxRetries: o.MaxRetries, DialerRetries: o.DialerRetries,
+		ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout, ContextTimeoutEnabled: o.ContextTimeoutEnabled,
+		PoolSize: o.PoolSize, MaxActiveConns: o.MaxActiveConns, MinIdleConns: o.MinIdleConns,
+		PipelinePoolSize: o.PipelinePoolSize, DisableIdentity: o.DisableIdentity,
+	})
 }
 
 // Close closes the client's pool. Sessions are closed by their owners.
@@ -126,8 +166,12 @@ func (c *Client) newSession(ctx context.Context) (*session, error) {
 		if err != nil {
 			return nil, err
 		}
-		local := conn.LocalAddr().String()
-		s.addr.Store(&local)
+		// A failover client dials the Sentinels with the same dialer: only the data
+		// node's connection is the session's.
+		if !slices.Contains(c.cfg.SentinelAddrs, addr) {
+			local := conn.LocalAddr().String()
+			s.addr.Store(&local)
+		}
 		return conn, nil
 	})
 	// One connection, never more: no overflow beyond the pool and no separate pipeline
@@ -136,7 +180,7 @@ func (c *Client) newSession(ctx context.Context) (*session, error) {
 	opts.MaxActiveConns = 1
 	opts.MinIdleConns = 0
 	opts.PipelinePoolSize = -1
-	s.client = goredis.NewClient(opts)
+	s.client = c.newClient(opts)
 	// Dial now, so the first operation's invocation already has a connection to name.
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.client.Close()
