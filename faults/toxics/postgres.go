@@ -229,30 +229,14 @@ func (c *pgConn) query(sql string) *Point {
 	var p *Point
 	prefix := ""
 	for _, s := range splitSQL(sql) {
-		switch cls := classify(s); {
-		case cls == stmtBegin:
-			if tx == txIdle {
-				tx = txOpen
-				c.blockText.Reset()
-			}
-		case cls == stmtCommit, cls == stmtPrepareTxn:
-			if tx == txOpen {
-				prefix = c.blockText.String()
-				p = pointOr(p, true)
-			}
-			tx = txIdle
-			c.blockText.Reset()
-		case cls == stmtRollback:
-			tx = txIdle
-			c.blockText.Reset()
-		case cls == stmtCommitPrepare:
-			if tx == txIdle {
-				p = pointOr(p, true)
-			}
-		case tx == txIdle:
+		switch step, cls, block := c.step(&tx, s); step {
+		case stepBlockCommit:
+			prefix = block
+			p = pointOr(p, true)
+		case stepPreparedCommit:
+			p = pointOr(p, true)
+		case stepImplicit:
 			p = pointOr(p, cls == stmtWrite)
-		default:
-			c.addBlockText(s)
 		}
 	}
 	c.tx = tx
@@ -270,35 +254,63 @@ func (c *pgConn) query(sql string) *Point {
 func (c *pgConn) execute(sql string) *Point {
 	tx := c.txNow()
 	var p *Point
-	switch cls := classify(sql); {
-	case cls == stmtBegin:
-		if tx == txIdle {
-			tx = txOpen
-			c.blockText.Reset()
-		}
-	case cls == stmtCommit, cls == stmtPrepareTxn:
-		if tx == txOpen {
-			p = &Point{Statement: sql, Text: c.blockText.String() + sql, Default: true}
-		}
-		tx = txIdle
-		c.blockText.Reset()
-	case cls == stmtRollback:
-		tx = txIdle
-		c.blockText.Reset()
-	case cls == stmtCommitPrepare:
-		if tx == txIdle {
-			p = &Point{Statement: sql, Text: sql, Default: true}
-		}
-	case tx == txIdle:
+	switch step, cls, block := c.step(&tx, sql); step {
+	case stepBlockCommit:
+		p = &Point{Statement: sql, Text: block + sql, Default: true}
+	case stepPreparedCommit:
+		p = &Point{Statement: sql, Text: sql, Default: true}
+	case stepImplicit:
 		if !c.implicit {
 			p = &Point{Statement: sql, Text: sql, Default: cls == stmtWrite}
 		}
 		c.implicit = true
-	default:
-		c.addBlockText(sql)
 	}
 	c.tx = tx
 	return p
+}
+
+// txStep is what one statement is to the commit points, as step finds it.
+type txStep uint8
+
+const (
+	stepNone           txStep = iota // no commit: a block opens, rolls back, or grows
+	stepBlockCommit                  // COMMIT or PREPARE TRANSACTION ends an open block
+	stepPreparedCommit               // COMMIT PREPARED outside a block
+	stepImplicit                     // a statement outside a block: its own implicit transaction
+)
+
+// step moves tx over one statement s, keeping the open block's text, and says what s is
+// to the commit points; for stepBlockCommit it also returns the text of the block s ends.
+// The simple and the extended protocol share it and differ only in how they make points.
+func (c *pgConn) step(tx *txState, s string) (txStep, stmtClass, string) {
+	cls := classify(s)
+	switch {
+	case cls == stmtBegin:
+		if *tx == txIdle {
+			*tx = txOpen
+			c.blockText.Reset()
+		}
+	case cls == stmtCommit, cls == stmtPrepareTxn:
+		step, block := stepNone, ""
+		if *tx == txOpen {
+			step, block = stepBlockCommit, c.blockText.String()
+		}
+		*tx = txIdle
+		c.blockText.Reset()
+		return step, cls, block
+	case cls == stmtRollback:
+		*tx = txIdle
+		c.blockText.Reset()
+	case cls == stmtCommitPrepare:
+		if *tx == txIdle {
+			return stepPreparedCommit, cls, ""
+		}
+	case *tx == txIdle:
+		return stepImplicit, cls, ""
+	default:
+		c.addBlockText(s)
+	}
+	return stepNone, cls, ""
 }
 
 func pointOr(p *Point, def bool) *Point {
