@@ -136,14 +136,7 @@ func suffixed(path, suffix string) string {
 // waitLinked waits until replica's replication link to its primary is up.
 func waitLinked(ctx context.Context, replica *Redis, password string) error {
 	err := Poll(ctx, 50*time.Millisecond, replica.Exited(), func(ctx context.Context) error {
-		info, err := redisInfo(ctx, replica.Addr, password)
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(info, "master_link_status:up") {
-			return errors.New("replication link not up yet")
-		}
-		return nil
+		return replicationHas(ctx, replica.Addr, password, "replication link not up yet", "master_link_status:up")
 	})
 	if err != nil {
 		return fmt.Errorf("redis: replica %s: %w", replica.Addr, err)
@@ -297,14 +290,7 @@ func (rr *ReplicatedRedis) Failover(ctx context.Context) error {
 		if addr != next.Addr {
 			return fmt.Errorf("the Sentinels still name %s", addr)
 		}
-		info, err := redisInfo(ctx, next.Addr, rr.Password)
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(info, "role:master") {
-			return errors.New("named by the Sentinels, not yet a master")
-		}
-		return nil
+		return replicationHas(ctx, next.Addr, rr.Password, "named by the Sentinels, not yet a master", "role:master")
 	})
 	if err != nil {
 		return fmt.Errorf("redis: failover: the Sentinels did not promote %s: %w", next.Addr, err)
@@ -330,15 +316,8 @@ func (rr *ReplicatedRedis) WaitReplica(ctx context.Context) error {
 		if other == p {
 			other = rr.Nodes[1]
 		}
-		info, err := redisInfo(ctx, other.Addr, rr.Password)
-		if err != nil {
-			return err
-		}
-		want := fmt.Sprintf("master_port:%d", p.Port)
-		if !strings.Contains(info, "role:slave") || !strings.Contains(info, want) || !strings.Contains(info, "master_link_status:up") {
-			return errors.New("not yet a linked replica of the primary")
-		}
-		return nil
+		return replicationHas(ctx, other.Addr, rr.Password, "not yet a linked replica of the primary",
+			"role:slave", fmt.Sprintf("master_port:%d", p.Port), "master_link_status:up")
 	})
 	if err != nil {
 		return fmt.Errorf("redis: %s as a replica of %s: %w", other.Addr, p.Addr, err)
@@ -395,10 +374,20 @@ func redisCall(ctx context.Context, addr, password string, args ...string) ([]st
 	return readReply(br, nil, 0)
 }
 
-// redisInfo returns the replication section of INFO.
-func redisInfo(ctx context.Context, addr, password string) (string, error) {
+// replicationHas reads the replication section of addr's INFO and errs with notYet
+// unless it holds every one of want: a condition to Poll on.
+func replicationHas(ctx context.Context, addr, password, notYet string, want ...string) error {
 	reply, err := redisCall(ctx, addr, password, "INFO", "replication")
-	return strings.Join(reply, "\n"), err
+	if err != nil {
+		return err
+	}
+	info := strings.Join(reply, "\n")
+	for _, w := range want {
+		if !strings.Contains(info, w) {
+			return errors.New(notYet)
+		}
+	}
+	return nil
 }
 
 // readReply reads one RESP2 reply and appends its strings to out.
