@@ -271,6 +271,21 @@ func parseToxic(typ, arg string) (*Toxic, error) {
 		}
 		return nil
 	}
+	// whole sets attr to arg, a whole number of unit, at least least.
+	whole := func(what, unit string, least int64, attr string) error {
+		if err := need(what); err != nil {
+			return err
+		}
+		n, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || n < least {
+			if least > 0 {
+				return fmt.Errorf("%s %q: want a whole number of %s, at least %d", typ, arg, unit, least)
+			}
+			return fmt.Errorf("%s %q: want a whole number of %s", typ, arg, unit)
+		}
+		t.Attributes[attr] = n
+		return nil
+	}
 	switch typ {
 	case "latency":
 		if err := need("a delay"); err != nil {
@@ -290,14 +305,9 @@ func parseToxic(typ, arg string) (*Toxic, error) {
 			t.Attributes["jitter"] = j
 		}
 	case "bandwidth":
-		if err := need("a rate in KB/s"); err != nil {
+		if err := whole("a rate in KB/s", "KB/s", 1, "rate"); err != nil {
 			return nil, err
 		}
-		n, err := strconv.ParseInt(arg, 10, 64)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("bandwidth %q: want a whole number of KB/s, at least 1", arg)
-		}
-		t.Attributes["rate"] = n
 	case "timeout", "reset_peer", "slow_close":
 		attr := "timeout"
 		if typ == "slow_close" {
@@ -319,14 +329,9 @@ func parseToxic(typ, arg string) (*Toxic, error) {
 			t.Attributes[attr] = ms
 		}
 	case "limit_data":
-		if err := need("a number of bytes"); err != nil {
+		if err := whole("a number of bytes", "bytes", 0, "bytes"); err != nil {
 			return nil, err
 		}
-		n, err := strconv.ParseInt(arg, 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("limit_data %q: want a whole number of bytes", arg)
-		}
-		t.Attributes["bytes"] = n
 	}
 	return t, nil
 }
