@@ -114,9 +114,6 @@ func bankFromHeader(h *histories.Header) (BankParams, error) {
 // bankMaxStates bounds the partial sums the final-state search keeps.
 const bankMaxStates = 1 << 20
 
-// bankMaxAnomalies bounds the anomalies a Result lists; Details["anomalies"] counts all.
-const bankMaxAnomalies = 100
-
 // bankGroup is the transfers of one shape (accounts and amount) among the unknown ones.
 type bankGroup struct {
 	t     Transfer
@@ -312,10 +309,7 @@ func (c *bankCheck) result(t bankTally, finals int, applied []int, undecided boo
 	switch {
 	case c.found > 0:
 		res.Verdict = Invalid
-		res.Summary = "bank: " + c.anomalies[0].Explanation
-		if c.found > 1 {
-			res.Summary += fmt.Sprintf(" (and %d more anomalies)", c.found-1)
-		}
+		res.Summary = "bank: " + firstOf(c.anomalies[0], c.found)
 	case undecided:
 		res.Verdict = Unknown
 		res.Anomalies = []Anomaly{}
@@ -355,8 +349,7 @@ type bankCheck struct {
 	total     int64
 	reads     int
 	transfers []bankTransfer
-	anomalies []Anomaly // the first bankMaxAnomalies found
-	found     int       // every anomaly found
+	findings
 }
 
 // delta is what one application of t adds to each account, in account order.
@@ -365,13 +358,6 @@ func (c *bankCheck) delta(t Transfer) []int64 {
 	d[c.at[t.From]] -= t.Amount
 	d[c.at[t.To]] += t.Amount
 	return d
-}
-
-func (c *bankCheck) add(a Anomaly) {
-	c.found++
-	if len(c.anomalies) < bankMaxAnomalies {
-		c.anomalies = append(c.anomalies, a)
-	}
 }
 
 // balances decodes an ok read's value and holds it to the header's accounts.

@@ -59,9 +59,6 @@ import (
 // budgetParamKey is the history header parameter holding the initial balance.
 const budgetParamKey = "budget"
 
-// budgetMaxAnomalies bounds the anomalies a Result lists; Details["anomalies"] counts all.
-const budgetMaxAnomalies = 100
-
 // budgetMaxOps bounds the operations one aggregated anomaly lists.
 const budgetMaxOps = 100
 
@@ -152,8 +149,7 @@ type budgetChecker struct {
 	applied, rejected, failed, unknown, reads, readsLost int64
 	final                                                *budgetOp // last completed ok read
 
-	anomalies []Anomaly
-	found     int
+	findings
 	overOps   []*budgetOp // applied decrements placed over the budget
 	overCount int64
 	overWhy   []string
@@ -174,17 +170,14 @@ const (
 // budgetOp is one operation: its invocation and completion positions (in client
 // events) and history indices.
 type budgetOp struct {
-	process  int
-	opID     string
+	opRef
 	read     bool
 	kind     budgetKind // 0 while open
 	balance  int64      // read value
 	inv, ret int64      // positions; ret -1 while open
-	invIndex int64
-	retIndex int64 // -1 when never completed
-	heapAt   int   // index in pending, -1 when not there
-	minTaken int64 // taken at the invocation of an observation
-	stale    bool  // an observation that saw fewer decrements than had surely happened
+	heapAt   int        // index in pending, -1 when not there
+	minTaken int64      // taken at the invocation of an observation
+	stale    bool       // an observation that saw fewer decrements than had surely happened
 }
 
 type budgetEvent struct {
@@ -247,7 +240,7 @@ func (p *budgetPairer) add(op histories.Op) (o *budgetOp, complete bool, err err
 		if op.F != "decrement" && op.F != "read" {
 			return nil, false, fmt.Errorf("history index %d: budget history has unknown function %q", op.Index, op.F)
 		}
-		o := &budgetOp{process: op.Process, opID: op.OpID, read: op.F == "read", inv: pos, ret: -1, invIndex: op.Index, retIndex: -1, heapAt: -1}
+		o := &budgetOp{opRef: invoked(op), read: op.F == "read", inv: pos, ret: -1, heapAt: -1}
 		p.open[op.Process] = o
 		return o, false, nil
 	}
@@ -378,7 +371,7 @@ func (c *budgetChecker) sweep(ev budgetEvent) {
 			c.unknownNow++
 		case budgetRead:
 			if o.balance < 0 || o.balance > c.budget {
-				c.anomaly("impossible-read", budgetEvents(o), fmt.Sprintf(
+				c.anomaly("impossible-read", o.events(), fmt.Sprintf(
 					"%s returned balance %d, outside 0..%d (budget %d)", o.name(), o.balance, c.budget, c.budget))
 				o.kind = budgetNoRead
 				return
@@ -454,11 +447,11 @@ func (c *budgetChecker) observe(o *budgetOp) {
 	}
 	if most < k {
 		if o.kind == budgetRejected {
-			c.anomaly("premature-rejection", budgetEvents(o), fmt.Sprintf(
+			c.anomaly("premature-rejection", o.events(), fmt.Sprintf(
 				"%s was rejected (balance 0) when at most %d of the budget of %d could have been taken before it completed (%d acknowledged and %s decrements)",
 				o.name(), most, c.budget, ack, budgetUnknownRange(unkLo, unkHi)))
 		} else {
-			c.anomaly("impossible-read", budgetEvents(o), fmt.Sprintf(
+			c.anomaly("impossible-read", o.events(), fmt.Sprintf(
 				"%s returned balance %d (%d of %d taken) when at most %d could have been taken before it completed (%d acknowledged and %s decrements)",
 				o.name(), o.balance, k, c.budget, most, ack, budgetUnknownRange(unkLo, unkHi)))
 		}
@@ -479,35 +472,15 @@ func (c *budgetChecker) observe(o *budgetOp) {
 // withCause lists a stale observation with the observation that pinned the count it
 // contradicts, if one did.
 func (c *budgetChecker) withCause(o *budgetOp) []int64 {
-	ev := budgetEvents(o)
+	ev := o.events()
 	if c.lastObs != nil && c.lastObs != o && c.lastObs.ret < o.inv {
-		ev = append(budgetEvents(c.lastObs), ev...)
+		ev = append(c.lastObs.events(), ev...)
 	}
 	return ev
 }
 
-func (c *budgetChecker) anomaly(kind string, ops []int64, why string) {
-	c.found++
-	if len(c.anomalies) < budgetMaxAnomalies {
-		c.anomalies = append(c.anomalies, Anomaly{Kind: kind, Ops: ops, Explanation: why})
-	}
-}
-
-// budgetEvents returns the history indices of an operation's events.
-func budgetEvents(o *budgetOp) []int64 {
-	if o.retIndex < 0 {
-		return []int64{o.invIndex}
-	}
-	return []int64{o.invIndex, o.retIndex}
-}
-
 // name says which operation it is, as a person would look it up.
-func (o *budgetOp) name() string {
-	if o.opID != "" {
-		return o.f() + " " + o.opID
-	}
-	return fmt.Sprintf("%s of process %d (index %d)", o.f(), o.process, o.invIndex)
-}
+func (o *budgetOp) name() string { return o.nameAs(o.f()) }
 
 // Result ends the history and returns the verdict. Operations still open count as
 // unknown: a decrement may have taken effect, a read observed nothing. Result may be
@@ -531,7 +504,7 @@ func (c *budgetChecker) build() Result {
 	if c.overCount > 0 {
 		var ops []int64
 		for _, o := range c.overOps {
-			ops = append(ops, budgetEvents(o)...)
+			ops = append(ops, o.events()...)
 		}
 		if c.applied > c.budget {
 			over = append(over, Anomaly{Kind: "overdraft", Ops: ops, Explanation: fmt.Sprintf(
@@ -539,14 +512,14 @@ func (c *budgetChecker) build() Result {
 			c.found++
 		} else {
 			for i, o := range c.overOps {
-				over = append(over, Anomaly{Kind: "applied-after-exhausted", Ops: budgetEvents(o), Explanation: c.overWhy[i]})
+				over = append(over, Anomaly{Kind: "applied-after-exhausted", Ops: o.events(), Explanation: c.overWhy[i]})
 			}
 			c.found += int(c.overCount)
 		}
 	}
 	r.Anomalies = append(over, c.anomalies...)
-	if len(r.Anomalies) > budgetMaxAnomalies {
-		r.Anomalies = r.Anomalies[:budgetMaxAnomalies]
+	if len(r.Anomalies) > maxAnomalies {
+		r.Anomalies = r.Anomalies[:maxAnomalies]
 	}
 
 	// Unplaced unknown decrements can always take effect after everything else, so the
@@ -570,10 +543,7 @@ func (c *budgetChecker) build() Result {
 	if c.final != nil {
 		d["final_balance"] = c.final.balance
 	}
-	r.Details = make(map[string]json.RawMessage, len(d))
-	for k, v := range d {
-		r.Details[k] = histories.Value(v)
-	}
+	r.Details = encodeDetails(d)
 
 	if len(r.Anomalies) == 0 {
 		r.Verdict = Valid
@@ -587,10 +557,7 @@ func (c *budgetChecker) build() Result {
 		return r
 	}
 	r.Verdict = Invalid
-	r.Summary = r.Anomalies[0].Explanation
-	if c.found > 1 {
-		r.Summary += fmt.Sprintf(" (and %d more anomalies)", c.found-1)
-	}
+	r.Summary = firstOf(r.Anomalies[0], c.found)
 	return r
 }
 

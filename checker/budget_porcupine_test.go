@@ -107,7 +107,7 @@ func budgetOperations(ops []histories.Op) ([]porcupine.Operation, error) {
 			Call:     o.inv,
 			Output:   res,
 			Return:   ret,
-			Metadata: budgetEvents(o),
+			Metadata: o.events(),
 		})
 	}
 	return out, nil

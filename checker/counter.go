@@ -3,7 +3,6 @@ package checker
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,9 +47,6 @@ import (
 // counterParamKey is the history header parameter holding the value before the run.
 const counterParamKey = "before"
 
-// counterMaxAnomalies bounds the anomalies a Result lists; Details["anomalies"] counts all.
-const counterMaxAnomalies = 100
-
 // counterMaxOps bounds the operations one lost-update anomaly lists.
 const counterMaxOps = 20
 
@@ -76,13 +72,10 @@ const (
 // history indices. The checker keeps one per operation, by value: at millions of
 // operations a pointer and an allocation each were most of its memory and time.
 type counterOp struct {
-	opID       string
-	process    int
+	opRef
 	value      int64 // wrote (increment) or returned (read)
 	readVal    int64 // what an increment read, when hasReadVal
 	inv, ret   int64 // positions; ret -1 while open
-	invIndex   int64
-	retIndex   int64 // -1 when never completed
 	read       bool
 	hasReadVal bool
 	kind       counterKind
@@ -96,12 +89,7 @@ func (o *counterOp) f() string {
 }
 
 // name says which operation it is, as a person would look it up.
-func (o *counterOp) name() string {
-	if o.opID != "" {
-		return o.f() + " " + o.opID
-	}
-	return fmt.Sprintf("%s of process %d (index %d)", o.f(), o.process, o.invIndex)
-}
+func (o *counterOp) name() string { return o.nameAs(o.f()) }
 
 // what says what the operation observed, for explanations.
 func (o *counterOp) what() string {
@@ -114,13 +102,6 @@ func (o *counterOp) what() string {
 		return fmt.Sprintf("%s (read %d, wrote %d)", o.name(), o.readVal, o.value)
 	}
 	return fmt.Sprintf("%s (wrote %d)", o.name(), o.value)
-}
-
-func (o *counterOp) events() []int64 {
-	if o.retIndex < 0 {
-		return []int64{o.invIndex}
-	}
-	return []int64{o.invIndex, o.retIndex}
 }
 
 // counterOps pairs a counter history's events into operations, in completion order
@@ -161,7 +142,7 @@ func (c *counterPairer) add(op histories.Op) error {
 		if op.F != "increment" && op.F != "read" {
 			return fmt.Errorf("history index %d: counter history has unknown function %q", op.Index, op.F)
 		}
-		c.open[op.Process] = counterOp{process: op.Process, opID: op.OpID, read: op.F == "read", inv: p, ret: -1, invIndex: op.Index, retIndex: -1}
+		c.open[op.Process] = counterOp{opRef: invoked(op), read: op.F == "read", inv: p, ret: -1}
 		return nil
 	}
 	o, ok := c.open[op.Process]
@@ -293,9 +274,8 @@ func CheckCounter(ctx context.Context, ops []histories.Op, before int64) (Result
 
 // counterCheck is one run of the exact checker.
 type counterCheck struct {
-	before    int64
-	anomalies []Anomaly
-	found     int
+	before int64
+	findings
 
 	acked, failed, unknown, reads, readsLost int64
 	lostUpdates                              int64 // acknowledged increments beyond the first per written value
@@ -364,13 +344,6 @@ func (s *counterSlots) each(fn func(k int64, sl *counterSlot)) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		fn(k, s.sparse[k])
-	}
-}
-
-func (c *counterCheck) anomaly(kind string, ops []int64, why string) {
-	c.found++
-	if len(c.anomalies) < counterMaxAnomalies {
-		c.anomalies = append(c.anomalies, Anomaly{Kind: kind, Ops: ops, Explanation: why})
 	}
 }
 
@@ -636,10 +609,7 @@ func (c *counterCheck) build() Result {
 	if c.final != nil {
 		d["final_read"] = c.final.value
 	}
-	r.Details = make(map[string]json.RawMessage, len(d))
-	for k, v := range d {
-		r.Details[k] = histories.Value(v)
-	}
+	r.Details = encodeDetails(d)
 	if c.found == 0 {
 		r.Verdict = Valid
 		r.Anomalies = []Anomaly{}
@@ -658,10 +628,7 @@ func (c *counterCheck) build() Result {
 			counterPlural(c.lostUpdates, "update"), counterPlural(c.acked, "acknowledged increment"), counterPlural(int64(c.found), "anomal"))
 		return r
 	}
-	r.Summary = r.Anomalies[0].Explanation
-	if c.found > 1 {
-		r.Summary += fmt.Sprintf(" (and %d more anomalies)", c.found-1)
-	}
+	r.Summary = firstOf(r.Anomalies[0], c.found)
 	return r
 }
 

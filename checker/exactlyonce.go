@@ -45,10 +45,6 @@ type ExactlyOnceState map[string]int64
 // effects to hold them to. The check is a count per op id, O(n log n) for the sort of
 // the anomalies; it needs no search, because the op ids are independent of one another.
 
-// exactlyOnceMaxAnomalies bounds the anomalies a Result lists; Details["anomalies"]
-// counts all.
-const exactlyOnceMaxAnomalies = 100
-
 // errNoFinalRead is the error of a history whose final state nobody read.
 var errNoFinalRead = errors.New("no final read: an ok read that begins after every other operation ended (give the final state with --final, or Options.Final)")
 
@@ -164,19 +160,8 @@ func exactlyOnceState(r *pairedOp) (ExactlyOnceState, error) {
 	return st, nil
 }
 
-// exactlyOnceFindings collects the anomalies of every final read: all are counted, the
-// first exactlyOnceMaxAnomalies kept.
-type exactlyOnceFindings struct {
-	anomalies []Anomaly
-	total     int
-}
-
-func (f *exactlyOnceFindings) add(a Anomaly) {
-	f.total++
-	if len(f.anomalies) < exactlyOnceMaxAnomalies {
-		f.anomalies = append(f.anomalies, a)
-	}
-}
+// exactlyOnceFindings collects the anomalies of every final read.
+type exactlyOnceFindings struct{ findings }
 
 // judge holds the state st that the final read r returned to every effect, and names
 // each op id present though nothing applied it.
@@ -261,10 +246,10 @@ func exactlyOnceResult(effects map[string]*exactlyOnceEffect, last ExactlyOnceSt
 		"unknown":         histories.Value(unsure),
 		"unknown_present": histories.Value(unsurePresent),
 		"final_reads":     histories.Value(finals),
-		"anomalies":       histories.Value(found.total),
+		"anomalies":       histories.Value(found.found),
 	}
 	res := Result{Checker: ExactlyOnceModel, Anomalies: found.anomalies, Details: d}
-	if found.total == 0 {
+	if found.found == 0 {
 		res.Verdict = Valid
 		res.Anomalies = []Anomaly{}
 		res.Summary = fmt.Sprintf("exactly once: %d acknowledged effects present once each, %d failed ones absent, %d unknown ones at most once (%d of them present)",
