@@ -219,6 +219,24 @@ func internF(s []byte) string {
 	return string(s)
 }
 
+// afterMember reads what may follow a member of an object or an element of an array at
+// b[i], spaces first: a comma, and then j is where the next member starts (more), or
+// end, the closing brace or bracket, and then j is just after it. Anything else is not
+// JSON (ok false).
+func afterMember(b []byte, i int, end byte) (j int, more, ok bool) {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return 0, false, false
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), true, true
+	case end:
+		return i + 1, false, true
+	}
+	return 0, false, false
+}
+
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
@@ -322,17 +340,10 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			if i, ok = skipValue(b, skipSpace(b, i+1), depth+1); !ok {
 				return 0, false
 			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return 0, false
+			var more bool
+			if i, more, ok = afterMember(b, i, '}'); !more {
+				return i, ok
 			}
-			if b[i] == '}' {
-				return i + 1, true
-			}
-			if b[i] != ',' {
-				return 0, false
-			}
-			i = skipSpace(b, i+1)
 		}
 	case c == '[':
 		i = skipSpace(b, i+1)
@@ -340,21 +351,13 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			return i + 1, true
 		}
 		for {
-			var ok bool
+			var ok, more bool
 			if i, ok = skipValue(b, i, depth+1); !ok {
 				return 0, false
 			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return 0, false
+			if i, more, ok = afterMember(b, i, ']'); !more {
+				return i, ok
 			}
-			if b[i] == ']' {
-				return i + 1, true
-			}
-			if b[i] != ',' {
-				return 0, false
-			}
-			i = skipSpace(b, i+1)
 		}
 	case c == '"':
 		return skipString(b, i)
