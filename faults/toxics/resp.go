@@ -701,27 +701,19 @@ func (f *respReplyFramer) token(b []byte) (n int, tag string, null, ok bool) {
 	case '_':
 		f.done(false)
 		return n, tag, true, true
-	case '$', '=', '!':
+	case '$', '=', '!', '*', '%', '~', '>', '|':
+		// A blob's length or an aggregate's count; -1 is RESP2's null blob or array.
 		v, good := respInt(line)
 		switch {
-		case good && v == -1 && typ == '$':
+		case good && v == -1 && (typ == '$' || typ == '*'):
 			f.done(false)
 			return n, tag, true, true
 		case !good || v < 0 || v > respMaxCount:
 			f.opaque = true
 			return len(b), "", false, false
-		}
-		f.bulk = v + 2
-		return n, tag, false, true
-	case '*', '%', '~', '>', '|':
-		v, good := respInt(line)
-		switch {
-		case good && v == -1 && typ == '*':
-			f.done(false)
-			return n, tag, true, true
-		case !good || v < 0 || v > respMaxCount:
-			f.opaque = true
-			return len(b), "", false, false
+		case typ == '$' || typ == '=' || typ == '!':
+			f.bulk = v + 2
+			return n, tag, false, true
 		case v == 0:
 			f.done(typ == '|')
 			return n, tag, false, true
