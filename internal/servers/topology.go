@@ -151,13 +151,9 @@ func startStandby(ctx context.Context, primary *Postgres, opt PostgresOptions) (
 	}
 	// The standby reconnects to the primary with this file (pg_basebackup -R names it
 	// in primary_conninfo): the password never appears on a command line.
-	passfile := filepath.Join(dir, "pgpass")
-	line := fmt.Sprintf("127.0.0.1:%d:*:%s:%s\n", primary.Port, PostgresUser, primary.Password)
-	if err := os.WriteFile(passfile, []byte(line), 0o600); err != nil {
-		return fail(fmt.Errorf("postgres: %w", err))
-	}
-	if err := acct.Own(passfile); err != nil {
-		return fail(fmt.Errorf("postgres: %w", err))
+	passfile, err := writePassfile(dir, primary, acct)
+	if err != nil {
+		return fail(err)
 	}
 	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=%s passfile=%s application_name=standby", primary.Port, PostgresUser, passfile)
 	if err := s.run(ctx, acct, nil, "pg_basebackup", "-d", conn, "-D", s.DataDir, "-R", "-c", "fast", "-X", "stream", "--no-sync"); err != nil {
@@ -196,6 +192,20 @@ func appendConf(p *Postgres, lines string) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	return nil
+}
+
+// writePassfile writes dir/pgpass, readable by acct alone, with the password of
+// server, for a client or standby of it run as acct, and returns its path.
+func writePassfile(dir string, server *Postgres, acct Account) (string, error) {
+	passfile := filepath.Join(dir, "pgpass")
+	line := fmt.Sprintf("127.0.0.1:%d:*:%s:%s\n", server.Port, PostgresUser, server.Password)
+	if err := os.WriteFile(passfile, []byte(line), 0o600); err != nil {
+		return "", fmt.Errorf("postgres: %w", err)
+	}
+	if err := acct.Own(passfile); err != nil {
+		return "", fmt.Errorf("postgres: %w", err)
+	}
+	return passfile, nil
 }
 
 // Failover kills the primary (SIGKILL to its process group) unless it is down already,
@@ -266,13 +276,9 @@ func (rp *ReplicatedPostgres) Rejoin(ctx context.Context) error {
 		}
 		// The password reaches pg_rewind, and the standby it writes the settings
 		// of, through a file only the server's account reads.
-		passfile := filepath.Join(old.Dir, "pgpass")
-		line := fmt.Sprintf("127.0.0.1:%d:*:%s:%s\n", primary.Port, PostgresUser, primary.Password)
-		if err := os.WriteFile(passfile, []byte(line), 0o600); err != nil {
-			return fmt.Errorf("postgres: rejoin: %w", err)
-		}
-		if err := acct.Own(passfile); err != nil {
-			return fmt.Errorf("postgres: rejoin: %w", err)
+		passfile, err := writePassfile(old.Dir, primary, acct)
+		if err != nil {
+			return err
 		}
 		conn := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=%s passfile=%s application_name=%s",
 			primary.Port, PostgresUser, PostgresDatabase, passfile, rejoinedName)
