@@ -53,9 +53,6 @@ func checkProcessFaults(c Config) error {
 		if f.Name == "failover" && c.Topology != TopologyReplicated {
 			return couldNotRun("fault %q: failover needs a standby to promote: add --topology replicated", f.Spec)
 		}
-		if f.Rejoin && c.Store != Redis {
-			return couldNotRun("fault %q: rejoin is built for Redis only: a PostgreSQL primary would need pg_rewind to follow the promoted standby; use failover@T (it stays down)", f.Spec)
-		}
 	}
 	return nil
 }
@@ -217,8 +214,9 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 
 // rejoin starts the old primary of a failover again, DefaultKillDowntime after the
 // fault or at once when the run ends first (the wait follows ctx, the start rctx), and
-// records it as a nemesis event. The fault's end stays the promotion: the new primary
-// took writes from then on.
+// records it as a nemesis event; a progress line says when it was done (a PostgreSQL
+// old primary then streams from the new one, a Redis one answers PING). The fault's
+// end stays the promotion: the new primary took writes from then on.
 func (p *procNemesis) rejoin(ctx, rctx context.Context, f faults.Fault, pid int, note func(error)) {
 	p.sleepUntil(ctx, f.Start+faults.DefaultKillDowntime)
 	at := p.run.now()
@@ -230,6 +228,9 @@ func (p *procNemesis) rejoin(ctx, rctx context.Context, f faults.Fault, pid int,
 	}
 	note(err)
 	p.event(at, f, "rejoin", pid, err)
+	if err == nil {
+		p.cfg.progressf("fault %s: rejoin done %.2fs after the fault", f.Spec, (time.Duration(p.run.now()) - f.Start).Seconds())
+	}
 }
 
 func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
@@ -579,4 +580,9 @@ func (c replicatedCtl) Start(ctx context.Context) error   { return c.primary().S
 func (c replicatedCtl) Restart(ctx context.Context) error { return c.primary().Restart(ctx) }
 func (c replicatedCtl) Failover(ctx context.Context) error {
 	return c.rp.Failover(ctx)
+}
+
+// Rejoin brings the old primary back as a standby of the new one (pg_rewind).
+func (c replicatedCtl) Rejoin(ctx context.Context) error {
+	return c.rp.Rejoin(ctx)
 }

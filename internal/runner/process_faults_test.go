@@ -226,3 +226,40 @@ func TestFailoverAsyncStandbyCanLoseWrites(t *testing.T) {
 	}
 	t.Logf("no acknowledged write lost in %d failovers to an asynchronous standby", tries)
 }
+
+// failover:rejoin on PostgreSQL: the old primary, killed, comes back through pg_rewind
+// as a standby of the promoted one while the budget run goes on. A synchronous standby
+// loses nothing; with an asynchronous one the commits pg_rewind throws away are lost
+// decrements, which the run must name if there are any.
+func TestFailoverPostgresRejoin(t *testing.T) {
+	for _, replication := range []string{"sync", "async"} {
+		t.Run(replication, func(t *testing.T) {
+			cfg := budgetConfig(t)
+			cfg.Topology, cfg.Replication = runner.TopologyReplicated, replication
+			cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 16, 0, 3500*time.Millisecond, 1_000_000
+			cfg.Faults = schedule(t, "failover:rejoin@1s")
+			res := processRun(t, cfg)
+			// Not faultsHappened: a promotion asked for while the standby waits to
+			// retry its lost stream takes wal_retrieve_retry_interval (5 s), past the
+			// workers' end, and then no acknowledgement can follow it.
+			if len(res.ProcessFaults) != 1 || res.ProcessFaults[0].Error != "" {
+				t.Fatalf("timeline %+v", res.ProcessFaults)
+			}
+			pids := nemesisPids(t, res)
+			if pids["failover"] == 0 || pids["promoted"] == 0 || pids["rejoin"] != pids["failover"] || pids["rejoin"] == pids["promoted"] {
+				t.Errorf("nemesis pids %v: want the failover and the rejoin to name the old primary, the promotion the other", pids)
+			}
+			t.Logf("promoted %.2fs after the kill", res.ProcessFaults[0].DowntimeS)
+			switch {
+			case res.Verdict == checker.Valid && len(res.LostWrites) == 0:
+			case res.Verdict == checker.Invalid && replication == "async":
+				if len(res.LostWrites) != 1 || res.LostWrites[0].Fault != "failover:rejoin@1s" || res.LostWrites[0].Count < 1 {
+					t.Fatalf("invalid without the lost writes named: %+v: %s", res.LostWrites, res.Summary)
+				}
+				t.Logf("%s", res.LostWrites[0].Explanation)
+			default:
+				t.Fatalf("verdict %v, lost %+v: %s", res.Verdict, res.LostWrites, res.Summary)
+			}
+		})
+	}
+}

@@ -125,15 +125,11 @@ func TestReplicatedRedisRefused(t *testing.T) {
 		name, topology, replication, dsn, fault, want string
 	}{
 		{"sync replication", runner.TopologyReplicated, "sync", "", "failover@1s", "Redis replicates asynchronously only"},
-		{"rejoin on postgres", runner.TopologyReplicated, "", "", "failover:rejoin@1s", "pg_rewind"},
 		{"proxy in front of Sentinels", "", "", "redis://:pw@127.0.0.1:1/0?master_name=m&addr=127.0.0.1:2", "commit-cut:0.1", "Sentinel DSN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := budgetConfig(t)
 			cfg.Store, cfg.Workload, cfg.DSN = "redis", "register", tc.dsn
-			if tc.name == "rejoin on postgres" {
-				cfg.Store = "postgres"
-			}
 			cfg.Topology, cfg.Replication = tc.topology, tc.replication
 			cfg.Faults = schedule(t, tc.fault)
 			_, err := runner.Run(context.Background(), cfg)

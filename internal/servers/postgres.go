@@ -547,13 +547,21 @@ func (p *Postgres) Stop() error { return p.stop() }
 // (SCRAM-SHA-256), runs "select 1" and says goodbye. A nil error means the server accepts
 // clients for real: it is not merely listening, not starting up or recovering.
 func probePostgres(ctx context.Context, addr, user, password, db string) error {
+	_, err := queryPostgres(ctx, 2*time.Second, addr, user, password, db, "select 1")
+	return err
+}
+
+// queryPostgres logs in like probePostgres, runs query (one statement, simple protocol)
+// within timeout and returns the text of the first column of its first row: "" when
+// there is no row or the value is NULL.
+func queryPostgres(ctx context.Context, timeout time.Duration, addr, user, password, db, query string) (string, error) {
 	d := net.Dialer{Timeout: time.Second}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(timeout))
 
 	var params bytes.Buffer
 	for _, s := range []string{"user", user, "database", db, ""} {
@@ -564,20 +572,40 @@ func probePostgres(ctx context.Context, addr, user, password, db string) error {
 	startup = binary.BigEndian.AppendUint32(startup, 3<<16)
 	startup = append(startup, params.Bytes()...)
 	if _, err := c.Write(startup); err != nil {
-		return err
+		return "", err
 	}
 	r := bufio.NewReader(c)
-	if err := readUntilReady(r, c, password); err != nil {
-		return err
+	if err := readUntilReady(r, c, password, nil); err != nil {
+		return "", err
 	}
-	if _, err := c.Write(pgMessage('Q', []byte("select 1\x00"))); err != nil {
-		return err
+	if _, err := c.Write(pgMessage('Q', append([]byte(query), 0))); err != nil {
+		return "", err
 	}
-	if err := readUntilReady(r, c, password); err != nil {
-		return err
+	var first string
+	seen := false
+	err = readUntilReady(r, c, password, func(row []byte) {
+		if !seen {
+			first, seen = firstField(row), true
+		}
+	})
+	if err != nil {
+		return "", err
 	}
 	_, _ = c.Write([]byte{'X', 0, 0, 0, 4})
-	return nil
+	return first, nil
+}
+
+// firstField returns the text of the first column of a DataRow body ("" for NULL or a
+// malformed row).
+func firstField(row []byte) string {
+	if len(row) < 6 || binary.BigEndian.Uint16(row) == 0 {
+		return ""
+	}
+	n := int32(binary.BigEndian.Uint32(row[2:]))
+	if n < 0 || int(n) > len(row)-6 {
+		return ""
+	}
+	return string(row[6 : 6+n])
 }
 
 // pgMessage frames a typed frontend message.
@@ -586,11 +614,11 @@ func pgMessage(typ byte, body []byte) []byte {
 	return append(m, body...)
 }
 
-// readUntilReady reads backend messages up to ReadyForQuery, failing on an ErrorResponse.
-// It answers a SCRAM-SHA-256 exchange on w with password, and refuses any other
+// readUntilReady reads backend messages up to ReadyForQuery, failing on an ErrorResponse,
+// and hands the body of each DataRow to row when it is not nil. It answers a SCRAM-SHA-256 exchange on w with password, and refuses any other
 // authentication (a server that asks for none, or for a cleartext password, is not the
 // one launched).
-func readUntilReady(r *bufio.Reader, w io.Writer, password string) error {
+func readUntilReady(r *bufio.Reader, w io.Writer, password string, row func([]byte)) error {
 	var hdr [5]byte
 	var sc *scramClient
 	for {
@@ -608,6 +636,10 @@ func readUntilReady(r *bufio.Reader, w io.Writer, password string) error {
 		switch hdr[0] {
 		case 'Z':
 			return nil
+		case 'D':
+			if row != nil {
+				row(body)
+			}
 		case 'E':
 			return errors.New(pgErrorText(body))
 		case 'R':

@@ -56,7 +56,12 @@ func (s *instance) signal(sig syscall.Signal) error {
 }
 
 // startAgain starts a killed or stopped server again, on its data and its port.
-func (s *instance) startAgain(ctx context.Context) error {
+func (s *instance) startAgain(ctx context.Context) error { return s.startAgainAfter(ctx, nil) }
+
+// startAgainAfter runs prepare, when not nil, on the data of the killed or stopped
+// server and then starts it again. prepare runs under the lock that Stop takes too: a
+// Stop meanwhile waits instead of removing the directory prepare works in.
+func (s *instance) startAgainAfter(ctx context.Context, prepare func(context.Context) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.down {
@@ -64,6 +69,11 @@ func (s *instance) startAgain(ctx context.Context) error {
 	}
 	if s.relaunch == nil {
 		return fmt.Errorf("%s: start: this server cannot be started again", s.name)
+	}
+	if prepare != nil {
+		if err := prepare(ctx); err != nil {
+			return err
+		}
 	}
 	// A start can still meet what the killed server left for a moment (a backend that
 	// holds the shared memory block): retry for a few seconds before giving up.
