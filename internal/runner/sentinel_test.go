@@ -63,7 +63,7 @@ func TestFailoverRedisSentinel(t *testing.T) {
 	for try := int64(1); try <= tries; try++ {
 		cfg := budgetConfig(t)
 		cfg.Store, cfg.Topology, cfg.Seed = "redis", runner.TopologyReplicated, try
-		cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 16, 0, 4500*time.Millisecond, 1_000_000
+		cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 16, 0, 6*time.Second, 1_000_000
 		cfg.Faults = schedule(t, "failover@1s")
 		res := processRun(t, cfg)
 		promotedElsewhere(t, res)
@@ -90,9 +90,12 @@ func TestFailoverRedisSentinel(t *testing.T) {
 // failover:rejoin starts the old primary again after the promotion, as it would come
 // back in production; the register histories across the failover are checked for
 // linearizability as usual, and whatever they show is named with its operations.
+// The run lasts 7 s: under load the Sentinels take up to ~3 s to promote and go-redis
+// up to a second more to find the new primary, and an acknowledgement after the
+// promotion is required.
 func TestFailoverRedisRejoinRegister(t *testing.T) {
 	cfg := redisRegister(t, servers.RedisNoPersistence, "failover:rejoin@1s")
-	cfg.Topology, cfg.Workers, cfg.Duration = runner.TopologyReplicated, 3, 4*time.Second
+	cfg.Topology, cfg.Workers, cfg.Duration = runner.TopologyReplicated, 3, 7*time.Second
 	res := processRun(t, cfg)
 	promotedElsewhere(t, res, "rejoin")
 	pids := nemesisPids(t, res)
