@@ -63,8 +63,10 @@ func (c *Client) Balance(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var b int64
-	err = c.admin.Query("SELECT balance FROM "+c.table("budget")+" WHERE account = ? LIMIT 1", account).
-		WithContext(ctx).Consistency(gocql.Consistency(c.cfg.SerialConsistency)).Scan(&b)
+	err = whenConnected(ctx, func() error {
+		return c.admin.Query("SELECT balance FROM "+c.table("budget")+" WHERE account = ? LIMIT 1", account).
+			WithContext(ctx).Consistency(gocql.Consistency(c.cfg.SerialConsistency)).Scan(&b)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("cql balance: %w", classifyRead(err))
 	}

@@ -78,7 +78,9 @@ type Config struct {
 	// are not idempotent (no speculative execution), so this changes nothing today; it
 	// exists so that the "driver" retry policy means "whatever the driver does". When
 	// false the adapter sets RetryPolicy to nil itself, so each attempt the caller sees
-	// is one request on the wire.
+	// is one request on the wire, and tries a node marked down again every second
+	// instead of gocql's 60 s (ReconnectInterval), so that a restarted node is used
+	// again as soon as it serves.
 	DriverRetry bool
 }
 
@@ -208,6 +210,10 @@ func (c *Client) cluster(dialer gocql.Dialer) *gocql.ClusterConfig {
 	}
 	if !c.cfg.DriverRetry {
 		cl.RetryPolicy = nil
+		// gocql marks a host down once its pool cannot be refilled, and only tries it
+		// again every ReconnectInterval (60 s by default): a node that restarted would
+		// stay unused for up to a minute, answered with ErrNoConnections.
+		cl.ReconnectInterval = reconnectInterval
 	}
 	if dialer != nil {
 		cl.Dialer = dialer
@@ -279,6 +285,9 @@ func (s *session) Close() error {
 	return nil
 }
 
+// reconnectInterval is how often a session tries a node gocql marked down.
+const reconnectInterval = time.Second
+
 // noConnWait bounds how long an operation waits for gocql to replace a broken
 // connection. gocql answers ErrNoConnections, without sending anything, while its pool
 // refills in the background; the wait keeps that from failing the next operation.
@@ -287,7 +296,11 @@ const noConnWait = 5 * time.Second
 // exec calls run (one gocql request) and returns its error, raw. It retries
 // ErrNoConnections only: that error means nothing was sent, so sending now is still the
 // first attempt. A context that has already ended is reported without sending.
-func (s *session) exec(ctx context.Context, run func() error) error {
+func (s *session) exec(ctx context.Context, run func() error) error { return whenConnected(ctx, run) }
+
+// whenConnected is exec for any session, the administrative one included: after a
+// node restarts, gocql needs a moment to mark it up again in each session.
+func whenConnected(ctx context.Context, run func() error) error {
 	if err := ctx.Err(); err != nil {
 		return &notSentError{err}
 	}
