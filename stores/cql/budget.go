@@ -63,7 +63,7 @@ func (c *Client) Balance(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var b int64
-	err = whenConnected(ctx, func() error {
+	err = whenConnected(ctx, adminConnWait, func() error {
 		return c.admin.Query("SELECT balance FROM "+c.table("budget")+" WHERE account = ? LIMIT 1", account).
 			WithContext(ctx).Consistency(gocql.Consistency(c.cfg.SerialConsistency)).Scan(&b)
 	})
