@@ -23,29 +23,42 @@ func cassandraPowerConfig(t *testing.T, sync string, d time.Duration, specs ...s
 }
 
 // A Cassandra that syncs its commit log before it acknowledges (batch) loses nothing to
-// a kill nor to a power loss: the budget reconciles, operations cut by the faults end as
-// info, and the workers' gocql sessions reconnect after each start. One run for both,
-// since a JVM start takes 10 to 30 s here; a fault due while the one before still runs
-// is applied when it ends, so the power loss follows the kill's start at once.
+// a pause or a kill: the budget reconciles, operations cut by the kill end as info, and
+// the workers' gocql sessions reconnect once the JVM serves again (10 to 30 s here).
 func TestProcessFaultsCassandraBatchValid(t *testing.T) {
-	needFuse(t)
-	cfg := cassandraPowerConfig(t, servers.CommitLogBatch, 60*time.Second, "kill@2s-3s", "power-loss@4s")
+	cfg := cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "pause@1s-2s", "kill@3s-4s")
+	cfg.PowerFSEntries = ""
 	res := processRun(t, cfg)
 	if res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
 	}
-	faultsHappened(t, res, "kill", "start", "power-loss")
+	faultsHappened(t, res, "pause", "resume", "kill", "start")
 	if len(res.LostWrites) != 0 {
 		t.Errorf("lost writes with commitlog_sync batch: %+v", res.LostWrites)
 	}
+	if kill := res.ProcessFaults[1]; kill.InFlight == 0 || kill.InFlightInfo == 0 {
+		t.Errorf("kill: %d in flight, %d info; want operations cut and left unknown", kill.InFlight, kill.InFlightInfo)
+	}
 	for _, f := range res.ProcessFaults {
-		if f.InFlight == 0 || f.InFlightInfo == 0 {
-			t.Errorf("%s: %d in flight, %d info; want operations cut and left unknown", f.Fault, f.InFlight, f.InFlightInfo)
-		}
 		t.Logf("%s: down %.1fs, first acknowledgement %.1fs after the fault", f.Fault, f.DowntimeS, *f.FirstAckS)
 	}
 	if !strings.Contains(res.Server, "commitlog_sync batch") {
 		t.Errorf("server %q does not say its commit log sync", res.Server)
+	}
+}
+
+// With batch, a power loss loses no acknowledged write either. It comes 8 s into the
+// run: a power loss while the node is still compacting its system tables after a start
+// can leave it unable to start at all (README, Findings), which is not what this tests.
+func TestPowerLossCassandraBatchValid(t *testing.T) {
+	needFuse(t)
+	res := processRun(t, cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "power-loss@8s"))
+	if res.Verdict != checker.Valid {
+		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+	}
+	faultsHappened(t, res, "power-loss", "start")
+	if len(res.LostWrites) != 0 {
+		t.Errorf("lost writes with commitlog_sync batch: %+v", res.LostWrites)
 	}
 }
 
