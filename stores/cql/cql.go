@@ -297,22 +297,10 @@ const noConnWait = 5 * time.Second
 // ErrNoConnections only: that error means nothing was sent, so sending now is still the
 // first attempt. A context that has already ended is reported without sending.
 func (s *session) exec(ctx context.Context, run func() error) error {
-	return whenConnected(ctx, noConnWait, run)
-}
-
-// adminConnWait is noConnWait for the administrative session, which reads the final
-// state: idle while a node was down, it can take longer to find it up again than a
-// worker's session, and the read is worth the wait.
-const adminConnWait = 30 * time.Second
-
-// whenConnected is exec for any session, the administrative one included, waiting up
-// to wait for a connection: after a node restarts, gocql needs a moment to mark it up
-// again in each session.
-func whenConnected(ctx context.Context, wait time.Duration, run func() error) error {
 	if err := ctx.Err(); err != nil {
 		return &notSentError{err}
 	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(noConnWait)
 	for {
 		err := run()
 		if !errors.Is(err, gocql.ErrNoConnections) || time.Now().After(deadline) {
