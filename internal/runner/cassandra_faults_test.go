@@ -22,10 +22,21 @@ func cassandraPowerConfig(t *testing.T, sync string, d time.Duration, specs ...s
 	return cfg
 }
 
+// longCassandra skips a run that launches a Cassandra twice more than the tests under
+// CI=true can afford (about 60 s each), unless INDOUBT_CQL_LONG is set.
+func longCassandra(t *testing.T) {
+	t.Helper()
+	if os.Getenv("INDOUBT_CQL_LONG") == "" {
+		t.Skip("about 60 s on a launched Cassandra: set INDOUBT_CQL_LONG=1")
+	}
+}
+
 // A Cassandra that syncs its commit log before it acknowledges (batch) loses nothing to
 // a pause or a kill: the budget reconciles, operations cut by the kill end as info, and
-// the workers' gocql sessions reconnect once the JVM serves again (10 to 30 s here).
+// the workers' gocql sessions reconnect once the JVM serves again (10 to 45 s here).
+// The power-loss test below covers a kill and a start on the same data and ports too.
 func TestProcessFaultsCassandraBatchValid(t *testing.T) {
+	longCassandra(t)
 	cfg := cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "pause@1s-2s", "kill@3s-4s")
 	cfg.PowerFSEntries = ""
 	res := processRun(t, cfg)
@@ -47,30 +58,32 @@ func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 	}
 }
 
-// With batch, a power loss loses no acknowledged write either. It comes 8 s into the
-// run: a power loss while the node is still compacting its system tables after a start
-// can leave it unable to start at all (README, Findings), which is not what this tests.
+// With batch, a pause and a power loss lose no acknowledged write: the operations the
+// power loss cut end as info and the workers reconnect after the start. The power loss
+// comes 8 s into the run: one while the node is still compacting its system tables
+// after a start can leave it unable to start at all (README, Findings), which is not
+// what this tests.
 func TestPowerLossCassandraBatchValid(t *testing.T) {
 	needFuse(t)
-	res := processRun(t, cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "power-loss@8s"))
+	res := processRun(t, cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "pause@1s-2s", "power-loss@8s"))
 	if res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
 	}
-	faultsHappened(t, res, "power-loss", "start")
+	faultsHappened(t, res, "pause", "resume", "power-loss", "start")
 	if len(res.LostWrites) != 0 {
 		t.Errorf("lost writes with commitlog_sync batch: %+v", res.LostWrites)
+	}
+	if pl := res.ProcessFaults[1]; pl.InFlight == 0 || pl.InFlightInfo == 0 {
+		t.Errorf("power loss: %d in flight, %d info; want operations cut and left unknown", pl.InFlight, pl.InFlightInfo)
 	}
 }
 
 // With Cassandra's default periodic commit log sync (every 10 s), a power loss can take
 // what was acknowledged since the last sync; whether it does depends on where the loss
 // falls in the period, so this only requires that the run completes and names what it
-// lost. About 80 s: set INDOUBT_CQL_LONG=1 (scripts/powerloss-table --store cql
-// measures the same over several seeds).
+// lost. scripts/powerloss-table --store cql measures the same over several seeds.
 func TestPowerLossCassandraPeriodicNamesLosses(t *testing.T) {
-	if os.Getenv("INDOUBT_CQL_LONG") == "" {
-		t.Skip("about 80 s on a launched Cassandra: set INDOUBT_CQL_LONG=1")
-	}
+	longCassandra(t)
 	needFuse(t)
 	res := processRun(t, cassandraPowerConfig(t, servers.CommitLogPeriodic, 35*time.Second, "power-loss@8s"))
 	faultsHappened(t, res, "power-loss", "start")
