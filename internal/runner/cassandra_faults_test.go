@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
 )
@@ -40,16 +41,7 @@ func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 	cfg := cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "pause@1s-2s", "kill@3s-4s")
 	cfg.PowerFSEntries = ""
 	res := processRun(t, cfg)
-	if res.Verdict != checker.Valid {
-		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
-	}
-	faultsHappened(t, res, "pause", "resume", "kill", "start")
-	if len(res.LostWrites) != 0 {
-		t.Errorf("lost writes with commitlog_sync batch: %+v", res.LostWrites)
-	}
-	if kill := res.ProcessFaults[1]; kill.InFlight == 0 || kill.InFlightInfo == 0 {
-		t.Errorf("kill: %d in flight, %d info; want operations cut and left unknown", kill.InFlight, kill.InFlightInfo)
-	}
+	batchLosesNothing(t, res, "pause", "resume", "kill", "start")
 	for _, f := range res.ProcessFaults {
 		t.Logf("%s: down %.1fs, first acknowledgement %.1fs after the fault", f.Fault, f.DowntimeS, *f.FirstAckS)
 	}
@@ -66,15 +58,23 @@ func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 func TestPowerLossCassandraBatchValid(t *testing.T) {
 	needFuse(t)
 	res := processRun(t, cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "pause@1s-2s", "power-loss@8s"))
+	batchLosesNothing(t, res, "pause", "resume", "power-loss", "start")
+}
+
+// batchLosesNothing checks a run of a pause and then a fault that kills the node: valid,
+// every action in the history, nothing lost, and operations cut by the second fault
+// left unknown.
+func batchLosesNothing(t *testing.T, res *report.Results, actions ...string) {
+	t.Helper()
 	if res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
 	}
-	faultsHappened(t, res, "pause", "resume", "power-loss", "start")
+	faultsHappened(t, res, actions...)
 	if len(res.LostWrites) != 0 {
 		t.Errorf("lost writes with commitlog_sync batch: %+v", res.LostWrites)
 	}
-	if pl := res.ProcessFaults[1]; pl.InFlight == 0 || pl.InFlightInfo == 0 {
-		t.Errorf("power loss: %d in flight, %d info; want operations cut and left unknown", pl.InFlight, pl.InFlightInfo)
+	if f := res.ProcessFaults[1]; f.InFlight == 0 || f.InFlightInfo == 0 {
+		t.Errorf("%s: %d in flight, %d info; want operations cut and left unknown", f.Fault, f.InFlight, f.InFlightInfo)
 	}
 }
 
