@@ -148,11 +148,12 @@ func openMongo(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 }
 
 func launchCassandra(ctx context.Context, cfg Config, dir string) (launched, error) {
-	c, err := servers.StartCassandra(ctx, servers.CassandraOptions{LogPath: filepath.Join(dir, "cassandra.log")})
+	c, err := servers.StartCassandra(ctx, servers.CassandraOptions{LogPath: filepath.Join(dir, "cassandra.log"),
+		CommitLogSync: cfg.CommitLogSync, PowerFS: cfg.onPowerFS(), PowerFSEntries: cfg.entryDurability()})
 	if err != nil {
 		return launched{}, err
 	}
-	return launched{dsn: "cql://" + c.Addr + "/indoubt", desc: "Apache Cassandra " + c.Version + " at " + c.Addr, stop: c.Stop}, nil
+	return launched{dsn: "cql://" + c.Addr + "/indoubt", desc: "Apache Cassandra " + c.Version + " at " + c.Addr + cfg.durabilityDesc(), stop: c.Stop, ctl: c}, nil
 }
 
 // cqlAddr is the first host of a cql:// DSN: the proxy stands in front of one node.

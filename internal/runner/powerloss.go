@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/powerfs"
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
 // Power loss (faults' power-loss@T): the launched server's data directory sits on
@@ -19,8 +21,8 @@ import (
 // reached (exit 3), and the error says so as a finding, with the server log's tail,
 // distinct from a run that could not start at all.
 
-// powerCtl is what a power loss needs of a launched server (internal/servers' Postgres
-// and Redis launched with PowerFS have it).
+// powerCtl is what a power loss needs of a launched server (internal/servers' Postgres,
+// Redis and Cassandra launched with PowerFS have it).
 type powerCtl interface {
 	PowerLoss(ctx context.Context, opts powerfs.PowerLossOptions) error
 	PowerStats() (powerfs.Stats, bool)
@@ -66,6 +68,23 @@ func checkDurability(c Config) error {
 			return couldNotRun("%s sets a server indoubt launches; over --dsn, set it on the server", o.flag)
 		}
 	}
+	if c.CommitLogSync != "" {
+		if !slices.Contains(commitLogSyncs, c.CommitLogSync) {
+			return couldNotRun("--commitlog-sync %q: want periodic, batch or group", c.CommitLogSync)
+		}
+		if c.DSN != "" {
+			return couldNotRun("--commitlog-sync sets a Cassandra indoubt launches; over --dsn, set commitlog_sync in the server's cassandra.yaml")
+		}
+	}
+	switch c.PowerFSEntries {
+	case "", EntriesPOSIX:
+	case EntriesOrdered:
+		if c.Store != CQL {
+			return couldNotRun("--powerfs-entries ordered is built for a launched Cassandra only, not %s", c.Store)
+		}
+	default:
+		return couldNotRun("--powerfs-entries %q: want posix or ordered", c.PowerFSEntries)
+	}
 	if c.Topology == TopologyReplicated && (c.SynchronousCommit != "" || c.Fsync != "" || c.onPowerFS()) {
 		return couldNotRun("--synchronous-commit, --fsync, --powerfs and power-loss apply to a single launched server, not to --topology replicated")
 	}
@@ -77,14 +96,31 @@ func checkDurability(c Config) error {
 		return couldNotRun("--powerfs and power-loss need a server indoubt launches, with its data directory on powerfs; over --dsn there is none")
 	case c.Store == Mongo:
 		return couldNotRun("--powerfs and power-loss: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process and keeps its data in memory")
-	case c.Store != Postgres && c.Store != Redis:
-		return couldNotRun("--powerfs and power-loss apply to launched PostgreSQL and Redis only, not to %s", c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
+		return couldNotRun("--powerfs and power-loss apply to launched PostgreSQL, Redis and Cassandra only, not to %s", c.Store)
 	}
 	if err := powerfs.Available(); err != nil {
 		return couldNotRun("--powerfs and power-loss need a FUSE filesystem: %v", err)
 	}
 	return nil
 }
+
+// The rules of --powerfs-entries for directory entries on powerfs.
+const (
+	EntriesPOSIX   = "posix"
+	EntriesOrdered = "ordered"
+)
+
+// entryDurability returns powerfs's rule of --powerfs-entries.
+func (c Config) entryDurability() powerfs.EntryDurability {
+	if c.PowerFSEntries == EntriesOrdered {
+		return powerfs.Ordered
+	}
+	return powerfs.PerDirectory
+}
+
+// commitLogSyncs are the CommitLogSync values other than "".
+var commitLogSyncs = []string{servers.CommitLogPeriodic, servers.CommitLogBatch, servers.CommitLogGroup}
 
 // powerLoss applies power-loss fault f (the i-th of the schedule) and returns its
 // start and end in run time. A server that does not start again is remembered as the
@@ -131,8 +167,18 @@ func (c Config) durabilityDesc() string {
 			s += ", fsync " + c.Fsync
 		}
 	}
+	if c.Store == CQL {
+		mode := c.CommitLogSync
+		if mode == "" {
+			mode = servers.CommitLogPeriodic
+		}
+		s += ", commitlog_sync " + mode
+	}
 	if c.onPowerFS() {
 		s += ", data on powerfs"
+		if c.PowerFSEntries == EntriesOrdered {
+			s += " (entries ordered)"
+		}
 	}
 	return s
 }

@@ -134,6 +134,10 @@ func TestPowerLossRefused(t *testing.T) {
 		{"postgres", "", "", "want on or off", func(c *runner.Config) { c.Fsync = "sometimes" }},
 		{"postgres", "postgres://u:p@127.0.0.1:1/db", "", "over --dsn", func(c *runner.Config) { c.SynchronousCommit = "off" }},
 		{"mongo", "", "", "FerretDB", func(c *runner.Config) { c.PowerFS = true }},
+		{"cql", "", "", "want periodic, batch or group", func(c *runner.Config) { c.CommitLogSync = "always" }},
+		{"cql", "cql://127.0.0.1:1/ks", "", "over --dsn", func(c *runner.Config) { c.CommitLogSync = servers.CommitLogBatch }},
+		{"postgres", "", "power-loss@1s", "Cassandra only", func(c *runner.Config) { c.PowerFSEntries = runner.EntriesOrdered }},
+		{"cql", "", "power-loss@1s", "want posix or ordered", func(c *runner.Config) { c.PowerFSEntries = "ext4" }},
 	} {
 		cfg := budgetConfig(t)
 		cfg.Store, cfg.DSN, cfg.Workload = runner.StoreName(tc.store), tc.dsn, "register"

@@ -20,7 +20,7 @@ import (
 )
 
 // processCtl is what the process faults need of a launched server (internal/servers'
-// Postgres and Redis have it).
+// Postgres, Redis and Cassandra have it).
 type processCtl interface {
 	Pid() int
 	Kill() error
@@ -46,8 +46,8 @@ func checkProcessFaults(c Config) error {
 		return couldNotRun("fault %q: process faults (%s) need a server indoubt launches; over --dsn it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
 	case c.Store == Mongo:
 		return couldNotRun("fault %q: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
-	case c.Store != Postgres && c.Store != Redis:
-		return couldNotRun("fault %q: process faults are applied to launched PostgreSQL and Redis only, not to %s", f.Spec, c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
+		return couldNotRun("fault %q: process faults are applied to launched PostgreSQL, Redis and Cassandra only, not to %s", f.Spec, c.Store)
 	}
 	for _, f := range procs {
 		if f.Name == "failover" && c.Topology != TopologyReplicated {

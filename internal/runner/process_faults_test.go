@@ -167,7 +167,7 @@ func TestProcessFaultsRefused(t *testing.T) {
 		{"postgres", "postgres://u:p@127.0.0.1:1/db", "kill@1s", "over --dsn"},
 		{"mongo", "", "pause@1s-2s", "inside indoubt's own process"},
 		{"postgres", "", "failover@1s", "--topology replicated"},
-		{"cql", "", "restart@1s", "PostgreSQL and Redis only"},
+		{"cql", "cql://127.0.0.1:1/ks", "restart@1s", "over --dsn"},
 		{"redis", "", "failover@1s", "--topology replicated"},
 	} {
 		cfg := budgetConfig(t)

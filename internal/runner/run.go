@@ -57,6 +57,13 @@ type Config struct {
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 	Fsync             string `json:"fsync,omitempty"`
 	PowerFS           bool   `json:"powerfs,omitempty"`
+	// CommitLogSync is a launched Cassandra's commitlog_sync: periodic, batch or group;
+	// "" keeps Cassandra's default (periodic, every 10000ms).
+	CommitLogSync string `json:"commitlog_sync,omitempty"`
+	// PowerFSEntries is powerfs's rule for directory entries: posix (also "": durable
+	// once the directory is fsynced) or ordered (a journaling filesystem's: any fsync
+	// makes every earlier entry change durable). Ordered is wired for Cassandra only.
+	PowerFSEntries string `json:"powerfs_entries,omitempty"`
 	// Topology is single (also "") or replicated (a launched PostgreSQL primary and
 	// streaming standby, or a Redis primary, replica and three Sentinels); Replication
 	// is async (also "") or sync (PostgreSQL only). See process_faults.go.

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/powerfs"
 )
 
 // CassandraVersion is the Apache Cassandra release StartCassandra runs by default. It must
@@ -57,6 +59,52 @@ type CassandraOptions struct {
 	LogPath string
 	// Log, if set, receives one line per startup step, for humans.
 	Log io.Writer
+	// CommitLogSync is the commit log's sync mode: CommitLogPeriodic (also ""),
+	// CommitLogBatch or CommitLogGroup. Settings may not set commitlog_sync or its
+	// companions itself.
+	CommitLogSync string
+	// PowerFS puts the node's data directories (data, commitlog, saved_caches, hints)
+	// on a powerfs mount, for Cassandra.PowerLoss. It needs root and /dev/fuse.
+	PowerFS bool
+	// PowerFSEntries is the mount's rule for directory entries. The zero value is the
+	// POSIX rule, under which Cassandra 5.0 keeps nothing through a power loss: it never
+	// fsyncs the directories it makes for tables, nor the commit log directory after it
+	// adds a segment. powerfs.Ordered is a journaling filesystem's rule (ext4, xfs),
+	// under which what Cassandra fsyncs survives.
+	PowerFSEntries powerfs.EntryDurability
+}
+
+// The commit log sync modes of CassandraOptions.CommitLogSync: when Cassandra
+// acknowledges a write against when its commit log entry is fsynced.
+const (
+	// CommitLogPeriodic acknowledges at once and syncs the commit log every
+	// commitlog_sync_period (10000ms, Cassandra's shipped default): a power loss can
+	// take up to that much acknowledged work.
+	CommitLogPeriodic = "periodic"
+	// CommitLogBatch acknowledges a write only once its commit log entry is synced.
+	CommitLogBatch = "batch"
+	// CommitLogGroup acknowledges only after a sync too, but syncs at most once per
+	// commitlog_sync_group_window (CassandraGroupWindow), so that writes share a sync.
+	CommitLogGroup = "group"
+)
+
+// CassandraGroupWindow is the commitlog_sync_group_window of CommitLogGroup. Cassandra
+// has no default (its cassandra.yaml suggests 1000ms); a Paxos write syncs the log up to
+// three times, so a short window keeps an LWT workload's operations under a second.
+const CassandraGroupWindow = "15ms"
+
+// commitLogSettings returns the cassandra.yaml entries of a sync mode. Cassandra 5.0
+// refuses commitlog_sync_period beside batch or group, and wants a group window.
+func commitLogSettings(mode string) (map[string]string, error) {
+	switch mode {
+	case "", CommitLogPeriodic:
+		return map[string]string{"commitlog_sync": CommitLogPeriodic, "commitlog_sync_period": "10000ms"}, nil
+	case CommitLogBatch:
+		return map[string]string{"commitlog_sync": CommitLogBatch}, nil
+	case CommitLogGroup:
+		return map[string]string{"commitlog_sync": CommitLogGroup, "commitlog_sync_group_window": CassandraGroupWindow}, nil
+	}
+	return nil, fmt.Errorf("cassandra: commit log sync %q: want periodic, batch or group", mode)
 }
 
 // Cassandra is a running throwaway single-node Apache Cassandra. Its fields are
@@ -67,8 +115,13 @@ type Cassandra struct {
 	Port        int    // native transport port
 	StoragePort int    // internode port, bound on loopback
 	Version     string // the cassandra-all release running, "5.0.9"
-	Dir         string // the temporary directory: cassandra.yaml, data, commitlog, ...
-	LogPath     string // the server's stdout and stderr (logback writes to stdout)
+	Dir         string // the temporary directory: cassandra.yaml, logback.xml, the log
+	// DataDir holds data, commitlog, saved_caches and hints: Dir, or a powerfs mount in
+	// Dir when launched with PowerFS.
+	DataDir string
+	// CommitLogSync is the commit log's sync mode, CommitLogPeriodic when not chosen.
+	CommitLogSync string
+	LogPath       string // the server's stdout and stderr (logback writes to stdout)
 	// Startup is how long the JVM took from exec to accepting CQL connections.
 	Startup time.Duration
 
@@ -172,29 +225,31 @@ var cassandraPlacement = map[string]bool{
 	"seed_provider": true, "data_file_directories": true, "commitlog_directory": true,
 	"saved_caches_directory": true, "hints_directory": true, "cdc_raw_directory": true,
 	"local_system_data_file_directory": true,
+	// CassandraOptions.CommitLogSync chooses these together.
+	"commitlog_sync": true, "commitlog_sync_period": true, "commitlog_sync_group_window": true,
+	"commitlog_sync_batch_window_in_ms": true, "periodic_commitlog_sync_lag_block": true,
 }
 
 var yamlKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
-// cassandraYAML returns the configuration of a single loopback node: the defaults below,
-// then settings, then the placement entries, one line each in name order.
-func cassandraYAML(dir string, nativePort, storagePort int, settings map[string]string) (string, error) {
+// cassandraYAML returns the configuration of a single loopback node whose data
+// directories are in dataDir and whose CDC directory is in dir: the defaults below, then
+// settings, then the commit log sync mode's entries and the placement entries, one line
+// each in name order.
+func cassandraYAML(dir, dataDir string, nativePort, storagePort int, settings map[string]string, commitLogSync string) (string, error) {
 	entries := map[string]string{
 		"cluster_name": "indoubt",
 		// One token and no bootstrap: a lone seed owns the whole ring at once, without
 		// token allocation or streaming.
-		"num_tokens":         "1",
-		"initial_token":      "0",
-		"auto_bootstrap":     "false",
-		"partitioner":        "org.apache.cassandra.dht.Murmur3Partitioner",
-		"endpoint_snitch":    "SimpleSnitch",
-		"authenticator":      "AllowAllAuthenticator",
-		"authorizer":         "AllowAllAuthorizer",
-		"role_manager":       "CassandraRoleManager",
-		"network_authorizer": "AllowAllNetworkAuthorizer",
-		// Cassandra's shipped defaults for durability; tests that need another mode set it.
-		"commitlog_sync":         "periodic",
-		"commitlog_sync_period":  "10000ms",
+		"num_tokens":             "1",
+		"initial_token":          "0",
+		"auto_bootstrap":         "false",
+		"partitioner":            "org.apache.cassandra.dht.Murmur3Partitioner",
+		"endpoint_snitch":        "SimpleSnitch",
+		"authenticator":          "AllowAllAuthenticator",
+		"authorizer":             "AllowAllAuthorizer",
+		"role_manager":           "CassandraRoleManager",
+		"network_authorizer":     "AllowAllNetworkAuthorizer",
 		"start_native_transport": "true",
 		// A throwaway node: no snapshots on drop or truncate.
 		"auto_snapshot":         "false",
@@ -213,6 +268,13 @@ func cassandraYAML(dir string, nativePort, storagePort int, settings map[string]
 		}
 		entries[name] = value
 	}
+	sync, err := commitLogSettings(commitLogSync)
+	if err != nil {
+		return "", err
+	}
+	for name, value := range sync {
+		entries[name] = value
+	}
 	quote := strconv.Quote
 	seeds := fmt.Sprintf("127.0.0.1:%d", storagePort)
 	entries["listen_address"] = "127.0.0.1"
@@ -220,10 +282,11 @@ func cassandraYAML(dir string, nativePort, storagePort int, settings map[string]
 	entries["native_transport_port"] = strconv.Itoa(nativePort)
 	entries["storage_port"] = strconv.Itoa(storagePort)
 	entries["seed_provider"] = "[{class_name: org.apache.cassandra.locator.SimpleSeedProvider, parameters: [{seeds: " + quote(seeds) + "}]}]"
-	entries["data_file_directories"] = "[" + quote(filepath.Join(dir, "data")) + "]"
-	entries["commitlog_directory"] = quote(filepath.Join(dir, "commitlog"))
-	entries["saved_caches_directory"] = quote(filepath.Join(dir, "saved_caches"))
-	entries["hints_directory"] = quote(filepath.Join(dir, "hints"))
+	entries["data_file_directories"] = "[" + quote(filepath.Join(dataDir, "data")) + "]"
+	entries["commitlog_directory"] = quote(filepath.Join(dataDir, "commitlog"))
+	entries["saved_caches_directory"] = quote(filepath.Join(dataDir, "saved_caches"))
+	entries["hints_directory"] = quote(filepath.Join(dataDir, "hints"))
+	// CDC is off; its directory stays off a powerfs mount, nothing in it is under test.
 	entries["cdc_raw_directory"] = quote(filepath.Join(dir, "cdc_raw"))
 
 	names := make([]string, 0, len(entries))
@@ -276,7 +339,7 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 		}
 	}
 	// Validate the settings before anything else, so a bad option is reported as such.
-	if _, err := cassandraYAML("/", 1, 2, opt.Settings); err != nil {
+	if _, err := cassandraYAML("/", "/", 1, 2, opt.Settings, opt.CommitLogSync); err != nil {
 		return nil, err
 	}
 	lib, err := FindCassandra(cache, version)
@@ -287,8 +350,11 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	if err != nil {
 		return nil, err
 	}
-	c := &Cassandra{Host: "127.0.0.1", Version: version, LogPath: opt.LogPath,
+	c := &Cassandra{Host: "127.0.0.1", Version: version, LogPath: opt.LogPath, CommitLogSync: opt.CommitLogSync,
 		instance: instance{name: "cassandra", keep: opt.Keep, sig: syscall.SIGTERM, grace: opt.StopGrace}}
+	if c.CommitLogSync == "" {
+		c.CommitLogSync = CommitLogPeriodic
+	}
 	if c.grace <= 0 {
 		c.grace = 20 * time.Second
 	}
@@ -297,15 +363,22 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	if err != nil {
 		return nil, err
 	}
-	c.Dir = dir
+	c.Dir, c.DataDir = dir, dir
 	if c.LogPath == "" {
 		c.LogPath = filepath.Join(dir, "cassandra.log")
 	}
 	if err := c.start(ctx, java, lib, opt); err != nil {
 		return nil, c.abandon(err)
 	}
+	c.relaunch = func(ctx context.Context) error {
+		return c.launch(ctx, java, lib, c.Port, c.StoragePort, opt, c.sayer(opt.Log))
+	}
 	return c, nil
 }
+
+// cassandraDataDirs are the directories of a node's data, made before it starts (on
+// powerfs, durably: Cassandra makes missing ones without syncing their parent).
+var cassandraDataDirs = []string{"data", "commitlog", "saved_caches", "hints"}
 
 // cassandraPortAttempts bounds the retries when a free port was taken between FreePort
 // and the JVM binding it.
@@ -313,10 +386,13 @@ const cassandraPortAttempts = 3
 
 func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOptions) error {
 	say := c.sayer(opt.Log)
-	for _, sub := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw", "logs"} {
+	for _, sub := range []string{"cdc_raw", "logs"} {
 		if err := os.Mkdir(filepath.Join(c.Dir, sub), 0o755); err != nil {
 			return fmt.Errorf("cassandra: %w", err)
 		}
+	}
+	if err := c.makeDataDirs(opt); err != nil {
+		return err
 	}
 	logback := filepath.Join(c.Dir, "logback.xml")
 	if err := os.WriteFile(logback, []byte(cassandraLogback), 0o644); err != nil {
@@ -325,12 +401,12 @@ func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOp
 	if err := c.openLog(c.LogPath); err != nil {
 		return err
 	}
-	heap := opt.HeapMB
-	if heap <= 0 {
-		heap = 512
-	}
 	for attempt := 1; ; attempt++ {
-		err := c.launch(ctx, java, lib, logback, heap, opt, say)
+		native, storage, err := twoFreePorts()
+		if err != nil {
+			return fmt.Errorf("cassandra: %w", err)
+		}
+		err = c.launch(ctx, java, lib, native, storage, opt, say)
 		if err == nil {
 			return nil
 		}
@@ -339,8 +415,7 @@ func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOp
 		}
 		say("a port was taken before the node bound it; retrying with new ports")
 		// The failed node may have written system tables; start over from empty.
-		for _, sub := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw"} {
-			p := filepath.Join(c.Dir, sub)
+		for _, p := range c.dataPaths() {
 			if err := os.RemoveAll(p); err != nil {
 				return fmt.Errorf("cassandra: %w", err)
 			}
@@ -351,25 +426,70 @@ func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOp
 	}
 }
 
-var errPortTaken = errors.New("address already in use")
-
-func (c *Cassandra) launch(ctx context.Context, java, lib, logback string, heap int, opt CassandraOptions, say func(string, ...any)) error {
-	native, err := FreePort()
-	if err != nil {
-		return fmt.Errorf("cassandra: %w", err)
+// makeDataDirs makes the data directories, on a powerfs mount in Dir when onPowerFS:
+// made in the backing directory before the mount, they are durable, as on a machine
+// set up and rebooted before the test.
+func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
+	onPowerFS := opt.PowerFS
+	root := c.Dir
+	var backing, mnt string
+	if onPowerFS {
+		var err error
+		if backing, mnt, err = powerDirs(c.Dir, Account{}); err != nil {
+			return fmt.Errorf("cassandra: %w", err)
+		}
+		root = backing
 	}
-	storage, err := FreePort()
-	if err != nil {
-		return fmt.Errorf("cassandra: %w", err)
-	}
-	for storage == native {
-		if storage, err = FreePort(); err != nil {
+	for _, sub := range cassandraDataDirs {
+		if err := os.Mkdir(filepath.Join(root, sub), 0o755); err != nil {
 			return fmt.Errorf("cassandra: %w", err)
 		}
 	}
-	conf, err := cassandraYAML(c.Dir, native, storage, opt.Settings)
+	if !onPowerFS {
+		return nil
+	}
+	if err := c.mountPowerFS(backing, mnt, &powerfs.Options{Entries: opt.PowerFSEntries}); err != nil {
+		return err
+	}
+	c.DataDir = mnt
+	return nil
+}
+
+// dataPaths are the directories a node writes its data in.
+func (c *Cassandra) dataPaths() []string {
+	ps := []string{filepath.Join(c.Dir, "cdc_raw")}
+	for _, sub := range cassandraDataDirs {
+		ps = append(ps, filepath.Join(c.DataDir, sub))
+	}
+	return ps
+}
+
+// twoFreePorts returns two distinct free ports of 127.0.0.1.
+func twoFreePorts() (native, storage int, err error) {
+	if native, err = FreePort(); err != nil {
+		return 0, 0, err
+	}
+	for storage == 0 || storage == native {
+		if storage, err = FreePort(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return native, storage, nil
+}
+
+var errPortTaken = errors.New("address already in use")
+
+// launch starts the JVM on the given ports and data directory and waits until it serves
+// CQL: the first start, and every start after a process fault.
+func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storage int, opt CassandraOptions, say func(string, ...any)) error {
+	conf, err := cassandraYAML(c.Dir, c.DataDir, native, storage, opt.Settings, opt.CommitLogSync)
 	if err != nil {
 		return err
+	}
+	logback := filepath.Join(c.Dir, "logback.xml")
+	heap := opt.HeapMB
+	if heap <= 0 {
+		heap = 512
 	}
 	confPath := filepath.Join(c.Dir, "cassandra.yaml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {

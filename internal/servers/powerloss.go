@@ -51,9 +51,10 @@ func powerDirs(dir string, acct Account) (backing, mnt string, err error) {
 	return backing, mnt, nil
 }
 
-// mountPowerFS mounts backing on mnt for this instance; cleanup unmounts it.
-func (s *instance) mountPowerFS(backing, mnt string) error {
-	f, err := powerfs.Mount(backing, mnt, nil)
+// mountPowerFS mounts backing on mnt for this instance; cleanup unmounts it. opts may
+// be nil.
+func (s *instance) mountPowerFS(backing, mnt string, opts *powerfs.Options) error {
+	f, err := powerfs.Mount(backing, mnt, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
@@ -154,7 +155,7 @@ func (p *Postgres) mountData() error {
 	if p.pfsMount == "" {
 		return nil
 	}
-	if err := p.mountPowerFS(p.pfsBacking, p.pfsMount); err != nil {
+	if err := p.mountPowerFS(p.pfsBacking, p.pfsMount, nil); err != nil {
 		return err
 	}
 	p.DataDir = filepath.Join(p.pfsMount, "data")
@@ -177,9 +178,17 @@ func (r *Redis) mountData(acct Account) error {
 	if err := acct.Own(aof); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	if err := r.mountPowerFS(backing, mnt); err != nil {
+	if err := r.mountPowerFS(backing, mnt, nil); err != nil {
 		return err
 	}
 	r.DataDir = mnt
 	return nil
+}
+
+// PowerLoss kills the JVM, brings the node's data directories (data, commitlog,
+// saved_caches, hints) back to what was fsynced, and starts it again on the same ports,
+// returning once it serves CQL (commit log replayed). It needs a node launched with
+// CassandraOptions.PowerFS.
+func (c *Cassandra) PowerLoss(ctx context.Context, opts powerfs.PowerLossOptions) error {
+	return c.powerLoss(ctx, opts)
 }

@@ -62,9 +62,20 @@ func (c *Client) Balance(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// A session of its own, as the register's final reads: the administrative session
+	// sat idle through any restart of the node, and gocql (v1.7.0) was seen leaving such
+	// a session with no host for good ("no hosts available in the pool" 30 s after the
+	// node served again) while busy sessions reconnected within a second.
+	s, err := c.newSession(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("cql balance: %w", Classify(err))
+	}
+	defer s.Close()
 	var b int64
-	err = c.admin.Query("SELECT balance FROM "+c.table("budget")+" WHERE account = ? LIMIT 1", account).
-		WithContext(ctx).Consistency(gocql.Consistency(c.cfg.SerialConsistency)).Scan(&b)
+	err = s.exec(ctx, func() error {
+		return s.gs.Query("SELECT balance FROM "+c.table("budget")+" WHERE account = ? LIMIT 1", account).
+			WithContext(ctx).Consistency(gocql.Consistency(c.cfg.SerialConsistency)).Scan(&b)
+	})
 	if errors.Is(err, gocql.ErrNotFound) {
 		return 0, fmt.Errorf("cql balance: %w", budget.ErrNoAccount)
 	}

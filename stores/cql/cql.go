@@ -78,7 +78,9 @@ type Config struct {
 	// are not idempotent (no speculative execution), so this changes nothing today; it
 	// exists so that the "driver" retry policy means "whatever the driver does". When
 	// false the adapter sets RetryPolicy to nil itself, so each attempt the caller sees
-	// is one request on the wire.
+	// is one request on the wire, and tries a node marked down again every second
+	// instead of gocql's 60 s (ReconnectInterval), so that a restarted node is used
+	// again as soon as it serves.
 	DriverRetry bool
 }
 
@@ -208,6 +210,10 @@ func (c *Client) cluster(dialer gocql.Dialer) *gocql.ClusterConfig {
 	}
 	if !c.cfg.DriverRetry {
 		cl.RetryPolicy = nil
+		// gocql marks a host down once its pool cannot be refilled, and only tries it
+		// again every ReconnectInterval (60 s by default): a node that restarted would
+		// stay unused for up to a minute, answered with ErrNoConnections.
+		cl.ReconnectInterval = reconnectInterval
 	}
 	if dialer != nil {
 		cl.Dialer = dialer
@@ -254,17 +260,23 @@ func (c *Client) newSession(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("cql session: %w", err)
 	}
 	t := &connTracker{}
+	gs, err := c.connect(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("cql session: %w", err)
+	}
+	return &session{c: c, gs: gs, conns: t}, nil
+}
+
+// connect creates a gocql session whose connections t dials, its connection setup
+// bounded by ctx's deadline too.
+func (c *Client) connect(ctx context.Context, t *connTracker) (*gocql.Session, error) {
 	cl := c.cluster(t)
 	if dl, ok := ctx.Deadline(); ok {
 		if d := time.Until(dl); d > 0 && d < cl.ConnectTimeout {
 			cl.ConnectTimeout = d
 		}
 	}
-	gs, err := cl.CreateSession()
-	if err != nil {
-		return nil, fmt.Errorf("cql session: %w", err)
-	}
-	return &session{c: c, gs: gs, conns: t}, nil
+	return cl.CreateSession()
 }
 
 // Conn returns the local address of the connection that carried the session's latest
@@ -278,6 +290,9 @@ func (s *session) Close() error {
 	s.gs.Close()
 	return nil
 }
+
+// reconnectInterval is how often a session tries a node gocql marked down.
+const reconnectInterval = time.Second
 
 // noConnWait bounds how long an operation waits for gocql to replace a broken
 // connection. gocql answers ErrNoConnections, without sending anything, while its pool
@@ -294,7 +309,11 @@ func (s *session) exec(ctx context.Context, run func() error) error {
 	deadline := time.Now().Add(noConnWait)
 	for {
 		err := run()
-		if !errors.Is(err, gocql.ErrNoConnections) || time.Now().After(deadline) {
+		if !errors.Is(err, gocql.ErrNoConnections) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			s.reopen(ctx)
 			return err
 		}
 		select {
@@ -303,6 +322,23 @@ func (s *session) exec(ctx context.Context, run func() error) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// reopen replaces the gocql session of s with a new one, unless the driver's own
+// behaviour was asked for (DriverRetry). gocql v1.7.0 was seen keeping a session with
+// no connection for good after its only node restarted ("no hosts available in the
+// pool" until the run ended, while the node served), where a new session connects at
+// once. A failed reopen keeps the old session, to be tried again on the next wait.
+func (s *session) reopen(ctx context.Context) {
+	if s.c.cfg.DriverRetry {
+		return
+	}
+	gs, err := s.c.connect(ctx, s.conns)
+	if err != nil {
+		return
+	}
+	s.gs.Close()
+	s.gs = gs
 }
 
 // connTracker is a gocql Dialer that watches the frames written on the connections it

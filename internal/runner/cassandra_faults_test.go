@@ -1,0 +1,102 @@
+package runner_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers"
+)
+
+// cassandraPowerConfig is a budget run on a launched Cassandra whose data directories sit
+// on powerfs with a journaling filesystem's rule for directory entries (under the POSIX
+// rule Cassandra 5.0 keeps nothing through a power loss: README, Findings).
+func cassandraPowerConfig(t *testing.T, sync string, d time.Duration, specs ...string) runner.Config {
+	cfg := budgetConfig(t)
+	cfg.Store, cfg.CommitLogSync, cfg.PowerFSEntries = runner.CQL, sync, runner.EntriesOrdered
+	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, d, 100_000_000
+	cfg.Faults = schedule(t, specs...)
+	return cfg
+}
+
+// longCassandra skips a run that launches a Cassandra twice more than the tests under
+// CI=true can afford (about 60 s each), unless INDOUBT_CQL_LONG is set.
+func longCassandra(t *testing.T) {
+	t.Helper()
+	if os.Getenv("INDOUBT_CQL_LONG") == "" {
+		t.Skip("about 60 s on a launched Cassandra: set INDOUBT_CQL_LONG=1")
+	}
+}
+
+// A Cassandra that syncs its commit log before it acknowledges (batch) loses nothing to
+// a pause or a kill: the budget reconciles, operations cut by the kill end as info, and
+// the workers' gocql sessions reconnect once the JVM serves again (10 to 45 s here).
+// The power-loss test below covers a kill and a start on the same data and ports too.
+func TestProcessFaultsCassandraBatchValid(t *testing.T) {
+	longCassandra(t)
+	cfg := cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "pause@1s-2s", "kill@3s-4s")
+	cfg.PowerFSEntries = ""
+	res := processRun(t, cfg)
+	batchLosesNothing(t, res, "pause", "resume", "kill", "start")
+	for _, f := range res.ProcessFaults {
+		t.Logf("%s: down %.1fs, first acknowledgement %.1fs after the fault", f.Fault, f.DowntimeS, *f.FirstAckS)
+	}
+	if !strings.Contains(res.Server, "commitlog_sync batch") {
+		t.Errorf("server %q does not say its commit log sync", res.Server)
+	}
+}
+
+// With batch, a pause and a power loss lose no acknowledged write: the operations the
+// power loss cut end as info and the workers reconnect after the start. The power loss
+// comes 8 s into the run: one while the node is still compacting its system tables
+// after a start can leave it unable to start at all (README, Findings), which is not
+// what this tests.
+func TestPowerLossCassandraBatchValid(t *testing.T) {
+	needFuse(t)
+	res := processRun(t, cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "pause@1s-2s", "power-loss@8s"))
+	batchLosesNothing(t, res, "pause", "resume", "power-loss", "start")
+}
+
+// batchLosesNothing checks a run of a pause and then a fault that kills the node: valid,
+// every action in the history, nothing lost, and operations cut by the second fault
+// left unknown.
+func batchLosesNothing(t *testing.T, res *report.Results, actions ...string) {
+	t.Helper()
+	if res.Verdict != checker.Valid {
+		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+	}
+	faultsHappened(t, res, actions...)
+	if len(res.LostWrites) != 0 {
+		t.Errorf("lost writes with commitlog_sync batch: %+v", res.LostWrites)
+	}
+	if f := res.ProcessFaults[1]; f.InFlight == 0 || f.InFlightInfo == 0 {
+		t.Errorf("%s: %d in flight, %d info; want operations cut and left unknown", f.Fault, f.InFlight, f.InFlightInfo)
+	}
+}
+
+// With Cassandra's default periodic commit log sync (every 10 s), a power loss can take
+// what was acknowledged since the last sync; whether it does depends on where the loss
+// falls in the period, so this only requires that the run completes and names what it
+// lost. scripts/powerloss-table --store cql measures the same over several seeds.
+func TestPowerLossCassandraPeriodicNamesLosses(t *testing.T) {
+	longCassandra(t)
+	needFuse(t)
+	// 15 s in: a sync (every 10 s) has made the budget's row durable. Earlier, the
+	// power loss can take the row itself, and no final state can be read (Findings).
+	res := processRun(t, cassandraPowerConfig(t, servers.CommitLogPeriodic, 40*time.Second, "power-loss@15s"))
+	faultsHappened(t, res, "power-loss", "start")
+	n, explanation := lostFigures(res)
+	t.Logf("verdict %v, %d acknowledged decrements lost: %s", res.Verdict, n, explanation)
+	if (n > 0) != (res.Verdict == checker.Invalid) {
+		t.Errorf("verdict %v with %d lost: %s", res.Verdict, n, res.Summary)
+	}
+	for _, l := range res.LostWrites {
+		if l.Fault != "power-loss@15s" || l.OpID == "" || !strings.Contains(l.Explanation, "acknowledged") {
+			t.Errorf("lost write not named with its fault and last acknowledged operation: %+v", l)
+		}
+	}
+}
