@@ -42,6 +42,10 @@ type dataUndo struct {
 	old  []byte
 	size int64
 	n    int64
+	// grow marks the undo of appends the kernel passed through to the backing file
+	// since size was recorded: powerfs never saw them, so n is found when rolling back
+	// (the file's size at the next change, or now, less size).
+	grow bool
 }
 
 // nsKind is the kind of a directory entry change.
@@ -125,6 +129,42 @@ func (l *dataLog) change(off, n, newSize int64, write bool) error {
 		l.pending += n
 	}
 	return nil
+}
+
+// appendBase journals the size ino has now as what a power loss cuts the appends the
+// kernel passes through from now on back to. fd is any open descriptor of ino.
+func (j *journal) appendBase(ino uint64, fd int) error {
+	l, err := j.log(ino, func() (int, error) { return reopen(fd) })
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		return err
+	}
+	l.undo = append(l.undo, dataUndo{off: st.Size, size: st.Size, grow: true})
+	return nil
+}
+
+// growth fills in the length of each grow record: how far the file grew before the
+// next change was recorded, or until now.
+func (l *dataLog) growth() {
+	for i := range l.undo {
+		u := &l.undo[i]
+		if !u.grow {
+			continue
+		}
+		end := int64(-1)
+		if i+1 < len(l.undo) {
+			end = l.undo[i+1].size
+		} else {
+			var st unix.Stat_t
+			if unix.Fstat(l.fd, &st) == nil {
+				end = st.Size
+			}
+		}
+		u.n = max(0, end-u.size)
+	}
 }
 
 // commitData makes ino's content durable.
@@ -228,6 +268,7 @@ func (j *journal) rollback(root string, rng *rand.Rand) error {
 	slices.Sort(inos) // the seed alone decides the tearing
 	for _, ino := range inos {
 		l := j.data[ino]
+		l.growth()
 		t := tear{keep: 0, keepEnd: -1}
 		if rng != nil {
 			t = chooseTear(l.undo, rng)
@@ -359,8 +400,18 @@ func fileMode(m uint32) os.FileMode {
 // stats sums the journal's pending work.
 func (j *journal) stats() (bytes, held int64, files, entries int) {
 	for _, l := range j.data {
-		bytes += l.pending
+		l.growth()
+		pending := l.pending
+		for _, u := range l.undo {
+			if u.grow {
+				pending += u.n
+			}
+		}
+		if pending > 0 || l.held > 0 {
+			files++
+		}
+		bytes += pending
 		held += l.held
 	}
-	return bytes, held, len(j.data), len(j.ns)
+	return bytes, held, files, len(j.ns)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -94,7 +95,13 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return ch, f, fuseFlags, 0
+	h, errno := n.fs.handle(f, flags)
+	if errno != 0 {
+		f.lf.Release(ctx)
+		f.fs.open.Add(-1)
+		return nil, nil, 0, errno
+	}
+	return ch, h, fuseFlags, 0
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -115,7 +122,17 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	return f, fuseFlags, 0
+	if flags&syscall.O_TRUNC == 0 {
+		n.fs.mu.Lock()
+		defer n.fs.mu.Unlock()
+	}
+	h, errno := n.fs.handle(f, flags)
+	if errno != 0 {
+		f.lf.Release(ctx)
+		f.fs.open.Add(-1)
+		return nil, 0, errno
+	}
+	return h, fuseFlags, 0
 }
 
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
@@ -330,7 +347,7 @@ func reopen(fd int) (int, error) {
 
 // file is an open file whose changes are journaled. It wraps the go-fuse loopback file
 // and deliberately does not offer kernel passthrough or copy_file_range, which would let
-// writes bypass the journal.
+// writes bypass the journal; appendFile offers passthrough where only appends can pass.
 type file struct {
 	fs  *FS
 	lf  *fs.LoopbackFile
@@ -394,6 +411,13 @@ func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	defer f.fs.mu.Unlock()
 	f.fs.fsyncs++
 	f.fs.j.commitData(f.ino)
+	f.fs.hmu.Lock()
+	defer f.fs.hmu.Unlock()
+	if open := f.fs.appending[f.ino]; len(open) > 0 {
+		if err := f.fs.j.appendBase(f.ino, open[0].fd); err != nil {
+			return fs.ToErrno(err)
+		}
+	}
 	if f.fs.opts.Entries == Ordered {
 		f.fs.j.commitAll()
 	}
@@ -407,11 +431,78 @@ func (f *file) Flush(ctx context.Context) syscall.Errno { return f.lf.Flush(ctx)
 
 func (f *file) Release(ctx context.Context) syscall.Errno {
 	defer f.fs.open.Add(-1)
+	f.fs.hmu.Lock()
+	if f.fs.opened[f.ino]--; f.fs.opened[f.ino] <= 0 {
+		delete(f.fs.opened, f.ino)
+	}
+	f.fs.hmu.Unlock()
 	return f.lf.Release(ctx)
 }
 
 func (f *file) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 	return f.lf.Getattr(ctx, out)
+}
+
+// handle returns the handle to give the kernel for f, opened with flags. A descriptor
+// that can only append (O_APPEND with write access) gets a handle that offers the
+// kernel passthrough, after journaling the size its appends are cut back to, unless
+// the file is open otherwise already (the kernel does not mix passthrough with its page
+// cache on one inode): then it is journaled write by write like any other. Once a file
+// has passthrough descriptors, every later open of it must pass through too: a
+// read-only one does; one that could overwrite is refused with ETXTBSY, since its
+// writes would escape the journal (Options.NoPassthrough lifts this). The caller holds
+// fsys.mu.
+func (fsys *FS) handle(f *file, flags uint32) (fs.FileHandle, syscall.Errno) {
+	fsys.hmu.Lock()
+	defer fsys.hmu.Unlock()
+	passing := len(fsys.appending[f.ino])
+	others := fsys.opened[f.ino] - passing
+	appendOnly := flags&syscall.O_APPEND != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	switch {
+	case appendOnly && !fsys.opts.NoPassthrough && others == 0:
+		if err := fsys.j.appendBase(f.ino, f.fd); err != nil {
+			break
+		}
+		fsys.opened[f.ino]++
+		fsys.appending[f.ino] = append(fsys.appending[f.ino], f)
+		return &appendFile{f}, 0
+	case passing > 0 && flags&syscall.O_ACCMODE == syscall.O_RDONLY:
+		fsys.opened[f.ino]++
+		return &readFile{f}, 0
+	case passing > 0:
+		return nil, syscall.ETXTBSY
+	}
+	fsys.opened[f.ino]++
+	return f, 0
+}
+
+// readFile is a read-only descriptor of a file that has passthrough descriptors open:
+// it passes through as well, as the kernel requires.
+type readFile struct{ *file }
+
+// PassthroughFd offers the backing descriptor to the kernel for passthrough.
+func (r *readFile) PassthroughFd() (int, bool) { return r.fd, true }
+
+// appendFile is a file open for appending only, whose writes the kernel may pass
+// through to the backing file (see the package's Design).
+type appendFile struct{ *file }
+
+// PassthroughFd offers the backing descriptor to the kernel for passthrough.
+func (a *appendFile) PassthroughFd() (int, bool) { return a.fd, true }
+
+func (a *appendFile) Release(ctx context.Context) syscall.Errno {
+	a.fs.hmu.Lock()
+	open := a.fs.appending[a.ino]
+	if i := slices.Index(open, a.file); i >= 0 {
+		open = slices.Delete(open, i, i+1)
+	}
+	if len(open) == 0 {
+		delete(a.fs.appending, a.ino)
+	} else {
+		a.fs.appending[a.ino] = open
+	}
+	a.fs.hmu.Unlock()
+	return a.file.Release(ctx)
 }
 
 func (f *file) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {

@@ -25,7 +25,18 @@
 // the common case for logs), and for a removed name a hard link to the file in a hidden
 // trash directory inside the backing directory (or the mode of a removed empty directory).
 // An fsync of a file forgets its undo log; an fsync of a directory forgets the undo
-// records of its entries. PowerLoss unmounts, applies the undo records newest first,
+// records of its entries.
+//
+// Appends to a file opened with O_APPEND and write access (a log such as Redis's AOF)
+// destroy nothing, so they need no undo bytes, only the size to cut back to. powerfs
+// offers such descriptors to the kernel for FUSE passthrough (Linux 6.9 and later, as
+// root): the kernel writes them to the backing file itself, without the round trip
+// through this process that every other write costs, and powerfs journals the file's
+// size when it was opened and after each fsync, which a power loss cuts it back to (a
+// tear keeps a page-aligned prefix of the growth). fsync still reaches powerfs. Where
+// the kernel refuses passthrough, the appends come to Write and are journaled as any
+// write; Options.NoPassthrough asks for that. Stats do not count appends passed through
+// as writes. PowerLoss unmounts, applies the undo records newest first,
 // empties the trash and mounts again, so that the kernel's caches are gone too, as after
 // a reboot. The alternative, keeping the durable state on disk and the volatile one in
 // memory overlays, would have to merge every read, directory listing and mmap.
@@ -120,6 +131,10 @@ type Options struct {
 	// OpenWait is how long PowerLoss waits for the files of a killed server to be
 	// released by the kernel; 0 means 5 s.
 	OpenWait time.Duration
+	// NoPassthrough journals appends to files opened with O_APPEND through this process
+	// like any other write, instead of letting the kernel pass them to the backing file
+	// (see Mount). The durable state is the same either way; passthrough costs less.
+	NoPassthrough bool
 }
 
 // PowerLossOptions configures one PowerLoss. The zero value discards everything unsynced.
@@ -134,11 +149,11 @@ type PowerLossOptions struct {
 
 // Stats are counts of an FS since Mount.
 type Stats struct {
-	PendingBytes   int64 // bytes written, cut or allocated since their file's last fsync
+	PendingBytes   int64 // bytes written, cut, allocated or appended since their file's last fsync
 	PendingFiles   int   // files with changes since their last fsync
 	PendingEntries int   // directory entry changes not yet durable
 	UndoBytes      int64 // old file content held in memory to undo them
-	Writes         int64 // write requests
+	Writes         int64 // write requests that reached powerfs (not appends passed through)
 	FileSyncs      int64 // fsync and fdatasync of files
 	DirSyncs       int64 // fsync of directories
 	PowerLosses    int64
@@ -151,14 +166,21 @@ type FS struct {
 	trash      string
 	opts       Options
 
-	mu      sync.Mutex // guards the journal, the mount, and changes to the backing dir
-	j       *journal
-	server  *fuse.Server
-	closed  bool
-	writes  int64
-	fsyncs  int64
-	dsyncs  int64
-	crashes int64
+	mu sync.Mutex // guards the journal, the mount, and changes to the backing dir
+	j  *journal
+	// hmu guards appending and opened, which Release updates without mu (PowerLoss
+	// holds mu while it waits for the releases). Taken after mu, never before.
+	hmu sync.Mutex
+	// appending holds the open files of each inode opened for appending with
+	// passthrough: after an fsync their journal starts again from the size then.
+	appending map[uint64][]*file
+	opened    map[uint64]int // open file handles by inode, passthrough or not
+	server    *fuse.Server
+	closed    bool
+	writes    int64
+	fsyncs    int64
+	dsyncs    int64
+	crashes   int64
 
 	open atomic.Int64 // open file and directory handles
 }
@@ -170,7 +192,7 @@ func Mount(backingDir, mountpoint string, opts *Options) (*FS, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	f := &FS{j: newJournal()}
+	f := &FS{j: newJournal(), appending: map[uint64][]*file{}, opened: map[uint64]int{}}
 	if opts != nil {
 		f.opts = *opts
 	}
