@@ -35,8 +35,12 @@
 // size when it was opened and after each fsync, which a power loss cuts it back to (a
 // tear keeps a page-aligned prefix of the growth). fsync still reaches powerfs. Where
 // the kernel refuses passthrough, the appends come to Write and are journaled as any
-// write; Options.NoPassthrough asks for that. Stats do not count appends passed through
-// as writes. PowerLoss unmounts, applies the undo records newest first,
+// write; Options.NoPassthrough asks for that. A file opened for appending while it is
+// open otherwise is journaled write by write too. The kernel will not mix passthrough
+// and its page cache on one file, so while a file has descriptors passing through, a
+// read-only open of it passes through as well, and an open that could overwrite fails
+// with ETXTBSY (its writes would escape the journal). Stats do not count appends passed
+// through as writes. PowerLoss unmounts, applies the undo records newest first,
 // empties the trash and mounts again, so that the kernel's caches are gone too, as after
 // a reboot. The alternative, keeping the durable state on disk and the volatile one in
 // memory overlays, would have to merge every read, directory listing and mmap.
