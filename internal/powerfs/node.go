@@ -97,8 +97,6 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	h, errno := n.fs.handle(f, flags)
 	if errno != 0 {
-		f.lf.Release(ctx)
-		f.fs.open.Add(-1)
 		return nil, nil, 0, errno
 	}
 	return ch, h, fuseFlags, 0
@@ -128,8 +126,6 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	}
 	h, errno := n.fs.handle(f, flags)
 	if errno != 0 {
-		f.lf.Release(ctx)
-		f.fs.open.Add(-1)
 		return nil, 0, errno
 	}
 	return h, fuseFlags, 0
@@ -450,8 +446,8 @@ func (f *file) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 // cache on one inode): then it is journaled write by write like any other. Once a file
 // has passthrough descriptors, every later open of it must pass through too: a
 // read-only one does; one that could overwrite is refused with ETXTBSY, since its
-// writes would escape the journal (Options.NoPassthrough lifts this). The caller holds
-// fsys.mu.
+// writes would escape the journal (Options.NoPassthrough lifts this), and f is released.
+// The caller holds fsys.mu.
 func (fsys *FS) handle(f *file, flags uint32) (fs.FileHandle, syscall.Errno) {
 	fsys.hmu.Lock()
 	defer fsys.hmu.Unlock()
@@ -470,6 +466,9 @@ func (fsys *FS) handle(f *file, flags uint32) (fs.FileHandle, syscall.Errno) {
 		fsys.opened[f.ino]++
 		return &readFile{f}, 0
 	case passing > 0:
+		// Refused: give back the descriptor wrap opened and counted.
+		f.lf.Release(context.Background())
+		fsys.open.Add(-1)
 		return nil, syscall.ETXTBSY
 	}
 	fsys.opened[f.ino]++
