@@ -5,9 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/indoubt/indoubt/internal/evidence"
-
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -116,11 +115,24 @@ func (t *retrier) stop(ctx context.Context, class workloads.Class, n int, rt *re
 		rt.deadline = true
 		return cutByEnd, true
 	}
+	if !sleep(ctx, pause) {
+		return cutByEnd, true
+	}
+	return 0, false
+}
+
+// sleep waits d, or less when ctx ends first; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
 	select {
 	case <-ctx.Done():
-		return cutByEnd, true
-	case <-time.After(pause):
-		return 0, false
+		return false
+	case <-tm.C:
+		return true
 	}
 }
 
@@ -176,12 +188,5 @@ func (t *retrier) pace(ctx context.Context) bool {
 	if !t.deadline.IsZero() && time.Now().Add(pause).After(t.deadline) {
 		pause = time.Until(t.deadline)
 	}
-	tm := time.NewTimer(max(pause, 0))
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return t.deadline.IsZero() || time.Now().Before(t.deadline)
-	}
+	return sleep(ctx, pause) && (t.deadline.IsZero() || time.Now().Before(t.deadline))
 }

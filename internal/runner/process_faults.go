@@ -114,18 +114,7 @@ func (p *procNemesis) end() {
 }
 
 func (p *procNemesis) sleepUntil(ctx context.Context, at time.Duration) bool {
-	d := time.Until(p.run.start.Add(at))
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return sleep(ctx, time.Until(p.run.start.Add(at)))
 }
 
 // event records one thing done to the server at run time at (taken before it was
