@@ -94,9 +94,14 @@ func redisConfig(dsn string) (redis.Config, error) {
 }
 
 // redisAddr is the one server a Redis DSN names, for the fault proxy: a DSN that names
-// Sentinels has none.
+// Sentinels has none, and a DSN the adapter would refuse is refused here, before the
+// proxy starts.
 func redisAddr(dsn string) (string, error) {
-	if rc, err := redisConfig(dsn); err == nil && rc.MasterName != "" {
+	rc, err := redisConfig(dsn)
+	if err != nil {
+		return "", err
+	}
+	if rc.MasterName != "" {
 		return "", fmt.Errorf("a Sentinel DSN (master_name) names several servers and the fault proxy fronts one: use process faults with --proxy off, or point --dsn at the primary")
 	}
 	return urlAddr(dsn)

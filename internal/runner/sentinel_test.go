@@ -129,15 +129,21 @@ func TestReplicatedRedisRefused(t *testing.T) {
 	}{
 		{"sync replication", runner.TopologyReplicated, "sync", "", "failover@1s", "Redis replicates asynchronously only"},
 		{"proxy in front of Sentinels", "", "", "redis://:pw@127.0.0.1:1/0?master_name=m&addr=127.0.0.1:2", "commit-cut:0.1", "Sentinel DSN"},
+		{"bad Sentinel DSN behind a proxy", "", "", "redis://:pw@127.0.0.1:1/0?master_name=&addr=127.0.0.1:2", "commit-cut:0.1", "master_name is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := budgetConfig(t)
 			cfg.Store, cfg.Workload, cfg.DSN = "redis", "register", tc.dsn
 			cfg.Topology, cfg.Replication = tc.topology, tc.replication
 			cfg.Faults = schedule(t, tc.fault)
+			var progress strings.Builder
+			cfg.Progress = &progress
 			_, err := runner.Run(context.Background(), cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("got %v, want one line with %q", err, tc.want)
+			}
+			if progress.Len() > 0 { // refused before anything started
+				t.Errorf("a refused run printed %q", progress.String())
 			}
 		})
 	}
