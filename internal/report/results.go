@@ -33,7 +33,10 @@ type Results struct {
 	Interrupted   bool            `json:"interrupted"`
 	StartedAt     time.Time       `json:"started_at"`
 	DurationS     float64         `json:"duration_s"`
-	Ops           OpCounts        `json:"ops"`
+	// Phases is where the run's wall time went, apart from writing its results; absent
+	// in results written before it was added.
+	Phases *Phases  `json:"phases_s,omitempty"`
+	Ops    OpCounts `json:"ops"`
 	// Throughput is completed operations (ok, fail and info) per second of the run.
 	Throughput float64 `json:"throughput"`
 	// PerSecond is completed operations in each second of the run.
@@ -100,6 +103,18 @@ type Latency struct {
 	P95 float64 `json:"p95"`
 	P99 float64 `json:"p99"`
 	Max float64 `json:"max"`
+}
+
+// Phases is a run's wall time by phase, in seconds: starting the server (or reaching
+// the one --dsn names) and the fault proxy, opening the store and setting up the
+// workload, the workload with its final reads, checking the history, and stopping
+// what the run started.
+type Phases struct {
+	Launch   float64 `json:"launch"`
+	Setup    float64 `json:"setup"`
+	Workload float64 `json:"workload"`
+	Check    float64 `json:"check"`
+	Stop     float64 `json:"stop"`
 }
 
 // RetryCounts accounts retries (attempts beyond the first) per outcome and per reason,

@@ -54,9 +54,7 @@ func (r *run) watch(nem *nemesis) (stop func()) {
 			if r.cfg.Duration == 0 {
 				p.Total = int64(r.cfg.Ops) * int64(r.cfg.Workers)
 			}
-			r.mu.Lock()
-			p.Completed = r.completed
-			r.mu.Unlock()
+			p.Completed = r.completed.Load()
 			if nem != nil {
 				p.Faults, p.Proxied = nem.fired(), nem.px != nil
 				if nem.procs != nil {

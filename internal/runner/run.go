@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/indoubt/indoubt/internal/evidence"
@@ -305,11 +306,23 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, couldNotRun("write config: %v", err)
 	}
+	ph := &report.Phases{}
+	lap := time.Now()
+	took := func(into *float64) {
+		now := time.Now()
+		*into = now.Sub(lap).Seconds()
+		lap = now
+	}
 	dsn, serverDesc, srv, err := serve(ctx, cfg, b, dir)
 	if err != nil {
 		return nil, couldNotRun("%v", err)
 	}
-	defer srv.stop()
+	// Deferred first, so it runs last: Stop counts closing the store's sessions and the
+	// proxy as well as stopping the server.
+	defer func() {
+		srv.stop()
+		took(&ph.Stop)
+	}()
 	sc.add(dsn)
 	var nem *nemesis
 	if cfg.proxied() || len(cfg.Faults.Processes()) > 0 {
@@ -321,6 +334,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 		nem, dsn = n, pdsn
 		sc.add(dsn)
 	}
+	took(&ph.Launch)
 	wl, closeStore, err := b.open(ctx, cfg, dsn)
 	if err != nil {
 		return nil, couldNotRun("%v", err)
@@ -329,10 +343,12 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if err := wl.Setup(ctx); err != nil {
 		return nil, couldNotRun("set up %s on %s: %v", cfg.Workload, cfg.Store, err)
 	}
+	took(&ph.Setup)
 	r, err := record(ctx, cfg, wl, nem, dir, sc)
 	if err != nil {
 		return nil, couldNotRun("%v", nem.explain(err))
 	}
+	took(&ph.Workload)
 	ops, verdict, err := check(ctx, cfg, wl, dir)
 	if err != nil {
 		return nil, couldNotRun("%v", err)
@@ -341,6 +357,9 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if nem != nil {
 		nem.account(res, ops)
 	}
+	took(&ph.Check)
+	// Stop is filled in when the server has stopped, before Run writes the results.
+	res.Phases = ph
 	return res, nil
 }
 
@@ -370,9 +389,7 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	}
 	defer hw.Close()
 
-	r := &run{cfg: cfg, wl: wl, hw: hw, scrub: sc, start: time.Now(), lat: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
-	r.retries.ByReason = map[string]int64{}
-	r.errors = map[string]int64{}
+	r := &run{cfg: cfg, wl: wl, hw: hw, scrub: sc, start: time.Now(), tally: newTally()}
 	if nem != nil {
 		nem.begin(r)
 	}
@@ -429,7 +446,7 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 		Workload: r.wl.Name(), Store: string(cfg.Store), Mechanism: r.wl.Mechanism(), Retry: string(cfg.Retry.Name),
 		Seed: cfg.Seed, Workers: cfg.Workers, Interrupted: r.interrupted,
 		StartedAt: r.startWall(), DurationS: r.elapsed.Seconds(),
-		Retries: r.retries, Conflicts: r.conflicts, Errors: r.errors, Outcomes: r.outcomes,
+		Retries: r.tally.retries, Conflicts: r.tally.conflicts, Errors: r.tally.errors, Outcomes: r.tally.outcomes,
 		Anomalies: verdict.Anomalies, Final: r.wl.Summary(ops), Server: serverDesc, Proxied: proxied,
 		Faults: report.FaultCounts{Schedule: specs(cfg.Faults), ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
 	}
@@ -439,12 +456,13 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 	res.AnomalyCount = report.AnomalyCountOf(verdict)
 	res.Ops = countOps(ops)
 	if r.elapsed > 0 {
-		res.Throughput = float64(r.completed) / r.elapsed.Seconds()
+		res.Throughput = float64(r.completed.Load()) / r.elapsed.Seconds()
 	}
-	res.PerSecond = r.perSecond
+	lat := r.tally.lat
+	res.PerSecond = r.tally.perSecond
 	res.LatencyMs = report.Latency{
-		P50: ms(r.lat.ValueAtQuantile(50)), P95: ms(r.lat.ValueAtQuantile(95)),
-		P99: ms(r.lat.ValueAtQuantile(99)), Max: ms(r.lat.Max()),
+		P50: ms(lat.ValueAtQuantile(50)), P95: ms(lat.ValueAtQuantile(95)),
+		P99: ms(lat.ValueAtQuantile(99)), Max: ms(lat.Max()),
 	}
 	return res
 }
@@ -479,16 +497,14 @@ type run struct {
 	scrub *scrubber
 	start time.Time
 
-	mu        sync.Mutex
-	lat       *hdrhistogram.Histogram
-	retries   report.RetryCounts
-	outcomes  report.Outcomes
-	conflicts int64
-	errors    map[string]int64
-	completed int64
-	perSecond []int64
-	nextProc  int
-	attempts  []evidence.Span
+	// completed counts finished operations for the progress line; each worker keeps
+	// the rest of its metrics in a tally of its own, added to tally when it stops.
+	completed atomic.Int64
+	tally     *tally
+
+	mu       sync.Mutex
+	nextProc int
+	attempts []evidence.Span
 
 	// Set when the workers have stopped.
 	interrupted bool
@@ -520,18 +536,23 @@ func (r *run) drive(ctx context.Context) (bool, error) {
 	r.nextProc = r.cfg.Workers
 	var wg sync.WaitGroup
 	errc := make(chan error, len(workers))
+	tallies := make([]*tally, len(workers))
 	for i, w := range workers {
+		tallies[i] = newTally()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer w.Close()
 			rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(i)+1))
-			if err := r.work(ctx, i, w, rng, deadline); err != nil {
+			if err := r.work(ctx, i, w, rng, deadline, tallies[i]); err != nil {
 				errc <- err
 			}
 		}()
 	}
 	wg.Wait()
+	for _, t := range tallies {
+		r.tally.add(t)
+	}
 	close(errc)
 	if err := <-errc; err != nil {
 		return false, err
@@ -540,16 +561,17 @@ func (r *run) drive(ctx context.Context) (bool, error) {
 }
 
 // work is one worker's loop.
-func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Rand, deadline time.Time) error {
+func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Rand, deadline time.Time, tl *tally) error {
 	process := id
 	t := &retrier{r: r, w: w, rng: rng, deadline: deadline}
+	idPrefix := strconv.Itoa(id) + "-"
 	for i := 0; r.cfg.Ops == 0 || i < r.cfg.Ops; i++ {
-		if ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline)) || !t.pace(ctx) {
+		t0 := time.Now()
+		if ctx.Err() != nil || (!deadline.IsZero() && t0.After(deadline)) || !t.pace(ctx) {
 			return nil
 		}
 		call := w.Next(rng)
-		opID := fmt.Sprintf("%d-%d", id, i)
-		t0 := time.Now()
+		opID := idPrefix + strconv.Itoa(i)
 		inv, err := r.hw.Write(histories.Op{
 			Time: r.now(), Process: process, Type: histories.Invoke, F: call.F, Key: call.Key,
 			Value: histories.Value(call.Value), OpID: opID, Conn: w.Conn(),
@@ -564,7 +586,8 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 		if _, err := r.hw.Write(comp); err != nil {
 			return err
 		}
-		r.account(comp, retried, time.Since(t0))
+		tl.account(comp, retried, time.Since(t0))
+		r.completed.Add(1)
 		if comp.Type == histories.Info {
 			// Jepsen's rule: a process whose operation is open never invokes again.
 			r.mu.Lock()
@@ -576,63 +599,75 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 	return nil
 }
 
-// account adds one completed operation to the metrics.
-func (r *run) account(comp histories.Op, rt retried, lat time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.completed++
+// tally is one worker's metrics, kept without a lock while it works and added to the
+// run's when it stops.
+type tally struct {
+	lat       *hdrhistogram.Histogram // microseconds
+	retries   report.RetryCounts
+	outcomes  report.Outcomes
+	conflicts int64
+	errors    map[string]int64
+	perSecond []int64
+}
+
+func newTally() *tally {
+	return &tally{
+		lat:     hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3),
+		retries: report.RetryCounts{ByReason: map[string]int64{}},
+		errors:  map[string]int64{},
+	}
+}
+
+// account adds one completed operation.
+func (t *tally) account(comp histories.Op, rt retried, lat time.Duration) {
 	sec := int(comp.Time / int64(time.Second))
-	for len(r.perSecond) <= sec {
-		r.perSecond = append(r.perSecond, 0)
+	for len(t.perSecond) <= sec {
+		t.perSecond = append(t.perSecond, 0)
 	}
-	r.perSecond[sec]++
-	us := lat.Microseconds()
-	if us < 1 {
-		us = 1
-	}
-	r.lat.RecordValue(us)
+	t.perSecond[sec]++
+	t.lat.RecordValue(max(lat.Microseconds(), 1))
 	// Compare-and-set rounds lost inside a store's mechanism are not retries of the
 	// operation: they are counted in conflicts only, so that retries.total is the sum of
 	// retries.by_reason and of retries.by_outcome.
-	r.conflicts += int64(rt.conflicts)
+	t.conflicts += int64(rt.conflicts)
 	if rt.errReason != "" {
-		r.errors[rt.errReason]++
+		t.errors[rt.errReason]++
 	}
-	r.countOutcome(rt, comp.Attempt)
+	t.countOutcome(rt, comp.Attempt)
 	if rt.retries == 0 {
 		return
 	}
 	n := int64(rt.retries)
-	r.retries.Total += n
+	t.retries.Total += n
 	for _, reason := range rt.reasons {
-		r.retries.ByReason[reason]++
+		t.retries.ByReason[reason]++
 	}
 	switch {
 	case rt.deadline:
-		r.retries.ByOutcome.Deadline += n
+		t.retries.ByOutcome.Deadline += n
 	case comp.Type == histories.OK:
-		r.retries.ByOutcome.OK += n
+		t.retries.ByOutcome.OK += n
 	case comp.Type == histories.Fail:
-		r.retries.ByOutcome.Fail += n
+		t.retries.ByOutcome.Fail += n
 	default:
-		r.retries.ByOutcome.Info += n
+		t.retries.ByOutcome.Info += n
 	}
 }
 
-// countOutcome adds one operation to the per-outcome counts; r.mu is held.
-func (r *run) countOutcome(rt retried, attempts int) {
+// countOutcome adds one operation to the per-outcome counts.
+func (t *tally) countOutcome(rt retried, attempts int) {
 	var c *report.OutcomeCount
 	switch rt.end {
 	case succeeded:
-		c = &r.outcomes.Succeeded
+		c = &t.outcomes.Succeeded
 	case exhausted:
-		c = &r.outcomes.Exhausted
+		c = &t.outcomes.Exhausted
 	case nonRetryable:
-		c = &r.outcomes.NonRetryable
+		c = &t.outcomes.NonRetryable
 	case endedUnknown:
-		c = &r.outcomes.Unknown
+		c = &t.outcomes.Unknown
 	case cutByEnd:
-		c = &r.outcomes.Deadline
+		c = &t.outcomes.Deadline
 	default:
 		return
 	}
@@ -643,6 +678,44 @@ func (r *run) countOutcome(rt retried, attempts int) {
 			c.Errors = map[string]int64{}
 		}
 		c.Errors[rt.errReason]++
+	}
+}
+
+// add adds o's metrics to t's.
+func (t *tally) add(o *tally) {
+	t.lat.Merge(o.lat)
+	t.retries.Total += o.retries.Total
+	for k, v := range o.retries.ByReason {
+		t.retries.ByReason[k] += v
+	}
+	t.retries.ByOutcome.OK += o.retries.ByOutcome.OK
+	t.retries.ByOutcome.Fail += o.retries.ByOutcome.Fail
+	t.retries.ByOutcome.Info += o.retries.ByOutcome.Info
+	t.retries.ByOutcome.Deadline += o.retries.ByOutcome.Deadline
+	for _, p := range [][2]*report.OutcomeCount{
+		{&t.outcomes.Succeeded, &o.outcomes.Succeeded}, {&t.outcomes.Exhausted, &o.outcomes.Exhausted},
+		{&t.outcomes.NonRetryable, &o.outcomes.NonRetryable}, {&t.outcomes.Unknown, &o.outcomes.Unknown},
+		{&t.outcomes.Deadline, &o.outcomes.Deadline},
+	} {
+		to, from := p[0], p[1]
+		to.Ops += from.Ops
+		to.Attempts += from.Attempts
+		for k, v := range from.Errors {
+			if to.Errors == nil {
+				to.Errors = map[string]int64{}
+			}
+			to.Errors[k] += v
+		}
+	}
+	t.conflicts += o.conflicts
+	for k, v := range o.errors {
+		t.errors[k] += v
+	}
+	for len(t.perSecond) < len(o.perSecond) {
+		t.perSecond = append(t.perSecond, 0)
+	}
+	for i, v := range o.perSecond {
+		t.perSecond[i] += v
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -71,9 +72,19 @@ func TestResultsMatchTheSchema(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := budgetConfig(t)
 			tc.edit(&cfg)
+			began := time.Now()
 			res, err := runner.Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			wall := time.Since(began).Seconds()
+			// The phases are the run's own wall time, measured, none left out: each
+			// took some time, and together they fit in the call.
+			if ph := res.Phases; ph == nil {
+				t.Error("no phases_s")
+			} else if sum := ph.Launch + ph.Setup + ph.Workload + ph.Check + ph.Stop; ph.Launch <= 0 || ph.Setup <= 0 ||
+				ph.Workload < res.DurationS || ph.Check <= 0 || ph.Stop <= 0 || sum > wall {
+				t.Errorf("phases %+v (sum %.3f s) in a call of %.3f s, a workload of %.3f s", *ph, sum, wall, res.DurationS)
 			}
 			b, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
 			if err != nil {
@@ -115,6 +126,7 @@ func TestResultsSchemaRefuses(t *testing.T) {
 			m["final"] = map[string]any{"before": 0, "after": 1, "acknowledged": 1}
 		},
 		"a verdict out of the vocabulary": func(m map[string]any) { m["verdict"] = "maybe" },
+		"a phase left out":                func(m map[string]any) { delete(m["phases_s"].(map[string]any), "check") },
 		"commits without changed_rows": func(m map[string]any) {
 			m["faults"].(map[string]any)["commits"] = map[string]any{"committed": 1, "unchanged": 0, "effect_unseen": 0, "not_committed": 0}
 		},
