@@ -351,7 +351,10 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 		return nil, err
 	}
 	c := &Cassandra{Host: "127.0.0.1", Version: version, LogPath: opt.LogPath, CommitLogSync: opt.CommitLogSync,
-		instance: instance{name: "cassandra", keep: opt.Keep, sig: syscall.SIGTERM, grace: opt.StopGrace}}
+		instance: instance{name: "cassandra", keep: opt.Keep, sig: syscall.SIGTERM, grace: opt.StopGrace,
+			// Draining flushes memtables to SSTables that the removal deletes next: a
+			// node whose directory goes is killed, which takes no time.
+			discardSig: syscall.SIGKILL}}
 	if c.CommitLogSync == "" {
 		c.CommitLogSync = CommitLogPeriodic
 	}
@@ -673,9 +676,10 @@ func (c *Cassandra) RSS() (int64, error) {
 	return 0, errors.New("cassandra rss: no VmRSS line")
 }
 
-// Stop sends SIGTERM (Cassandra drains and flushes), waits up to the stop grace, then kills
-// the process group, and removes the temporary directory unless Keep was set. It may be
-// called more than once and concurrently; every call returns the first call's result. It
-// returns an error when the node had died before Stop or had to be killed, and when the
-// directory could not be removed.
+// Stop sends SIGTERM (Cassandra drains and flushes) when Keep was set, and SIGKILL
+// otherwise (the flush would only write files that are removed next), waits up to the
+// stop grace, then kills the process group, and removes the temporary directory unless
+// Keep was set. It may be called more than once and concurrently; every call returns
+// the first call's result. It returns an error when the node had died before Stop, when
+// a kept node had to be killed, and when the directory could not be removed.
 func (c *Cassandra) Stop() error { return c.stop() }

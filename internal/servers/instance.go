@@ -25,6 +25,9 @@ type instance struct {
 	proc  *Process // the server process once it is ready; nil for a server run in-process
 	sig   syscall.Signal
 	grace time.Duration // how long stop waits after sig before it kills the process group
+	// discardSig, when set, is the signal stop sends instead of sig when the directories
+	// are removed afterwards (no keep): what a clean shutdown would save is thrown away.
+	discardSig syscall.Signal
 
 	stopOnce sync.Once
 	stopErr  error
@@ -118,7 +121,11 @@ func (s *instance) stop() error {
 		}
 		// A paused server must run to hear the signal.
 		_ = syscall.Kill(-s.proc.Pid(), syscall.SIGCONT)
-		return s.proc.Stop(s.sig, s.grace)
+		sig := s.sig
+		if s.discardSig != 0 && !s.keep {
+			sig = s.discardSig
+		}
+		return s.proc.Stop(sig, s.grace)
 	})
 }
 
