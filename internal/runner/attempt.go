@@ -37,7 +37,8 @@ type operation struct {
 	call    workloads.Call
 	id      string
 	process int
-	invoke  int64
+	invoke  int64 // the invocation's index in the history
+	at      int64 // the invocation's time in the history
 }
 
 // retrier runs one worker's operations under the run's retry policy. It keeps the
@@ -60,7 +61,11 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 	var rt retried
 	maybeApplied := false
 	for n := 1; ; n++ {
-		from := t.r.now()
+		// The first attempt starts at the invocation: its time saves a clock read.
+		from := op.at
+		if n > 1 {
+			from = t.r.now()
+		}
 		reply, err := t.w.Do(ctx, op.call, req)
 		t.noteDial(err)
 		conn := t.w.Conn()

@@ -566,27 +566,34 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 	t := &retrier{r: r, w: w, rng: rng, deadline: deadline}
 	idPrefix := strconv.Itoa(id) + "-"
 	for i := 0; r.cfg.Ops == 0 || i < r.cfg.Ops; i++ {
+		if ctx.Err() != nil || !t.pace(ctx) {
+			return nil
+		}
+		// Two clock reads per operation: its invocation and its completion give the
+		// history's times and the latency.
 		t0 := time.Now()
-		if ctx.Err() != nil || (!deadline.IsZero() && t0.After(deadline)) || !t.pace(ctx) {
+		if !deadline.IsZero() && t0.After(deadline) {
 			return nil
 		}
 		call := w.Next(rng)
 		opID := idPrefix + strconv.Itoa(i)
+		at := int64(t0.Sub(r.start))
 		inv, err := r.hw.Write(histories.Op{
-			Time: r.now(), Process: process, Type: histories.Invoke, F: call.F, Key: call.Key,
+			Time: at, Process: process, Type: histories.Invoke, F: call.F, Key: call.Key,
 			Value: histories.Value(call.Value), OpID: opID, Conn: w.Conn(),
 		})
 		if err != nil {
 			return err
 		}
-		comp, retried := t.do(ctx, operation{call: call, id: opID, process: process, invoke: inv})
-		comp.Time = r.now()
+		comp, retried := t.do(ctx, operation{call: call, id: opID, process: process, invoke: inv, at: at})
+		t1 := time.Now()
+		comp.Time = int64(t1.Sub(r.start))
 		comp.Process = process
 		comp.F, comp.Key, comp.OpID = call.F, call.Key, opID
 		if _, err := r.hw.Write(comp); err != nil {
 			return err
 		}
-		tl.account(comp, retried, time.Since(t0))
+		tl.account(comp, retried, t1.Sub(t0))
 		r.completed.Add(1)
 		if comp.Type == histories.Info {
 			// Jepsen's rule: a process whose operation is open never invokes again.
