@@ -2,7 +2,9 @@ package histories
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -53,4 +55,28 @@ func BenchmarkEncodeOp(b *testing.B) {
 			json.Marshal(op)
 		}
 	})
+}
+
+// BenchmarkReadFile reads a whole history of 100,000 operations (200,001 lines) into
+// memory, as a run does to check it.
+func BenchmarkReadFile(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "history.jsonl")
+	w, err := Create(path, Header{Workload: "budget", Model: "budget"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100_000 {
+		id := "w-" + strconv.Itoa(i)
+		w.Write(Op{Time: int64(i) * 1000, Process: i % 16, Type: Invoke, F: "decrement", OpID: id, Conn: "127.0.0.1:40000"})
+		w.Write(Op{Time: int64(i)*1000 + 500, Process: i % 16, Type: OK, F: "decrement", OpID: id, Conn: "127.0.0.1:40000", Attempt: 1})
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ops, err := ReadFile(path, false); err != nil || len(ops) != 200_000 {
+			b.Fatalf("%d events, %v", len(ops), err)
+		}
+	}
 }

@@ -212,7 +212,11 @@ func (r *Reader) Next() (Op, error) {
 
 // ReadAll reads the remaining events into memory.
 func (r *Reader) ReadAll() ([]Op, error) {
-	var ops []Op
+	return r.readAll(nil)
+}
+
+// readAll appends every remaining event to ops.
+func (r *Reader) readAll(ops []Op) ([]Op, error) {
 	for {
 		op, err := r.Next()
 		if err == io.EOF {
@@ -238,9 +242,36 @@ func ReadFile(path string, partial bool) (*Header, []Op, error) {
 		return nil, nil, err
 	}
 	r.Partial = partial
-	ops, err := r.ReadAll()
+	// One event per line after the header: counting the lines first lets the events go
+	// into one slice of the right size, not a slice copied each time it grows.
+	var ops []Op
+	if n, err := countLines(path); err == nil && n > 0 {
+		ops = make([]Op, 0, n)
+	}
+	ops, err = r.readAll(ops)
 	if err != nil {
 		return nil, nil, err
 	}
 	return r.Header(), ops, nil
+}
+
+// countLines counts the newlines in the file at path.
+func countLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	n := 0
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
 }
