@@ -38,18 +38,18 @@ func main() {
 	sha := flag.String("sha", "", "SHA1 of the loaded budget script")
 	balance := flag.String("balance-key", "", "the budget's balance key")
 	ops := flag.String("ops-key", "", "the budget's applied-operations key")
+	protocol := flag.Int("protocol", 3, "RESP version go-redis speaks: 3 (its default, and indoubt's) or 2")
 	flag.Parse()
 	if *addr == "" || *sha == "" || *balance == "" || *ops == "" || *clients < 1 || *d <= 0 ||
-		*client != "goredis" && *client != "raw" {
-		fmt.Fprintln(os.Stderr, "usage: respfloor -client goredis|raw -addr HOST:PORT -password PW -sha SHA -balance-key K -ops-key K [-clients N] [-time D]")
+		*client != "goredis" && *client != "raw" || *protocol != 2 && *protocol != 3 {
+		fmt.Fprintln(os.Stderr, "usage: respfloor -client goredis|raw -addr HOST:PORT -password PW -sha SHA -balance-key K -ops-key K [-clients N] [-time D] [-protocol 2|3]")
 		os.Exit(3)
 	}
-	call := goredisCall
-	if *client == "raw" {
-		call = rawCall
-	}
 	n, took, err := run(*clients, *d, func() (func() error, func(), error) {
-		return call(*addr, *password, *sha, *balance, *ops)
+		if *client == "raw" {
+			return rawCall(*addr, *password, *sha, *balance, *ops)
+		}
+		return goredisCall(*addr, *password, *sha, *balance, *ops, *protocol)
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "respfloor:", err)
@@ -100,9 +100,9 @@ func run(clients int, d time.Duration, connect func() (func() error, func(), err
 	return n.Load(), took, nil
 }
 
-func goredisCall(addr, password, sha, balance, ops string) (func() error, func(), error) {
+func goredisCall(addr, password, sha, balance, ops string, protocol int) (func() error, func(), error) {
 	c := goredis.NewClient(&goredis.Options{
-		Addr: addr, Password: password,
+		Addr: addr, Password: password, Protocol: protocol,
 		ContextTimeoutEnabled: true, DisableIdentity: true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		MaxRetries:               -1, DialerRetries: 1,
