@@ -237,31 +237,29 @@ func ReadFile(path string, partial bool) (*Header, []Op, error) {
 		return nil, nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
+	// One event per line after the header: counting the lines first lets the events go
+	// into one slice of the right size, not a slice copied each time it grows.
+	lines, err := countLines(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read history: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, nil, fmt.Errorf("read history: %w", err)
+	}
 	r, err := NewReader(f, path)
 	if err != nil {
 		return nil, nil, err
 	}
 	r.Partial = partial
-	// One event per line after the header: counting the lines first lets the events go
-	// into one slice of the right size, not a slice copied each time it grows.
-	var ops []Op
-	if n, err := countLines(path); err == nil && n > 0 {
-		ops = make([]Op, 0, n)
-	}
-	ops, err = r.readAll(ops)
+	ops, err := r.readAll(make([]Op, 0, lines))
 	if err != nil {
 		return nil, nil, err
 	}
 	return r.Header(), ops, nil
 }
 
-// countLines counts the newlines in the file at path.
-func countLines(path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
+// countLines counts the newlines from f's offset to its end.
+func countLines(f io.Reader) (int, error) {
 	buf := make([]byte, 1<<20)
 	n := 0
 	for {

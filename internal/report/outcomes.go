@@ -28,18 +28,36 @@ type OutcomeCount struct {
 // Retries returns the attempts beyond the first.
 func (c OutcomeCount) Retries() int64 { return c.Attempts - c.Ops }
 
+// Add adds p's counts to o's, outcome by outcome.
+func (o *Outcomes) Add(p Outcomes) {
+	for _, c := range [...]struct{ to, from *OutcomeCount }{
+		{&o.Succeeded, &p.Succeeded}, {&o.Exhausted, &p.Exhausted}, {&o.NonRetryable, &p.NonRetryable},
+		{&o.Unknown, &p.Unknown}, {&o.Deadline, &p.Deadline},
+	} {
+		c.to.Ops += c.from.Ops
+		c.to.Attempts += c.from.Attempts
+		c.to.Errors = AddCounts(c.to.Errors, c.from.Errors)
+	}
+}
+
+// AddCounts adds the counts of from to to's, making to when it is nil and from is not,
+// and returns it.
+func AddCounts(to, from map[string]int64) map[string]int64 {
+	if to == nil && len(from) > 0 {
+		to = make(map[string]int64, len(from))
+	}
+	for k, v := range from {
+		to[k] += v
+	}
+	return to
+}
+
 // Failed returns the operations that failed: exhausted or non-retryable.
 func (o Outcomes) Failed() int64 { return o.Exhausted.Ops + o.NonRetryable.Ops }
 
 // FailedByReason merges the last errors of the failed operations.
 func (o Outcomes) FailedByReason() map[string]int64 {
-	m := map[string]int64{}
-	for _, c := range []OutcomeCount{o.Exhausted, o.NonRetryable} {
-		for k, v := range c.Errors {
-			m[k] += v
-		}
-	}
-	return m
+	return AddCounts(AddCounts(map[string]int64{}, o.Exhausted.Errors), o.NonRetryable.Errors)
 }
 
 // RetriesPerSuccess returns the retries of the operations that succeeded per operation

@@ -134,6 +134,16 @@ type RetryOutcomes struct {
 	Deadline int64 `json:"deadline"`
 }
 
+// Add adds p's retries to r's.
+func (r *RetryCounts) Add(p RetryCounts) {
+	r.Total += p.Total
+	r.ByReason = AddCounts(r.ByReason, p.ByReason)
+	r.ByOutcome.OK += p.ByOutcome.OK
+	r.ByOutcome.Fail += p.ByOutcome.Fail
+	r.ByOutcome.Info += p.ByOutcome.Info
+	r.ByOutcome.Deadline += p.ByOutcome.Deadline
+}
+
 // FaultCounts counts what the proxy did, by kind and by ground truth.
 type FaultCounts struct {
 	Schedule []string         `json:"schedule"`

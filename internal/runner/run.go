@@ -691,33 +691,10 @@ func (t *tally) countOutcome(rt retried, attempts int) {
 // add adds o's metrics to t's.
 func (t *tally) add(o *tally) {
 	t.lat.Merge(o.lat)
-	t.retries.Total += o.retries.Total
-	for k, v := range o.retries.ByReason {
-		t.retries.ByReason[k] += v
-	}
-	t.retries.ByOutcome.OK += o.retries.ByOutcome.OK
-	t.retries.ByOutcome.Fail += o.retries.ByOutcome.Fail
-	t.retries.ByOutcome.Info += o.retries.ByOutcome.Info
-	t.retries.ByOutcome.Deadline += o.retries.ByOutcome.Deadline
-	for _, p := range [][2]*report.OutcomeCount{
-		{&t.outcomes.Succeeded, &o.outcomes.Succeeded}, {&t.outcomes.Exhausted, &o.outcomes.Exhausted},
-		{&t.outcomes.NonRetryable, &o.outcomes.NonRetryable}, {&t.outcomes.Unknown, &o.outcomes.Unknown},
-		{&t.outcomes.Deadline, &o.outcomes.Deadline},
-	} {
-		to, from := p[0], p[1]
-		to.Ops += from.Ops
-		to.Attempts += from.Attempts
-		for k, v := range from.Errors {
-			if to.Errors == nil {
-				to.Errors = map[string]int64{}
-			}
-			to.Errors[k] += v
-		}
-	}
+	t.retries.Add(o.retries)
+	t.outcomes.Add(o.outcomes)
 	t.conflicts += o.conflicts
-	for k, v := range o.errors {
-		t.errors[k] += v
-	}
+	t.errors = report.AddCounts(t.errors, o.errors)
 	for len(t.perSecond) < len(o.perSecond) {
 		t.perSecond = append(t.perSecond, 0)
 	}
