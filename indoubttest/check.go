@@ -17,6 +17,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -136,8 +137,8 @@ func runDir(tb testing.TB) (dir string, keep bool, err error) {
 	return dir, false, err
 }
 
-// results is the run directory's results.json.
-type results struct {
+// helperResults is the run directory's results.json.
+type helperResults struct {
 	Verdict     checker.Verdict `json:"verdict"`
 	Summary     string          `json:"summary"`
 	Model       string          `json:"model"`
@@ -147,10 +148,10 @@ type results struct {
 	CheckError  string          `json:"check_error,omitempty"`
 	Faults      map[string]int  `json:"faults"`
 	// Evidence is the proxy's ground truth joined to the operations (internal/evidence).
-	Evidence *report.Evidence `json:"evidence,omitempty"`
+	Evidence *results.Evidence `json:"evidence,omitempty"`
 }
 
-func writeRun(dir string, start time.Time, hdr histories.Header, ops []histories.Op, events []toxics.Event, res checker.Result, lines []string, ev *report.Evidence) error {
+func writeRun(dir string, start time.Time, hdr histories.Header, ops []histories.Op, events []toxics.Event, res checker.Result, lines []string, ev *results.Evidence) error {
 	w, err := histories.Create(filepath.Join(dir, "history.jsonl"), hdr)
 	if err != nil {
 		return err
@@ -183,7 +184,7 @@ func writeRun(dir string, start time.Time, hdr histories.Header, ops []histories
 	if err := os.WriteFile(filepath.Join(dir, "faults.jsonl"), []byte(fb.String()), 0o644); err != nil {
 		return err
 	}
-	r := results{Verdict: res.Verdict, Summary: res.Summary, Model: hdr.Model, Store: hdr.Store, Explanation: lines, Check: res, Faults: counts, Evidence: ev}
+	r := helperResults{Verdict: res.Verdict, Summary: res.Summary, Model: hdr.Model, Store: hdr.Store, Explanation: lines, Check: res, Faults: counts, Evidence: ev}
 	if len(lines) > 0 {
 		r.Summary = lines[0]
 	}
@@ -197,12 +198,12 @@ func writeRun(dir string, start time.Time, hdr histories.Header, ops []histories
 // writeHTML renders report.html with internal/report, from what a test knows: no
 // latency or retry accounting of the runner, the verdict, the ground truth joined to the
 // operations, and the anomalies.
-func writeHTML(dir string, hdr histories.Header, ops []histories.Op, ev []joined, joinedEv *report.Evidence, res checker.Result, lines []string, start time.Time) error {
-	r := &report.Results{
-		SchemaVersion: report.SchemaVersion, Verdict: res.Verdict, Summary: strings.Join(lines, " "),
+func writeHTML(dir string, hdr histories.Header, ops []histories.Op, ev []joined, joinedEv *results.Evidence, res checker.Result, lines []string, start time.Time) error {
+	r := &results.Results{
+		SchemaVersion: results.SchemaVersion, Verdict: res.Verdict, Summary: strings.Join(lines, " "),
 		Workload: workloads.Name(hdr.Model), Store: hdr.Store, Mechanism: "the code under test", Retry: "the code under test's",
 		Seed: hdr.Seed, StartedAt: start, Anomalies: res.Anomalies, RunDir: dir, Proxied: hdr.Store != "",
-		Faults: report.FaultCounts{ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
+		Faults: results.FaultCounts{ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
 	}
 	procs := map[int]bool{}
 	for _, op := range ops {
@@ -238,7 +239,7 @@ func writeHTML(dir string, hdr histories.Header, ops []histories.Op, ev []joined
 // committed twice, and where the ground truth and the history disagree. An operation
 // join attributed a fault to is given the fault's connection for the span of the
 // operation, since a pool hides the connection from the recorder.
-func joinEvidence(ops []histories.Op, ev []joined, invalid bool, start time.Time) *report.Evidence {
+func joinEvidence(ops []histories.Op, ev []joined, invalid bool, start time.Time) *results.Evidence {
 	if len(ev) == 0 {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/evidence"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 const checkHelp = `indoubt check: re-check a recorded history and print the verdict.
@@ -357,10 +357,10 @@ func checkIndoubt(ctx context.Context, path string, partial bool, opt checker.Op
 
 // groundTruth is what the proxy's events prove about a checked history.
 type groundTruth struct {
-	File     string              `json:"file"`
-	Commits  report.CommitCounts `json:"commits"`
-	Evidence *report.Evidence    `json:"evidence"`
-	shown    map[string]bool     // sentences already printed under an anomaly
+	File     string               `json:"file"`
+	Commits  results.CommitCounts `json:"commits"`
+	Evidence *results.Evidence    `json:"evidence"`
+	shown    map[string]bool      // sentences already printed under an anomaly
 }
 
 // about returns the proxy's sentences on the operations of anomaly a: what it proves
@@ -388,7 +388,7 @@ func (g *groundTruth) about(a checker.Anomaly, ops []histories.Op) []string {
 			g.shown[s] = true
 		}
 	}()
-	for _, list := range [][]report.AmbiguousOp{g.Evidence.AppliedTwice, g.Evidence.CommittedTwice} {
+	for _, list := range [][]results.AmbiguousOp{g.Evidence.AppliedTwice, g.Evidence.CommittedTwice} {
 		for _, x := range list {
 			if ids[x.OpID] && !seen[x.OpID] {
 				seen[x.OpID] = true
@@ -418,7 +418,7 @@ func (g *groundTruth) write(w io.Writer) {
 
 // list prints one list of the ground truth, leaving out the sentences already printed
 // under an anomaly.
-func (g *groundTruth) list(w io.Writer, name, what string, ops []report.AmbiguousOp) {
+func (g *groundTruth) list(w io.Writer, name, what string, ops []results.AmbiguousOp) {
 	if len(ops) == 0 {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 const compareHelp = `indoubt compare: print two recorded runs' figures side by side, with the
@@ -42,7 +43,7 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 // writeComparison prints the runs' settings, verdicts and every figure either run has.
-func writeComparison(w io.Writer, a, b *report.Results) {
+func writeComparison(w io.Writer, a, b *results.Results) {
 	fmt.Fprintf(w, "A: %s\nB: %s\n\n", a.RunDir, b.RunDir)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tA\tB\tB/A")
@@ -57,18 +58,18 @@ func writeComparison(w io.Writer, a, b *report.Results) {
 	} {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", row[0], row[1], row[2])
 	}
-	for _, f := range report.FigureNames() {
-		va, oka := report.Figure(a, f[0])
-		vb, okb := report.Figure(b, f[0])
+	for _, f := range results.FigureNames() {
+		va, oka := results.Figure(a, f[0])
+		vb, okb := results.Figure(b, f[0])
 		if !oka && !okb {
 			continue
 		}
 		sa, sb, ratio := "-", "-", "-"
 		if oka {
-			sa = report.FormatFigure(va)
+			sa = results.FormatFigure(va)
 		}
 		if okb {
-			sb = report.FormatFigure(vb)
+			sb = results.FormatFigure(vb)
 		}
 		switch {
 		case oka && okb && va != 0:

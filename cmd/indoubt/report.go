@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 const reportHelp = `indoubt report: re-render report.html from recorded run directories (their
@@ -32,7 +33,7 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if fs.NArg() == 0 {
 		return fmt.Errorf("report: want one or more run directories (see indoubt report --help)")
 	}
-	var all []*report.Results
+	var all []*results.Results
 	for _, dir := range fs.Args() {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -63,12 +64,12 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // readResults reads a run directory's results.json; the run directory recorded in it is
 // where it is now.
-func readResults(dir string) (*report.Results, error) {
+func readResults(dir string) (*results.Results, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a run directory: %v", dir, err)
 	}
-	var r report.Results
+	var r results.Results
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: results.json: %v", dir, err)
 	}

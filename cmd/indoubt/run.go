@@ -18,6 +18,7 @@ import (
 	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/workloads"
@@ -95,7 +96,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, s := range skipped {
 		fmt.Fprintln(stderr, s)
 	}
-	var all []*report.Results
+	var all []*results.Results
 	if a.cfg.Workload == workloads.Insert {
 		all, err = runInserts(ctx, a, stores)
 	} else {
@@ -176,7 +177,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
 	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
 	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
-	fs.IntVar(&cfg.MaxAnomalies, "max-anomalies", report.DefaultMaxAnomalies, "list at most this many anomalies and ground-truth items in results.json and the console (counts stay exact; -1 lists all)")
+	fs.IntVar(&cfg.MaxAnomalies, "max-anomalies", results.DefaultMaxAnomalies, "list at most this many anomalies and ground-truth items in results.json and the console (counts stay exact; -1 lists all)")
 	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T, power-loss[:tear]@T")
 	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
 	if err := parseFlags(fs, args); err != nil {
@@ -319,8 +320,8 @@ func liveLine(p runner.Progress) string {
 }
 
 // runEach runs every store at every worker count, and stops early when ctx ends.
-func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, counts []int) ([]*report.Results, error) {
-	var all []*report.Results
+func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, counts []int) ([]*results.Results, error) {
+	var all []*results.Results
 	for _, store := range stores {
 		for _, n := range counts {
 			c := cfg
@@ -342,8 +343,8 @@ func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, 
 }
 
 // runInserts runs the insert workload's table (runner.InsertTable) on every store.
-func runInserts(ctx context.Context, a runArgs, stores []runner.StoreName) ([]*report.Results, error) {
-	var all []*report.Results
+func runInserts(ctx context.Context, a runArgs, stores []runner.StoreName) ([]*results.Results, error) {
+	var all []*results.Results
 	for _, store := range stores {
 		c := a.cfg
 		c.Store = store
@@ -358,7 +359,7 @@ func runInserts(ctx context.Context, a runArgs, stores []runner.StoreName) ([]*r
 
 // printRuns prints one run's summary, or the table (a sweep for the counter on one
 // store) of several runs and the path of their summary.json.
-func printRuns(w io.Writer, cfg runner.Config, all []*report.Results, stores int) error {
+func printRuns(w io.Writer, cfg runner.Config, all []*results.Results, stores int) error {
 	if len(all) == 1 {
 		report.WriteSummary(w, all[0])
 		report.WriteCounterFinal(w, all[0])
@@ -423,7 +424,7 @@ func pickStores(cfg runner.Config, store string) ([]runner.StoreName, []string, 
 // verdictOf turns the worst verdict of the runs into the exit code. An interrupted
 // command never passes: what it recorded may be valid so far (unknown, exit 2), but not
 // what it was asked to run; an anomaly already found still fails it (exit 1).
-func verdictOf(all []*report.Results, interrupted bool) error {
+func verdictOf(all []*results.Results, interrupted bool) error {
 	worst := checker.Valid
 	for _, r := range all {
 		v := r.Verdict
@@ -470,7 +471,7 @@ type SummaryRow struct {
 	Throughput float64         `json:"throughput"`
 }
 
-func writeSummary(out string, all []*report.Results) (string, error) {
+func writeSummary(out string, all []*results.Results) (string, error) {
 	var s Summary
 	for _, r := range all {
 		s.Runs = append(s.Runs, SummaryRow{RunDir: r.RunDir, Store: r.Store, Workload: r.Workload, Workers: r.Workers, Verdict: r.Verdict, Throughput: r.Throughput})

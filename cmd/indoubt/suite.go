@@ -21,6 +21,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads/catalog"
 )
@@ -80,13 +81,13 @@ type suiteRun struct {
 
 type figureBound struct {
 	figure string
-	bound  report.Bound
+	bound  results.Bound
 }
 
 // caseResult is what happened to one case.
 type caseResult struct {
 	run     *suiteRun
-	res     *report.Results
+	res     *results.Results
 	elapsed time.Duration
 	skipped string   // why it did not run
 	failed  []string // expectations that did not hold, or why it could not run
@@ -114,20 +115,20 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	ci := os.Getenv("CI") == "true"
 	started := time.Now()
-	var results []caseResult
+	var cases []caseResult
 	for i, sr := range runs {
 		if !*quiet {
 			fmt.Fprintf(stderr, "[%d/%d] %s ...\n", i+1, len(runs), sr.name)
 		}
 		sr.cfg.Out = *out
-		results = append(results, runCase(ctx, sr, ci))
+		cases = append(cases, runCase(ctx, sr, ci))
 		if ctx.Err() != nil {
 			return fmt.Errorf("suite: interrupted after %d of %d cases", i+1, len(runs))
 		}
 	}
-	writeSuiteTable(stdout, name, results, time.Since(started))
-	var ran []*report.Results
-	for _, r := range results {
+	writeSuiteTable(stdout, name, cases, time.Since(started))
+	var ran []*results.Results
+	for _, r := range cases {
 		if r.res != nil {
 			ran = append(ran, r.res)
 		}
@@ -141,18 +142,18 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "summary: %s\n", path)
 	}
 	if *github {
-		writeAnnotations(stdout, path, name, results)
+		writeAnnotations(stdout, path, name, cases)
 	}
 	if *junit != "" {
 		var buf bytes.Buffer
-		if err := report.WriteJUnit(&buf, name, started, junitCases(results)); err != nil {
+		if err := report.WriteJUnit(&buf, name, started, junitCases(cases)); err != nil {
 			return fmt.Errorf("suite: junit: %v", err)
 		}
 		if err := os.WriteFile(*junit, buf.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("suite: %v", err)
 		}
 	}
-	for _, r := range results {
+	for _, r := range cases {
 		if len(r.failed) > 0 {
 			return verdictExit{exitInvalid}
 		}
@@ -337,10 +338,10 @@ func buildCase(c suiteCase, line int) (*suiteRun, error) {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		if !report.IsFigure(k) {
+		if !results.IsFigure(k) {
 			return nil, fmt.Errorf("unknown figure %q (see docs/suites.md for the names)", k)
 		}
-		b, err := report.ParseBound(c.Figures[k])
+		b, err := results.ParseBound(c.Figures[k])
 		if err != nil {
 			return nil, fmt.Errorf("figure %s: %v", k, err)
 		}
@@ -376,12 +377,12 @@ func runCase(ctx context.Context, sr *suiteRun, ci bool) caseResult {
 		cr.failed = append(cr.failed, fmt.Sprintf("verdict %s, expected %s", res.Verdict, sr.expect))
 	}
 	for _, fb := range sr.bounds {
-		v, ok := report.Figure(res, fb.figure)
+		v, ok := results.Figure(res, fb.figure)
 		switch {
 		case !ok:
 			cr.failed = append(cr.failed, fmt.Sprintf("%s: this run has no such figure", fb.figure))
 		case !fb.bound.Holds(v):
-			cr.failed = append(cr.failed, fmt.Sprintf("%s = %s, expected %s", fb.figure, report.FormatFigure(v), fb.bound.Text))
+			cr.failed = append(cr.failed, fmt.Sprintf("%s = %s, expected %s", fb.figure, results.FormatFigure(v), fb.bound.Text))
 		}
 	}
 	// The failure message is the verdict's first line; when the verdict was the expected
@@ -396,11 +397,11 @@ func runCase(ctx context.Context, sr *suiteRun, ci bool) caseResult {
 	return cr
 }
 
-func writeSuiteTable(w io.Writer, name string, results []caseResult, took time.Duration) {
+func writeSuiteTable(w io.Writer, name string, cases []caseResult, took time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "case\tstore\texpect\tgot\tfigures\tresult\ttime\trun directory")
 	var pass, fail, skip int
-	for _, r := range results {
+	for _, r := range cases {
 		got, status, dir := "-", "pass", "-"
 		switch {
 		case r.skipped != "":
@@ -419,8 +420,8 @@ func writeSuiteTable(w io.Writer, name string, results []caseResult, took time.D
 		for _, fb := range r.run.bounds {
 			v := "-"
 			if r.res != nil {
-				if f, ok := report.Figure(r.res, fb.figure); ok {
-					v = report.FormatFigure(f)
+				if f, ok := results.Figure(r.res, fb.figure); ok {
+					v = results.FormatFigure(f)
 				}
 			}
 			figs = append(figs, fmt.Sprintf("%s=%s (%s)", fb.figure, v, fb.bound.Text))
@@ -432,7 +433,7 @@ func writeSuiteTable(w io.Writer, name string, results []caseResult, took time.D
 			strings.Join(figs, " "), status, r.elapsed.Seconds(), dir)
 	}
 	tw.Flush()
-	for _, r := range results {
+	for _, r := range cases {
 		if r.skipped != "" {
 			fmt.Fprintf(w, "skipped %s: %s\n", r.run.name, r.skipped)
 		}
@@ -454,8 +455,8 @@ func ghProp(s string) string {
 
 // writeAnnotations writes a GitHub Actions error annotation per failed case, on the
 // case's line of the suite file, and a notice per skipped case.
-func writeAnnotations(w io.Writer, path, suite string, results []caseResult) {
-	for _, r := range results {
+func writeAnnotations(w io.Writer, path, suite string, cases []caseResult) {
+	for _, r := range cases {
 		loc := fmt.Sprintf("file=%s,line=%d,", ghProp(path), r.run.line)
 		switch {
 		case len(r.failed) > 0:
@@ -473,9 +474,9 @@ func writeAnnotations(w io.Writer, path, suite string, results []caseResult) {
 	}
 }
 
-func junitCases(results []caseResult) []report.JUnitCase {
+func junitCases(cases []caseResult) []report.JUnitCase {
 	var out []report.JUnitCase
-	for _, r := range results {
+	for _, r := range cases {
 		jc := report.JUnitCase{Name: r.run.name, Time: r.elapsed, Skipped: r.skipped}
 		if len(r.failed) > 0 {
 			jc.Failure, jc.Detail = r.first, strings.Join(r.failed, "\n")

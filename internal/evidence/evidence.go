@@ -27,7 +27,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -82,8 +82,8 @@ func effectOf(tag string) effect {
 
 // Tally counts the commit faults among events by what the server did, from the truth
 // and the reply the proxy cut.
-func Tally(events []FaultEvent) report.CommitCounts {
-	var c report.CommitCounts
+func Tally(events []FaultEvent) results.CommitCounts {
+	var c results.CommitCounts
 	for _, e := range events {
 		switch e.Truth {
 		case "applied":
@@ -107,11 +107,11 @@ func Tally(events []FaultEvent) report.CommitCounts {
 // and compares what the ground truth proves with what the history shows and with the
 // workload's final state. It never changes the verdict: it is evidence beside it. It
 // returns the final state reconciled with the ground truth.
-func Join(events []FaultEvent, spans []Span, ops []histories.Op, final workloads.Final, verdictInvalid bool) (*report.Evidence, workloads.Final) {
+func Join(events []FaultEvent, spans []Span, ops []histories.Op, final workloads.Final, verdictInvalid bool) (*results.Evidence, workloads.Final) {
 	j := &join{
-		ev:   &report.Evidence{Events: int64(len(events)), Ambiguous: []report.AmbiguousOp{}, AppliedTwice: []report.AmbiguousOp{}, CommittedTwice: []report.AmbiguousOp{}, Disagreements: []string{}},
+		ev:   &results.Evidence{Events: int64(len(events)), Ambiguous: []results.AmbiguousOp{}, AppliedTwice: []results.AmbiguousOp{}, CommittedTwice: []results.AmbiguousOp{}, Disagreements: []string{}},
 		byID: indexOps(ops), byConn: spansByConn(spans),
-		appliedByCut: map[string]int{}, committedByCut: map[string]int{}, hits: map[string][]report.AmbiguousOp{},
+		appliedByCut: map[string]int{}, committedByCut: map[string]int{}, hits: map[string][]results.AmbiguousOp{},
 	}
 	for _, e := range events {
 		j.add(e)
@@ -168,13 +168,13 @@ func spansByConn(spans []Span) map[string][]Span {
 
 // join is the evidence being gathered from the fault events, one at a time.
 type join struct {
-	ev     *report.Evidence
+	ev     *results.Evidence
 	byID   map[string]*opInfo
 	byConn map[string][]Span
 
 	appliedByCut   map[string]int // op id -> cut attempts the reply proves changed rows
 	committedByCut map[string]int // op id -> cut attempts committed with unknown effect
-	hits           map[string][]report.AmbiguousOp
+	hits           map[string][]results.AmbiguousOp
 	order          []string // op ids in the order a fault first hit them
 }
 
@@ -197,7 +197,7 @@ func (j *join) add(e FaultEvent) {
 	if oi := j.byID[hit.OpID]; oi != nil && oi.completion != nil {
 		completion = oi.completion.Type.String()
 	}
-	a := report.AmbiguousOp{
+	a := results.AmbiguousOp{
 		OpID: hit.OpID, Process: hit.Process, Invoke: hit.Invoke, Completion: completion,
 		Conn: e.Conn, Fault: e.Kind, Truth: e.Truth,
 	}

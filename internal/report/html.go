@@ -24,6 +24,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/render"
 
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 // echartsJS is Apache ECharts 5.6.0 (assets/README): embedded in every page so that a
@@ -66,12 +67,12 @@ type runData struct {
 	marks   []mark
 	end     float64
 	// procs is results.json's process-fault timeline.
-	procs []ProcessFault
+	procs []results.ProcessFault
 }
 
 // WriteHTML writes report.html for one run. It reads history.jsonl and faults.jsonl from
 // the directory it writes into, when they are there, for the charts and the timeline.
-func WriteHTML(path string, r *Results) error {
+func WriteHTML(path string, r *results.Results) error {
 	data, err := loadRunData(filepath.Dir(path))
 	if err != nil {
 		return err
@@ -224,7 +225,7 @@ func (d *runData) loadFaults(path string, uses []connUse) error {
 // named returns the op ids the verdict names, in the order they are named: the
 // operations the ground truth proves applied or committed twice, then those of the
 // listed anomalies' events.
-func named(r *Results, d runData) (map[string]bool, []string) {
+func named(r *results.Results, d runData) (map[string]bool, []string) {
 	set := map[string]bool{}
 	var order []string
 	add := func(id string) {
@@ -234,7 +235,7 @@ func named(r *Results, d runData) (map[string]bool, []string) {
 		}
 	}
 	if e := r.Evidence; e != nil {
-		for _, l := range [][]AmbiguousOp{e.AppliedTwice, e.CommittedTwice} {
+		for _, l := range [][]results.AmbiguousOp{e.AppliedTwice, e.CommittedTwice} {
 			for _, a := range l {
 				add(a.OpID)
 			}
@@ -342,7 +343,7 @@ func windowAreas(d runData) charts.SeriesOpts {
 	}
 	for _, f := range d.procs {
 		items = append(items, opts.MarkAreaNameCoordItem{
-			Name: fmt.Sprintf("%s: server %s", f.Fault, f.verb()), Coordinate0: []interface{}{f.StartS, "min"}, Coordinate1: []interface{}{f.EndS, "max"},
+			Name: fmt.Sprintf("%s: server %s", f.Fault, f.Verb()), Coordinate0: []interface{}{f.StartS, "min"}, Coordinate1: []interface{}{f.EndS, "max"},
 			ItemStyle: &opts.ItemStyle{Color: processWindowColor},
 		})
 	}
@@ -554,7 +555,7 @@ func chartHTML(c interface{ RenderSnippet() render.ChartSnippet }) template.HTML
 }
 
 // finalRows shows the final state as a table: its JSON's fields, in order.
-func finalRows(r *Results) [][2]string {
+func finalRows(r *results.Results) [][2]string {
 	if r.Final == nil {
 		return nil
 	}
@@ -580,7 +581,7 @@ func finalRows(r *Results) [][2]string {
 
 // pageData is what report.html's template shows.
 type pageData struct {
-	R               *Results
+	R               *results.Results
 	Headline        string
 	Grouped         string
 	Charts          []template.HTML
@@ -589,10 +590,10 @@ type pageData struct {
 	Named           []string
 	Final           [][2]string
 	Porcupine       bool
-	ShownFirst      []AmbiguousOp
-	Folded          []AmbiguousOp
-	CommittedShown  []AmbiguousOp
-	CommittedFolded []AmbiguousOp
+	ShownFirst      []results.AmbiguousOp
+	Folded          []results.AmbiguousOp
+	CommittedShown  []results.AmbiguousOp
+	CommittedFolded []results.AmbiguousOp
 	AnomaliesShown  int
 	JS              template.JS
 	WindowsDesc     []string
@@ -602,7 +603,7 @@ type pageData struct {
 
 const shownFirst = 5
 
-func renderReport(r *Results, d runData, dir string) ([]byte, error) {
+func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 	d.procs = r.ProcessFaults
 	namedOps, order := named(r, d)
 	o := perSecond(d)
@@ -621,7 +622,7 @@ func renderReport(r *Results, d runData, dir string) ([]byte, error) {
 	for _, w := range d.windows {
 		p.WindowsDesc = append(p.WindowsDesc, fmt.Sprintf("%s from %.1f s to %.1f s", w.fault, w.from, w.to))
 	}
-	p.Lost, p.LostTotal = r.lostRows(), r.LostTotal()
+	p.Lost, p.LostTotal = lostRows(r), r.LostTotal()
 	if e := r.Evidence; e != nil {
 		p.Grouped = e.Grouped()
 		p.ShownFirst, p.Folded = split(e.AppliedTwice, shownFirst)
@@ -634,7 +635,7 @@ func renderReport(r *Results, d runData, dir string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func split(l []AmbiguousOp, n int) ([]AmbiguousOp, []AmbiguousOp) {
+func split(l []results.AmbiguousOp, n int) ([]results.AmbiguousOp, []results.AmbiguousOp) {
 	if len(l) <= n {
 		return l, nil
 	}

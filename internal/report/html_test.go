@@ -14,6 +14,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads"
 )
@@ -52,7 +53,7 @@ func browse(t *testing.T, bin string, args ...string) string {
 
 // faultedRun runs cfg on a server it launches, under the retry policy and the faults
 // named, skipping when the store is not installed.
-func faultedRun(t *testing.T, retry string, cfg runner.Config, specs ...string) *report.Results {
+func faultedRun(t *testing.T, retry string, cfg runner.Config, specs ...string) *results.Results {
 	t.Helper()
 	if err := runner.Available(cfg.Store); err != nil {
 		skipOrFail(t, "%s: %v", cfg.Store, err)
@@ -141,9 +142,9 @@ func TestReportInBrowser(t *testing.T) {
 func TestSummaryInBrowser(t *testing.T) {
 	bin := chromium(t)
 	dir := t.TempDir()
-	var runs []*report.Results
+	var runs []*results.Results
 	for i, w := range []int{1, 4, 16} {
-		var r report.Results
+		var r results.Results
 		b := []byte(`{"verdict":"valid","workload":"counter","store":"postgres","mechanism":"read-write","retry":"conflict","duration_s":10,
 			"throughput":` + strconv.Itoa(900-100*i) + `,"latency_ms":{"p99":` + strconv.Itoa(2+10*i) + `},
 			"outcomes":{"succeeded":{"ops":` + strconv.Itoa(9000-1000*i) + `,"attempts":` + strconv.Itoa(9000+1000*i) + `}},

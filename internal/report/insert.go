@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads/insert"
 )
 
@@ -16,12 +17,12 @@ import (
 type insertCell struct {
 	key     insert.Key
 	workers int
-	runs    []*Results
+	runs    []*results.Results
 	finals  []insert.Final
 }
 
 // mean averages f over the cell's runs that have the figure (ok false: none has it).
-func (c *insertCell) mean(f func(r *Results, fin insert.Final) (float64, bool)) (float64, bool) {
+func (c *insertCell) mean(f func(r *results.Results, fin insert.Final) (float64, bool)) (float64, bool) {
 	var sum float64
 	var n int
 	for i, r := range c.runs {
@@ -36,15 +37,15 @@ func (c *insertCell) mean(f func(r *Results, fin insert.Final) (float64, bool)) 
 	return sum / float64(n), true
 }
 
-func insertTPS(r *Results, _ insert.Final) (float64, bool) {
+func insertTPS(r *results.Results, _ insert.Final) (float64, bool) {
 	if r.DurationS <= 0 {
 		return 0, false
 	}
 	return float64(r.Outcomes.Succeeded.Ops) / r.DurationS, true
 }
 
-func ptrFigure(p func(insert.Final) *int64) func(*Results, insert.Final) (float64, bool) {
-	return func(_ *Results, f insert.Final) (float64, bool) {
+func ptrFigure(p func(insert.Final) *int64) func(*results.Results, insert.Final) (float64, bool) {
+	return func(_ *results.Results, f insert.Final) (float64, bool) {
 		if v := p(f); v != nil {
 			return float64(*v), true
 		}
@@ -58,7 +59,7 @@ func ptrFigure(p func(insert.Final) *int64) func(*Results, insert.Final) (float6
 // after REINDEX, WAL bytes and full-page images per insert, sequence gaps, and under
 // faults the duplicated rows and the unique violations that proved a commit. Below it:
 // who generated each key, the gaps' cause and the duplicates named.
-func WriteInsertTable(w io.Writer, runs []*Results) {
+func WriteInsertTable(w io.Writer, runs []*results.Results) {
 	cells, rounds := insertCells(runs)
 	if len(cells) == 0 {
 		return
@@ -88,7 +89,7 @@ func WriteInsertTable(w io.Writer, runs []*Results) {
 
 // insertCells gathers the insert runs into cells, in the order of insert.Keys and then
 // by worker count, and says how many rounds the fullest cell had.
-func insertCells(runs []*Results) (cells []*insertCell, rounds int) {
+func insertCells(runs []*results.Results) (cells []*insertCell, rounds int) {
 	find := func(k insert.Key, n int) *insertCell {
 		for _, c := range cells {
 			if c.key == k && c.workers == n {
@@ -131,18 +132,18 @@ func (c *insertCell) row(identity float64, faulted bool) string {
 	if identity > 0 {
 		ratio = fmt.Sprintf("%.2f", tps/identity)
 	}
-	p50, _ := c.mean(func(r *Results, _ insert.Final) (float64, bool) { return r.LatencyMs.P50, true })
-	p99, _ := c.mean(func(r *Results, _ insert.Final) (float64, bool) { return r.LatencyMs.P99, true })
-	walPer := c.figure(func(_ *Results, f insert.Final) (float64, bool) { return f.WALPerInsert, f.WALPerInsert > 0 }, "%.0f")
+	p50, _ := c.mean(func(r *results.Results, _ insert.Final) (float64, bool) { return r.LatencyMs.P50, true })
+	p99, _ := c.mean(func(r *results.Results, _ insert.Final) (float64, bool) { return r.LatencyMs.P99, true })
+	walPer := c.figure(func(_ *results.Results, f insert.Final) (float64, bool) { return f.WALPerInsert, f.WALPerInsert > 0 }, "%.0f")
 	fpi := c.figure(ptrFigure(func(f insert.Final) *int64 { return f.Measures.FPI }), "%.0f")
-	fpiPer := c.figure(func(_ *Results, f insert.Final) (float64, bool) {
+	fpiPer := c.figure(func(_ *results.Results, f insert.Final) (float64, bool) {
 		if f.Measures.FPI == nil || f.Measures.Rows == 0 {
 			return 0, false
 		}
 		return 1000 * float64(*f.Measures.FPI) / float64(f.Measures.Rows), true
 	}, "%.2f")
 	// Time-bounded runs insert different numbers of rows: bytes per row compare.
-	perRow := c.figure(func(_ *Results, f insert.Final) (float64, bool) {
+	perRow := c.figure(func(_ *results.Results, f insert.Final) (float64, bool) {
 		if f.Measures.IndexBytes == nil || f.Measures.Rows == 0 {
 			return 0, false
 		}
@@ -166,7 +167,7 @@ func (c *insertCell) row(identity float64, faulted bool) string {
 }
 
 // figure is the mean of f over the cell in format, "-" when no run has the figure.
-func (c *insertCell) figure(f func(*Results, insert.Final) (float64, bool), format string) string {
+func (c *insertCell) figure(f func(*results.Results, insert.Final) (float64, bool), format string) string {
 	if v, ok := c.mean(f); ok {
 		return fmt.Sprintf(format, v)
 	}
@@ -210,7 +211,7 @@ func writeInsertNotes(w io.Writer, cells []*insertCell, faulted bool) {
 }
 
 // worstVerdict is the worst verdict among runs: invalid, then unknown, then valid.
-func worstVerdict(runs []*Results) checker.Verdict {
+func worstVerdict(runs []*results.Results) checker.Verdict {
 	worst := checker.Valid
 	for _, r := range runs {
 		if r.Verdict == checker.Invalid || (r.Verdict == checker.Unknown && worst == checker.Valid) {

@@ -5,14 +5,15 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads/insert"
 )
 
 func TestWriteInsertTable(t *testing.T) {
 	n := func(v int64) *int64 { return &v }
-	run := func(k insert.Key, workers int, succeeded int64, index int64, dups int64, v checker.Verdict) *Results {
-		r := &Results{Store: "postgres", Retry: "naive", Workers: workers, DurationS: 10, Verdict: v,
-			Faults: FaultCounts{Schedule: []string{"commit-cut:0.1"}},
+	run := func(k insert.Key, workers int, succeeded int64, index int64, dups int64, v checker.Verdict) *results.Results {
+		r := &results.Results{Store: "postgres", Retry: "naive", Workers: workers, DurationS: 10, Verdict: v,
+			Faults: results.FaultCounts{Schedule: []string{"commit-cut:0.1"}},
 			Final: insert.Final{Key: k, Generated: "gen " + string(k), Server: "PostgreSQL 18.1", Duplicates: dups,
 				DuplicateOps: map[string]int64{"3-4": 2},
 				Measures:     insert.Measures{Rows: succeeded, IndexBytes: n(index), Reindexed: n(index / 2), FPI: n(succeeded / 10)}}}
@@ -20,7 +21,7 @@ func TestWriteInsertTable(t *testing.T) {
 		return r
 	}
 	var b strings.Builder
-	WriteInsertTable(&b, []*Results{
+	WriteInsertTable(&b, []*results.Results{
 		run(insert.UUIDv4, 16, 5000, 2048*1024, 3, checker.Invalid),
 		run(insert.Identity, 16, 10000, 1024*1024, 0, checker.Valid),
 		run(insert.Identity, 16, 10000, 1024*1024, 0, checker.Valid), // a second round

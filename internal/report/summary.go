@@ -11,6 +11,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -35,7 +36,7 @@ type summaryPage struct {
 // WriteSummaryHTML writes summary.html for several runs: the stand's table, a bar chart
 // of throughput per store, and for counter runs at several worker counts the contention
 // sweep's curves (tx/s, p99 latency, retries per success against workers).
-func WriteSummaryHTML(path string, runs []*Results) error {
+func WriteSummaryHTML(path string, runs []*results.Results) error {
 	p := summaryPage{JS: template.JS(echartsJS)}
 	base := filepath.Dir(path)
 	for _, r := range runs {
@@ -71,7 +72,7 @@ func WriteSummaryHTML(path string, runs []*Results) error {
 
 // storeBars is the stand's chart: one bar per run, labelled by store (and workers and
 // retry when the runs differ in them), of committed operations per second.
-func storeBars(runs []*Results) *charts.Bar {
+func storeBars(runs []*results.Results) *charts.Bar {
 	c := charts.NewBar()
 	c.SetGlobalOptions(chartInit("chart_stores", "320px"),
 		charts.WithTitleOpts(opts.Title{Title: "Throughput per run", Subtitle: "completed operations per second; colour: verdict"}),
@@ -96,8 +97,8 @@ func storeBars(runs []*Results) *charts.Bar {
 
 // sweepRuns returns the counter runs of one store and mechanism, by workers, when the
 // runs hold a contention sweep.
-func sweepRuns(runs []*Results) []*Results {
-	var out []*Results
+func sweepRuns(runs []*results.Results) []*results.Results {
+	var out []*results.Results
 	for _, r := range runs {
 		if r.Workload == workloads.Counter && r.Store == runs[0].Store && r.Mechanism == runs[0].Mechanism {
 			out = append(out, r)
@@ -107,8 +108,8 @@ func sweepRuns(runs []*Results) []*Results {
 	return out
 }
 
-func sweepCharts(sweep []*Results) []*charts.Line {
-	mk := func(id, title, unit string, get func(*Results) (float64, bool)) *charts.Line {
+func sweepCharts(sweep []*results.Results) []*charts.Line {
+	mk := func(id, title, unit string, get func(*results.Results) (float64, bool)) *charts.Line {
 		c := charts.NewLine()
 		c.SetGlobalOptions(chartInit(id, "280px"),
 			charts.WithTitleOpts(opts.Title{Title: title, Subtitle: fmt.Sprintf("%s on %s, %s", sweep[0].Workload, sweep[0].Store, sweep[0].Mechanism)}),
@@ -127,14 +128,14 @@ func sweepCharts(sweep []*Results) []*charts.Line {
 		return c
 	}
 	return []*charts.Line{
-		mk("chart_sweep_tps", "Committed transactions per second", "tx/s", func(r *Results) (float64, bool) {
+		mk("chart_sweep_tps", "Committed transactions per second", "tx/s", func(r *results.Results) (float64, bool) {
 			if r.DurationS <= 0 {
 				return 0, false
 			}
 			return float64(r.Outcomes.Succeeded.Ops) / r.DurationS, true
 		}),
-		mk("chart_sweep_p99", "p99 latency", "ms", func(r *Results) (float64, bool) { return r.LatencyMs.P99, true }),
-		mk("chart_sweep_rps", "Retries per success", "retries", func(r *Results) (float64, bool) { return r.Outcomes.RetriesPerSuccess() }),
+		mk("chart_sweep_p99", "p99 latency", "ms", func(r *results.Results) (float64, bool) { return r.LatencyMs.P99, true }),
+		mk("chart_sweep_rps", "Retries per success", "retries", func(r *results.Results) (float64, bool) { return r.Outcomes.RetriesPerSuccess() }),
 	}
 }
 

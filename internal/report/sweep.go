@@ -6,12 +6,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 )
 
 // sweepFinal returns a counter run's reconciliation; ok is false when the run has none.
-func sweepFinal(r *Results) (workloads.Reconciliation, bool) {
-	f := figuresOf(r).Reconciliation
+func sweepFinal(r *results.Results) (workloads.Reconciliation, bool) {
+	f := r.FinalFigures().Reconciliation
 	if f == nil || f.After == nil && f.Acknowledged == 0 {
 		return workloads.Reconciliation{}, false
 	}
@@ -25,7 +26,7 @@ func sweepFinal(r *Results) (workloads.Reconciliation, bool) {
 // apart), and the counter's reconciliation. Below the table: failures by reason, the
 // server's restart counters as deltas over each run when the store has them, and each
 // run's `final` line.
-func WriteSweep(w io.Writer, runs []*Results) {
+func WriteSweep(w io.Writer, runs []*results.Results) {
 	if len(runs) == 0 {
 		return
 	}
@@ -89,7 +90,7 @@ func WriteSweep(w io.Writer, runs []*Results) {
 // WriteCounterFinal prints a counter run's `final` line: the counter before and after,
 // the acknowledged increments, lost and extra with their cause, and the server's restart
 // counters as deltas over the run. It prints nothing for other workloads.
-func WriteCounterFinal(w io.Writer, r *Results) {
+func WriteCounterFinal(w io.Writer, r *results.Results) {
 	f, ok := sweepFinal(r)
 	if !ok {
 		return

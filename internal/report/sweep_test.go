@@ -7,26 +7,27 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/catalog"
 )
 
-func sweepRun(workers int, ok, okAttempts, exhausted, deadline, deadlineAttempts int64, final map[string]any) *Results {
+func sweepRun(workers int, ok, okAttempts, exhausted, deadline, deadlineAttempts int64, final map[string]any) *results.Results {
 	errs := func(n int64) map[string]int64 {
 		if n == 0 {
 			return nil
 		}
 		return map[string]int64{"serialization-failure": n}
 	}
-	return &Results{
+	return &results.Results{
 		Verdict: checker.Valid, Workload: "counter", Store: "postgres", Mechanism: "read-write, serializable", Retry: "conflict",
 		Workers: workers, DurationS: 10,
-		LatencyMs: Latency{P50: 1.5, P99: 12.25},
-		Retries:   RetryCounts{Total: (okAttempts - ok) + exhausted*9 + (deadlineAttempts - deadline)},
-		Outcomes: Outcomes{
-			Succeeded: OutcomeCount{Ops: ok, Attempts: okAttempts},
-			Exhausted: OutcomeCount{Ops: exhausted, Attempts: exhausted * 10, Errors: errs(exhausted)},
-			Deadline:  OutcomeCount{Ops: deadline, Attempts: deadlineAttempts, Errors: errs(deadline)},
+		LatencyMs: results.Latency{P50: 1.5, P99: 12.25},
+		Retries:   results.RetryCounts{Total: (okAttempts - ok) + exhausted*9 + (deadlineAttempts - deadline)},
+		Outcomes: results.Outcomes{
+			Succeeded: results.OutcomeCount{Ops: ok, Attempts: okAttempts},
+			Exhausted: results.OutcomeCount{Ops: exhausted, Attempts: exhausted * 10, Errors: errs(exhausted)},
+			Deadline:  results.OutcomeCount{Ops: deadline, Attempts: deadlineAttempts, Errors: errs(deadline)},
 		},
 		Final: decodeFinal(workloads.Counter, final),
 	}
@@ -46,7 +47,7 @@ func decodeFinal(w workloads.Name, m map[string]any) workloads.Final {
 }
 
 func TestWriteSweep(t *testing.T) {
-	runs := []*Results{
+	runs := []*results.Results{
 		sweepRun(1, 1000, 1000, 0, 0, 0, map[string]any{"before": 0, "after": 1000, "acknowledged": 1000, "lost": 0, "extra": 0}),
 		// 747 committed after 1122 retries among them; 680 exhausted; 3 cut off by the deadline.
 		sweepRun(32, 747, 747+1122, 680, 3, 9, map[string]any{"before": 0, "after": 747, "acknowledged": 747, "lost": 0, "extra": 0,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 // Row is one line of the stand's table, taken from a run's results.
@@ -28,7 +28,7 @@ type Row struct {
 // RowOf reads the stand's columns out of results. Workload-specific columns come from
 // the figures of the final state (budget: applied, rejected, balance; counter:
 // acknowledged, after).
-func RowOf(r *Results) Row {
+func RowOf(r *results.Results) Row {
 	row := Row{
 		Store: r.Store, Mechanism: r.Mechanism, TxPerSec: r.Throughput,
 		Verdict: r.Verdict.String(), RunDir: r.RunDir,
@@ -37,7 +37,7 @@ func RowOf(r *Results) Row {
 	if r.Interrupted {
 		row.Verdict += " (interrupted)"
 	}
-	fig := figuresOf(r)
+	fig := r.FinalFigures()
 	row.Applied, row.Rejected, row.Final = num(fig.Applied), num(fig.Rejected), num(fig.Value)
 	row.Retries = fmt.Sprintf("%d", r.Retries.Total)
 	if r.Conflicts > 0 {
@@ -56,8 +56,8 @@ func RowOf(r *Results) Row {
 
 // WriteSummary prints the one-screen summary of one run: the stand's row, then counts,
 // latency, retries, faults and anomalies.
-func WriteSummary(w io.Writer, r *Results) {
-	WriteTable(w, []*Results{r})
+func WriteSummary(w io.Writer, r *results.Results) {
+	WriteTable(w, []*results.Results{r})
 	fmt.Fprintf(w, "\nops: %d invoked, %d ok, %d fail, %d info   latency ms: p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n",
 		r.Ops.Invoked, r.Ops.OK, r.Ops.Fail, r.Ops.Info, r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99, r.LatencyMs.Max)
 	if r.Retries.Total > 0 {
@@ -67,7 +67,7 @@ func WriteSummary(w io.Writer, r *Results) {
 	}
 	if r.Conflicts > 0 {
 		per := ""
-		if fig := figuresOf(r); fig.PerApplied != "" && fig.Applied != nil && *fig.Applied != 0 {
+		if fig := r.FinalFigures(); fig.PerApplied != "" && fig.Applied != nil && *fig.Applied != 0 {
 			per = fmt.Sprintf(" (%.2f per %s)", float64(r.Conflicts)/float64(*fig.Applied), fig.PerApplied)
 		}
 		fmt.Fprintf(w, "CAS conflicts: %d%s\n", r.Conflicts, per)
@@ -85,8 +85,8 @@ func WriteSummary(w io.Writer, r *Results) {
 // writeFaults prints the faults: what the proxy fired, when the run went through it
 // (with process faults alone there is no proxy, and "fired: none" would mislead), then
 // the process faults' timeline, one line each, and the first acknowledged writes lost.
-func writeFaults(w io.Writer, r *Results) {
-	proxy := r.proxySchedule()
+func writeFaults(w io.Writer, r *results.Results) {
+	proxy := proxySchedule(r)
 	if len(proxy) > 0 && (r.Proxied || len(r.ProcessFaults) == 0) || len(r.Faults.ByKind) > 0 {
 		if c := r.Faults.Commits; c != nil {
 			fmt.Fprintf(w, "faults: %s  fired: %s\ncommit faults: %s\n", strings.Join(proxy, " "), counts(r.Faults.ByKind), c)
@@ -105,7 +105,7 @@ func writeFaults(w io.Writer, r *Results) {
 	}
 	n := r.LostTotal()
 	fmt.Fprintf(w, "lost writes: %d acknowledged %s missing from the final state\n", n, plural(int(n), "write", "writes"))
-	rows := r.lostRows()
+	rows := lostRows(r)
 	for _, l := range rows[:min(ConsoleExamples, len(rows))] {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
@@ -116,7 +116,7 @@ func writeFaults(w io.Writer, r *Results) {
 
 // proxySchedule is the schedule without the process faults: what the proxy was asked
 // to do.
-func (r *Results) proxySchedule() []string {
+func proxySchedule(r *results.Results) []string {
 	procs := map[string]bool{}
 	for _, f := range r.ProcessFaults {
 		procs[f.Fault] = true
@@ -128,14 +128,6 @@ func (r *Results) proxySchedule() []string {
 		}
 	}
 	return out
-}
-
-// figuresOf returns the figures of r's final state, none when it has no final state.
-func figuresOf(r *Results) workloads.Figures {
-	if r.Final == nil {
-		return workloads.Figures{}
-	}
-	return r.Final.Figures()
 }
 
 // num shows a figure, "-" when there is none.
@@ -159,7 +151,7 @@ func counts(m map[string]int64) string {
 
 // WriteTable prints the stand's table, one row per run, with each run's throughput as a
 // ratio to the fastest.
-func WriteTable(w io.Writer, runs []*Results) {
+func WriteTable(w io.Writer, runs []*results.Results) {
 	var fastest float64
 	for _, r := range runs {
 		if r.Throughput > fastest {
@@ -184,7 +176,7 @@ func WriteTable(w io.Writer, runs []*Results) {
 // it names the cause first and what the checker saw after it ("invalid: 163 operations
 // took effect more than once, proven by the proxy; the checker saw 828
 // premature-rejection anomalies"); otherwise it is the checker's own summary.
-func Headline(r *Results) string {
+func Headline(r *results.Results) string {
 	line := fmt.Sprintf("%s: %s", r.Verdict, r.Summary)
 	e := r.Evidence
 	if e == nil {
@@ -211,7 +203,7 @@ func Headline(r *Results) string {
 
 // kindCounts says how many anomalies of each kind the checker found: "828
 // premature-rejection".
-func kindCounts(r *Results) string {
+func kindCounts(r *results.Results) string {
 	kinds := r.AnomalyKinds
 	if len(kinds) == 0 {
 		kinds = map[string]int{}
@@ -257,7 +249,7 @@ const ConsoleExamples = 3
 // proves one (Headline), then a few examples of each group, grouped: the operations
 // applied more than once, those committed twice, and the checker's anomalies by kind.
 // Counts are exact; the examples come from what results.json lists (--max-anomalies).
-func WriteVerdict(w io.Writer, r *Results) {
+func WriteVerdict(w io.Writer, r *results.Results) {
 	fmt.Fprintf(w, "verdict: %s\n", Headline(r))
 	more := func(listed, shown, total int) {
 		if total > shown {
@@ -308,7 +300,7 @@ func WriteVerdict(w io.Writer, r *Results) {
 	}
 	for _, kind := range sortedKeysOf(kinds) {
 		n := kinds[kind]
-		if kind == LostWriteKind && len(r.LostWrites) > 0 {
+		if kind == results.LostWriteKind && len(r.LostWrites) > 0 {
 			// Found by reconciling the final state, and listed with the faults above.
 			fmt.Fprintf(w, "  reconciliation: %d %s (lost writes above)\n", n, kind)
 			continue

@@ -9,19 +9,20 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 )
 
 func TestTableRowsAndRatios(t *testing.T) {
 	bal := int64(0)
-	fast := &Results{Store: "redis", Mechanism: "Lua", Workload: "budget", Throughput: 2000, Verdict: checker.Valid,
+	fast := &results.Results{Store: "redis", Mechanism: "Lua", Workload: "budget", Throughput: 2000, Verdict: checker.Valid,
 		Final: decodeFinal(workloads.Budget, map[string]any{"applied": 1000, "rejected": 600, "balance": bal})}
-	slow := &Results{Store: "cql", Mechanism: "LWT", Workload: "budget", Throughput: 100, Verdict: checker.Invalid, Conflicts: 1500,
+	slow := &results.Results{Store: "cql", Mechanism: "LWT", Workload: "budget", Throughput: 100, Verdict: checker.Invalid, Conflicts: 1500,
 		Final: decodeFinal(workloads.Budget, map[string]any{"applied": 1000, "rejected": 600, "balance": bal}), Interrupted: true}
 	slow.Faults.ByKind = map[string]int64{"commit-cut": 3, "commit-drop": 2}
 	slow.Ops.Info = 5
 	var b bytes.Buffer
-	WriteTable(&b, []*Results{fast, slow})
+	WriteTable(&b, []*results.Results{fast, slow})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("table:\n%s", b.String())
@@ -41,9 +42,9 @@ func TestTableRowsAndRatios(t *testing.T) {
 // TestSummarySaysWhatCutsChanged: the summary names committed and changed rows apart,
 // and the table's column says that its first figure is operations that ended unknown.
 func TestSummarySaysWhatCutsChanged(t *testing.T) {
-	r := &Results{Store: "postgres", Workload: "budget", Verdict: checker.Valid, Ops: OpCounts{Invoked: 1601, OK: 1601}}
-	r.Faults = FaultCounts{Schedule: []string{"commit-cut:0.2"}, ByKind: map[string]int64{"commit-cut": 418}, ByTruth: map[string]int64{"applied": 418},
-		Commits: &CommitCounts{Committed: 418, ChangedRows: 205, Unchanged: 213}}
+	r := &results.Results{Store: "postgres", Workload: "budget", Verdict: checker.Valid, Ops: results.OpCounts{Invoked: 1601, OK: 1601}}
+	r.Faults = results.FaultCounts{Schedule: []string{"commit-cut:0.2"}, ByKind: map[string]int64{"commit-cut": 418}, ByTruth: map[string]int64{"applied": 418},
+		Commits: &results.CommitCounts{Committed: 418, ChangedRows: 205, Unchanged: 213}}
 	var b bytes.Buffer
 	WriteSummary(&b, r)
 	out := b.String()
@@ -77,16 +78,16 @@ func TestSummarySaysWhatCutsChanged(t *testing.T) {
 
 // processFaulted is the results of a run with one kill and five lost writes, with no
 // proxy: process faults were the whole schedule.
-func processFaulted() *Results {
+func processFaulted() *results.Results {
 	first := 1.02
-	r := &Results{Store: "redis", Workload: "register", Verdict: checker.Invalid, Summary: "not linearizable"}
-	r.Faults = FaultCounts{Schedule: []string{"kill@1s-2s"}, ByKind: map[string]int64{}, ByTruth: map[string]int64{}}
-	r.ProcessFaults = []ProcessFault{{Fault: "kill@1s-2s", Action: "kill", Pid: 4242, StartS: 1, EndS: 2.02, DowntimeS: 1.02,
+	r := &results.Results{Store: "redis", Workload: "register", Verdict: checker.Invalid, Summary: "not linearizable"}
+	r.Faults = results.FaultCounts{Schedule: []string{"kill@1s-2s"}, ByKind: map[string]int64{}, ByTruth: map[string]int64{}}
+	r.ProcessFaults = []results.ProcessFault{{Fault: "kill@1s-2s", Action: "kill", Pid: 4242, StartS: 1, EndS: 2.02, DowntimeS: 1.02,
 		InFlight: 16, InFlightInfo: 15, InFlightOK: 1, FirstAckS: &first, LostWrites: 5}}
 	for i := range 5 {
-		r.LostWrites = append(r.LostWrites, LostWrite{OpID: fmt.Sprintf("%d-7", i+3), Index: int64(100 + i), Key: fmt.Sprintf("k%d", i),
+		r.LostWrites = append(r.LostWrites, results.LostWrite{OpID: fmt.Sprintf("%d-7", i+3), Index: int64(100 + i), Key: fmt.Sprintf("k%d", i),
 			Value: []byte(fmt.Sprint(i)), Fault: "kill@1s-2s", AckBeforeFaultS: 0.25, Explanation: "lost"})
-		r.Anomalies = append(r.Anomalies, checker.Anomaly{Kind: LostWriteKind, Explanation: "lost"})
+		r.Anomalies = append(r.Anomalies, checker.Anomaly{Kind: results.LostWriteKind, Explanation: "lost"})
 	}
 	return r
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
 )
@@ -64,7 +64,7 @@ func TestPowerLossCassandraBatchValid(t *testing.T) {
 // batchLosesNothing checks a run of a pause and then a fault that kills the node: valid,
 // every action in the history, nothing lost, and operations cut by the second fault
 // left unknown.
-func batchLosesNothing(t *testing.T, res *report.Results, actions ...string) {
+func batchLosesNothing(t *testing.T, res *results.Results, actions ...string) {
 	t.Helper()
 	if res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)

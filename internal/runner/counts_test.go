@@ -4,13 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 )
 
 // retrySums checks that retries.total is the sum of retries.by_reason and of
 // retries.by_outcome, and that the outcomes' attempts beyond the first add up to it too.
-func retrySums(t *testing.T, res *report.Results) {
+func retrySums(t *testing.T, res *results.Results) {
 	t.Helper()
 	r := res.Retries
 	var byReason int64

@@ -9,11 +9,11 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 )
 
-func faultRun(t *testing.T, retry string, specs ...string) *report.Results {
+func faultRun(t *testing.T, retry string, specs ...string) *results.Results {
 	t.Helper()
 	cfg := budgetConfig(t)
 	cfg.Retry = policy(t, retry)
@@ -195,7 +195,7 @@ func TestSameSeedSameFaultDecisions(t *testing.T) {
 
 // commitsAddUp checks the plain-words split of the commit faults: every cut after
 // commit is counted once as having changed rows, changed nothing, or not said.
-func commitsAddUp(t *testing.T, res *report.Results) {
+func commitsAddUp(t *testing.T, res *results.Results) {
 	t.Helper()
 	c := res.Faults.Commits
 	if c == nil {
@@ -209,7 +209,7 @@ func commitsAddUp(t *testing.T, res *report.Results) {
 
 // oneReason checks that a commit cut is retried under one reason whatever the policy
 // and the statement: the connection closed.
-func oneReason(t *testing.T, res *report.Results) {
+func oneReason(t *testing.T, res *results.Results) {
 	t.Helper()
 	for reason := range res.Retries.ByReason {
 		if reason != "conn-closed" {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/insert"
 )
@@ -16,7 +16,7 @@ import (
 // starts (insert.Store.PrepareInsert). One server serves every run: the one --dsn names,
 // or one launched for the table, so that the shapes are compared on the same server
 // and the runs differ only in the key. The results come back in the order run.
-func InsertTable(ctx context.Context, cfg Config, keys []insert.Key, counts []int, rounds int) ([]*report.Results, error) {
+func InsertTable(ctx context.Context, cfg Config, keys []insert.Key, counts []int, rounds int) ([]*results.Results, error) {
 	cfg.Workload = workloads.Insert
 	if rounds < 1 {
 		return nil, couldNotRun("--rounds must be at least 1")
@@ -48,7 +48,7 @@ func InsertTable(ctx context.Context, cfg Config, keys []insert.Key, counts []in
 		cfg.progressf("%s", srv.desc)
 		cfg.DSN = srv.dsn
 	}
-	var all []*report.Results
+	var all []*results.Results
 	for round := range rounds {
 		for _, n := range counts {
 			for _, k := range insert.Rotate(keys, round) {

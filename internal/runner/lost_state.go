@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
 
@@ -18,8 +18,8 @@ const lostExamples = 5
 // each of which took a unit from it. It names the last data-losing fault, the first few
 // acknowledged decrements and the last one before the fault. With no such fault the
 // account vanished by itself, which is as much a loss.
-func lostAccount(f budget.Final, tl []report.ProcessFault, ops []histories.Op) []report.LostWrite {
-	var fault *report.ProcessFault
+func lostAccount(f budget.Final, tl []results.ProcessFault, ops []histories.Op) []results.LostWrite {
+	var fault *results.ProcessFault
 	for i := range tl {
 		if losesData(tl[i].Action) {
 			fault = &tl[i]
@@ -39,7 +39,7 @@ func lostAccount(f budget.Final, tl []report.ProcessFault, ops []histories.Op) [
 			acked = append(acked, op)
 		}
 	}
-	l := report.LostWrite{Count: f.Applied}
+	l := results.LostWrite{Count: f.Applied}
 	if fault != nil {
 		l.Fault = fault.Fault
 	}
@@ -64,5 +64,5 @@ func lostAccount(f budget.Final, tl []report.ProcessFault, ops []histories.Op) [
 			l.Explanation += fmt.Sprintf(" (acknowledged %.3fs before the fault)", l.AckBeforeFaultS)
 		}
 	}
-	return []report.LostWrite{l}
+	return []results.LostWrite{l}
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 // The lost-write rule on hand-made histories: a read after the restart that returns
@@ -20,7 +20,7 @@ func TestLostRegisterWrites(t *testing.T) {
 		}
 		return o
 	}
-	kill := []report.ProcessFault{{Fault: "kill@1s-2s", Action: "kill", StartS: 1, EndS: 2}}
+	kill := []results.ProcessFault{{Fault: "kill@1s-2s", Action: "kill", StartS: 1, EndS: 2}}
 	base := []histories.Op{
 		op(s/10, 0, histories.Invoke, "write", "0-0", "3"),
 		op(s/5, 0, histories.OK, "write", "0-0", ""),

@@ -15,7 +15,7 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/evidence"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 // nemesis owns the fault proxy of a run and its schedule. It writes every fault event
@@ -202,7 +202,7 @@ func (n *nemesis) close() {
 
 // account adds the fault counts and the evidence to the results, and reconciles the
 // workload's final state with the ground truth.
-func (n *nemesis) account(res *report.Results, ops []histories.Op) {
+func (n *nemesis) account(res *results.Results, ops []histories.Op) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.procs != nil {

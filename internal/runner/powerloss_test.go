@@ -11,7 +11,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/internal/powerfs"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
 )
@@ -43,7 +43,7 @@ func powerConfig(t *testing.T, store runner.StoreName, seed int64) runner.Config
 	return cfg
 }
 
-func lostFigures(res *report.Results) (n int64, explanation string) {
+func lostFigures(res *results.Results) (n int64, explanation string) {
 	for _, l := range res.LostWrites {
 		c := l.Count
 		if c == 0 {

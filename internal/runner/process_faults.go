@@ -13,7 +13,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
@@ -69,7 +69,7 @@ type procNemesis struct {
 	// done is closed when every fault is over and the server runs again.
 	done     chan struct{}
 	cancel   context.CancelFunc
-	timeline []report.ProcessFault
+	timeline []results.ProcessFault
 	// startFailure is set when the server did not start again after a power loss.
 	startFailure error
 	run          *run
@@ -136,7 +136,7 @@ func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, er
 // apply does one fault. Whatever happens, the server runs when it returns: a kill is
 // followed by a start and a pause by a continue even when the run ends first.
 func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
-	tl := report.ProcessFault{Fault: f.Spec, Action: f.Name, Server: p.server, Pid: p.ctl.Pid()}
+	tl := results.ProcessFault{Fault: f.Spec, Action: f.Name, Server: p.server, Pid: p.ctl.Pid()}
 	defer p.state.during(f)()
 	var errs []string
 	note := func(err error) {
@@ -226,8 +226,8 @@ func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
 
 // account adds the fault timeline with its figures and the lost writes to the results.
 // A lost write is an anomaly: the verdict becomes invalid.
-func (p *procNemesis) account(res *report.Results, ops []histories.Op) {
-	tl := append([]report.ProcessFault(nil), p.timeline...)
+func (p *procNemesis) account(res *results.Results, ops []histories.Op) {
+	tl := append([]results.ProcessFault(nil), p.timeline...)
 	figures(tl, ops)
 	lost := lostWrites(res, tl, ops)
 	for _, l := range lost {
@@ -284,7 +284,7 @@ func intervals(ops []histories.Op) []interval {
 
 // figures fills in the operations in flight at each fault and the first acknowledgement
 // after it.
-func figures(tl []report.ProcessFault, ops []histories.Op) {
+func figures(tl []results.ProcessFault, ops []histories.Op) {
 	ivs := intervals(ops)
 	for i := range tl {
 		start, end := int64(tl[i].StartS*1e9), int64(tl[i].EndS*1e9)
@@ -319,7 +319,7 @@ func losesData(action string) bool {
 }
 
 // lostWrites finds acknowledged effects missing after the faults, by workload.
-func lostWrites(res *report.Results, tl []report.ProcessFault, ops []histories.Op) []report.LostWrite {
+func lostWrites(res *results.Results, tl []results.ProcessFault, ops []histories.Op) []results.LostWrite {
 	switch res.Workload {
 	case workloads.Register:
 		return lostRegisterWrites(tl, ops)
@@ -346,11 +346,11 @@ func lostWrites(res *report.Results, tl []report.ProcessFault, ops []histories.O
 
 // lostCount attributes n missing acknowledged effects of operation f to the last
 // data-losing fault, naming the last operation acknowledged before it.
-func lostCount(n int64, f, plural string, tl []report.ProcessFault, ops []histories.Op) []report.LostWrite {
+func lostCount(n int64, f, plural string, tl []results.ProcessFault, ops []histories.Op) []results.LostWrite {
 	if n <= 0 {
 		return nil
 	}
-	var fault *report.ProcessFault
+	var fault *results.ProcessFault
 	for i := range tl {
 		if losesData(tl[i].Action) {
 			fault = &tl[i]
@@ -369,7 +369,7 @@ func lostCount(n int64, f, plural string, tl []report.ProcessFault, ops []histor
 			acks = append(acks, op.Time)
 		}
 	}
-	l := report.LostWrite{Count: n, Fault: fault.Fault}
+	l := results.LostWrite{Count: n, Fault: fault.Fault}
 	l.Explanation = fmt.Sprintf("%d acknowledged %s missing from the final state after %s (%s of pid %d at %.2fs)", n, plural, fault.Fault, fault.Action, fault.Pid, fault.StartS)
 	if last != nil {
 		l.OpID, l.Index, l.AckBeforeFaultS = last.OpID, last.Index, secs(at-last.Time)
@@ -381,7 +381,7 @@ func lostCount(n int64, f, plural string, tl []report.ProcessFault, ops []histor
 			l.Explanation += fmt.Sprintf("; the last %d acknowledged span the %.3fs before it", n, secs(at-acks[int64(len(acks))-n]))
 		}
 	}
-	return []report.LostWrite{l}
+	return []results.LostWrite{l}
 }
 
 // written returns the value a write or compare-and-set puts in the register.
@@ -412,7 +412,7 @@ func sameValue(a, b json.RawMessage) bool {
 // a value neither it nor any write that may follow it wrote: the read must follow the
 // write in any linearization, so the write is gone. (An unknown write may apply at any
 // time, so its value always counts as one that may follow.)
-func lostRegisterWrites(tl []report.ProcessFault, ops []histories.Op) []report.LostWrite {
+func lostRegisterWrites(tl []results.ProcessFault, ops []histories.Op) []results.LostWrite {
 	ivs := intervals(ops)
 	byKey := map[string][]interval{}
 	var keys []string
@@ -423,7 +423,7 @@ func lostRegisterWrites(tl []report.ProcessFault, ops []histories.Op) []report.L
 		byKey[iv.inv.Key] = append(byKey[iv.inv.Key], iv)
 	}
 	sort.Strings(keys)
-	var out []report.LostWrite
+	var out []results.LostWrite
 	for fi, f := range tl {
 		if !losesData(f.Action) {
 			continue
@@ -473,7 +473,7 @@ func lostRegisterWrites(tl []report.ProcessFault, ops []histories.Op) []report.L
 			if explained {
 				continue
 			}
-			l := report.LostWrite{OpID: w.inv.OpID, Index: w.comp.Index, Key: k, Value: wv, Fault: f.Fault, AckBeforeFaultS: secs(start - w.comp.Time)}
+			l := results.LostWrite{OpID: w.inv.OpID, Index: w.comp.Index, Key: k, Value: wv, Fault: f.Fault, AckBeforeFaultS: secs(start - w.comp.Time)}
 			l.Explanation = fmt.Sprintf("%s %s of %s by op %s (acknowledged %.3fs before %s, %s of pid %d at %.2fs) is lost: read %s, invoked after the server answered again, returned %s", w.inv.F, string(w.inv.Value), k, w.inv.OpID, l.AckBeforeFaultS, f.Fault, f.Action, f.Pid, f.StartS, r.inv.OpID, string(r.comp.Value))
 			out = append(out, l)
 		}
@@ -481,8 +481,8 @@ func lostRegisterWrites(tl []report.ProcessFault, ops []histories.Op) []report.L
 	return out
 }
 
-func anomalyOf(l report.LostWrite) checker.Anomaly {
-	a := checker.Anomaly{Kind: report.LostWriteKind, Explanation: l.Explanation}
+func anomalyOf(l results.LostWrite) checker.Anomaly {
+	a := checker.Anomaly{Kind: results.LostWriteKind, Explanation: l.Explanation}
 	if l.OpID != "" {
 		a.Ops = []int64{l.Index}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -18,7 +18,7 @@ import (
 
 // processRun runs cfg on a server the run launches itself (the process faults need
 // one), skipping when the store is not installed.
-func processRun(t *testing.T, cfg runner.Config) *report.Results {
+func processRun(t *testing.T, cfg runner.Config) *results.Results {
 	t.Helper()
 	if err := runner.Available(cfg.Store); err != nil {
 		servertest.SkipOrFail(t, err)
@@ -44,7 +44,7 @@ func processRun(t *testing.T, cfg runner.Config) *report.Results {
 // faultsHappened checks the timeline: every fault applied without error, the server
 // answered again and a later operation was acknowledged (the workers reconnected),
 // and the history carries each action as a nemesis event.
-func faultsHappened(t *testing.T, res *report.Results, actions ...string) {
+func faultsHappened(t *testing.T, res *results.Results, actions ...string) {
 	t.Helper()
 	if len(res.ProcessFaults) != len(res.Faults.Schedule) {
 		t.Fatalf("timeline %+v for schedule %v", res.ProcessFaults, res.Faults.Schedule)
@@ -180,7 +180,7 @@ func TestProcessFaultsRefused(t *testing.T) {
 	}
 }
 
-func failoverRun(t *testing.T, replication string, seed int64) *report.Results {
+func failoverRun(t *testing.T, replication string, seed int64) *results.Results {
 	cfg := budgetConfig(t)
 	cfg.Topology, cfg.Replication, cfg.Seed = runner.TopologyReplicated, replication, seed
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 16, 0, 3500*time.Millisecond, 1_000_000

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/evidence"
+	"github.com/indoubt/indoubt/internal/results"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -83,7 +84,7 @@ type Config struct {
 	// CheckTimeout bounds a search checker; 0 means a minute.
 	CheckTimeout time.Duration `json:"check_timeout"`
 	// MaxAnomalies bounds the anomalies and ground-truth items results.json lists
-	// (counts stay exact); 0 means report.DefaultMaxAnomalies, -1 lists all.
+	// (counts stay exact); 0 means results.DefaultMaxAnomalies, -1 lists all.
 	MaxAnomalies int `json:"max_anomalies,omitempty"`
 	// OnProgress, when set, receives a snapshot of the run a few times a second while
 	// its workers run.
@@ -214,7 +215,7 @@ func (c Config) proxied() bool {
 // directory is created 0700 and config.json and results.json 0600: a run directory is
 // its owner's, as a shell history is; share it by copying it (or chmod), which is safe
 // because what is inside is redacted.
-func Run(ctx context.Context, cfg Config) (*report.Results, error) {
+func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -239,7 +240,7 @@ func Run(ctx context.Context, cfg Config) (*report.Results, error) {
 	res.RunDir = final
 	maxA := cfg.MaxAnomalies
 	if maxA == 0 {
-		maxA = report.DefaultMaxAnomalies
+		maxA = results.DefaultMaxAnomalies
 	}
 	res.Trim(maxA)
 	if err := writeJSON(filepath.Join(partial, "results.json"), res); err != nil {
@@ -302,11 +303,11 @@ func writeJSON(path string, v any) error {
 
 // runIn does the run with dir as its (not yet published) run directory.
 // Every DSN it dials is added to sc before any error can quote it.
-func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber) (*report.Results, error) {
+func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber) (*results.Results, error) {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, couldNotRun("write config: %v", err)
 	}
-	ph := &report.Phases{}
+	ph := &results.Phases{}
 	lap := time.Now()
 	took := func(into *float64) {
 		now := time.Now()
@@ -438,29 +439,29 @@ func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string) (
 }
 
 // results assembles results.json from the run's counts, the history and the verdict.
-func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc string, proxied bool) *report.Results {
+func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc string, proxied bool) *results.Results {
 	cfg := r.cfg
-	res := &report.Results{
-		SchemaVersion: report.SchemaVersion,
+	res := &results.Results{
+		SchemaVersion: results.SchemaVersion,
 		Verdict:       verdict.Verdict, Summary: verdict.Summary,
 		Workload: r.wl.Name(), Store: string(cfg.Store), Mechanism: r.wl.Mechanism(), Retry: string(cfg.Retry.Name),
 		Seed: cfg.Seed, Workers: cfg.Workers, Interrupted: r.interrupted,
 		StartedAt: r.startWall(), DurationS: r.elapsed.Seconds(),
 		Retries: r.tally.retries, Conflicts: r.tally.conflicts, Errors: r.tally.errors, Outcomes: r.tally.outcomes,
 		Anomalies: verdict.Anomalies, Final: r.wl.Summary(ops), Server: serverDesc, Proxied: proxied,
-		Faults: report.FaultCounts{Schedule: specs(cfg.Faults), ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
+		Faults: results.FaultCounts{Schedule: specs(cfg.Faults), ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
 	}
 	if res.Anomalies == nil {
 		res.Anomalies = []checker.Anomaly{}
 	}
-	res.AnomalyCount = report.AnomalyCountOf(verdict)
+	res.AnomalyCount = results.AnomalyCountOf(verdict)
 	res.Ops = countOps(ops)
 	if r.elapsed > 0 {
 		res.Throughput = float64(r.completed.Load()) / r.elapsed.Seconds()
 	}
 	lat := r.tally.lat
 	res.PerSecond = r.tally.perSecond
-	res.LatencyMs = report.Latency{
+	res.LatencyMs = results.Latency{
 		P50: ms(lat.ValueAtQuantile(50)), P95: ms(lat.ValueAtQuantile(95)),
 		P99: ms(lat.ValueAtQuantile(99)), Max: ms(lat.Max()),
 	}
@@ -469,8 +470,8 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 
 func ms(us int64) float64 { return math.Round(float64(us)/10) / 100 }
 
-func countOps(ops []histories.Op) report.OpCounts {
-	var c report.OpCounts
+func countOps(ops []histories.Op) results.OpCounts {
+	var c results.OpCounts
 	for _, op := range ops {
 		if !op.IsClient() {
 			continue
@@ -610,8 +611,8 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 // run's when it stops.
 type tally struct {
 	lat       *hdrhistogram.Histogram // microseconds
-	retries   report.RetryCounts
-	outcomes  report.Outcomes
+	retries   results.RetryCounts
+	outcomes  results.Outcomes
 	conflicts int64
 	errors    map[string]int64
 	perSecond []int64
@@ -620,7 +621,7 @@ type tally struct {
 func newTally() *tally {
 	return &tally{
 		lat:     hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3),
-		retries: report.RetryCounts{ByReason: map[string]int64{}},
+		retries: results.RetryCounts{ByReason: map[string]int64{}},
 		errors:  map[string]int64{},
 	}
 }
@@ -663,7 +664,7 @@ func (t *tally) account(comp histories.Op, rt retried, lat time.Duration) {
 
 // countOutcome adds one operation to the per-outcome counts.
 func (t *tally) countOutcome(rt retried, attempts int) {
-	var c *report.OutcomeCount
+	var c *results.OutcomeCount
 	switch rt.end {
 	case succeeded:
 		c = &t.outcomes.Succeeded
@@ -694,7 +695,7 @@ func (t *tally) add(o *tally) {
 	t.retries.Add(o.retries)
 	t.outcomes.Add(o.outcomes)
 	t.conflicts += o.conflicts
-	t.errors = report.AddCounts(t.errors, o.errors)
+	t.errors = results.AddCounts(t.errors, o.errors)
 	for len(t.perSecond) < len(o.perSecond) {
 		t.perSecond = append(t.perSecond, 0)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
@@ -38,7 +38,7 @@ func validate(s *jsonschema.Schema, b []byte) error {
 }
 
 // Every workload's real results.json validates against the published schema, and reads
-// back into report.Results with the same final state.
+// back into results.Results with the same final state.
 func TestResultsMatchTheSchema(t *testing.T) {
 	s := resultsSchema(t)
 	cases := []struct {
@@ -93,12 +93,12 @@ func TestResultsMatchTheSchema(t *testing.T) {
 			if err := validate(s, b); err != nil {
 				t.Fatalf("results.json does not match the schema: %v", err)
 			}
-			var back report.Results
+			var back results.Results
 			if err := json.Unmarshal(b, &back); err != nil {
 				t.Fatalf("read results.json back: %v", err)
 			}
-			if back.SchemaVersion != report.SchemaVersion || !reflect.DeepEqual(back.Final, res.Final) {
-				t.Errorf("read back: version %d, final %#v; want %d, %#v", back.SchemaVersion, back.Final, report.SchemaVersion, res.Final)
+			if back.SchemaVersion != results.SchemaVersion || !reflect.DeepEqual(back.Final, res.Final) {
+				t.Errorf("read back: version %d, final %#v; want %d, %#v", back.SchemaVersion, back.Final, results.SchemaVersion, res.Final)
 			}
 		})
 	}

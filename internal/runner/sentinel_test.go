@@ -9,13 +9,13 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
 )
 
 // nemesisPids returns the pid of each nemesis event of the history, by action.
-func nemesisPids(t *testing.T, res *report.Results) map[string]int {
+func nemesisPids(t *testing.T, res *results.Results) map[string]int {
 	t.Helper()
 	_, ops, err := histories.ReadFile(res.RunDir+"/history.jsonl", false)
 	if err != nil {
@@ -39,7 +39,7 @@ func nemesisPids(t *testing.T, res *report.Results) map[string]int {
 // promotedElsewhere checks that the failover killed one redis-server and the
 // Sentinels promoted another, on which the workload went on: an operation was
 // acknowledged after the promotion.
-func promotedElsewhere(t *testing.T, res *report.Results, actions ...string) {
+func promotedElsewhere(t *testing.T, res *results.Results, actions ...string) {
 	t.Helper()
 	faultsHappened(t, res, append([]string{"failover", "promoted"}, actions...)...)
 	pids := nemesisPids(t, res)

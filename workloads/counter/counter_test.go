@@ -13,7 +13,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 
 // runCounter runs the counter for about a second on the package's PostgreSQL with the
 // policy the workload defaults to (conflict).
-func runCounter(t *testing.T, mech, iso string, workers int) (*report.Results, counter.Final) {
+func runCounter(t *testing.T, mech, iso string, workers int) (*results.Results, counter.Final) {
 	t.Helper()
 	cfg := runner.Config{
 		Workload: "counter", Store: "postgres", DSN: pg.Get(t).DSN,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
-	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -31,7 +31,7 @@ var versions = []struct {
 }{{"15", pg15}, {"18", pg18}}
 
 // table runs runner.InsertTable on srv and returns each run's final state by key.
-func table(t *testing.T, srv *servers.Postgres, cfg runner.Config, keys []insert.Key) map[insert.Key]*report.Results {
+func table(t *testing.T, srv *servers.Postgres, cfg runner.Config, keys []insert.Key) map[insert.Key]*results.Results {
 	t.Helper()
 	cfg.Store, cfg.DSN, cfg.Seed, cfg.Out = "postgres", srv.DSN, 1, t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -40,7 +40,7 @@ func table(t *testing.T, srv *servers.Postgres, cfg runner.Config, keys []insert
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[insert.Key]*report.Results{}
+	out := map[insert.Key]*results.Results{}
 	for _, r := range runs {
 		f := final(t, r)
 		out[f.Key] = r
@@ -51,7 +51,7 @@ func table(t *testing.T, srv *servers.Postgres, cfg runner.Config, keys []insert
 	return out
 }
 
-func final(t *testing.T, r *report.Results) insert.Final {
+func final(t *testing.T, r *results.Results) insert.Final {
 	t.Helper()
 	f, ok := r.Final.(insert.Final)
 	if !ok {

@@ -7,40 +7,17 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
-func TestBounds(t *testing.T) {
-	for _, tc := range []struct {
-		bound string
-		v     float64
-		holds bool
-	}{
-		{"> 0", 1, true}, {"> 0", 0, false}, {"== 0", 0, true}, {"==0", 0.5, false}, {"!= 3", 3, false},
-		{"<= 2.5", 2.5, true}, {"< 2.5", 2.5, false}, {">= -1", -1, true}, {"> 0 and < 500", 499, true}, {"> 0 and < 500", 500, false},
-	} {
-		b, err := ParseBound(tc.bound)
-		if err != nil {
-			t.Fatalf("%q: %v", tc.bound, err)
-		}
-		if got := b.Holds(tc.v); got != tc.holds {
-			t.Errorf("%q holds for %v: %v, want %v", tc.bound, tc.v, got, tc.holds)
-		}
-	}
-	for _, bad := range []string{"", "0", "> x", "=> 1", "> 1 or < 2", "about 3"} {
-		if _, err := ParseBound(bad); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}
-
 // A faulted run's results: 30 operations proven applied more than once, 40 anomalies.
-func faulted() *Results {
-	r := &Results{Verdict: checker.Invalid, Summary: "decrement 1-1 was rejected (and 39 more anomalies)", Evidence: &Evidence{}}
+func faulted() *results.Results {
+	r := &results.Results{Verdict: checker.Invalid, Summary: "decrement 1-1 was rejected (and 39 more anomalies)", Evidence: &results.Evidence{}}
 	for i := 0; i < 30; i++ {
 		n := 2 + i%3
-		r.Evidence.AppliedTwice = append(r.Evidence.AppliedTwice, AmbiguousOp{OpID: fmt.Sprintf("1-%d", i),
+		r.Evidence.AppliedTwice = append(r.Evidence.AppliedTwice, results.AmbiguousOp{OpID: fmt.Sprintf("1-%d", i),
 			Sentence: fmt.Sprintf("operation 1-%d (invoked at history event %d) took effect %d times: ...", i, i, n)})
-		r.Evidence.Ambiguous = append(r.Evidence.Ambiguous, AmbiguousOp{OpID: fmt.Sprintf("1-%d", i)})
+		r.Evidence.Ambiguous = append(r.Evidence.Ambiguous, results.AmbiguousOp{OpID: fmt.Sprintf("1-%d", i)})
 	}
 	for i := 0; i < 40; i++ {
 		kind := "premature-rejection"
@@ -62,7 +39,7 @@ func TestTrimKeepsCountsExact(t *testing.T) {
 	}
 	r.Trim(3)
 	for name, want := range map[string]float64{"anomalies": 40, "double_applied": 30} {
-		if v, _ := Figure(r, name); v != want {
+		if v, _ := results.Figure(r, name); v != want {
 			t.Errorf("%s = %v after trimming, want %v", name, v, want)
 		}
 	}
@@ -93,7 +70,7 @@ func TestVerdictNamesTheCauseFirst(t *testing.T) {
 	if !strings.Contains(b.String(), "... and 27 more (results.json lists 20; --max-anomalies)") {
 		t.Errorf("the rest is not counted:\n%s", b.String())
 	}
-	clean := &Results{Verdict: checker.Valid, Summary: "linearizable"}
+	clean := &results.Results{Verdict: checker.Valid, Summary: "linearizable"}
 	b.Reset()
 	WriteVerdict(&b, clean)
 	if b.String() != "verdict: valid: linearizable\n" {
@@ -114,7 +91,7 @@ func TestCheckerBoundedList(t *testing.T) {
 			t.Errorf("lacks %q:\n%s", want, b.String())
 		}
 	}
-	if v, _ := Figure(r, "anomalies"); v != 806 {
+	if v, _ := results.Figure(r, "anomalies"); v != 806 {
 		t.Errorf("anomalies figure %v", v)
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package results
 
 // Outcomes counts a run's operations (final reads excluded) and their attempts by how
 // the retry loop ended, so that the cost of retrying can be told apart by outcome:

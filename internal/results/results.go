@@ -1,6 +1,14 @@
-// Package report renders a run's results: results.json, the one-screen summary, the
-// stand's multi-store table, report.html and junit.xml.
-package report
+// Package results holds results.json: what a run, or a re-check of a run directory,
+// found and measured. The runner and `indoubt check` fill it; package report only
+// renders it (the console, report.html, the stand's tables, junit.xml). A reader of
+// results.json gets back the workload's typed final state (UnmarshalJSON).
+//
+// The verdict, its summary and its anomalies are copied from the checker's Result:
+// nothing here decides. Evidence (the proxy's ground truth joined to operations),
+// the process-fault timeline and the lost writes explain the verdict beside it.
+// schemas/results.schema.json is the JSON Schema of the file, and SchemaVersion its
+// version.
+package results
 
 import (
 	"encoding/json"

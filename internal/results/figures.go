@@ -1,14 +1,17 @@
-package report
+package results
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // figureDefs are the named figures of a run that suites bound and compare shows. Each
@@ -63,17 +66,17 @@ var figureDefs = []struct {
 		}
 		return float64(len(r.Evidence.Disagreements)), true
 	}},
-	{"applied", "operations acknowledged as applied (budget: decrements)", func(r *Results) (float64, bool) { return ptr(figuresOf(r).Applied) }},
-	{"rejected", "operations acknowledged as rejected by the workload's rule", func(r *Results) (float64, bool) { return ptr(figuresOf(r).Rejected) }},
-	{"final", "the final value read back (a balance, a counter)", func(r *Results) (float64, bool) { return ptr(figuresOf(r).Value) }},
+	{"applied", "operations acknowledged as applied (budget: decrements)", func(r *Results) (float64, bool) { return ptr(r.FinalFigures().Applied) }},
+	{"rejected", "operations acknowledged as rejected by the workload's rule", func(r *Results) (float64, bool) { return ptr(r.FinalFigures().Rejected) }},
+	{"final", "the final value read back (a balance, a counter)", func(r *Results) (float64, bool) { return ptr(r.FinalFigures().Value) }},
 	{"lost", "counter: acknowledged increments missing from the final value", func(r *Results) (float64, bool) {
-		if f := figuresOf(r).Reconciliation; f != nil {
+		if f := r.FinalFigures().Reconciliation; f != nil {
 			return float64(f.Lost), true
 		}
 		return 0, false
 	}},
 	{"extra", "counter: increments in the final value that were never acknowledged", func(r *Results) (float64, bool) {
-		if f := figuresOf(r).Reconciliation; f != nil {
+		if f := r.FinalFigures().Reconciliation; f != nil {
 			return float64(f.Extra), true
 		}
 		return 0, false
@@ -258,7 +261,7 @@ func (e *Evidence) Grouped() string {
 		}
 	}
 	var parts []string
-	for _, k := range sortedKeysOf(by) {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		parts = append(parts, fmt.Sprintf("%d× %d", k, by[k]))
 	}
 	return strings.Join(parts, ", ")
@@ -276,4 +279,12 @@ func AnomalyCountOf(v checker.Result) int {
 		}
 	}
 	return n
+}
+
+// FinalFigures returns the figures of r's final state, none when it has no final state.
+func (r *Results) FinalFigures() workloads.Figures {
+	if r.Final == nil {
+		return workloads.Figures{}
+	}
+	return r.Final.Figures()
 }
