@@ -1,13 +1,11 @@
 package checker
 
 import (
-	"cmp"
 	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -218,8 +216,8 @@ func (c *budgetChecker) Add(op histories.Op) error {
 // budgetPairer matches completions to invocations by process, one open operation per
 // process, and numbers the client events.
 type budgetPairer struct {
-	open map[int]*budgetOp
-	pos  int64
+	p   histories.Pairer[*budgetOp]
+	pos int64
 }
 
 // add takes one event. It returns the operation the event invoked or completed, nil
@@ -228,34 +226,23 @@ func (p *budgetPairer) add(op histories.Op) (o *budgetOp, complete bool, err err
 	if !op.IsClient() {
 		return nil, false, nil
 	}
-	if p.open == nil {
-		p.open = make(map[int]*budgetOp)
-	}
 	pos := p.pos
 	p.pos++
 	if op.Type == histories.Invoke {
-		if prev, busy := p.open[op.Process]; busy {
-			return nil, false, fmt.Errorf("history index %d: process %d invokes while its operation invoked at index %d is open", op.Index, op.Process, prev.invIndex)
-		}
 		if op.F != "decrement" && op.F != "read" {
 			return nil, false, fmt.Errorf("history index %d: budget history has unknown function %q", op.Index, op.F)
 		}
 		o := &budgetOp{opRef: invoked(op), read: op.F == "read", inv: pos, ret: -1, heapAt: -1}
-		p.open[op.Process] = o
-		return o, false, nil
+		return o, false, p.p.Invoke(op, o)
 	}
-	o, ok := p.open[op.Process]
-	if !ok {
-		return nil, false, fmt.Errorf("history index %d: %s completion of process %d without an open invocation", op.Index, op.Type, op.Process)
-	}
-	if op.F != "" && op.F != o.f() {
-		return nil, false, fmt.Errorf("history index %d: completion %q of process %d does not match its invocation %q at index %d", op.Index, op.F, op.Process, o.f(), o.invIndex)
+	o, err = p.p.Complete(op)
+	if err != nil {
+		return nil, false, err
 	}
 	kind, balance, err := budgetClassify(o.read, op.Type, op.Value)
 	if err != nil {
 		return nil, false, fmt.Errorf("history index %d: %w", op.Index, err)
 	}
-	delete(p.open, op.Process)
 	o.kind, o.balance, o.ret, o.retIndex = kind, balance, pos, op.Index
 	return o, true, nil
 }
@@ -263,17 +250,14 @@ func (p *budgetPairer) add(op histories.Op) (o *budgetOp, complete bool, err err
 // close ends the history: operations still open are unknown (a decrement may have
 // taken effect) or carry nothing (a read). It returns them in invocation order.
 func (p *budgetPairer) close() []*budgetOp {
-	var left []*budgetOp
-	for _, o := range p.open {
+	left := p.p.Open()
+	for _, o := range left {
 		if o.read {
 			o.kind = budgetNoRead
 		} else {
 			o.kind = budgetUnknown
 		}
-		left = append(left, o)
 	}
-	p.open = nil
-	slices.SortFunc(left, func(a, b *budgetOp) int { return cmp.Compare(a.inv, b.inv) })
 	return left
 }
 

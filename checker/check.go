@@ -62,6 +62,19 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 	if opt.Final != nil {
 		ops = withFinalRead(ops, opt.Final)
 	}
+	res, err := checkModel(ctx, model, h, ops, opt)
+	if err != nil || res.Verdict == 0 {
+		return res, err
+	}
+	var c completions
+	for _, op := range ops {
+		c.add(op)
+	}
+	return c.unlessNothing(withLostWrites(res, lostWritesOf(model, h, ops, opt))), err
+}
+
+// checkModel runs the model's checker.
+func checkModel(ctx context.Context, model string, h *histories.Header, ops []histories.Op, opt Options) (Result, error) {
 	switch model {
 	case ExactlyOnceModel:
 		return CheckExactlyOnce(ctx, ops)
@@ -97,6 +110,31 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 		return CheckCounter(ctx, ops, before)
 	}
 	return Result{}, fmt.Errorf("unknown model %q (want one of %v)", model, Models)
+}
+
+// lostWritesOf finds the acknowledged writes the history's process faults lost, by
+// model; the model's parameters have been read once already, by its checker.
+func lostWritesOf(model string, h *histories.Header, ops []histories.Op, opt Options) []LostWrite {
+	switch model {
+	case "budget", "counter":
+		initial, err := budgetParam(h, opt)
+		if model == "counter" {
+			initial, err = counterParam(h, opt)
+		}
+		if err != nil {
+			return nil
+		}
+		c := newCountingLoss(model)
+		for _, op := range ops {
+			c.add(op)
+		}
+		return c.lost(initial)
+	case RegisterModel, CASRegisterModel:
+		return lostRegisterWrites(ops)
+	case ExactlyOnceModel:
+		return lostEffects(ops)
+	}
+	return nil
 }
 
 // withFinalRead returns ops followed by an ok read of value final, by a process of its

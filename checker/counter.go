@@ -121,7 +121,7 @@ func counterOps(ops []histories.Op) (*counterOpList, int64, error) {
 // counterPairer is counterOps one event at a time, for a history read as a stream: it
 // keeps the operations, not the events.
 type counterPairer struct {
-	open map[int]counterOp
+	p    histories.Pairer[counterOp]
 	done counterOpList
 	pos  int64
 }
@@ -130,32 +130,21 @@ func (c *counterPairer) add(op histories.Op) error {
 	if !op.IsClient() {
 		return nil
 	}
-	if c.open == nil {
-		c.open = map[int]counterOp{}
-	}
 	p := c.pos
 	c.pos++
 	if op.Type == histories.Invoke {
-		if prev, busy := c.open[op.Process]; busy {
-			return fmt.Errorf("history index %d: process %d invokes while its operation invoked at index %d is open", op.Index, op.Process, prev.invIndex)
-		}
 		if op.F != "increment" && op.F != "read" {
 			return fmt.Errorf("history index %d: counter history has unknown function %q", op.Index, op.F)
 		}
-		c.open[op.Process] = counterOp{opRef: invoked(op), read: op.F == "read", inv: p, ret: -1}
-		return nil
+		return c.p.Invoke(op, counterOp{opRef: invoked(op), read: op.F == "read", inv: p, ret: -1})
 	}
-	o, ok := c.open[op.Process]
-	if !ok {
-		return fmt.Errorf("history index %d: %s completion of process %d without an open invocation", op.Index, op.Type, op.Process)
-	}
-	if op.F != "" && op.F != o.f() {
-		return fmt.Errorf("history index %d: completion %q of process %d does not match its invocation %q at index %d", op.Index, op.F, op.Process, o.f(), o.invIndex)
+	o, err := c.p.Complete(op)
+	if err != nil {
+		return err
 	}
 	if err := o.complete(op); err != nil {
 		return fmt.Errorf("history index %d: %w", op.Index, err)
 	}
-	delete(c.open, op.Process)
 	o.ret, o.retIndex = p, op.Index
 	c.done.add(o)
 	return nil
@@ -163,16 +152,11 @@ func (c *counterPairer) add(op histories.Op) error {
 
 // close ends the history and returns the operations and the number of client events.
 func (c *counterPairer) close() (*counterOpList, int64) {
-	left := make([]counterOp, 0, len(c.open))
-	for _, o := range c.open {
+	for _, o := range c.p.Open() {
 		o.kind = counterUnknown
 		if o.read {
 			o.kind = counterNoRead
 		}
-		left = append(left, o)
-	}
-	slices.SortFunc(left, func(a, b counterOp) int { return cmp.Compare(a.inv, b.inv) })
-	for _, o := range left {
 		c.done.add(o)
 	}
 	return &c.done, c.pos

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/indoubt/indoubt/histories"
 )
@@ -30,50 +31,37 @@ func (p *pairedOp) events() []int64 {
 	return []int64{p.inv.Index, p.ret.Index}
 }
 
-// pairOps pairs the client events of ops into operations by process, in invocation
-// order. fs lists the functions the model knows; any other is an error that names the
-// event, as are a completion without an invocation and an invocation on a busy process.
+// pairOps pairs the client events of ops into operations (histories.Pairer), in
+// invocation order, with their positions among the client events. fs lists the
+// functions the model knows; any other is an error that names the event, as are the
+// events Pairer refuses.
 func pairOps(model string, ops []histories.Op, fs ...string) ([]*pairedOp, error) {
-	known := map[string]bool{}
-	for _, f := range fs {
-		known[f] = true
-	}
-	open := map[int]*pairedOp{}
+	var p histories.Pairer[*pairedOp]
 	var all []*pairedOp
 	pos := 0
-	for _, op := range ops {
+	for i := range ops {
+		op := &ops[i]
 		if !op.IsClient() {
 			continue
 		}
-		p := pos
+		at := pos
 		pos++
 		if op.Type == histories.Invoke {
-			if prev, busy := open[op.Process]; busy {
-				return nil, fmt.Errorf("history index %d: process %d invokes while its operation invoked at index %d is open", op.Index, op.Process, prev.inv.Index)
-			}
-			if !known[op.F] {
+			if !slices.Contains(fs, op.F) {
 				return nil, fmt.Errorf("history index %d: %s history has unknown function %q (want one of %v)", op.Index, model, op.F, fs)
 			}
-			o := &pairedOp{inv: op, invPos: p, retPos: -1, outcome: histories.Info, endIndex: op.Index}
-			open[op.Process] = o
+			o := &pairedOp{inv: *op, invPos: at, retPos: -1, outcome: histories.Info, endIndex: op.Index}
+			if err := p.Invoke(*op, o); err != nil {
+				return nil, err
+			}
 			all = append(all, o)
 			continue
 		}
-		o, ok := open[op.Process]
-		if !ok {
-			return nil, fmt.Errorf("history index %d: %s completion of process %d without an open invocation", op.Index, op.Type, op.Process)
+		o, err := p.Complete(*op)
+		if err != nil {
+			return nil, err
 		}
-		if op.F != "" && op.F != o.inv.F {
-			return nil, fmt.Errorf("history index %d: completion %q of process %d does not match its invocation %q at index %d", op.Index, op.F, op.Process, o.inv.F, o.inv.Index)
-		}
-		switch op.Type {
-		case histories.OK, histories.Fail, histories.Info:
-		default:
-			return nil, fmt.Errorf("history index %d: event type %s is not a completion", op.Index, op.Type)
-		}
-		c := op
-		o.ret, o.retPos, o.outcome, o.endIndex = &c, p, op.Type, op.Index
-		delete(open, op.Process)
+		o.ret, o.retPos, o.outcome, o.endIndex = op, at, op.Type, op.Index
 	}
 	return all, nil
 }

@@ -360,7 +360,6 @@ func registerHistory(ops []histories.Op, model string, failMeans FailMeaning) (*
 		op  histories.Op
 		pos int
 	}
-	pending := map[int]open{}
 	clients := map[int]int{}
 	add := func(inv histories.Op, pos int, comp *histories.Op, cpos int) error {
 		in, err := registerParseInput(inv, model)
@@ -409,6 +408,7 @@ func registerHistory(ops []histories.Op, model string, failMeans FailMeaning) (*
 		}
 		return nil
 	}
+	var pairer histories.Pairer[open]
 	for pos, op := range ops {
 		if !op.IsClient() {
 			h.nemesis = append(h.nemesis, op)
@@ -416,36 +416,23 @@ func registerHistory(ops []histories.Op, model string, failMeans FailMeaning) (*
 			continue
 		}
 		if op.Type == histories.Invoke {
-			if prev, ok := pending[op.Process]; ok {
-				return nil, fmt.Errorf("event %d: process %d invokes while its operation of event %d is open", op.Index, op.Process, prev.op.Index)
+			if err := pairer.Invoke(op, open{op, pos}); err != nil {
+				return nil, err
 			}
-			pending[op.Process] = open{op, pos}
 			continue
-		}
-		inv, ok := pending[op.Process]
-		if !ok {
-			return nil, fmt.Errorf("event %d: %s completion of process %d without an invocation", op.Index, op.Type, op.Process)
 		}
 		// A completion without a key belongs to its invocation's key: Jepsen's
 		// independent completions may omit the [key value] tuple.
-		if inv.op.F != op.F || op.Key != "" && inv.op.Key != op.Key {
-			return nil, fmt.Errorf("event %d: completion %s of key %q does not match invocation %s of key %q (event %d)", op.Index, op.F, op.Key, inv.op.F, inv.op.Key, inv.op.Index)
-		}
-		delete(pending, op.Process)
-		if op.Type < histories.OK || op.Type > histories.Info {
-			return nil, fmt.Errorf("event %d: unknown event type %d", op.Index, op.Type)
+		inv, err := pairer.Complete(op)
+		if err != nil {
+			return nil, err
 		}
 		if err := add(inv.op, inv.pos, &op, pos); err != nil {
 			return nil, err
 		}
 	}
 	// Invocations never completed are info: add them in invocation order.
-	rest := make([]open, 0, len(pending))
-	for _, o := range pending {
-		rest = append(rest, o)
-	}
-	slices.SortFunc(rest, func(a, b open) int { return a.pos - b.pos })
-	for _, o := range rest {
+	for _, o := range pairer.Open() {
 		if err := add(o.op, o.pos, nil, 0); err != nil {
 			return nil, err
 		}

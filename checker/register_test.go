@@ -167,7 +167,7 @@ func TestRegisterModelErrors(t *testing.T) {
 		{"read of a float", "",
 			"{\"index\":0,\"process\":0,\"type\":\"invoke\",\"f\":\"read\"}\n{\"index\":1,\"process\":0,\"type\":\"ok\",\"f\":\"read\",\"value\":1.5}", "read value"},
 		{"completion without invocation", "",
-			`{"index":4,"process":0,"type":"ok","f":"read","value":1}`, "event 4: ok completion of process 0 without an invocation"},
+			`{"index":4,"process":0,"type":"ok","f":"read","value":1}`, "history index 4: ok completion of process 0 without an open invocation"},
 		{"two open operations", "",
 			"{\"index\":0,\"process\":0,\"type\":\"invoke\",\"f\":\"read\"}\n{\"index\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"read\"}", "process 0 invokes while"},
 		{"completion of another key", "",

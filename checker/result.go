@@ -3,6 +3,10 @@ package checker
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
+
+	"github.com/indoubt/indoubt/histories"
 )
 
 // Verdict is the outcome of a check. The zero value is invalid.
@@ -90,4 +94,66 @@ type Result struct {
 	Summary string `json:"summary"`
 	// Details holds checker-specific figures (budget: acknowledged, possible range).
 	Details map[string]json.RawMessage `json:"details,omitempty"`
+	// LostWrites lists the acknowledged writes found missing after the process faults
+	// the history records, each also an anomaly of kind LostWriteKind (see
+	// ProcessFaults).
+	LostWrites []LostWrite `json:"lost_writes,omitempty"`
 }
+
+// completions counts what a history checked: the client operations that completed
+// (ok, fail or info), apart from the final reads indoubt records after the workers
+// stop, and the span of time they cover.
+type completions struct {
+	n           int64
+	first, last int64
+	seen        bool
+}
+
+func (c *completions) add(op histories.Op) {
+	if !op.IsClient() {
+		return
+	}
+	if !c.seen {
+		c.first, c.seen = op.Time, true
+	}
+	if isFinalRead(op) {
+		// The final reads begin when the workers have stopped: the end of the span.
+		if op.Type == histories.Invoke {
+			c.last = max(c.last, op.Time)
+		}
+		return
+	}
+	c.last = max(c.last, op.Time)
+	if op.Type != histories.Invoke {
+		c.n++
+	}
+}
+
+// isFinalRead reports whether an event belongs to the final reads indoubt records
+// after the workers stopped (op ids final-0, final-1, ...; "final" in a history another
+// program wrote, as `indoubt check --final` adds it).
+func isFinalRead(op histories.Op) bool {
+	return op.OpID == "final" || strings.HasPrefix(op.OpID, "final-")
+}
+
+// unlessNothing makes a valid result Unknown when nothing was checked: no client
+// operation completed, so no order of operations was held to the model (a run that
+// spent its time connecting, a history of nemesis events alone). An invalid result
+// stands: what the final state proves wrong (a phantom effect) needs no operation.
+func (c *completions) unlessNothing(res Result) Result {
+	if res.Verdict != Valid || c.n > 0 {
+		return res
+	}
+	start := c.first
+	if start < unixNanos2001 {
+		start = 0 // the run's own clock starts at 0
+	}
+	span := time.Duration(max(c.last-start, 0))
+	res.Verdict = Unknown
+	res.Summary = fmt.Sprintf("nothing was checked: 0 operations completed in %s", span.Round(time.Millisecond))
+	return res
+}
+
+// unixNanos2001 is 2001-09-09 in Unix nanoseconds: a history time below it is not a
+// wall-clock time but a time since some start.
+const unixNanos2001 = 1_000_000_000 * 1_000_000_000

@@ -35,21 +35,33 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		if err != nil {
 			return Result{}, err
 		}
-		done, err := feed(ctx, next, c.Add)
+		lost := newCountingLoss("budget")
+		var checked completions
+		done, err := feed(ctx, next, func(op histories.Op) error {
+			lost.add(op)
+			checked.add(op)
+			return c.Add(op)
+		})
 		if err != nil {
 			return Result{}, err
 		}
 		if !done {
 			return interrupted("budget", ctx.Err()), nil
 		}
-		return c.Result(), nil
+		return checked.unlessNothing(withLostWrites(c.Result(), lost.lost(b))), nil
 	case "counter":
 		before, err := counterParam(h, opt)
 		if err != nil {
 			return Result{}, err
 		}
 		var p counterPairer
-		done, err := feed(ctx, next, p.add)
+		lost := newCountingLoss("counter")
+		var checked completions
+		done, err := feed(ctx, next, func(op histories.Op) error {
+			lost.add(op)
+			checked.add(op)
+			return p.add(op)
+		})
 		if err != nil {
 			return Result{}, err
 		}
@@ -59,7 +71,7 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		all, _ := p.close()
 		c := counterCheck{before: before}
 		c.run(all)
-		return c.build(), nil
+		return checked.unlessNothing(withLostWrites(c.build(), lost.lost(before))), nil
 	}
 	var ops []histories.Op
 	for {

@@ -62,3 +62,32 @@ func Example() {
 	// 2 0 invoke decrement
 	// 3 0 info decrement (conn closed)
 }
+
+// Pair turns a history's events into operations: each invocation with the completion
+// of the same process that follows it. The write ended unknown (info) and the read never
+// completed at all, which a checker treats the same way.
+func ExamplePair() {
+	ops := []histories.Op{
+		{Index: 0, Process: 0, Type: histories.Invoke, F: "write", Value: []byte("1")},
+		{Index: 1, Process: 1, Type: histories.Invoke, F: "read"},
+		{Index: 2, Process: 0, Type: histories.Info, F: "write", Error: "conn closed"},
+		{Index: 3, Process: 2, Type: histories.Invoke, F: "read"},
+		{Index: 4, Process: 2, Type: histories.OK, F: "read", Value: []byte("1")},
+	}
+	all, err := histories.Pair(ops)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range all {
+		fmt.Printf("%s by process %d: %s", o.Invoke.F, o.Invoke.Process, o.Type())
+		if v := o.Value(); v != nil {
+			fmt.Printf(" %s", v)
+		}
+		fmt.Println()
+	}
+	// Output:
+	// write by process 0: info
+	// read by process 1: info
+	// read by process 2: ok 1
+}

@@ -52,12 +52,13 @@
 //
 // # Servers
 //
-// The store subpackages give each test a Server: pgtest.Postgres, redistest.Redis and
-// mongotest.Mongo. Each launches its server once per test binary (PostgreSQL and Redis
-// from the machine's binaries, FerretDB inside the binary) or uses the one an
-// environment variable names (INDOUBT_POSTGRES_DSN, INDOUBT_REDIS_DSN,
-// INDOUBT_MONGO_DSN), and gives every test a fresh database on it. They are separate
-// packages so that a PostgreSQL test links no MongoDB, SQLite or Redis code. A server
+// The store subpackages give each test a Server: pgtest.Postgres, redistest.Redis,
+// mongotest.Mongo and cqltest.Cassandra. Each launches its server once per test binary
+// (PostgreSQL, Redis and Cassandra from the machine's binaries and jars, FerretDB
+// inside the binary) or uses the one an environment variable names
+// (INDOUBT_POSTGRES_DSN, INDOUBT_REDIS_DSN, INDOUBT_MONGO_DSN, INDOUBT_CASSANDRA_DSN),
+// and gives every test a fresh database (or keyspace) on it. They are separate
+// packages so that a PostgreSQL test links no MongoDB, SQLite, Redis or CQL code. A server
 // that is not installed skips the test, or fails it under CI=true.
 //
 // Each test has its own proxy: Server.DSN goes through it, Server.DirectDSN does not.

@@ -38,28 +38,21 @@ type joined struct {
 // is left unattributed, with its candidates: the ground truth is evidence, and a guess
 // would not be.
 func join(ops []histories.Op, events []toxics.Event, tries map[string]*attempts, start time.Time) []joined {
-	spans := map[string]*opSpan{}
-	var order []*opSpan
-	for _, op := range ops {
-		if !op.IsClient() {
-			continue
+	all, _ := histories.Pair(ops) // Check has refused a history that does not pair
+	order := make([]*opSpan, 0, len(all))
+	for _, o := range all {
+		s := &opSpan{id: o.Invoke.OpID, f: o.Invoke.F, invoke: o.Invoke.Time, end: -1}
+		if a := tries[s.id]; a != nil {
+			s.retried, s.conns = a.retried, a.conns
+			s.signs = append(s.signs, a.retriedAt...)
 		}
-		if op.Type == histories.Invoke {
-			s := &opSpan{id: op.OpID, f: op.F, invoke: op.Time, end: -1}
-			if a := tries[op.OpID]; a != nil {
-				s.retried, s.conns = a.retried, a.conns
-				s.signs = append(s.signs, a.retriedAt...)
-			}
-			spans[op.OpID] = s
-			order = append(order, s)
-			continue
-		}
-		if s := spans[op.OpID]; s != nil {
-			s.end, s.outcome, s.value = op.Time, op.Type, string(op.Value)
-			if op.Type != histories.OK {
-				s.signs = append(s.signs, op.Time)
+		if c := o.Complete; c != nil {
+			s.end, s.outcome, s.value = c.Time, c.Type, string(c.Value)
+			if c.Type != histories.OK {
+				s.signs = append(s.signs, c.Time)
 			}
 		}
+		order = append(order, s)
 	}
 	used := map[*opSpan]int{} // signs consumed, per operation, in time order
 	out := make([]joined, 0, len(events))

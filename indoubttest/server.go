@@ -9,29 +9,9 @@ import (
 
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/indoubttest/internal/serve"
 	"github.com/indoubt/indoubt/workloads"
 )
-
-// Target is what a store's subpackage (pgtest, redistest, mongotest) hands NewServer: a
-// server reachable at DirectAddr, and how to address it through the proxy.
-type Target struct {
-	// Store names the store in histories and messages: postgres, redis, mongo.
-	Store string
-	// DirectAddr is the server's host:port.
-	DirectAddr string
-	// DirectDSN is the DSN a client uses to reach the server without the proxy.
-	DirectDSN string
-	// Database names the test's own database, database number or keyspace.
-	Database string
-	// ProxyDSN rewrites DirectDSN to reach the server through the proxy at addr; nil
-	// replaces DirectDSN's host:port with addr (WithHost), which serves every URL DSN.
-	ProxyDSN func(addr string) string
-	// Protocol is the wire protocol the commit faults understand.
-	Protocol toxics.Protocol
-	// Classify maps a client error to the error contract of package workloads (the
-	// store adapter's Classify); nil treats every error as unknown.
-	Classify func(error) error
-}
 
 // Server is one test's view of a database: the commit-aware proxy in front of a shared
 // server, with the DSNs through it and around it, the fault controls and the ground
@@ -54,7 +34,7 @@ type Server struct {
 	Database string
 
 	tb       testing.TB
-	target   Target
+	target   serve.Target
 	proxy    *faults.Proxy
 	start    time.Time
 	mu       sync.Mutex
@@ -65,10 +45,15 @@ type Server struct {
 	schedErr error
 }
 
-// NewServer starts the commit-aware proxy in front of target for the test tb and stops
-// it when the test ends. Store subpackages call it; tests call pgtest.Postgres and its
-// siblings. It fails the test if the proxy cannot start.
-func NewServer(tb testing.TB, target Target) *Server {
+// The store subpackages (pgtest and its siblings) make their Servers through
+// serve.NewServer, which is newServer: nothing a test writes.
+func init() {
+	serve.NewServer = func(tb testing.TB, target serve.Target) any { return newServer(tb, target) }
+}
+
+// newServer starts the commit-aware proxy in front of target for the test tb and stops
+// it when the test ends. It fails the test if the proxy cannot start.
+func newServer(tb testing.TB, target serve.Target) *Server {
 	tb.Helper()
 	s := &Server{Store: target.Store, DirectDSN: target.DirectDSN, DirectAddr: target.DirectAddr, Database: target.Database, tb: tb, target: target, start: time.Now()}
 	px, err := faults.Start(faults.Options{
@@ -85,7 +70,7 @@ func NewServer(tb testing.TB, target Target) *Server {
 	if target.ProxyDSN != nil {
 		s.DSN = target.ProxyDSN(s.Addr)
 	} else {
-		s.DSN = WithHost(target.DirectDSN, s.Addr)
+		s.DSN = serve.WithHost(target.DirectDSN, s.Addr)
 	}
 	tb.Cleanup(func() {
 		s.Disarm()

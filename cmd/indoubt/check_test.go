@@ -134,7 +134,6 @@ func TestCheckRefusesWhatIsNotAHistory(t *testing.T) {
 		{[]string{"check", "--format", "jepsen-edn", "--model", "register", own}, "own.jsonl line 1: "},
 		{[]string{"check", "--format", "jepsen-log", "--model", "register", write("mixed.log", logLines+"garbage here\n"+logLines)}, `mixed.log line 3: not a jepsen.util op line (--skip-bad-lines skips such lines): "garbage here"`},
 		{[]string{"check", "--format", "jepsen-log", "--skip-bad-lines", "--model", "register", write("none.log", "garbage\nmore garbage\n")}, "none.log: no history in it"},
-		{[]string{"check", write("header-only.jsonl", header)}, "header-only.jsonl: the history has a header but no operations"},
 		{[]string{"check", write("dup.jsonl", header+`{"index":0,"process":0,"type":"invoke","f":"read"}`+"\n"+`{"index":0,"process":0,"type":"ok","f":"read","value":null}`+"\n")}, "dup.jsonl line 3: event index 0 does not increase on index 0 of line 2"},
 		{[]string{"check", write("rev.jsonl", header+`{"index":198,"process":0,"type":"invoke","f":"read"}`+"\n"+`{"index":176,"process":0,"type":"ok","f":"read","value":null}`+"\n")}, "rev.jsonl line 3: event index 176 does not increase on index 198 of line 2"},
 		{[]string{"check", "--format", "jepsen-edn", "--model", "register", write("rev.edn", "{:index 5 :type :invoke :f :read :process 0}\n{:index 5 :type :ok :f :read :process 0 :value 1}\n")}, "rev.edn line 2: :index 5 does not increase on :index 5 of line 1"},
@@ -147,6 +146,18 @@ func TestCheckRefusesWhatIsNotAHistory(t *testing.T) {
 		}
 		if strings.Count(errs, "\n") != 1 || out != "" {
 			t.Errorf("%v: stderr %q, stdout %q; want one line on stderr only", tc.args[1:], errs, out)
+		}
+	}
+	// A well-formed history in which no operation completed is not valid: nothing was
+	// checked (exit 2), whatever its format.
+	for _, args := range [][]string{
+		{"check", write("header-only.jsonl", header)},
+		{"check", write("invoked-only.jsonl", header+`{"index":0,"process":0,"type":"invoke","f":"read"}`+"\n")},
+		{"check", "--format", "jepsen-edn", "--model", "register", write("nemesis.edn", "[{:type :info :f :start :process :nemesis}]")},
+		{"check", "--format", "jepsen-log", "--model", "register", write("nemesis.log", "INFO  jepsen.util - :nemesis\t:info\t:start\tnil\n")},
+	} {
+		if code, out, errs := invoke(t, args...); code != 2 || !strings.Contains(out, "unknown") || !strings.Contains(out, "nothing was checked: 0 operations completed") {
+			t.Errorf("%v: exit %d (%s%s), want 2, nothing was checked", args[1:], code, out, errs)
 		}
 	}
 	// The same log lines without the bad one, or with it skipped on request, check.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
+	"github.com/indoubt/indoubt/indoubttest/internal/serve"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/stores/cql"
 )
@@ -32,7 +33,7 @@ import (
 const EnvDSN = "INDOUBT_CASSANDRA_DSN"
 
 // server is the shared node; its Addr is a DSN cql://host:port.
-var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: 5 * time.Minute,
+var server = &serve.SharedServer{Env: EnvDSN, Timeout: 5 * time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
 		c, err := servers.StartCassandra(ctx, servers.CassandraOptions{})
 		if err != nil {
@@ -42,10 +43,10 @@ var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: 5 * time.Minute,
 	},
 }
 
-// keyspaceName fits indoubttest.DatabaseName into Cassandra's 48 characters, keeping its
+// keyspaceName fits serve.DatabaseName into Cassandra's 48 characters, keeping its
 // unique end.
 func keyspaceName(tb testing.TB) string {
-	name := indoubttest.DatabaseName(tb)
+	name := serve.DatabaseName(tb)
 	if len(name) > 48 {
 		name = "t_" + name[len(name)-46:]
 	}
@@ -73,14 +74,14 @@ func Cassandra(tb testing.TB) *indoubttest.Server {
 		}
 	})
 	direct := "cql://" + addr + "/" + ks
-	return indoubttest.NewServer(tb, indoubttest.Target{
+	return serve.NewServer(tb, serve.Target{
 		Store:      "cql",
 		DirectAddr: addr,
 		DirectDSN:  direct,
 		Database:   ks,
 		Protocol:   toxics.CQL{},
 		Classify:   cql.Classify,
-	})
+	}).(*indoubttest.Server)
 }
 
 func schema(addr, stmt string) error {

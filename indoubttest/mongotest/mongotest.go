@@ -25,6 +25,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
+	"github.com/indoubt/indoubt/indoubttest/internal/serve"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
 	indoubtmongo "github.com/indoubt/indoubt/stores/mongo"
 )
@@ -33,7 +34,7 @@ import (
 // MongoDB-wire server (mongodb://host:port/) instead of FerretDB in process.
 const EnvDSN = "INDOUBT_MONGO_DSN"
 
-var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: time.Minute,
+var server = &serve.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
 		f, err := ferret.Start(ctx, ferret.Options{})
 		if err != nil {
@@ -59,7 +60,7 @@ func Mongo(tb testing.TB) *indoubttest.Server {
 	q.Set("directConnection", "true")
 	u.RawQuery = q.Encode()
 	direct := u.String()
-	name := indoubttest.DatabaseName(tb)
+	name := serve.DatabaseName(tb)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -73,12 +74,12 @@ func Mongo(tb testing.TB) *indoubttest.Server {
 			tb.Errorf("mongotest: drop database %s: %v", name, err)
 		}
 	})
-	return indoubttest.NewServer(tb, indoubttest.Target{
+	return serve.NewServer(tb, serve.Target{
 		Store:      "mongo",
 		DirectAddr: u.Host,
 		DirectDSN:  direct,
 		Database:   name,
 		Protocol:   toxics.Mongo{},
 		Classify:   indoubtmongo.Classify,
-	})
+	}).(*indoubttest.Server)
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
+	"github.com/indoubt/indoubt/indoubttest/internal/serve"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/stores/postgres"
 )
@@ -36,7 +37,7 @@ import (
 const EnvDSN = "INDOUBT_POSTGRES_DSN"
 
 // server is the shared server; its Addr is an admin DSN.
-var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
+var server = &serve.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
 		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
 		if err != nil {
@@ -55,7 +56,7 @@ var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
 func Postgres(tb testing.TB) *indoubttest.Server {
 	tb.Helper()
 	admin := server.Need(tb, "pgtest: launch PostgreSQL")
-	name := indoubttest.DatabaseName(tb)
+	name := serve.DatabaseName(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := exec(ctx, admin, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
@@ -72,14 +73,14 @@ func Postgres(tb testing.TB) *indoubttest.Server {
 	if err != nil {
 		tb.Fatalf("pgtest: %s: %v", EnvDSN, err)
 	}
-	return indoubttest.NewServer(tb, indoubttest.Target{
+	return serve.NewServer(tb, serve.Target{
 		Store:      "postgres",
 		DirectAddr: addr,
 		DirectDSN:  direct,
 		Database:   name,
 		Protocol:   toxics.Postgres{},
 		Classify:   postgres.Classify,
-	})
+	}).(*indoubttest.Server)
 }
 
 func exec(ctx context.Context, dsn, sql string) error {

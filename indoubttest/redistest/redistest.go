@@ -25,6 +25,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
+	"github.com/indoubt/indoubt/indoubttest/internal/serve"
 	"github.com/indoubt/indoubt/internal/servers"
 	indoubtredis "github.com/indoubt/indoubt/stores/redis"
 )
@@ -37,7 +38,7 @@ const EnvDSN = "INDOUBT_REDIS_DSN"
 // databases is how many database numbers Redis has by default.
 const databases = 16
 
-var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: time.Minute,
+var server = &serve.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
 		r, err := servers.StartRedis(ctx, servers.RedisOptions{})
 		if err != nil {
@@ -94,12 +95,12 @@ func Redis(tb testing.TB) *indoubttest.Server {
 		}
 		free <- db
 	})
-	return indoubttest.NewServer(tb, indoubttest.Target{
+	return serve.NewServer(tb, serve.Target{
 		Store:      "redis",
 		DirectAddr: u.Host,
 		DirectDSN:  direct,
 		Database:   fmt.Sprint(db),
 		Protocol:   toxics.Resp{},
 		Classify:   indoubtredis.Classify,
-	})
+	}).(*indoubttest.Server)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
@@ -69,43 +68,33 @@ func SpansFromHistory(ops []histories.Op, events []FaultEvent) []Span {
 	return spans
 }
 
-// opSpans makes one span per operation and connection the history names.
+// opSpans makes one span per operation and connection the history names. A history
+// that does not pair (histories.Pair refuses it) has no spans: its check has already
+// refused it.
 func opSpans(ops []histories.Op) []Span {
-	open := map[int]*Span{}
-	var out []Span
-	var extra []Span
-	for _, op := range ops {
-		if !op.IsClient() {
-			continue
-		}
-		if op.Type == histories.Invoke {
-			open[op.Process] = &Span{OpID: op.OpID, Process: op.Process, Invoke: op.Index, Conn: op.Conn, From: op.Time, To: math.MaxInt64, Class: workloads.ClassUnknown}
-			continue
-		}
-		s := open[op.Process]
-		if s == nil {
-			continue
-		}
-		delete(open, op.Process)
-		s.To = op.Time
-		s.Err = op.Error
-		if op.Type == histories.Fail {
-			s.Class = workloads.ClassDefinite
-		}
-		if s.Conn == "" {
-			s.Conn = op.Conn
-		} else if op.Conn != "" && op.Conn != s.Conn {
-			second := *s
-			second.Conn = op.Conn
-			extra = append(extra, second)
-		}
-		if s.OpID != "" && s.Conn != "" {
-			out = append(out, *s)
-		}
+	all, err := histories.Pair(ops)
+	if err != nil {
+		return nil
 	}
-	for _, s := range open {
+	var out, extra []Span
+	for _, o := range all {
+		inv := o.Invoke
+		s := Span{OpID: inv.OpID, Process: inv.Process, Invoke: inv.Index, Conn: inv.Conn, From: inv.Time, To: o.End(), Class: workloads.ClassUnknown}
+		if c := o.Complete; c != nil {
+			s.Err = c.Error
+			if c.Type == histories.Fail {
+				s.Class = workloads.ClassDefinite
+			}
+			if s.Conn == "" {
+				s.Conn = c.Conn
+			} else if c.Conn != "" && c.Conn != s.Conn {
+				second := s
+				second.Conn = c.Conn
+				extra = append(extra, second)
+			}
+		}
 		if s.OpID != "" && s.Conn != "" {
-			out = append(out, *s)
+			out = append(out, s)
 		}
 	}
 	return append(out, extra...)

@@ -118,7 +118,7 @@ func loadRunData(dir string) (runData, error) {
 		}
 		return op, err == nil, err
 	}
-	open := map[string]int{} // op id -> index in d.spans
+	var pairs histories.Pairer[int] // an open operation's index in d.spans
 	var lastConn []connUse
 	for {
 		op, ok, err := next()
@@ -132,28 +132,27 @@ func loadRunData(dir string) (runData, error) {
 		if t > d.end {
 			d.end = t
 		}
-		if !op.IsClient() {
+		if !op.IsClient() || strings.HasPrefix(op.OpID, "final-") {
 			continue
 		}
-		if strings.HasPrefix(op.OpID, "final-") {
-			continue
-		}
-		switch op.Type {
-		case histories.Invoke:
+		if op.Type == histories.Invoke {
 			w := workerOf(op.OpID, op.Process)
-			open[op.OpID] = len(d.spans)
+			if err := pairs.Invoke(op, len(d.spans)); err != nil {
+				return d, fmt.Errorf("report: %v", err)
+			}
 			d.spans = append(d.spans, span{worker: w, opID: op.OpID, from: t, to: -1, index: op.Index})
 			if op.Conn != "" {
 				lastConn = append(lastConn, connUse{op.Conn, t, w})
 			}
-		default:
-			if i, ok := open[op.OpID]; ok {
-				d.spans[i].to, d.spans[i].completion = t, op.Type
-				delete(open, op.OpID)
-			}
+			continue
 		}
+		i, err := pairs.Complete(op)
+		if err != nil {
+			return d, fmt.Errorf("report: %v", err)
+		}
+		d.spans[i].to, d.spans[i].completion = t, op.Type
 	}
-	for _, i := range open {
+	for _, i := range pairs.Open() {
 		d.spans[i].to, d.spans[i].completion = d.end, histories.Info
 	}
 	d.end = float64(int64(d.end*100)+1) / 100

@@ -1,8 +1,12 @@
 package results
 
 import (
-	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/histories"
 )
 
 // ProcessFault is one process fault as it happened to a launched server: results.json's
@@ -38,28 +42,72 @@ type ProcessFault struct {
 }
 
 // LostWriteKind is the kind of the anomaly a LostWrite is reported as.
-const LostWriteKind = "lost-write"
+const LostWriteKind = checker.LostWriteKind
 
-// LostWrite is an acknowledged effect found missing after a process fault: the
-// operation, the fault that preceded it, and how long before the fault it was
-// acknowledged.
-type LostWrite struct {
-	// OpID and Index name the acknowledged operation (its completion event); Key and
-	// Value what it wrote.
-	OpID  string          `json:"op_id"`
-	Index int64           `json:"index"`
-	Key   string          `json:"key,omitempty"`
-	Value json.RawMessage `json:"value,omitempty"`
-	// Count is how many acknowledged effects are missing when the final state cannot
-	// say which (a balance): OpID is then the last acknowledged before the fault.
-	Count int64 `json:"count"`
-	// Fault is the schedule entry; AckBeforeFaultS how long before the fault the
-	// operation was acknowledged.
-	Fault           string  `json:"fault"`
-	AckBeforeFaultS float64 `json:"ack_before_fault_s"`
-	// Explanation says it in a sentence.
-	Explanation string `json:"explanation"`
+// LostWrite is an acknowledged effect found missing after a process fault, as the
+// checker found it (checker.Result.LostWrites).
+type LostWrite = checker.LostWrite
+
+// ProcessTimeline is results.json's process_faults: the process faults a history's
+// nemesis events record (checker.ProcessFaults), each with its figures from the
+// history (the operations in flight when it was applied and how they ended, the first
+// acknowledgement after the server answered again) and the checker's lost writes that
+// followed it. The runner and `indoubt check` both fill it this way, from the history
+// alone.
+func ProcessTimeline(ops []histories.Op, lost []checker.LostWrite) []ProcessFault {
+	faults := checker.ProcessFaults(ops)
+	if len(faults) == 0 {
+		return nil
+	}
+	all, _ := histories.Pair(ops) // the checker has refused a history that does not pair
+	tl := make([]ProcessFault, len(faults))
+	for i, f := range faults {
+		end := f.End
+		if end < 0 {
+			end = f.Start
+		}
+		p := ProcessFault{Fault: f.Fault, Action: f.Action, Server: f.Server, Pid: f.Pid,
+			StartS: secs(f.Start), EndS: secs(end), DowntimeS: secs(end - f.Start), Error: f.Error}
+		first := int64(-1)
+		for _, o := range all {
+			inv, comp := o.Invoke, o.Complete
+			if inv.Time < f.Start && (comp == nil || comp.Time >= f.Start) {
+				p.InFlight++
+				switch o.Type() {
+				case histories.Info:
+					p.InFlightInfo++
+				case histories.OK:
+					p.InFlightOK++
+				}
+			}
+			// The final reads come after the workers stopped: they say nothing of the
+			// workers getting through again.
+			if comp != nil && comp.Type == histories.OK && comp.Time >= end && !isFinalRead(inv) && (first < 0 || comp.Time < first) {
+				first = comp.Time
+			}
+		}
+		if first >= 0 {
+			s := secs(first - f.Start)
+			p.FirstAckS = &s
+		}
+		for _, l := range lost {
+			if l.Fault == f.Fault {
+				p.LostWrites += max(l.Count, 1)
+			}
+		}
+		tl[i] = p
+	}
+	return tl
 }
+
+// isFinalRead reports whether an invocation is one of the final reads indoubt records
+// after the workers stop (op ids final-0, final-1, ...; "final" in a history another
+// program wrote).
+func isFinalRead(inv histories.Op) bool {
+	return inv.OpID == "final" || strings.HasPrefix(inv.OpID, "final-")
+}
+
+func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
 
 // Verb says what a process fault did to the server while it lasted.
 func (f ProcessFault) Verb() string {

@@ -48,6 +48,7 @@ func TestRetryCountsAddUp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			recheck(t, res)
 			if res.Retries.Total == 0 {
 				t.Fatalf("no retries: %s", tc.why)
 			}

@@ -22,6 +22,7 @@ func faultRun(t *testing.T, retry string, specs ...string) *results.Results {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recheck(t, res)
 	return res
 }
 
@@ -68,6 +69,7 @@ func TestIdempotentRetryReconcilesExactly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			recheck(t, res)
 			if res.Verdict != checker.Valid {
 				t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
 			}
@@ -130,6 +132,7 @@ func TestEachCommitFaultHasItsTruth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			recheck(t, res)
 			if res.Ops.Info != 1 || res.Faults.ByTruth[tc.truth] != 1 {
 				t.Fatalf("ops %+v faults %+v", res.Ops, res.Faults)
 			}
@@ -154,6 +157,7 @@ func TestSameSeedSameFaultDecisions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		recheck(t, res)
 		_, ops, err := histories.ReadFile(filepath.Join(res.RunDir, "history.jsonl"), false)
 		if err != nil {
 			t.Fatal(err)

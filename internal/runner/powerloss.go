@@ -122,29 +122,25 @@ func (c Config) entryDurability() powerfs.EntryDurability {
 // commitLogSyncs are the CommitLogSync values other than "".
 var commitLogSyncs = []string{servers.CommitLogPeriodic, servers.CommitLogBatch, servers.CommitLogGroup}
 
-// powerLoss applies power-loss fault f (the i-th of the schedule) and returns its
-// start and end in run time. A server that does not start again is remembered as the
+// powerLoss applies power-loss fault f (the i-th of the schedule), recording its start
+// and end as nemesis events. A server that does not start again is remembered as the
 // run's failure (nemesis.explain).
-func (p *procNemesis) powerLoss(ctx context.Context, i int, f faults.Fault, note func(error)) (start, end int64) {
+func (p *procNemesis) powerLoss(ctx context.Context, i int, f faults.Fault) {
 	pc, ok := p.ctl.(powerCtl)
 	at := p.run.now()
 	if !ok {
-		err := errors.New("the server is not on powerfs")
-		note(err)
-		start = p.event(at, f, "power-loss", p.ctl.Pid(), err)
-		return start, start
+		p.event(at, f, "power-loss", p.ctl.Pid(), errors.New("the server is not on powerfs"))
+		return
 	}
 	before, _ := pc.PowerStats()
 	pid := p.ctl.Pid()
 	err := pc.PowerLoss(ctx, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
-	note(err)
-	start = p.event(at, f, "power-loss", pid, nil)
+	p.event(at, f, "power-loss", pid, nil)
 	p.cfg.progressf("fault %s: discarded what was not fsynced: up to %d bytes in %d files, %d directory entries", f.Spec, before.PendingBytes, before.PendingFiles, before.PendingEntries)
 	if err != nil {
 		p.startFailure = fmt.Errorf("the server did not start again after %s (a finding: it could not recover from what it had fsynced): %v", f.Spec, err)
 	}
-	end = p.event(p.run.now(), f, "start", p.ctl.Pid(), err)
-	return start, end
+	p.event(p.run.now(), f, "start", p.ctl.Pid(), err)
 }
 
 // explain names a failure of the server to start again after a power loss as the

@@ -2,21 +2,14 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/servers"
-	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/budget"
 )
 
 // processCtl is what the process faults need of a launched server (internal/servers'
@@ -67,9 +60,8 @@ type procNemesis struct {
 	cfg    Config
 
 	// done is closed when every fault is over and the server runs again.
-	done     chan struct{}
-	cancel   context.CancelFunc
-	timeline []results.ProcessFault
+	done   chan struct{}
+	cancel context.CancelFunc
 	// startFailure is set when the server did not start again after a power loss.
 	startFailure error
 	run          *run
@@ -119,7 +111,7 @@ func (p *procNemesis) sleepUntil(ctx context.Context, at time.Duration) bool {
 
 // event records one thing done to the server at run time at (taken before it was
 // done: operations in flight then are the ones it hit).
-func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, err error) int64 {
+func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, err error) {
 	v := map[string]any{"fault": f.Spec, "server": p.server, "pid": pid}
 	if err != nil {
 		v["error"] = err.Error()
@@ -130,75 +122,54 @@ func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, er
 		msg += ": " + err.Error()
 	}
 	p.cfg.progressf("%s", msg)
-	return at
 }
 
 // apply does one fault. Whatever happens, the server runs when it returns: a kill is
-// followed by a start and a pause by a continue even when the run ends first.
+// followed by a start and a pause by a continue even when the run ends first. Each
+// step is a nemesis event in the history, with the error it met: the timeline of
+// results.json is read from those events (results.ProcessTimeline), as `indoubt check`
+// reads it.
 func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
-	tl := results.ProcessFault{Fault: f.Spec, Action: f.Name, Server: p.server, Pid: p.ctl.Pid()}
+	pid := p.ctl.Pid()
 	defer p.state.during(f)()
-	var errs []string
-	note := func(err error) {
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
 	// Starting again must not depend on the run's context: a server left down would
 	// fail the final reads.
 	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer rcancel()
-	restore := func() context.Context { return rctx }
-	var start, end int64
 	switch f.Name {
-	// The end of a kill or a restart is when the server answers again: after Start.
+	// The end of a kill or a restart is when the server answered again: after Start.
 	case "kill":
 		at := p.run.now()
-		err := p.ctl.Kill()
-		note(err)
-		start = p.event(at, f, "kill", tl.Pid, err)
+		p.event(at, f, "kill", pid, p.ctl.Kill())
 		p.sleepUntil(ctx, f.End)
-		err = p.ctl.Start(restore())
-		note(err)
-		end = p.event(p.run.now(), f, "start", p.ctl.Pid(), err)
+		err := p.ctl.Start(rctx)
+		p.event(p.run.now(), f, "start", p.ctl.Pid(), err)
 	case "pause":
 		at := p.run.now()
-		err := p.ctl.Pause()
-		note(err)
-		start = p.event(at, f, "pause", tl.Pid, err)
+		p.event(at, f, "pause", pid, p.ctl.Pause())
 		p.sleepUntil(ctx, f.End)
 		at = p.run.now()
-		err = p.ctl.Resume()
-		note(err)
-		end = p.event(at, f, "resume", tl.Pid, err)
+		p.event(at, f, "resume", pid, p.ctl.Resume())
 	case "power-loss":
-		start, end = p.powerLoss(restore(), i, f, note)
+		p.powerLoss(rctx, i, f)
 	case "failover":
 		// The end of a failover is when the standby takes writes.
-		start = p.event(p.run.now(), f, "failover", tl.Pid, nil)
+		p.event(p.run.now(), f, "failover", pid, nil)
 		var err error
 		if fo, ok := p.ctl.(interface{ Failover(context.Context) error }); ok {
-			err = fo.Failover(restore())
+			err = fo.Failover(rctx)
 		} else {
 			err = fmt.Errorf("this server has no standby to promote")
 		}
-		note(err)
-		end = p.event(p.run.now(), f, "promoted", p.ctl.Pid(), err)
+		p.event(p.run.now(), f, "promoted", p.ctl.Pid(), err)
 		if f.Rejoin && err == nil {
-			p.rejoin(ctx, restore(), f, tl.Pid, note)
+			p.rejoin(ctx, rctx, f, pid)
 		}
 	case "restart":
-		start = p.event(p.run.now(), f, "restart", tl.Pid, nil)
-		err := p.ctl.Restart(restore())
-		note(err)
-		end = p.event(p.run.now(), f, "started", p.ctl.Pid(), err)
+		p.event(p.run.now(), f, "restart", pid, nil)
+		err := p.ctl.Restart(rctx)
+		p.event(p.run.now(), f, "started", p.ctl.Pid(), err)
 	}
-	tl.StartS, tl.EndS = secs(start), secs(end)
-	tl.DowntimeS = secs(end - start)
-	if len(errs) > 0 {
-		tl.Error = fmt.Sprint(errs)
-	}
-	p.timeline = append(p.timeline, tl)
 }
 
 // rejoin starts the old primary of a failover again, DefaultKillDowntime after the
@@ -206,7 +177,7 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 // records it as a nemesis event; a progress line says when it was done (a PostgreSQL
 // old primary then streams from the new one, a Redis one answers PING). The fault's
 // end stays the promotion: the new primary took writes from then on.
-func (p *procNemesis) rejoin(ctx, rctx context.Context, f faults.Fault, pid int, note func(error)) {
+func (p *procNemesis) rejoin(ctx, rctx context.Context, f faults.Fault, pid int) {
 	p.sleepUntil(ctx, f.Start+faults.DefaultKillDowntime)
 	at := p.run.now()
 	var err error
@@ -215,278 +186,24 @@ func (p *procNemesis) rejoin(ctx, rctx context.Context, f faults.Fault, pid int,
 	} else {
 		err = fmt.Errorf("this topology cannot start its old primary again")
 	}
-	note(err)
 	p.event(at, f, "rejoin", pid, err)
 	if err == nil {
 		p.cfg.progressf("fault %s: rejoin done %.2fs after the fault", f.Spec, (time.Duration(p.run.now()) - f.Start).Seconds())
 	}
 }
 
-func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
-
-// account adds the fault timeline with its figures and the lost writes to the results.
-// A lost write is an anomaly: the verdict becomes invalid.
+// account adds the fault timeline, read from the history's nemesis events, with its
+// figures and the lost writes the checker found, and prints it a line a fault. It
+// decides nothing: the verdict and the lost writes are the checker's.
 func (p *procNemesis) account(res *results.Results, ops []histories.Op) {
-	tl := append([]results.ProcessFault(nil), p.timeline...)
-	figures(tl, ops)
-	lost := lostWrites(res, tl, ops)
-	for _, l := range lost {
-		for i := range tl {
-			if tl[i].Fault == l.Fault {
-				n := l.Count
-				if n == 0 {
-					n = 1
-				}
-				tl[i].LostWrites += n
-			}
-		}
-		res.Anomalies = append(res.Anomalies, anomalyOf(l))
-	}
-	if len(lost) > 0 && res.Verdict != checker.Invalid {
-		res.Verdict = checker.Invalid
-		res.Summary = fmt.Sprintf("acknowledged writes were lost after a process fault: %s", lost[0].Explanation)
-	}
-	res.ProcessFaults, res.LostWrites = tl, lost
-	for _, f := range tl {
+	res.ProcessFaults = results.ProcessTimeline(ops, res.LostWrites)
+	for _, f := range res.ProcessFaults {
 		line := fmt.Sprintf("fault %s: down %.2fs, %d in flight (%d info, %d ok), %d acknowledged writes lost", f.Fault, f.DowntimeS, f.InFlight, f.InFlightInfo, f.InFlightOK, f.LostWrites)
 		if f.FirstAckS != nil {
 			line += fmt.Sprintf(", first acknowledgement %.2fs after the fault", *f.FirstAckS)
 		}
 		p.cfg.progressf("%s", line)
 	}
-}
-
-// interval is one client operation: its invocation and completion.
-type interval struct {
-	inv, comp *histories.Op
-}
-
-// intervals pairs the client operations of a history by op id.
-func intervals(ops []histories.Op) []interval {
-	byID := map[string]int{}
-	var out []interval
-	for i := range ops {
-		op := &ops[i]
-		if !op.IsClient() || op.OpID == "" {
-			continue
-		}
-		if op.Type == histories.Invoke {
-			byID[op.OpID] = len(out)
-			out = append(out, interval{inv: op})
-			continue
-		}
-		if j, ok := byID[op.OpID]; ok && out[j].comp == nil {
-			out[j].comp = op
-		}
-	}
-	return out
-}
-
-// figures fills in the operations in flight at each fault and the first acknowledgement
-// after it.
-func figures(tl []results.ProcessFault, ops []histories.Op) {
-	ivs := intervals(ops)
-	for i := range tl {
-		start, end := int64(tl[i].StartS*1e9), int64(tl[i].EndS*1e9)
-		var first int64 = -1
-		for _, iv := range ivs {
-			if iv.inv.Time < start && (iv.comp == nil || iv.comp.Time >= start) {
-				tl[i].InFlight++
-				switch {
-				case iv.comp == nil || iv.comp.Type == histories.Info:
-					tl[i].InFlightInfo++
-				case iv.comp.Type == histories.OK:
-					tl[i].InFlightOK++
-				}
-			}
-			// The final reads come after the workers stopped: they say nothing of
-			// the workers getting through again.
-			if iv.comp != nil && iv.comp.Type == histories.OK && iv.comp.Time >= end && !strings.HasPrefix(iv.inv.OpID, finalOpPrefix) && (first < 0 || iv.comp.Time < first) {
-				first = iv.comp.Time
-			}
-		}
-		if first >= 0 {
-			s := secs(first - start)
-			tl[i].FirstAckS = &s
-		}
-	}
-}
-
-// losesData reports whether a fault can lose what the server acknowledged: a kill, or
-// a restart of a server that keeps nothing on disk.
-func losesData(action string) bool {
-	return action == "kill" || action == "restart" || action == "failover" || action == "power-loss"
-}
-
-// lostWrites finds acknowledged effects missing after the faults, by workload.
-func lostWrites(res *results.Results, tl []results.ProcessFault, ops []histories.Op) []results.LostWrite {
-	switch res.Workload {
-	case workloads.Register:
-		return lostRegisterWrites(tl, ops)
-	case workloads.Budget:
-		f, ok := res.Final.(budget.Final)
-		if ok && f.Missing {
-			return lostAccount(f, tl, ops)
-		}
-		if !ok || f.Balance == nil {
-			return nil
-		}
-		// Each acknowledged decrement took a unit (a replayed one took it earlier); the
-		// balance cannot be higher than that allows, whatever else happened.
-		n := (f.Applied - f.Replayed) - (f.Budget - *f.Balance)
-		return lostCount(n, "decrement", "decrements", tl, ops)
-	}
-	if res.Final != nil {
-		if r := res.Final.Figures().Reconciliation; r != nil && r.Lost > 0 {
-			return lostCount(r.Lost, "increment", "increments", tl, ops)
-		}
-	}
-	return nil
-}
-
-// lostCount attributes n missing acknowledged effects of operation f to the last
-// data-losing fault, naming the last operation acknowledged before it.
-func lostCount(n int64, f, plural string, tl []results.ProcessFault, ops []histories.Op) []results.LostWrite {
-	if n <= 0 {
-		return nil
-	}
-	var fault *results.ProcessFault
-	for i := range tl {
-		if losesData(tl[i].Action) {
-			fault = &tl[i]
-		}
-	}
-	if fault == nil {
-		return nil
-	}
-	at := int64(fault.StartS * 1e9)
-	var last *histories.Op
-	var acks []int64 // times of the acknowledgements before the fault, in history order
-	for i := range ops {
-		op := &ops[i]
-		if op.IsClient() && op.F == f && op.Type == histories.OK && op.Time < at {
-			last = op
-			acks = append(acks, op.Time)
-		}
-	}
-	l := results.LostWrite{Count: n, Fault: fault.Fault}
-	l.Explanation = fmt.Sprintf("%d acknowledged %s missing from the final state after %s (%s of pid %d at %.2fs)", n, plural, fault.Fault, fault.Action, fault.Pid, fault.StartS)
-	if last != nil {
-		l.OpID, l.Index, l.AckBeforeFaultS = last.OpID, last.Index, secs(at-last.Time)
-		l.Explanation += fmt.Sprintf("; the last %s acknowledged before it, %s, was acknowledged %.3fs before the fault", f, last.OpID, l.AckBeforeFaultS)
-		// The likeliest lost are the last acknowledged (a log loses its tail): how far
-		// back they reach is the window of acknowledged work the fault took.
-		if n > 1 && n <= int64(len(acks)) {
-			sort.Slice(acks, func(i, j int) bool { return acks[i] < acks[j] })
-			l.Explanation += fmt.Sprintf("; the last %d acknowledged span the %.3fs before it", n, secs(at-acks[int64(len(acks))-n]))
-		}
-	}
-	return []results.LostWrite{l}
-}
-
-// written returns the value a write or compare-and-set puts in the register.
-func written(inv *histories.Op) (json.RawMessage, bool) {
-	switch inv.F {
-	case "write":
-		return inv.Value, len(inv.Value) > 0
-	case "cas":
-		var ft []json.RawMessage
-		if json.Unmarshal(inv.Value, &ft) != nil || len(ft) != 2 {
-			return nil, false
-		}
-		return ft[1], true
-	}
-	return nil, false
-}
-
-func sameValue(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return fmt.Sprint(x) == fmt.Sprint(y)
-}
-
-// lostRegisterWrites names, per data-losing fault and key, the last write acknowledged
-// before the fault when the first read invoked after the server answered again returns
-// a value neither it nor any write that may follow it wrote: the read must follow the
-// write in any linearization, so the write is gone. (An unknown write may apply at any
-// time, so its value always counts as one that may follow.)
-func lostRegisterWrites(tl []results.ProcessFault, ops []histories.Op) []results.LostWrite {
-	ivs := intervals(ops)
-	byKey := map[string][]interval{}
-	var keys []string
-	for _, iv := range ivs {
-		if _, ok := byKey[iv.inv.Key]; !ok {
-			keys = append(keys, iv.inv.Key)
-		}
-		byKey[iv.inv.Key] = append(byKey[iv.inv.Key], iv)
-	}
-	sort.Strings(keys)
-	var out []results.LostWrite
-	for fi, f := range tl {
-		if !losesData(f.Action) {
-			continue
-		}
-		start, end := int64(f.StartS*1e9), int64(f.EndS*1e9)
-		next := int64(math.MaxInt64)
-		if fi+1 < len(tl) {
-			next = int64(tl[fi+1].StartS * 1e9)
-		}
-		for _, k := range keys {
-			var w *interval
-			for i, iv := range byKey[k] {
-				if iv.comp != nil && iv.comp.Type == histories.OK && iv.inv.F != "read" && iv.comp.Time < start {
-					if _, ok := written(iv.inv); ok && (w == nil || iv.comp.Time > w.comp.Time) {
-						w = &byKey[k][i]
-					}
-				}
-			}
-			if w == nil {
-				continue
-			}
-			var r *interval
-			for i, iv := range byKey[k] {
-				if iv.inv.F == "read" && iv.comp != nil && iv.comp.Type == histories.OK && iv.inv.Time > end && iv.inv.Time < next && (r == nil || iv.inv.Time < r.inv.Time) {
-					r = &byKey[k][i]
-				}
-			}
-			if r == nil || len(r.comp.Value) == 0 {
-				continue
-			}
-			wv, _ := written(w.inv)
-			explained := sameValue(r.comp.Value, wv)
-			for _, iv := range byKey[k] {
-				if explained {
-					break
-				}
-				if iv.inv.F == "read" || (iv.comp != nil && iv.comp.Type == histories.Fail) {
-					continue
-				}
-				// Writes not known to precede w: unknown ones, and those not over before w began.
-				if iv.comp == nil || iv.comp.Type == histories.Info || iv.comp.Time >= w.inv.Time {
-					if v, ok := written(iv.inv); ok && sameValue(r.comp.Value, v) {
-						explained = true
-					}
-				}
-			}
-			if explained {
-				continue
-			}
-			l := results.LostWrite{OpID: w.inv.OpID, Index: w.comp.Index, Key: k, Value: wv, Fault: f.Fault, AckBeforeFaultS: secs(start - w.comp.Time)}
-			l.Explanation = fmt.Sprintf("%s %s of %s by op %s (acknowledged %.3fs before %s, %s of pid %d at %.2fs) is lost: read %s, invoked after the server answered again, returned %s", w.inv.F, string(w.inv.Value), k, w.inv.OpID, l.AckBeforeFaultS, f.Fault, f.Action, f.Pid, f.StartS, r.inv.OpID, string(r.comp.Value))
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func anomalyOf(l results.LostWrite) checker.Anomaly {
-	a := checker.Anomaly{Kind: results.LostWriteKind, Explanation: l.Explanation}
-	if l.OpID != "" {
-		a.Ops = []int64{l.Index}
-	}
-	return a
 }
 
 // The topologies of --topology.

@@ -31,6 +31,7 @@ func processRun(t *testing.T, cfg runner.Config) *results.Results {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recheck(t, res)
 	b, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ func TestRegisterWithCommitFaultsIsLinearizable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recheck(t, res)
 	if res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
 	}

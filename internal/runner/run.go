@@ -448,7 +448,7 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 		Seed: cfg.Seed, Workers: cfg.Workers, Interrupted: r.interrupted,
 		StartedAt: r.startWall(), DurationS: r.elapsed.Seconds(),
 		Retries: r.tally.retries, Conflicts: r.tally.conflicts, Errors: r.tally.errors, Outcomes: r.tally.outcomes,
-		Anomalies: verdict.Anomalies, Final: r.wl.Summary(ops), Server: serverDesc, Proxied: proxied,
+		Anomalies: verdict.Anomalies, LostWrites: verdict.LostWrites, Final: r.wl.Summary(ops), Server: serverDesc, Proxied: proxied,
 		Faults: results.FaultCounts{Schedule: specs(cfg.Faults), ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
 	}
 	if res.Anomalies == nil {

@@ -80,6 +80,7 @@ func TestBudgetReconcilesExactly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			recheck(t, res)
 			f := finalOf(t, res.Final)
 			if f.Applied != 1000 || f.Rejected != 600 || f.Balance == nil || *f.Balance != 0 {
 				t.Fatalf("applied %d, rejected %d, balance %v; want 1000, 600, 0", f.Applied, f.Rejected, f.Balance)
@@ -119,6 +120,7 @@ func TestTimedRunStopsAtTheDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recheck(t, res)
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("a 1.5 s run took %v", took)
 	}
@@ -140,6 +142,7 @@ func TestInterruptedRunIsCheckedAndMarked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recheck(t, res)
 	if !res.Interrupted {
 		t.Error("results not marked interrupted")
 	}
@@ -199,6 +202,7 @@ func TestLaunchesItsOwnServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recheck(t, res)
 	f := finalOf(t, res.Final)
 	if f.Applied != 15 || f.Rejected != 5 || res.Verdict != checker.Valid {
 		t.Fatalf("applied %d rejected %d verdict %v", f.Applied, f.Rejected, res.Verdict)

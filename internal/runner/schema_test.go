@@ -77,6 +77,7 @@ func TestResultsMatchTheSchema(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			recheck(t, res)
 			wall := time.Since(began).Seconds()
 			// The phases are the run's own wall time, measured, none left out: each
 			// took some time, and together they fit in the call.
@@ -113,6 +114,7 @@ func TestResultsSchemaRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recheck(t, res)
 	good, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package indoubttest
+package serve
 
 import (
 	"context"
