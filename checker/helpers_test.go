@@ -105,9 +105,12 @@ func dumpOps(heading string, ops []histories.Op) string {
 	return b.String()
 }
 
-// goldenWalk checks every history under testdata/<dir> against the verdict line in the
-// .verdict file beside it; -update rewrites them. check decides one history and says its
-// anomaly kinds as the file writes them ("" for none); it may assert more on its own.
+// goldenWalk checks every history under testdata/<dir> against the .verdict file beside
+// it; -update rewrites them. check decides one history and says its anomaly kinds as
+// the file's first line writes them ("" for none); it may assert more on its own. A
+// .verdict file is the one expectation format of every checker's goldens: its first
+// line is the verdict and the anomaly kinds, then one line per anomaly listed, with
+// the history indices it names and its explanation.
 func goldenWalk(t *testing.T, dir string, check func(t *testing.T, h *histories.Header, ops []histories.Op) (r Result, kinds string)) {
 	paths, err := filepath.Glob(filepath.Join("testdata", dir, "*.jsonl"))
 	if err != nil {
@@ -124,11 +127,7 @@ func goldenWalk(t *testing.T, dir string, check func(t *testing.T, h *histories.
 				t.Fatal(err)
 			}
 			r, kinds := check(t, h, ops)
-			got := r.Verdict.String()
-			if kinds != "" {
-				got += " " + kinds
-			}
-			got += "\n"
+			got := goldenText(r, kinds)
 			vpath := strings.TrimSuffix(path, ".jsonl") + ".verdict"
 			if *update {
 				if err := os.WriteFile(vpath, []byte(got), 0o644); err != nil {
@@ -140,11 +139,25 @@ func goldenWalk(t *testing.T, dir string, check func(t *testing.T, h *histories.
 				t.Fatalf("%v (run with -update to write it)", err)
 			}
 			if got != string(want) {
-				t.Errorf("got %q, want %q: %s", got, want, r.Summary)
+				t.Errorf("got\n%s\nwant\n%s\n%s", got, want, r.Summary)
 			}
 			t.Log(r.Summary)
 		})
 	}
+}
+
+// goldenText is what a .verdict file holds for r.
+func goldenText(r Result, kinds string) string {
+	var b strings.Builder
+	b.WriteString(r.Verdict.String())
+	if kinds != "" {
+		b.WriteString(" " + kinds)
+	}
+	b.WriteString("\n")
+	for _, a := range r.Anomalies {
+		fmt.Fprintf(&b, "  %s %v: %s\n", a.Kind, a.Ops, a.Explanation)
+	}
+	return b.String()
 }
 
 // checkAll decides a history with Check and the header's model.
