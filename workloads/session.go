@@ -1,10 +1,3 @@
-// Package workloads holds what the workloads share. Each workload lives in its own
-// subpackage (budget, counter, register) with the generator, the Store interface it
-// needs, its model and its final reconciliation; stores implement those interfaces.
-//
-// The package also owns the error contract every store follows and every consumer
-// (workloads, the retry loop) branches on: ErrUnknown, ErrConflict or a definite
-// failure, each with a Reason from one vocabulary shared by every store. See Classify.
 package workloads
 
 // Session is one worker's connection to a store. A worker issues one operation at a time
