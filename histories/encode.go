@@ -62,6 +62,15 @@ func appendOp(b []byte, op Op) ([]byte, error) {
 		b = append(b, `,"attempt":`...)
 		b = strconv.AppendInt(b, int64(op.Attempt), 10)
 	}
+	if len(op.Failed) > 0 {
+		// Only operations that met errors carry it: encoding/json is cheap enough here.
+		f, err := json.Marshal(op.Failed)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, `,"failed_attempts":`...)
+		b = append(b, f...)
+	}
 	return append(b, '}'), nil
 }
 

@@ -16,6 +16,9 @@ func FuzzAppendOp(f *testing.F) {
 	f.Add(int64(0), int64(0), 0, uint8(2), "read", "\x00\x1f\u2028", []byte("[1,\n 2]"), "\xff", "é", "\u2029", -3)
 	f.Fuzz(func(t *testing.T, index, tm int64, process int, typ uint8, fn, key string, value []byte, opID, conn, errText string, attempt int) {
 		op := Op{Index: index, Time: tm, Process: process, Type: Type(typ), F: fn, Key: key, Value: value, OpID: opID, Conn: conn, Error: errText, Attempt: attempt}
+		if attempt > 1 {
+			op.Failed = []FailedAttempt{{Conn: conn, Start: tm - 1, End: tm, Error: errText, Class: key}}
+		}
 		got, err := appendOp(nil, op)
 		want, werr := json.Marshal(op)
 		if (err != nil) != (werr != nil) {

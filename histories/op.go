@@ -86,6 +86,26 @@ type Op struct {
 	Error string `json:"error,omitempty"`
 	// Attempt counts the attempts the completion took (1 = no retry).
 	Attempt int `json:"attempt,omitempty"`
+	// Failed lists, on a completion, the operation's attempts that ended in an error,
+	// in order (the last one too, when the operation failed or ended unknown): which
+	// connection each used, when, and what error the client saw. It is how the
+	// proxy's fault events join the attempt they cut from the history alone.
+	Failed []FailedAttempt `json:"failed_attempts,omitempty"`
+}
+
+// FailedAttempt is one attempt of an operation that ended in an error.
+type FailedAttempt struct {
+	// Conn is the client's local address of the connection the attempt used.
+	Conn string `json:"conn,omitempty"`
+	// Start and End are the attempt's times, on the history's clock.
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+	// Error is the error the client saw.
+	Error string `json:"error"`
+	// Class is how the client judged the error by the error contract: unknown (the
+	// request may have applied), definite (it did not) or conflict (it did not, and a
+	// retry is reasonable); empty when the recorder did not say.
+	Class string `json:"class,omitempty"`
 }
 
 // IsClient reports whether the event belongs to a worker rather than the nemesis.

@@ -1,20 +1,22 @@
 // Package evidence joins the proxy's ground truth (the faults it fired, on which
 // connection, and whether the server had committed) to the operations of a history,
-// and compares what it proves with what the history and the checker say. It is used
-// by the runner, which knows every attempt of its own workers, and by `indoubt check
-// --faults`, which has only a history file written by any program.
+// and compares what it proves with what the history and the checker say. The runner
+// and `indoubt check --faults` use it alike, on what a run directory holds: the
+// history and the proxy's events (faults.jsonl), of a run or of any program.
 //
 // # The join
 //
 // A fault event joins the attempt it hit: the attempt on the event's connection (the
 // client's local address, as the proxy saw it) whose time span holds the event's time.
 // The proxy acts before the client sees the error, so the event falls inside the
-// attempt that saw it. The runner records a span for every attempt that ended in an
-// error (Span). A history recorded by another program has no attempts, only
-// operations: SpansFromHistory makes one span per operation, from its invocation to its
-// completion (to the end of time for one never completed), on the connection its
-// invocation names and, when its completion names another one (a retry on a fresh
-// connection), on that one too. Both clocks must be one: see ReadEvents.
+// attempt that saw it. indoubt's runs record every attempt that ended in an error in
+// the history (the completion's failed_attempts), so that the run and `indoubt check
+// --faults` of its directory join the same way. A history recorded by another program
+// may have no attempts, only operations: SpansFromHistory then makes one span per
+// operation, from its invocation to its completion (to the end of time for one never
+// completed), on the connection its invocation names and, when its completion names
+// another one (a retry on a fresh connection), on that one too. Both clocks must be
+// one: see ReadEvents.
 //
 // What the join proves is evidence beside the verdict, never fed to the checker.
 package evidence

@@ -13,8 +13,7 @@ import (
 )
 
 // Span is one attempt of an operation on one connection, over a stretch of the
-// history's clock: the runner records one for every attempt that ended in an error, so
-// that fault events join the operation whose connection they cut.
+// history's clock, so that fault events join the operation whose connection they cut.
 type Span struct {
 	OpID     string
 	Process  int
@@ -27,14 +26,16 @@ type Span struct {
 	Err string
 }
 
-// SpansFromHistory makes the spans of a history recorded without attempts (by a
-// program other than indoubt), for joining events to it: one per operation that has
-// an op id and a connection, from its invocation's time to its completion's (to the end
-// of time when it never completed), on the connection its invocation names and, when
-// its completion names another, on that one too (a retry on a fresh connection). The
-// class is what the completion says: info or none is unknown, fail is definite, ok is
-// unknown (an attempt before the one that succeeded may have failed any way; the
-// history does not say).
+// SpansFromHistory makes the spans of a history, for joining events to it. Where a
+// completion lists the attempts that ended in an error (failed_attempts, as indoubt's
+// runs and its test helper record them) each is a span of its own, with its connection,
+// times, error and class. A history recorded without them (by a program other than
+// indoubt) gets one span per operation that has an op id and a connection, from its
+// invocation's time to its completion's (to the end of time when it never completed),
+// on the connection its invocation names and, when its completion names another, on
+// that one too (a retry on a fresh connection). The class is then what the completion
+// says: info or none is unknown, fail is definite, ok is unknown (an attempt before the
+// one that succeeded may have failed any way; the history does not say).
 //
 // Attempts between the first and the last of an operation used connections the history
 // does not name. An event on a connection that no operation names joins the operation
@@ -68,9 +69,10 @@ func SpansFromHistory(ops []histories.Op, events []FaultEvent) []Span {
 	return spans
 }
 
-// opSpans makes one span per operation and connection the history names. A history
-// that does not pair (histories.Pair refuses it) has no spans: its check has already
-// refused it.
+// opSpans makes the spans of a history's operations: one per attempt that ended in an
+// error where the completion lists them (failed_attempts: indoubt's own histories),
+// else one per operation and connection the history names. A history that does not
+// pair (histories.Pair refuses it) has no spans: its check has already refused it.
 func opSpans(ops []histories.Op) []Span {
 	all, err := histories.Pair(ops)
 	if err != nil {
@@ -79,6 +81,12 @@ func opSpans(ops []histories.Op) []Span {
 	var out, extra []Span
 	for _, o := range all {
 		inv := o.Invoke
+		if c := o.Complete; c != nil && len(c.Failed) > 0 {
+			for _, a := range c.Failed {
+				out = append(out, Span{OpID: inv.OpID, Process: inv.Process, Invoke: inv.Index, Conn: a.Conn, From: a.Start, To: a.End, Class: classOf(a.Class), Err: a.Error})
+			}
+			continue
+		}
 		s := Span{OpID: inv.OpID, Process: inv.Process, Invoke: inv.Index, Conn: inv.Conn, From: inv.Time, To: o.End(), Class: workloads.ClassUnknown}
 		if c := o.Complete; c != nil {
 			s.Err = c.Error
@@ -98,6 +106,18 @@ func opSpans(ops []histories.Op) []Span {
 		}
 	}
 	return append(out, extra...)
+}
+
+// classOf reads a failed attempt's class; what it does not name is unknown, as the
+// error contract has it when in doubt.
+func classOf(name string) workloads.Class {
+	switch name {
+	case "definite":
+		return workloads.ClassDefinite
+	case "conflict":
+		return workloads.ClassConflict
+	}
+	return workloads.ClassUnknown
 }
 
 // Clock says which time of a fault event lines up with a history's times.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -59,6 +58,7 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 	pol := t.r.cfg.Retry
 	req := workloads.Request{OpID: op.id, Idempotent: pol.Idempotent()}
 	var rt retried
+	var failed []histories.FailedAttempt
 	maybeApplied := false
 	for n := 1; ; n++ {
 		// The first attempt starts at the invocation: its time saves a clock read.
@@ -76,13 +76,14 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 			if reply.Failed {
 				rt.end, rt.errReason, typ = nonRetryable, "no-effect", histories.Fail
 			}
-			return histories.Op{Type: typ, Value: histories.Value(reply.Value), Conn: conn, Attempt: n}, rt
+			return histories.Op{Type: typ, Value: histories.Value(reply.Value), Conn: conn, Attempt: n, Failed: failed}, rt
 		}
 		class := workloads.Classify(err)
 		if class == workloads.ClassUnknown {
 			maybeApplied = true
 		}
-		t.r.recordSpan(evidence.Span{OpID: op.id, Process: op.process, Invoke: op.invoke, Conn: conn, From: from, To: t.r.now(), Class: class, Err: t.r.scrub.text(err.Error())})
+		errText := t.r.scrub.text(err.Error())
+		failed = append(failed, histories.FailedAttempt{Conn: conn, Start: from, End: t.r.now(), Error: errText, Class: class.String()})
 		if end, stop := t.stop(ctx, class, n, &rt); stop {
 			rt.errReason = string(workloads.ReasonOf(err))
 			rt.end = end
@@ -92,7 +93,7 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 				// the last attempt said.
 				rt.end, typ = endedUnknown, histories.Info
 			}
-			return histories.Op{Type: typ, Error: t.r.scrub.text(err.Error()), Conn: conn, Attempt: n}, rt
+			return histories.Op{Type: typ, Error: errText, Conn: conn, Attempt: n, Failed: failed}, rt
 		}
 		rt.retries++
 		rt.reasons = append(rt.reasons, string(workloads.ReasonOf(err)))
@@ -139,13 +140,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-tm.C:
 		return true
 	}
-}
-
-// recordSpan keeps an attempt that ended in an error, to join fault events to it.
-func (r *run) recordSpan(s evidence.Span) {
-	r.mu.Lock()
-	r.attempts = append(r.attempts, s)
-	r.mu.Unlock()
 }
 
 // Dial backoff: while the server is down (killed, or not started again yet) a dial is

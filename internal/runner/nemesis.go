@@ -220,8 +220,7 @@ func (n *nemesis) account(res *results.Results, ops []histories.Op) {
 	events := append([]evidence.FaultEvent(nil), n.events...)
 	commits := evidence.Tally(events)
 	res.Faults.Commits = &commits
-	n.r.mu.Lock()
-	spans := append([]evidence.Span(nil), n.r.attempts...)
-	n.r.mu.Unlock()
-	res.Evidence, res.Final = evidence.Join(events, spans, ops, res.Final, res.Verdict == checker.Invalid)
+	// The attempts the events join are the history's (failed_attempts): what `indoubt
+	// check --faults` joins from the run directory is the same.
+	res.Evidence, res.Final = evidence.Join(events, evidence.SpansFromHistory(ops, events), ops, res.Final, res.Verdict == checker.Invalid)
 }

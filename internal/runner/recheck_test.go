@@ -12,6 +12,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -62,6 +63,41 @@ func recheck(t *testing.T, res *results.Results) {
 		return a.OpID == b.OpID && a.Count == b.Count && a.Fault == b.Fault && a.Explanation == b.Explanation
 	}) {
 		t.Errorf("recheck lost writes %+v, the run's %+v", got.LostWrites, res.LostWrites)
+	}
+	if res.Evidence != nil {
+		recheckEvidence(t, res)
+	}
+}
+
+// recheckEvidence joins the run's faults.jsonl to its history again, as `indoubt check
+// --faults` does, and fails unless the ground truth is the run's.
+func recheckEvidence(t *testing.T, res *results.Results) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(res.RunDir, "faults.jsonl"))
+	if err != nil {
+		t.Fatalf("recheck: %v", err)
+	}
+	defer f.Close()
+	events, _, err := evidence.ReadEvents(f, f.Name())
+	if err != nil {
+		t.Fatalf("recheck: %v", err)
+	}
+	_, ops, err := histories.ReadFile(filepath.Join(res.RunDir, "history.jsonl"), false)
+	if err != nil {
+		t.Fatalf("recheck: %v", err)
+	}
+	ev, _ := evidence.Join(events, evidence.SpansFromHistory(ops, events), ops, nil, res.Verdict == checker.Invalid)
+	got, want := *ev, *res.Evidence
+	if got.Events != want.Events || got.Joined != want.Joined || got.AmbiguousTotal() != want.AmbiguousTotal() ||
+		got.AppliedTwiceTotal() != want.AppliedTwiceTotal() || got.CommittedTwiceTotal() != want.CommittedTwiceTotal() {
+		t.Errorf("recheck of the ground truth: %d events, %d joined, %d hit, %d applied twice, %d committed twice; the run's: %d, %d, %d, %d, %d",
+			got.Events, got.Joined, got.AmbiguousTotal(), got.AppliedTwiceTotal(), got.CommittedTwiceTotal(),
+			want.Events, want.Joined, want.AmbiguousTotal(), want.AppliedTwiceTotal(), want.CommittedTwiceTotal())
+	}
+	for i, a := range want.AppliedTwice {
+		if i < len(got.AppliedTwice) && got.AppliedTwice[i].Sentence != a.Sentence {
+			t.Errorf("recheck sentence %q, the run's %q", got.AppliedTwice[i].Sentence, a.Sentence)
+		}
 	}
 }
 

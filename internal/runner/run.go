@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/results"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -505,7 +504,6 @@ type run struct {
 
 	mu       sync.Mutex
 	nextProc int
-	attempts []evidence.Span
 
 	// Set when the workers have stopped.
 	interrupted bool
