@@ -81,12 +81,12 @@ func TestBankManyUnknown(t *testing.T) {
 			histories.Op{Index: int64(2*i + 1), Process: i, Type: histories.Info, F: "transfer", OpID: fmt.Sprint(i)})
 	}
 	final := histories.Value(Balances{"a": 10000 - 100, "b": 10000 + 50, "c": 10000 + 50})
-	r, err := CheckBank(context.Background(), withFinalRead(ops, final), p)
+	r, err := CheckBank(context.Background(), WithFinalRead(ops, final), p)
 	if err != nil || r.Verdict != Valid {
 		t.Fatalf("%v %v %s", r.Verdict, err, r.Summary)
 	}
 	final = histories.Value(Balances{"a": 10000 - 2000, "b": 10000 + 2000, "c": 10000})
-	if r, _ = CheckBank(context.Background(), withFinalRead(ops, final), p); r.Verdict != Invalid {
+	if r, _ = CheckBank(context.Background(), WithFinalRead(ops, final), p); r.Verdict != Invalid {
 		t.Fatalf("more than every unknown transfer could move: %v %s", r.Verdict, r.Summary)
 	}
 }

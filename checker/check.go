@@ -60,7 +60,7 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 		}
 	}
 	if opt.Final != nil {
-		ops = withFinalRead(ops, opt.Final)
+		ops = WithFinalRead(ops, opt.Final)
 	}
 	res, err := checkModel(ctx, model, h, ops, opt)
 	if err != nil || res.Verdict == 0 {
@@ -137,9 +137,10 @@ func lostWritesOf(model string, h *histories.Header, ops []histories.Op, opt Opt
 	return nil
 }
 
-// withFinalRead returns ops followed by an ok read of value final, by a process of its
-// own, that begins after every event of ops.
-func withFinalRead(ops []histories.Op, final json.RawMessage) []histories.Op {
+// WithFinalRead returns ops followed by an ok read of value final (op id "final"), by a
+// process of its own, that begins after every event of ops: the history Check holds
+// to its model when Options.Final is given. ops itself is not changed.
+func WithFinalRead(ops []histories.Op, final json.RawMessage) []histories.Op {
 	var index, t int64
 	proc := 0
 	for _, op := range ops {

@@ -120,3 +120,21 @@ func ExampleCheck_bank() {
 	// Output:
 	// valid
 }
+
+// A program that reads its final state some other way gives it to the check as the
+// value of the model's read: here an exactly-once history whose final state holds
+// payment p-1 twice.
+func ExampleWithFinalRead() {
+	ops := []histories.Op{
+		{Index: 0, Time: 1, Process: 0, Type: histories.Invoke, F: "apply", OpID: "p-1"},
+		{Index: 1, Time: 2, Process: 0, Type: histories.OK, F: "apply", OpID: "p-1"},
+	}
+	all := checker.WithFinalRead(ops, json.RawMessage(`{"p-1":2}`))
+	res, err := checker.Check(context.Background(), &histories.Header{Model: checker.ExactlyOnceModel}, all, checker.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Verdict, res.Anomalies[0].Kind)
+	// Output: invalid duplicate
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/evidence"
+	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 )
 
@@ -78,6 +79,11 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var truth *groundTruth
 	if a.faults != "" {
+		if a.opt.Final != nil {
+			// The final state given is evidence too: its count of an op id proves how
+			// many times the operation took effect.
+			ops = checker.WithFinalRead(ops, a.opt.Final)
+		}
 		ev, _ := evidence.Join(a.events, evidence.SpansFromHistory(ops, a.events), ops, nil, res.Verdict == checker.Invalid)
 		truth = &groundTruth{Evidence: ev, Commits: evidence.Tally(a.events), File: a.faults}
 	}
@@ -357,43 +363,25 @@ type groundTruth struct {
 	shown    map[string]bool      // sentences already printed under an anomaly
 }
 
-// about returns the proxy's sentences on the operations of anomaly a: what it proves
-// applied or committed twice first, then what it did to them.
+// about returns the proxy's sentences on the operations of anomaly a: what it proves of
+// them (report.ClaimsAbout), then, for one it proves nothing of, what it did to it.
 func (g *groundTruth) about(a checker.Anomaly, ops []histories.Op) []string {
-	ids := map[string]bool{}
-	byIndex := map[int64]string{}
-	for _, op := range ops {
-		if op.OpID != "" {
-			byIndex[op.Index] = op.OpID
-		}
-	}
-	for _, i := range a.Ops {
-		if id := byIndex[i]; id != "" {
-			ids[id] = true
-		}
-	}
-	var out []string
-	seen := map[string]bool{}
 	if g.shown == nil {
 		g.shown = map[string]bool{}
 	}
-	defer func() {
-		for _, s := range out {
-			g.shown[s] = true
-		}
-	}()
-	for _, list := range [][]results.AmbiguousOp{g.Evidence.AppliedTwice, g.Evidence.CommittedTwice} {
-		for _, x := range list {
-			if ids[x.OpID] && !seen[x.OpID] {
-				seen[x.OpID] = true
-				out = append(out, x.Sentence)
-			}
-		}
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range report.ClaimsAbout(g.Evidence, a) {
+		seen[c.OpID] = true
+		out = append(out, c.Sentence)
 	}
 	for _, x := range g.Evidence.Ambiguous {
-		if ids[x.OpID] && !seen[x.OpID] {
+		if !seen[x.OpID] && slices.Contains(a.Ops, x.Invoke) {
 			out = append(out, x.Sentence)
 		}
+	}
+	for _, s := range out {
+		g.shown[s] = true
 	}
 	return out
 }
@@ -403,8 +391,9 @@ func (g *groundTruth) write(w io.Writer) {
 	e := g.Evidence
 	fmt.Fprintf(w, "ground truth (%s): %d fault events, %d joined to operations of the history\n", g.File, e.Events, e.Joined)
 	fmt.Fprintf(w, "  commit faults: %s\n", g.Commits)
-	g.list(w, "applied twice", "operations the proxy proves committed, that the client then applied again", e.AppliedTwice)
-	g.list(w, "committed twice", "operations whose first commit's reply does not show what it changed", e.CommittedTwice)
+	g.list(w, "applied more than once", "operations proven to have taken effect more than once", e.AppliedTwice)
+	g.list(w, "replayed", "operations committed by a cut whose retry is proven to have changed nothing", e.Replays)
+	g.list(w, "committed and retried", "operations committed by a cut and retried, a second application possible, not proven", e.CommittedTwice)
 	for _, d := range e.Disagreements {
 		fmt.Fprintf(w, "  ground truth vs checker: %s\n", d)
 	}

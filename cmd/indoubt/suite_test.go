@@ -99,7 +99,7 @@ cases:
 	if c1.Name != "naive retry expected valid" || c1.Failure == nil {
 		t.Fatalf("the failing case is not named with a failure:\n%s", b)
 	}
-	if !strings.HasPrefix(c1.Failure.Message, "invalid: ") || !strings.Contains(c1.Failure.Message, "more than once, proven by the proxy") {
+	if !strings.HasPrefix(c1.Failure.Message, "invalid: ") || !strings.Contains(c1.Failure.Message, "; the proxy proves ") {
 		t.Errorf("failure message is not the verdict's first explanation: %q", c1.Failure.Message)
 	}
 	if !strings.Contains(c1.Out, "run directory: "+dir) {

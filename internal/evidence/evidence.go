@@ -18,12 +18,39 @@
 // another one (a retry on a fresh connection), on that one too. Both clocks must be
 // one: see ReadEvents.
 //
+// # What the evidence claims, and what proves it
+//
+// Every sentence is a claim with its proof; what is not proven is said to be unknown.
+//
+//   - A fault joined to an attempt (Evidence.Ambiguous) says what the proxy did to it
+//     and what its reply proved: "committed it (UPDATE 1)", "committed it without
+//     changing a row (UPDATE 0)", "committed a transaction that wrote nothing",
+//     "committed it (COMMIT; the reply does not say what changed)", or "dropped its
+//     commit before the server saw it"; then what the client saw and how the operation
+//     ended.
+//   - "Took effect N times" (Evidence.AppliedTwice, N >= 2) only when N is proven: by
+//     the final state, which holds the operation's op id N times (exactly-once), or by
+//     the proxy's truth for each attempt: the cut attempts whose reply shows changed
+//     rows, and the acknowledged attempt when its own reply, as the client recorded it,
+//     shows a change ({"applied":true}, an increment's {"wrote":n}); the proxy alone
+//     gives a lower bound ("at least").
+//   - A replay (Evidence.Replays): an operation the proxy proves committed once, whose
+//     acknowledged retry proves it changed nothing: its reply says so
+//     ({"replayed":true}, {"applied":false}), a retry met the unique key the first
+//     commit wrote (duplicate key, SQLSTATE 23505, E11000), or the final state holds it
+//     once.
+//   - Committed, not proven twice (Evidence.CommittedTwice): a cut attempt whose commit
+//     applied with a reply that does not show what it changed, and a later attempt
+//     acknowledged; neither proof above holds, so the sentence says what is not known.
+//
 // What the join proves is evidence beside the verdict, never fed to the checker.
 package evidence
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,12 +62,16 @@ import (
 
 // FaultEvent is one thing the proxy did to a connection, with its ground truth.
 type FaultEvent struct {
-	Time  int64  // monotonic ns since the run started
+	Time  int64  // the history's clock: ns since the run started, or Unix ns (see Clock)
 	Conn  string // the client's address as the proxy saw it
 	Kind  string // commit-cut, commit-drop, ...
 	Truth string // applied, not-applied, or "" when the fault says nothing of a commit
 	What  string // the statement it acted on
 	Tag   string // the server's proof of commit, for cuts: "UPDATE 1", "COMMIT"
+	// Wrote says whether the transaction the fault cut wrote anything, when the proxy
+	// could tell (nil when it could not): the cut of a read-only transaction's COMMIT
+	// changed nothing, whatever its operation did in its other transactions.
+	Wrote *bool
 }
 
 // effect is what a cut commit is known to have changed.
@@ -49,7 +80,7 @@ type effect int8
 const (
 	effectUnknown effect = iota // committed; what it changed is not in the reply (COMMIT, CALL)
 	effectRows                  // committed and changed rows ("UPDATE 1")
-	effectNone                  // committed and changed nothing ("UPDATE 0")
+	effectNone                  // committed and changed nothing ("UPDATE 0", a read-only transaction)
 )
 
 // effectOf reads the reply the proxy cut: a PostgreSQL command tag, whose last word is
@@ -82,6 +113,15 @@ func effectOf(tag string) effect {
 	return effectNone
 }
 
+// effect is what the event's commit is known to have changed: nothing when the
+// transaction it cut wrote nothing, else what its reply says.
+func (e FaultEvent) effect() effect {
+	if e.Wrote != nil && !*e.Wrote {
+		return effectNone
+	}
+	return effectOf(e.Tag)
+}
+
 // Tally counts the commit faults among events by what the server did, from the truth
 // and the reply the proxy cut.
 func Tally(events []FaultEvent) results.CommitCounts {
@@ -90,7 +130,7 @@ func Tally(events []FaultEvent) results.CommitCounts {
 		switch e.Truth {
 		case "applied":
 			c.Committed++
-			switch effectOf(e.Tag) {
+			switch e.effect() {
 			case effectRows:
 				c.ChangedRows++
 			case effectNone:
@@ -111,14 +151,15 @@ func Tally(events []FaultEvent) results.CommitCounts {
 // returns the final state reconciled with the ground truth.
 func Join(events []FaultEvent, spans []Span, ops []histories.Op, final workloads.Final, verdictInvalid bool) (*results.Evidence, workloads.Final) {
 	j := &join{
-		ev:   &results.Evidence{Events: int64(len(events)), Ambiguous: []results.AmbiguousOp{}, AppliedTwice: []results.AmbiguousOp{}, CommittedTwice: []results.AmbiguousOp{}, Disagreements: []string{}},
-		byID: indexOps(ops), byConn: spansByConn(spans),
-		appliedByCut: map[string]int{}, committedByCut: map[string]int{}, hits: map[string][]results.AmbiguousOp{},
+		ev: &results.Evidence{Events: int64(len(events)), Ambiguous: []results.AmbiguousOp{}, AppliedTwice: []results.AmbiguousOp{},
+			CommittedTwice: []results.AmbiguousOp{}, Replays: []results.AmbiguousOp{}, Disagreements: []string{}},
+		byID: indexOps(ops), byConn: spansByConn(spans), counts: finalCounts(ops),
+		facts: map[string]*opFacts{},
 	}
 	for _, e := range events {
 		j.add(e)
 	}
-	j.twice()
+	j.claims()
 	j.disagree(verdictInvalid)
 	if final == nil {
 		return j.ev, nil
@@ -156,6 +197,31 @@ func indexOps(ops []histories.Op) map[string]*opInfo {
 	return byID
 }
 
+// finalCounts returns how many times the final state holds each op id, when the
+// history has an exactly-once final read (an ok read whose value counts op ids, after
+// applies); nil otherwise.
+func finalCounts(ops []histories.Op) map[string]int64 {
+	applies := false
+	var last []byte
+	for _, op := range ops {
+		switch {
+		case !op.IsClient():
+		case op.F == "apply":
+			applies = true
+		case op.F == "read" && op.Type == histories.OK && len(op.Value) > 0 && op.Value[0] == '{':
+			last = op.Value
+		}
+	}
+	if !applies || last == nil {
+		return nil
+	}
+	var st map[string]int64
+	if json.Unmarshal(last, &st) != nil {
+		return nil
+	}
+	return st
+}
+
 // spansByConn returns the spans by connection, in time order.
 func spansByConn(spans []Span) map[string][]Span {
 	byConn := map[string][]Span{}
@@ -173,98 +239,262 @@ type join struct {
 	ev     *results.Evidence
 	byID   map[string]*opInfo
 	byConn map[string][]Span
+	counts map[string]int64 // the final state's count per op id; nil when it has none
 
-	appliedByCut   map[string]int // op id -> cut attempts the reply proves changed rows
-	committedByCut map[string]int // op id -> cut attempts committed with unknown effect
-	hits           map[string][]results.AmbiguousOp
-	order          []string // op ids in the order a fault first hit them
+	facts map[string]*opFacts
+	order []string // op ids in the order a fault first hit them
+}
+
+// opFacts is what the faults joined to one operation, and the attempts they hit, prove.
+type opFacts struct {
+	id     string
+	invoke int64
+	hits   []hit
+	first  results.AmbiguousOp // the first fault's item, the base of the claims' items
+}
+
+// hit is one fault event and the attempt it hit.
+type hit struct {
+	e    FaultEvent
+	span Span
 }
 
 // add joins one fault event to the attempt it hit, if any.
 func (j *join) add(e FaultEvent) {
-	var hit *Span
+	var hitSpan *Span
 	for i, s := range j.byConn[e.Conn] {
 		// The proxy acts before the client sees the error: the event falls inside
 		// the attempt that saw it.
 		if s.From <= e.Time && e.Time <= s.To {
-			hit = &j.byConn[e.Conn][i]
+			hitSpan = &j.byConn[e.Conn][i]
 			break
 		}
 	}
-	if hit == nil {
+	if hitSpan == nil {
 		return
 	}
 	j.ev.Joined++
 	completion := "open"
-	if oi := j.byID[hit.OpID]; oi != nil && oi.completion != nil {
+	if oi := j.byID[hitSpan.OpID]; oi != nil && oi.completion != nil {
 		completion = oi.completion.Type.String()
 	}
 	a := results.AmbiguousOp{
-		OpID: hit.OpID, Process: hit.Process, Invoke: hit.Invoke, Completion: completion,
+		OpID: hitSpan.OpID, Process: hitSpan.Process, Invoke: hitSpan.Invoke, Completion: completion,
 		Conn: e.Conn, Fault: e.Kind, Truth: e.Truth,
 	}
 	switch e.Truth {
 	case "applied":
-		what := "committed it"
-		switch effectOf(e.Tag) {
-		case effectRows:
-			j.appliedByCut[hit.OpID]++
-			what = fmt.Sprintf("committed it (%s)", e.Tag)
-		case effectNone:
-			what = fmt.Sprintf("committed it without changing a row (%s)", e.Tag)
-		default:
-			j.committedByCut[hit.OpID]++
-			if e.Tag != "" {
-				what = fmt.Sprintf("committed it (%s; the reply does not say what changed)", e.Tag)
-			}
-		}
-		a.Sentence = fmt.Sprintf("operation %s: the proxy cut the connection %s after the server %s; %s and the operation ended %s", hit.OpID, e.Conn, what, saw(hit), completion)
+		a.Sentence = fmt.Sprintf("operation %s: the proxy cut the connection %s after the server %s; %s and the operation ended %s", hitSpan.OpID, e.Conn, committedWhat(e), saw(hitSpan), completion)
 	case "not-applied":
-		a.Sentence = fmt.Sprintf("operation %s: the proxy dropped its commit on %s before the server saw it; %s and the operation ended %s", hit.OpID, e.Conn, saw(hit), completion)
+		a.Sentence = fmt.Sprintf("operation %s: the proxy dropped its commit on %s before the server saw it; %s and the operation ended %s", hitSpan.OpID, e.Conn, saw(hitSpan), completion)
 	default:
-		a.Sentence = fmt.Sprintf("operation %s: fault %s on %s; %s and the operation ended %s", hit.OpID, e.Kind, e.Conn, saw(hit), completion)
+		a.Sentence = fmt.Sprintf("operation %s: fault %s on %s; %s and the operation ended %s", hitSpan.OpID, e.Kind, e.Conn, saw(hitSpan), completion)
 	}
-	if hit.Class != workloads.ClassUnknown && e.Truth != "" {
-		j.ev.Disagreements = append(j.ev.Disagreements, fmt.Sprintf("operation %s: the error after a %s was classified %s (by the adapter, or by the client that recorded the history), but the outcome was unknown to the client", hit.OpID, e.Kind, hit.Class))
+	if hitSpan.Class != workloads.ClassUnknown && e.Truth != "" {
+		j.ev.Disagreements = append(j.ev.Disagreements, fmt.Sprintf("operation %s: the error after a %s was classified %s (by the adapter, or by the client that recorded the history), but the outcome was unknown to the client", hitSpan.OpID, e.Kind, hitSpan.Class))
 	}
-	if _, seen := j.hits[hit.OpID]; !seen {
-		j.order = append(j.order, hit.OpID)
+	f := j.facts[hitSpan.OpID]
+	if f == nil {
+		f = &opFacts{id: hitSpan.OpID, invoke: hitSpan.Invoke, first: a}
+		j.facts[hitSpan.OpID] = f
+		j.order = append(j.order, hitSpan.OpID)
 	}
-	j.hits[hit.OpID] = append(j.hits[hit.OpID], a)
+	f.hits = append(f.hits, hit{e: e, span: *hitSpan})
 	j.ev.Ambiguous = append(j.ev.Ambiguous, a)
 }
 
-// twice lists the operations that took effect, or committed, more than once.
-//
-// An operation whose cut attempt the server's reply proves changed rows, and that a
-// later attempt applied again (or a second proven cut), took effect more than once,
-// whatever the history says. Cuts of commits whose reply does not say what changed
-// (COMMIT, CALL) prove a commit, not an effect: they are listed, never counted here.
-func (j *join) twice() {
+// committedWhat says what the server's reply to a cut commit proves.
+func committedWhat(e FaultEvent) string {
+	switch {
+	case e.Wrote != nil && !*e.Wrote:
+		return fmt.Sprintf("committed a transaction that wrote nothing (%s): nothing changed", cmp.Or(e.Tag, "COMMIT"))
+	case e.effect() == effectRows:
+		return fmt.Sprintf("committed it (%s)", e.Tag)
+	case e.effect() == effectNone:
+		return fmt.Sprintf("committed it without changing a row (%s)", e.Tag)
+	case e.Tag != "":
+		return fmt.Sprintf("committed it (%s; the reply does not say what changed)", e.Tag)
+	}
+	return "committed it"
+}
+
+// ackSays is what an operation's acknowledged completion, as the client recorded it,
+// says its last attempt changed.
+type ackSays int8
+
+const (
+	ackNone      ackSays = iota // not acknowledged
+	ackUnknown                  // acknowledged; the value does not say what the attempt changed
+	ackChanged                  // acknowledged, and the attempt's reply shows a change
+	ackUnchanged                // acknowledged, and the attempt changed nothing (a replay, a rejection)
+)
+
+// acknowledged reads an operation's completion.
+func acknowledged(op *histories.Op) ackSays {
+	if op == nil || op.Type != histories.OK {
+		return ackNone
+	}
+	var v struct {
+		Applied  *bool  `json:"applied"`
+		Replayed bool   `json:"replayed"`
+		Wrote    *int64 `json:"wrote"`
+	}
+	if len(op.Value) == 0 || op.Value[0] != '{' || json.Unmarshal(op.Value, &v) != nil {
+		return ackUnknown
+	}
+	switch {
+	case v.Replayed, v.Applied != nil && !*v.Applied:
+		return ackUnchanged
+	case v.Applied != nil && *v.Applied, v.Wrote != nil:
+		return ackChanged
+	}
+	return ackUnknown
+}
+
+// duplicateKey reports whether an error says the statement met a unique key already
+// there: the proof that an earlier commit wrote it and that this attempt wrote nothing.
+func duplicateKey(err string) bool {
+	return strings.Contains(err, "23505") || strings.Contains(err, "duplicate key") || strings.Contains(err, "E11000")
+}
+
+// claims turns each operation's facts into the claims they prove: applied more than
+// once, replayed, or committed by a cut and retried with nothing proven either way.
+func (j *join) claims() {
 	for _, id := range j.order {
+		f := j.facts[id]
 		oi := j.byID[id]
-		if oi == nil {
-			continue
+		var comp *histories.Op
+		if oi != nil {
+			comp = oi.completion
 		}
-		n := j.appliedByCut[id]
-		acked := oi.completion != nil && oi.completion.Type == histories.OK && completionApplied(*oi.completion)
-		if acked {
-			n++
+		var rows, unseen int
+		var tags []string
+		for _, h := range f.hits {
+			if h.e.Truth != "applied" {
+				continue
+			}
+			switch h.e.effect() {
+			case effectRows:
+				rows++
+				tags = append(tags, h.e.Tag)
+			case effectUnknown:
+				unseen++
+				tags = append(tags, cmp.Or(h.e.Tag, "a commit"))
+			}
 		}
-		if n < 2 {
-			if c := j.committedByCut[id]; c > 0 && (acked || j.appliedByCut[id] > 0) {
-				a := j.hits[id][0]
-				a.Truth = "committed"
-				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %d attempt(s) committed before the proxy cut the reply, which does not show what they changed, and another attempt applied it: applied twice unless the first commit changed nothing", id, a.Invoke, c)
-				j.ev.CommittedTwice = append(j.ev.CommittedTwice, a)
+		if rows+unseen == 0 {
+			continue // every cut committed nothing, or every fault was a drop
+		}
+		ack := acknowledged(comp)
+		dupKey := false
+		if comp != nil {
+			for _, a := range comp.Failed {
+				dupKey = dupKey || duplicateKey(a.Error)
+			}
+		}
+		a := f.first
+		a.Sentence = ""
+		cut := fmt.Sprintf("the proxy cut %s after %s applied (%s)", attempts(rows+unseen), pronoun(rows+unseen), strings.Join(dedupe(tags), ", "))
+		if n, ok := j.counts[id]; ok && j.counts != nil {
+			a.Times, a.Proof = int(n), results.ProofFinalState
+			switch {
+			case n >= 2:
+				a.Truth = "applied"
+				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d) is present %d times in the final state: it took effect %d times; %s", id, f.invoke, n, n, cut)
+				if rows > int(n) {
+					j.ev.Disagreements = append(j.ev.Disagreements, fmt.Sprintf("operation %s: the proxy proves %d commits that changed rows, but the final state holds it %d times", id, rows, n))
+				}
+				j.ev.AppliedTwice = append(j.ev.AppliedTwice, a)
+			case n == 1 && ack != ackNone:
+				a.Truth = "replayed"
+				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %s, and it was retried and acknowledged; the final state holds it once: the retry changed nothing, a replay, not a second application", id, f.invoke, cut)
+				j.ev.Replays = append(j.ev.Replays, a)
 			}
 			continue
 		}
-		a := j.hits[id][0]
-		a.Truth = "applied"
-		a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d) took effect %d times: %d attempt(s) changed rows before the proxy cut the reply, and the retry that was acknowledged applied it again", id, a.Invoke, n, j.appliedByCut[id])
-		j.ev.AppliedTwice = append(j.ev.AppliedTwice, a)
+		times := rows
+		if ack == ackChanged {
+			times++
+		}
+		switch {
+		case times >= 2:
+			a.Truth, a.Times, a.Proof = "applied", times, results.ProofProxy
+			bound := ""
+			if ack != ackChanged && ack != ackUnchanged {
+				bound = "at least "
+			}
+			a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d) took effect %s%d times: the proxy cut %s after %s changed rows (%s)", id, f.invoke, bound, times, attempts(rows), pronoun(rows), strings.Join(dedupe(tagsOf(f.hits, effectRows)), ", "))
+			switch ack {
+			case ackChanged:
+				a.Sentence += fmt.Sprintf(", and the attempt that was acknowledged reports changing it again (%s)", comp.Value)
+			case ackUnknown:
+				a.Sentence += "; it was then acknowledged, and whether that attempt changed anything the proxy did not see"
+			case ackNone:
+				a.Sentence += "; no attempt was acknowledged: it ended " + completionOf(comp)
+			}
+			j.ev.AppliedTwice = append(j.ev.AppliedTwice, a)
+		case ack == ackUnchanged || dupKey && ack != ackNone:
+			a.Truth = "replayed"
+			why := fmt.Sprintf("its reply says so (%s)", comp.Value)
+			if ack != ackUnchanged {
+				why = "a retry met the unique key the first commit wrote (duplicate key)"
+			}
+			a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %s; the acknowledged retry changed nothing, %s: a replay, not a second application", id, f.invoke, cut, why)
+			j.ev.Replays = append(j.ev.Replays, a)
+		case ack != ackNone || rows+unseen >= 2:
+			a.Truth = "committed"
+			what := "it was retried and acknowledged, and what the retry changed neither its reply nor the final state shows"
+			if ack == ackNone {
+				what = "none of its attempts was acknowledged (it ended " + completionOf(comp) + "), and what the other commits changed their replies do not show"
+			}
+			a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %s; %s: a second application is possible, not proven", id, f.invoke, cut, what)
+			j.ev.CommittedTwice = append(j.ev.CommittedTwice, a)
+		}
 	}
+}
+
+// tagsOf lists the replies of the applied cuts of effect eff.
+func tagsOf(hits []hit, eff effect) []string {
+	var out []string
+	for _, h := range hits {
+		if h.e.Truth == "applied" && h.e.effect() == eff {
+			out = append(out, h.e.Tag)
+		}
+	}
+	return out
+}
+
+// dedupe keeps the first of each string, in order.
+func dedupe(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "an attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
+func pronoun(n int) string {
+	if n == 1 {
+		return "its commit"
+	}
+	return "their commits"
+}
+
+// completionOf names how an operation ended: ok, fail, info, or open.
+func completionOf(op *histories.Op) string {
+	if op == nil {
+		return "open"
+	}
+	return op.Type.String()
 }
 
 // disagree says where the checker's verdict and the ground truth differ.
@@ -274,40 +504,28 @@ func (j *join) disagree(verdictInvalid bool) {
 		ev.Disagreements = append(ev.Disagreements, fmt.Sprintf("the ground truth proves %d operation(s) applied more than once, but the checker found the history valid: the duplicates left no trace it could see", len(ev.AppliedTwice)))
 	}
 	if verdictInvalid && len(ev.AppliedTwice) == 0 && len(ev.CommittedTwice) == 0 && ev.Joined > 0 {
-		ev.Disagreements = append(ev.Disagreements, "the checker found the history invalid, but the proxy's ground truth shows no operation committed twice: the cause is not established by the faults injected")
+		ev.Disagreements = append(ev.Disagreements, "the checker found the history invalid, but the proxy's ground truth proves no operation applied more than once: the cause is not established by the faults injected")
 	}
 }
 
 // truth is the ground truth the workload's final state is reconciled with.
 func (j *join) truth() workloads.Truth {
 	var t workloads.Truth
-	for _, a := range j.ev.Ambiguous {
-		if a.Truth == "applied" {
-			t.Applied = append(t.Applied, a.OpID)
+	for _, id := range j.order {
+		for _, h := range j.facts[id].hits {
+			if h.e.Truth != "applied" {
+				continue
+			}
+			t.Applied = append(t.Applied, id)
+			switch h.e.effect() {
+			case effectRows:
+				t.Proven++
+			case effectUnknown:
+				t.Committed++
+			}
 		}
-	}
-	for _, n := range j.appliedByCut {
-		t.Proven += int64(n)
-	}
-	for _, n := range j.committedByCut {
-		t.Committed += int64(n)
 	}
 	return t
-}
-
-// completionApplied reports whether an ok completion says its operation took effect:
-// it does unless its value says "applied": false or "replayed": true.
-func completionApplied(op histories.Op) bool {
-	var v struct {
-		Applied  *bool `json:"applied"`
-		Replayed bool  `json:"replayed"`
-	}
-	if len(op.Value) > 0 && json.Unmarshal(op.Value, &v) == nil {
-		if v.Replayed || (v.Applied != nil && !*v.Applied) {
-			return false
-		}
-	}
-	return true
 }
 
 // saw says what error the client saw in the attempt a fault hit.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
@@ -118,8 +119,27 @@ func TestJoinBlackBox(t *testing.T) {
 	if ev.Joined != 3 {
 		t.Fatalf("joined %d, want 3: %+v", ev.Joined, ev.Ambiguous)
 	}
-	if len(ev.AppliedTwice) != 1 || ev.AppliedTwice[0].OpID != "p1" {
-		t.Fatalf("applied twice %+v", ev.AppliedTwice)
+	// p1's cut proves one commit that changed a row; its acknowledged retry's reply
+	// says nothing, and the history has no final state: a second application is
+	// possible, never claimed. p2's retry says it was replayed.
+	if len(ev.AppliedTwice) != 0 || len(ev.CommittedTwice) != 1 || ev.CommittedTwice[0].OpID != "p1" ||
+		!strings.Contains(ev.CommittedTwice[0].Sentence, "a second application is possible, not proven") {
+		t.Fatalf("applied twice %+v, committed %+v", ev.AppliedTwice, ev.CommittedTwice)
+	}
+	if len(ev.Replays) != 1 || ev.Replays[0].OpID != "p2" {
+		t.Fatalf("replays %+v", ev.Replays)
+	}
+	// With the final state in the history, its count is the proof: p1 twice, p2 once.
+	withFinal := append(append([]histories.Op(nil), ops...),
+		histories.Op{Index: 6, Time: t0 + 90, Process: 9, Type: histories.Invoke, F: "read", OpID: "final"},
+		histories.Op{Index: 7, Time: t0 + 91, Process: 9, Type: histories.OK, F: "read", OpID: "final", Value: []byte(`{"p1":2,"p2":1}`)})
+	ev2, _ := Join(events, SpansFromHistory(withFinal, events), withFinal, nil, true)
+	if len(ev2.AppliedTwice) != 1 || ev2.AppliedTwice[0].OpID != "p1" || ev2.AppliedTwice[0].Times != 2 || ev2.AppliedTwice[0].Proof != "final-state" ||
+		!strings.Contains(ev2.AppliedTwice[0].Sentence, "is present 2 times in the final state") {
+		t.Fatalf("applied twice with the final state: %+v", ev2.AppliedTwice)
+	}
+	if len(ev2.Replays) != 1 || ev2.Replays[0].OpID != "p2" {
+		t.Fatalf("replays with the final state %+v", ev2.Replays)
 	}
 	if s := ev.Ambiguous[0].Sentence; !strings.Contains(s, "does not say what error") {
 		t.Errorf("sentence %q", s)
@@ -162,7 +182,87 @@ func TestJoinUnnamedConnection(t *testing.T) {
 	}
 	events := []FaultEvent{cut(150, "c:1"), cut(200, "c:2"), cut(300, "c:3"), cut(600, "c:5")}
 	ev, _ := Join(events, SpansFromHistory(ops, events), ops, nil, true)
-	if ev.Joined != 3 || len(ev.AppliedTwice) != 1 || !strings.Contains(ev.AppliedTwice[0].Sentence, "took effect 4 times") {
+	// Three cuts whose replies show a row inserted prove three applications; whether
+	// the acknowledged fourth attempt inserted again the history does not say.
+	if ev.Joined != 3 || len(ev.AppliedTwice) != 1 || !strings.Contains(ev.AppliedTwice[0].Sentence, "took effect at least 3 times") {
 		t.Fatalf("joined %d, applied twice %+v", ev.Joined, ev.AppliedTwice)
+	}
+}
+
+// Each claim the evidence makes, with the proof it rests on, and none without one.
+func TestClaimsNeedTheirProof(t *testing.T) {
+	no, yes := false, true
+	cut := func(at int64, tag string, wrote *bool) FaultEvent {
+		return FaultEvent{Time: at, Conn: "c:1", Kind: "commit-cut", Truth: "applied", Tag: tag, Wrote: wrote}
+	}
+	type want struct{ list, sentence string }
+	for _, tc := range []struct {
+		name   string
+		events []FaultEvent
+		comp   histories.Op // the completion of the one operation, at time 100
+		final  string       // an exactly-once final read's value, "" for none
+		want   want
+	}{
+		{"a cut that changed a row, acknowledged with a change", []FaultEvent{cut(10, "UPDATE 1", nil)},
+			histories.Op{Type: histories.OK, Value: []byte(`{"applied":true,"balance":3}`)}, "",
+			want{"applied", "took effect 2 times: the proxy cut an attempt after its commit changed rows (UPDATE 1), and the attempt that was acknowledged reports changing it again"}},
+		{"every attempt cut, none acknowledged", []FaultEvent{cut(10, "UPDATE 1", nil), cut(30, "UPDATE 1", nil)},
+			histories.Op{Type: histories.Info, Error: "conn closed"}, "",
+			want{"applied", "took effect at least 2 times: the proxy cut 2 attempts after their commits changed rows (UPDATE 1); no attempt was acknowledged: it ended info"}},
+		{"a read-only transaction's COMMIT cut", []FaultEvent{cut(10, "COMMIT", &no)},
+			histories.Op{Type: histories.OK, Value: []byte(`{"applied":true}`)}, "", want{}},
+		{"a COMMIT that wrote, retried and acknowledged", []FaultEvent{cut(10, "COMMIT", &yes)},
+			histories.Op{Type: histories.OK}, "",
+			want{"committed", "the proxy cut an attempt after its commit applied (COMMIT); it was retried and acknowledged, and what the retry changed neither its reply nor the final state shows: a second application is possible, not proven"}},
+		{"a retry that met the duplicate key", []FaultEvent{cut(10, "INSERT 0 1", nil)},
+			histories.Op{Type: histories.OK, Failed: []histories.FailedAttempt{
+				{Conn: "c:1", Start: 5, End: 20, Error: "unexpected EOF", Class: "unknown"},
+				{Conn: "c:2", Start: 40, End: 50, Error: `ERROR: duplicate key value violates unique constraint "orders_pkey" (SQLSTATE 23505)`, Class: "definite"}}}, "",
+			want{"replayed", "the acknowledged retry changed nothing, a retry met the unique key the first commit wrote (duplicate key): a replay, not a second application"}},
+		{"a retry that says it was replayed", []FaultEvent{cut(10, "CALL", nil)},
+			histories.Op{Type: histories.OK, Value: []byte(`{"applied":true,"replayed":true}`)}, "",
+			want{"replayed", `its reply says so ({"applied":true,"replayed":true})`}},
+		{"a cut that changed nothing", []FaultEvent{cut(10, "UPDATE 0", nil)},
+			histories.Op{Type: histories.OK}, "", want{}},
+		{"the final state holds it once", []FaultEvent{cut(10, "INSERT 0 1", nil)},
+			histories.Op{Type: histories.OK}, `{"p-1":1}`,
+			want{"replayed", "the final state holds it once: the retry changed nothing, a replay"}},
+		{"the final state holds it three times", []FaultEvent{cut(10, "COMMIT", nil)},
+			histories.Op{Type: histories.OK}, `{"p-1":3}`,
+			want{"applied", "is present 3 times in the final state: it took effect 3 times"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := "decrement"
+			if tc.final != "" {
+				f = "apply"
+			}
+			comp := tc.comp
+			comp.Index, comp.Time, comp.Process, comp.F, comp.OpID, comp.Conn = 1, 100, 0, f, "p-1", "c:9"
+			if comp.Failed == nil {
+				comp.Failed = []histories.FailedAttempt{{Conn: "c:1", Start: 5, End: 35, Error: "unexpected EOF", Class: "unknown"}}
+			}
+			ops := []histories.Op{{Index: 0, Time: 0, Process: 0, Type: histories.Invoke, F: f, OpID: "p-1", Conn: "c:1"}, comp}
+			if tc.final != "" {
+				ops = append(ops, histories.Op{Index: 2, Time: 200, Process: 1, Type: histories.Invoke, F: "read", OpID: "final"},
+					histories.Op{Index: 3, Time: 201, Process: 1, Type: histories.OK, F: "read", OpID: "final", Value: []byte(tc.final)})
+			}
+			ev, _ := Join(tc.events, SpansFromHistory(ops, tc.events), ops, nil, true)
+			lists := map[string][]results.AmbiguousOp{"applied": ev.AppliedTwice, "committed": ev.CommittedTwice, "replayed": ev.Replays}
+			for name, l := range lists {
+				if name != tc.want.list && len(l) > 0 {
+					t.Errorf("claims %s: %+v", name, l)
+				}
+			}
+			if tc.want.list == "" {
+				return
+			}
+			l := lists[tc.want.list]
+			if len(l) != 1 || !strings.Contains(l[0].Sentence, tc.want.sentence) {
+				t.Fatalf("%s: %+v, want a sentence with %q", tc.want.list, l, tc.want.sentence)
+			}
+			if comp.Type != histories.OK && strings.Contains(l[0].Sentence, "was acknowledged,") {
+				t.Errorf("an operation never acknowledged is said to be: %q", l[0].Sentence)
+			}
+		})
 	}
 }

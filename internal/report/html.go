@@ -23,6 +23,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 	"github.com/go-echarts/go-echarts/v2/render"
 
+	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 )
@@ -221,9 +222,9 @@ func (d *runData) loadFaults(path string, uses []connUse) error {
 	return sc.Err()
 }
 
-// named returns the op ids the verdict names, in the order they are named: the
-// operations the ground truth proves applied or committed twice, then those of the
-// listed anomalies' events.
+// named returns the op ids the verdict names, in the order they are named: those of
+// the listed anomalies' events, then the operations the ground truth proves applied
+// more than once, then those committed by a cut and retried.
 func named(r *results.Results, d runData) (map[string]bool, []string) {
 	set := map[string]bool{}
 	var order []string
@@ -231,13 +232,6 @@ func named(r *results.Results, d runData) (map[string]bool, []string) {
 		if !set[id] {
 			set[id] = true
 			order = append(order, id)
-		}
-	}
-	if e := r.Evidence; e != nil {
-		for _, l := range [][]results.AmbiguousOp{e.AppliedTwice, e.CommittedTwice} {
-			for _, a := range l {
-				add(a.OpID)
-			}
 		}
 	}
 	byIndex := map[int64]string{}
@@ -248,6 +242,13 @@ func named(r *results.Results, d runData) (map[string]bool, []string) {
 		for _, i := range a.Ops {
 			if id, ok := byIndex[i]; ok {
 				add(id)
+			}
+		}
+	}
+	if e := r.Evidence; e != nil {
+		for _, l := range [][]results.AmbiguousOp{e.AppliedTwice, e.CommittedTwice} {
+			for _, a := range l {
+				add(a.OpID)
 			}
 		}
 	}
@@ -593,7 +594,11 @@ type pageData struct {
 	Folded          []results.AmbiguousOp
 	CommittedShown  []results.AmbiguousOp
 	CommittedFolded []results.AmbiguousOp
-	AnomaliesShown  int
+	ReplaysShown    []results.AmbiguousOp
+	ReplaysFolded   []results.AmbiguousOp
+	Anomalies       []anomalyView
+	AnomaliesShown  []anomalyView
+	AnomaliesFolded []anomalyView
 	JS              template.JS
 	WindowsDesc     []string
 	Lost            []lostRow
@@ -601,6 +606,13 @@ type pageData struct {
 }
 
 const shownFirst = 5
+
+// anomalyView is one of the checker's anomalies as the page shows it: with the ground
+// truth's claims about the operations it names.
+type anomalyView struct {
+	checker.Anomaly
+	Claims []string
+}
 
 func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 	d.procs = r.ProcessFaults
@@ -622,10 +634,19 @@ func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 		p.WindowsDesc = append(p.WindowsDesc, fmt.Sprintf("%s from %.1f s to %.1f s", w.fault, w.from, w.to))
 	}
 	p.Lost, p.LostTotal = lostRows(r), r.LostTotal()
+	for _, a := range r.Anomalies {
+		v := anomalyView{Anomaly: a}
+		for _, c := range ClaimsAbout(r.Evidence, a) {
+			v.Claims = append(v.Claims, c.Sentence)
+		}
+		p.Anomalies = append(p.Anomalies, v)
+	}
+	p.AnomaliesShown, p.AnomaliesFolded = p.Anomalies[:min(len(p.Anomalies), shownFirst)], p.Anomalies[min(len(p.Anomalies), shownFirst):]
 	if e := r.Evidence; e != nil {
 		p.Grouped = e.Grouped()
 		p.ShownFirst, p.Folded = split(e.AppliedTwice, shownFirst)
 		p.CommittedShown, p.CommittedFolded = split(e.CommittedTwice, shownFirst)
+		p.ReplaysShown, p.ReplaysFolded = split(e.Replays, shownFirst)
 	}
 	var buf bytes.Buffer
 	if err := page.Execute(&buf, p); err != nil {
@@ -665,19 +686,22 @@ code{background:#f3f3f3;padding:0 .2em}
 </style></head><body>
 <h1>{{.R.Workload}} on {{.R.Store}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
 <p class="headline {{.R.Verdict}}" id="headline">{{.Headline}}</p>
-{{if ne .Headline (printf "%s: %s" .R.Verdict .R.Summary)}}<p>The checker: {{.R.Summary}}</p>{{end}}
+{{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
+<ul>{{range .AnomaliesShown}}<li><b>{{.Kind}}</b>: {{.Explanation}}{{range .Claims}}<br><i>the proxy:</i> {{.}}{{end}}</li>{{end}}</ul>
+{{if .AnomaliesFolded}}<details><summary>the rest of the {{len .R.Anomalies}} listed{{if gt .R.AnomalyTotal (len .R.Anomalies)}} ({{.R.AnomalyTotal}} in all){{end}}</summary><ul>{{range .AnomaliesFolded}}<li><b>{{.Kind}}</b>: {{.Explanation}}{{range .Claims}}<br><i>the proxy:</i> {{.}}{{end}}</li>{{end}}</ul></details>{{end}}{{end}}
 {{with .R.Evidence}}{{if gt .AppliedTwiceTotal 0}}
 <h2>Ground truth: {{.AppliedTwiceTotal}} operations took effect more than once: {{$.Grouped}}</h2>
 <ul>{{range $.ShownFirst}}<li class="named">{{.Sentence}}</li>{{end}}</ul>
 {{if $.Folded}}<details><summary>{{len $.Folded}} more listed{{if gt .AppliedTwiceTotal (len .AppliedTwice)}} ({{.AppliedTwiceTotal}} in all; results.json lists {{len .AppliedTwice}}, see --max-anomalies){{end}}</summary><ul>{{range $.Folded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
+{{end}}{{if gt .ReplaysTotal 0}}
+<h2>Ground truth: {{.ReplaysTotal}} operations committed by a cut and retried changed nothing the second time (replays)</h2>
+<ul>{{range $.ReplaysShown}}<li>{{.Sentence}}</li>{{end}}</ul>
+{{if $.ReplaysFolded}}<details><summary>{{len $.ReplaysFolded}} more listed</summary><ul>{{range $.ReplaysFolded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
 {{end}}{{if gt .CommittedTwiceTotal 0}}
-<h2>Ground truth: {{.CommittedTwiceTotal}} operations committed twice (the cut commit's reply does not show what it changed)</h2>
-<ul>{{range $.CommittedShown}}<li class="named">{{.Sentence}}</li>{{end}}</ul>
+<h2>Ground truth: {{.CommittedTwiceTotal}} operations committed by a cut and retried, a second application possible but not proven</h2>
+<ul>{{range $.CommittedShown}}<li>{{.Sentence}}</li>{{end}}</ul>
 {{if $.CommittedFolded}}<details><summary>{{len $.CommittedFolded}} more listed</summary><ul>{{range $.CommittedFolded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
 {{end}}{{range .Disagreements}}<p><b>Checker and ground truth disagree:</b> {{.}}</p>{{end}}{{end}}
-{{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
-<ul>{{range $i, $a := .R.Anomalies}}{{if lt $i 5}}<li><b>{{$a.Kind}}</b>: {{$a.Explanation}}</li>{{end}}{{end}}</ul>
-{{if gt (len .R.Anomalies) 5}}<details><summary>the rest of the {{len .R.Anomalies}} listed{{if gt .R.AnomalyTotal (len .R.Anomalies)}} ({{.R.AnomalyTotal}} in all){{end}}</summary><ul>{{range $i, $a := .R.Anomalies}}{{if ge $i 5}}<li><b>{{$a.Kind}}</b>: {{$a.Explanation}}</li>{{end}}{{end}}</ul></details>{{end}}{{end}}
 {{if .Named}}<p>Operations named above, highlighted on the timeline: <span id="named-ops" class="named">{{range .Named}}{{.}} {{end}}</span>{{if gt .Highlighted (len .Named)}}…{{end}}</p>{{end}}
 {{if .Porcupine}}<p>Linearizability: <a href="linearizability.html">porcupine's visualization of the history</a> (beside this file).</p>{{end}}
 <h2>Over time</h2>

@@ -126,8 +126,17 @@ func TestReportInBrowser(t *testing.T) {
 	if !regexp.MustCompile(`id="named-ops"[^>]*>[^<]*\b` + regexp.QuoteMeta(first) + `\b`).MatchString(dom) {
 		t.Errorf("operation %s, proven applied twice, is not among the highlighted operations", first)
 	}
-	if !strings.Contains(dom, "took effect more than once, proven by the proxy") {
-		t.Errorf("the headline does not name the proven cause")
+	// The checker's proven anomaly leads; the proxy's proof stands beside it, and under
+	// the anomalies that name the operations it proves something of.
+	if !regexp.MustCompile(`id="headline">invalid: [^<]*; the proxy proves \d+ operations? took effect more than once<`).MatchString(dom) {
+		t.Errorf("the headline is not the checker's summary with the proxy's proof beside it: %s", regexp.MustCompile(`id="headline">[^<]*`).FindString(dom))
+	}
+	named := 0
+	for _, a := range res.Anomalies {
+		named += len(report.ClaimsAbout(res.Evidence, a))
+	}
+	if got := strings.Count(dom, "<i>the proxy:</i> operation "); got != named {
+		t.Errorf("%d claims of the ground truth under the anomalies, want the %d about the operations they name", got, named)
 	}
 	shot := filepath.Join(t.ArtifactDir(), "report-faulted.png")
 	browse(t, bin, "--window-size=1300,2600", "--screenshot="+shot, "file://"+page)

@@ -3,10 +3,12 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/internal/results"
 )
 
@@ -172,33 +174,27 @@ func WriteTable(w io.Writer, runs []*results.Results) {
 	tw.Flush()
 }
 
-// Headline is the verdict's first line. When the proxy's ground truth proves the cause,
-// it names the cause first and what the checker saw after it ("invalid: 163 operations
-// took effect more than once, proven by the proxy; the checker saw 828
-// premature-rejection anomalies"); otherwise it is the checker's own summary.
+// Headline is the verdict's first line: the checker's summary, which names the anomaly
+// it proved first, then what the proxy's ground truth proves beside it ("invalid: read
+// 4-1 returned balance 877 ...; the proxy proves 12 operations took effect more than
+// once"). The checker decides; the ground truth is evidence.
 func Headline(r *results.Results) string {
 	line := fmt.Sprintf("%s: %s", r.Verdict, r.Summary)
 	e := r.Evidence
 	if e == nil {
 		return line
 	}
-	var cause []string
+	var also []string
 	if n := e.AppliedTwiceTotal(); n > 0 {
-		cause = append(cause, fmt.Sprintf("%d %s took effect more than once, proven by the proxy", n, plural(n, "operation", "operations")))
+		also = append(also, fmt.Sprintf("the proxy proves %d %s took effect more than once", n, plural(n, "operation", "operations")))
 	}
-	if n := e.CommittedTwiceTotal(); n > 0 {
-		cause = append(cause, fmt.Sprintf("%d %s committed twice by a retry after a cut commit", n, plural(n, "operation", "operations")))
+	if n := e.ReplaysTotal(); n > 0 && r.Verdict == checker.Valid {
+		also = append(also, fmt.Sprintf("%d %s retried after a cut commit changed nothing (replays)", n, plural(n, "operation", "operations")))
 	}
-	if len(cause) == 0 {
+	if len(also) == 0 {
 		return line
 	}
-	out := fmt.Sprintf("%s: %s", r.Verdict, strings.Join(cause, "; "))
-	if n := r.AnomalyTotal(); n > 0 {
-		out += "; the checker saw " + kindCounts(r)
-	} else {
-		out += "; the checker saw nothing wrong in the history"
-	}
-	return out
+	return line + "; " + strings.Join(also, "; ")
 }
 
 // kindCounts says how many anomalies of each kind the checker found: "828
@@ -245,10 +241,13 @@ func plural(n int, one, many string) string {
 // verdict's first line.
 const ConsoleExamples = 3
 
-// WriteVerdict prints the verdict: its first line names the cause when the ground truth
-// proves one (Headline), then a few examples of each group, grouped: the operations
-// applied more than once, those committed twice, and the checker's anomalies by kind.
-// Counts are exact; the examples come from what results.json lists (--max-anomalies).
+// WriteVerdict prints the verdict: its first line (Headline), then the checker's
+// anomalies by kind, a few examples of each, every example followed by what the
+// proxy's ground truth proves of the operations it names; then the operations the
+// ground truth proves applied more than once that no example named, the replays, those
+// committed by a cut and retried with nothing proven either way, and where the checker
+// and the ground truth disagree. Counts are exact; the examples come from what
+// results.json lists (--max-anomalies).
 func WriteVerdict(w io.Writer, r *results.Results) {
 	fmt.Fprintf(w, "verdict: %s\n", Headline(r))
 	more := func(listed, shown, total int) {
@@ -260,27 +259,43 @@ func WriteVerdict(w io.Writer, r *results.Results) {
 			fmt.Fprintf(w, "    ... and %d more %s\n", total-shown, where)
 		}
 	}
-	if e := r.Evidence; e != nil {
-		if n := e.AppliedTwiceTotal(); n > 0 {
-			fmt.Fprintf(w, "  ground truth: %d %s took effect more than once: %s\n", n, plural(n, "operation", "operations"), e.Grouped())
-			k := min(ConsoleExamples, len(e.AppliedTwice))
-			for _, a := range e.AppliedTwice[:k] {
-				fmt.Fprintf(w, "    %s\n", a.Sentence)
-			}
-			more(len(e.AppliedTwice), k, n)
-		}
-		if n := e.CommittedTwiceTotal(); n > 0 {
-			fmt.Fprintf(w, "  ground truth: %d %s committed twice (the cut commit's reply does not show what it changed):\n", n, plural(n, "operation", "operations"))
-			k := min(ConsoleExamples, len(e.CommittedTwice))
-			for _, a := range e.CommittedTwice[:k] {
-				fmt.Fprintf(w, "    %s\n", a.Sentence)
-			}
-			more(len(e.CommittedTwice), k, n)
-		}
-		for _, d := range e.Disagreements {
-			fmt.Fprintf(w, "  ground truth vs checker: %s\n", d)
-		}
+	shown := map[string]bool{} // op ids whose ground truth was printed under an anomaly
+	writeAnomalies(w, r, more, shown)
+	e := r.Evidence
+	if e == nil {
+		return
 	}
+	group := func(total int, head string, list []results.AmbiguousOp) {
+		if total == 0 {
+			return
+		}
+		fmt.Fprintf(w, "  ground truth: %s\n", head)
+		k := 0
+		for _, a := range list {
+			if k == ConsoleExamples {
+				break
+			}
+			if !shown[a.OpID] {
+				fmt.Fprintf(w, "    %s\n", a.Sentence)
+				k++
+			}
+		}
+		more(len(list), k, total)
+	}
+	n := e.AppliedTwiceTotal()
+	group(n, fmt.Sprintf("%d %s took effect more than once: %s", n, plural(n, "operation", "operations"), e.Grouped()), e.AppliedTwice)
+	n = e.ReplaysTotal()
+	group(n, fmt.Sprintf("%d %s committed by a cut and retried changed nothing the second time (replays)", n, plural(n, "operation", "operations")), e.Replays)
+	n = e.CommittedTwiceTotal()
+	group(n, fmt.Sprintf("%d %s committed by a cut and retried, a second application possible but not proven", n, plural(n, "operation", "operations")), e.CommittedTwice)
+	for _, d := range e.Disagreements {
+		fmt.Fprintf(w, "  ground truth vs checker: %s\n", d)
+	}
+}
+
+// writeAnomalies prints the checker's anomalies by kind, each example followed by the
+// ground truth's claims about the operations it names (recorded in shown).
+func writeAnomalies(w io.Writer, r *results.Results, more func(listed, shown, total int), shown map[string]bool) {
 	if r.AnomalyTotal() == 0 {
 		return
 	}
@@ -306,17 +321,41 @@ func WriteVerdict(w io.Writer, r *results.Results) {
 			continue
 		}
 		fmt.Fprintf(w, "  checker: %d %s\n", n, kind)
-		shown, listed := 0, 0
+		k, listed := 0, 0
 		for _, a := range r.Anomalies {
 			if a.Kind != kind {
 				continue
 			}
 			listed++
-			if shown < ConsoleExamples {
+			if k < ConsoleExamples {
 				fmt.Fprintf(w, "    %s\n", a.Explanation)
-				shown++
+				for _, c := range ClaimsAbout(r.Evidence, a) {
+					fmt.Fprintf(w, "      the proxy: %s\n", c.Sentence)
+					shown[c.OpID] = true
+				}
+				k++
 			}
 		}
-		more(listed, shown, n)
+		more(listed, k, n)
 	}
+}
+
+// ClaimsAbout returns what the ground truth proves of the operations anomaly a names
+// (by the history index of their invocation): applied more than once, replayed, or
+// committed and retried; one claim per operation, the strongest first.
+func ClaimsAbout(e *results.Evidence, a checker.Anomaly) []results.AmbiguousOp {
+	if e == nil {
+		return nil
+	}
+	var out []results.AmbiguousOp
+	seen := map[string]bool{}
+	for _, list := range [][]results.AmbiguousOp{e.AppliedTwice, e.Replays, e.CommittedTwice} {
+		for _, c := range list {
+			if !seen[c.OpID] && slices.Contains(a.Ops, c.Invoke) {
+				seen[c.OpID] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }

@@ -15,7 +15,7 @@ func faulted() *results.Results {
 	r := &results.Results{Verdict: checker.Invalid, Summary: "decrement 1-1 was rejected (and 39 more anomalies)", Evidence: &results.Evidence{}}
 	for i := 0; i < 30; i++ {
 		n := 2 + i%3
-		r.Evidence.AppliedTwice = append(r.Evidence.AppliedTwice, results.AmbiguousOp{OpID: fmt.Sprintf("1-%d", i),
+		r.Evidence.AppliedTwice = append(r.Evidence.AppliedTwice, results.AmbiguousOp{OpID: fmt.Sprintf("1-%d", i), Invoke: int64(i), Times: n, Proof: results.ProofProxy,
 			Sentence: fmt.Sprintf("operation 1-%d (invoked at history event %d) took effect %d times: ...", i, i, n)})
 		r.Evidence.Ambiguous = append(r.Evidence.Ambiguous, results.AmbiguousOp{OpID: fmt.Sprintf("1-%d", i)})
 	}
@@ -24,7 +24,7 @@ func faulted() *results.Results {
 		if i%4 == 0 {
 			kind = "stale-read"
 		}
-		r.Anomalies = append(r.Anomalies, checker.Anomaly{Kind: kind, Explanation: fmt.Sprintf("anomaly %d", i)})
+		r.Anomalies = append(r.Anomalies, checker.Anomaly{Kind: kind, Ops: []int64{int64(i), 100 + int64(i)}, Explanation: fmt.Sprintf("anomaly %d", i)})
 	}
 	return r
 }
@@ -51,21 +51,29 @@ func TestTrimKeepsCountsExact(t *testing.T) {
 	}
 }
 
-// The verdict's first line names the proven cause, then grouped examples, a few each.
-func TestVerdictNamesTheCauseFirst(t *testing.T) {
+// The verdict's first line is the checker's proven anomaly, with what the proxy proves
+// beside it; each example the checker gives is followed by the ground truth of the
+// operations it names; what the ground truth proves of operations no example named
+// comes after, grouped, a few each.
+func TestVerdictLeadsWithTheChecker(t *testing.T) {
 	r := faulted()
 	r.Trim(20)
 	var b bytes.Buffer
 	WriteVerdict(&b, r)
 	lines := strings.Split(b.String(), "\n")
-	if want := "verdict: invalid: 30 operations took effect more than once, proven by the proxy; the checker saw 30 premature-rejection, 10 stale-read"; lines[0] != want {
+	if want := "verdict: invalid: decrement 1-1 was rejected (and 39 more anomalies); the proxy proves 30 operations took effect more than once"; lines[0] != want {
 		t.Errorf("first line\n%q, want\n%q", lines[0], want)
+	}
+	if lines[1] != "  checker: 30 premature-rejection" || lines[2] != "    anomaly 1" || !strings.HasPrefix(lines[3], "      the proxy: operation 1-1 (invoked at history event 1) took effect 3 times") {
+		t.Errorf("the checker's anomaly and its ground truth do not come first:\n%s", b.String())
 	}
 	if !strings.Contains(b.String(), "ground truth: 30 operations took effect more than once: 2× 10, 3× 10, 4× 10") {
 		t.Errorf("no grouped ground truth:\n%s", b.String())
 	}
-	if n := strings.Count(b.String(), "    operation 1-"); n != ConsoleExamples {
-		t.Errorf("%d examples of the ground truth, want %d", n, ConsoleExamples)
+	// The examples under the anomalies named 1-0 ... 1-6; the group shows others.
+	i := strings.Index(b.String(), "ground truth: 30")
+	if n := strings.Count(b.String()[i:], "    operation 1-"); n != ConsoleExamples || strings.Contains(b.String()[i:], "operation 1-1 ") {
+		t.Errorf("%d examples of the ground truth (want %d, none shown above):\n%s", n, ConsoleExamples, b.String()[i:])
 	}
 	if !strings.Contains(b.String(), "... and 27 more (results.json lists 20; --max-anomalies)") {
 		t.Errorf("the rest is not counted:\n%s", b.String())
@@ -86,7 +94,7 @@ func TestCheckerBoundedList(t *testing.T) {
 	r.Trim(20)
 	var b bytes.Buffer
 	WriteVerdict(&b, r)
-	for _, want := range []string{"the checker saw 806 anomalies (premature-rejection, stale-read)", "checker: 806 anomalies; it lists the first 40, by kind:"} {
+	for _, want := range []string{"checker: 806 anomalies; it lists the first 40, by kind:"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("lacks %q:\n%s", want, b.String())
 		}

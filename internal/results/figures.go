@@ -197,6 +197,9 @@ func (e *Evidence) CommittedTwiceTotal() int {
 	return max(e.CommittedTwiceCount, len(e.CommittedTwice))
 }
 
+// ReplaysTotal is the number of operations proven replayed.
+func (e *Evidence) ReplaysTotal() int { return max(e.ReplaysCount, len(e.Replays)) }
+
 // AmbiguousTotal is the number of operations a fault hit.
 func (e *Evidence) AmbiguousTotal() int { return max(e.AmbiguousCount, len(e.Ambiguous)) }
 
@@ -221,10 +224,10 @@ func (r *Results) Trim(n int) {
 		if len(e.TimesApplied) == 0 && len(e.AppliedTwice) > 0 {
 			e.TimesApplied = map[int]int{}
 			for _, a := range e.AppliedTwice {
-				e.TimesApplied[timesOf(a)]++
+				e.TimesApplied[max(a.Times, 2)]++
 			}
 		}
-		e.AppliedTwiceCount, e.CommittedTwiceCount, e.AmbiguousCount = e.AppliedTwiceTotal(), e.CommittedTwiceTotal(), e.AmbiguousTotal()
+		e.AppliedTwiceCount, e.CommittedTwiceCount, e.AmbiguousCount, e.ReplaysCount = e.AppliedTwiceTotal(), e.CommittedTwiceTotal(), e.AmbiguousTotal(), e.ReplaysTotal()
 	}
 	if n < 0 {
 		return
@@ -234,20 +237,8 @@ func (r *Results) Trim(n int) {
 		e.AppliedTwice = e.AppliedTwice[:min(n, len(e.AppliedTwice))]
 		e.CommittedTwice = e.CommittedTwice[:min(n, len(e.CommittedTwice))]
 		e.Ambiguous = e.Ambiguous[:min(n, len(e.Ambiguous))]
+		e.Replays = e.Replays[:min(n, len(e.Replays))]
 	}
-}
-
-var timesRE = regexp.MustCompile(`took effect (\d+) times`)
-
-// timesOf reads how many times an operation took effect from its sentence, which the
-// evidence writes as "took effect N times"; at least twice by definition.
-func timesOf(a AmbiguousOp) int {
-	if m := timesRE.FindStringSubmatch(a.Sentence); m != nil {
-		if n, err := strconv.Atoi(m[1]); err == nil {
-			return n
-		}
-	}
-	return 2
 }
 
 // Grouped says how many times the operations proven applied more than once took effect:
@@ -257,7 +248,7 @@ func (e *Evidence) Grouped() string {
 	if len(by) == 0 {
 		by = map[int]int{}
 		for _, a := range e.AppliedTwice {
-			by[timesOf(a)]++
+			by[max(a.Times, 2)]++
 		}
 	}
 	var parts []string

@@ -196,18 +196,25 @@ type Evidence struct {
 	Joined int64 `json:"joined"`
 	// Ambiguous lists, per operation a fault hit, what the proxy did to it.
 	Ambiguous []AmbiguousOp `json:"ambiguous"`
-	// AppliedTwice lists operations the ground truth proves took effect more than once:
-	// an attempt the proxy cut after commit, and a later attempt that applied again.
+	// AppliedTwice lists the operations proven to have taken effect more than once:
+	// by the final state's count of their op id, or by the proxy's truth for each
+	// attempt (cut attempts whose reply shows changed rows, and an acknowledged attempt
+	// whose own reply shows a change). Each item's Times and Proof say which.
 	AppliedTwice []AmbiguousOp `json:"applied_twice"`
-	// CommittedTwice lists operations with an attempt the proxy cut after a commit whose
-	// reply does not show what it changed (COMMIT, CALL), and a later attempt that was
-	// acknowledged as applied: applied twice unless the first commit changed nothing.
+	// CommittedTwice lists operations with an attempt the proxy cut after a commit
+	// whose reply does not show what it changed (COMMIT, CALL), retried: they may have
+	// taken effect more than once, which is not proven either way.
 	CommittedTwice []AmbiguousOp `json:"committed_twice"`
-	// AmbiguousCount, AppliedTwiceCount and CommittedTwiceCount are the exact lengths
-	// of those lists before --max-anomalies bounded them.
+	// Replays lists operations the proxy proves committed once whose acknowledged
+	// retry is proven to have changed nothing: its reply says so, a retry met the key
+	// the first commit wrote, or the final state holds the op id once.
+	Replays []AmbiguousOp `json:"replays"`
+	// AmbiguousCount, AppliedTwiceCount, CommittedTwiceCount and ReplaysCount are the
+	// exact lengths of those lists before --max-anomalies bounded them.
 	AmbiguousCount      int `json:"ambiguous_count"`
 	AppliedTwiceCount   int `json:"applied_twice_count"`
 	CommittedTwiceCount int `json:"committed_twice_count"`
+	ReplaysCount        int `json:"replays_count"`
 	// TimesApplied counts the operations of AppliedTwice by how many times each took
 	// effect (2, 3, ...), over the whole list.
 	TimesApplied map[int]int `json:"times_applied,omitempty"`
@@ -225,7 +232,24 @@ type AmbiguousOp struct {
 	Completion string `json:"completion"`
 	Conn       string `json:"conn"`
 	Fault      string `json:"fault"`
-	Truth      string `json:"truth"`
-	// Sentence says it in words.
+	// Truth is what the proxy's fault did (applied, not-applied) or, in the lists of
+	// claims, what is proven of the operation: applied (more than once), replayed,
+	// committed (by a cut, with nothing proven of its retry).
+	Truth string `json:"truth"`
+	// Times is how many times the operation is proven to have taken effect, and Proof
+	// what proves it (ProofFinalState, ProofProxy); both empty where nothing is
+	// counted.
+	Times int    `json:"times,omitempty"`
+	Proof string `json:"proof,omitempty"`
+	// Sentence says it in words, claiming only what is proven.
 	Sentence string `json:"sentence"`
 }
+
+// What proves an AmbiguousOp's Times.
+const (
+	// ProofFinalState: the final state holds the operation's op id Times times.
+	ProofFinalState = "final-state"
+	// ProofProxy: the proxy's truth for each attempt, and the acknowledged attempt's
+	// own reply as the client recorded it; a lower bound.
+	ProofProxy = "proxy"
+)
