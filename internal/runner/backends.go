@@ -232,7 +232,7 @@ func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, erro
 		return launchReplicatedPostgres(ctx, cfg, dir)
 	}
 	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"),
-		Settings: cfg.pgDurability(), PowerFS: cfg.onPowerFS(), Version: cfg.PGVersion})
+		Settings: cfg.pgDurability(), DataFS: cfg.dataFS(), Version: cfg.PGVersion})
 	if err != nil {
 		return launched{}, err
 	}

@@ -25,7 +25,7 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 		return launchReplicatedRedis(ctx, cfg, dir)
 	}
 	r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log"),
-		PowerFS: cfg.onPowerFS()})
+		DataFS: cfg.dataFS()})
 	if err != nil {
 		return launched{}, err
 	}
@@ -154,7 +154,7 @@ func openMongo(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 
 func launchCassandra(ctx context.Context, cfg Config, dir string) (launched, error) {
 	c, err := servers.StartCassandra(ctx, servers.CassandraOptions{LogPath: filepath.Join(dir, "cassandra.log"),
-		CommitLogSync: cfg.CommitLogSync, PowerFS: cfg.onPowerFS(), PowerFSEntries: cfg.entryDurability()})
+		CommitLogSync: cfg.CommitLogSync, DataFS: cfg.dataFS()})
 	if err != nil {
 		return launched{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/powerfs"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/powerloss"
 )
 
 // Power loss (faults' power-loss@T): the launched server's data directory sits on
@@ -20,13 +21,6 @@ import (
 // A server that does not start again on what survived cannot be read: no verdict is
 // reached (exit 3), and the error says so as a finding, with the server log's tail,
 // distinct from a run that could not start at all.
-
-// powerCtl is what a power loss needs of a launched server (internal/servers' Postgres,
-// Redis and Cassandra launched with PowerFS have it).
-type powerCtl interface {
-	PowerLoss(ctx context.Context, opts powerfs.PowerLossOptions) error
-	PowerStats() (powerfs.Stats, bool)
-}
 
 // onPowerFS reports whether a launched server's data directory goes on powerfs: asked
 // for, or needed by a power-loss fault.
@@ -119,6 +113,15 @@ func (c Config) entryDurability() powerfs.EntryDurability {
 	return powerfs.PerDirectory
 }
 
+// dataFS is the filesystem a launched server's data directory goes on: powerfs with
+// --powerfs-entries' rule when onPowerFS, else none.
+func (c Config) dataFS() servers.Mounter {
+	if !c.onPowerFS() {
+		return nil
+	}
+	return powerloss.FS{Entries: c.entryDurability()}
+}
+
 // commitLogSyncs are the CommitLogSync values other than "".
 var commitLogSyncs = []string{servers.CommitLogPeriodic, servers.CommitLogBatch, servers.CommitLogGroup}
 
@@ -126,7 +129,7 @@ var commitLogSyncs = []string{servers.CommitLogPeriodic, servers.CommitLogBatch,
 // start and end in run time. A server that does not start again is remembered as the
 // run's failure (nemesis.explain).
 func (p *procNemesis) powerLoss(ctx context.Context, i int, f faults.Fault, note func(error)) (start, end int64) {
-	pc, ok := p.ctl.(powerCtl)
+	pc, ok := p.ctl.(powerloss.Server)
 	at := p.run.now()
 	if !ok {
 		err := errors.New("the server is not on powerfs")
@@ -134,9 +137,9 @@ func (p *procNemesis) powerLoss(ctx context.Context, i int, f faults.Fault, note
 		start = p.event(at, f, "power-loss", p.ctl.Pid(), err)
 		return start, start
 	}
-	before, _ := pc.PowerStats()
+	before, _ := powerloss.Stats(pc)
 	pid := p.ctl.Pid()
-	err := pc.PowerLoss(ctx, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
+	err := powerloss.Cut(ctx, pc, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
 	note(err)
 	start = p.event(at, f, "power-loss", pid, nil)
 	p.cfg.progressf("fault %s: discarded what was not fsynced: up to %d bytes in %d files, %d directory entries", f.Spec, before.PendingBytes, before.PendingFiles, before.PendingEntries)

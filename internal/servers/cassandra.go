@@ -17,8 +17,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/indoubt/indoubt/internal/powerfs"
 )
 
 // CassandraVersion is the Apache Cassandra release StartCassandra runs by default. It must
@@ -63,15 +61,14 @@ type CassandraOptions struct {
 	// CommitLogBatch or CommitLogGroup. Settings may not set commitlog_sync or its
 	// companions itself.
 	CommitLogSync string
-	// PowerFS puts the node's data directories (data, commitlog, saved_caches, hints)
-	// on a powerfs mount, for Cassandra.PowerLoss. It needs root and /dev/fuse.
-	PowerFS bool
-	// PowerFSEntries is the mount's rule for directory entries. The zero value is the
-	// POSIX rule, under which Cassandra 5.0 keeps nothing through a power loss: it never
-	// fsyncs the directories it makes for tables, nor the commit log directory after it
-	// adds a segment. powerfs.Ordered is a journaling filesystem's rule (ext4, xfs),
-	// under which what Cassandra fsyncs survives.
-	PowerFSEntries powerfs.EntryDurability
+	// DataFS, when set, mounts the filesystem the node's data directories (data,
+	// commitlog, saved_caches, hints) are kept on: powerloss.FS, for powerloss.Cut. It
+	// needs root and /dev/fuse. Under powerfs's POSIX rule for directory entries (its
+	// default) Cassandra 5.0 keeps nothing through a power loss: it never fsyncs the
+	// directories it makes for tables, nor the commit log directory after it adds a
+	// segment. powerfs.Ordered is a journaling filesystem's rule (ext4, xfs), under
+	// which what Cassandra fsyncs survives.
+	DataFS Mounter
 }
 
 // The commit log sync modes of CassandraOptions.CommitLogSync: when Cassandra
@@ -116,8 +113,8 @@ type Cassandra struct {
 	StoragePort int    // internode port, bound on loopback
 	Version     string // the cassandra-all release running, "5.0.9"
 	Dir         string // the temporary directory: cassandra.yaml, logback.xml, the log
-	// DataDir holds data, commitlog, saved_caches and hints: Dir, or a powerfs mount in
-	// Dir when launched with PowerFS.
+	// DataDir holds data, commitlog, saved_caches and hints: Dir, or the DataFS mount in
+	// Dir.
 	DataDir string
 	// CommitLogSync is the commit log's sync mode, CommitLogPeriodic when not chosen.
 	CommitLogSync string
@@ -286,7 +283,7 @@ func cassandraYAML(dir, dataDir string, nativePort, storagePort int, settings ma
 	entries["commitlog_directory"] = quote(filepath.Join(dataDir, "commitlog"))
 	entries["saved_caches_directory"] = quote(filepath.Join(dataDir, "saved_caches"))
 	entries["hints_directory"] = quote(filepath.Join(dataDir, "hints"))
-	// CDC is off; its directory stays off a powerfs mount, nothing in it is under test.
+	// CDC is off; its directory stays off the DataFS mount, nothing in it is under test.
 	entries["cdc_raw_directory"] = quote(filepath.Join(dir, "cdc_raw"))
 
 	names := make([]string, 0, len(entries))
@@ -379,8 +376,8 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	return c, nil
 }
 
-// cassandraDataDirs are the directories of a node's data, made before it starts (on
-// powerfs, durably: Cassandra makes missing ones without syncing their parent).
+// cassandraDataDirs are the directories of a node's data, made before it starts (on a
+// DataFS, durably: Cassandra makes missing ones without syncing their parent).
 var cassandraDataDirs = []string{"data", "commitlog", "saved_caches", "hints"}
 
 // cassandraPortAttempts bounds the retries when a free port was taken between FreePort
@@ -429,16 +426,15 @@ func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOp
 	}
 }
 
-// makeDataDirs makes the data directories, on a powerfs mount in Dir when onPowerFS:
-// made in the backing directory before the mount, they are durable, as on a machine
-// set up and rebooted before the test.
+// makeDataDirs makes the data directories, on the DataFS mount in Dir when the launch
+// asked for one: made in the backing directory before the mount, they are durable, as on
+// a machine set up and rebooted before the test.
 func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
-	onPowerFS := opt.PowerFS
 	root := c.Dir
 	var backing, mnt string
-	if onPowerFS {
+	if opt.DataFS != nil {
 		var err error
-		if backing, mnt, err = powerDirs(c.Dir, Account{}); err != nil {
+		if backing, mnt, err = mountDirs(c.Dir, Account{}); err != nil {
 			return fmt.Errorf("cassandra: %w", err)
 		}
 		root = backing
@@ -448,10 +444,10 @@ func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
 			return fmt.Errorf("cassandra: %w", err)
 		}
 	}
-	if !onPowerFS {
+	if opt.DataFS == nil {
 		return nil
 	}
-	if err := c.mountPowerFS(backing, mnt, &powerfs.Options{Entries: opt.PowerFSEntries}); err != nil {
+	if err := c.mountData(opt.DataFS, backing, mnt); err != nil {
 		return err
 	}
 	c.DataDir = mnt

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/indoubt/indoubt/internal/powerfs"
 )
 
 // instance is the lifecycle that every launcher shares: a temporary directory, a log file
@@ -38,12 +36,12 @@ type instance struct {
 	mu       sync.Mutex
 	down     bool
 
-	// pfs is the powerfs the data directory sits on (powerloss.go); nil without one.
+	// mount is the filesystem the data directory sits on (mount.go); nil without one.
 	// cleanup unmounts it before removing dirs.
-	pfs *powerfs.FS
-	// pfsBacking and pfsMount are the powerfs's directories when the launch asked for
-	// one, set before the server's files are made.
-	pfsBacking, pfsMount string
+	mount Mount
+	// mountBacking and mountPoint are its directories when the launch asked for one,
+	// set before the server's files are made.
+	mountBacking, mountPoint string
 }
 
 // makeTempDir makes the server's temporary directory under parent ("" means os.TempDir())
@@ -144,12 +142,12 @@ func (s *instance) cleanup() error {
 		errs = append(errs, s.log.Close())
 		s.log = nil
 	}
-	if s.pfs != nil {
+	if s.mount != nil {
 		// Unmount is a clean shutdown: what the server wrote stays, for Keep.
-		if err := s.pfs.Unmount(); err != nil {
+		if err := s.mount.Unmount(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
 		}
-		s.pfs = nil
+		s.mount = nil
 	}
 	if !s.keep {
 		for _, dir := range s.dirs {

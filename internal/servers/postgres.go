@@ -58,9 +58,10 @@ type PostgresOptions struct {
 	// directory holding initdb and postgres. "" means INDOUBT_PG_VERSION if set, else
 	// FindPostgres.
 	Version string
-	// PowerFS puts the data directory on a powerfs mount, for Postgres.PowerLoss. It
-	// needs root and /dev/fuse (powerfs.ErrUnavailable otherwise).
-	PowerFS bool
+	// DataFS, when set, mounts the filesystem the data directory is kept on:
+	// powerloss.FS, for powerloss.Cut (it needs root and /dev/fuse, and the start fails
+	// with powerfs.ErrUnavailable otherwise). nil keeps it in the temporary directory.
+	DataFS Mounter
 }
 
 // Postgres is a running throwaway PostgreSQL. Its fields are read-only. Stop ends it.
@@ -333,24 +334,24 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 		return nil, err
 	}
 	p.Dir, p.DataDir, p.SocketDir = dir, filepath.Join(dir, "data"), filepath.Join(dir, "sock")
-	if opt.PowerFS {
-		if p.pfsBacking, p.pfsMount, err = powerDirs(dir, acct); err != nil {
+	if opt.DataFS != nil {
+		if p.mountBacking, p.mountPoint, err = mountDirs(dir, acct); err != nil {
 			return nil, p.abandon(fmt.Errorf("postgres: %w", err))
 		}
-		p.DataDir = filepath.Join(p.pfsBacking, "data") // until initdb is done (powerloss.go)
+		p.DataDir = filepath.Join(p.mountBacking, "data") // until initdb is done (mount.go)
 	}
 	if p.LogPath == "" {
 		p.LogPath = filepath.Join(dir, "postgres.log")
 	}
-	if err := p.start(ctx, acct, extra, opt.Log); err != nil {
+	if err := p.start(ctx, acct, extra, opt); err != nil {
 		return nil, p.abandon(err)
 	}
 	p.relaunch = func(ctx context.Context) error { return p.listen(ctx, acct, p.Port, extra) }
 	return p, nil
 }
 
-func (p *Postgres) start(ctx context.Context, acct Account, extra []string, progress io.Writer) error {
-	say := p.sayer(progress)
+func (p *Postgres) start(ctx context.Context, acct Account, extra []string, opt PostgresOptions) error {
+	say := p.sayer(opt.Log)
 	if err := p.makeSocketDir(); err != nil {
 		return err
 	}
@@ -392,7 +393,7 @@ func (p *Postgres) start(ctx context.Context, acct Account, extra []string, prog
 		p.Version = strings.TrimSpace(string(v))
 	}
 	say("initdb %s in %v", p.DataDir, time.Since(t0).Round(time.Millisecond))
-	if err := p.mountData(); err != nil {
+	if err := p.mountData(opt.DataFS); err != nil {
 		return err
 	}
 

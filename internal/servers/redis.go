@@ -47,9 +47,10 @@ type RedisOptions struct {
 	LogPath string
 	// Log, if set, receives one line per startup step, for humans.
 	Log io.Writer
-	// PowerFS puts the server's data directory (--dir: the AOF) on a powerfs mount, for
-	// Redis.PowerLoss. It needs root and /dev/fuse (powerfs.ErrUnavailable otherwise).
-	PowerFS bool
+	// DataFS, when set, mounts the filesystem the server's data directory (--dir: the
+	// AOF) is kept on: powerloss.FS, for powerloss.Cut (it needs root and /dev/fuse,
+	// and the start fails with powerfs.ErrUnavailable otherwise).
+	DataFS Mounter
 }
 
 // Redis is a running throwaway Redis. Its fields are read-only. Stop ends it.
@@ -63,7 +64,7 @@ type Redis struct {
 	Persistence string // RedisNoPersistence, RedisEverySec or RedisAlways
 	Dir         string // the temporary directory: the server's working dir (AOF, RDB), and the log
 	LogPath     string
-	DataDir     string // the server's --dir: Dir, or a powerfs mount in Dir with PowerFS
+	DataDir     string // the server's --dir: Dir, or the DataFS mount in Dir
 
 	node redisNode
 	instance
@@ -198,8 +199,8 @@ func startRedis(ctx context.Context, opt RedisOptions, node redisNode) (*Redis, 
 		return nil, err
 	}
 	r.Dir, r.DataDir = dir, dir
-	if opt.PowerFS {
-		if err := r.mountData(acct); err != nil {
+	if opt.DataFS != nil {
+		if err := r.mountData(opt.DataFS, acct); err != nil {
 			return nil, r.abandon(err)
 		}
 	}

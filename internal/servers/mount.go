@@ -1,0 +1,156 @@
+package servers
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// A launched server can keep its data directory on a filesystem of its own, mounted in
+// its temporary directory (the DataFS option of the launchers): package powerloss
+// mounts powerfs there, so that a power loss can be simulated.
+//
+// The mount lives in the launch's temporary directory: "fs.backing" holds the files,
+// "fs" is the mountpoint, and only the data directory is under it. The server's working
+// directory, its binary, its log and its configuration stay off the mount: a child that
+// touches the mount between fork and exec can deadlock the process that serves it (see
+// package powerfs). What the launcher writes before the server starts (an initdb'd
+// cluster, Redis's empty AOF directory) is made in the backing directory before the
+// mount, so it counts as durable, as on a machine that was set up and rebooted before
+// the test.
+
+// Mounter mounts the filesystem a launched server keeps its data directory on (the
+// DataFS option of the launchers; powerloss.FS is the one indoubt has). The launcher
+// makes the server's first files in backing, then calls Mount, which makes them appear
+// at mountpoint, where the server works from then on. A Mounter is asked once per
+// launch.
+type Mounter interface {
+	Mount(backing, mountpoint string) (Mount, error)
+}
+
+// Mount is a mounted filesystem. The server's Stop (and a failed start) unmounts it
+// before the server's directories are removed.
+type Mount interface {
+	Unmount() error
+}
+
+// mountDirs makes the backing directory and the mountpoint in the temporary directory
+// dir and returns them; the backing directory belongs to the server's account.
+func mountDirs(dir string, acct Account) (backing, mnt string, err error) {
+	backing, mnt = filepath.Join(dir, "fs.backing"), filepath.Join(dir, "fs")
+	for _, d := range []string{backing, mnt} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return "", "", err
+		}
+	}
+	// The mount's root takes the backing root's owner and mode; the server's account
+	// must enter it, and root (this process) serves it.
+	if err := acct.Own(backing); err != nil {
+		return "", "", err
+	}
+	if err := os.Chmod(mnt, 0o755); err != nil {
+		return "", "", err
+	}
+	return backing, mnt, nil
+}
+
+// mountData mounts m's filesystem from backing at mnt for this instance; cleanup
+// unmounts it.
+func (s *instance) mountData(m Mounter, backing, mnt string) error {
+	f, err := m.Mount(backing, mnt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	s.mount = f
+	return nil
+}
+
+// DataMount returns the filesystem mounted under the server's data directory (the
+// launch's DataFS), or nil when it has none.
+func (s *instance) DataMount() Mount { return s.mount }
+
+// unmountUnder lazily unmounts every mount at or under dir (a leftover powerfs whose
+// serving process died: any access would fail with ENOTCONN, and RemoveAll with it).
+func unmountUnder(dir string) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var mounts []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			mounts = append(mounts, mp)
+		}
+	}
+	// Deepest first.
+	for i := len(mounts) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(mounts[i], syscall.MNT_DETACH)
+	}
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%3o", &v); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// mountData mounts the DataFS under an initdb'd cluster, when the launch asked for one,
+// and moves DataDir onto it: initdb ran in the backing directory, so the cluster is
+// durable (initdb, with or without --no-sync, never fsyncs the data directory's own entry).
+func (p *Postgres) mountData(m Mounter) error {
+	if p.mountPoint == "" {
+		return nil
+	}
+	if err := p.instance.mountData(m, p.mountBacking, p.mountPoint); err != nil {
+		return err
+	}
+	p.DataDir = filepath.Join(p.mountPoint, "data")
+	return nil
+}
+
+// mountData makes the data directory on m's mount in Dir. The AOF directory is made
+// before the mount, durably: Redis 7.0 creates it but never fsyncs its parent, so a
+// power loss would otherwise take the whole AOF with it (a finding of package powerfs,
+// left out so that what is measured is appendfsync).
+func (r *Redis) mountData(m Mounter, acct Account) error {
+	backing, mnt, err := mountDirs(r.Dir, acct)
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	aof := filepath.Join(backing, "appendonlydir")
+	if err := os.Mkdir(aof, 0o755); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if err := acct.Own(aof); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if err := r.instance.mountData(m, backing, mnt); err != nil {
+		return err
+	}
+	r.DataDir = mnt
+	return nil
+}
