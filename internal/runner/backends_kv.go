@@ -198,7 +198,7 @@ func openCQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, f
 // cassandraAvailable says why no Cassandra can be launched here: its jars are not in
 // the cache scripts/prepare-cassandra fills.
 func cassandraAvailable() error {
-	cache, err := servers.CassandraCacheDir()
+	cache, err := servers.CacheDir()
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ type CassandraOptions struct {
 	// Version is the cassandra-all release to run; "" means CassandraVersion. Its jars must
 	// have been resolved into the cache by scripts/prepare-cassandra.
 	Version string
-	// CacheDir holds cassandra-<version>/lib; "" means CassandraCacheDir().
+	// CacheDir holds cassandra-<version>/lib; "" means CacheDir().
 	CacheDir string
 	// Java is the java executable; "" means INDOUBT_JAVA, else $JAVA_HOME/bin/java, else
 	// java on PATH. Cassandra 5.0 runs on Java 11 or 17; the JVM options here are Java 17's.
@@ -122,24 +122,10 @@ type Cassandra struct {
 	// Startup is how long the JVM took from exec to accepting CQL connections.
 	Startup time.Duration
 
-	instance
+	inst Instance
 }
 
 const cassandraHint = "run scripts/prepare-cassandra (needs mvn, java 17 and Maven Central)"
-
-// CassandraCacheDir returns the cache root that scripts/prepare-cassandra fills:
-// INDOUBT_CACHE if set, else the user cache directory ($XDG_CACHE_HOME or ~/.cache)
-// followed by "indoubt".
-func CassandraCacheDir() (string, error) {
-	if d := os.Getenv("INDOUBT_CACHE"); d != "" {
-		return d, nil
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("cassandra: cache directory: %w", err)
-	}
-	return filepath.Join(d, "indoubt"), nil
-}
 
 // FindCassandra returns the directory of the jars of Cassandra version (cassandra-all and
 // its dependencies) under cache, as scripts/prepare-cassandra leaves it. The error when
@@ -331,7 +317,7 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	cache := opt.CacheDir
 	if cache == "" {
 		var err error
-		if cache, err = CassandraCacheDir(); err != nil {
+		if cache, err = CacheDir(); err != nil {
 			return nil, err
 		}
 	}
@@ -347,19 +333,20 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	if err != nil {
 		return nil, err
 	}
+	grace := opt.StopGrace
+	if grace <= 0 {
+		grace = 20 * time.Second
+	}
 	c := &Cassandra{Host: "127.0.0.1", Version: version, LogPath: opt.LogPath, CommitLogSync: opt.CommitLogSync,
-		instance: instance{name: "cassandra", keep: opt.Keep, sig: syscall.SIGTERM, grace: opt.StopGrace,
+		inst: Instance{Name: "cassandra", Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: grace,
 			// Draining flushes memtables to SSTables that the removal deletes next: a
 			// node whose directory goes is killed, which takes no time.
-			discardSig: syscall.SIGKILL}}
+			DiscardSignal: syscall.SIGKILL}}
 	if c.CommitLogSync == "" {
 		c.CommitLogSync = CommitLogPeriodic
 	}
-	if c.grace <= 0 {
-		c.grace = 20 * time.Second
-	}
 	// The zero Account: the node runs as the caller, so there is nothing to check.
-	dir, err := c.makeTempDir(opt.Dir, Account{})
+	dir, err := c.inst.MakeTempDir(opt.Dir, Account{})
 	if err != nil {
 		return nil, err
 	}
@@ -368,11 +355,11 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 		c.LogPath = filepath.Join(dir, "cassandra.log")
 	}
 	if err := c.start(ctx, java, lib, opt); err != nil {
-		return nil, c.abandon(err)
+		return nil, c.inst.Abandon(err)
 	}
-	c.relaunch = func(ctx context.Context) error {
-		return c.launch(ctx, java, lib, c.Port, c.StoragePort, opt, c.sayer(opt.Log))
-	}
+	c.inst.SetRelaunch(func(ctx context.Context) error {
+		return c.launch(ctx, java, lib, c.Port, c.StoragePort, opt, c.inst.Progress(opt.Log))
+	})
 	return c, nil
 }
 
@@ -385,7 +372,7 @@ var cassandraDataDirs = []string{"data", "commitlog", "saved_caches", "hints"}
 const cassandraPortAttempts = 3
 
 func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOptions) error {
-	say := c.sayer(opt.Log)
+	say := c.inst.Progress(opt.Log)
 	for _, sub := range []string{"cdc_raw", "logs"} {
 		if err := os.Mkdir(filepath.Join(c.Dir, sub), 0o755); err != nil {
 			return fmt.Errorf("cassandra: %w", err)
@@ -398,7 +385,7 @@ func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOp
 	if err := os.WriteFile(logback, []byte(cassandraLogback), 0o644); err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
-	if err := c.openLog(c.LogPath); err != nil {
+	if err := c.inst.OpenLog(c.LogPath); err != nil {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
@@ -434,7 +421,7 @@ func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
 	var backing, mnt string
 	if opt.DataFS != nil {
 		var err error
-		if backing, mnt, err = mountDirs(c.Dir, Account{}); err != nil {
+		if backing, mnt, err = MountDirs(c.Dir, Account{}); err != nil {
 			return fmt.Errorf("cassandra: %w", err)
 		}
 		root = backing
@@ -447,7 +434,7 @@ func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
 	if opt.DataFS == nil {
 		return nil
 	}
-	if err := c.mountData(opt.DataFS, backing, mnt); err != nil {
+	if err := c.inst.MountData(opt.DataFS, backing, mnt); err != nil {
 		return err
 	}
 	c.DataDir = mnt
@@ -517,10 +504,10 @@ func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storag
 
 	cmd := exec.Command(java, args...)
 	cmd.Dir = c.Dir
-	cmd.Stdout = c.log
-	cmd.Stderr = c.log
+	cmd.Stdout = c.inst.Log()
+	cmd.Stderr = c.inst.Log()
 	// The log may already hold an earlier attempt; remember where this one starts.
-	logStart, _ := c.log.Seek(0, io.SeekEnd)
+	logStart, _ := c.inst.Log().Seek(0, io.SeekEnd)
 	say("starting %s on 127.0.0.1:%d (storage %d), log %s", c.Version, native, storage, c.LogPath)
 	began := time.Now()
 	proc, err := StartProcess("cassandra", cmd, Account{})
@@ -529,7 +516,7 @@ func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storag
 	}
 	// Recorded before the wait for readiness: a harness killed during the wait leaves
 	// a server that the next launch must find.
-	if err := c.track(proc); err != nil {
+	if err := c.inst.Track(proc); err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
@@ -540,7 +527,7 @@ func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storag
 		return CQLOptions(ctx, addr)
 	}); err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
-		tail := logTail(c.LogPath, logStart)
+		tail := LogTail(c.LogPath, logStart)
 		// Cassandra says it either way: a socket's bind error, or its own check of the
 		// storage port ("... is in use by another process").
 		if strings.Contains(tail, "Address already in use") || strings.Contains(tail, "in use by another process") {
@@ -548,7 +535,7 @@ func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storag
 		}
 		return fmt.Errorf("cassandra: %w: %s", err, complaint(tail))
 	}
-	c.proc = proc
+	c.inst.SetProcess(proc)
 	c.Port, c.StoragePort, c.Addr = native, storage, addr
 	c.Startup = time.Since(began)
 	say("ready on %s after %v", addr, c.Startup.Round(time.Millisecond))
@@ -595,23 +582,6 @@ func CQLOptions(ctx context.Context, addr string) error {
 	return nil
 }
 
-// logTail returns the log from offset on (at most the last 64 KiB).
-func logTail(path string, offset int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size()-offset > 64<<10 {
-		offset = fi.Size() - 64<<10
-	}
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
-}
-
 // complaint turns a failed start's log into one line that says why: the first ERROR
 // line's message with the exception and its causes that follow it (stack frames left
 // out), else the last line of the log.
@@ -648,11 +618,11 @@ func complaint(log string) string {
 }
 
 // Pid returns the process id of the JVM, which leads its process group.
-func (c *Cassandra) Pid() int { return c.proc.Pid() }
+func (c *Cassandra) Pid() int { return c.inst.Process().Pid() }
 
 // RSS returns the resident memory of the JVM in bytes, read from /proc.
 func (c *Cassandra) RSS() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.proc.Pid()))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.inst.Process().Pid()))
 	if err != nil {
 		return 0, fmt.Errorf("cassandra rss: %w", err)
 	}
@@ -678,4 +648,4 @@ func (c *Cassandra) RSS() (int64, error) {
 // Keep was set. It may be called more than once and concurrently; every call returns
 // the first call's result. It returns an error when the node had died before Stop, when
 // a kept node had to be killed, and when the directory could not be removed.
-func (c *Cassandra) Stop() error { return c.stop() }
+func (c *Cassandra) Stop() error { return c.inst.Stop() }

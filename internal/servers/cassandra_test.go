@@ -19,7 +19,7 @@ import (
 // needCassandra skips (or under CI=true fails) the test when the jars or java are missing.
 func needCassandra(t *testing.T) {
 	t.Helper()
-	cache, err := servers.CassandraCacheDir()
+	cache, err := servers.CacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestCassandraNotInstalled(t *testing.T) {
 		t.Errorf("incomplete cache: got %v, want ErrNotInstalled", err)
 	}
 	t.Setenv("INDOUBT_CACHE", cache)
-	if d, err := servers.CassandraCacheDir(); err != nil || d != cache {
+	if d, err := servers.CacheDir(); err != nil || d != cache {
 		t.Errorf("CassandraCacheDir() = %q, %v; want INDOUBT_CACHE %q", d, err, cache)
 	}
 

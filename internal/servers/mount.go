@@ -37,11 +37,12 @@ type Mount interface {
 	Unmount() error
 }
 
-// mountDirs makes the backing directory and the mountpoint in the temporary directory
-// dir and returns them; the backing directory belongs to the server's account.
-func mountDirs(dir string, acct Account) (backing, mnt string, err error) {
-	backing, mnt = filepath.Join(dir, "fs.backing"), filepath.Join(dir, "fs")
-	for _, d := range []string{backing, mnt} {
+// MountDirs makes the backing directory of a Mounter and its mountpoint in the
+// server's temporary directory dir ("fs.backing" and "fs") and returns them; the
+// backing directory belongs to acct, the server's account.
+func MountDirs(dir string, acct Account) (backing, mountpoint string, err error) {
+	backing, mountpoint = filepath.Join(dir, "fs.backing"), filepath.Join(dir, "fs")
+	for _, d := range []string{backing, mountpoint} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return "", "", err
 		}
@@ -51,26 +52,26 @@ func mountDirs(dir string, acct Account) (backing, mnt string, err error) {
 	if err := acct.Own(backing); err != nil {
 		return "", "", err
 	}
-	if err := os.Chmod(mnt, 0o755); err != nil {
+	if err := os.Chmod(mountpoint, 0o755); err != nil {
 		return "", "", err
 	}
-	return backing, mnt, nil
+	return backing, mountpoint, nil
 }
 
-// mountData mounts m's filesystem from backing at mnt for this instance; cleanup
-// unmounts it.
-func (s *instance) mountData(m Mounter, backing, mnt string) error {
-	f, err := m.Mount(backing, mnt)
+// MountData mounts m's filesystem from backing at mountpoint (made by MountDirs) for
+// the server's data directory; Stop, or Abandon after a failed start, unmounts it.
+func (s *Instance) MountData(m Mounter, backing, mountpoint string) error {
+	f, err := m.Mount(backing, mountpoint)
 	if err != nil {
-		return fmt.Errorf("%s: %w", s.name, err)
+		return fmt.Errorf("%s: %w", s.Name, err)
 	}
 	s.mount = f
 	return nil
 }
 
-// DataMount returns the filesystem mounted under the server's data directory (the
-// launch's DataFS), or nil when it has none.
-func (s *instance) DataMount() Mount { return s.mount }
+// DataMount returns the filesystem MountData mounted under the server's data
+// directory, or nil when it has none.
+func (s *Instance) DataMount() Mount { return s.mount }
 
 // unmountUnder lazily unmounts every mount at or under dir (a leftover powerfs whose
 // serving process died: any access would fail with ENOTCONN, and RemoveAll with it).
@@ -125,7 +126,7 @@ func (p *Postgres) mountData(m Mounter) error {
 	if p.mountPoint == "" {
 		return nil
 	}
-	if err := p.instance.mountData(m, p.mountBacking, p.mountPoint); err != nil {
+	if err := p.inst.MountData(m, p.mountBacking, p.mountPoint); err != nil {
 		return err
 	}
 	p.DataDir = filepath.Join(p.mountPoint, "data")
@@ -137,7 +138,7 @@ func (p *Postgres) mountData(m Mounter) error {
 // power loss would otherwise take the whole AOF with it (a finding of package powerfs,
 // left out so that what is measured is appendfsync).
 func (r *Redis) mountData(m Mounter, acct Account) error {
-	backing, mnt, err := mountDirs(r.Dir, acct)
+	backing, mnt, err := MountDirs(r.Dir, acct)
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
@@ -148,9 +149,21 @@ func (r *Redis) mountData(m Mounter, acct Account) error {
 	if err := acct.Own(aof); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	if err := r.instance.mountData(m, backing, mnt); err != nil {
+	if err := r.inst.MountData(m, backing, mnt); err != nil {
 		return err
 	}
 	r.DataDir = mnt
 	return nil
 }
+
+// DataMount returns the filesystem the launch's DataFS mounted under the data
+// directory, or nil.
+func (p *Postgres) DataMount() Mount { return p.inst.DataMount() }
+
+// DataMount returns the filesystem the launch's DataFS mounted under the data
+// directory, or nil.
+func (r *Redis) DataMount() Mount { return r.inst.DataMount() }
+
+// DataMount returns the filesystem the launch's DataFS mounted under the data
+// directories, or nil.
+func (c *Cassandra) DataMount() Mount { return c.inst.DataMount() }

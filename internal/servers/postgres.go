@@ -77,7 +77,10 @@ type Postgres struct {
 	SocketDir string // unix socket directory, for psql -h; in Dir unless that path is too long
 	LogPath   string // the server log
 
-	instance
+	inst Instance
+	// mountBacking and mountPoint are the DataFS's directories when the launch asked
+	// for one, set before initdb.
+	mountBacking, mountPoint string
 }
 
 // How long a fast shutdown may take before the server is killed.
@@ -150,7 +153,7 @@ func PostgresBin(version string) (string, error) {
 	if _, err := strconv.Atoi(version); err != nil {
 		return "", fmt.Errorf("postgres: version %q is neither a major version (15, 18) nor a directory", version)
 	}
-	cache, err := CassandraCacheDir()
+	cache, err := CacheDir()
 	if err != nil {
 		cache = ""
 	}
@@ -324,19 +327,19 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 	p := &Postgres{
 		BinDir:   bin,
 		LogPath:  opt.LogPath,
-		instance: instance{name: "postgres", keep: opt.Keep, sig: syscall.SIGINT, grace: postgresStopGrace},
+		inst: Instance{Name: "postgres", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: postgresStopGrace},
 	}
-	if p.Password, err = newPassword(); err != nil {
+	if p.Password, err = NewPassword(); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	dir, err := p.makeTempDir(opt.Dir, acct)
+	dir, err := p.inst.MakeTempDir(opt.Dir, acct)
 	if err != nil {
 		return nil, err
 	}
 	p.Dir, p.DataDir, p.SocketDir = dir, filepath.Join(dir, "data"), filepath.Join(dir, "sock")
 	if opt.DataFS != nil {
-		if p.mountBacking, p.mountPoint, err = mountDirs(dir, acct); err != nil {
-			return nil, p.abandon(fmt.Errorf("postgres: %w", err))
+		if p.mountBacking, p.mountPoint, err = MountDirs(dir, acct); err != nil {
+			return nil, p.inst.Abandon(fmt.Errorf("postgres: %w", err))
 		}
 		p.DataDir = filepath.Join(p.mountBacking, "data") // until initdb is done (mount.go)
 	}
@@ -344,21 +347,21 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 		p.LogPath = filepath.Join(dir, "postgres.log")
 	}
 	if err := p.start(ctx, acct, extra, opt); err != nil {
-		return nil, p.abandon(err)
+		return nil, p.inst.Abandon(err)
 	}
-	p.relaunch = func(ctx context.Context) error { return p.listen(ctx, acct, p.Port, extra) }
+	p.inst.SetRelaunch(func(ctx context.Context) error { return p.listen(ctx, acct, p.Port, extra) })
 	return p, nil
 }
 
 func (p *Postgres) start(ctx context.Context, acct Account, extra []string, opt PostgresOptions) error {
-	say := p.sayer(opt.Log)
+	say := p.inst.Progress(opt.Log)
 	if err := p.makeSocketDir(); err != nil {
 		return err
 	}
 	if err := acct.Own(p.Dir, p.SocketDir); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	if err := p.openLog(p.LogPath); err != nil {
+	if err := p.inst.OpenLog(p.LogPath); err != nil {
 		return err
 	}
 
@@ -398,13 +401,13 @@ func (p *Postgres) start(ctx context.Context, acct Account, extra []string, opt 
 	}
 
 	var t1 time.Time
-	if err := p.listenOnFreePort(say, func(port int) error {
+	if err := p.inst.ListenOnFreePort(say, func(port int) error {
 		t1 = time.Now()
 		return p.listen(ctx, acct, port, extra)
 	}); err != nil {
 		return err
 	}
-	say("pid %d ready on %s in %v", p.proc.Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
+	say("pid %d ready on %s in %v", p.inst.Process().Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
 	return nil
 }
 
@@ -423,10 +426,10 @@ func (p *Postgres) makeSocketDir() error {
 		return nil
 	}
 	for _, parent := range []string{os.TempDir(), "/tmp"} {
-		if len(socketPath(filepath.Join(parent, tempDirPattern("pgsock")+"1234567890"))) > maxSocketPath {
+		if len(socketPath(filepath.Join(parent, TempDirPattern("pgsock")+"1234567890"))) > maxSocketPath {
 			continue
 		}
-		dir, err := p.makeOwnedDir(parent, "pgsock")
+		dir, err := p.inst.MakeOwnedDir(parent, "pgsock")
 		if err != nil {
 			return err
 		}
@@ -443,14 +446,14 @@ func (p *Postgres) listen(ctx context.Context, acct Account, port int, extra []s
 		"-c", "unix_socket_directories=" + p.SocketDir}
 	args = append(args, extra...)
 	cmd := p.command(acct, nil, "postgres", args...)
-	logStart, _ := p.log.Seek(0, io.SeekEnd)
+	logStart, _ := p.inst.Log().Seek(0, io.SeekEnd)
 	proc, err := StartProcess("postgres", cmd, acct)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	// Recorded before the wait for readiness: a harness killed during the wait leaves
 	// a server that the next launch must find.
-	if err := p.track(proc); err != nil {
+	if err := p.inst.Track(proc); err != nil {
 		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
 		return err
 	}
@@ -462,11 +465,11 @@ func (p *Postgres) listen(ctx context.Context, acct Account, port int, extra []s
 		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
 		tail := postgresLogTail(p.LogPath, logStart)
 		if strings.Contains(tail, "could not bind") || strings.Contains(tail, "already in use") {
-			return fmt.Errorf("postgres: port %d: %w: %s", port, errAddrInUse, tail)
+			return fmt.Errorf("postgres: port %d: %w: %s", port, ErrAddrInUse, tail)
 		}
 		return fmt.Errorf("postgres: start: %w: %s", err, tail)
 	}
-	p.proc = proc
+	p.inst.SetProcess(proc)
 	p.Port = port
 	p.Addr = addr
 	p.DSN = fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", PostgresUser, p.Password, addr, PostgresDatabase)
@@ -475,7 +478,7 @@ func (p *Postgres) listen(ctx context.Context, acct Account, port int, extra []s
 
 // run runs one of the cluster's short-lived programs to completion.
 func (p *Postgres) run(ctx context.Context, acct Account, stdin io.Reader, prog string, args ...string) error {
-	logStart, _ := p.log.Seek(0, io.SeekEnd)
+	logStart, _ := p.inst.Log().Seek(0, io.SeekEnd)
 	proc, err := StartProcess(prog, p.command(acct, stdin, prog, args...), acct)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
@@ -490,8 +493,8 @@ func (p *Postgres) command(acct Account, stdin io.Reader, prog string, args ...s
 	cmd := exec.Command(filepath.Join(p.BinDir, prog), args...)
 	cmd.Dir = p.Dir
 	cmd.Stdin = stdin
-	cmd.Stdout = p.log
-	cmd.Stderr = p.log
+	cmd.Stdout = p.inst.Log()
+	cmd.Stderr = p.inst.Log()
 	// PG* variables of the caller (PGDATA, PGPORT, PGOPTIONS ...) must not leak into the
 	// throwaway cluster, and the server's user may not read the caller's HOME.
 	env := []string{"HOME=" + p.Dir, "LC_ALL=C"}
@@ -531,10 +534,10 @@ func postgresLogTail(path string, offset int64) string {
 }
 
 // Pid returns the process id of the postmaster.
-func (p *Postgres) Pid() int { return p.proc.Pid() }
+func (p *Postgres) Pid() int { return p.inst.Process().Pid() }
 
 // Exited is closed when the postmaster has exited, whether by Stop or not.
-func (p *Postgres) Exited() <-chan struct{} { return p.proc.Exited() }
+func (p *Postgres) Exited() <-chan struct{} { return p.inst.Process().Exited() }
 
 // Stop shuts the server down (fast shutdown: SIGINT, then SIGKILL to its process group
 // after 15 s), then removes its temporary directory unless Keep was set. It may be called
@@ -542,7 +545,7 @@ func (p *Postgres) Exited() <-chan struct{} { return p.proc.Exited() }
 // returns the first one's result after the server is gone. The error reports a server
 // that had died before Stop or had to be killed, and a directory that could not be
 // removed.
-func (p *Postgres) Stop() error { return p.stop() }
+func (p *Postgres) Stop() error { return p.inst.Stop() }
 
 // probePostgres logs in over the PostgreSQL v3 protocol as user on db with password
 // (SCRAM-SHA-256), runs "select 1" and says goodbye. A nil error means the server accepts

@@ -67,7 +67,7 @@ type Redis struct {
 	DataDir     string // the server's --dir: Dir, or the DataFS mount in Dir
 
 	node redisNode
-	instance
+	inst Instance
 }
 
 const redisHint = "install Debian package redis-server, or set INDOUBT_REDIS_SERVER"
@@ -80,7 +80,7 @@ const redisStopGrace = 10 * time.Second
 // when none is found satisfies errors.Is(err, ErrNotInstalled).
 func FindRedis() (string, error) {
 	if p := os.Getenv("INDOUBT_REDIS_SERVER"); p != "" {
-		if !isExecutable(p) {
+		if !IsExecutable(p) {
 			return "", &NotInstalledError{Server: "redis", Program: "redis-server",
 				Hint: "not at INDOUBT_REDIS_SERVER=" + p + "; install Debian package redis-server, or fix INDOUBT_REDIS_SERVER"}
 		}
@@ -90,15 +90,10 @@ func FindRedis() (string, error) {
 		return p, nil
 	}
 	// Debian installs it in /usr/bin, which a sparse PATH (a service, sudo) may lack.
-	if p := "/usr/bin/redis-server"; isExecutable(p) {
+	if p := "/usr/bin/redis-server"; IsExecutable(p) {
 		return p, nil
 	}
 	return "", &NotInstalledError{Server: "redis", Program: "redis-server", Hint: redisHint}
-}
-
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0
 }
 
 var redisDirective = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
@@ -187,21 +182,21 @@ func startRedis(ctx context.Context, opt RedisOptions, node redisNode) (*Redis, 
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	r := &Redis{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence, node: node,
-		instance: instance{name: node.name, keep: opt.Keep, sig: syscall.SIGTERM, grace: redisStopGrace}}
+		inst: Instance{Name: node.name, Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: redisStopGrace}}
 	r.Password = node.password
 	if r.Password == "" {
-		if r.Password, err = newPassword(); err != nil {
+		if r.Password, err = NewPassword(); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
 		}
 	}
-	dir, err := r.makeTempDir(opt.Dir, acct)
+	dir, err := r.inst.MakeTempDir(opt.Dir, acct)
 	if err != nil {
 		return nil, err
 	}
 	r.Dir, r.DataDir = dir, dir
 	if opt.DataFS != nil {
 		if err := r.mountData(opt.DataFS, acct); err != nil {
-			return nil, r.abandon(err)
+			return nil, r.inst.Abandon(err)
 		}
 	}
 	if r.Persistence == "" {
@@ -211,18 +206,18 @@ func startRedis(ctx context.Context, opt RedisOptions, node redisNode) (*Redis, 
 		r.LogPath = filepath.Join(dir, "redis.log")
 	}
 	if err := r.start(ctx, acct, opt); err != nil {
-		return nil, r.abandon(err)
+		return nil, r.inst.Abandon(err)
 	}
-	r.relaunch = func(ctx context.Context) error { return r.listen(ctx, acct, r.Port, opt) }
+	r.inst.SetRelaunch(func(ctx context.Context) error { return r.listen(ctx, acct, r.Port, opt) })
 	return r, nil
 }
 
 func (r *Redis) start(ctx context.Context, acct Account, opt RedisOptions) error {
-	say := r.sayer(opt.Log)
+	say := r.inst.Progress(opt.Log)
 	if err := acct.Own(r.Dir); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	if err := r.openLog(r.LogPath); err != nil {
+	if err := r.inst.OpenLog(r.LogPath); err != nil {
 		return err
 	}
 	// The password goes in a config file that only the server's account may read: on
@@ -237,13 +232,13 @@ func (r *Redis) start(ctx context.Context, acct Account, opt RedisOptions) error
 	r.Version = redisVersion(ctx, r.Binary)
 
 	var t0 time.Time
-	if err := r.listenOnFreePort(say, func(port int) error {
+	if err := r.inst.ListenOnFreePort(say, func(port int) error {
 		t0 = time.Now()
 		return r.listen(ctx, acct, port, opt)
 	}); err != nil {
 		return err
 	}
-	say("pid %d ready on %s (persistence %s) in %v", r.proc.Pid(), r.Addr, r.Persistence, time.Since(t0).Round(time.Millisecond))
+	say("pid %d ready on %s (persistence %s) in %v", r.inst.Process().Pid(), r.Addr, r.Persistence, time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -260,17 +255,17 @@ func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOpt
 	}
 	cmd := exec.Command(r.Binary, append(head, args...)...)
 	cmd.Dir = r.Dir
-	cmd.Stdout = r.log
-	cmd.Stderr = r.log
+	cmd.Stdout = r.inst.Log()
+	cmd.Stderr = r.inst.Log()
 	cmd.Env = []string{"HOME=" + r.Dir, "LC_ALL=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	logStart, _ := r.log.Seek(0, io.SeekEnd)
+	logStart, _ := r.inst.Log().Seek(0, io.SeekEnd)
 	proc, err := StartProcess("redis-server", cmd, acct)
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	// Recorded before the wait for readiness: a harness killed during the wait leaves
 	// a server that the next launch must find.
-	if err := r.track(proc); err != nil {
+	if err := r.inst.Track(proc); err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
@@ -280,13 +275,13 @@ func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOpt
 	})
 	if err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
-		tail := logTail(r.LogPath, logStart)
+		tail := LogTail(r.LogPath, logStart)
 		if strings.Contains(tail, "Address already in use") {
-			return fmt.Errorf("redis: port %d: %w: %s", port, errAddrInUse, tail)
+			return fmt.Errorf("redis: port %d: %w: %s", port, ErrAddrInUse, tail)
 		}
 		return fmt.Errorf("redis: start: %w: %s", err, tail)
 	}
-	r.proc = proc
+	r.inst.SetProcess(proc)
 	r.Port = port
 	r.Addr = addr
 	r.DSN = "redis://:" + r.Password + "@" + addr + "/0"
@@ -342,14 +337,14 @@ func probeRedis(ctx context.Context, addr, password string) error {
 }
 
 // Pid returns the process id of redis-server.
-func (r *Redis) Pid() int { return r.proc.Pid() }
+func (r *Redis) Pid() int { return r.inst.Process().Pid() }
 
 // Exited is closed when redis-server has exited, whether by Stop or not.
-func (r *Redis) Exited() <-chan struct{} { return r.proc.Exited() }
+func (r *Redis) Exited() <-chan struct{} { return r.inst.Process().Exited() }
 
 // Stop shuts the server down (SIGTERM: Redis flushes the AOF and exits; SIGKILL to its
 // process group after 10 s), then removes its temporary directory unless Keep was set.
 // It may be called more than once and concurrently; every call returns the first one's
 // result after the server is gone. The error reports a server that had died before Stop
 // or had to be killed, and a directory that could not be removed.
-func (r *Redis) Stop() error { return r.stop() }
+func (r *Redis) Stop() error { return r.inst.Stop() }

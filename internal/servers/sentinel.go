@@ -80,7 +80,7 @@ func StartReplicatedRedis(ctx context.Context, opt ReplicatedRedisOptions) (*Rep
 		rr.FailoverTimeout = DefaultSentinelFailoverTimeout
 	}
 	var err error
-	if rr.Password, err = newPassword(); err != nil {
+	if rr.Password, err = NewPassword(); err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	fail := func(err error) (*ReplicatedRedis, error) {

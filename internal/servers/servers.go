@@ -20,8 +20,12 @@
 package servers
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 )
 
 // ErrNotInstalled is matched (errors.Is) by every error that says a server's binaries are
@@ -43,3 +47,34 @@ func (e *NotInstalledError) Error() string {
 
 // Is reports whether target is ErrNotInstalled.
 func (e *NotInstalledError) Is(target error) bool { return target == ErrNotInstalled }
+
+// IsExecutable reports whether path is a file (not a directory) with an execute bit:
+// a program a launcher can run.
+func IsExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0
+}
+
+// CacheDir returns the cache root that scripts/prepare-cassandra and
+// scripts/prepare-postgres18 fill: INDOUBT_CACHE if set, else the user cache directory
+// ($XDG_CACHE_HOME or ~/.cache) followed by "indoubt".
+func CacheDir() (string, error) {
+	if d := os.Getenv("INDOUBT_CACHE"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("cache directory: %w", err)
+	}
+	return filepath.Join(d, "indoubt"), nil
+}
+
+// NewPassword returns a random password for one launch: 128 bits from crypto/rand, in
+// hex so that it needs no escaping in a URL, a shell or a config file.
+func NewPassword() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("password: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -130,8 +130,8 @@ func startStandby(ctx context.Context, primary *Postgres, opt PostgresOptions) (
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Postgres{BinDir: primary.BinDir, Version: primary.Version, Password: primary.Password, LogPath: opt.LogPath,
-		instance: instance{name: "pgstandby", keep: opt.Keep, sig: syscall.SIGINT, grace: postgresStopGrace}}
-	dir, err := s.makeTempDir(opt.Dir, acct)
+		inst: Instance{Name: "pgstandby", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: postgresStopGrace}}
+	dir, err := s.inst.MakeTempDir(opt.Dir, acct)
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +139,14 @@ func startStandby(ctx context.Context, primary *Postgres, opt PostgresOptions) (
 	if s.LogPath == "" {
 		s.LogPath = filepath.Join(dir, "postgres.log")
 	}
-	fail := func(err error) (*Postgres, error) { return nil, s.abandon(err) }
+	fail := func(err error) (*Postgres, error) { return nil, s.inst.Abandon(err) }
 	if err := s.makeSocketDir(); err != nil {
 		return fail(err)
 	}
 	if err := acct.Own(s.Dir, s.SocketDir); err != nil {
 		return fail(fmt.Errorf("postgres: %w", err))
 	}
-	if err := s.openLog(s.LogPath); err != nil {
+	if err := s.inst.OpenLog(s.LogPath); err != nil {
 		return fail(err)
 	}
 	// The standby reconnects to the primary with this file (pg_basebackup -R names it
@@ -159,10 +159,10 @@ func startStandby(ctx context.Context, primary *Postgres, opt PostgresOptions) (
 	if err := s.run(ctx, acct, nil, "pg_basebackup", "-d", conn, "-D", s.DataDir, "-R", "-c", "fast", "-X", "stream", "--no-sync"); err != nil {
 		return fail(err)
 	}
-	if err := s.listenOnFreePort(func(string, ...any) {}, func(port int) error { return s.listen(ctx, acct, port, extra) }); err != nil {
+	if err := s.inst.ListenOnFreePort(func(string, ...any) {}, func(port int) error { return s.listen(ctx, acct, port, extra) }); err != nil {
 		return fail(err)
 	}
-	s.relaunch = func(ctx context.Context) error { return s.listen(ctx, acct, s.Port, extra) }
+	s.inst.SetRelaunch(func(ctx context.Context) error { return s.listen(ctx, acct, s.Port, extra) })
 	return s, nil
 }
 
@@ -173,7 +173,7 @@ func startStandby(ctx context.Context, primary *Postgres, opt PostgresOptions) (
 func requireSyncStandby(p *Postgres) error {
 	err := appendConf(p, "synchronous_standby_names = '*'\nsynchronous_commit = on")
 	if err == nil {
-		err = p.signal(syscall.SIGHUP)
+		err = p.inst.Signal(syscall.SIGHUP)
 	}
 	if err != nil {
 		return fmt.Errorf("postgres: synchronous replication: %w", err)
@@ -216,7 +216,7 @@ func (rp *ReplicatedPostgres) Failover(ctx context.Context) error {
 	if rp.Promoted {
 		return errors.New("postgres: failover: the standby was already promoted")
 	}
-	if err := rp.Primary.Kill(); err != nil && !errors.Is(err, errDown) {
+	if err := rp.Primary.Kill(); err != nil && !errors.Is(err, ErrDown) {
 		return err
 	}
 	acct, err := ServerAccount()
@@ -263,7 +263,7 @@ func (rp *ReplicatedPostgres) Rejoin(ctx context.Context) error {
 		return errors.New("postgres: rejoin: the old primary rejoined already")
 	}
 	old, primary := rp.Primary, rp.Standby
-	if !isExecutable(filepath.Join(old.BinDir, "pg_rewind")) {
+	if !IsExecutable(filepath.Join(old.BinDir, "pg_rewind")) {
 		return &NotInstalledError{Server: "postgres", Program: "pg_rewind", Hint: "not in " + old.BinDir + "; rejoin needs PostgreSQL's client tools beside the server (Debian package postgresql)"}
 	}
 	acct, err := ServerAccount()
@@ -289,10 +289,10 @@ func (rp *ReplicatedPostgres) Rejoin(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err := old.startAgainAfter(ctx, rewind); err != nil {
+	if err := old.inst.StartAgainAfter(ctx, rewind); err != nil {
 		return err
 	}
-	logStart, _ := old.log.Seek(0, io.SeekEnd)
+	logStart, _ := old.inst.Log().Seek(0, io.SeekEnd)
 	if err := rp.waitRejoined(ctx, "async", logStart); err != nil {
 		return err
 	}
