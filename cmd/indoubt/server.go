@@ -8,6 +8,7 @@ import (
 
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/stores/redis"
 )
 
@@ -47,7 +48,7 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var logPath string
 	switch runner.StoreName(*store) {
 	case runner.Postgres:
-		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{Version: *pgVersion})
+		pg, err := postgres.Start(ctx, postgres.Options{Version: *pgVersion})
 		if err != nil {
 			return err
 		}

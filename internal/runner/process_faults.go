@@ -15,6 +15,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
@@ -500,7 +501,7 @@ const (
 func checkTopology(c Config) error {
 	switch c.Topology {
 	case "", TopologySingle:
-		if c.Replication != "" && c.Replication != servers.ReplicationAsync {
+		if c.Replication != "" && c.Replication != postgres.ReplicationAsync {
 			return couldNotRun("--replication %s needs --topology replicated", c.Replication)
 		}
 		return nil
@@ -509,13 +510,13 @@ func checkTopology(c Config) error {
 		return couldNotRun("--topology %q: want single or replicated", c.Topology)
 	}
 	switch {
-	case c.Replication != "" && c.Replication != servers.ReplicationAsync && c.Replication != servers.ReplicationSync:
+	case c.Replication != "" && c.Replication != postgres.ReplicationAsync && c.Replication != postgres.ReplicationSync:
 		return couldNotRun("--replication %q: want async or sync", c.Replication)
 	case c.DSN != "":
 		return couldNotRun("--topology replicated launches its servers: drop --dsn (compose/ has replicated topologies to point --dsn at)")
 	case c.Store != Postgres && c.Store != Redis:
 		return couldNotRun("--topology replicated: this build launches a replicated PostgreSQL or Redis, not %s", c.Store)
-	case c.Store == Redis && c.Replication == servers.ReplicationSync:
+	case c.Store == Redis && c.Replication == postgres.ReplicationSync:
 		// WAIT after each write would report how many replicas have it, not make a
 		// failover keep it: Redis documents that WAIT does not make it strongly consistent.
 		return couldNotRun("--replication sync: Redis replicates asynchronously only (WAIT does not make a failover keep a write); use --replication async")
@@ -526,8 +527,8 @@ func checkTopology(c Config) error {
 }
 
 func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
-	rp, err := servers.StartReplicatedPostgres(ctx, servers.ReplicatedPostgresOptions{
-		Postgres:    servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion},
+	rp, err := postgres.StartReplicated(ctx, postgres.ReplicatedOptions{
+		Postgres:    postgres.Options{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion},
 		Replication: cfg.Replication,
 	})
 	if err != nil {
@@ -552,9 +553,9 @@ func launchReplicatedRedis(ctx context.Context, cfg Config, dir string) (launche
 
 // replicatedCtl applies kill, pause and restart to the server that is primary now (the
 // standby once promoted), and failover to the pair.
-type replicatedCtl struct{ rp *servers.ReplicatedPostgres }
+type replicatedCtl struct{ rp *postgres.Replicated }
 
-func (c replicatedCtl) primary() *servers.Postgres {
+func (c replicatedCtl) primary() *postgres.Server {
 	if c.rp.Promoted {
 		return c.rp.Standby
 	}

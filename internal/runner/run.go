@@ -71,7 +71,7 @@ type Config struct {
 	Topology    string `json:"topology,omitempty"`
 	Replication string `json:"replication,omitempty"`
 	// PGVersion chooses a launched PostgreSQL's binaries: "15", "18" or a bin directory
-	// (servers.PostgresBin); "" for the default.
+	// (internal/servers/postgres.Bin); "" for the default.
 	PGVersion string `json:"pg_version,omitempty"`
 	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
 	// config.json, one NAME[:P][@START-END] per entry.

@@ -119,20 +119,6 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// mountData mounts the DataFS under an initdb'd cluster, when the launch asked for one,
-// and moves DataDir onto it: initdb ran in the backing directory, so the cluster is
-// durable (initdb, with or without --no-sync, never fsyncs the data directory's own entry).
-func (p *Postgres) mountData(m Mounter) error {
-	if p.mountPoint == "" {
-		return nil
-	}
-	if err := p.inst.MountData(m, p.mountBacking, p.mountPoint); err != nil {
-		return err
-	}
-	p.DataDir = filepath.Join(p.mountPoint, "data")
-	return nil
-}
-
 // mountData makes the data directory on m's mount in Dir. The AOF directory is made
 // before the mount, durably: Redis 7.0 creates it but never fsyncs its parent, so a
 // power loss would otherwise take the whole AOF with it (a finding of package powerfs,
@@ -155,10 +141,6 @@ func (r *Redis) mountData(m Mounter, acct Account) error {
 	r.DataDir = mnt
 	return nil
 }
-
-// DataMount returns the filesystem the launch's DataFS mounted under the data
-// directory, or nil.
-func (p *Postgres) DataMount() Mount { return p.inst.DataMount() }
 
 // DataMount returns the filesystem the launch's DataFS mounted under the data
 // directory, or nil.

@@ -152,26 +152,6 @@ func groupRunning(pgid int) bool {
 	return false
 }
 
-// Kill sends SIGKILL to the postmaster and its backends at once, as a crash of the
-// machine's power would not (the page cache survives) but a crash of PostgreSQL does:
-// the next Start recovers from the WAL.
-func (p *Postgres) Kill() error { return p.inst.Kill() }
-
-// Pause stops every process of the server (SIGSTOP): connections stay open, nothing
-// answers until Resume.
-func (p *Postgres) Pause() error { return p.inst.Signal(syscall.SIGSTOP) }
-
-// Resume continues a paused server (SIGCONT).
-func (p *Postgres) Resume() error { return p.inst.Signal(syscall.SIGCONT) }
-
-// Start starts a killed server again on the same data directory and port, with the same
-// password, and returns when it answers a query (crash recovery done).
-func (p *Postgres) Start(ctx context.Context) error { return p.inst.StartAgain(ctx) }
-
-// Restart shuts the server down cleanly (fast shutdown) and starts it again on the same
-// data directory and port.
-func (p *Postgres) Restart(ctx context.Context) error { return p.inst.Restart(ctx) }
-
 // Kill sends SIGKILL to redis-server: what the AOF had not received (or, with
 // persistence none, everything) is gone.
 func (r *Redis) Kill() error { return r.inst.Kill() }

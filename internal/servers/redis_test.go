@@ -197,22 +197,22 @@ func TestStartRedisFailedStartLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("setting the server refuses", func(t *testing.T) {
-		dir := reachableDir(t)
+		dir := servertest.ReachableDir(t)
 		_, err := servers.StartRedis(context.Background(), servers.RedisOptions{Dir: dir,
 			Settings: map[string]string{"maxclients": "many"}})
 		if err == nil || !strings.Contains(err.Error(), "maxclients") {
 			t.Errorf("got %v, want the server's complaint about maxclients", err)
 		}
-		checkNothingLeft(t, dir)
+		servertest.NothingLeft(t, dir)
 	})
 	t.Run("cancelled during start", func(t *testing.T) {
-		dir := reachableDir(t)
+		dir := servertest.ReachableDir(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
 		defer cancel()
 		_, err := servers.StartRedis(ctx, servers.RedisOptions{Dir: dir})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want a deadline error", err)
 		}
-		checkNothingLeft(t, dir)
+		servertest.NothingLeft(t, dir)
 	})
 }

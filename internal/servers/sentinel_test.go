@@ -52,7 +52,7 @@ func failoverClient(t *testing.T, rr *servers.ReplicatedRedis) *goredis.Client {
 func TestReplicatedRedisFailoverAndRejoin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	parent := reachableDir(t)
+	parent := servertest.ReachableDir(t)
 	rr := startReplicatedRedis(t, ctx, parent)
 	defer rr.Stop()
 	if got := rr.Primary(); got != rr.Nodes[0] {
@@ -117,7 +117,7 @@ func TestReplicatedRedisFailoverAndRejoin(t *testing.T) {
 	}
 }
 
-func groupRunningPid(pid int) bool { return len(groupAlive(pid)) > 0 }
+func groupRunningPid(pid int) bool { return len(servertest.GroupAlive(pid)) > 0 }
 
 // A harness killed with SIGKILL takes the five processes of a replicated Redis with it,
 // and leaves five directories that FindLeftovers lists and Remove removes.
@@ -136,8 +136,8 @@ func TestReplicatedRedisKilledHarnessLeftovers(t *testing.T) {
 		time.Sleep(time.Minute)
 		os.Exit(1)
 	}
-	parent := reachableDir(t)
-	cmd, line := rerun(t, "TestReplicatedRedisKilledHarnessLeftovers", "INDOUBT_TEST_SENTINEL_DIR="+parent)
+	parent := servertest.ReachableDir(t)
+	cmd, line := servertest.Rerun(t, "TestReplicatedRedisKilledHarnessLeftovers", "INDOUBT_TEST_SENTINEL_DIR="+parent)
 	var pids [5]int
 	if _, err := fmt.Sscan(line, &pids[0], &pids[1], &pids[2], &pids[3], &pids[4]); err != nil {
 		if strings.Contains(line, "not installed") || strings.Contains(line, "not found") {
@@ -155,7 +155,7 @@ func TestReplicatedRedisKilledHarnessLeftovers(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	for _, pid := range pids {
-		if !eventually(func() bool { return !groupRunningPid(pid) }) {
+		if !servertest.Eventually(func() bool { return !groupRunningPid(pid) }) {
 			t.Errorf("server %d outlived the harness", pid)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/indoubt/indoubt/internal/powerfs"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/powerloss"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
@@ -49,7 +50,7 @@ func pgConnect(t *testing.T, dsn string) *pgx.Conn {
 func TestPostgresPowerLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{DataFS: powerloss.FS{}})
+	pg, err := postgres.Start(ctx, postgres.Options{DataFS: powerloss.FS{}})
 	skipNoFuse(t, err)
 	servertest.SkipOrFail(t, err)
 	if err != nil {

@@ -4,7 +4,7 @@
 // A server whose binaries are missing makes its tests skip with the install hint, except
 // under CI=true, where it fails the run before any test starts:
 //
-//	var pg = servertest.Postgres(servers.PostgresOptions{})
+//	var pg = servertest.Postgres(postgres.Options{})
 //
 //	func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 //
@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 )
 
 // Server is what servertest needs of a launched server.
@@ -67,9 +68,9 @@ func New[S Server](name string, start func(context.Context) (S, error)) *Handle[
 }
 
 // Postgres returns a handle for a PostgreSQL started with opt.
-func Postgres(opt servers.PostgresOptions) *Handle[*servers.Postgres] {
-	return New("postgres", func(ctx context.Context) (*servers.Postgres, error) {
-		return servers.StartPostgres(ctx, opt)
+func Postgres(opt postgres.Options) *Handle[*postgres.Server] {
+	return New("postgres", func(ctx context.Context) (*postgres.Server, error) {
+		return postgres.Start(ctx, opt)
 	})
 }
 
