@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/stores/redis"
 )
 
@@ -56,7 +56,7 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "DSN=%s\nADDR=%s\nPASSWORD=%s\nBINDIR=%s\nPID=%d\n", pg.DSN, pg.Addr, pg.Password, pg.BinDir, pg.Pid())
 		exited, logPath = pg.Exited(), pg.LogPath
 	case runner.Redis:
-		rs, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: *persistence})
+		rs, err := redisserver.Start(ctx, redisserver.Options{Persistence: *persistence})
 		if err != nil {
 			return err
 		}

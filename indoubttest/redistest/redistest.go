@@ -25,7 +25,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
-	"github.com/indoubt/indoubt/internal/servers"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	indoubtredis "github.com/indoubt/indoubt/stores/redis"
 )
 
@@ -39,7 +39,7 @@ const databases = 16
 
 var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
-		r, err := servers.StartRedis(ctx, servers.RedisOptions{})
+		r, err := redisserver.Start(ctx, redisserver.Options{})
 		if err != nil {
 			return "", nil, err
 		}
@@ -57,7 +57,7 @@ var free = func() chan int {
 }()
 
 // launchedDSN is the DSN of a launched Redis, with its per-launch password.
-func launchedDSN(r *servers.Redis) string { return r.DSN }
+func launchedDSN(r *redisserver.Server) string { return r.DSN }
 
 // Redis returns a database number of the test's own on the shared Redis, flushed, behind
 // a commit-aware proxy; srv.DSN selects it through the proxy, srv.DirectDSN without.

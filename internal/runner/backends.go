@@ -11,8 +11,8 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/redact"
-	"github.com/indoubt/indoubt/internal/servers"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
@@ -91,7 +91,7 @@ var backends = []backend{
 		name: Redis, schemes: []string{"redis", "rediss"}, protocol: toxics.Resp{},
 		workloads: kv,
 		launch:    launchRedis,
-		available: func() error { _, err := servers.FindRedis(); return err },
+		available: func() error { _, err := redisserver.Find(); return err },
 		addr:      redisAddr,
 		rewrite:   urlRewrite,
 		open:      openRedis,

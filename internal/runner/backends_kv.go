@@ -10,6 +10,7 @@ import (
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/stores/cql"
 	"github.com/indoubt/indoubt/stores/mongo"
 	"github.com/indoubt/indoubt/stores/redis"
@@ -24,7 +25,7 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 	if cfg.Topology == TopologyReplicated {
 		return launchReplicatedRedis(ctx, cfg, dir)
 	}
-	r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log"),
+	r, err := redisserver.Start(ctx, redisserver.Options{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log"),
 		DataFS: cfg.dataFS()})
 	if err != nil {
 		return launched{}, err

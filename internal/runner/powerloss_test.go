@@ -14,6 +14,7 @@ import (
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 )
 
 // needFuse skips a power-loss test where FUSE cannot be used, with one line saying
@@ -66,7 +67,7 @@ func TestPowerLossDurableSettingsValid(t *testing.T) {
 		set   func(*runner.Config)
 	}{
 		{"postgres-defaults", runner.Postgres, func(*runner.Config) {}},
-		{"redis-always", runner.Redis, func(c *runner.Config) { c.Persistence = servers.RedisAlways }},
+		{"redis-always", runner.Redis, func(c *runner.Config) { c.Persistence = redis.Always }},
 	} {
 		for seed := int64(1); seed <= 3; seed++ {
 			t.Run(tc.name+"-seed"+strconv.FormatInt(seed, 10), func(t *testing.T) {
@@ -97,7 +98,7 @@ func TestPowerLossFindsLostWrites(t *testing.T) {
 		store runner.StoreName
 		set   func(*runner.Config)
 	}{
-		{"redis-everysec", runner.Redis, func(c *runner.Config) { c.Persistence = servers.RedisEverySec }},
+		{"redis-everysec", runner.Redis, func(c *runner.Config) { c.Persistence = redis.EverySec }},
 		{"postgres-synchronous-commit-off", runner.Postgres, func(c *runner.Config) { c.SynchronousCommit = "off" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,7 +29,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
-	"github.com/indoubt/indoubt/internal/servers"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -188,7 +188,7 @@ func (c *Config) defaults() error {
 }
 
 // persistences are the Persistence values; "" is none.
-var persistences = []string{"", servers.RedisNoPersistence, servers.RedisEverySec, servers.RedisAlways}
+var persistences = []string{"", redisserver.NoPersistence, redisserver.EverySec, redisserver.Always}
 
 // Validate checks the configuration as Run does before it launches anything: the store
 // (and, without a DSN, that its server can be launched here), its workload, mechanism

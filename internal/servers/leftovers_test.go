@@ -12,6 +12,7 @@ import (
 
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -26,7 +27,7 @@ var launchers = map[string]func(ctx context.Context, dir string) (int, string, f
 		return pg.Pid(), pg.Dir, pg.Stop, nil
 	},
 	"redis": func(ctx context.Context, dir string) (int, string, func() error, error) {
-		r, err := servers.StartRedis(ctx, servers.RedisOptions{Dir: dir, Persistence: servers.RedisAlways})
+		r, err := redis.Start(ctx, redis.Options{Dir: dir, Persistence: redis.Always})
 		if err != nil {
 			return 0, "", nil, err
 		}

@@ -152,25 +152,6 @@ func groupRunning(pgid int) bool {
 	return false
 }
 
-// Kill sends SIGKILL to redis-server: what the AOF had not received (or, with
-// persistence none, everything) is gone.
-func (r *Redis) Kill() error { return r.inst.Kill() }
-
-// Pause stops redis-server (SIGSTOP) until Resume.
-func (r *Redis) Pause() error { return r.inst.Signal(syscall.SIGSTOP) }
-
-// Resume continues a paused redis-server (SIGCONT).
-func (r *Redis) Resume() error { return r.inst.Signal(syscall.SIGCONT) }
-
-// Start starts a killed redis-server again in the same directory (its AOF) and on the
-// same port, with the same password, and returns when it answers PING (AOF loaded).
-func (r *Redis) Start(ctx context.Context) error { return r.inst.StartAgain(ctx) }
-
-// Restart shuts redis-server down cleanly (SIGTERM) and starts it again. With
-// persistence none and no snapshots, a clean restart loses the data too: nothing was
-// ever written to disk.
-func (r *Redis) Restart(ctx context.Context) error { return r.inst.Restart(ctx) }
-
 // Kill sends SIGKILL to the JVM: no drain, no flush of memtables; the next Start replays
 // the commit log (what its sync mode had written to it; the kernel keeps the rest).
 func (c *Cassandra) Kill() error { return c.inst.Kill() }

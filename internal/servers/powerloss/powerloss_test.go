@@ -13,9 +13,9 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/indoubt/indoubt/internal/powerfs"
-	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/powerloss"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -93,7 +93,7 @@ func TestPostgresPowerLoss(t *testing.T) {
 }
 
 // redisGet returns the value of key on r, "" when it has none.
-func redisGet(t *testing.T, ctx context.Context, r *servers.Redis, key string) string {
+func redisGet(t *testing.T, ctx context.Context, r *redis.Server, key string) string {
 	t.Helper()
 	c := goredis.NewClient(&goredis.Options{Addr: r.Addr, Password: r.Password, MaxRetries: -1})
 	defer c.Close()
@@ -104,7 +104,7 @@ func redisGet(t *testing.T, ctx context.Context, r *servers.Redis, key string) s
 	return v
 }
 
-func redisSet(t *testing.T, ctx context.Context, r *servers.Redis, key, value string) {
+func redisSet(t *testing.T, ctx context.Context, r *redis.Server, key, value string) {
 	t.Helper()
 	c := goredis.NewClient(&goredis.Options{Addr: r.Addr, Password: r.Password, MaxRetries: -1})
 	defer c.Close()
@@ -119,11 +119,11 @@ func TestRedisPowerLoss(t *testing.T) {
 	for _, tc := range []struct {
 		persistence string
 		kept        bool
-	}{{servers.RedisAlways, true}, {servers.RedisNoPersistence, false}} {
+	}{{redis.Always, true}, {redis.NoPersistence, false}} {
 		t.Run(tc.persistence, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: tc.persistence, DataFS: powerloss.FS{}})
+			r, err := redis.Start(ctx, redis.Options{Persistence: tc.persistence, DataFS: powerloss.FS{}})
 			skipNoFuse(t, err)
 			servertest.SkipOrFail(t, err)
 			if err != nil {
@@ -143,7 +143,7 @@ func TestRedisPowerLoss(t *testing.T) {
 	t.Run("not on powerfs", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		r, err := servers.StartRedis(ctx, servers.RedisOptions{})
+		r, err := redis.Start(ctx, redis.Options{})
 		servertest.SkipOrFail(t, err)
 		if err != nil {
 			t.Fatal(err)

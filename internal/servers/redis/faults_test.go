@@ -1,4 +1,4 @@
-package servers_test
+package redis_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 )
 
 // TestRedisProcessFaults checks that a killed Redis keeps an acknowledged write with
@@ -16,9 +16,9 @@ func TestRedisProcessFaults(t *testing.T) {
 	for _, tc := range []struct {
 		persistence string
 		kept        bool
-	}{{servers.RedisAlways, true}, {servers.RedisNoPersistence, false}} {
+	}{{redis.Always, true}, {redis.NoPersistence, false}} {
 		t.Run(tc.persistence, func(t *testing.T) {
-			r := startRedis(t, servers.RedisOptions{Persistence: tc.persistence})
+			r := startRedis(t, redis.Options{Persistence: tc.persistence})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if got := redisCLI(t, r, "SET", "k", "v1"); got != "OK" {
