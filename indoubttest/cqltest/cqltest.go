@@ -23,7 +23,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/stores/cql"
 )
 
@@ -34,7 +34,7 @@ const EnvDSN = "INDOUBT_CASSANDRA_DSN"
 // server is the shared node; its Addr is a DSN cql://host:port.
 var server = &indoubttest.SharedServer{Env: EnvDSN, Timeout: 5 * time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
-		c, err := servers.StartCassandra(ctx, servers.CassandraOptions{})
+		c, err := cassandra.Start(ctx, cassandra.Options{})
 		if err != nil {
 			return "", nil, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/stores/cql"
@@ -154,7 +155,7 @@ func openMongo(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 }
 
 func launchCassandra(ctx context.Context, cfg Config, dir string) (launched, error) {
-	c, err := servers.StartCassandra(ctx, servers.CassandraOptions{LogPath: filepath.Join(dir, "cassandra.log"),
+	c, err := cassandra.Start(ctx, cassandra.Options{LogPath: filepath.Join(dir, "cassandra.log"),
 		CommitLogSync: cfg.CommitLogSync, DataFS: cfg.dataFS()})
 	if err != nil {
 		return launched{}, err
@@ -203,6 +204,6 @@ func cassandraAvailable() error {
 	if err != nil {
 		return err
 	}
-	_, err = servers.FindCassandra(cache, servers.CassandraVersion)
+	_, err = cassandra.Find(cache, cassandra.Version)
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/powerfs"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/internal/servers/powerloss"
 )
 
@@ -123,7 +124,7 @@ func (c Config) dataFS() servers.Mounter {
 }
 
 // commitLogSyncs are the CommitLogSync values other than "".
-var commitLogSyncs = []string{servers.CommitLogPeriodic, servers.CommitLogBatch, servers.CommitLogGroup}
+var commitLogSyncs = []string{cassandra.CommitLogPeriodic, cassandra.CommitLogBatch, cassandra.CommitLogGroup}
 
 // powerLoss applies power-loss fault f (the i-th of the schedule) and returns its
 // start and end in run time. A server that does not start again is remembered as the
@@ -173,7 +174,7 @@ func (c Config) durabilityDesc() string {
 	if c.Store == CQL {
 		mode := c.CommitLogSync
 		if mode == "" {
-			mode = servers.CommitLogPeriodic
+			mode = cassandra.CommitLogPeriodic
 		}
 		s += ", commitlog_sync " + mode
 	}

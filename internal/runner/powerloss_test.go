@@ -13,7 +13,7 @@ import (
 	"github.com/indoubt/indoubt/internal/powerfs"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/internal/servers/redis"
 )
 
@@ -136,7 +136,7 @@ func TestPowerLossRefused(t *testing.T) {
 		{"postgres", "postgres://u:p@127.0.0.1:1/db", "", "over --dsn", func(c *runner.Config) { c.SynchronousCommit = "off" }},
 		{"mongo", "", "", "FerretDB", func(c *runner.Config) { c.PowerFS = true }},
 		{"cql", "", "", "want periodic, batch or group", func(c *runner.Config) { c.CommitLogSync = "always" }},
-		{"cql", "cql://127.0.0.1:1/ks", "", "over --dsn", func(c *runner.Config) { c.CommitLogSync = servers.CommitLogBatch }},
+		{"cql", "cql://127.0.0.1:1/ks", "", "over --dsn", func(c *runner.Config) { c.CommitLogSync = cassandra.CommitLogBatch }},
 		{"postgres", "", "power-loss@1s", "Cassandra only", func(c *runner.Config) { c.PowerFSEntries = runner.EntriesOrdered }},
 		{"cql", "", "power-loss@1s", "want posix or ordered", func(c *runner.Config) { c.PowerFSEntries = "ext4" }},
 	} {

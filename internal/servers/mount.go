@@ -118,7 +118,3 @@ func unescapeMount(s string) string {
 	}
 	return b.String()
 }
-
-// DataMount returns the filesystem the launch's DataFS mounted under the data
-// directories, or nil.
-func (c *Cassandra) DataMount() Mount { return c.inst.DataMount() }

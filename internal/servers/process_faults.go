@@ -151,21 +151,3 @@ func groupRunning(pgid int) bool {
 	}
 	return false
 }
-
-// Kill sends SIGKILL to the JVM: no drain, no flush of memtables; the next Start replays
-// the commit log (what its sync mode had written to it; the kernel keeps the rest).
-func (c *Cassandra) Kill() error { return c.inst.Kill() }
-
-// Pause stops the JVM (SIGSTOP) until Resume: connections stay open, nothing answers.
-func (c *Cassandra) Pause() error { return c.inst.Signal(syscall.SIGSTOP) }
-
-// Resume continues a paused JVM (SIGCONT).
-func (c *Cassandra) Resume() error { return c.inst.Signal(syscall.SIGCONT) }
-
-// Start starts a killed node again on the same data directories and ports and returns
-// when it serves CQL (commit log replayed). The JVM's start takes seconds.
-func (c *Cassandra) Start(ctx context.Context) error { return c.inst.StartAgain(ctx) }
-
-// Restart shuts the node down cleanly (SIGTERM: Cassandra's shutdown hook drains it and
-// flushes its memtables, within the stop grace) and starts it again.
-func (c *Cassandra) Restart(ctx context.Context) error { return c.inst.Restart(ctx) }

@@ -1,4 +1,4 @@
-package servers
+package cassandra
 
 import (
 	"bytes"
@@ -17,19 +17,21 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
-// CassandraVersion is the Apache Cassandra release StartCassandra runs by default. It must
-// equal the cassandra.version default in internal/servers/cassandra/pom.xml, which
+// Version is the Apache Cassandra release Start runs by default. It must equal the
+// cassandra.version default in internal/servers/cassandra/pom.xml, which
 // scripts/prepare-cassandra resolves.
-const CassandraVersion = "5.0.9"
+const Version = "5.0.9"
 
-// CassandraOptions configures StartCassandra. The zero value is ready to use.
-type CassandraOptions struct {
-	// Version is the cassandra-all release to run; "" means CassandraVersion. Its jars must
-	// have been resolved into the cache by scripts/prepare-cassandra.
+// Options configures Start. The zero value is ready to use.
+type Options struct {
+	// Version is the cassandra-all release to run; "" means the package's Version. Its
+	// jars must have been resolved into the cache by scripts/prepare-cassandra.
 	Version string
-	// CacheDir holds cassandra-<version>/lib; "" means CacheDir().
+	// CacheDir holds cassandra-<version>/lib; "" means servers.CacheDir().
 	CacheDir string
 	// Java is the java executable; "" means INDOUBT_JAVA, else $JAVA_HOME/bin/java, else
 	// java on PATH. Cassandra 5.0 runs on Java 11 or 17; the JVM options here are Java 17's.
@@ -40,7 +42,7 @@ type CassandraOptions struct {
 	Dir string
 	// Settings are extra cassandra.yaml entries, name to a YAML value written as is
 	// ("cas_contention_timeout": "500ms", "paxos_variant": "v2"). They override the
-	// defaults of StartCassandra; the entries that place the server (addresses, ports,
+	// defaults of Start; the entries that place the server (addresses, ports,
 	// directories, seeds) are refused.
 	Settings map[string]string
 	// JVMOptions are appended to the java command line before the main class
@@ -68,10 +70,10 @@ type CassandraOptions struct {
 	// directories it makes for tables, nor the commit log directory after it adds a
 	// segment. powerfs.Ordered is a journaling filesystem's rule (ext4, xfs), under
 	// which what Cassandra fsyncs survives.
-	DataFS Mounter
+	DataFS servers.Mounter
 }
 
-// The commit log sync modes of CassandraOptions.CommitLogSync: when Cassandra
+// The commit log sync modes of Options.CommitLogSync: when Cassandra
 // acknowledges a write against when its commit log entry is fsynced.
 const (
 	// CommitLogPeriodic acknowledges at once and syncs the commit log every
@@ -81,14 +83,14 @@ const (
 	// CommitLogBatch acknowledges a write only once its commit log entry is synced.
 	CommitLogBatch = "batch"
 	// CommitLogGroup acknowledges only after a sync too, but syncs at most once per
-	// commitlog_sync_group_window (CassandraGroupWindow), so that writes share a sync.
+	// commitlog_sync_group_window (GroupWindow), so that writes share a sync.
 	CommitLogGroup = "group"
 )
 
-// CassandraGroupWindow is the commitlog_sync_group_window of CommitLogGroup. Cassandra
+// GroupWindow is the commitlog_sync_group_window of CommitLogGroup. Cassandra
 // has no default (its cassandra.yaml suggests 1000ms); a Paxos write syncs the log up to
 // three times, so a short window keeps an LWT workload's operations under a second.
-const CassandraGroupWindow = "15ms"
+const GroupWindow = "15ms"
 
 // commitLogSettings returns the cassandra.yaml entries of a sync mode. Cassandra 5.0
 // refuses commitlog_sync_period beside batch or group, and wants a group window.
@@ -99,14 +101,14 @@ func commitLogSettings(mode string) (map[string]string, error) {
 	case CommitLogBatch:
 		return map[string]string{"commitlog_sync": CommitLogBatch}, nil
 	case CommitLogGroup:
-		return map[string]string{"commitlog_sync": CommitLogGroup, "commitlog_sync_group_window": CassandraGroupWindow}, nil
+		return map[string]string{"commitlog_sync": CommitLogGroup, "commitlog_sync_group_window": GroupWindow}, nil
 	}
 	return nil, fmt.Errorf("cassandra: commit log sync %q: want periodic, batch or group", mode)
 }
 
-// Cassandra is a running throwaway single-node Apache Cassandra. Its fields are
+// Server is a running throwaway single-node Apache Cassandra. Its fields are
 // read-only. Stop ends it.
-type Cassandra struct {
+type Server struct {
 	Addr        string // native transport (CQL), "127.0.0.1:PORT"
 	Host        string // "127.0.0.1"
 	Port        int    // native transport port
@@ -122,23 +124,23 @@ type Cassandra struct {
 	// Startup is how long the JVM took from exec to accepting CQL connections.
 	Startup time.Duration
 
-	inst Instance
+	inst servers.Instance
 }
 
 const cassandraHint = "run scripts/prepare-cassandra (needs mvn, java 17 and Maven Central)"
 
-// FindCassandra returns the directory of the jars of Cassandra version (cassandra-all and
+// Find returns the directory of the jars of Cassandra version (cassandra-all and
 // its dependencies) under cache, as scripts/prepare-cassandra leaves it. The error when
-// they are missing satisfies errors.Is(err, ErrNotInstalled).
-func FindCassandra(cache, version string) (string, error) {
+// they are missing satisfies errors.Is(err, servers.ErrNotInstalled).
+func Find(cache, version string) (string, error) {
 	dir := filepath.Join(cache, "cassandra-"+version)
 	lib := filepath.Join(dir, "lib")
 	// The script writes "complete" last, so its presence means lib is whole.
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
-		return "", &NotInstalledError{Server: "cassandra", Program: "cassandra-all " + version + " jars in " + dir, Hint: cassandraHint}
+		return "", &servers.NotInstalledError{Server: "cassandra", Program: "cassandra-all " + version + " jars in " + dir, Hint: cassandraHint}
 	}
 	if _, err := os.Stat(filepath.Join(lib, "cassandra-all-"+version+".jar")); err != nil {
-		return "", &NotInstalledError{Server: "cassandra", Program: "cassandra-all-" + version + ".jar in " + lib,
+		return "", &servers.NotInstalledError{Server: "cassandra", Program: "cassandra-all-" + version + ".jar in " + lib,
 			Hint: "the cache is damaged; remove " + dir + " and " + cassandraHint}
 	}
 	return lib, nil
@@ -153,7 +155,7 @@ func findJava(explicit string) (string, error) {
 		}
 		found, err := exec.LookPath(p)
 		if err != nil {
-			return "", &NotInstalledError{Server: "cassandra", Program: "java " + p, Hint: "fix INDOUBT_JAVA or CassandraOptions.Java"}
+			return "", &servers.NotInstalledError{Server: "cassandra", Program: "java " + p, Hint: "fix INDOUBT_JAVA or Options.Java"}
 		}
 		return found, nil
 	}
@@ -165,7 +167,7 @@ func findJava(explicit string) (string, error) {
 	if p, err := exec.LookPath("java"); err == nil {
 		return p, nil
 	}
-	return "", &NotInstalledError{Server: "cassandra", Program: "java", Hint: "install Debian package openjdk-17-jre-headless, or set INDOUBT_JAVA"}
+	return "", &servers.NotInstalledError{Server: "cassandra", Program: "java", Hint: "install Debian package openjdk-17-jre-headless, or set INDOUBT_JAVA"}
 }
 
 // cassandraJVM17 are the module-system openings that Cassandra's conf/jvm17-server.options
@@ -200,7 +202,7 @@ var cassandraJVM17 = []string{
 	"-Dio.netty.tryReflectionSetAccessible=true",
 }
 
-// cassandraPlacement are the cassandra.yaml entries StartCassandra chooses itself.
+// cassandraPlacement are the cassandra.yaml entries Start chooses itself.
 var cassandraPlacement = map[string]bool{
 	"listen_address": true, "listen_interface": true, "rpc_address": true, "rpc_interface": true,
 	"broadcast_address": true, "broadcast_rpc_address": true, "native_transport_port": true,
@@ -208,7 +210,7 @@ var cassandraPlacement = map[string]bool{
 	"seed_provider": true, "data_file_directories": true, "commitlog_directory": true,
 	"saved_caches_directory": true, "hints_directory": true, "cdc_raw_directory": true,
 	"local_system_data_file_directory": true,
-	// CassandraOptions.CommitLogSync chooses these together.
+	// Options.CommitLogSync chooses these together.
 	"commitlog_sync": true, "commitlog_sync_period": true, "commitlog_sync_group_window": true,
 	"commitlog_sync_batch_window_in_ms": true, "periodic_commitlog_sync_lag_block": true,
 }
@@ -244,7 +246,7 @@ func cassandraYAML(dir, dataDir string, nativePort, storagePort int, settings ma
 			return "", fmt.Errorf("cassandra: setting name %q is not a cassandra.yaml key", name)
 		}
 		if cassandraPlacement[name] {
-			return "", fmt.Errorf("cassandra: setting %s is chosen by StartCassandra", name)
+			return "", fmt.Errorf("cassandra: setting %s is chosen by cassandra.Start", name)
 		}
 		if strings.ContainsAny(value, "\n\r") {
 			return "", fmt.Errorf("cassandra: setting %s: value spans lines", name)
@@ -278,7 +280,7 @@ func cassandraYAML(dir, dataDir string, nativePort, storagePort int, settings ma
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	b.WriteString("# Written by indoubt servers.StartCassandra: a throwaway single loopback node.\n")
+	b.WriteString("# Written by indoubt cassandra.Start: a throwaway single loopback node.\n")
 	for _, name := range names {
 		fmt.Fprintf(&b, "%s: %s\n", name, entries[name])
 	}
@@ -295,29 +297,29 @@ const cassandraLogback = `<configuration>
 </configuration>
 `
 
-// StartCassandra starts a single-node Apache Cassandra from the jars that
+// Start starts a single-node Apache Cassandra from the jars that
 // scripts/prepare-cassandra resolved from Maven Central: CassandraDaemon in the foreground
 // under java, with a fresh temporary directory for its data, on free ports of 127.0.0.1,
 // with AllowAll authentication and no JMX port, in its own process group. It returns once
 // the node accepts connections on its native (CQL) port. ctx bounds the startup only: once
 // started, the server runs until Stop. On error nothing is left running and, unless
 // opt.Keep, nothing is left on disk. Missing jars or java give an error matching
-// ErrNotInstalled.
+// servers.ErrNotInstalled.
 //
 // It runs as the caller, root included: only Cassandra's shell launcher refuses root (its
 // -R flag), the daemon itself does not.
-func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, error) {
+func Start(ctx context.Context, opt Options) (*Server, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	version := opt.Version
 	if version == "" {
-		version = CassandraVersion
+		version = Version
 	}
 	cache := opt.CacheDir
 	if cache == "" {
 		var err error
-		if cache, err = CacheDir(); err != nil {
+		if cache, err = servers.CacheDir(); err != nil {
 			return nil, err
 		}
 	}
@@ -325,7 +327,7 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	if _, err := cassandraYAML("/", "/", 1, 2, opt.Settings, opt.CommitLogSync); err != nil {
 		return nil, err
 	}
-	lib, err := FindCassandra(cache, version)
+	lib, err := Find(cache, version)
 	if err != nil {
 		return nil, err
 	}
@@ -337,8 +339,8 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	if grace <= 0 {
 		grace = 20 * time.Second
 	}
-	c := &Cassandra{Host: "127.0.0.1", Version: version, LogPath: opt.LogPath, CommitLogSync: opt.CommitLogSync,
-		inst: Instance{Name: "cassandra", Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: grace,
+	c := &Server{Host: "127.0.0.1", Version: version, LogPath: opt.LogPath, CommitLogSync: opt.CommitLogSync,
+		inst: servers.Instance{Name: "cassandra", Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: grace,
 			// Draining flushes memtables to SSTables that the removal deletes next: a
 			// node whose directory goes is killed, which takes no time.
 			DiscardSignal: syscall.SIGKILL}}
@@ -346,7 +348,7 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 		c.CommitLogSync = CommitLogPeriodic
 	}
 	// The zero Account: the node runs as the caller, so there is nothing to check.
-	dir, err := c.inst.MakeTempDir(opt.Dir, Account{})
+	dir, err := c.inst.MakeTempDir(opt.Dir, servers.Account{})
 	if err != nil {
 		return nil, err
 	}
@@ -367,11 +369,11 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 // DataFS, durably: Cassandra makes missing ones without syncing their parent).
 var cassandraDataDirs = []string{"data", "commitlog", "saved_caches", "hints"}
 
-// cassandraPortAttempts bounds the retries when a free port was taken between FreePort
-// and the JVM binding it.
+// cassandraPortAttempts bounds the retries when a free port was taken between
+// servers.FreePort and the JVM binding it.
 const cassandraPortAttempts = 3
 
-func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOptions) error {
+func (c *Server) start(ctx context.Context, java, lib string, opt Options) error {
 	say := c.inst.Progress(opt.Log)
 	for _, sub := range []string{"cdc_raw", "logs"} {
 		if err := os.Mkdir(filepath.Join(c.Dir, sub), 0o755); err != nil {
@@ -416,12 +418,12 @@ func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOp
 // makeDataDirs makes the data directories, on the DataFS mount in Dir when the launch
 // asked for one: made in the backing directory before the mount, they are durable, as on
 // a machine set up and rebooted before the test.
-func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
+func (c *Server) makeDataDirs(opt Options) error {
 	root := c.Dir
 	var backing, mnt string
 	if opt.DataFS != nil {
 		var err error
-		if backing, mnt, err = MountDirs(c.Dir, Account{}); err != nil {
+		if backing, mnt, err = servers.MountDirs(c.Dir, servers.Account{}); err != nil {
 			return fmt.Errorf("cassandra: %w", err)
 		}
 		root = backing
@@ -442,7 +444,7 @@ func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
 }
 
 // dataPaths are the directories a node writes its data in.
-func (c *Cassandra) dataPaths() []string {
+func (c *Server) dataPaths() []string {
 	ps := []string{filepath.Join(c.Dir, "cdc_raw")}
 	for _, sub := range cassandraDataDirs {
 		ps = append(ps, filepath.Join(c.DataDir, sub))
@@ -452,11 +454,11 @@ func (c *Cassandra) dataPaths() []string {
 
 // twoFreePorts returns two distinct free ports of 127.0.0.1.
 func twoFreePorts() (native, storage int, err error) {
-	if native, err = FreePort(); err != nil {
+	if native, err = servers.FreePort(); err != nil {
 		return 0, 0, err
 	}
 	for storage == 0 || storage == native {
-		if storage, err = FreePort(); err != nil {
+		if storage, err = servers.FreePort(); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -467,7 +469,7 @@ var errPortTaken = errors.New("address already in use")
 
 // launch starts the JVM on the given ports and data directory and waits until it serves
 // CQL: the first start, and every start after a process fault.
-func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storage int, opt CassandraOptions, say func(string, ...any)) error {
+func (c *Server) launch(ctx context.Context, java, lib string, native, storage int, opt Options, say func(string, ...any)) error {
 	conf, err := cassandraYAML(c.Dir, c.DataDir, native, storage, opt.Settings, opt.CommitLogSync)
 	if err != nil {
 		return err
@@ -510,7 +512,7 @@ func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storag
 	logStart, _ := c.inst.Log().Seek(0, io.SeekEnd)
 	say("starting %s on 127.0.0.1:%d (storage %d), log %s", c.Version, native, storage, c.LogPath)
 	began := time.Now()
-	proc, err := StartProcess("cassandra", cmd, Account{})
+	proc, err := servers.StartProcess("cassandra", cmd, servers.Account{})
 	if err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
@@ -523,11 +525,11 @@ func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storag
 	addr := fmt.Sprintf("127.0.0.1:%d", native)
 	// The native port opens last in Cassandra's startup, but a SUPPORTED answer to OPTIONS
 	// is what proves the CQL server is serving.
-	if err := Poll(ctx, 100*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
-		return CQLOptions(ctx, addr)
+	if err := servers.Poll(ctx, 100*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
+		return Probe(ctx, addr)
 	}); err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
-		tail := LogTail(c.LogPath, logStart)
+		tail := servers.LogTail(c.LogPath, logStart)
 		// Cassandra says it either way: a socket's bind error, or its own check of the
 		// storage port ("... is in use by another process").
 		if strings.Contains(tail, "Address already in use") || strings.Contains(tail, "in use by another process") {
@@ -542,10 +544,10 @@ func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storag
 	return nil
 }
 
-// CQLOptions sends a native-protocol v4 OPTIONS request to addr and returns nil when the
+// Probe sends a native-protocol v4 OPTIONS request to addr and returns nil when the
 // answer is a SUPPORTED frame listing a CQL_VERSION: the wire-level proof that a CQL
-// server is serving there.
-func CQLOptions(ctx context.Context, addr string) error {
+// server is serving there, which Start waits for.
+func Probe(ctx context.Context, addr string) error {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -618,10 +620,10 @@ func complaint(log string) string {
 }
 
 // Pid returns the process id of the JVM, which leads its process group.
-func (c *Cassandra) Pid() int { return c.inst.Process().Pid() }
+func (c *Server) Pid() int { return c.inst.Process().Pid() }
 
 // RSS returns the resident memory of the JVM in bytes, read from /proc.
-func (c *Cassandra) RSS() (int64, error) {
+func (c *Server) RSS() (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.inst.Process().Pid()))
 	if err != nil {
 		return 0, fmt.Errorf("cassandra rss: %w", err)
@@ -648,4 +650,4 @@ func (c *Cassandra) RSS() (int64, error) {
 // Keep was set. It may be called more than once and concurrently; every call returns
 // the first call's result. It returns an error when the node had died before Stop, when
 // a kept node had to be killed, and when the directory could not be removed.
-func (c *Cassandra) Stop() error { return c.inst.Stop() }
+func (c *Server) Stop() error { return c.inst.Stop() }
