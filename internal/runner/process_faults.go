@@ -20,8 +20,8 @@ import (
 	"github.com/indoubt/indoubt/workloads/budget"
 )
 
-// processCtl is what the process faults need of a launched server (internal/servers'
-// Postgres, Redis and Cassandra have it).
+// processCtl is what the process faults need of a launched server (the Servers of
+// internal/servers/postgres, redis and cassandra have it).
 type processCtl interface {
 	Pid() int
 	Kill() error

@@ -361,7 +361,7 @@ func TestPostgresNotInstalled(t *testing.T) {
 	}
 }
 
-// TestPostgresDiesWithHarness runs StartPostgres in a child test process, kills that
+// TestPostgresDiesWithHarness runs Start in a child test process, kills that
 // process with SIGKILL (no chance to Stop), and expects the server to die with it.
 func TestPostgresDiesWithHarness(t *testing.T) {
 	if dir := os.Getenv("INDOUBT_TEST_ORPHAN_DIR"); dir != "" {

@@ -160,7 +160,7 @@ func TestStartRedisRefusesBadOptions(t *testing.T) {
 	} {
 		if r, err := redis.Start(ctx, opt); err == nil {
 			r.Stop()
-			t.Errorf("StartRedis(%+v) started", opt)
+			t.Errorf("Start(%+v) started", opt)
 		}
 	}
 }

@@ -1,5 +1,6 @@
-// Package servertest launches the throwaway servers of package servers for the tests of
-// other packages: once per test package, from TestMain, and stops them by pid afterwards.
+// Package servertest launches the throwaway servers of internal/servers' launchers
+// (postgres, redis, cassandra, ferret) for the tests of other packages: once per test
+// package, from TestMain, and stops them by pid afterwards.
 //
 // A server whose binaries are missing makes its tests skip with the install hint, except
 // under CI=true, where it fails the run before any test starts:
@@ -15,7 +16,9 @@
 //	}
 //
 // A test that needs a server of its own starts it directly and hands the error to
-// SkipOrFail, which applies the same rule.
+// SkipOrFail, which applies the same rule. The tests of the launchers themselves share
+// the helpers of harness.go (ReachableDir, Rerun, GroupAlive ...): a server that must
+// die with a harness killed by SIGKILL, a failed start that must leave nothing behind.
 package servertest
 
 import (
