@@ -17,7 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -39,7 +39,7 @@ import (
 func BenchmarkProxyRedis(b *testing.B) {
 	round, rounds := benchPlan(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	r, err := servers.StartRedis(ctx, servers.RedisOptions{})
+	r, err := redis.Start(ctx, redis.Options{})
 	cancel()
 	servertest.SkipOrFail(b, err)
 	if err != nil {

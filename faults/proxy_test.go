@@ -23,16 +23,16 @@ import (
 
 	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
-var pg = servertest.Postgres(servers.PostgresOptions{})
+var pg = servertest.Postgres(postgres.Options{})
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 
 // startProxy starts a PostgreSQL proxy in front of srv; see startProtoProxy.
-func startProxy(t *testing.T, srv *servers.Postgres, seed int64) (*Proxy, *faultstest.Log) {
+func startProxy(t *testing.T, srv *postgres.Server, seed int64) (*Proxy, *faultstest.Log) {
 	t.Helper()
 	return startProtoProxy(t, srv.Addr, toxics.Postgres{}, seed)
 }
@@ -70,7 +70,7 @@ func (fl commitFault) aftermath(t *testing.T, balance int64, evs []toxics.Event)
 }
 
 // dsnVia is the server's DSN with the proxy's address in place of the server's.
-func dsnVia(t testing.TB, srv *servers.Postgres, addr string) string {
+func dsnVia(t testing.TB, srv *postgres.Server, addr string) string {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(srv.DSN)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -36,11 +36,11 @@ func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed 
 }
 
 // startRedis launches a Redis of the test's own, stopped (by pid) when the test ends.
-func startRedis(t *testing.T) *servers.Redis {
+func startRedis(t *testing.T) *redis.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := servers.StartRedis(ctx, servers.RedisOptions{})
+	r, err := redis.Start(ctx, redis.Options{})
 	servertest.SkipOrFail(t, err)
 	if err != nil {
 		t.Fatal(err)

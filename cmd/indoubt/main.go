@@ -47,7 +47,7 @@ func main() {
 // ctx. The first SIGINT or SIGTERM lets a command wind down (an interrupted run is still
 // checked and published, its server stopped); a command blocked where no context
 // reaches (opening a FIFO that has no writer) or a user who will not wait stops on the
-// second, and a launched server dies with the process (servers.Start sets Pdeathsig)
+// second, and a launched server dies with the process (servers.StartProcess sets Pdeathsig)
 // while its temporary directory is left for the next start to reap.
 func stopOnSecondSignal(ctx context.Context) {
 	<-ctx.Done()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -90,11 +91,11 @@ func TestProxyBadFlags(t *testing.T) {
 	}
 }
 
-func startPostgres(t *testing.T) *servers.Postgres {
+func startPostgres(t *testing.T) *postgres.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
+	srv, err := postgres.Start(ctx, postgres.Options{})
 	if err != nil {
 		servertest.SkipOrFail(t, err)
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func startPostgres(t *testing.T) *servers.Postgres {
 
 // startPostgresWith starts a server and runs setup on it through a direct connection,
 // which it returns for the test to look at the server's own state.
-func startPostgresWith(t *testing.T, ctx context.Context, setup string) (*servers.Postgres, *pgx.Conn) {
+func startPostgresWith(t *testing.T, ctx context.Context, setup string) (*postgres.Server, *pgx.Conn) {
 	t.Helper()
 	srv := startPostgres(t)
 	direct, err := pgx.Connect(ctx, srv.DSN)
@@ -120,9 +121,9 @@ func startPostgresWith(t *testing.T, ctx context.Context, setup string) (*server
 }
 
 // proxiedDSN is srv's DSN with the proxy's address in place of the server's.
-func proxiedDSN(srv *servers.Postgres, proxyAddr string) string {
+func proxiedDSN(srv *postgres.Server, proxyAddr string) string {
 	host, port, _ := net.SplitHostPort(proxyAddr)
-	return fmt.Sprintf("postgres://%s:%s@%s:%s/%s?sslmode=disable", servers.PostgresUser, srv.Password, host, port, servers.PostgresDatabase)
+	return fmt.Sprintf("postgres://%s:%s@%s:%s/%s?sslmode=disable", postgres.User, srv.Password, host, port, postgres.Database)
 }
 
 // TestProxyPsql runs psql through `indoubt proxy` with each commit fault at
@@ -157,7 +158,7 @@ func TestProxyPsql(t *testing.T) {
 			}()
 			addr := waitListening(t, &errb, done)
 			host, port, _ := strings.Cut(addr, ":")
-			cmd := exec.Command(psql, "-X", "-h", host, "-p", port, "-U", servers.PostgresUser, "-d", servers.PostgresDatabase,
+			cmd := exec.Command(psql, "-X", "-h", host, "-p", port, "-U", postgres.User, "-d", postgres.Database,
 				"-v", "ON_ERROR_STOP=1",
 				"-c", "begin",
 				"-c", "update account set balance = balance - 1 where id = "+string(rune('0'+i)),

@@ -20,7 +20,7 @@ import (
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/catalog"
 	"github.com/indoubt/indoubt/workloads/insert"
@@ -231,7 +231,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	}
 	if cfg.PGVersion != "" && cfg.DSN == "" {
 		// Refused before anything is launched, in one line.
-		if _, err := servers.PostgresBin(cfg.PGVersion); err != nil {
+		if _, err := postgres.Bin(cfg.PGVersion); err != nil {
 			return a, fmt.Errorf("run: --pg-version: %v", err)
 		}
 	}

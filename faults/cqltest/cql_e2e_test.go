@@ -23,15 +23,15 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/stores/cql"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
 
-var node = servertest.New("cassandra", func(ctx context.Context) (*servers.Cassandra, error) {
-	return servers.StartCassandra(ctx, servers.CassandraOptions{
+var node = servertest.New("cassandra", func(ctx context.Context) (*cassandra.Server, error) {
+	return cassandra.Start(ctx, cassandra.Options{
 		Settings: map[string]string{
 			// A loaded 2-core machine: Paxos rounds must not time out for reasons of
 			// their own, or a timeout would be mistaken for the fault under test.

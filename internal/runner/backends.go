@@ -11,7 +11,8 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/redact"
-	"github.com/indoubt/indoubt/internal/servers"
+	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
@@ -76,7 +77,7 @@ var backends = []backend{
 		name: Postgres, schemes: []string{"postgres", "postgresql"}, protocol: toxics.Postgres{},
 		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter, workloads.Insert},
 		launch:    launchPostgres,
-		available: func() error { _, err := servers.PostgresBin(""); return err },
+		available: func() error { _, err := pgserver.Bin(""); return err },
 		addr:      urlAddr,
 		rewrite:   urlRewrite,
 		open:      openPostgres,
@@ -90,7 +91,7 @@ var backends = []backend{
 		name: Redis, schemes: []string{"redis", "rediss"}, protocol: toxics.Resp{},
 		workloads: kv,
 		launch:    launchRedis,
-		available: func() error { _, err := servers.FindRedis(); return err },
+		available: func() error { _, err := redisserver.Find(); return err },
 		addr:      redisAddr,
 		rewrite:   urlRewrite,
 		open:      openRedis,
@@ -231,8 +232,8 @@ func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, erro
 	if cfg.Topology == TopologyReplicated {
 		return launchReplicatedPostgres(ctx, cfg, dir)
 	}
-	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"),
-		Settings: cfg.pgDurability(), PowerFS: cfg.onPowerFS(), Version: cfg.PGVersion})
+	pg, err := pgserver.Start(ctx, pgserver.Options{LogPath: filepath.Join(dir, "postgres.log"),
+		Settings: cfg.pgDurability(), DataFS: cfg.dataFS(), Version: cfg.PGVersion})
 	if err != nil {
 		return launched{}, err
 	}

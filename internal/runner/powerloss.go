@@ -9,6 +9,8 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/powerfs"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
+	"github.com/indoubt/indoubt/internal/servers/powerloss"
 )
 
 // Power loss (faults' power-loss@T): the launched server's data directory sits on
@@ -20,13 +22,6 @@ import (
 // A server that does not start again on what survived cannot be read: no verdict is
 // reached (exit 3), and the error says so as a finding, with the server log's tail,
 // distinct from a run that could not start at all.
-
-// powerCtl is what a power loss needs of a launched server (internal/servers' Postgres,
-// Redis and Cassandra launched with PowerFS have it).
-type powerCtl interface {
-	PowerLoss(ctx context.Context, opts powerfs.PowerLossOptions) error
-	PowerStats() (powerfs.Stats, bool)
-}
 
 // onPowerFS reports whether a launched server's data directory goes on powerfs: asked
 // for, or needed by a power-loss fault.
@@ -119,22 +114,31 @@ func (c Config) entryDurability() powerfs.EntryDurability {
 	return powerfs.PerDirectory
 }
 
+// dataFS is the filesystem a launched server's data directory goes on: powerfs with
+// --powerfs-entries' rule when onPowerFS, else none.
+func (c Config) dataFS() servers.Mounter {
+	if !c.onPowerFS() {
+		return nil
+	}
+	return powerloss.FS{Entries: c.entryDurability()}
+}
+
 // commitLogSyncs are the CommitLogSync values other than "".
-var commitLogSyncs = []string{servers.CommitLogPeriodic, servers.CommitLogBatch, servers.CommitLogGroup}
+var commitLogSyncs = []string{cassandra.CommitLogPeriodic, cassandra.CommitLogBatch, cassandra.CommitLogGroup}
 
 // powerLoss applies power-loss fault f (the i-th of the schedule), recording its start
 // and end as nemesis events. A server that does not start again is remembered as the
 // run's failure (nemesis.explain).
 func (p *procNemesis) powerLoss(ctx context.Context, i int, f faults.Fault) {
-	pc, ok := p.ctl.(powerCtl)
+	pc, ok := p.ctl.(powerloss.Server)
 	at := p.run.now()
 	if !ok {
 		p.event(at, f, "power-loss", p.ctl.Pid(), errors.New("the server is not on powerfs"))
 		return
 	}
-	before, _ := pc.PowerStats()
+	before, _ := powerloss.Stats(pc)
 	pid := p.ctl.Pid()
-	err := pc.PowerLoss(ctx, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
+	err := powerloss.Cut(ctx, pc, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
 	p.event(at, f, "power-loss", pid, nil)
 	p.cfg.progressf("fault %s: discarded what was not fsynced: up to %d bytes in %d files, %d directory entries", f.Spec, before.PendingBytes, before.PendingFiles, before.PendingEntries)
 	if err != nil {
@@ -166,7 +170,7 @@ func (c Config) durabilityDesc() string {
 	if c.Store == CQL {
 		mode := c.CommitLogSync
 		if mode == "" {
-			mode = servers.CommitLogPeriodic
+			mode = cassandra.CommitLogPeriodic
 		}
 		s += ", commitlog_sync " + mode
 	}

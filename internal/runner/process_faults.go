@@ -9,11 +9,12 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
-	"github.com/indoubt/indoubt/internal/servers"
+	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 )
 
-// processCtl is what the process faults need of a launched server (internal/servers'
-// Postgres, Redis and Cassandra have it).
+// processCtl is what the process faults need of a launched server (the Servers of
+// internal/servers/postgres, redis and cassandra have it).
 type processCtl interface {
 	Pid() int
 	Kill() error
@@ -217,7 +218,7 @@ const (
 func checkTopology(c Config) error {
 	switch c.Topology {
 	case "", TopologySingle:
-		if c.Replication != "" && c.Replication != servers.ReplicationAsync {
+		if c.Replication != "" && c.Replication != pgserver.ReplicationAsync {
 			return couldNotRun("--replication %s needs --topology replicated", c.Replication)
 		}
 		return nil
@@ -226,13 +227,13 @@ func checkTopology(c Config) error {
 		return couldNotRun("--topology %q: want single or replicated", c.Topology)
 	}
 	switch {
-	case c.Replication != "" && c.Replication != servers.ReplicationAsync && c.Replication != servers.ReplicationSync:
+	case c.Replication != "" && c.Replication != pgserver.ReplicationAsync && c.Replication != pgserver.ReplicationSync:
 		return couldNotRun("--replication %q: want async or sync", c.Replication)
 	case c.DSN != "":
 		return couldNotRun("--topology replicated launches its servers: drop --dsn (compose/ has replicated topologies to point --dsn at)")
 	case c.Store != Postgres && c.Store != Redis:
 		return couldNotRun("--topology replicated: this build launches a replicated PostgreSQL or Redis, not %s", c.Store)
-	case c.Store == Redis && c.Replication == servers.ReplicationSync:
+	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:
 		// WAIT after each write would report how many replicas have it, not make a
 		// failover keep it: Redis documents that WAIT does not make it strongly consistent.
 		return couldNotRun("--replication sync: Redis replicates asynchronously only (WAIT does not make a failover keep a write); use --replication async")
@@ -243,8 +244,8 @@ func checkTopology(c Config) error {
 }
 
 func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
-	rp, err := servers.StartReplicatedPostgres(ctx, servers.ReplicatedPostgresOptions{
-		Postgres:    servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion},
+	rp, err := pgserver.StartReplicated(ctx, pgserver.ReplicatedOptions{
+		Postgres:    pgserver.Options{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion},
 		Replication: cfg.Replication,
 	})
 	if err != nil {
@@ -255,8 +256,8 @@ func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (laun
 }
 
 func launchReplicatedRedis(ctx context.Context, cfg Config, dir string) (launched, error) {
-	rr, err := servers.StartReplicatedRedis(ctx, servers.ReplicatedRedisOptions{
-		Redis: servers.RedisOptions{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log")},
+	rr, err := redisserver.StartReplicated(ctx, redisserver.ReplicatedOptions{
+		Redis: redisserver.Options{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log")},
 	})
 	if err != nil {
 		return launched{}, err
@@ -269,9 +270,9 @@ func launchReplicatedRedis(ctx context.Context, cfg Config, dir string) (launche
 
 // replicatedCtl applies kill, pause and restart to the server that is primary now (the
 // standby once promoted), and failover to the pair.
-type replicatedCtl struct{ rp *servers.ReplicatedPostgres }
+type replicatedCtl struct{ rp *pgserver.Replicated }
 
-func (c replicatedCtl) primary() *servers.Postgres {
+func (c replicatedCtl) primary() *pgserver.Server {
 	if c.rp.Promoted {
 		return c.rp.Standby
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
-	"github.com/indoubt/indoubt/internal/servers"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -71,7 +71,7 @@ type Config struct {
 	Topology    string `json:"topology,omitempty"`
 	Replication string `json:"replication,omitempty"`
 	// PGVersion chooses a launched PostgreSQL's binaries: "15", "18" or a bin directory
-	// (servers.PostgresBin); "" for the default.
+	// (internal/servers/postgres.Bin); "" for the default.
 	PGVersion string `json:"pg_version,omitempty"`
 	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
 	// config.json, one NAME[:P][@START-END] per entry.
@@ -188,7 +188,7 @@ func (c *Config) defaults() error {
 }
 
 // persistences are the Persistence values; "" is none.
-var persistences = []string{"", servers.RedisNoPersistence, servers.RedisEverySec, servers.RedisAlways}
+var persistences = []string{"", redisserver.NoPersistence, redisserver.EverySec, redisserver.Always}
 
 // Validate checks the configuration as Run does before it launches anything: the store
 // (and, without a DSN, that its server can be launched here), its workload, mechanism

@@ -24,7 +24,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
 )
@@ -451,14 +451,14 @@ func openCluster(ctx context.Context, cfg Config, dir string, fault *Fault, even
 	dsns := cfg.DSNs
 	if len(dsns) == 0 {
 		t0 := time.Now()
-		opt := servers.PostgresOptions{
+		opt := postgres.Options{
 			LogPath:                 filepath.Join(dir, "postgres.log"),
 			MaxPreparedTransactions: max(64, 2*cfg.Workers+8),
 		}
 		if conns := 2*cfg.Workers + 20; conns > 200 {
 			opt.Settings = map[string]string{"max_connections": strconv.Itoa(conns)}
 		}
-		pgs, err := servers.StartPostgresMany(ctx, cfg.Servers, opt)
+		pgs, err := postgres.StartMany(ctx, cfg.Servers, opt)
 		if err != nil {
 			return nil, couldNotRun("%v", err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
@@ -18,7 +18,7 @@ import (
 )
 
 // three is the package's three PostgreSQL servers, prepared transactions on.
-type three []*servers.Postgres
+type three []*postgres.Server
 
 func (t three) Stop() error {
 	var errs []error
@@ -29,7 +29,7 @@ func (t three) Stop() error {
 }
 
 var pgs = servertest.New("postgres x3", func(ctx context.Context) (three, error) {
-	return servers.StartPostgresMany(ctx, 3, servers.PostgresOptions{MaxPreparedTransactions: 64})
+	return postgres.StartMany(ctx, 3, postgres.Options{MaxPreparedTransactions: 64})
 })
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pgs)) }

@@ -1,4 +1,4 @@
-package servers_test
+package postgres_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -16,11 +17,11 @@ import (
 // writes through the two-host DSN and holds what the primary committed (synchronous
 // replication: every acknowledged commit).
 func TestReplicatedPostgresFailover(t *testing.T) {
-	for _, mode := range []string{servers.ReplicationSync, servers.ReplicationAsync} {
+	for _, mode := range []string{postgres.ReplicationSync, postgres.ReplicationAsync} {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			rp, err := servers.StartReplicatedPostgres(ctx, servers.ReplicatedPostgresOptions{Replication: mode})
+			rp, err := postgres.StartReplicated(ctx, postgres.ReplicatedOptions{Replication: mode})
 			servertest.SkipOrFail(t, err)
 			if err != nil {
 				t.Fatal(err)
@@ -47,7 +48,7 @@ func TestReplicatedPostgresFailover(t *testing.T) {
 				t.Errorf("sync_state %q, want %q", syncState, want)
 			}
 			c.Close(ctx)
-			if mode == servers.ReplicationAsync {
+			if mode == postgres.ReplicationAsync {
 				time.Sleep(500 * time.Millisecond) // let the standby replay the row
 			}
 			if err := rp.Failover(ctx); err != nil {
@@ -93,13 +94,13 @@ func TestReplicatedPostgresRejoin(t *testing.T) {
 	// whose stream failed retries after wal_retrieve_retry_interval (5 s by default),
 	// seen here to delay a promotion asked for meanwhile by as much: the test is about
 	// the rejoin, not that wait.
-	opt := servers.PostgresOptions{Settings: map[string]string{"wal_retrieve_retry_interval": "200ms"}}
-	for _, mode := range []string{servers.ReplicationAsync, servers.ReplicationSync} {
+	opt := postgres.Options{Settings: map[string]string{"wal_retrieve_retry_interval": "200ms"}}
+	for _, mode := range []string{postgres.ReplicationAsync, postgres.ReplicationSync} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			rp, err := servers.StartReplicatedPostgres(ctx, servers.ReplicatedPostgresOptions{Replication: mode, Postgres: opt})
+			rp, err := postgres.StartReplicated(ctx, postgres.ReplicatedOptions{Replication: mode, Postgres: opt})
 			servertest.SkipOrFail(t, err)
 			if err != nil {
 				t.Fatal(err)
@@ -119,7 +120,7 @@ func TestReplicatedPostgresRejoin(t *testing.T) {
 				}
 				return nil
 			}))
-			if mode == servers.ReplicationAsync {
+			if mode == postgres.ReplicationAsync {
 				// A commit the standby never receives: its WAL sender is ended while the
 				// standby, paused, cannot ask for another, and the primary acknowledges
 				// the commit alone. Then the primary dies with it.
@@ -164,7 +165,7 @@ func TestReplicatedPostgresRejoin(t *testing.T) {
 				t.Fatalf("rows on the rejoined standby: %v; want after,alone,before (and not the diverged commit)", err)
 			}
 
-			if mode == servers.ReplicationSync {
+			if mode == postgres.ReplicationSync {
 				// With its only standby stopped, a commit on the new primary waits.
 				must(rp.Primary.Pause())
 				wctx, wcancel := context.WithTimeout(ctx, 500*time.Millisecond)

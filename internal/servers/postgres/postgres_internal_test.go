@@ -1,4 +1,4 @@
-package servers
+package postgres
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
 // installFake makes dir/<prog> executable files, enough for the binary search to accept
@@ -76,7 +78,7 @@ func TestFindPostgresMissing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := findPostgres(tc.env, tc.glob)
-			if !errors.Is(err, ErrNotInstalled) {
+			if !errors.Is(err, servers.ErrNotInstalled) {
 				t.Fatalf("got %v, want an ErrNotInstalled", err)
 			}
 			msg := err.Error()
@@ -154,7 +156,7 @@ func TestFindPostgresVersion(t *testing.T) {
 	if got, err := findPostgresVersion("18", lib, cache); err != nil || got != lib {
 		t.Errorf("Debian's and the cache's: got %q, %v; want Debian's %s", got, err, lib)
 	}
-	if _, err := findPostgresVersion("17", filepath.Join(root, "lib", "17", "bin"), cache); !errors.Is(err, ErrNotInstalled) {
+	if _, err := findPostgresVersion("17", filepath.Join(root, "lib", "17", "bin"), cache); !errors.Is(err, servers.ErrNotInstalled) {
 		t.Errorf("17: got %v, want ErrNotInstalled", err)
 	}
 }

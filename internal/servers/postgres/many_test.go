@@ -1,4 +1,4 @@
-package servers_test
+package postgres_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -16,7 +16,7 @@ func TestPostgresManyPrepared(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	logs := filepath.Join(t.TempDir(), "postgres.log")
-	pgs, err := servers.StartPostgresMany(ctx, 3, servers.PostgresOptions{MaxPreparedTransactions: 17, LogPath: logs})
+	pgs, err := postgres.StartMany(ctx, 3, postgres.Options{MaxPreparedTransactions: 17, LogPath: logs})
 	servertest.SkipOrFail(t, err)
 	defer func() {
 		for _, p := range pgs {

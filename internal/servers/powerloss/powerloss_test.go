@@ -1,4 +1,4 @@
-package servers_test
+package powerloss_test
 
 import (
 	"context"
@@ -9,8 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/indoubt/indoubt/internal/powerfs"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
+	"github.com/indoubt/indoubt/internal/servers/powerloss"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -27,13 +32,25 @@ func skipNoFuse(t *testing.T, err error) {
 	t.Skipf("powerfs: %v", err)
 }
 
+func pgConnect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
 // TestPostgresPowerLoss launches PostgreSQL on powerfs with its defaults: every
 // committed row survives a power loss, the server answers again on its port, and Stop
 // unmounts and removes everything.
 func TestPostgresPowerLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{PowerFS: true})
+	pg, err := postgres.Start(ctx, postgres.Options{DataFS: powerloss.FS{}})
 	skipNoFuse(t, err)
 	servertest.SkipOrFail(t, err)
 	if err != nil {
@@ -54,7 +71,7 @@ func TestPostgresPowerLoss(t *testing.T) {
 		}
 	}
 	port := pg.Port
-	if err := pg.PowerLoss(ctx, powerfs.PowerLossOptions{Tear: true, Seed: 1}); err != nil {
+	if err := powerloss.Cut(ctx, pg, powerfs.PowerLossOptions{Tear: true, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if pg.Port != port {
@@ -64,7 +81,7 @@ func TestPostgresPowerLoss(t *testing.T) {
 	if err := pgConnect(t, pg.DSN).QueryRow(ctx, "select count(*) from t").Scan(&got); err != nil || got != n {
 		t.Fatalf("after the power loss: %d rows (%v), want the %d committed", got, err, n)
 	}
-	if st, ok := pg.PowerStats(); !ok || st.PowerLosses != 1 || st.FileSyncs == 0 {
+	if st, ok := powerloss.Stats(pg); !ok || st.PowerLosses != 1 || st.FileSyncs == 0 {
 		t.Errorf("powerfs stats %+v, %v: want one power loss and some fsyncs", st, ok)
 	}
 	if err := pg.Stop(); err != nil {
@@ -75,42 +92,72 @@ func TestPostgresPowerLoss(t *testing.T) {
 	}
 }
 
+// redisGet returns the value of key on r, "" when it has none.
+func redisGet(t *testing.T, ctx context.Context, r *redis.Server, key string) string {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: r.Addr, Password: r.Password, MaxRetries: -1})
+	defer c.Close()
+	v, err := c.Get(ctx, key).Result()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	return v
+}
+
+func redisSet(t *testing.T, ctx context.Context, r *redis.Server, key, value string) {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: r.Addr, Password: r.Password, MaxRetries: -1})
+	defer c.Close()
+	if err := c.Set(ctx, key, value, 0).Err(); err != nil {
+		t.Fatalf("SET %s: %v", key, err)
+	}
+}
+
 // TestRedisPowerLoss: with appendfsync always an acknowledged write survives a power
 // loss; with no persistence it does not; a server not on powerfs refuses one.
 func TestRedisPowerLoss(t *testing.T) {
 	for _, tc := range []struct {
 		persistence string
 		kept        bool
-	}{{servers.RedisAlways, true}, {servers.RedisNoPersistence, false}} {
+	}{{redis.Always, true}, {redis.NoPersistence, false}} {
 		t.Run(tc.persistence, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: tc.persistence, PowerFS: true})
+			r, err := redis.Start(ctx, redis.Options{Persistence: tc.persistence, DataFS: powerloss.FS{}})
 			skipNoFuse(t, err)
 			servertest.SkipOrFail(t, err)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = r.Stop() })
-			if got := redisCLI(t, r, "SET", "k", "v1"); got != "OK" {
-				t.Fatalf("SET: %q", got)
-			}
-			if err := r.PowerLoss(ctx, powerfs.PowerLossOptions{}); err != nil {
+			redisSet(t, ctx, r, "k", "v1")
+			if err := powerloss.Cut(ctx, r, powerfs.PowerLossOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			got := redisCLI(t, r, "GET", "k")
+			got := redisGet(t, ctx, r, "k")
 			if kept := got == "v1"; kept != tc.kept {
 				t.Errorf("GET after the power loss: %q; want kept=%v", got, tc.kept)
 			}
 		})
 	}
 	t.Run("not on powerfs", func(t *testing.T) {
-		r := startRedis(t, servers.RedisOptions{})
-		if err := r.PowerLoss(context.Background(), powerfs.PowerLossOptions{}); !errors.Is(err, servers.ErrNotOnPowerFS) {
-			t.Errorf("PowerLoss without PowerFS: %v, want ErrNotOnPowerFS", err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err := redis.Start(ctx, redis.Options{})
+		servertest.SkipOrFail(t, err)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got := redisCLI(t, r, "PING"); got != "PONG" {
-			t.Errorf("after the refused power loss: PING %q", got)
+		t.Cleanup(func() { _ = r.Stop() })
+		if err := powerloss.Cut(ctx, r, powerfs.PowerLossOptions{}); !errors.Is(err, powerloss.ErrNotOnPowerFS) {
+			t.Errorf("Cut without DataFS: %v, want ErrNotOnPowerFS", err)
+		}
+		if _, ok := powerloss.Stats(r); ok {
+			t.Error("Stats without DataFS: ok")
+		}
+		redisSet(t, ctx, r, "k", "still")
+		if got := redisGet(t, ctx, r, "k"); got != "still" {
+			t.Errorf("after the refused power loss: GET %q", got)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package servers
+package postgres
 
 import (
 	"context"
@@ -11,9 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
-// Replication modes of a replicated PostgreSQL (ReplicatedPostgresOptions.Replication).
+// Replication modes of a replicated PostgreSQL (ReplicatedOptions.Replication).
 const (
 	// ReplicationAsync acknowledges a commit once the primary has flushed it: the
 	// standby may lack it when the primary dies.
@@ -23,20 +25,20 @@ const (
 	ReplicationSync = "sync"
 )
 
-// ReplicatedPostgresOptions configures StartReplicatedPostgres.
-type ReplicatedPostgresOptions struct {
+// ReplicatedOptions configures StartReplicated.
+type ReplicatedOptions struct {
 	// Postgres configures both servers (Settings apply to both; LogPath is the
 	// primary's log, the standby's is beside it with ".standby" added).
-	Postgres PostgresOptions
+	Postgres Options
 	// Replication is ReplicationAsync (also "") or ReplicationSync.
 	Replication string
 }
 
-// ReplicatedPostgres is a primary and a streaming standby made from it with
-// pg_basebackup, both launched like StartPostgres's server (same password). Its fields
+// Replicated is a primary and a streaming standby made from it with
+// pg_basebackup, both launched like Start's server (same password). Its fields
 // are read-only. Stop ends both.
-type ReplicatedPostgres struct {
-	Primary, Standby *Postgres
+type Replicated struct {
+	Primary, Standby *Server
 	Replication      string
 	// DSN names both servers, for a client that must find the one that takes writes
 	// (pgx: target_session_attrs=read-write).
@@ -50,7 +52,7 @@ type ReplicatedPostgres struct {
 }
 
 // rewindSettings are what pg_rewind needs of both servers to make a killed primary
-// follow the promoted standby (Rejoin), unless ReplicatedPostgresOptions' Settings
+// follow the promoted standby (Rejoin), unless ReplicatedOptions' Settings
 // say otherwise:
 //   - wal_log_hints: every hint-bit change in the WAL, so that pg_rewind sees every
 //     page the old primary changed after the two diverged (data checksums would do
@@ -62,10 +64,10 @@ type ReplicatedPostgres struct {
 //     it. Only WAL a run writes is kept; a short run writes megabytes.
 var rewindSettings = map[string]string{"wal_log_hints": "on", "wal_keep_size": "1GB"}
 
-// StartReplicatedPostgres starts a primary, copies it with pg_basebackup -R into a
+// StartReplicated starts a primary, copies it with pg_basebackup -R into a
 // standby that streams from it, and, for ReplicationSync, makes every commit wait for
 // the standby. It returns when the standby answers queries and streams.
-func StartReplicatedPostgres(ctx context.Context, opt ReplicatedPostgresOptions) (*ReplicatedPostgres, error) {
+func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, error) {
 	switch opt.Replication {
 	case "", ReplicationAsync, ReplicationSync:
 	default:
@@ -79,11 +81,11 @@ func StartReplicatedPostgres(ctx context.Context, opt ReplicatedPostgresOptions)
 	for k, v := range opt.Postgres.Settings {
 		popt.Settings[k] = v
 	}
-	primary, err := StartPostgres(ctx, popt)
+	primary, err := Start(ctx, popt)
 	if err != nil {
 		return nil, err
 	}
-	rp := &ReplicatedPostgres{Primary: primary, Replication: opt.Replication}
+	rp := &Replicated{Primary: primary, Replication: opt.Replication}
 	if rp.Replication == "" {
 		rp.Replication = ReplicationAsync
 	}
@@ -115,23 +117,23 @@ func StartReplicatedPostgres(ctx context.Context, opt ReplicatedPostgresOptions)
 		}
 	}
 	rp.DSN = fmt.Sprintf("postgres://%s:%s@%s,%s/%s?sslmode=disable&target_session_attrs=read-write",
-		PostgresUser, primary.Password, primary.Addr, rp.Standby.Addr, PostgresDatabase)
+		User, primary.Password, primary.Addr, rp.Standby.Addr, Database)
 	return rp, nil
 }
 
 // startStandby makes a standby of primary in a temporary directory of its own.
-func startStandby(ctx context.Context, primary *Postgres, opt PostgresOptions) (*Postgres, error) {
+func startStandby(ctx context.Context, primary *Server, opt Options) (*Server, error) {
 	extra, err := settingArgs(opt.Settings)
 	if err != nil {
 		return nil, err
 	}
-	acct, err := ServerAccount()
+	acct, err := servers.ServerAccount()
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Postgres{BinDir: primary.BinDir, Version: primary.Version, Password: primary.Password, LogPath: opt.LogPath,
-		instance: instance{name: "pgstandby", keep: opt.Keep, sig: syscall.SIGINT, grace: postgresStopGrace}}
-	dir, err := s.makeTempDir(opt.Dir, acct)
+	s := &Server{BinDir: primary.BinDir, Version: primary.Version, Password: primary.Password, LogPath: opt.LogPath,
+		inst: servers.Instance{Name: "pgstandby", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: stopGrace}}
+	dir, err := s.inst.MakeTempDir(opt.Dir, acct)
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +141,14 @@ func startStandby(ctx context.Context, primary *Postgres, opt PostgresOptions) (
 	if s.LogPath == "" {
 		s.LogPath = filepath.Join(dir, "postgres.log")
 	}
-	fail := func(err error) (*Postgres, error) { return nil, s.abandon(err) }
+	fail := func(err error) (*Server, error) { return nil, s.inst.Abandon(err) }
 	if err := s.makeSocketDir(); err != nil {
 		return fail(err)
 	}
 	if err := acct.Own(s.Dir, s.SocketDir); err != nil {
 		return fail(fmt.Errorf("postgres: %w", err))
 	}
-	if err := s.openLog(s.LogPath); err != nil {
+	if err := s.inst.OpenLog(s.LogPath); err != nil {
 		return fail(err)
 	}
 	// The standby reconnects to the primary with this file (pg_basebackup -R names it
@@ -155,14 +157,14 @@ func startStandby(ctx context.Context, primary *Postgres, opt PostgresOptions) (
 	if err != nil {
 		return fail(err)
 	}
-	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=%s passfile=%s application_name=standby", primary.Port, PostgresUser, passfile)
+	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=%s passfile=%s application_name=standby", primary.Port, User, passfile)
 	if err := s.run(ctx, acct, nil, "pg_basebackup", "-d", conn, "-D", s.DataDir, "-R", "-c", "fast", "-X", "stream", "--no-sync"); err != nil {
 		return fail(err)
 	}
-	if err := s.listenOnFreePort(func(string, ...any) {}, func(port int) error { return s.listen(ctx, acct, port, extra) }); err != nil {
+	if err := s.inst.ListenOnFreePort(func(string, ...any) {}, func(port int) error { return s.listen(ctx, acct, port, extra) }); err != nil {
 		return fail(err)
 	}
-	s.relaunch = func(ctx context.Context) error { return s.listen(ctx, acct, s.Port, extra) }
+	s.inst.SetRelaunch(func(ctx context.Context) error { return s.listen(ctx, acct, s.Port, extra) })
 	return s, nil
 }
 
@@ -170,10 +172,10 @@ func startStandby(ctx context.Context, primary *Postgres, opt PostgresOptions) (
 // (synchronous_standby_names '*', synchronous_commit on). It is set in the file and
 // reloaded, not with -c: a command-line setting would make p wait for a standby from
 // its start, before there is one.
-func requireSyncStandby(p *Postgres) error {
+func requireSyncStandby(p *Server) error {
 	err := appendConf(p, "synchronous_standby_names = '*'\nsynchronous_commit = on")
 	if err == nil {
-		err = p.signal(syscall.SIGHUP)
+		err = p.inst.Signal(syscall.SIGHUP)
 	}
 	if err != nil {
 		return fmt.Errorf("postgres: synchronous replication: %w", err)
@@ -182,7 +184,7 @@ func requireSyncStandby(p *Postgres) error {
 }
 
 // appendConf appends lines to p's postgresql.conf (read at the next start or reload).
-func appendConf(p *Postgres, lines string) error {
+func appendConf(p *Server, lines string) error {
 	f, err := os.OpenFile(filepath.Join(p.DataDir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
 		_, err = f.WriteString("\n" + lines + "\n")
@@ -196,9 +198,9 @@ func appendConf(p *Postgres, lines string) error {
 
 // writePassfile writes dir/pgpass, readable by acct alone, with the password of
 // server, for a client or standby of it run as acct, and returns its path.
-func writePassfile(dir string, server *Postgres, acct Account) (string, error) {
+func writePassfile(dir string, server *Server, acct servers.Account) (string, error) {
 	passfile := filepath.Join(dir, "pgpass")
-	line := fmt.Sprintf("127.0.0.1:%d:*:%s:%s\n", server.Port, PostgresUser, server.Password)
+	line := fmt.Sprintf("127.0.0.1:%d:*:%s:%s\n", server.Port, User, server.Password)
 	if err := os.WriteFile(passfile, []byte(line), 0o600); err != nil {
 		return "", fmt.Errorf("postgres: %w", err)
 	}
@@ -212,14 +214,14 @@ func writePassfile(dir string, server *Postgres, acct Account) (string, error) {
 // and promotes the standby (pg_ctl promote, waiting until it takes writes). The old
 // primary stays down until Rejoin: started again as it was, it would be a second
 // primary on a diverged timeline.
-func (rp *ReplicatedPostgres) Failover(ctx context.Context) error {
+func (rp *Replicated) Failover(ctx context.Context) error {
 	if rp.Promoted {
 		return errors.New("postgres: failover: the standby was already promoted")
 	}
-	if err := rp.Primary.Kill(); err != nil && !errors.Is(err, errDown) {
+	if err := rp.Primary.Kill(); err != nil && !errors.Is(err, servers.ErrDown) {
 		return err
 	}
-	acct, err := ServerAccount()
+	acct, err := servers.ServerAccount()
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -255,7 +257,7 @@ const rejoinedName = "rejoined"
 // names both. It fails when Failover did not run, when pg_rewind is not installed
 // beside the server binaries, or when the old primary cannot stream again; the old
 // primary is then left down.
-func (rp *ReplicatedPostgres) Rejoin(ctx context.Context) error {
+func (rp *Replicated) Rejoin(ctx context.Context) error {
 	switch {
 	case !rp.Promoted:
 		return errors.New("postgres: rejoin: no failover to rejoin after")
@@ -263,15 +265,15 @@ func (rp *ReplicatedPostgres) Rejoin(ctx context.Context) error {
 		return errors.New("postgres: rejoin: the old primary rejoined already")
 	}
 	old, primary := rp.Primary, rp.Standby
-	if !isExecutable(filepath.Join(old.BinDir, "pg_rewind")) {
-		return &NotInstalledError{Server: "postgres", Program: "pg_rewind", Hint: "not in " + old.BinDir + "; rejoin needs PostgreSQL's client tools beside the server (Debian package postgresql)"}
+	if !servers.IsExecutable(filepath.Join(old.BinDir, "pg_rewind")) {
+		return &servers.NotInstalledError{Server: "postgres", Program: "pg_rewind", Hint: "not in " + old.BinDir + "; rejoin needs PostgreSQL's client tools beside the server (Debian package postgresql)"}
 	}
-	acct, err := ServerAccount()
+	acct, err := servers.ServerAccount()
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	rewind := func(ctx context.Context) error {
-		if _, err := queryPostgres(ctx, time.Minute, primary.Addr, PostgresUser, primary.Password, PostgresDatabase, "checkpoint"); err != nil {
+		if _, err := queryFirst(ctx, time.Minute, primary.Addr, User, primary.Password, Database, "checkpoint"); err != nil {
 			return fmt.Errorf("postgres: rejoin: checkpoint on the new primary: %w", err)
 		}
 		// The password reaches pg_rewind, and the standby it writes the settings
@@ -281,7 +283,7 @@ func (rp *ReplicatedPostgres) Rejoin(ctx context.Context) error {
 			return err
 		}
 		conn := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=%s passfile=%s application_name=%s",
-			primary.Port, PostgresUser, PostgresDatabase, passfile, rejoinedName)
+			primary.Port, User, Database, passfile, rejoinedName)
 		// --no-sync as for pg_basebackup: the cluster goes with its directory, and
 		// the server itself keeps fsync on from here.
 		if err := old.run(ctx, acct, nil, "pg_rewind", "-D", old.DataDir, "--source-server="+conn, "-R", "--no-sync"); err != nil {
@@ -289,10 +291,10 @@ func (rp *ReplicatedPostgres) Rejoin(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err := old.startAgainAfter(ctx, rewind); err != nil {
+	if err := old.inst.StartAgainAfter(ctx, rewind); err != nil {
 		return err
 	}
-	logStart, _ := old.log.Seek(0, io.SeekEnd)
+	logStart, _ := old.inst.Log().Seek(0, io.SeekEnd)
 	if err := rp.waitRejoined(ctx, "async", logStart); err != nil {
 		return err
 	}
@@ -311,16 +313,16 @@ func (rp *ReplicatedPostgres) Rejoin(ctx context.Context) error {
 // waitRejoined polls the new primary until its pg_stat_replication shows the rejoined
 // standby streaming with sync_state syncState, for at most 30 s; the error quotes the
 // standby's log from logStart.
-func (rp *ReplicatedPostgres) waitRejoined(ctx context.Context, syncState string, logStart int64) error {
+func (rp *Replicated) waitRejoined(ctx context.Context, syncState string, logStart int64) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	primary := rp.Standby
 	q := "select state || ' ' || sync_state from pg_stat_replication where application_name = '" + rejoinedName + "'"
 	want := "streaming " + syncState
 	var got string
-	err := Poll(ctx, 50*time.Millisecond, rp.Primary.Exited(), func(ctx context.Context) error {
+	err := servers.Poll(ctx, 50*time.Millisecond, rp.Primary.Exited(), func(ctx context.Context) error {
 		var err error
-		if got, err = queryPostgres(ctx, 2*time.Second, primary.Addr, PostgresUser, primary.Password, PostgresDatabase, q); err != nil {
+		if got, err = queryFirst(ctx, 2*time.Second, primary.Addr, User, primary.Password, Database, q); err != nil {
 			return err
 		}
 		if got != want {
@@ -329,16 +331,16 @@ func (rp *ReplicatedPostgres) waitRejoined(ctx context.Context, syncState string
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: rejoin: the old primary is not a %s streaming standby of the new one: %w: %s", syncState, err, postgresLogTail(rp.Primary.LogPath, logStart))
+		return fmt.Errorf("postgres: rejoin: the old primary is not a %s streaming standby of the new one: %w: %s", syncState, err, logTail(rp.Primary.LogPath, logStart))
 	}
 	return nil
 }
 
 // Pid returns the process id of the primary's postmaster, which a failover kills.
-func (rp *ReplicatedPostgres) Pid() int { return rp.Primary.Pid() }
+func (rp *Replicated) Pid() int { return rp.Primary.Pid() }
 
 // Stop stops both servers and removes their directories.
-func (rp *ReplicatedPostgres) Stop() error {
+func (rp *Replicated) Stop() error {
 	var errs []error
 	if rp.Standby != nil {
 		errs = append(errs, rp.Standby.Stop())

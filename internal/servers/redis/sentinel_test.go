@@ -1,4 +1,4 @@
-package servers_test
+package redis_test
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
-func startReplicatedRedis(t *testing.T, ctx context.Context, parent string) *servers.ReplicatedRedis {
+func startReplicatedRedis(t *testing.T, ctx context.Context, parent string) *redis.Replicated {
 	t.Helper()
-	rr, err := servers.StartReplicatedRedis(ctx, servers.ReplicatedRedisOptions{Redis: servers.RedisOptions{Dir: parent}})
+	rr, err := redis.StartReplicated(ctx, redis.ReplicatedOptions{Redis: redis.Options{Dir: parent}})
 	servertest.SkipOrFail(t, err)
 	if err != nil {
 		t.Fatal(err)
@@ -32,14 +33,14 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // failoverClient is go-redis's Sentinel client for the DSN of rr. go-redis logs each
 // change of primary to stderr; the test says what it checks itself.
-func failoverClient(t *testing.T, rr *servers.ReplicatedRedis) *goredis.Client {
+func failoverClient(t *testing.T, rr *redis.Replicated) *goredis.Client {
 	t.Helper()
 	goredis.SetLogger(quietLogger{})
 	var addrs []string
 	for _, s := range rr.Sentinels {
 		addrs = append(addrs, s.Addr)
 	}
-	c := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: servers.RedisMasterName,
+	c := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: redis.MasterName,
 		SentinelAddrs: addrs, SentinelPassword: rr.Password, Password: rr.Password})
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -52,13 +53,13 @@ func failoverClient(t *testing.T, rr *servers.ReplicatedRedis) *goredis.Client {
 func TestReplicatedRedisFailoverAndRejoin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	parent := reachableDir(t)
+	parent := servertest.ReachableDir(t)
 	rr := startReplicatedRedis(t, ctx, parent)
 	defer rr.Stop()
 	if got := rr.Primary(); got != rr.Nodes[0] {
 		t.Fatalf("primary %s, want the first node %s", got.Addr, rr.Nodes[0].Addr)
 	}
-	if !strings.Contains(rr.DSN, "master_name="+servers.RedisMasterName) || strings.Count(rr.DSN, "&addr=") != 2 {
+	if !strings.Contains(rr.DSN, "master_name="+redis.MasterName) || strings.Count(rr.DSN, "&addr=") != 2 {
 		t.Errorf("DSN %q: want the master name and three Sentinels", rr.DSN)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(parent, "indoubt-*"))
@@ -117,13 +118,13 @@ func TestReplicatedRedisFailoverAndRejoin(t *testing.T) {
 	}
 }
 
-func groupRunningPid(pid int) bool { return len(groupAlive(pid)) > 0 }
+func groupRunningPid(pid int) bool { return len(servertest.GroupAlive(pid)) > 0 }
 
 // A harness killed with SIGKILL takes the five processes of a replicated Redis with it,
 // and leaves five directories that FindLeftovers lists and Remove removes.
 func TestReplicatedRedisKilledHarnessLeftovers(t *testing.T) {
 	if parent := os.Getenv("INDOUBT_TEST_SENTINEL_DIR"); parent != "" {
-		rr, err := servers.StartReplicatedRedis(context.Background(), servers.ReplicatedRedisOptions{Redis: servers.RedisOptions{Dir: parent}})
+		rr, err := redis.StartReplicated(context.Background(), redis.ReplicatedOptions{Redis: redis.Options{Dir: parent}})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
@@ -136,8 +137,8 @@ func TestReplicatedRedisKilledHarnessLeftovers(t *testing.T) {
 		time.Sleep(time.Minute)
 		os.Exit(1)
 	}
-	parent := reachableDir(t)
-	cmd, line := rerun(t, "TestReplicatedRedisKilledHarnessLeftovers", "INDOUBT_TEST_SENTINEL_DIR="+parent)
+	parent := servertest.ReachableDir(t)
+	cmd, line := servertest.Rerun(t, "TestReplicatedRedisKilledHarnessLeftovers", "INDOUBT_TEST_SENTINEL_DIR="+parent)
 	var pids [5]int
 	if _, err := fmt.Sscan(line, &pids[0], &pids[1], &pids[2], &pids[3], &pids[4]); err != nil {
 		if strings.Contains(line, "not installed") || strings.Contains(line, "not found") {
@@ -155,7 +156,7 @@ func TestReplicatedRedisKilledHarnessLeftovers(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	for _, pid := range pids {
-		if !eventually(func() bool { return !groupRunningPid(pid) }) {
+		if !servertest.Eventually(func() bool { return !groupRunningPid(pid) }) {
 			t.Errorf("server %d outlived the harness", pid)
 		}
 	}

@@ -1,4 +1,4 @@
-package servers
+package cassandra
 
 import (
 	"strings"
@@ -15,7 +15,7 @@ func TestCassandraCommitLogSettings(t *testing.T) {
 	}{
 		{"", []string{"commitlog_sync: periodic", "commitlog_sync_period: 10000ms"}, []string{"group_window"}},
 		{CommitLogBatch, []string{"commitlog_sync: batch"}, []string{"commitlog_sync_period", "group_window", "batch_window"}},
-		{CommitLogGroup, []string{"commitlog_sync: group", "commitlog_sync_group_window: " + CassandraGroupWindow}, []string{"commitlog_sync_period"}},
+		{CommitLogGroup, []string{"commitlog_sync: group", "commitlog_sync_group_window: " + GroupWindow}, []string{"commitlog_sync_period"}},
 	} {
 		conf, err := cassandraYAML("/d", "/m", 1, 2, nil, tc.mode)
 		if err != nil {

@@ -1,4 +1,4 @@
-package servers
+package redis
 
 import (
 	"bufio"
@@ -11,14 +11,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
-// RedisMasterName is the name under which the Sentinels of a ReplicatedRedis monitor
-// its primary: the master_name of its DSN.
-const RedisMasterName = "indoubt"
+// MasterName is the name under which the Sentinels of a Replicated monitor its
+// primary: the master_name of its DSN.
+const MasterName = "indoubt"
 
-// Sentinel timings of a ReplicatedRedis, small so that a failover takes seconds, not
-// the 30 s of Redis's defaults.
+// Sentinel timings of a Replicated, small so that a failover takes seconds, not the
+// 30 s of Redis's defaults.
 const (
 	// DefaultSentinelDownAfter is how long the primary must not answer before a
 	// Sentinel thinks it down (sentinel down-after-milliseconds).
@@ -31,30 +33,30 @@ const (
 // How long Failover waits for the Sentinels to promote the replica.
 const sentinelPromoteWait = time.Minute
 
-// ReplicatedRedisOptions configures StartReplicatedRedis.
-type ReplicatedRedisOptions struct {
+// ReplicatedOptions configures StartReplicated.
+type ReplicatedOptions struct {
 	// Redis configures both data nodes (Persistence and Settings apply to both; LogPath
 	// is the primary's log, the replica's is beside it with ".replica" added and the
 	// Sentinels' with ".sentinel1" to ".sentinel3").
-	Redis RedisOptions
+	Redis Options
 	// DownAfter and FailoverTimeout are the Sentinels' down-after-milliseconds and
 	// failover-timeout; 0 means DefaultSentinelDownAfter, DefaultSentinelFailoverTimeout.
 	DownAfter, FailoverTimeout time.Duration
 }
 
-// ReplicatedRedis is a Redis primary, one replica of it (replicaof) and three Sentinels
-// that monitor it under RedisMasterName with a quorum of two, each launched like
-// StartRedis's server (one password for all, masterauth and Sentinel auth-pass
-// included). Which data node is primary changes with failovers: Primary asks the
-// Sentinels. Its fields are read-only; Stop ends all five processes.
+// Replicated is a Redis primary, one replica of it (replicaof) and three Sentinels
+// that monitor it under MasterName with a quorum of two, each launched like Start's
+// server (one password for all, masterauth and Sentinel auth-pass included). Which data
+// node is primary changes with failovers: Primary asks the Sentinels. Its fields are
+// read-only; Stop ends all five processes.
 //
 // Replication is asynchronous, Redis's only mode: the primary acknowledges a write
 // before the replica has it, so a failover can lose acknowledged writes.
-type ReplicatedRedis struct {
+type Replicated struct {
 	// Nodes are the data nodes as launched: Nodes[0] was the first primary, Nodes[1]
 	// its replica.
-	Nodes     [2]*Redis
-	Sentinels []*Redis
+	Nodes     [2]*Server
+	Sentinels []*Server
 	Password  string
 	// DSN names the Sentinels and the master name, as indoubt run --dsn takes it:
 	// redis://:PASSWORD@SENTINEL1/0?master_name=indoubt&addr=SENTINEL2&addr=SENTINEL3.
@@ -63,16 +65,16 @@ type ReplicatedRedis struct {
 	DownAfter, FailoverTimeout time.Duration
 
 	mu      sync.Mutex
-	primary int    // index in Nodes of the primary, as last seen
-	killed  *Redis // the node a Kill or a Failover left down
-	paused  *Redis // the node a Pause stopped
+	primary int     // index in Nodes of the primary, as last seen
+	killed  *Server // the node a Kill or a Failover left down
+	paused  *Server // the node a Pause stopped
 }
 
-// StartReplicatedRedis starts a primary, a replica of it and three Sentinels, and
-// returns when the replica's link to the primary is up and every Sentinel knows the
+// StartReplicated starts a primary, a replica of it and three Sentinels, and returns
+// when the replica's link to the primary is up and every Sentinel knows the
 // replica and the other two Sentinels. On error nothing is left running.
-func StartReplicatedRedis(ctx context.Context, opt ReplicatedRedisOptions) (*ReplicatedRedis, error) {
-	rr := &ReplicatedRedis{DownAfter: opt.DownAfter, FailoverTimeout: opt.FailoverTimeout}
+func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, error) {
+	rr := &Replicated{DownAfter: opt.DownAfter, FailoverTimeout: opt.FailoverTimeout}
 	if rr.DownAfter <= 0 {
 		rr.DownAfter = DefaultSentinelDownAfter
 	}
@@ -80,10 +82,10 @@ func StartReplicatedRedis(ctx context.Context, opt ReplicatedRedisOptions) (*Rep
 		rr.FailoverTimeout = DefaultSentinelFailoverTimeout
 	}
 	var err error
-	if rr.Password, err = newPassword(); err != nil {
+	if rr.Password, err = servers.NewPassword(); err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
-	fail := func(err error) (*ReplicatedRedis, error) {
+	fail := func(err error) (*Replicated, error) {
 		_ = rr.Stop()
 		return nil, err
 	}
@@ -106,9 +108,9 @@ func StartReplicatedRedis(ctx context.Context, opt ReplicatedRedisOptions) (*Rep
 	}
 	sconf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\nsentinel auth-pass %[1]s %[3]s\n"+
 		"sentinel down-after-milliseconds %[1]s %[4]d\nsentinel failover-timeout %[1]s %[5]d\n",
-		RedisMasterName, primary.Port, rr.Password, rr.DownAfter.Milliseconds(), rr.FailoverTimeout.Milliseconds())
+		MasterName, primary.Port, rr.Password, rr.DownAfter.Milliseconds(), rr.FailoverTimeout.Milliseconds())
 	for i := 1; i <= 3; i++ {
-		sopt := RedisOptions{Dir: opt.Redis.Dir, Keep: opt.Redis.Keep, Log: opt.Redis.Log,
+		sopt := Options{Dir: opt.Redis.Dir, Keep: opt.Redis.Keep, Log: opt.Redis.Log,
 			LogPath: suffixed(opt.Redis.LogPath, ".sentinel"+strconv.Itoa(i))}
 		s, err := startRedis(ctx, sopt, redisNode{name: "sentinel", password: rr.Password, conf: sconf, sentinel: true})
 		if err != nil {
@@ -122,7 +124,7 @@ func StartReplicatedRedis(ctx context.Context, opt ReplicatedRedisOptions) (*Rep
 		}
 	}
 	rr.DSN = fmt.Sprintf("redis://:%s@%s/0?master_name=%s&addr=%s&addr=%s",
-		rr.Password, rr.Sentinels[0].Addr, RedisMasterName, rr.Sentinels[1].Addr, rr.Sentinels[2].Addr)
+		rr.Password, rr.Sentinels[0].Addr, MasterName, rr.Sentinels[1].Addr, rr.Sentinels[2].Addr)
 	return rr, nil
 }
 
@@ -134,8 +136,8 @@ func suffixed(path, suffix string) string {
 }
 
 // waitLinked waits until replica's replication link to its primary is up.
-func waitLinked(ctx context.Context, replica *Redis, password string) error {
-	err := Poll(ctx, 50*time.Millisecond, replica.Exited(), func(ctx context.Context) error {
+func waitLinked(ctx context.Context, replica *Server, password string) error {
+	err := servers.Poll(ctx, 50*time.Millisecond, replica.Exited(), func(ctx context.Context) error {
 		return replicationHas(ctx, replica.Addr, password, "replication link not up yet", "master_link_status:up")
 	})
 	if err != nil {
@@ -147,9 +149,9 @@ func waitLinked(ctx context.Context, replica *Redis, password string) error {
 // waitSentinelKnows waits until Sentinel s knows the replica and the two other
 // Sentinels (from their hello messages, every 2 s): before that a failover could not
 // be agreed on, or would leave a Sentinel behind that still names the old primary.
-func waitSentinelKnows(ctx context.Context, s *Redis, password string) error {
-	err := Poll(ctx, 50*time.Millisecond, s.Exited(), func(ctx context.Context) error {
-		reply, err := redisCall(ctx, s.Addr, password, "SENTINEL", "MASTER", RedisMasterName)
+func waitSentinelKnows(ctx context.Context, s *Server, password string) error {
+	err := servers.Poll(ctx, 50*time.Millisecond, s.Exited(), func(ctx context.Context) error {
+		reply, err := redisCall(ctx, s.Addr, password, "SENTINEL", "MASTER", MasterName)
 		if err != nil {
 			return err
 		}
@@ -170,10 +172,10 @@ func waitSentinelKnows(ctx context.Context, s *Redis, password string) error {
 }
 
 // masterAddr asks the Sentinels, in turn, where the primary is.
-func (rr *ReplicatedRedis) masterAddr(ctx context.Context) (string, error) {
+func (rr *Replicated) masterAddr(ctx context.Context) (string, error) {
 	var errs []error
 	for _, s := range rr.Sentinels {
-		reply, err := redisCall(ctx, s.Addr, rr.Password, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", RedisMasterName)
+		reply, err := redisCall(ctx, s.Addr, rr.Password, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName)
 		if err == nil && len(reply) != 2 {
 			err = fmt.Errorf("get-master-addr-by-name: reply %q", reply)
 		}
@@ -188,7 +190,7 @@ func (rr *ReplicatedRedis) masterAddr(ctx context.Context) (string, error) {
 
 // Primary returns the data node the Sentinels name as primary now, or, when none
 // answers, the one last seen as primary.
-func (rr *ReplicatedRedis) Primary() *Redis {
+func (rr *Replicated) Primary() *Server {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	addr, err := rr.masterAddr(ctx)
@@ -205,31 +207,31 @@ func (rr *ReplicatedRedis) Primary() *Redis {
 }
 
 // Pid returns the process id of the primary's redis-server.
-func (rr *ReplicatedRedis) Pid() int { return rr.Primary().Pid() }
+func (rr *Replicated) Pid() int { return rr.Primary().Pid() }
 
 // Kill sends SIGKILL to the primary. Down longer than DownAfter, it is replaced by the
 // replica; Start starts it again either way, and the Sentinels make it a replica then.
-func (rr *ReplicatedRedis) Kill() error { return rr.actOnPrimary(&rr.killed, (*Redis).Kill) }
+func (rr *Replicated) Kill() error { return rr.actOnPrimary(&rr.killed, (*Server).Kill) }
 
 // Start starts again the node that Kill or Failover left down, on its port and data,
 // with its configuration file as the Sentinels last rewrote it.
-func (rr *ReplicatedRedis) Start(ctx context.Context) error {
-	return rr.actOnMarked(&rr.killed, "start: no node is down", func(n *Redis) error { return n.Start(ctx) })
+func (rr *Replicated) Start(ctx context.Context) error {
+	return rr.actOnMarked(&rr.killed, "start: no node is down", func(n *Server) error { return n.Start(ctx) })
 }
 
 // Pause stops the primary (SIGSTOP) until Resume. Paused longer than DownAfter, it is
 // replaced by the replica, and demoted by the Sentinels once it runs again.
-func (rr *ReplicatedRedis) Pause() error { return rr.actOnPrimary(&rr.paused, (*Redis).Pause) }
+func (rr *Replicated) Pause() error { return rr.actOnPrimary(&rr.paused, (*Server).Pause) }
 
 // Resume continues the node that Pause stopped.
-func (rr *ReplicatedRedis) Resume() error {
-	return rr.actOnMarked(&rr.paused, "resume: no node is paused", (*Redis).Resume)
+func (rr *Replicated) Resume() error {
+	return rr.actOnMarked(&rr.paused, "resume: no node is paused", (*Server).Resume)
 }
 
 // actOnPrimary applies act to the primary and, when it succeeds, marks the primary in
 // *mark: the node a later actOnMarked must reach, wherever the Sentinels moved the
 // primary meanwhile.
-func (rr *ReplicatedRedis) actOnPrimary(mark **Redis, act func(*Redis) error) error {
+func (rr *Replicated) actOnPrimary(mark **Server, act func(*Server) error) error {
 	p := rr.Primary()
 	if err := act(p); err != nil {
 		return err
@@ -242,7 +244,7 @@ func (rr *ReplicatedRedis) actOnPrimary(mark **Redis, act func(*Redis) error) er
 
 // actOnMarked applies act to the node in *mark and clears the mark when it succeeds;
 // with no node marked it fails with "redis: "+none.
-func (rr *ReplicatedRedis) actOnMarked(mark **Redis, none string, act func(*Redis) error) error {
+func (rr *Replicated) actOnMarked(mark **Server, none string, act func(*Server) error) error {
 	rr.mu.Lock()
 	n := *mark
 	rr.mu.Unlock()
@@ -259,13 +261,13 @@ func (rr *ReplicatedRedis) actOnMarked(mark **Redis, none string, act func(*Redi
 }
 
 // Restart shuts the primary down cleanly and starts it again.
-func (rr *ReplicatedRedis) Restart(ctx context.Context) error { return rr.Primary().Restart(ctx) }
+func (rr *Replicated) Restart(ctx context.Context) error { return rr.Primary().Restart(ctx) }
 
 // Failover kills the primary (SIGKILL) and returns once the Sentinels, on their own,
 // have promoted the replica: they name it as the primary and it answers as one. The
 // old primary stays down until Rejoin. It fails when the replica is down too, or the
 // promotion takes longer than a minute.
-func (rr *ReplicatedRedis) Failover(ctx context.Context) error {
+func (rr *Replicated) Failover(ctx context.Context) error {
 	old := rr.Primary()
 	next := rr.Nodes[0]
 	if next == old {
@@ -282,7 +284,7 @@ func (rr *ReplicatedRedis) Failover(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, sentinelPromoteWait)
 	defer cancel()
-	err := Poll(ctx, 20*time.Millisecond, next.Exited(), func(ctx context.Context) error {
+	err := servers.Poll(ctx, 20*time.Millisecond, next.Exited(), func(ctx context.Context) error {
 		addr, err := rr.masterAddr(ctx)
 		if err != nil {
 			return err
@@ -303,15 +305,15 @@ func (rr *ReplicatedRedis) Failover(ctx context.Context) error {
 // in production: with its configuration file naming it a primary and, without
 // persistence, no data. The Sentinels turn it into a replica of the new primary;
 // Rejoin returns when it answers PING, before that. WaitReplica waits for the rest.
-func (rr *ReplicatedRedis) Rejoin(ctx context.Context) error { return rr.Start(ctx) }
+func (rr *Replicated) Rejoin(ctx context.Context) error { return rr.Start(ctx) }
 
 // WaitReplica waits until the data node that is not the primary is a replica of it
 // with its replication link up: after a Rejoin, once the Sentinels have demoted the old
 // primary (they look every 10 s) and it has synced. The primary is asked for anew at
 // each look: on a loaded machine the Sentinels may fail over again meanwhile.
-func (rr *ReplicatedRedis) WaitReplica(ctx context.Context) error {
-	var p, other *Redis
-	err := Poll(ctx, 50*time.Millisecond, nil, func(ctx context.Context) error {
+func (rr *Replicated) WaitReplica(ctx context.Context) error {
+	var p, other *Server
+	err := servers.Poll(ctx, 50*time.Millisecond, nil, func(ctx context.Context) error {
 		p, other = rr.Primary(), rr.Nodes[0]
 		if other == p {
 			other = rr.Nodes[1]
@@ -327,7 +329,7 @@ func (rr *ReplicatedRedis) WaitReplica(ctx context.Context) error {
 
 // Stop stops the Sentinels first, so that they fail nothing over while the data nodes
 // stop, then both data nodes, and removes every directory.
-func (rr *ReplicatedRedis) Stop() error {
+func (rr *Replicated) Stop() error {
 	var errs []error
 	for _, s := range rr.Sentinels {
 		errs = append(errs, s.Stop())
@@ -375,7 +377,7 @@ func redisCall(ctx context.Context, addr, password string, args ...string) ([]st
 }
 
 // replicationHas reads the replication section of addr's INFO and errs with notYet
-// unless it holds every one of want: a condition to Poll on.
+// unless it holds every one of want: a condition to servers.Poll on.
 func replicationHas(ctx context.Context, addr, password, notYet string, want ...string) error {
 	reply, err := redisCall(ctx, addr, password, "INFO", "replication")
 	if err != nil {

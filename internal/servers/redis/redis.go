@@ -1,4 +1,4 @@
-package servers
+package redis
 
 import (
 	"bufio"
@@ -15,22 +15,24 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
-// Redis persistence modes for RedisOptions.Persistence.
+// Redis persistence modes for Options.Persistence.
 const (
-	// RedisNoPersistence keeps data in memory only: no RDB snapshots, no AOF.
-	RedisNoPersistence = "none"
-	// RedisEverySec appends every write to the AOF and fsyncs it once a second: an
+	// NoPersistence keeps data in memory only: no RDB snapshots, no AOF.
+	NoPersistence = "none"
+	// EverySec appends every write to the AOF and fsyncs it once a second: an
 	// acknowledged write can be lost by a crash of the machine, not of Redis.
-	RedisEverySec = "everysec"
-	// RedisAlways appends every write to the AOF and fsyncs before replying.
-	RedisAlways = "always"
+	EverySec = "everysec"
+	// Always appends every write to the AOF and fsyncs before replying.
+	Always = "always"
 )
 
-// RedisOptions configures StartRedis. The zero value is ready to use.
-type RedisOptions struct {
-	// Persistence is RedisNoPersistence (also ""), RedisEverySec or RedisAlways.
+// Options configures Start. The zero value is ready to use.
+type Options struct {
+	// Persistence is NoPersistence (also ""), EverySec or Always.
 	Persistence string
 	// Dir is the parent of the server's temporary directory; "" means os.TempDir(). When
 	// running as root, the server's user must be able to enter every directory on its path.
@@ -47,40 +49,41 @@ type RedisOptions struct {
 	LogPath string
 	// Log, if set, receives one line per startup step, for humans.
 	Log io.Writer
-	// PowerFS puts the server's data directory (--dir: the AOF) on a powerfs mount, for
-	// Redis.PowerLoss. It needs root and /dev/fuse (powerfs.ErrUnavailable otherwise).
-	PowerFS bool
+	// DataFS, when set, mounts the filesystem the server's data directory (--dir: the
+	// AOF) is kept on: powerloss.FS, for powerloss.Cut (it needs root and /dev/fuse,
+	// and the start fails with powerfs.ErrUnavailable otherwise).
+	DataFS servers.Mounter
 }
 
-// Redis is a running throwaway Redis. Its fields are read-only. Stop ends it.
-type Redis struct {
+// Server is a running throwaway Redis. Its fields are read-only. Stop ends it.
+type Server struct {
 	Addr        string // "127.0.0.1:PORT"
 	Port        int
 	DSN         string // "redis://:PASSWORD@127.0.0.1:PORT/0", as indoubt run --dsn takes it
 	Password    string // the default user's password (requirepass): random per launch, hex
 	Binary      string // the redis-server that runs
 	Version     string // "7.0.15", from redis-server --version; "" if it could not be read
-	Persistence string // RedisNoPersistence, RedisEverySec or RedisAlways
+	Persistence string // NoPersistence, EverySec or Always
 	Dir         string // the temporary directory: the server's working dir (AOF, RDB), and the log
 	LogPath     string
-	DataDir     string // the server's --dir: Dir, or a powerfs mount in Dir with PowerFS
+	DataDir     string // the server's --dir: Dir, or the DataFS mount in Dir
 
 	node redisNode
-	instance
+	inst servers.Instance
 }
 
-const redisHint = "install Debian package redis-server, or set INDOUBT_REDIS_SERVER"
+const installHint = "install Debian package redis-server, or set INDOUBT_REDIS_SERVER"
 
 // How long a shutdown (SIGTERM: flush the AOF, exit) may take before the server is killed.
-const redisStopGrace = 10 * time.Second
+const stopGrace = 10 * time.Second
 
-// FindRedis returns the path of redis-server: the one named by INDOUBT_REDIS_SERVER if set
+// Find returns the path of redis-server: the one named by INDOUBT_REDIS_SERVER if set
 // (and nothing else then), else the one on PATH, else /usr/bin/redis-server. The error
-// when none is found satisfies errors.Is(err, ErrNotInstalled).
-func FindRedis() (string, error) {
+// when none is found satisfies errors.Is(err, servers.ErrNotInstalled).
+func Find() (string, error) {
 	if p := os.Getenv("INDOUBT_REDIS_SERVER"); p != "" {
-		if !isExecutable(p) {
-			return "", &NotInstalledError{Server: "redis", Program: "redis-server",
+		if !servers.IsExecutable(p) {
+			return "", &servers.NotInstalledError{Server: "redis", Program: "redis-server",
 				Hint: "not at INDOUBT_REDIS_SERVER=" + p + "; install Debian package redis-server, or fix INDOUBT_REDIS_SERVER"}
 		}
 		return p, nil
@@ -89,15 +92,10 @@ func FindRedis() (string, error) {
 		return p, nil
 	}
 	// Debian installs it in /usr/bin, which a sparse PATH (a service, sudo) may lack.
-	if p := "/usr/bin/redis-server"; isExecutable(p) {
+	if p := "/usr/bin/redis-server"; servers.IsExecutable(p) {
 		return p, nil
 	}
-	return "", &NotInstalledError{Server: "redis", Program: "redis-server", Hint: redisHint}
-}
-
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0
+	return "", &servers.NotInstalledError{Server: "redis", Program: "redis-server", Hint: installHint}
 }
 
 var redisDirective = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
@@ -106,7 +104,7 @@ var redisReserved = map[string]bool{
 	"port": true, "bind": true, "dir": true, "unixsocket": true, "unixsocketperm": true,
 	"daemonize": true, "logfile": true, "pidfile": true, "include": true,
 	"save": true, "appendonly": true, "appendfsync": true, "tls-port": true,
-	// Authentication is chosen by StartRedis: every client must give Password.
+	// Authentication is chosen by Start: every client must give Password.
 	"requirepass": true, "user": true, "aclfile": true,
 }
 
@@ -124,9 +122,9 @@ func redisArgs(port int, dir, persistence string, settings map[string]string) ([
 		"--save", "",
 	}
 	switch persistence {
-	case "", RedisNoPersistence:
+	case "", NoPersistence:
 		args = append(args, "--appendonly", "no")
-	case RedisEverySec, RedisAlways:
+	case EverySec, Always:
 		args = append(args, "--appendonly", "yes", "--appendfsync", persistence)
 	default:
 		return nil, fmt.Errorf("redis: persistence %q is not none, everysec or always", persistence)
@@ -142,21 +140,22 @@ func redisArgs(port int, dir, persistence string, settings map[string]string) ([
 			return nil, fmt.Errorf("redis: setting %q is not a directive name", name)
 		}
 		if redisReserved[n] {
-			return nil, fmt.Errorf("redis: setting %s is chosen by StartRedis", name)
+			return nil, fmt.Errorf("redis: setting %s is chosen by redis.Start", name)
 		}
 		args = append(args, "--"+n, settings[name])
 	}
 	return args, nil
 }
 
-// StartRedis starts redis-server on a free port of 127.0.0.1 with its working directory
-// in a fresh temporary directory, as an unprivileged user when the caller is root, in its
-// own process group, with the persistence opt asks for, requiring a random password
-// (Redis.Password, also in Redis.DSN) of every client. It returns once the server
-// answers PING with PONG after AUTH. ctx bounds the startup only: once started, the server runs until
-// Stop. On error nothing is left running and, unless opt.Keep, nothing is left on disk. A
-// missing redis-server gives an error matching ErrNotInstalled.
-func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
+// Start starts redis-server on a free port of 127.0.0.1 with its working directory in a
+// fresh temporary directory, as an unprivileged user when the caller is root, in its own
+// process group, with the persistence opt asks for, requiring a random password
+// (Server.Password, also in Server.DSN) of every client. It returns once the server
+// answers PING with PONG after AUTH. ctx bounds the startup only: once started, the
+// server runs until Stop. On error nothing is left running and, unless opt.Keep,
+// nothing is left on disk. A missing redis-server gives an error matching
+// servers.ErrNotInstalled.
+func Start(ctx context.Context, opt Options) (*Server, error) {
 	return startRedis(ctx, opt, redisNode{name: "redis"})
 }
 
@@ -169,7 +168,7 @@ type redisNode struct {
 	sentinel bool   // run as a Sentinel (redis-server --sentinel)
 }
 
-func startRedis(ctx context.Context, opt RedisOptions, node redisNode) (*Redis, error) {
+func startRedis(ctx context.Context, opt Options, node redisNode) (*Server, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
@@ -177,51 +176,51 @@ func startRedis(ctx context.Context, opt RedisOptions, node redisNode) (*Redis, 
 	if _, err := redisArgs(0, "", opt.Persistence, opt.Settings); err != nil {
 		return nil, err
 	}
-	bin, err := FindRedis()
+	bin, err := Find()
 	if err != nil {
 		return nil, err
 	}
-	acct, err := ServerAccount()
+	acct, err := servers.ServerAccount()
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
-	r := &Redis{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence, node: node,
-		instance: instance{name: node.name, keep: opt.Keep, sig: syscall.SIGTERM, grace: redisStopGrace}}
+	r := &Server{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence, node: node,
+		inst: servers.Instance{Name: node.name, Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: stopGrace}}
 	r.Password = node.password
 	if r.Password == "" {
-		if r.Password, err = newPassword(); err != nil {
+		if r.Password, err = servers.NewPassword(); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
 		}
 	}
-	dir, err := r.makeTempDir(opt.Dir, acct)
+	dir, err := r.inst.MakeTempDir(opt.Dir, acct)
 	if err != nil {
 		return nil, err
 	}
 	r.Dir, r.DataDir = dir, dir
-	if opt.PowerFS {
-		if err := r.mountData(acct); err != nil {
-			return nil, r.abandon(err)
+	if opt.DataFS != nil {
+		if err := r.mountData(opt.DataFS, acct); err != nil {
+			return nil, r.inst.Abandon(err)
 		}
 	}
 	if r.Persistence == "" {
-		r.Persistence = RedisNoPersistence
+		r.Persistence = NoPersistence
 	}
 	if r.LogPath == "" {
 		r.LogPath = filepath.Join(dir, "redis.log")
 	}
 	if err := r.start(ctx, acct, opt); err != nil {
-		return nil, r.abandon(err)
+		return nil, r.inst.Abandon(err)
 	}
-	r.relaunch = func(ctx context.Context) error { return r.listen(ctx, acct, r.Port, opt) }
+	r.inst.SetRelaunch(func(ctx context.Context) error { return r.listen(ctx, acct, r.Port, opt) })
 	return r, nil
 }
 
-func (r *Redis) start(ctx context.Context, acct Account, opt RedisOptions) error {
-	say := r.sayer(opt.Log)
+func (r *Server) start(ctx context.Context, acct servers.Account, opt Options) error {
+	say := r.inst.Progress(opt.Log)
 	if err := acct.Own(r.Dir); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	if err := r.openLog(r.LogPath); err != nil {
+	if err := r.inst.OpenLog(r.LogPath); err != nil {
 		return err
 	}
 	// The password goes in a config file that only the server's account may read: on
@@ -236,17 +235,17 @@ func (r *Redis) start(ctx context.Context, acct Account, opt RedisOptions) error
 	r.Version = redisVersion(ctx, r.Binary)
 
 	var t0 time.Time
-	if err := r.listenOnFreePort(say, func(port int) error {
+	if err := r.inst.ListenOnFreePort(say, func(port int) error {
 		t0 = time.Now()
 		return r.listen(ctx, acct, port, opt)
 	}); err != nil {
 		return err
 	}
-	say("pid %d ready on %s (persistence %s) in %v", r.proc.Pid(), r.Addr, r.Persistence, time.Since(t0).Round(time.Millisecond))
+	say("pid %d ready on %s (persistence %s) in %v", r.inst.Process().Pid(), r.Addr, r.Persistence, time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
-func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOptions) error {
+func (r *Server) listen(ctx context.Context, acct servers.Account, port int, opt Options) error {
 	args, err := redisArgs(port, r.DataDir, opt.Persistence, opt.Settings)
 	if err != nil {
 		return err
@@ -259,33 +258,33 @@ func (r *Redis) listen(ctx context.Context, acct Account, port int, opt RedisOpt
 	}
 	cmd := exec.Command(r.Binary, append(head, args...)...)
 	cmd.Dir = r.Dir
-	cmd.Stdout = r.log
-	cmd.Stderr = r.log
+	cmd.Stdout = r.inst.Log()
+	cmd.Stderr = r.inst.Log()
 	cmd.Env = []string{"HOME=" + r.Dir, "LC_ALL=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	logStart, _ := r.log.Seek(0, io.SeekEnd)
-	proc, err := StartProcess("redis-server", cmd, acct)
+	logStart, _ := r.inst.Log().Seek(0, io.SeekEnd)
+	proc, err := servers.StartProcess("redis-server", cmd, acct)
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	// Recorded before the wait for readiness: a harness killed during the wait leaves
 	// a server that the next launch must find.
-	if err := r.track(proc); err != nil {
+	if err := r.inst.Track(proc); err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	err = Poll(ctx, 20*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
+	err = servers.Poll(ctx, 20*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
 		return probeRedis(ctx, addr, r.Password)
 	})
 	if err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
-		tail := logTail(r.LogPath, logStart)
+		tail := servers.LogTail(r.LogPath, logStart)
 		if strings.Contains(tail, "Address already in use") {
-			return fmt.Errorf("redis: port %d: %w: %s", port, errAddrInUse, tail)
+			return fmt.Errorf("redis: port %d: %w: %s", port, servers.ErrAddrInUse, tail)
 		}
 		return fmt.Errorf("redis: start: %w: %s", err, tail)
 	}
-	r.proc = proc
+	r.inst.SetProcess(proc)
 	r.Port = port
 	r.Addr = addr
 	r.DSN = "redis://:" + r.Password + "@" + addr + "/0"
@@ -341,14 +340,14 @@ func probeRedis(ctx context.Context, addr, password string) error {
 }
 
 // Pid returns the process id of redis-server.
-func (r *Redis) Pid() int { return r.proc.Pid() }
+func (r *Server) Pid() int { return r.inst.Process().Pid() }
 
 // Exited is closed when redis-server has exited, whether by Stop or not.
-func (r *Redis) Exited() <-chan struct{} { return r.proc.Exited() }
+func (r *Server) Exited() <-chan struct{} { return r.inst.Process().Exited() }
 
 // Stop shuts the server down (SIGTERM: Redis flushes the AOF and exits; SIGKILL to its
 // process group after 10 s), then removes its temporary directory unless Keep was set.
 // It may be called more than once and concurrently; every call returns the first one's
 // result after the server is gone. The error reports a server that had died before Stop
 // or had to be killed, and a directory that could not be removed.
-func (r *Redis) Stop() error { return r.stop() }
+func (r *Server) Stop() error { return r.inst.Stop() }

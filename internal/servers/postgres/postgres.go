@@ -1,10 +1,9 @@
-package servers
+package postgres
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -18,19 +17,21 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
-// PostgresUser is the superuser, and PostgresDatabase the database, of every launched
-// PostgreSQL. Every connection, over TCP or the unix socket, must authenticate with
-// SCRAM-SHA-256 and the launch's random password (Postgres.Password): another local user
-// must not become the superuser of a server that runs programs as the server's account.
+// User is the superuser, and Database the database, of every launched PostgreSQL.
+// Every connection, over TCP or the unix socket, must authenticate with SCRAM-SHA-256
+// and the launch's random password (Server.Password): another local user must not
+// become the superuser of a server that runs programs as the server's account.
 const (
-	PostgresUser     = "indoubt"
-	PostgresDatabase = "indoubt"
+	User     = "indoubt"
+	Database = "indoubt"
 )
 
-// PostgresOptions configures StartPostgres. The zero value is ready to use.
-type PostgresOptions struct {
+// Options configures Start. The zero value is ready to use.
+type Options struct {
 	// Dir is the parent of the server's temporary directory; "" means os.TempDir(). When
 	// running as root, the server's user must be able to enter every directory on its path.
 	Dir string
@@ -54,21 +55,22 @@ type PostgresOptions struct {
 	LogPath string
 	// Log, if set, receives one line per startup step, for humans.
 	Log io.Writer
-	// Version chooses the binaries (see PostgresBin): a major version ("15", "18") or a
+	// Version chooses the binaries (see Bin): a major version ("15", "18") or a
 	// directory holding initdb and postgres. "" means INDOUBT_PG_VERSION if set, else
-	// FindPostgres.
+	// Find.
 	Version string
-	// PowerFS puts the data directory on a powerfs mount, for Postgres.PowerLoss. It
-	// needs root and /dev/fuse (powerfs.ErrUnavailable otherwise).
-	PowerFS bool
+	// DataFS, when set, mounts the filesystem the data directory is kept on:
+	// powerloss.FS, for powerloss.Cut (it needs root and /dev/fuse, and the start fails
+	// with powerfs.ErrUnavailable otherwise). nil keeps it in the temporary directory.
+	DataFS servers.Mounter
 }
 
-// Postgres is a running throwaway PostgreSQL. Its fields are read-only. Stop ends it.
-type Postgres struct {
+// Server is a running throwaway PostgreSQL. Its fields are read-only. Stop ends it.
+type Server struct {
 	Addr      string // "127.0.0.1:PORT"
 	Port      int
 	DSN       string // "postgres://indoubt:PASSWORD@127.0.0.1:PORT/indoubt?sslmode=disable"
-	Password  string // PostgresUser's password: random per launch, URL-safe (hex)
+	Password  string // User's password: random per launch, URL-safe (hex)
 	BinDir    string // the directory of initdb and postgres, usually also of psql and pgbench
 	Version   string // the major version, as in the data directory's PG_VERSION: "15"
 	Dir       string // the temporary directory holding DataDir, SocketDir and by default the log
@@ -76,29 +78,32 @@ type Postgres struct {
 	SocketDir string // unix socket directory, for psql -h; in Dir unless that path is too long
 	LogPath   string // the server log
 
-	instance
+	inst servers.Instance
+	// mountBacking and mountPoint are the DataFS's directories when the launch asked
+	// for one, set before initdb.
+	mountBacking, mountPoint string
 }
 
 // How long a fast shutdown may take before the server is killed.
-const postgresStopGrace = 15 * time.Second
+const stopGrace = 15 * time.Second
 
 // pgLibGlob is where Debian installs PostgreSQL, one directory per major version.
 var pgLibGlob = "/usr/lib/postgresql/*/bin"
 
 const pgHint = "install Debian package postgresql, or set INDOUBT_PG_BIN"
 
-// FindPostgres returns the directory holding PostgreSQL's initdb and postgres: the one
+// Find returns the directory holding PostgreSQL's initdb and postgres: the one
 // named by INDOUBT_PG_BIN if set (and nothing else then), else the one of initdb on PATH,
 // else the highest version under /usr/lib/postgresql/*/bin. The error when none is found
-// satisfies errors.Is(err, ErrNotInstalled).
-func FindPostgres() (string, error) {
+// satisfies errors.Is(err, servers.ErrNotInstalled).
+func Find() (string, error) {
 	return findPostgres(os.Getenv("INDOUBT_PG_BIN"), pgLibGlob)
 }
 
 func findPostgres(envDir, libGlob string) (string, error) {
 	if envDir != "" {
 		if missing := missingPrograms(envDir); missing != "" {
-			return "", &NotInstalledError{Server: "postgres", Program: missing,
+			return "", &servers.NotInstalledError{Server: "postgres", Program: missing,
 				Hint: "not in INDOUBT_PG_BIN=" + envDir + "; install Debian package postgresql, or fix INDOUBT_PG_BIN"}
 		}
 		return envDir, nil
@@ -119,37 +124,37 @@ func findPostgres(envDir, libGlob string) (string, error) {
 			return dir, nil
 		}
 	}
-	return "", &NotInstalledError{Server: "postgres", Program: "initdb", Hint: pgHint}
+	return "", &servers.NotInstalledError{Server: "postgres", Program: "initdb", Hint: pgHint}
 }
 
-// PostgresBin returns the directory of the binaries of the PostgreSQL that version names:
+// Bin returns the directory of the binaries of the PostgreSQL that version names:
 //
-//	""          INDOUBT_PG_VERSION if set, else FindPostgres (INDOUBT_PG_BIN, PATH, the
+//	""          INDOUBT_PG_VERSION if set, else Find (INDOUBT_PG_BIN, PATH, the
 //	            highest version Debian installed)
 //	"15", "18"  Debian's /usr/lib/postgresql/<version>/bin, else the tree
 //	            scripts/prepare-postgres18 unpacks into the cache,
 //	            <cache>/postgres-<version>.<minor>.<patch>/bin (highest first)
 //	a path      that directory (anything with a slash)
 //
-// The error when nothing is found satisfies errors.Is(err, ErrNotInstalled) and says how
-// to get the version.
-func PostgresBin(version string) (string, error) {
+// The error when nothing is found satisfies errors.Is(err, servers.ErrNotInstalled) and
+// says how to get the version.
+func Bin(version string) (string, error) {
 	if version == "" {
 		version = os.Getenv("INDOUBT_PG_VERSION")
 	}
 	if version == "" {
-		return FindPostgres()
+		return Find()
 	}
 	if strings.Contains(version, "/") {
 		if missing := missingPrograms(version); missing != "" {
-			return "", &NotInstalledError{Server: "postgres", Program: missing, Hint: "not in " + version + ", the directory given as the version"}
+			return "", &servers.NotInstalledError{Server: "postgres", Program: missing, Hint: "not in " + version + ", the directory given as the version"}
 		}
 		return version, nil
 	}
 	if _, err := strconv.Atoi(version); err != nil {
 		return "", fmt.Errorf("postgres: version %q is neither a major version (15, 18) nor a directory", version)
 	}
-	cache, err := CassandraCacheDir()
+	cache, err := servers.CacheDir()
 	if err != nil {
 		cache = ""
 	}
@@ -175,7 +180,7 @@ func findPostgresVersion(version, lib, cache string) (string, error) {
 			}
 		}
 	}
-	return "", &NotInstalledError{Server: "postgres", Program: "initdb",
+	return "", &servers.NotInstalledError{Server: "postgres", Program: "initdb",
 		Hint: "no PostgreSQL " + version + " in " + lib + " or the cache " + cache + " (run scripts/prepare-postgres18 for 18; install Debian package postgresql-" + version + " otherwise)"}
 }
 
@@ -184,7 +189,7 @@ func findPostgresVersion(version, lib, cache string) (string, error) {
 // which the unprivileged server account cannot enter. The copy is made once, under the
 // system's temporary directory, owned by the caller and written by it alone, and is
 // trusted only when it still is.
-func reachableBin(bin string, acct Account) (string, error) {
+func reachableBin(bin string, acct servers.Account) (string, error) {
 	if acct.CheckReach(bin) == nil {
 		return bin, nil
 	}
@@ -287,21 +292,22 @@ func settingArgs(settings map[string]string) ([]string, error) {
 			return nil, fmt.Errorf("postgres: setting name %q is not a parameter name", name)
 		}
 		if placementSettings[strings.ToLower(name)] {
-			return nil, fmt.Errorf("postgres: setting %s is chosen by StartPostgres", name)
+			return nil, fmt.Errorf("postgres: setting %s is chosen by postgres.Start", name)
 		}
 		args = append(args, "-c", name+"="+settings[name])
 	}
 	return args, nil
 }
 
-// StartPostgres creates a fresh PostgreSQL cluster in a temporary directory and starts it
-// on a free port of 127.0.0.1, as an unprivileged user when the caller is root, in its own
+// Start creates a fresh PostgreSQL cluster in a temporary directory and starts it on a
+// free port of 127.0.0.1, as an unprivileged user when the caller is root, in its own
 // process group. Every client must log in with SCRAM-SHA-256 and a random password
-// (Postgres.Password, also in Postgres.DSN). It returns once the server has answered a
-// query over TCP as PostgresUser on PostgresDatabase. ctx bounds the startup only: once started, the server
-// runs until Stop. On error nothing is left running and, unless opt.Keep, nothing is left
-// on disk. Missing binaries give an error matching ErrNotInstalled.
-func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) {
+// (Server.Password, also in Server.DSN). It returns once the server has answered a
+// query over TCP as User on Database. ctx bounds the startup only: once started, the
+// server runs until Stop. On error nothing is left running and, unless opt.Keep,
+// nothing is left on disk. Missing binaries give an error matching
+// servers.ErrNotInstalled.
+func Start(ctx context.Context, opt Options) (*Server, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -309,55 +315,55 @@ func StartPostgres(ctx context.Context, opt PostgresOptions) (*Postgres, error) 
 	if err != nil {
 		return nil, err
 	}
-	bin, err := PostgresBin(opt.Version)
+	bin, err := Bin(opt.Version)
 	if err != nil {
 		return nil, err
 	}
-	acct, err := ServerAccount()
+	acct, err := servers.ServerAccount()
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	if bin, err = reachableBin(bin, acct); err != nil {
 		return nil, err
 	}
-	p := &Postgres{
-		BinDir:   bin,
-		LogPath:  opt.LogPath,
-		instance: instance{name: "postgres", keep: opt.Keep, sig: syscall.SIGINT, grace: postgresStopGrace},
+	p := &Server{
+		BinDir:  bin,
+		LogPath: opt.LogPath,
+		inst:    servers.Instance{Name: "postgres", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: stopGrace},
 	}
-	if p.Password, err = newPassword(); err != nil {
+	if p.Password, err = servers.NewPassword(); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	dir, err := p.makeTempDir(opt.Dir, acct)
+	dir, err := p.inst.MakeTempDir(opt.Dir, acct)
 	if err != nil {
 		return nil, err
 	}
 	p.Dir, p.DataDir, p.SocketDir = dir, filepath.Join(dir, "data"), filepath.Join(dir, "sock")
-	if opt.PowerFS {
-		if p.pfsBacking, p.pfsMount, err = powerDirs(dir, acct); err != nil {
-			return nil, p.abandon(fmt.Errorf("postgres: %w", err))
+	if opt.DataFS != nil {
+		if p.mountBacking, p.mountPoint, err = servers.MountDirs(dir, acct); err != nil {
+			return nil, p.inst.Abandon(fmt.Errorf("postgres: %w", err))
 		}
-		p.DataDir = filepath.Join(p.pfsBacking, "data") // until initdb is done (powerloss.go)
+		p.DataDir = filepath.Join(p.mountBacking, "data") // until initdb is done (mount.go)
 	}
 	if p.LogPath == "" {
 		p.LogPath = filepath.Join(dir, "postgres.log")
 	}
-	if err := p.start(ctx, acct, extra, opt.Log); err != nil {
-		return nil, p.abandon(err)
+	if err := p.start(ctx, acct, extra, opt); err != nil {
+		return nil, p.inst.Abandon(err)
 	}
-	p.relaunch = func(ctx context.Context) error { return p.listen(ctx, acct, p.Port, extra) }
+	p.inst.SetRelaunch(func(ctx context.Context) error { return p.listen(ctx, acct, p.Port, extra) })
 	return p, nil
 }
 
-func (p *Postgres) start(ctx context.Context, acct Account, extra []string, progress io.Writer) error {
-	say := p.sayer(progress)
+func (p *Server) start(ctx context.Context, acct servers.Account, extra []string, opt Options) error {
+	say := p.inst.Progress(opt.Log)
 	if err := p.makeSocketDir(); err != nil {
 		return err
 	}
 	if err := acct.Own(p.Dir, p.SocketDir); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	if err := p.openLog(p.LogPath); err != nil {
+	if err := p.inst.OpenLog(p.LogPath); err != nil {
 		return err
 	}
 
@@ -374,7 +380,7 @@ func (p *Postgres) start(ctx context.Context, acct Account, extra []string, prog
 	// --no-sync skips only initdb's final flush of the files it wrote: the cluster is
 	// thrown away with its directory, and the server itself keeps fsync on. --auth sets
 	// both the local (socket) and host lines of pg_hba.conf: no trust anywhere.
-	err := p.run(ctx, acct, nil, "initdb", "-D", p.DataDir, "-U", PostgresUser,
+	err := p.run(ctx, acct, nil, "initdb", "-D", p.DataDir, "-U", User,
 		"--auth=scram-sha-256", "--pwfile="+pwfile,
 		"--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
 	if rerr := os.Remove(pwfile); err == nil && rerr != nil {
@@ -384,7 +390,7 @@ func (p *Postgres) start(ctx context.Context, acct Account, extra []string, prog
 		return err
 	}
 	// Single-user mode creates the database before the server listens, without a client.
-	if err := p.run(ctx, acct, strings.NewReader("CREATE DATABASE "+PostgresDatabase+"\n"),
+	if err := p.run(ctx, acct, strings.NewReader("CREATE DATABASE "+Database+"\n"),
 		"postgres", "--single", "-D", p.DataDir, "postgres"); err != nil {
 		return err
 	}
@@ -392,18 +398,18 @@ func (p *Postgres) start(ctx context.Context, acct Account, extra []string, prog
 		p.Version = strings.TrimSpace(string(v))
 	}
 	say("initdb %s in %v", p.DataDir, time.Since(t0).Round(time.Millisecond))
-	if err := p.mountData(); err != nil {
+	if err := p.mountData(opt.DataFS); err != nil {
 		return err
 	}
 
 	var t1 time.Time
-	if err := p.listenOnFreePort(say, func(port int) error {
+	if err := p.inst.ListenOnFreePort(say, func(port int) error {
 		t1 = time.Now()
 		return p.listen(ctx, acct, port, extra)
 	}); err != nil {
 		return err
 	}
-	say("pid %d ready on %s in %v", p.proc.Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
+	say("pid %d ready on %s in %v", p.inst.Process().Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
 	return nil
 }
 
@@ -413,7 +419,7 @@ const maxSocketPath = 107
 // makeSocketDir makes SocketDir: "sock" in Dir, or if that path is too long for a socket,
 // a directory of its own under the system's temporary directory, removed by cleanup with
 // Dir.
-func (p *Postgres) makeSocketDir() error {
+func (p *Server) makeSocketDir() error {
 	socketPath := func(dir string) string { return filepath.Join(dir, ".s.PGSQL.65535") }
 	if len(socketPath(p.SocketDir)) <= maxSocketPath {
 		if err := os.Mkdir(p.SocketDir, 0o700); err != nil {
@@ -422,10 +428,10 @@ func (p *Postgres) makeSocketDir() error {
 		return nil
 	}
 	for _, parent := range []string{os.TempDir(), "/tmp"} {
-		if len(socketPath(filepath.Join(parent, tempDirPattern("pgsock")+"1234567890"))) > maxSocketPath {
+		if len(socketPath(filepath.Join(parent, servers.TempDirPattern("pgsock")+"1234567890"))) > maxSocketPath {
 			continue
 		}
-		dir, err := p.makeOwnedDir(parent, "pgsock")
+		dir, err := p.inst.MakeOwnedDir(parent, "pgsock")
 		if err != nil {
 			return err
 		}
@@ -436,61 +442,61 @@ func (p *Postgres) makeSocketDir() error {
 }
 
 // listen starts the server on port and waits until it answers a query.
-func (p *Postgres) listen(ctx context.Context, acct Account, port int, extra []string) error {
+func (p *Server) listen(ctx context.Context, acct servers.Account, port int, extra []string) error {
 	args := []string{"-D", p.DataDir, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories=" + p.SocketDir}
 	args = append(args, extra...)
 	cmd := p.command(acct, nil, "postgres", args...)
-	logStart, _ := p.log.Seek(0, io.SeekEnd)
-	proc, err := StartProcess("postgres", cmd, acct)
+	logStart, _ := p.inst.Log().Seek(0, io.SeekEnd)
+	proc, err := servers.StartProcess("postgres", cmd, acct)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	// Recorded before the wait for readiness: a harness killed during the wait leaves
 	// a server that the next launch must find.
-	if err := p.track(proc); err != nil {
+	if err := p.inst.Track(proc); err != nil {
 		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
 		return err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	err = Poll(ctx, 25*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
-		return probePostgres(ctx, addr, PostgresUser, p.Password, PostgresDatabase)
+	err = servers.Poll(ctx, 25*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
+		return probe(ctx, addr, User, p.Password, Database)
 	})
 	if err != nil {
 		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
-		tail := postgresLogTail(p.LogPath, logStart)
+		tail := logTail(p.LogPath, logStart)
 		if strings.Contains(tail, "could not bind") || strings.Contains(tail, "already in use") {
-			return fmt.Errorf("postgres: port %d: %w: %s", port, errAddrInUse, tail)
+			return fmt.Errorf("postgres: port %d: %w: %s", port, servers.ErrAddrInUse, tail)
 		}
 		return fmt.Errorf("postgres: start: %w: %s", err, tail)
 	}
-	p.proc = proc
+	p.inst.SetProcess(proc)
 	p.Port = port
 	p.Addr = addr
-	p.DSN = fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", PostgresUser, p.Password, addr, PostgresDatabase)
+	p.DSN = fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", User, p.Password, addr, Database)
 	return nil
 }
 
 // run runs one of the cluster's short-lived programs to completion.
-func (p *Postgres) run(ctx context.Context, acct Account, stdin io.Reader, prog string, args ...string) error {
-	logStart, _ := p.log.Seek(0, io.SeekEnd)
-	proc, err := StartProcess(prog, p.command(acct, stdin, prog, args...), acct)
+func (p *Server) run(ctx context.Context, acct servers.Account, stdin io.Reader, prog string, args ...string) error {
+	logStart, _ := p.inst.Log().Seek(0, io.SeekEnd)
+	proc, err := servers.StartProcess(prog, p.command(acct, stdin, prog, args...), acct)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if err := proc.Wait(ctx); err != nil {
-		return fmt.Errorf("postgres: %w: %s", err, postgresLogTail(p.LogPath, logStart))
+		return fmt.Errorf("postgres: %w: %s", err, logTail(p.LogPath, logStart))
 	}
 	return nil
 }
 
-func (p *Postgres) command(acct Account, stdin io.Reader, prog string, args ...string) *exec.Cmd {
+func (p *Server) command(acct servers.Account, stdin io.Reader, prog string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(p.BinDir, prog), args...)
 	cmd.Dir = p.Dir
 	cmd.Stdin = stdin
-	cmd.Stdout = p.log
-	cmd.Stderr = p.log
+	cmd.Stdout = p.inst.Log()
+	cmd.Stderr = p.inst.Log()
 	// PG* variables of the caller (PGDATA, PGPORT, PGOPTIONS ...) must not leak into the
 	// throwaway cluster, and the server's user may not read the caller's HOME.
 	env := []string{"HOME=" + p.Dir, "LC_ALL=C"}
@@ -503,8 +509,8 @@ func (p *Postgres) command(acct Account, stdin io.Reader, prog string, args ...s
 	return cmd
 }
 
-// postgresLogTail returns the last lines of the log written since offset, on one line.
-func postgresLogTail(path string, offset int64) string {
+// logTail returns the last lines of the log written since offset, on one line.
+func logTail(path string, offset int64) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return "no log: " + err.Error()
@@ -530,10 +536,10 @@ func postgresLogTail(path string, offset int64) string {
 }
 
 // Pid returns the process id of the postmaster.
-func (p *Postgres) Pid() int { return p.proc.Pid() }
+func (p *Server) Pid() int { return p.inst.Process().Pid() }
 
 // Exited is closed when the postmaster has exited, whether by Stop or not.
-func (p *Postgres) Exited() <-chan struct{} { return p.proc.Exited() }
+func (p *Server) Exited() <-chan struct{} { return p.inst.Process().Exited() }
 
 // Stop shuts the server down (fast shutdown: SIGINT, then SIGKILL to its process group
 // after 15 s), then removes its temporary directory unless Keep was set. It may be called
@@ -541,163 +547,4 @@ func (p *Postgres) Exited() <-chan struct{} { return p.proc.Exited() }
 // returns the first one's result after the server is gone. The error reports a server
 // that had died before Stop or had to be killed, and a directory that could not be
 // removed.
-func (p *Postgres) Stop() error { return p.stop() }
-
-// probePostgres logs in over the PostgreSQL v3 protocol as user on db with password
-// (SCRAM-SHA-256), runs "select 1" and says goodbye. A nil error means the server accepts
-// clients for real: it is not merely listening, not starting up or recovering.
-func probePostgres(ctx context.Context, addr, user, password, db string) error {
-	_, err := queryPostgres(ctx, 2*time.Second, addr, user, password, db, "select 1")
-	return err
-}
-
-// queryPostgres logs in like probePostgres, runs query (one statement, simple protocol)
-// within timeout and returns the text of the first column of its first row: "" when
-// there is no row or the value is NULL.
-func queryPostgres(ctx context.Context, timeout time.Duration, addr, user, password, db, query string) (string, error) {
-	d := net.Dialer{Timeout: time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(timeout))
-
-	var params bytes.Buffer
-	for _, s := range []string{"user", user, "database", db, ""} {
-		params.WriteString(s)
-		params.WriteByte(0)
-	}
-	startup := binary.BigEndian.AppendUint32(nil, uint32(8+params.Len()))
-	startup = binary.BigEndian.AppendUint32(startup, 3<<16)
-	startup = append(startup, params.Bytes()...)
-	if _, err := c.Write(startup); err != nil {
-		return "", err
-	}
-	r := bufio.NewReader(c)
-	if err := readUntilReady(r, c, password, nil); err != nil {
-		return "", err
-	}
-	if _, err := c.Write(pgMessage('Q', append([]byte(query), 0))); err != nil {
-		return "", err
-	}
-	var first string
-	seen := false
-	err = readUntilReady(r, c, password, func(row []byte) {
-		if !seen {
-			first, seen = firstField(row), true
-		}
-	})
-	if err != nil {
-		return "", err
-	}
-	_, _ = c.Write([]byte{'X', 0, 0, 0, 4})
-	return first, nil
-}
-
-// firstField returns the text of the first column of a DataRow body ("" for NULL or a
-// malformed row).
-func firstField(row []byte) string {
-	if len(row) < 6 || binary.BigEndian.Uint16(row) == 0 {
-		return ""
-	}
-	n := int32(binary.BigEndian.Uint32(row[2:]))
-	if n < 0 || int(n) > len(row)-6 {
-		return ""
-	}
-	return string(row[6 : 6+n])
-}
-
-// pgMessage frames a typed frontend message.
-func pgMessage(typ byte, body []byte) []byte {
-	m := append([]byte{typ}, binary.BigEndian.AppendUint32(nil, uint32(4+len(body)))...)
-	return append(m, body...)
-}
-
-// readUntilReady reads backend messages up to ReadyForQuery, failing on an ErrorResponse,
-// and hands the body of each DataRow to row when it is not nil. It answers a SCRAM-SHA-256 exchange on w with password, and refuses any other
-// authentication (a server that asks for none, or for a cleartext password, is not the
-// one launched).
-func readUntilReady(r *bufio.Reader, w io.Writer, password string, row func([]byte)) error {
-	var hdr [5]byte
-	var sc *scramClient
-	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return err
-		}
-		n := binary.BigEndian.Uint32(hdr[1:])
-		if n < 4 || n > 1<<20 {
-			return fmt.Errorf("bad message length %d", n)
-		}
-		body := make([]byte, n-4)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return err
-		}
-		switch hdr[0] {
-		case 'Z':
-			return nil
-		case 'D':
-			if row != nil {
-				row(body)
-			}
-		case 'E':
-			return errors.New(pgErrorText(body))
-		case 'R':
-			if len(body) < 4 {
-				return errors.New("short authentication request")
-			}
-			var reply []byte
-			var err error
-			switch code := binary.BigEndian.Uint32(body); {
-			case code == 0:
-				if sc == nil || !sc.verified {
-					return errors.New("server let us in without SCRAM authentication")
-				}
-			case code == 10 && sc == nil:
-				if !bytes.Contains(body[4:], []byte("SCRAM-SHA-256\x00")) {
-					return fmt.Errorf("server offers %q, not SCRAM-SHA-256", body[4:])
-				}
-				if sc, err = newSCRAMClient(password); err != nil {
-					return err
-				}
-				first := sc.first()
-				reply = append([]byte("SCRAM-SHA-256\x00"), binary.BigEndian.AppendUint32(nil, uint32(len(first)))...)
-				reply = pgMessage('p', append(reply, first...))
-			case code == 11 && sc != nil:
-				final, err := sc.final(body[4:])
-				if err != nil {
-					return err
-				}
-				reply = pgMessage('p', final)
-			case code == 12 && sc != nil:
-				if err := sc.verify(body[4:]); err != nil {
-					return err
-				}
-			default:
-				return fmt.Errorf("unexpected authentication request %d", code)
-			}
-			if reply != nil {
-				if _, err := w.Write(reply); err != nil {
-					return err
-				}
-			}
-		}
-	}
-}
-
-// pgErrorText renders an ErrorResponse's SQLSTATE and message fields.
-func pgErrorText(body []byte) string {
-	var code, msg string
-	for _, f := range bytes.Split(body, []byte{0}) {
-		if len(f) < 1 {
-			continue
-		}
-		switch f[0] {
-		case 'C':
-			code = string(f[1:])
-		case 'M':
-			msg = string(f[1:])
-		}
-	}
-	return fmt.Sprintf("server error %s: %s", code, msg)
-}
+func (p *Server) Stop() error { return p.inst.Stop() }

@@ -1,13 +1,11 @@
-package servers_test
+package postgres_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,55 +17,21 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
-func startPostgres(t *testing.T, opt servers.PostgresOptions) *servers.Postgres {
+func startPostgres(t *testing.T, opt postgres.Options) *postgres.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pg, err := servers.StartPostgres(ctx, opt)
+	pg, err := postgres.Start(ctx, opt)
 	servertest.SkipOrFail(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pg.Stop() })
 	return pg
-}
-
-// rerun starts this test binary again to run only the test named, with env added, and
-// returns it and the first line it prints; the child is killed and reaped when the test
-// ends.
-func rerun(t *testing.T, test string, env ...string) (*exec.Cmd, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
-	return cmd, line
-}
-
-// reachableDir returns a fresh directory the server's user can enter (t.TempDir's
-// parent is root-only).
-func reachableDir(t *testing.T) string {
-	t.Helper()
-	d := t.TempDir()
-	for _, p := range []string{filepath.Dir(d), d} {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
 }
 
 func pgConnect(t *testing.T, dsn string) *pgx.Conn {
@@ -92,7 +56,7 @@ func pgSetting(t *testing.T, c *pgx.Conn, name string) string {
 }
 
 func TestPostgres(t *testing.T) {
-	pg := startPostgres(t, servers.PostgresOptions{})
+	pg := startPostgres(t, postgres.Options{})
 
 	t.Run("addresses", func(t *testing.T) {
 		if want := "127.0.0.1:" + strconv.Itoa(pg.Port); pg.Addr != want {
@@ -260,11 +224,11 @@ func TestPostgres(t *testing.T) {
 		default:
 			t.Errorf("Exited not closed")
 		}
-		if alive(pid) {
+		if servertest.Alive(pid) {
 			t.Errorf("postmaster %d alive after Stop", pid)
 		}
-		if !eventually(func() bool { return len(groupAlive(pid)) == 0 }) {
-			t.Errorf("processes left in group %d: %v", pid, groupAlive(pid))
+		if !servertest.Eventually(func() bool { return len(servertest.GroupAlive(pid)) == 0 }) {
+			t.Errorf("processes left in group %d: %v", pid, servertest.GroupAlive(pid))
 		}
 		if c, err := net.DialTimeout("tcp", pg.Addr, time.Second); err == nil {
 			c.Close()
@@ -277,18 +241,18 @@ func TestPostgres(t *testing.T) {
 }
 
 func TestPostgresTwoAtOnce(t *testing.T) {
-	parent := reachableDir(t)
+	parent := servertest.ReachableDir(t)
 	logPath := filepath.Join(parent, "kept.log")
 	// Too long a path for a unix socket inside it: the socket goes elsewhere.
 	long := filepath.Join(parent, strings.Repeat("d", 90))
 	if err := os.Mkdir(long, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	opts := []servers.PostgresOptions{
+	opts := []postgres.Options{
 		{Dir: long, Settings: map[string]string{"max_connections": "64", "work_mem": "8MB"}},
 		{Dir: parent, Keep: true, LogPath: logPath},
 	}
-	pgs := make([]*servers.Postgres, len(opts))
+	pgs := make([]*postgres.Server, len(opts))
 	var wg sync.WaitGroup
 	for i, opt := range opts {
 		wg.Add(1)
@@ -349,60 +313,36 @@ func TestPostgresTwoAtOnce(t *testing.T) {
 	}
 }
 
-// checkNothingLeft fails t if anything is left in dir, or a live process's command line
-// mentions it, and says what.
-func checkNothingLeft(t *testing.T, dir string) {
-	t.Helper()
-	var left []string
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		left = append(left, e.Name())
-	}
-	procs, _ := os.ReadDir("/proc")
-	for _, e := range procs {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || !alive(pid) {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), dir) {
-			left = append(left, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
-		}
-	}
-	if len(left) > 0 {
-		t.Errorf("left behind: %v", left)
-	}
-}
-
 func TestPostgresFailedStartLeavesNothing(t *testing.T) {
-	if _, err := servers.FindPostgres(); err != nil {
+	if _, err := postgres.Find(); err != nil {
 		servertest.SkipOrFail(t, err)
 		t.Fatal(err)
 	}
 	t.Run("bad setting value", func(t *testing.T) {
-		dir := reachableDir(t)
-		_, err := servers.StartPostgres(context.Background(), servers.PostgresOptions{Dir: dir,
+		dir := servertest.ReachableDir(t)
+		_, err := postgres.Start(context.Background(), postgres.Options{Dir: dir,
 			Settings: map[string]string{"max_connections": "many"}})
 		if err == nil || !strings.Contains(err.Error(), "max_connections") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("got %q, want one line quoting the server's complaint", err)
 		}
-		checkNothingLeft(t, dir)
+		servertest.NothingLeft(t, dir)
 	})
 	t.Run("cancelled during initdb", func(t *testing.T) {
-		dir := reachableDir(t)
+		dir := servertest.ReachableDir(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		defer cancel()
-		_, err := servers.StartPostgres(ctx, servers.PostgresOptions{Dir: dir})
+		_, err := postgres.Start(ctx, postgres.Options{Dir: dir})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want a deadline error", err)
 		}
-		checkNothingLeft(t, dir)
+		servertest.NothingLeft(t, dir)
 	})
 	t.Run("parent the server user cannot enter", func(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Skip("only root runs servers as another user")
 		}
 		dir := t.TempDir() // its parent is 0700 root
-		_, err := servers.StartPostgres(context.Background(), servers.PostgresOptions{Dir: dir})
+		_, err := postgres.Start(context.Background(), postgres.Options{Dir: dir})
 		if err == nil || !strings.Contains(err.Error(), "not reachable") {
 			t.Errorf("got %v, want a not-reachable error", err)
 		}
@@ -412,7 +352,7 @@ func TestPostgresFailedStartLeavesNothing(t *testing.T) {
 func TestPostgresNotInstalled(t *testing.T) {
 	t.Setenv("INDOUBT_PG_BIN", "/nonexistent")
 	t.Setenv("PATH", t.TempDir())
-	_, err := servers.StartPostgres(context.Background(), servers.PostgresOptions{})
+	_, err := postgres.Start(context.Background(), postgres.Options{})
 	if !errors.Is(err, servers.ErrNotInstalled) {
 		t.Fatalf("got %v, want ErrNotInstalled", err)
 	}
@@ -421,11 +361,11 @@ func TestPostgresNotInstalled(t *testing.T) {
 	}
 }
 
-// TestPostgresDiesWithHarness runs StartPostgres in a child test process, kills that
+// TestPostgresDiesWithHarness runs Start in a child test process, kills that
 // process with SIGKILL (no chance to Stop), and expects the server to die with it.
 func TestPostgresDiesWithHarness(t *testing.T) {
 	if dir := os.Getenv("INDOUBT_TEST_ORPHAN_DIR"); dir != "" {
-		pg, err := servers.StartPostgres(context.Background(), servers.PostgresOptions{Dir: dir})
+		pg, err := postgres.Start(context.Background(), postgres.Options{Dir: dir})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
@@ -434,27 +374,27 @@ func TestPostgresDiesWithHarness(t *testing.T) {
 		time.Sleep(time.Minute)
 		os.Exit(1)
 	}
-	if _, err := servers.FindPostgres(); err != nil {
+	if _, err := postgres.Find(); err != nil {
 		servertest.SkipOrFail(t, err)
 		t.Fatal(err)
 	}
-	dir := reachableDir(t)
-	cmd, line := rerun(t, "TestPostgresDiesWithHarness", "INDOUBT_TEST_ORPHAN_DIR="+dir)
+	dir := servertest.ReachableDir(t)
+	cmd, line := servertest.Rerun(t, "TestPostgresDiesWithHarness", "INDOUBT_TEST_ORPHAN_DIR="+dir)
 	var pid int
 	var addr string
 	if _, err := fmt.Sscan(line, &pid, &addr); err != nil {
 		t.Fatalf("child said %q", line)
 	}
 	defer func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }()
-	if !alive(pid) {
+	if !servertest.Alive(pid) {
 		t.Fatalf("postmaster %d not running", pid)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if !eventually(func() bool { return len(groupAlive(pid)) == 0 }) {
-		t.Errorf("server processes outlived the harness: %v", groupAlive(pid))
+	if !servertest.Eventually(func() bool { return len(servertest.GroupAlive(pid)) == 0 }) {
+		t.Errorf("server processes outlived the harness: %v", servertest.GroupAlive(pid))
 	}
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()
@@ -467,7 +407,7 @@ func TestPostgresDiesWithHarness(t *testing.T) {
 func TestPostgresVersions(t *testing.T) {
 	for _, v := range []string{"15", "18"} {
 		t.Run(v, func(t *testing.T) {
-			pg := startPostgres(t, servers.PostgresOptions{Dir: reachableDir(t), Version: v})
+			pg := startPostgres(t, postgres.Options{Dir: servertest.ReachableDir(t), Version: v})
 			if pg.Version != v {
 				t.Fatalf("Version = %q, want %q", pg.Version, v)
 			}
@@ -496,7 +436,7 @@ func TestPostgresVersions(t *testing.T) {
 
 func TestPostgresVersionRefused(t *testing.T) {
 	for _, v := range []string{"fifteen", "99"} {
-		_, err := servers.PostgresBin(v)
+		_, err := postgres.Bin(v)
 		if err == nil {
 			t.Errorf("PostgresBin(%q) = nil error", v)
 			continue
@@ -505,7 +445,7 @@ func TestPostgresVersionRefused(t *testing.T) {
 			t.Errorf("PostgresBin(%q): %q is not one line", v, err)
 		}
 	}
-	if _, err := servers.PostgresBin("99"); !errors.Is(err, servers.ErrNotInstalled) || !strings.Contains(err.Error(), "prepare-postgres18") {
+	if _, err := postgres.Bin("99"); !errors.Is(err, servers.ErrNotInstalled) || !strings.Contains(err.Error(), "prepare-postgres18") {
 		t.Errorf("PostgresBin(99) = %v, want ErrNotInstalled naming the prepare script", err)
 	}
 }

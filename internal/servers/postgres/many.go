@@ -1,4 +1,4 @@
-package servers
+package postgres
 
 import (
 	"context"
@@ -29,16 +29,16 @@ func withPrepared(settings map[string]string, n int) map[string]string {
 	return out
 }
 
-// StartPostgresMany starts n independent PostgreSQL servers with opt, concurrently
-// (initdb dominates a start, and n of them in a row would take n times as long). When
+// StartMany starts n independent PostgreSQL servers with opt, concurrently (initdb
+// dominates a start, and n of them in a row would take n times as long). When
 // opt.LogPath is set, server i logs to that path with "-i" before its extension
 // (postgres-0.log, postgres-1.log ...). On error every server already started is
 // stopped and the first error is returned.
-func StartPostgresMany(ctx context.Context, n int, opt PostgresOptions) ([]*Postgres, error) {
+func StartMany(ctx context.Context, n int, opt Options) ([]*Server, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("postgres: %d servers asked for, want at least 1", n)
 	}
-	out := make([]*Postgres, n)
+	out := make([]*Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -50,7 +50,7 @@ func StartPostgresMany(ctx context.Context, n int, opt PostgresOptions) ([]*Post
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = StartPostgres(ctx, o)
+			out[i], errs[i] = Start(ctx, o)
 		}()
 	}
 	wg.Wait()

@@ -1,4 +1,4 @@
-package servers
+package postgres
 
 import (
 	"bytes"
@@ -7,22 +7,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
-
-// newPassword returns a random password for one launch: 128 bits from crypto/rand, in
-// hex so that it needs no escaping in a URL, a shell or a config file.
-func newPassword() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("password: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
 
 // scramClient is the client side of SCRAM-SHA-256 (RFC 5802, RFC 7677) as PostgreSQL
 // speaks it: no channel binding, and the user name comes from the startup message, so

@@ -1,4 +1,4 @@
-package servers_test
+package redis_test
 
 import (
 	"context"
@@ -13,18 +13,19 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // redisCLI runs redis-cli (shipped beside redis-server by Debian) against r with its
 // password and returns its raw output, one reply element per line.
-func redisCLI(t *testing.T, r *servers.Redis, args ...string) string {
+func redisCLI(t *testing.T, r *redis.Server, args ...string) string {
 	t.Helper()
 	return redisCLIAs(t, r, r.Password, args...)
 }
 
 // redisCLIAs is redisCLI with the given password, "" for none.
-func redisCLIAs(t *testing.T, r *servers.Redis, password string, args ...string) string {
+func redisCLIAs(t *testing.T, r *redis.Server, password string, args ...string) string {
 	t.Helper()
 	cli := filepath.Join(filepath.Dir(r.Binary), "redis-cli")
 	if _, err := os.Stat(cli); err != nil {
@@ -49,7 +50,7 @@ func redisCLIAs(t *testing.T, r *servers.Redis, password string, args ...string)
 // the launch's password, that its DSN carries the password, and that the password is
 // not on the server's command line, where every local user could read it.
 func TestStartRedisRequiresPassword(t *testing.T) {
-	r := startRedis(t, servers.RedisOptions{})
+	r := startRedis(t, redis.Options{})
 	if len(r.Password) != 32 {
 		t.Errorf("Password %q: want 32 hex digits", r.Password)
 	}
@@ -80,15 +81,15 @@ func TestStartRedisPersistence(t *testing.T) {
 		appendonly, sync string
 	}{
 		{"", "no", ""},
-		{servers.RedisNoPersistence, "no", ""},
-		{servers.RedisEverySec, "yes", "everysec"},
-		{servers.RedisAlways, "yes", "always"},
+		{redis.NoPersistence, "no", ""},
+		{redis.EverySec, "yes", "everysec"},
+		{redis.Always, "yes", "always"},
 	}
 	for _, c := range cases {
 		t.Run("persistence "+c.persistence, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: c.persistence})
+			r, err := redis.Start(ctx, redis.Options{Persistence: c.persistence})
 			servertest.SkipOrFail(t, err)
 			if err != nil {
 				t.Fatal(err)
@@ -136,7 +137,7 @@ func TestStartRedisPersistence(t *testing.T) {
 func TestStartRedisSettings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := servers.StartRedis(ctx, servers.RedisOptions{Settings: map[string]string{"maxclients": "123"}})
+	r, err := redis.Start(ctx, redis.Options{Settings: map[string]string{"maxclients": "123"}})
 	servertest.SkipOrFail(t, err)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func TestStartRedisSettings(t *testing.T) {
 
 func TestStartRedisRefusesBadOptions(t *testing.T) {
 	ctx := context.Background()
-	for _, opt := range []servers.RedisOptions{
+	for _, opt := range []redis.Options{
 		{Persistence: "sometimes"},
 		{Settings: map[string]string{"port": "1"}},
 		{Settings: map[string]string{"appendfsync": "no"}},
@@ -157,16 +158,16 @@ func TestStartRedisRefusesBadOptions(t *testing.T) {
 		{Settings: map[string]string{"requirepass": ""}},
 		{Settings: map[string]string{"user": "default on nopass ~* +@all"}},
 	} {
-		if r, err := servers.StartRedis(ctx, opt); err == nil {
+		if r, err := redis.Start(ctx, opt); err == nil {
 			r.Stop()
-			t.Errorf("StartRedis(%+v) started", opt)
+			t.Errorf("Start(%+v) started", opt)
 		}
 	}
 }
 
 func TestStartRedisNotInstalled(t *testing.T) {
 	t.Setenv("INDOUBT_REDIS_SERVER", filepath.Join(t.TempDir(), "no-such-redis-server"))
-	_, err := servers.StartRedis(context.Background(), servers.RedisOptions{})
+	_, err := redis.Start(context.Background(), redis.Options{})
 	if !errors.Is(err, servers.ErrNotInstalled) {
 		t.Fatalf("err = %v, want ErrNotInstalled", err)
 	}
@@ -175,11 +176,11 @@ func TestStartRedisNotInstalled(t *testing.T) {
 	}
 }
 
-func startRedis(t *testing.T, opt servers.RedisOptions) *servers.Redis {
+func startRedis(t *testing.T, opt redis.Options) *redis.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := servers.StartRedis(ctx, opt)
+	r, err := redis.Start(ctx, opt)
 	servertest.SkipOrFail(t, err)
 	if err != nil {
 		t.Fatal(err)
@@ -192,27 +193,27 @@ func startRedis(t *testing.T, opt servers.RedisOptions) *servers.Redis {
 // (a setting it refuses) or runs out of time leaves no process and nothing on disk,
 // the password file included.
 func TestStartRedisFailedStartLeavesNothing(t *testing.T) {
-	if _, err := servers.FindRedis(); err != nil {
+	if _, err := redis.Find(); err != nil {
 		servertest.SkipOrFail(t, err)
 		t.Fatal(err)
 	}
 	t.Run("setting the server refuses", func(t *testing.T) {
-		dir := reachableDir(t)
-		_, err := servers.StartRedis(context.Background(), servers.RedisOptions{Dir: dir,
+		dir := servertest.ReachableDir(t)
+		_, err := redis.Start(context.Background(), redis.Options{Dir: dir,
 			Settings: map[string]string{"maxclients": "many"}})
 		if err == nil || !strings.Contains(err.Error(), "maxclients") {
 			t.Errorf("got %v, want the server's complaint about maxclients", err)
 		}
-		checkNothingLeft(t, dir)
+		servertest.NothingLeft(t, dir)
 	})
 	t.Run("cancelled during start", func(t *testing.T) {
-		dir := reachableDir(t)
+		dir := servertest.ReachableDir(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
 		defer cancel()
-		_, err := servers.StartRedis(ctx, servers.RedisOptions{Dir: dir})
+		_, err := redis.Start(ctx, redis.Options{Dir: dir})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want a deadline error", err)
 		}
-		checkNothingLeft(t, dir)
+		servertest.NothingLeft(t, dir)
 	})
 }

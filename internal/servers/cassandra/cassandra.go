@@ -1,4 +1,4 @@
-package servers
+package cassandra
 
 import (
 	"bytes"
@@ -18,20 +18,20 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/indoubt/indoubt/internal/powerfs"
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
-// CassandraVersion is the Apache Cassandra release StartCassandra runs by default. It must
-// equal the cassandra.version default in internal/servers/cassandra/pom.xml, which
+// Version is the Apache Cassandra release Start runs by default. It must equal the
+// cassandra.version default in internal/servers/cassandra/pom.xml, which
 // scripts/prepare-cassandra resolves.
-const CassandraVersion = "5.0.9"
+const Version = "5.0.9"
 
-// CassandraOptions configures StartCassandra. The zero value is ready to use.
-type CassandraOptions struct {
-	// Version is the cassandra-all release to run; "" means CassandraVersion. Its jars must
-	// have been resolved into the cache by scripts/prepare-cassandra.
+// Options configures Start. The zero value is ready to use.
+type Options struct {
+	// Version is the cassandra-all release to run; "" means the package's Version. Its
+	// jars must have been resolved into the cache by scripts/prepare-cassandra.
 	Version string
-	// CacheDir holds cassandra-<version>/lib; "" means CassandraCacheDir().
+	// CacheDir holds cassandra-<version>/lib; "" means servers.CacheDir().
 	CacheDir string
 	// Java is the java executable; "" means INDOUBT_JAVA, else $JAVA_HOME/bin/java, else
 	// java on PATH. Cassandra 5.0 runs on Java 11 or 17; the JVM options here are Java 17's.
@@ -42,7 +42,7 @@ type CassandraOptions struct {
 	Dir string
 	// Settings are extra cassandra.yaml entries, name to a YAML value written as is
 	// ("cas_contention_timeout": "500ms", "paxos_variant": "v2"). They override the
-	// defaults of StartCassandra; the entries that place the server (addresses, ports,
+	// defaults of Start; the entries that place the server (addresses, ports,
 	// directories, seeds) are refused.
 	Settings map[string]string
 	// JVMOptions are appended to the java command line before the main class
@@ -63,18 +63,17 @@ type CassandraOptions struct {
 	// CommitLogBatch or CommitLogGroup. Settings may not set commitlog_sync or its
 	// companions itself.
 	CommitLogSync string
-	// PowerFS puts the node's data directories (data, commitlog, saved_caches, hints)
-	// on a powerfs mount, for Cassandra.PowerLoss. It needs root and /dev/fuse.
-	PowerFS bool
-	// PowerFSEntries is the mount's rule for directory entries. The zero value is the
-	// POSIX rule, under which Cassandra 5.0 keeps nothing through a power loss: it never
-	// fsyncs the directories it makes for tables, nor the commit log directory after it
-	// adds a segment. powerfs.Ordered is a journaling filesystem's rule (ext4, xfs),
-	// under which what Cassandra fsyncs survives.
-	PowerFSEntries powerfs.EntryDurability
+	// DataFS, when set, mounts the filesystem the node's data directories (data,
+	// commitlog, saved_caches, hints) are kept on: powerloss.FS, for powerloss.Cut. It
+	// needs root and /dev/fuse. Under powerfs's POSIX rule for directory entries (its
+	// default) Cassandra 5.0 keeps nothing through a power loss: it never fsyncs the
+	// directories it makes for tables, nor the commit log directory after it adds a
+	// segment. powerfs.Ordered is a journaling filesystem's rule (ext4, xfs), under
+	// which what Cassandra fsyncs survives.
+	DataFS servers.Mounter
 }
 
-// The commit log sync modes of CassandraOptions.CommitLogSync: when Cassandra
+// The commit log sync modes of Options.CommitLogSync: when Cassandra
 // acknowledges a write against when its commit log entry is fsynced.
 const (
 	// CommitLogPeriodic acknowledges at once and syncs the commit log every
@@ -84,14 +83,14 @@ const (
 	// CommitLogBatch acknowledges a write only once its commit log entry is synced.
 	CommitLogBatch = "batch"
 	// CommitLogGroup acknowledges only after a sync too, but syncs at most once per
-	// commitlog_sync_group_window (CassandraGroupWindow), so that writes share a sync.
+	// commitlog_sync_group_window (GroupWindow), so that writes share a sync.
 	CommitLogGroup = "group"
 )
 
-// CassandraGroupWindow is the commitlog_sync_group_window of CommitLogGroup. Cassandra
+// GroupWindow is the commitlog_sync_group_window of CommitLogGroup. Cassandra
 // has no default (its cassandra.yaml suggests 1000ms); a Paxos write syncs the log up to
 // three times, so a short window keeps an LWT workload's operations under a second.
-const CassandraGroupWindow = "15ms"
+const GroupWindow = "15ms"
 
 // commitLogSettings returns the cassandra.yaml entries of a sync mode. Cassandra 5.0
 // refuses commitlog_sync_period beside batch or group, and wants a group window.
@@ -102,22 +101,22 @@ func commitLogSettings(mode string) (map[string]string, error) {
 	case CommitLogBatch:
 		return map[string]string{"commitlog_sync": CommitLogBatch}, nil
 	case CommitLogGroup:
-		return map[string]string{"commitlog_sync": CommitLogGroup, "commitlog_sync_group_window": CassandraGroupWindow}, nil
+		return map[string]string{"commitlog_sync": CommitLogGroup, "commitlog_sync_group_window": GroupWindow}, nil
 	}
 	return nil, fmt.Errorf("cassandra: commit log sync %q: want periodic, batch or group", mode)
 }
 
-// Cassandra is a running throwaway single-node Apache Cassandra. Its fields are
+// Server is a running throwaway single-node Apache Cassandra. Its fields are
 // read-only. Stop ends it.
-type Cassandra struct {
+type Server struct {
 	Addr        string // native transport (CQL), "127.0.0.1:PORT"
 	Host        string // "127.0.0.1"
 	Port        int    // native transport port
 	StoragePort int    // internode port, bound on loopback
 	Version     string // the cassandra-all release running, "5.0.9"
 	Dir         string // the temporary directory: cassandra.yaml, logback.xml, the log
-	// DataDir holds data, commitlog, saved_caches and hints: Dir, or a powerfs mount in
-	// Dir when launched with PowerFS.
+	// DataDir holds data, commitlog, saved_caches and hints: Dir, or the DataFS mount in
+	// Dir.
 	DataDir string
 	// CommitLogSync is the commit log's sync mode, CommitLogPeriodic when not chosen.
 	CommitLogSync string
@@ -125,37 +124,23 @@ type Cassandra struct {
 	// Startup is how long the JVM took from exec to accepting CQL connections.
 	Startup time.Duration
 
-	instance
+	inst servers.Instance
 }
 
 const cassandraHint = "run scripts/prepare-cassandra (needs mvn, java 17 and Maven Central)"
 
-// CassandraCacheDir returns the cache root that scripts/prepare-cassandra fills:
-// INDOUBT_CACHE if set, else the user cache directory ($XDG_CACHE_HOME or ~/.cache)
-// followed by "indoubt".
-func CassandraCacheDir() (string, error) {
-	if d := os.Getenv("INDOUBT_CACHE"); d != "" {
-		return d, nil
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("cassandra: cache directory: %w", err)
-	}
-	return filepath.Join(d, "indoubt"), nil
-}
-
-// FindCassandra returns the directory of the jars of Cassandra version (cassandra-all and
+// Find returns the directory of the jars of Cassandra version (cassandra-all and
 // its dependencies) under cache, as scripts/prepare-cassandra leaves it. The error when
-// they are missing satisfies errors.Is(err, ErrNotInstalled).
-func FindCassandra(cache, version string) (string, error) {
+// they are missing satisfies errors.Is(err, servers.ErrNotInstalled).
+func Find(cache, version string) (string, error) {
 	dir := filepath.Join(cache, "cassandra-"+version)
 	lib := filepath.Join(dir, "lib")
 	// The script writes "complete" last, so its presence means lib is whole.
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
-		return "", &NotInstalledError{Server: "cassandra", Program: "cassandra-all " + version + " jars in " + dir, Hint: cassandraHint}
+		return "", &servers.NotInstalledError{Server: "cassandra", Program: "cassandra-all " + version + " jars in " + dir, Hint: cassandraHint}
 	}
 	if _, err := os.Stat(filepath.Join(lib, "cassandra-all-"+version+".jar")); err != nil {
-		return "", &NotInstalledError{Server: "cassandra", Program: "cassandra-all-" + version + ".jar in " + lib,
+		return "", &servers.NotInstalledError{Server: "cassandra", Program: "cassandra-all-" + version + ".jar in " + lib,
 			Hint: "the cache is damaged; remove " + dir + " and " + cassandraHint}
 	}
 	return lib, nil
@@ -170,7 +155,7 @@ func findJava(explicit string) (string, error) {
 		}
 		found, err := exec.LookPath(p)
 		if err != nil {
-			return "", &NotInstalledError{Server: "cassandra", Program: "java " + p, Hint: "fix INDOUBT_JAVA or CassandraOptions.Java"}
+			return "", &servers.NotInstalledError{Server: "cassandra", Program: "java " + p, Hint: "fix INDOUBT_JAVA or Options.Java"}
 		}
 		return found, nil
 	}
@@ -182,7 +167,7 @@ func findJava(explicit string) (string, error) {
 	if p, err := exec.LookPath("java"); err == nil {
 		return p, nil
 	}
-	return "", &NotInstalledError{Server: "cassandra", Program: "java", Hint: "install Debian package openjdk-17-jre-headless, or set INDOUBT_JAVA"}
+	return "", &servers.NotInstalledError{Server: "cassandra", Program: "java", Hint: "install Debian package openjdk-17-jre-headless, or set INDOUBT_JAVA"}
 }
 
 // cassandraJVM17 are the module-system openings that Cassandra's conf/jvm17-server.options
@@ -217,7 +202,7 @@ var cassandraJVM17 = []string{
 	"-Dio.netty.tryReflectionSetAccessible=true",
 }
 
-// cassandraPlacement are the cassandra.yaml entries StartCassandra chooses itself.
+// cassandraPlacement are the cassandra.yaml entries Start chooses itself.
 var cassandraPlacement = map[string]bool{
 	"listen_address": true, "listen_interface": true, "rpc_address": true, "rpc_interface": true,
 	"broadcast_address": true, "broadcast_rpc_address": true, "native_transport_port": true,
@@ -225,7 +210,7 @@ var cassandraPlacement = map[string]bool{
 	"seed_provider": true, "data_file_directories": true, "commitlog_directory": true,
 	"saved_caches_directory": true, "hints_directory": true, "cdc_raw_directory": true,
 	"local_system_data_file_directory": true,
-	// CassandraOptions.CommitLogSync chooses these together.
+	// Options.CommitLogSync chooses these together.
 	"commitlog_sync": true, "commitlog_sync_period": true, "commitlog_sync_group_window": true,
 	"commitlog_sync_batch_window_in_ms": true, "periodic_commitlog_sync_lag_block": true,
 }
@@ -261,7 +246,7 @@ func cassandraYAML(dir, dataDir string, nativePort, storagePort int, settings ma
 			return "", fmt.Errorf("cassandra: setting name %q is not a cassandra.yaml key", name)
 		}
 		if cassandraPlacement[name] {
-			return "", fmt.Errorf("cassandra: setting %s is chosen by StartCassandra", name)
+			return "", fmt.Errorf("cassandra: setting %s is chosen by cassandra.Start", name)
 		}
 		if strings.ContainsAny(value, "\n\r") {
 			return "", fmt.Errorf("cassandra: setting %s: value spans lines", name)
@@ -286,7 +271,7 @@ func cassandraYAML(dir, dataDir string, nativePort, storagePort int, settings ma
 	entries["commitlog_directory"] = quote(filepath.Join(dataDir, "commitlog"))
 	entries["saved_caches_directory"] = quote(filepath.Join(dataDir, "saved_caches"))
 	entries["hints_directory"] = quote(filepath.Join(dataDir, "hints"))
-	// CDC is off; its directory stays off a powerfs mount, nothing in it is under test.
+	// CDC is off; its directory stays off the DataFS mount, nothing in it is under test.
 	entries["cdc_raw_directory"] = quote(filepath.Join(dir, "cdc_raw"))
 
 	names := make([]string, 0, len(entries))
@@ -295,7 +280,7 @@ func cassandraYAML(dir, dataDir string, nativePort, storagePort int, settings ma
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	b.WriteString("# Written by indoubt servers.StartCassandra: a throwaway single loopback node.\n")
+	b.WriteString("# Written by indoubt cassandra.Start: a throwaway single loopback node.\n")
 	for _, name := range names {
 		fmt.Fprintf(&b, "%s: %s\n", name, entries[name])
 	}
@@ -312,29 +297,29 @@ const cassandraLogback = `<configuration>
 </configuration>
 `
 
-// StartCassandra starts a single-node Apache Cassandra from the jars that
+// Start starts a single-node Apache Cassandra from the jars that
 // scripts/prepare-cassandra resolved from Maven Central: CassandraDaemon in the foreground
 // under java, with a fresh temporary directory for its data, on free ports of 127.0.0.1,
 // with AllowAll authentication and no JMX port, in its own process group. It returns once
 // the node accepts connections on its native (CQL) port. ctx bounds the startup only: once
 // started, the server runs until Stop. On error nothing is left running and, unless
 // opt.Keep, nothing is left on disk. Missing jars or java give an error matching
-// ErrNotInstalled.
+// servers.ErrNotInstalled.
 //
 // It runs as the caller, root included: only Cassandra's shell launcher refuses root (its
 // -R flag), the daemon itself does not.
-func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, error) {
+func Start(ctx context.Context, opt Options) (*Server, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	version := opt.Version
 	if version == "" {
-		version = CassandraVersion
+		version = Version
 	}
 	cache := opt.CacheDir
 	if cache == "" {
 		var err error
-		if cache, err = CassandraCacheDir(); err != nil {
+		if cache, err = servers.CacheDir(); err != nil {
 			return nil, err
 		}
 	}
@@ -342,7 +327,7 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	if _, err := cassandraYAML("/", "/", 1, 2, opt.Settings, opt.CommitLogSync); err != nil {
 		return nil, err
 	}
-	lib, err := FindCassandra(cache, version)
+	lib, err := Find(cache, version)
 	if err != nil {
 		return nil, err
 	}
@@ -350,19 +335,20 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 	if err != nil {
 		return nil, err
 	}
-	c := &Cassandra{Host: "127.0.0.1", Version: version, LogPath: opt.LogPath, CommitLogSync: opt.CommitLogSync,
-		instance: instance{name: "cassandra", keep: opt.Keep, sig: syscall.SIGTERM, grace: opt.StopGrace,
+	grace := opt.StopGrace
+	if grace <= 0 {
+		grace = 20 * time.Second
+	}
+	c := &Server{Host: "127.0.0.1", Version: version, LogPath: opt.LogPath, CommitLogSync: opt.CommitLogSync,
+		inst: servers.Instance{Name: "cassandra", Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: grace,
 			// Draining flushes memtables to SSTables that the removal deletes next: a
 			// node whose directory goes is killed, which takes no time.
-			discardSig: syscall.SIGKILL}}
+			DiscardSignal: syscall.SIGKILL}}
 	if c.CommitLogSync == "" {
 		c.CommitLogSync = CommitLogPeriodic
 	}
-	if c.grace <= 0 {
-		c.grace = 20 * time.Second
-	}
 	// The zero Account: the node runs as the caller, so there is nothing to check.
-	dir, err := c.makeTempDir(opt.Dir, Account{})
+	dir, err := c.inst.MakeTempDir(opt.Dir, servers.Account{})
 	if err != nil {
 		return nil, err
 	}
@@ -371,24 +357,24 @@ func StartCassandra(ctx context.Context, opt CassandraOptions) (*Cassandra, erro
 		c.LogPath = filepath.Join(dir, "cassandra.log")
 	}
 	if err := c.start(ctx, java, lib, opt); err != nil {
-		return nil, c.abandon(err)
+		return nil, c.inst.Abandon(err)
 	}
-	c.relaunch = func(ctx context.Context) error {
-		return c.launch(ctx, java, lib, c.Port, c.StoragePort, opt, c.sayer(opt.Log))
-	}
+	c.inst.SetRelaunch(func(ctx context.Context) error {
+		return c.launch(ctx, java, lib, c.Port, c.StoragePort, opt, c.inst.Progress(opt.Log))
+	})
 	return c, nil
 }
 
-// cassandraDataDirs are the directories of a node's data, made before it starts (on
-// powerfs, durably: Cassandra makes missing ones without syncing their parent).
+// cassandraDataDirs are the directories of a node's data, made before it starts (on a
+// DataFS, durably: Cassandra makes missing ones without syncing their parent).
 var cassandraDataDirs = []string{"data", "commitlog", "saved_caches", "hints"}
 
-// cassandraPortAttempts bounds the retries when a free port was taken between FreePort
-// and the JVM binding it.
+// cassandraPortAttempts bounds the retries when a free port was taken between
+// servers.FreePort and the JVM binding it.
 const cassandraPortAttempts = 3
 
-func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOptions) error {
-	say := c.sayer(opt.Log)
+func (c *Server) start(ctx context.Context, java, lib string, opt Options) error {
+	say := c.inst.Progress(opt.Log)
 	for _, sub := range []string{"cdc_raw", "logs"} {
 		if err := os.Mkdir(filepath.Join(c.Dir, sub), 0o755); err != nil {
 			return fmt.Errorf("cassandra: %w", err)
@@ -401,7 +387,7 @@ func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOp
 	if err := os.WriteFile(logback, []byte(cassandraLogback), 0o644); err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
-	if err := c.openLog(c.LogPath); err != nil {
+	if err := c.inst.OpenLog(c.LogPath); err != nil {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
@@ -429,16 +415,15 @@ func (c *Cassandra) start(ctx context.Context, java, lib string, opt CassandraOp
 	}
 }
 
-// makeDataDirs makes the data directories, on a powerfs mount in Dir when onPowerFS:
-// made in the backing directory before the mount, they are durable, as on a machine
-// set up and rebooted before the test.
-func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
-	onPowerFS := opt.PowerFS
+// makeDataDirs makes the data directories, on the DataFS mount in Dir when the launch
+// asked for one: made in the backing directory before the mount, they are durable, as on
+// a machine set up and rebooted before the test.
+func (c *Server) makeDataDirs(opt Options) error {
 	root := c.Dir
 	var backing, mnt string
-	if onPowerFS {
+	if opt.DataFS != nil {
 		var err error
-		if backing, mnt, err = powerDirs(c.Dir, Account{}); err != nil {
+		if backing, mnt, err = servers.MountDirs(c.Dir, servers.Account{}); err != nil {
 			return fmt.Errorf("cassandra: %w", err)
 		}
 		root = backing
@@ -448,10 +433,10 @@ func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
 			return fmt.Errorf("cassandra: %w", err)
 		}
 	}
-	if !onPowerFS {
+	if opt.DataFS == nil {
 		return nil
 	}
-	if err := c.mountPowerFS(backing, mnt, &powerfs.Options{Entries: opt.PowerFSEntries}); err != nil {
+	if err := c.inst.MountData(opt.DataFS, backing, mnt); err != nil {
 		return err
 	}
 	c.DataDir = mnt
@@ -459,7 +444,7 @@ func (c *Cassandra) makeDataDirs(opt CassandraOptions) error {
 }
 
 // dataPaths are the directories a node writes its data in.
-func (c *Cassandra) dataPaths() []string {
+func (c *Server) dataPaths() []string {
 	ps := []string{filepath.Join(c.Dir, "cdc_raw")}
 	for _, sub := range cassandraDataDirs {
 		ps = append(ps, filepath.Join(c.DataDir, sub))
@@ -469,11 +454,11 @@ func (c *Cassandra) dataPaths() []string {
 
 // twoFreePorts returns two distinct free ports of 127.0.0.1.
 func twoFreePorts() (native, storage int, err error) {
-	if native, err = FreePort(); err != nil {
+	if native, err = servers.FreePort(); err != nil {
 		return 0, 0, err
 	}
 	for storage == 0 || storage == native {
-		if storage, err = FreePort(); err != nil {
+		if storage, err = servers.FreePort(); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -484,7 +469,7 @@ var errPortTaken = errors.New("address already in use")
 
 // launch starts the JVM on the given ports and data directory and waits until it serves
 // CQL: the first start, and every start after a process fault.
-func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storage int, opt CassandraOptions, say func(string, ...any)) error {
+func (c *Server) launch(ctx context.Context, java, lib string, native, storage int, opt Options, say func(string, ...any)) error {
 	conf, err := cassandraYAML(c.Dir, c.DataDir, native, storage, opt.Settings, opt.CommitLogSync)
 	if err != nil {
 		return err
@@ -521,30 +506,30 @@ func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storag
 
 	cmd := exec.Command(java, args...)
 	cmd.Dir = c.Dir
-	cmd.Stdout = c.log
-	cmd.Stderr = c.log
+	cmd.Stdout = c.inst.Log()
+	cmd.Stderr = c.inst.Log()
 	// The log may already hold an earlier attempt; remember where this one starts.
-	logStart, _ := c.log.Seek(0, io.SeekEnd)
+	logStart, _ := c.inst.Log().Seek(0, io.SeekEnd)
 	say("starting %s on 127.0.0.1:%d (storage %d), log %s", c.Version, native, storage, c.LogPath)
 	began := time.Now()
-	proc, err := StartProcess("cassandra", cmd, Account{})
+	proc, err := servers.StartProcess("cassandra", cmd, servers.Account{})
 	if err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
 	// Recorded before the wait for readiness: a harness killed during the wait leaves
 	// a server that the next launch must find.
-	if err := c.track(proc); err != nil {
+	if err := c.inst.Track(proc); err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", native)
 	// The native port opens last in Cassandra's startup, but a SUPPORTED answer to OPTIONS
 	// is what proves the CQL server is serving.
-	if err := Poll(ctx, 100*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
-		return CQLOptions(ctx, addr)
+	if err := servers.Poll(ctx, 100*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
+		return Probe(ctx, addr)
 	}); err != nil {
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
-		tail := logTail(c.LogPath, logStart)
+		tail := servers.LogTail(c.LogPath, logStart)
 		// Cassandra says it either way: a socket's bind error, or its own check of the
 		// storage port ("... is in use by another process").
 		if strings.Contains(tail, "Address already in use") || strings.Contains(tail, "in use by another process") {
@@ -552,17 +537,17 @@ func (c *Cassandra) launch(ctx context.Context, java, lib string, native, storag
 		}
 		return fmt.Errorf("cassandra: %w: %s", err, complaint(tail))
 	}
-	c.proc = proc
+	c.inst.SetProcess(proc)
 	c.Port, c.StoragePort, c.Addr = native, storage, addr
 	c.Startup = time.Since(began)
 	say("ready on %s after %v", addr, c.Startup.Round(time.Millisecond))
 	return nil
 }
 
-// CQLOptions sends a native-protocol v4 OPTIONS request to addr and returns nil when the
+// Probe sends a native-protocol v4 OPTIONS request to addr and returns nil when the
 // answer is a SUPPORTED frame listing a CQL_VERSION: the wire-level proof that a CQL
-// server is serving there.
-func CQLOptions(ctx context.Context, addr string) error {
+// server is serving there, which Start waits for.
+func Probe(ctx context.Context, addr string) error {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -597,23 +582,6 @@ func CQLOptions(ctx context.Context, addr string) error {
 		return errors.New("cql options: SUPPORTED lists no CQL_VERSION")
 	}
 	return nil
-}
-
-// logTail returns the log from offset on (at most the last 64 KiB).
-func logTail(path string, offset int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size()-offset > 64<<10 {
-		offset = fi.Size() - 64<<10
-	}
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
 }
 
 // complaint turns a failed start's log into one line that says why: the first ERROR
@@ -652,11 +620,11 @@ func complaint(log string) string {
 }
 
 // Pid returns the process id of the JVM, which leads its process group.
-func (c *Cassandra) Pid() int { return c.proc.Pid() }
+func (c *Server) Pid() int { return c.inst.Process().Pid() }
 
 // RSS returns the resident memory of the JVM in bytes, read from /proc.
-func (c *Cassandra) RSS() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.proc.Pid()))
+func (c *Server) RSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.inst.Process().Pid()))
 	if err != nil {
 		return 0, fmt.Errorf("cassandra rss: %w", err)
 	}
@@ -682,4 +650,4 @@ func (c *Cassandra) RSS() (int64, error) {
 // Keep was set. It may be called more than once and concurrently; every call returns
 // the first call's result. It returns an error when the node had died before Stop, when
 // a kept node had to be killed, and when the directory could not be removed.
-func (c *Cassandra) Stop() error { return c.stop() }
+func (c *Server) Stop() error { return c.inst.Stop() }

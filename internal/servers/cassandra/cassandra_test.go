@@ -1,4 +1,4 @@
-package servers_test
+package cassandra_test
 
 import (
 	"context"
@@ -13,17 +13,18 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // needCassandra skips (or under CI=true fails) the test when the jars or java are missing.
 func needCassandra(t *testing.T) {
 	t.Helper()
-	cache, err := servers.CassandraCacheDir()
+	cache, err := servers.CacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err = servers.FindCassandra(cache, servers.CassandraVersion); err == nil {
+	if _, err = cassandra.Find(cache, cassandra.Version); err == nil {
 		return
 	}
 	servertest.SkipOrFail(t, err)
@@ -31,16 +32,16 @@ func needCassandra(t *testing.T) {
 }
 
 func TestCassandraVersionMatchesPom(t *testing.T) {
-	pom, err := os.ReadFile(filepath.Join("cassandra", "pom.xml"))
+	pom, err := os.ReadFile("pom.xml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`<cassandra.version>([^<]+)</cassandra.version>`).FindSubmatch(pom)
 	if m == nil {
-		t.Fatal("cassandra/pom.xml has no cassandra.version property")
+		t.Fatal("pom.xml has no cassandra.version property")
 	}
-	if got := string(m[1]); got != servers.CassandraVersion {
-		t.Errorf("pom resolves %s, CassandraVersion is %s: scripts/prepare-cassandra and StartCassandra disagree", got, servers.CassandraVersion)
+	if got := string(m[1]); got != cassandra.Version {
+		t.Errorf("pom resolves %s, Version is %s: scripts/prepare-cassandra and Start disagree", got, cassandra.Version)
 	}
 }
 
@@ -49,7 +50,7 @@ func TestCassandra(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var progress strings.Builder
-	c, err := servers.StartCassandra(ctx, servers.CassandraOptions{
+	c, err := cassandra.Start(ctx, cassandra.Options{
 		Dir:  t.TempDir(),
 		Keep: true,
 		// A value no default has, to prove the settings reach the node.
@@ -71,14 +72,14 @@ func TestCassandra(t *testing.T) {
 	}
 	t.Logf("cassandra %s ready on %s after %v, RSS %d MiB", c.Version, c.Addr, c.Startup.Round(time.Millisecond), rss>>20)
 
-	if c.Version != servers.CassandraVersion {
-		t.Errorf("Version = %q, want %q", c.Version, servers.CassandraVersion)
+	if c.Version != cassandra.Version {
+		t.Errorf("Version = %q, want %q", c.Version, cassandra.Version)
 	}
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil || host != "127.0.0.1" || c.Port == 0 || c.StoragePort == 0 || c.Port == c.StoragePort {
 		t.Errorf("Addr %q, Port %d, StoragePort %d: want distinct loopback ports", c.Addr, c.Port, c.StoragePort)
 	}
-	if err := servers.CQLOptions(ctx, c.Addr); err != nil {
+	if err := cassandra.Probe(ctx, c.Addr); err != nil {
 		t.Errorf("CQL OPTIONS on %s: %v", c.Addr, err)
 	}
 	if !strings.Contains(progress.String(), "ready on "+c.Addr) {
@@ -118,7 +119,7 @@ func TestCassandraFailedStartLeavesNothing(t *testing.T) {
 	needCassandra(t)
 	dir := t.TempDir()
 	began := time.Now()
-	_, err := servers.StartCassandra(context.Background(), servers.CassandraOptions{Dir: dir,
+	_, err := cassandra.Start(context.Background(), cassandra.Options{Dir: dir,
 		Settings: map[string]string{"num_tokens": "many"}})
 	if err == nil {
 		t.Fatal("a node with num_tokens: many started")
@@ -148,7 +149,7 @@ func TestCassandraRefusesBadOptions(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			_, err := servers.StartCassandra(context.Background(), servers.CassandraOptions{Dir: dir, Settings: settings})
+			_, err := cassandra.Start(context.Background(), cassandra.Options{Dir: dir, Settings: settings})
 			if err == nil || errors.Is(err, servers.ErrNotInstalled) {
 				t.Fatalf("got %v, want the option refused before anything else", err)
 			}
@@ -161,7 +162,7 @@ func TestCassandraRefusesBadOptions(t *testing.T) {
 
 func TestCassandraNotInstalled(t *testing.T) {
 	cache := t.TempDir()
-	_, err := servers.StartCassandra(context.Background(), servers.CassandraOptions{CacheDir: cache})
+	_, err := cassandra.Start(context.Background(), cassandra.Options{CacheDir: cache})
 	if !errors.Is(err, servers.ErrNotInstalled) {
 		t.Fatalf("got %v, want ErrNotInstalled", err)
 	}
@@ -169,26 +170,26 @@ func TestCassandraNotInstalled(t *testing.T) {
 		t.Errorf("message %q: want one line naming scripts/prepare-cassandra", msg)
 	}
 	// A half-written cache (no "complete" marker) is missing too.
-	if err := os.MkdirAll(filepath.Join(cache, "cassandra-"+servers.CassandraVersion, "lib"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(cache, "cassandra-"+cassandra.Version, "lib"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := servers.FindCassandra(cache, servers.CassandraVersion); !errors.Is(err, servers.ErrNotInstalled) {
+	if _, err := cassandra.Find(cache, cassandra.Version); !errors.Is(err, servers.ErrNotInstalled) {
 		t.Errorf("incomplete cache: got %v, want ErrNotInstalled", err)
 	}
 	t.Setenv("INDOUBT_CACHE", cache)
-	if d, err := servers.CassandraCacheDir(); err != nil || d != cache {
-		t.Errorf("CassandraCacheDir() = %q, %v; want INDOUBT_CACHE %q", d, err, cache)
+	if d, err := servers.CacheDir(); err != nil || d != cache {
+		t.Errorf("servers.CacheDir() = %q, %v; want INDOUBT_CACHE %q", d, err, cache)
 	}
 
 	// With the jars in place, a missing java is reported the same way.
-	dir := filepath.Join(cache, "cassandra-"+servers.CassandraVersion)
-	for _, f := range []string{"complete", filepath.Join("lib", "cassandra-all-"+servers.CassandraVersion+".jar")} {
+	dir := filepath.Join(cache, "cassandra-"+cassandra.Version)
+	for _, f := range []string{"complete", filepath.Join("lib", "cassandra-all-"+cassandra.Version+".jar")} {
 		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Setenv("INDOUBT_JAVA", "/nonexistent/java")
-	_, err = servers.StartCassandra(context.Background(), servers.CassandraOptions{})
+	_, err = cassandra.Start(context.Background(), cassandra.Options{})
 	if !errors.Is(err, servers.ErrNotInstalled) || !strings.Contains(err.Error(), "java") {
 		t.Errorf("java missing: got %v, want ErrNotInstalled naming java", err)
 	}
