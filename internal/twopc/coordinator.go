@@ -90,7 +90,7 @@ type Coordinator struct {
 	dead   context.Context
 	killed context.CancelFunc
 	mu     sync.Mutex // guards rng
-	rng     *rand.Rand
+	rng    *rand.Rand
 	// Stops counts the transactions abandoned at each crash point, by Point.
 	stops [numPoints]atomic.Int64
 }
