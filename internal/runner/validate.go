@@ -51,11 +51,6 @@ func (c *Config) defaults() error {
 	if !slices.Contains(b.workloads, c.Workload) {
 		return refuse("Workload", "%v", noWorkload(b, c.Workload))
 	}
-	if c.DSN == "" && len(c.DSNs) == 0 {
-		if err := b.available(); err != nil {
-			return refuse("Store", "%w: %w", ErrUnavailable, err)
-		}
-	}
 	if err := checkChoice(b, c.Workload, "Mechanism", c.Mechanism, b.mechanisms); err != nil {
 		return err
 	}
@@ -112,6 +107,12 @@ func (c *Config) defaults() error {
 	}
 	if c.CheckTimeout == 0 {
 		c.CheckTimeout = time.Minute
+	}
+	// Last: a bad setting is refused the same way on every machine.
+	if c.DSN == "" && len(c.DSNs) == 0 {
+		if err := b.available(); err != nil {
+			return refuse("Store", "%w: %w", ErrUnavailable, err)
+		}
 	}
 	return nil
 }
@@ -191,6 +192,8 @@ func (c *Config) twoPhaseDefaults() error {
 	switch {
 	case c.DSN != "":
 		return refuse("DSN", "names one server; the %s workload runs over several: give them as DSNs", c.Workload)
+	case len(c.DSNs) > 0 && (len(c.DSNs) < minServers || len(c.DSNs) > maxServers):
+		return refuse("DSNs", "%d servers given: the %s workload runs over %d to %d", len(c.DSNs), c.Workload, minServers, maxServers)
 	case len(c.DSNs) > 0 && c.Servers != 0 && c.Servers != len(c.DSNs):
 		return refuse("Servers", "is %d, but %d DSNs are given", c.Servers, len(c.DSNs))
 	case len(c.DSNs) > 0:

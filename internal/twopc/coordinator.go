@@ -85,8 +85,8 @@ type Coordinator struct {
 	log   *Log // nil when Naive
 
 	crashed atomic.Bool
-	// dead is cancelled by Crash: it ends the work phase of every transaction in
-	// flight, as the coordinator's dying sessions would (a wait for a lock included).
+	// dead is cancelled crashGrace after Crash: it ends the work phase of a transaction
+	// still in it (one waiting for a lock), as the coordinator's dying sessions would.
 	dead   context.Context
 	killed context.CancelFunc
 	mu     sync.Mutex // guards rng
@@ -124,16 +124,23 @@ func New(parts []*pgxpool.Pool, mode Mode, log *Log, seed int64) (*Coordinator, 
 	return &Coordinator{parts: parts, mode: mode, log: log, dead: dead, killed: killed, rng: rand.New(rand.NewPCG(uint64(seed), 0x2bc))}, nil
 }
 
-// Crash simulates the coordinator's process dying: from now on Do starts nothing; a
-// transaction still doing its work (waiting for a lock, say) is abandoned at once, its
-// sessions closed, and every other one in flight at its next protocol boundary or, by a
-// seeded coin at each boundary, at a later one (never past the decision). What it
+// Crash simulates the coordinator's process dying: from now on Do starts nothing, and
+// every transaction in flight is abandoned at its next protocol boundary or, by a seeded
+// coin at each boundary, at a later one (never past the decision). A transaction still
+// doing its work crashGrace after the crash (waiting for a lock an in-doubt transaction
+// holds, for as long as lock_timeout) is abandoned there, its sessions closed. What it
 // prepared stays prepared; what it had not prepared rolls back when its connection
 // closes.
 func (c *Coordinator) Crash() {
-	c.crashed.Store(true)
-	c.killed()
+	if !c.crashed.Swap(true) {
+		time.AfterFunc(crashGrace, c.killed)
+	}
 }
+
+// crashGrace is how long after a crash a transaction may go on with its work before the
+// crash ends it: long enough for work that is not waiting on a lock to reach the
+// protocol's boundaries, where the seeded coins decide where it stops.
+const crashGrace = 200 * time.Millisecond
 
 // Stops returns how many transactions the crash abandoned at each point.
 func (c *Coordinator) Stops() map[string]int64 {
