@@ -60,28 +60,28 @@ type suiteFile struct {
 
 // suiteCase is one case as written; zero fields take the suite's defaults.
 type suiteCase struct {
-	Name      string            `yaml:"name"`
-	Store     string            `yaml:"store"`
-	Workload  string            `yaml:"workload"`
-	Mechanism string            `yaml:"mechanism"`
-	Isolation string            `yaml:"isolation"`
-	Faults    []string          `yaml:"faults"`
-	Retry     string            `yaml:"retry"`
-	Workers   int               `yaml:"workers"`
-	Ops       int               `yaml:"ops"`
-	Time      string            `yaml:"time"`
-	Seed      int64             `yaml:"seed"`
-	Budget    int64             `yaml:"budget"`
+	Name      string   `yaml:"name"`
+	Store     string   `yaml:"store"`
+	Workload  string   `yaml:"workload"`
+	Mechanism string   `yaml:"mechanism"`
+	Isolation string   `yaml:"isolation"`
+	Faults    []string `yaml:"faults"`
+	Retry     string   `yaml:"retry"`
+	Workers   int      `yaml:"workers"`
+	Ops       int      `yaml:"ops"`
+	Time      string   `yaml:"time"`
+	Seed      int64    `yaml:"seed"`
+	Budget    int64    `yaml:"budget"`
 	// The two-phase commit workloads' (transfer, two-rows), as indoubt run's flags.
-	Servers       int      `yaml:"servers"`
-	Placement     string   `yaml:"placement"`
-	Coordinator   string   `yaml:"coordinator"`
-	Reads         *float64 `yaml:"reads"`
-	RowsPerWorker int      `yaml:"rows_per_worker"`
-	RecoverAfter  string   `yaml:"recover_after"`
-	Optional      bool     `yaml:"optional"`
-	Expect    string            `yaml:"expect"`
-	Figures   map[string]string `yaml:"figures"`
+	Servers       int               `yaml:"servers"`
+	Placement     string            `yaml:"placement"`
+	Coordinator   string            `yaml:"coordinator"`
+	Reads         *float64          `yaml:"reads"`
+	RowsPerWorker int               `yaml:"rows_per_worker"`
+	RecoverAfter  string            `yaml:"recover_after"`
+	Optional      bool              `yaml:"optional"`
+	Expect        string            `yaml:"expect"`
+	Figures       map[string]string `yaml:"figures"`
 }
 
 // suiteRun is a case ready to run: its configuration and its expectations.
