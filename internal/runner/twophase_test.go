@@ -99,7 +99,7 @@ func runTwoPhase(t *testing.T, cfg runner.Config) *results.Results {
 func TestTwoPhaseCommitCutRecovers(t *testing.T) {
 	// At most three cuts: each leaves a row locked until recovery, and a transfer that
 	// meets one waits out its lock_timeout.
-	cfg := twoPhaseConfig(t, workloads.Transfer, transfer.Distributed, "commit-cut:0.3,max=3")
+	cfg := twoPhaseConfig(t, workloads.Transfer, transfer.Distributed, "commit-cut:0.3,max=1")
 	// 4000 rows: few transfers meet the cut ones' rows, which stay locked until recovery.
 	cfg.Reads, cfg.RowsPerWorker = 0.2, 1000
 	res := runTwoPhase(t, cfg)

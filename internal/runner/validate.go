@@ -220,7 +220,7 @@ func (c *Config) twoPhaseDefaults() error {
 	case c.Reads < 0 || c.Reads > 1:
 		return refuse("Reads", "must be from 0 to 1 (got %v)", c.Reads)
 	case c.Reads > 0 && c.Workload != workloads.Transfer:
-		return refuse("Reads", "is the share of a transfer run's reads of the total; two-rows reads only")
+		return refuse("Reads", "applies to the transfer workload (the share of its operations that read the total), not two-rows")
 	case c.RowsPerWorker < 0 || c.RowsPerWorker == 1:
 		return refuse("RowsPerWorker", "must be at least 2 (got %d)", c.RowsPerWorker)
 	case c.RecoverAfter < 0:
