@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,5 +238,22 @@ func TestTwoPhaseRefuses(t *testing.T) {
 				t.Errorf("%d entries in Out", len(left))
 			}
 		})
+	}
+}
+
+// TestErrorsKeepTheirChain: an error that keeps a run from starting wraps
+// ErrCouldNotRun and still unwraps to its cause, so that errors.Is and errors.As see
+// through both.
+func TestErrorsKeepTheirChain(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := budgetConfig(t)
+	cfg.Out = filepath.Join(file, "runs")
+	_, err := runner.Run(context.Background(), cfg)
+	var pe *fs.PathError
+	if !errors.Is(err, runner.ErrCouldNotRun) || !errors.Is(err, syscall.ENOTDIR) || !errors.As(err, &pe) {
+		t.Fatalf("err = %v: want ErrCouldNotRun wrapping the *fs.PathError of ENOTDIR", err)
 	}
 }
