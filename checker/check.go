@@ -13,7 +13,7 @@ import (
 // header names, without a time limit.
 type Options struct {
 	// Model overrides the header's model: budget, register, cas-register, counter,
-	// exactly-once, bank.
+	// exactly-once, bank, transfer.
 	Model string
 	// Budget overrides the header's params.budget (budget model).
 	Budget *int64
@@ -39,7 +39,7 @@ type Options struct {
 const checkEvery = 4096
 
 // Models lists the models Check knows.
-var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", ExactlyOnceModel, BankModel}
+var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", ExactlyOnceModel, BankModel, TransferModel}
 
 // Check chooses the checker for the history's model and runs it. The error means the
 // history cannot be checked (no model, missing parameters, not a history of that model);
@@ -84,6 +84,12 @@ func checkModel(ctx context.Context, model string, h *histories.Header, ops []hi
 			return Result{}, err
 		}
 		return CheckBank(ctx, ops, p)
+	case TransferModel:
+		p, err := bankFromHeader(h)
+		if err != nil {
+			return Result{}, err
+		}
+		return CheckTransfer(ctx, ops, p)
 	case "budget":
 		b, err := budgetParam(h, opt)
 		if err != nil {

@@ -32,6 +32,12 @@
 //     every acknowledged transfer once and some choice of unknown ones at most once.
 //     Exact; the choice is a search over partial sums, bounded, Unknown when it
 //     outgrows its bound. CheckBank's documentation says what it cannot see.
+//   - transfer (CheckTransfer): the bank model over rows spread on several servers,
+//     with final reads of each server's markers (Markers: which rows each transfer
+//     applied on) and of the transactions still prepared. Atomic commitment: no
+//     transfer applied on one side only, none acknowledged and lost, none failed and
+//     applied; nothing left prepared. Exact, one rule per transfer, no search beyond
+//     the bank model's. TransferModel says what each function holds.
 //   - register and cas-register (CheckRegister): integer registers, one per key,
 //     checked for linearizability with porcupine. A search: bounded by
 //     Options.Timeout, and Unknown when it runs out.

@@ -81,6 +81,9 @@
 //	                           per commit point (default 1), at most N times per window
 //	commit-drop[:P][,max=N]    drop the commit before it reaches the server
 //	commit-mixed[:P][,max=N]   fire with P; a fair seeded coin picks cut or drop
+//	prepare-cut[:P][,max=N]    commit-cut at PREPARE TRANSACTION only (Fault.Statement:
+//	                           the proxy's Options.Match must select that statement)
+//	prepare-drop[:P][,max=N]   commit-drop at PREPARE TRANSACTION only
 //	latency:DELAY[~JITTER]     delay each chunk by DELAY ± JITTER (whole ms: 50ms~10ms)
 //	bandwidth:RATE             limit to RATE KB/s
 //	timeout:DURATION           stop all data, close after DURATION (0: never close)
@@ -101,6 +104,11 @@
 //	failover:rejoin@T          the same, then start the old primary again to rejoin as a replica
 //	power-loss@T               SIGKILL, undo every write never fsynced (powerfs), start again
 //	power-loss:tear@T          the same, keeping a torn, page-aligned prefix of unsynced writes
+//
+// The coordinator crash acts on indoubt's own two-phase commit coordinator (the transfer
+// and two-rows runs), not on the proxy either:
+//
+//	coordinator-crash@T        the coordinator dies at T, leaving its transactions in doubt
 //
 // The standard toxics apply to server-to-client bytes (toxiproxy's default); add
 // ",stream=up" for client-to-server. Hyphens and underscores are the same in names

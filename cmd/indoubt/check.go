@@ -154,6 +154,12 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	if a.skipBad && a.format == "indoubt" {
 		return a, fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
 	}
+	if a.partial && a.format != "indoubt" {
+		return a, fmt.Errorf("check: --partial is for indoubt histories (a truncated last line); the Jepsen formats have --skip-bad-lines")
+	}
+	if err := a.modelFlags(*initial != "", *budget != "", *failMns != "", *viz != ""); err != nil {
+		return a, err
+	}
 	if *finalF != "" {
 		b, err := os.ReadFile(*finalF)
 		if err != nil {
@@ -176,6 +182,50 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		}
 	}
 	return a, nil
+}
+
+// modelFlags refuses a flag of one model given for a history of another: --initial
+// (register models, counter), --budget (budget), --fail-means and --html (register
+// models). The model is --model's, or the one an indoubt history's header names, read
+// only when such a flag is given.
+func (a *checkArgs) modelFlags(initial, budget, failMeans, html bool) error {
+	if !initial && !budget && !failMeans && !html {
+		return nil
+	}
+	model := a.opt.Model
+	if model == "" && a.format == "indoubt" {
+		f, err := os.Open(a.path)
+		if err != nil {
+			return fmt.Errorf("check: open history: %w", err)
+		}
+		rd, err := histories.NewReader(f, a.path)
+		if err == nil && rd.Header() != nil {
+			model = rd.Header().Model
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+	}
+	if model == "" {
+		return nil // refused later: a history needs a model
+	}
+	register := model == checker.RegisterModel || model == checker.CASRegisterModel
+	for _, f := range []struct {
+		flag    string
+		set, ok bool
+		models  string
+	}{
+		{"--initial", initial, register || model == "counter", "the register, cas-register and counter models"},
+		{"--budget", budget, model == "budget", "the budget model"},
+		{"--fail-means", failMeans, register, "the register and cas-register models"},
+		{"--html", html, register, "the register and cas-register models"},
+	} {
+		if f.set && !f.ok {
+			return fmt.Errorf("check: %s applies to %s, not to this %s history", f.flag, f.models, model)
+		}
+	}
+	return nil
 }
 
 // parseValues reads --initial, --budget and --fail-means into the checker's options.

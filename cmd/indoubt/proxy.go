@@ -201,6 +201,12 @@ func (cfg proxyConfig) parseSchedule(specs []string) (faults.Schedule, error) {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	for _, f := range schedule {
+		switch {
+		case f.Process:
+			return nil, fmt.Errorf("proxy: --fault %s acts on a server indoubt launches (indoubt run), not on a proxy in front of one", f.Spec)
+		case f.Coordinator || f.Statement != "":
+			return nil, fmt.Errorf("proxy: --fault %s acts on the two-phase commit of indoubt run --workload transfer; in front of your own, cut PREPARE TRANSACTION with --fault commit-cut and --match 'PREPARE TRANSACTION'", f.Spec)
+		}
 		if (f.Name == "commit-cut" && cfg.cut > 0) || (f.Name == "commit-drop" && cfg.drop > 0) {
 			return nil, fmt.Errorf("proxy: --fault %s and its flag both arm %s: use one", f.Spec, f.Name)
 		}
