@@ -20,13 +20,12 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 )
 
-// Type names of the commit toxics in the HTTP API. Cut and drop share their names with
-// the two halves that Install puts on the proxy; the API hides the halves and shows
-// these in their place, one per knob.
+// Type names of the commit toxics in the HTTP API, one per knob. They are views of the
+// knobs, not toxics on toxiproxy's chain.
 const (
-	cutType   = toxics.CutToxic  // commit_cut: Faults.Cut
-	dropType  = toxics.DropToxic // commit_drop: Faults.Drop
-	mixedType = "commit_mixed"   // commit_mixed: Faults.Mixed
+	cutType   = "commit_cut"   // Faults.Cut
+	dropType  = "commit_drop"  // Faults.Drop
+	mixedType = "commit_mixed" // Faults.Mixed
 )
 
 var commitTypes = []string{cutType, dropType, mixedType}
@@ -104,11 +103,15 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	path := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	ours := len(path) >= 2 && path[0] == "proxies" && path[1] == a.p.px.Name
+	ours := len(path) >= 2 && path[0] == "proxies" && path[1] == a.p.px.Name && !a.p.isDeleted()
 	write := r.Method == http.MethodPost || r.Method == http.MethodPatch
 	switch {
 	case len(path) == 1 && path[0] == "reset" && r.Method == http.MethodPost:
 		a.reset(r.Context(), w)
+	case len(path) == 2 && ours && write:
+		a.updateOurs(w, body)
+	case len(path) == 2 && ours && r.Method == http.MethodDelete:
+		a.deleteOurs(w)
 	case (len(path) == 1 && path[0] == "proxies" && r.Method == http.MethodPost) ||
 		(len(path) == 1 && path[0] == "populate" && r.Method == http.MethodPost) ||
 		(len(path) == 2 && path[0] == "proxies" && write):
@@ -318,7 +321,7 @@ func (a *api) createToxic(w http.ResponseWriter, r *http.Request, ours bool, bod
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, taken := a.view(in.Name); taken || (commit && a.p.px.Toxics.GetToxic(in.Name) != nil && in.Name != cutType && in.Name != dropType) {
+	if _, taken := a.view(in.Name); taken || isEndName(in.Name) || (commit && a.p.px.Toxics.GetToxic(in.Name) != nil) {
 		apiError(w, http.StatusConflict, "toxic %q already exists", in.Name)
 		return
 	}
@@ -354,9 +357,9 @@ func (a *api) commitToxic(w http.ResponseWriter, r *http.Request, name string, b
 	defer a.mu.Unlock()
 	v, ok := a.view(name)
 	if !ok {
-		if a.p.Faults() != nil && (name == cutType || name == dropType) {
-			// The halves stay, whatever is asked: removing or updating them would
-			// break the pairing of every later connection, or race their pipes.
+		if isEndName(name) {
+			// The link ends stay, whatever is asked: the proxy's connections
+			// live in them.
 			apiError(w, http.StatusNotFound, "toxic not found")
 			return true
 		}
@@ -394,12 +397,12 @@ func (a *api) commitToxic(w http.ResponseWriter, r *http.Request, name string, b
 	return true
 }
 
-// toxicList is the proxy's toxics as the API shows them: toxiproxy's, without the
-// commit halves, and the commit toxics.
+// toxicList is the proxy's toxics as the API shows them: toxiproxy's, without the link
+// ends, and the commit toxics.
 func (a *api) toxicList() []any {
 	list := []any{}
 	for _, t := range a.p.px.Toxics.GetToxicArray() {
-		if w, ok := t.(*tp.ToxicWrapper); ok && a.p.Faults() != nil && (w.Type == cutType || w.Type == dropType) {
+		if w, ok := t.(*tp.ToxicWrapper); ok && w.Type == endType {
 			continue
 		}
 		list = append(list, t)
@@ -463,33 +466,99 @@ func (a *api) rewrite(body []byte, path []string) ([]byte, error) {
 		if err := json.Unmarshal(body, &obj); err != nil {
 			return nil, err
 		}
-		obj["toxics"], _ = json.Marshal(a.toxicList())
+		a.ourView(obj)
 		return json.Marshal(obj)
 	}
 	var all map[string]map[string]json.RawMessage
 	if err := json.Unmarshal(body, &all); err != nil {
 		return nil, err
 	}
-	if obj, ok := all[a.p.px.Name]; ok {
-		obj["toxics"], _ = json.Marshal(a.toxicList())
+	if obj, ok := all[a.p.px.Name]; ok && !a.p.isDeleted() {
+		a.ourView(obj)
 	}
 	return json.Marshal(all)
 }
 
-// reset is toxiproxy's POST /reset without removing the commit halves: every proxy is
+// ourView fills toxiproxy's JSON of the proxy Start made with what toxiproxy does not
+// know of it: whether it accepts connections (toxiproxy never started it, see relay.go)
+// and its toxics as toxicList shows them.
+func (a *api) ourView(obj map[string]json.RawMessage) {
+	obj["enabled"], _ = json.Marshal(a.p.enabled())
+	obj["toxics"], _ = json.Marshal(a.toxicList())
+}
+
+// proxyFields is a proxy as toxiproxy's API decodes a request's body: encoding/json
+// into fields of these names, which matches keys case-insensitively.
+type proxyFields struct {
+	Name     string `json:"name"`
+	Listen   string `json:"listen"`
+	Upstream string `json:"upstream"`
+	Enabled  bool   `json:"enabled"`
+}
+
+// updateOurs serves POST and PATCH /proxies/NAME for the proxy Start made: it can be
+// disabled and enabled, but keeps its address and upstream, which its clients and the
+// code that started it were given.
+func (a *api) updateOurs(w http.ResponseWriter, body []byte) {
+	in := proxyFields{Listen: a.p.addr, Upstream: a.p.upstream, Enabled: a.p.enabled()}
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&in); err != nil {
+		apiError(w, http.StatusBadRequest, "bad request body: %v", err)
+		return
+	}
+	listen, err := bindAddr(in.Listen, a.allowRemote)
+	if err != nil {
+		apiError(w, http.StatusForbidden, "listen %v", err)
+		return
+	}
+	if listen != a.p.addr || in.Upstream != a.p.upstream {
+		apiError(w, http.StatusConflict, "proxy %q keeps listen %s and upstream %s, which its clients were given: create another proxy for another address", a.p.px.Name, a.p.addr, a.p.upstream)
+		return
+	}
+	if in.Enabled {
+		if err := a.p.Enable(); err != nil {
+			apiError(w, http.StatusInternalServerError, "%v", err)
+			return
+		}
+	} else {
+		a.p.Disable()
+	}
+	obj := map[string]json.RawMessage{}
+	for k, v := range map[string]string{"name": a.p.px.Name, "listen": a.p.addr, "upstream": a.p.upstream} {
+		obj[k], _ = json.Marshal(v)
+	}
+	a.ourView(obj)
+	writeJSON(w, obj)
+}
+
+// deleteOurs serves DELETE /proxies/NAME for the proxy Start made: it stops serving for
+// good (Proxy.Done is closed) and the API forgets it.
+func (a *api) deleteOurs(w http.ResponseWriter) {
+	if !a.p.remove() {
+		apiError(w, http.StatusNotFound, "proxy not found")
+		return
+	}
+	a.p.srv.Collection.Remove(a.p.px.Name)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// reset is toxiproxy's POST /reset without removing the link ends: every proxy is
 // enabled, every other toxic removed and the commit faults disarmed.
 func (a *api) reset(ctx context.Context, w http.ResponseWriter) {
 	for _, px := range a.p.srv.Collection.Proxies() {
-		if err := px.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
-			apiError(w, http.StatusInternalServerError, "reset proxy %q: %v", px.Name, err)
-			return
-		}
-		if px != a.p.px || a.p.Faults() == nil {
+		if px != a.p.px {
+			if err := px.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+				apiError(w, http.StatusInternalServerError, "reset proxy %q: %v", px.Name, err)
+				return
+			}
 			px.Toxics.ResetToxics(ctx)
 			continue
 		}
+		if err := a.p.Enable(); err != nil {
+			apiError(w, http.StatusInternalServerError, "reset proxy %q: %v", px.Name, err)
+			return
+		}
 		for _, t := range px.Toxics.GetToxicArray() {
-			if tw, ok := t.(*tp.ToxicWrapper); ok && tw.Type != cutType && tw.Type != dropType {
+			if tw, ok := t.(*tp.ToxicWrapper); ok && tw.Type != endType {
 				px.Toxics.RemoveToxic(ctx, tw.Name)
 			}
 		}

@@ -84,11 +84,11 @@ func TestAPICommitToxics(t *testing.T) {
 	if px.Faults().Cut.P() != 0 {
 		t.Errorf("commit_cut still armed after its removal")
 	}
-	if err := p.RemoveToxic(toxics.DropToxic); err == nil {
-		t.Errorf("the API removed the drop half")
+	if err := p.RemoveToxic(endNames[0]); err == nil {
+		t.Errorf("the API removed a link end")
 	}
 
-	// Reset keeps the halves: commit faults armed from Go still fire afterwards.
+	// Reset keeps the link ends: commit faults armed from Go still fire afterwards.
 	if err := cl.ResetState(); err != nil {
 		t.Fatal(err)
 	}

@@ -55,50 +55,40 @@ type Options struct {
 	AllowRemote bool
 }
 
-// Proxy is a TCP proxy between clients and one server: toxiproxy v2.12.0 embedded in
-// the process, with indoubt's commit toxics installed (disarmed) when a protocol is
-// given. Its methods are safe for concurrent use.
+// Proxy is a TCP proxy between clients and one server, with indoubt's commit faults
+// when a protocol is given. It accepts connections itself and relays each through
+// toxiproxy v2.12.0's links, embedded in the process, so that toxiproxy's standard
+// toxics and its HTTP API apply to them; the commit faults judge every byte of a
+// connection from its first, and know its client's address from the accepted socket.
+// Its methods are safe for concurrent use.
 type Proxy struct {
-	srv     *toxiproxy.ApiServer
+	upstream string
+	addr     string // fixed at Start: Enable listens here again
+	srv      *toxiproxy.ApiServer
+	// px is the proxy as toxiproxy's HTTP API and links know it: it holds the toxics.
+	// toxiproxy never starts it (its own accept loop names clients only in the log
+	// line it writes), so its Enabled stays false; see relay.go.
 	px      *toxiproxy.Proxy
 	commits *toxics.Commits
-	addr    string
+	ctx     context.Context // ends at Close or deletion: pending dials give up
+	cancel  context.CancelFunc
+
+	// linkMu serialises the starts of toxiproxy links, so that the link end of each
+	// takes the state in handoff (see startLinks).
+	linkMu  sync.Mutex
+	handoff *endState
+
+	mu       sync.Mutex
+	ln       net.Listener  // nil while disabled
+	accepted chan struct{} // closed when the accept loop of ln has returned
+	conns    map[*conn]struct{}
+	closed   bool
+	deleted  bool
+	done     chan struct{}
 
 	apiSrv *http.Server
 	apiLn  net.Listener
 	apiErr chan error
-
-	mu     sync.Mutex
-	closed bool
-}
-
-// acceptLog receives toxiproxy's log lines. toxiproxy logs "Accepted client" with the
-// client's address from its accept loop, in the same goroutine and just before it
-// starts that connection's links; that is how the commit toxics learn the address to
-// put in their events. Everything else is discarded.
-type acceptLog struct{ commits *toxics.Commits }
-
-func (w acceptLog) Write(b []byte) (int, error) {
-	if w.commits == nil {
-		return len(b), nil
-	}
-	accepted := bytes.Contains(b, []byte(`"Accepted client"`))
-	rejected := !accepted && bytes.Contains(b, []byte(`"Unable to open connection to upstream"`))
-	if !accepted && !rejected {
-		return len(b), nil
-	}
-	var line struct {
-		Client string `json:"client"`
-	}
-	if err := json.Unmarshal(b, &line); err != nil {
-		return len(b), nil
-	}
-	if accepted {
-		w.commits.Accepted(line.Client)
-	} else {
-		w.commits.Rejected()
-	}
-	return len(b), nil
 }
 
 // Start starts a proxy and, if asked, its HTTP API. Close stops both. It fails, with
@@ -115,39 +105,41 @@ func Start(opt Options) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start proxy: listen %w", err)
 	}
-	opt.Listen = listen
 	if opt.Name == "" {
 		opt.Name = "indoubt"
 	}
-	p := &Proxy{}
+	p := &Proxy{upstream: opt.Upstream, conns: map[*conn]struct{}{}, done: make(chan struct{})}
 	if opt.Protocol != nil {
 		c, err := toxics.NewCommits(toxics.Config{Protocol: opt.Protocol, Seed: opt.Seed, Match: opt.Match, Events: opt.Events})
 		if err != nil {
 			return nil, fmt.Errorf("start proxy: %w", err)
 		}
 		p.commits = c
-		if zerolog.GlobalLevel() > zerolog.InfoLevel {
-			// The accept log line names the client of each fault event.
-			return nil, errors.New("start proxy: zerolog's global level is above info; commit faults need toxiproxy's info log")
-		}
 	}
-	logger := zerolog.New(acceptLog{p.commits}).Level(zerolog.InfoLevel)
-	// A real metrics container: toxiproxy dereferences it on every connection.
-	p.srv = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger)
-	p.px = toxiproxy.NewProxy(p.srv, opt.Name, opt.Listen, opt.Upstream)
-	if p.commits != nil {
-		// Before the proxy starts: the halves pair by creation order per connection.
-		if err := p.commits.Install(p.px.Toxics); err != nil {
-			return nil, fmt.Errorf("start proxy: %w", err)
-		}
+	// A real metrics container: toxiproxy dereferences it on every link. Nothing of
+	// indoubt's reads toxiproxy's log, so it goes nowhere.
+	p.srv = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p.px = toxiproxy.NewProxy(p.srv, opt.Name, listen, opt.Upstream)
+	if err := p.installEnds(); err != nil {
+		return nil, fmt.Errorf("start proxy: %w", err)
 	}
-	if err := p.srv.Collection.Add(p.px, true); err != nil {
-		return nil, fmt.Errorf("start proxy on %s: %w", opt.Listen, err)
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("start proxy on %s: %w", listen, err)
 	}
-	p.addr = p.px.Listen
+	p.addr = ln.Addr().String()
+	p.px.Listen = p.addr
+	if err := p.srv.Collection.Add(p.px, false); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("start proxy on %s: %w", listen, err)
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.mu.Lock()
+	p.serve(ln)
+	p.mu.Unlock()
 	if opt.API != "" {
 		if err := p.serveAPI(opt.API, opt.AllowRemote); err != nil {
-			p.px.Stop()
+			p.Close()
 			return nil, err
 		}
 	}
@@ -181,7 +173,7 @@ func (p *Proxy) serveAPI(addr string, allowRemote bool) error {
 func (p *Proxy) Addr() string { return p.addr }
 
 // Upstream returns the server's address, as Options gave it.
-func (p *Proxy) Upstream() string { return p.px.Upstream }
+func (p *Proxy) Upstream() string { return p.upstream }
 
 // APIAddr returns the HTTP API's address, or "" when it is off.
 func (p *Proxy) APIAddr() string {
@@ -190,6 +182,11 @@ func (p *Proxy) APIAddr() string {
 	}
 	return p.apiLn.Addr().String()
 }
+
+// Done is closed when the proxy stops serving for good: at Close, or when a client of
+// its HTTP API deleted it (DELETE /proxies/NAME). The API then goes on serving the
+// other proxies until Close.
+func (p *Proxy) Done() <-chan struct{} { return p.done }
 
 // Faults returns the knobs of the commit faults, or nil without a protocol. They start
 // disarmed; Set and Disarm take effect on open connections. A Schedule and the HTTP
@@ -233,11 +230,10 @@ func (p *Proxy) AddToxic(t Toxic) error {
 	return nil
 }
 
-// RemoveToxic removes a toxic that AddToxic added. It refuses the commit toxics' names
-// (they stay installed; disarm them through Faults) and fails on an unknown name.
+// RemoveToxic removes a toxic that AddToxic added. It fails on an unknown name.
 func (p *Proxy) RemoveToxic(name string) error {
-	if name == toxics.DropToxic || name == toxics.CutToxic {
-		return fmt.Errorf("remove toxic %s: the commit toxics stay; disarm them through Faults", name)
+	if isEndName(name) {
+		return fmt.Errorf("remove toxic %s: %w", name, toxiproxy.ErrToxicNotFound)
 	}
 	if err := p.px.Toxics.RemoveToxic(context.Background(), name); err != nil {
 		return fmt.Errorf("remove toxic %s: %w", name, err)
@@ -247,21 +243,45 @@ func (p *Proxy) RemoveToxic(name string) error {
 
 // Disable stops accepting connections and closes every open one, both sides: a
 // partition. Enable ends it, listening on the same address again.
-func (p *Proxy) Disable() { p.px.Stop() }
+func (p *Proxy) Disable() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stop()
+}
 
-// Enable listens again after Disable, on the same address. It fails after Close, or
-// when another process took the address meanwhile.
+// Enable listens again after Disable, on the same address. It fails after Close or a
+// deletion through the HTTP API, or when another process took the address meanwhile.
 func (p *Proxy) Enable() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	switch {
+	case p.closed:
 		return errors.New("enable proxy: closed")
+	case p.deleted:
+		return errors.New("enable proxy: deleted through the HTTP API")
+	case p.ln != nil:
+		return nil
 	}
-	// toxiproxy replaced ":0" by the address it took, so this listens there again.
-	if err := p.px.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
 		return fmt.Errorf("enable proxy on %s: %w", p.addr, err)
 	}
+	p.serve(ln)
 	return nil
+}
+
+// enabled reports whether the proxy accepts connections.
+func (p *Proxy) enabled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ln != nil
+}
+
+// isDeleted reports whether the HTTP API deleted the proxy.
+func (p *Proxy) isDeleted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.deleted
 }
 
 // Close stops the proxy, closes every connection through it and stops the HTTP API.
@@ -273,8 +293,8 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
+	p.end()
 	p.mu.Unlock()
-	p.px.Stop()
 	var err error
 	if p.apiSrv != nil {
 		err = p.apiSrv.Close()
@@ -286,6 +306,26 @@ func (p *Proxy) Close() error {
 		return fmt.Errorf("close proxy api: %w", err)
 	}
 	return nil
+}
+
+// remove ends the proxy for a DELETE through the HTTP API, which then forgets it; false
+// if it had ended already.
+func (p *Proxy) remove() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.deleted {
+		return false
+	}
+	p.deleted = true
+	p.end()
+	return true
+}
+
+// end stops serving for good. Call with p.mu held, once.
+func (p *Proxy) end() {
+	p.stop()
+	p.cancel()
+	close(p.done)
 }
 
 // resolveTimeout bounds the name lookups of Start: a name that does not resolve in that

@@ -19,6 +19,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/faults/internal/faultstest"
@@ -250,6 +251,46 @@ func TestManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	goleak.VerifyNone(t, ignore)
+}
+
+// TestConnIdentityWhateverZerologSays: events name their client whatever zerolog's
+// global level is (the proxy knows its clients from the sockets it accepts, not from
+// toxiproxy's log): each of many concurrent clients cut or dropped is named by exactly
+// one event, with a ConnIndex of its own.
+func TestConnIdentityWhateverZerologSays(t *testing.T) {
+	srv := pg.Get(t)
+	direct := connect(t, srv.DSN)
+	table := freshAccount(t, direct, 1<<20)
+	cfg, err := pgx.ParseConfig(srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zerolog.SetGlobalLevel(zerolog.GlobalLevel())
+	zerolog.SetGlobalLevel(zerolog.WarnLevel)
+	px, evs := startProtoProxy(t, srv.Addr, toxics.Postgres{}, 9)
+	px.Faults().Mixed.Set(1, 0)
+	const conns = 200
+	sql := fmt.Sprintf("update %s set balance = balance - 1 where id = 1", table)
+	lost := faultstest.CutConnections(t, conns, func(i int) (string, error) {
+		return rawUpdate(px.Addr(), cfg, sql, i%2 == 0)
+	})
+	applied := faultstest.CountCuts(t, evs.All(), lost, conns)
+	named, indexes := map[string]int{}, map[uint64]bool{}
+	for _, e := range evs.All() {
+		named[e.Conn]++
+		if indexes[e.ConnIndex] {
+			t.Errorf("two events with conn_index %d", e.ConnIndex)
+		}
+		indexes[e.ConnIndex] = true
+	}
+	for local := range lost {
+		if named[local] != 1 {
+			t.Errorf("client %s is named by %d events, want 1", local, named[local])
+		}
+	}
+	if b := balance(t, direct, table); b != 1<<20-applied {
+		t.Errorf("balance %d: %d decrements applied, the events say %d", b, 1<<20-b, applied)
+	}
 }
 
 // rawUpdate connects as cfg says but to addr, runs sql as a simple query or through the

@@ -7,32 +7,26 @@
 //
 // # How the pieces fit
 //
-// A Commits value belongs to one proxy. Install puts its two halves on the proxy:
+// A Commits value belongs to one proxy. Each connection the proxy accepts gets a
+// Session from Commits.Open, which judges both of its directions:
 //
-//	client ──► [commit_drop: frame requests, find commit points, decide] ──► server
-//	client ◄── [commit_cut: frame replies, hold, cut on proof of commit] ◄── server
+//	client ──► [Requests: frame requests, find commit points, decide] ──► server
+//	client ◄── [Replies: frame replies, hold, cut on proof of commit] ◄── server
 //
-// Every commit point gets exactly one decision, made by the upstream half when the
-// request passes: one roll from the connection's own generator (seeded from Config.Seed
-// and the connection's position among those that reached a commit point), compared against the knobs in Faults (see
-// Faults for the arithmetic). A drop happens on the spot: the requests before the point
-// are forwarded, the point and everything after it are not, and the connection closes.
-// A cut is armed on the protocol state and carried out by the downstream half when the
-// server proves the commit; if the server reports an error or a rollback instead, the
-// armed cut ends unfired and its reservation against the knob's cap is returned. After
-// a cut nothing more from the client reaches the server.
+// Every commit point gets exactly one decision, made by Requests when the request
+// passes: one roll from the connection's own generator (seeded from Config.Seed and the
+// connection's position among those that reached a commit point), compared against the
+// knobs in Faults (see Faults for the arithmetic). A drop happens on the spot: the
+// requests before the point are forwarded, the point and everything after it are not,
+// and the connection closes. A cut is armed on the protocol state and carried out by
+// Replies when the server proves the commit; if the server reports an error or a
+// rollback instead, the armed cut ends unfired and its reservation against the knob's
+// cap is returned. After a cut nothing more from the client reaches the server.
 //
-// The two halves of one connection share a session. toxiproxy's accept loop creates the
-// upstream link's toxic state, then the downstream link's, in one goroutine (read in
-// toxiproxy v2.12.0's proxy.go and toxic_collection.go; checked by this package's tests
-// and faults' end-to-end tests, which match each event's client address against the
-// client's own), so the downstream half takes the session the upstream half made last.
-// This is why the halves are installed before the first connection and never added or
-// removed while the proxy runs: arm and disarm them through the Knobs instead, which
-// are atomics and take effect on open connections. toxicity stays 1 (toxiproxy rolls it
-// once per link, not per message), and a toxic's state lives in the ToxicStub so that
-// toxiproxy's interrupts (on any toxic added or removed) resume mid-message. A closed
-// half keeps draining its input until the link ends, or toxiproxy's goroutines leak.
+// The two directions of a connection share its Session, so the relay that opens it
+// pairs them, and names the client, from the socket it accepted. The knobs are atomics
+// and take effect on open connections; a Session sees every byte of its connection from
+// the first, since a parser skipped mid-stream would lose its framing.
 //
 // # Adding a protocol
 //
