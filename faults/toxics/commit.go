@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Protocol teaches the commit toxics one wire protocol. An implementation provides a
+// Protocol teaches the commit faults one wire protocol. An implementation provides a
 // framer (it splits each direction into messages, whatever the chunking) and a matcher
 // (it finds commit points among the requests and the proof of commit among the
 // replies). See the package documentation for the contract in full.
@@ -27,10 +27,10 @@ type proxyScoped interface {
 }
 
 // Conn is the protocol state of one proxied connection. Request is only ever called
-// from the upstream toxic's goroutine and Reply from the downstream one's, so each
-// direction's framing state needs no lock; state the two directions share (which
-// request a reply answers, the transaction status the replies report) must be guarded
-// by the implementation.
+// from Session.Requests and Reply from Session.Replies, each from one goroutine at a
+// time, so each direction's framing state needs no lock; state the two directions
+// share (which request a reply answers, the transaction status the replies report)
+// must be guarded by the implementation.
 //
 // Both methods receive b, the bytes not yet consumed, starting where the last call
 // stopped. They return how many bytes they consume, 0 if b does not yet hold enough to
@@ -65,7 +65,7 @@ type Point struct {
 	Default bool
 }
 
-// Action is what the downstream toxic does with the bytes a Reply consumed.
+// Action is what Session.Replies does with the bytes a Reply consumed.
 type Action uint8
 
 const (
@@ -84,7 +84,7 @@ const (
 
 // Verdict is a protocol's judgement of the bytes a Reply consumed.
 type Verdict struct {
-	// Action is what the downstream half does with the bytes.
+	// Action is what Session.Replies does with the bytes.
 	Action Action
 	// Pending is the armed cut this verdict resolves (Cut, and Release when one ends).
 	Pending *Pending

@@ -137,7 +137,7 @@ const (
 	cqlMaxPrepared = 1 << 14
 )
 
-// cqlConn is one CQL connection as both halves see it: cql_points.go reads its
+// cqlConn is one CQL connection as both directions see it: cql_points.go reads its
 // requests, cql_proof.go its replies.
 type cqlConn struct {
 	up, down cqlFramer

@@ -54,7 +54,7 @@ type cqlWriteReq struct {
 func (c *cqlConn) Request(b []byte) (int, *Point) {
 	if c.up.phase == cqlEnvelopes && c.upV5 {
 		// The client frames its requests only after the server's READY or
-		// AUTHENTICATE, which the downstream half has seen by then.
+		// AUTHENTICATE, which Replies has seen by then.
 		c.mu.Lock()
 		framed := c.framed
 		c.mu.Unlock()

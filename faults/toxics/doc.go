@@ -1,9 +1,14 @@
-// Package toxics holds indoubt's commit-aware toxics for toxiproxy: they understand a
-// database's wire protocol well enough to find the moment of commit, and there either
-// drop the commit before it reaches the server (commit-drop: not applied) or let it
-// through and drop the server's proof of it, closing the client's connection
+// Package toxics holds indoubt's commit faults: for each wire protocol it supports, it
+// understands the protocol well enough to find the moment of commit, and there either
+// drops the commit before it reaches the server (commit-drop: not applied) or lets it
+// through and drops the server's proof of it, closing the client's connection
 // (commit-cut: applied). The client sees the same lost connection either way; the
 // proxy knows which it was, and reports an Event with that ground truth.
+//
+// The protocols are Postgres, Resp (Redis), Mongo (OP_MSG) and CQL; the documentation
+// of each states its commit points and its proof of commit. Give one to faults.Start
+// (Options.Protocol), which runs the proxy; Faults holds the knobs that arm the faults
+// at run time, and Event is what each fault reports (one line of faults.jsonl).
 //
 // # How the pieces fit
 //
@@ -28,13 +33,18 @@
 // and take effect on open connections; a Session sees every byte of its connection from
 // the first, since a parser skipped mid-stream would lose its framing.
 //
-// # Adding a protocol
+// A protocol of one's own implements Protocol and Conn; the Conn documentation is the
+// contract (chunking, whole commit points, pass-through on bytes that do not parse).
+package toxics
+
+// Maintainer notes: adding a protocol.
 //
-// A protocol implements Protocol and Conn, nothing else; the halves are generic.
+// These name unexported identifiers, so they are not part of the package documentation.
+// A protocol implements Protocol and Conn, nothing else; Session (commit.go) is generic.
 //
 //   - Framer: split each direction into messages whatever the chunking (a message may
 //     arrive one byte at a time, or many in one chunk). Request and Reply return 0 until
-//     a whole unit is there; the halves buffer. A request that may be a commit point
+//     a whole unit is there; the Session buffers. A request that may be a commit point
 //     must be consumed whole, so it can be dropped whole. A protocol whose messages
 //     start with their length uses lengthFramer (framer.go) and says only how to read a
 //     header: its length, and whether the message matters (may be a point or a proof).
@@ -69,7 +79,3 @@
 //     garbage check (checkGarbage: garbage is never a point, and the proxy still serves
 //     a good client after it); run the end-to-end tests of package faults against the
 //     real server.
-//
-// Postgres is the first protocol; its documentation states its commit points and its
-// proof of commit.
-package toxics

@@ -1,4 +1,4 @@
-package cqltest
+package cqle2e
 
 import (
 	"bufio"
