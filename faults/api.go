@@ -44,6 +44,8 @@ type api struct {
 	bindHost    string
 	allowRemote bool
 
+	serial sync.Mutex // held for each request
+
 	mu    sync.Mutex
 	added map[string]apiToxic // by type: commit toxics added through the API
 }
@@ -102,6 +104,9 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	// One request at a time: the checks below read proxies that the requests change.
+	a.serial.Lock()
+	defer a.serial.Unlock()
 	path := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	ours := len(path) >= 2 && path[0] == "proxies" && path[1] == a.p.px.Name && !a.p.isDeleted()
 	write := r.Method == http.MethodPost || r.Method == http.MethodPatch
@@ -112,15 +117,19 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.updateOurs(w, body)
 	case len(path) == 2 && ours && r.Method == http.MethodDelete:
 		a.deleteOurs(w)
-	case (len(path) == 1 && path[0] == "proxies" && r.Method == http.MethodPost) ||
-		(len(path) == 1 && path[0] == "populate" && r.Method == http.MethodPost) ||
-		(len(path) == 2 && path[0] == "proxies" && write):
-		a.checkListeners(w, r, body)
+	case len(path) == 1 && path[0] == "proxies" && r.Method == http.MethodPost:
+		a.createProxy(w, r, body)
+	case len(path) == 1 && path[0] == "populate" && r.Method == http.MethodPost:
+		a.populate(w, r, body)
+	case len(path) == 2 && path[0] == "proxies" && write:
+		a.updateProxy(w, r, path[1], body)
 	case len(path) == 3 && path[0] == "proxies" && path[2] == "toxics" && r.Method == http.MethodPost:
 		a.createToxic(w, r, ours, body)
 	case len(path) == 4 && ours && path[2] == "toxics" && a.commitToxic(w, r, path[3], body):
-	case r.Method == http.MethodGet && (len(path) == 1 && path[0] == "proxies" || ours && (len(path) == 2 || len(path) == 3 && path[2] == "toxics")):
-		a.listing(w, r, path)
+	case len(path) == 4 && path[0] == "proxies" && path[2] == "toxics" && write:
+		a.updateToxic(w, r, path[1], path[3], body)
+	case r.Method == http.MethodGet && path[0] == "proxies" && (len(path) <= 2 || ours && len(path) == 3 && path[2] == "toxics"):
+		a.forward(w, r, func(b []byte) ([]byte, error) { return a.showProxies(b, path) })
 	default:
 		a.next.ServeHTTP(w, r)
 	}
@@ -150,61 +159,6 @@ func (a *api) hostAllowed(hostport string) bool {
 	}
 	bind := net.ParseIP(a.bindHost)
 	return ip != nil && bind != nil && bind.IsUnspecified()
-}
-
-// checkListeners applies the bind rule to the listen addresses of proxies created or
-// moved through the API, then hands the request to toxiproxy with ":PORT" made
-// loopback.
-func (a *api) checkListeners(w http.ResponseWriter, r *http.Request, body []byte) {
-	var objs []map[string]json.RawMessage
-	array := len(bytes.TrimSpace(body)) > 0 && bytes.TrimSpace(body)[0] == '['
-	var err error
-	if array {
-		err = json.Unmarshal(body, &objs)
-	} else {
-		var obj map[string]json.RawMessage
-		err = json.Unmarshal(body, &obj)
-		objs = append(objs, obj)
-	}
-	if err != nil {
-		// toxiproxy words its own refusal.
-		a.next.ServeHTTP(w, r)
-		return
-	}
-	for _, obj := range objs {
-		// An upstream that could never be dialled is refused here, as at Start, rather
-		// than dropping every client of the new proxy later.
-		if raw, ok := obj["upstream"]; ok {
-			var upstream string
-			if json.Unmarshal(raw, &upstream) != nil {
-				apiError(w, http.StatusBadRequest, "upstream: not a string")
-				return
-			}
-			if err := checkUpstream(upstream); err != nil {
-				apiError(w, http.StatusBadRequest, "%v", err)
-				return
-			}
-		}
-		raw, ok := obj["listen"]
-		var listen string
-		if !ok || json.Unmarshal(raw, &listen) != nil || listen == "" {
-			continue
-		}
-		bind, err := bindAddr(listen, a.allowRemote)
-		if err != nil {
-			apiError(w, http.StatusForbidden, "listen %v", err)
-			return
-		}
-		obj["listen"], _ = json.Marshal(bind)
-	}
-	var out any = objs
-	if !array {
-		out = objs[0]
-	}
-	body, _ = json.Marshal(out)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	a.next.ServeHTTP(w, r)
 }
 
 // knob returns the knob a commit toxic type drives, nil without commit faults.
@@ -300,7 +254,7 @@ type toxicRequest struct {
 
 func (a *api) createToxic(w http.ResponseWriter, r *http.Request, ours bool, body []byte) {
 	var in toxicRequest
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&in); err != nil {
 		a.next.ServeHTTP(w, r)
 		return
 	}
@@ -314,6 +268,16 @@ func (a *api) createToxic(w http.ResponseWriter, r *http.Request, ours bool, bod
 	if commit && (!ours || a.p.Faults() == nil) {
 		apiError(w, http.StatusBadRequest, "toxic type %s: proxy %q has no commit faults (only the proxy started with a protocol has them)", in.Type, strings.Split(strings.Trim(r.URL.Path, "/"), "/")[1])
 		return
+	}
+	if !commit {
+		// A standard toxic: checked as toxiproxy will read it. A body toxiproxy
+		// cannot read goes on for toxiproxy to word its own refusal.
+		if t, err := decodeToxic(body); err == nil {
+			if err := checkToxic(t); err != nil {
+				apiError(w, http.StatusBadRequest, "toxic %q: %v", in.Name, err)
+				return
+			}
+		}
 	}
 	if !ours {
 		a.next.ServeHTTP(w, r)
@@ -348,6 +312,28 @@ func (a *api) createToxic(w http.ResponseWriter, r *http.Request, ours bool, bod
 	a.knob(in.Type).Set(p, max)
 	v, _ := a.view(in.Name)
 	writeJSON(w, v)
+}
+
+// updateToxic checks the update of a standard toxic as toxiproxy will apply it, over
+// the toxic's current values, before toxiproxy applies it.
+func (a *api) updateToxic(w http.ResponseWriter, r *http.Request, proxy, name string, body []byte) {
+	px, err := a.p.srv.Collection.Get(proxy)
+	if err != nil {
+		a.next.ServeHTTP(w, r)
+		return
+	}
+	t := px.Toxics.GetToxic(name)
+	if t == nil {
+		a.next.ServeHTTP(w, r)
+		return
+	}
+	if u, err := decodeUpdate(t, body); err == nil {
+		if err := checkToxic(u); err != nil {
+			apiError(w, http.StatusBadRequest, "toxic %q: %v", name, err)
+			return
+		}
+	}
+	a.next.ServeHTTP(w, r)
 }
 
 // commitToxic serves a request for one toxic by name when that name is a commit
@@ -413,132 +399,6 @@ func (a *api) toxicList() []any {
 	}
 	a.mu.Unlock()
 	return list
-}
-
-// captured is a response held back to be rewritten.
-type captured struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (c *captured) Header() http.Header { return c.header }
-func (c *captured) Write(b []byte) (int, error) {
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
-	return c.body.Write(b)
-}
-func (c *captured) WriteHeader(status int) {
-	if c.status == 0 {
-		c.status = status
-	}
-}
-
-// listing serves GET /proxies, /proxies/NAME and /proxies/NAME/toxics with this
-// proxy's toxics as toxicList shows them.
-func (a *api) listing(w http.ResponseWriter, r *http.Request, path []string) {
-	c := &captured{header: http.Header{}}
-	a.next.ServeHTTP(c, r)
-	out := c.body.Bytes()
-	if c.status == http.StatusOK {
-		if b, err := a.rewrite(out, path); err == nil {
-			out = b
-		}
-	}
-	for k, v := range c.header {
-		w.Header()[k] = v
-	}
-	w.Header().Del("Content-Length")
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
-	w.WriteHeader(c.status)
-	w.Write(out)
-}
-
-func (a *api) rewrite(body []byte, path []string) ([]byte, error) {
-	switch len(path) {
-	case 3:
-		return json.Marshal(a.toxicList())
-	case 2:
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(body, &obj); err != nil {
-			return nil, err
-		}
-		a.ourView(obj)
-		return json.Marshal(obj)
-	}
-	var all map[string]map[string]json.RawMessage
-	if err := json.Unmarshal(body, &all); err != nil {
-		return nil, err
-	}
-	if obj, ok := all[a.p.px.Name]; ok && !a.p.isDeleted() {
-		a.ourView(obj)
-	}
-	return json.Marshal(all)
-}
-
-// ourView fills toxiproxy's JSON of the proxy Start made with what toxiproxy does not
-// know of it: whether it accepts connections (toxiproxy never started it, see relay.go)
-// and its toxics as toxicList shows them.
-func (a *api) ourView(obj map[string]json.RawMessage) {
-	obj["enabled"], _ = json.Marshal(a.p.enabled())
-	obj["toxics"], _ = json.Marshal(a.toxicList())
-}
-
-// proxyFields is a proxy as toxiproxy's API decodes a request's body: encoding/json
-// into fields of these names, which matches keys case-insensitively.
-type proxyFields struct {
-	Name     string `json:"name"`
-	Listen   string `json:"listen"`
-	Upstream string `json:"upstream"`
-	Enabled  bool   `json:"enabled"`
-}
-
-// updateOurs serves POST and PATCH /proxies/NAME for the proxy Start made: it can be
-// disabled and enabled, but keeps its address and upstream, which its clients and the
-// code that started it were given.
-func (a *api) updateOurs(w http.ResponseWriter, body []byte) {
-	in := proxyFields{Listen: a.p.addr, Upstream: a.p.upstream, Enabled: a.p.enabled()}
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&in); err != nil {
-		apiError(w, http.StatusBadRequest, "bad request body: %v", err)
-		return
-	}
-	listen, err := bindAddr(in.Listen, a.allowRemote)
-	if err != nil {
-		apiError(w, http.StatusForbidden, "listen %v", err)
-		return
-	}
-	if listen != a.p.addr || in.Upstream != a.p.upstream {
-		apiError(w, http.StatusConflict, "proxy %q keeps listen %s and upstream %s, which its clients were given: create another proxy for another address", a.p.px.Name, a.p.addr, a.p.upstream)
-		return
-	}
-	if in.Enabled {
-		if err := a.p.Enable(); err != nil {
-			apiError(w, http.StatusInternalServerError, "%v", err)
-			return
-		}
-	} else {
-		a.p.Disable()
-	}
-	obj := map[string]json.RawMessage{}
-	for k, v := range map[string]string{"name": a.p.px.Name, "listen": a.p.addr, "upstream": a.p.upstream} {
-		obj[k], _ = json.Marshal(v)
-	}
-	a.ourView(obj)
-	writeJSON(w, obj)
-}
-
-// deleteOurs serves DELETE /proxies/NAME for the proxy Start made: it stops serving for
-// good (Proxy.Done is closed) and the API forgets it.
-func (a *api) deleteOurs(w http.ResponseWriter) {
-	if !a.p.remove() {
-		apiError(w, http.StatusNotFound, "proxy not found")
-		return
-	}
-	a.p.srv.Collection.Remove(a.p.px.Name)
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // reset is toxiproxy's POST /reset without removing the link ends: every proxy is

@@ -214,13 +214,11 @@ type Toxic struct {
 }
 
 // AddToxic adds a standard toxic with toxicity 1. It takes effect on open connections.
-// It fails when the name is taken or toxiproxy does not know the type.
+// It fails when the name is taken, when toxiproxy does not know the type, and on an
+// attribute out of its range (a negative duration, a rate of 0, a duration over a
+// day), naming the attribute.
 func (p *Proxy) AddToxic(t Toxic) error {
-	stream := "downstream"
-	if t.Upstream {
-		stream = "upstream"
-	}
-	body, err := json.Marshal(map[string]any{"name": t.Name, "type": t.Type, "stream": stream, "toxicity": 1, "attributes": t.Attributes})
+	body, err := t.check()
 	if err != nil {
 		return fmt.Errorf("add toxic %s: %w", t.Name, err)
 	}
@@ -228,6 +226,23 @@ func (p *Proxy) AddToxic(t Toxic) error {
 		return fmt.Errorf("add toxic %s: %w", t.Name, err)
 	}
 	return nil
+}
+
+// check applies the rule of toxicrules.go to t and returns t as toxiproxy's JSON.
+func (t Toxic) check() ([]byte, error) {
+	stream := "downstream"
+	if t.Upstream {
+		stream = "upstream"
+	}
+	body, err := json.Marshal(map[string]any{"name": t.Name, "type": t.Type, "stream": stream, "toxicity": 1, "attributes": t.Attributes})
+	if err != nil {
+		return nil, err
+	}
+	w, err := decodeToxic(body)
+	if err == nil {
+		err = checkToxic(w)
+	}
+	return body, err
 }
 
 // RemoveToxic removes a toxic that AddToxic added. It fails on an unknown name.
@@ -293,7 +308,9 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
-	p.end()
+	if !p.deleted {
+		p.end()
+	}
 	p.mu.Unlock()
 	var err error
 	if p.apiSrv != nil {
@@ -332,11 +349,18 @@ func (p *Proxy) end() {
 // time is as good as one that does not resolve.
 const resolveTimeout = 5 * time.Second
 
+// errCredentials refuses an address that holds user information. The message never
+// repeats the address, which would print the password.
+var errCredentials = errors.New("holds user information (user:password@): give host:port alone; the proxy passes the client's credentials through and needs none")
+
 // checkUpstream refuses an upstream address that could never be dialled, so that a
 // typo fails at start instead of dropping every client later.
 func checkUpstream(addr string) error {
 	if addr == "" {
 		return errors.New("no upstream address")
+	}
+	if strings.Contains(addr, "@") {
+		return fmt.Errorf("upstream %w", errCredentials)
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -359,41 +383,60 @@ func checkUpstream(addr string) error {
 	return nil
 }
 
-// bindAddr applies the bind rule to a listen address: an empty host means loopback,
-// and a host that is not loopback needs allowRemote. It returns the address to bind.
+// errNotLoopback is the refusal of a bind beyond loopback without AllowRemote.
+var errNotLoopback = errors.New("is not loopback: binding it needs Options.AllowRemote (indoubt proxy --allow-remote)")
+
+// bindAddr applies the bind rule to a listen address and returns the address to bind:
+// an empty host means loopback, and a host that is not loopback needs allowRemote
+// (errNotLoopback). A name is resolved here, as net.Listen would resolve it (an IPv4
+// address first), and the address returned in its place, so that what is bound is
+// what was checked.
 func bindAddr(addr string, allowRemote bool) (string, error) {
+	if strings.Contains(addr, "@") {
+		return "", fmt.Errorf("address %w", errCredentials)
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("address %q: want host:port", addr)
 	}
+	if n, err := net.LookupPort("tcp", port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("address %q: port %q is not a TCP port", addr, port)
+	}
 	if host == "" {
 		return net.JoinHostPort("127.0.0.1", port), nil
 	}
-	if !allowRemote && !isLoopback(host) {
-		return "", fmt.Errorf("address %q is not loopback: binding it needs Options.AllowRemote (indoubt proxy --allow-remote)", addr)
+	if allowRemote {
+		return addr, nil
 	}
-	return addr, nil
+	ip, ok := loopbackIP(host)
+	if !ok {
+		return "", fmt.Errorf("address %q %w", addr, errNotLoopback)
+	}
+	return net.JoinHostPort(ip.String(), port), nil
 }
 
-// isLoopback reports whether every address of host is a loopback address. A name that
-// does not resolve is not loopback (binding it fails anyway).
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.IsLoopback()
+// loopbackIP returns the address to bind for host when every address of host is a
+// loopback address: host itself when it is an address, else the first IPv4 address it
+// resolves to (the one net.Listen would take), else its first. A name that does not
+// resolve is not loopback (binding it fails anyway).
+func loopbackIP(host string) (net.IP, bool) {
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
+		return ip, ip.IsLoopback()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
 	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 	if err != nil || len(ips) == 0 {
-		return false
+		return nil, false
 	}
-	for _, ip := range ips {
-		if !ip.IP.IsLoopback() {
-			return false
+	pick := ips[0].IP
+	for i := len(ips) - 1; i >= 0; i-- {
+		if !ips[i].IP.IsLoopback() {
+			return nil, false
+		}
+		if ips[i].IP.To4() != nil {
+			pick = ips[i].IP
 		}
 	}
-	return true
+	return pick, true
 }

@@ -62,8 +62,14 @@ Example:
   curl -H 'Content-Type: application/json' -d '{"type":"commit_cut","attributes":{"probability":0.2}}' \
        localhost:8474/proxies/indoubt/toxics
 
+--fault takes the commit faults, the standard toxics and partitions; process faults
+(kill, pause, restart, failover, power-loss) need a server indoubt launched, which
+indoubt proxy has not: they are refused.
+
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 3 could not run (bad flags, an upstream
-that does not resolve, a non-loopback address without --allow-remote, address in use).
+that does not resolve or holds user:password@, a non-loopback address without
+--allow-remote, address in use), and 3 when a client of --api deleted the proxy
+(DELETE /proxies/indoubt): it prints the totals and one line saying so, then exits.
 `
 
 func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -89,14 +95,35 @@ func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintln(stderr, proxyStatus(cfg, px))
 	warnRemote(stderr, px)
-	err = runProxySchedule(ctx, cfg.schedule, px, sink)
+	// The proxy the command exists for may be deleted through its API: then there is
+	// nothing left to serve, and the command ends as one that could not run.
+	served, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-px.Done():
+			stop()
+		case <-served.Done():
+		}
+	}()
+	err = runProxySchedule(served, cfg.schedule, px, sink)
 	if cfg.opt.Protocol != nil {
 		sink.mu.Lock()
 		fmt.Fprintf(stderr, "indoubt proxy: stopped; commit faults: %v\n", sink.totals)
 		sink.mu.Unlock()
 	}
+	if err == nil && ctx.Err() == nil {
+		select {
+		case <-px.Done():
+			return fmt.Errorf("proxy: %q was deleted through the toxiproxy API (DELETE /proxies/%s): nothing left to serve", proxyName, proxyName)
+		default:
+		}
+	}
 	return err
 }
+
+// proxyName is the proxy's name in the toxiproxy API.
+const proxyName = "indoubt"
 
 // proxyConfig is the proxy command's flags, parsed and checked.
 type proxyConfig struct {
@@ -139,7 +166,7 @@ func parseProxyFlags(args []string, stdout io.Writer) (proxyConfig, error) {
 	}
 	cfg := proxyConfig{
 		opt: faults.Options{
-			Upstream: *upstream, Listen: *listen, Seed: *seed, API: *api, AllowRemote: *remote,
+			Upstream: *upstream, Listen: *listen, Seed: *seed, API: *api, AllowRemote: *remote, Name: proxyName,
 		},
 		protocol: *protocol, cut: *cut, drop: *drop, events: *events, appendEvents: *appendEv,
 	}
@@ -203,6 +230,9 @@ func (cfg proxyConfig) parseSchedule(specs []string) (faults.Schedule, error) {
 	for _, f := range schedule {
 		if (f.Name == "commit-cut" && cfg.cut > 0) || (f.Name == "commit-drop" && cfg.drop > 0) {
 			return nil, fmt.Errorf("proxy: --fault %s and its flag both arm %s: use one", f.Spec, f.Name)
+		}
+		if f.Process {
+			return nil, fmt.Errorf("proxy: --fault %s is a process fault, which needs a server indoubt launched: indoubt proxy has none (use indoubt run)", f.Spec)
 		}
 		if f.Toxic == nil && f.Name != "partition" && cfg.opt.Protocol == nil {
 			return nil, fmt.Errorf("proxy: --fault %s needs a protocol: --protocol postgres", f.Spec)
