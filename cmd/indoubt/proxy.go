@@ -25,8 +25,10 @@ protocol, and at the moment of commit either cuts the connection after the serve
 committed (--cut-after-commit: the change is applied, the client gets an error) or
 drops the commit before it reaches the server (--drop-commit: not applied, the same
 error). Each fault is printed to stdout as it fires, one line, and written to --events
-as JSON (one object per line) with its ground truth; the file starts empty unless
---append. It runs until Ctrl-C or SIGTERM, then prints the totals on stderr: commits
+as JSON (one object per line, schemas/faults.schema.json) with its ground truth: what
+the fault did, and which of the connection's transactions it hit, with its statements
+and whether it wrote (the cut of a read-only transaction changed nothing); the file
+starts empty unless --append. It runs until Ctrl-C or SIGTERM, then prints the totals on stderr: commits
 cut (proven applied, committed without a visible effect such as UPDATE 0, or committed
 with a reply that does not say what changed) and commits dropped.
 
@@ -367,13 +369,21 @@ func runProxySchedule(ctx context.Context, schedule faults.Schedule, px *faults.
 	return nil
 }
 
-// eventLine is a fault as printed on stdout:
+// eventLine is a fault as printed on stdout, with the number of the transaction it hit
+// on its connection and whether that transaction wrote:
 //
-//	15:04:05.000 commit-cut applied 127.0.0.1:51514 "commit" COMMIT
+//	15:04:05.000 commit-cut applied 127.0.0.1:51514 "commit" COMMIT (txn 3, wrote)
 func eventLine(e toxics.Event) string {
 	s := fmt.Sprintf("%s %s %s %s %s", e.Time.Format("15:04:05.000"), e.Kind, e.Truth, e.Conn, strconv.Quote(e.Statement))
 	if e.Tag != "" {
 		s += " " + e.Tag
+	}
+	if e.Txn != nil {
+		wrote := "wrote"
+		if !e.Txn.Wrote {
+			wrote = "read only: changed nothing"
+		}
+		s += fmt.Sprintf(" (txn %d, %s)", e.Txn.Seq, wrote)
 	}
 	return s
 }

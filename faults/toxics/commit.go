@@ -1,6 +1,8 @@
 package toxics
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math/rand/v2"
 	"sync"
@@ -63,6 +65,14 @@ type Point struct {
 	// Default reports whether the point counts when the user gave no match function:
 	// a write outside a transaction block, or the commit of a block.
 	Default bool
+	// Txn numbers the transaction the point commits among the transactions of its
+	// connection, from 1; 0 when the protocol does not tell. Every transaction the
+	// protocol saw start counts, one that only read or rolled back too, so that the
+	// transactions of one operation have numbers that follow one another.
+	Txn uint64
+	// Wrote reports whether that transaction sent a statement that can change data
+	// (see Txn.Wrote).
+	Wrote bool
 }
 
 // Action is what Session.Replies does with the bytes a Reply consumed.
@@ -254,7 +264,18 @@ func (c *Commits) emit(s *Session, k Kind, p Point, tag string) {
 		Truth:     t,
 		Statement: shorten(p.Statement, 256),
 		Tag:       tag,
+		Txn:       p.txn(),
 	})
+}
+
+// txn describes the transaction of a point for its event, nil when the protocol does
+// not number transactions.
+func (p Point) txn() *Txn {
+	if p.Txn == 0 {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(p.Text))
+	return &Txn{Seq: p.Txn, Wrote: p.Wrote, Digest: hex.EncodeToString(sum[:8]), Text: shorten(p.Text, 256)}
 }
 
 // decide makes the one decision of a commit point.

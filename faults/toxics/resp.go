@@ -102,6 +102,24 @@ var respWrites = setOf(
 	"EVAL", "EVALSHA", "FCALL",
 )
 
+// respReads are the commands that only read. Event.Txn.Wrote is false for a
+// transaction of these alone; any other command, a name not known here included, may
+// write.
+var respReads = setOf(
+	"GET", "MGET", "GETRANGE", "SUBSTR", "STRLEN", "LCS", "EXISTS", "TYPE", "TTL", "PTTL",
+	"EXPIRETIME", "PEXPIRETIME", "KEYS", "SCAN", "RANDOMKEY", "DBSIZE", "DUMP", "OBJECT",
+	"MEMORY", "TOUCH", "TIME", "INFO", "LASTSAVE", "SORT_RO",
+	"HGET", "HMGET", "HGETALL", "HKEYS", "HVALS", "HLEN", "HEXISTS", "HSTRLEN", "HSCAN",
+	"HRANDFIELD", "LRANGE", "LLEN", "LINDEX", "LPOS", "SMEMBERS", "SISMEMBER",
+	"SMISMEMBER", "SCARD", "SRANDMEMBER", "SSCAN", "SINTER", "SINTERCARD", "SUNION",
+	"SDIFF", "ZRANGE", "ZREVRANGE", "ZRANGEBYSCORE", "ZREVRANGEBYSCORE", "ZRANGEBYLEX",
+	"ZREVRANGEBYLEX", "ZSCORE", "ZMSCORE", "ZCARD", "ZCOUNT", "ZLEXCOUNT", "ZRANK",
+	"ZREVRANK", "ZSCAN", "ZRANDMEMBER", "ZUNION", "ZINTER", "ZINTERCARD", "ZDIFF",
+	"XRANGE", "XREVRANGE", "XLEN", "XREAD", "XINFO", "XPENDING", "BITCOUNT", "BITPOS",
+	"GETBIT", "BITFIELD_RO", "PFCOUNT", "GEOPOS", "GEODIST", "GEOHASH", "GEOSEARCH",
+	"GEORADIUS_RO", "GEORADIUSBYMEMBER_RO", "EVAL_RO", "EVALSHA_RO", "FCALL_RO",
+)
+
 // respControl are connection commands: never commit points.
 var respControl = setOf(
 	"HELLO", "AUTH", "SELECT", "CLIENT", "PING", "ECHO", "QUIT", "RESET", "WATCH", "UNWATCH",
@@ -127,8 +145,10 @@ type respConn struct {
 	down respReplyFramer
 
 	// Upstream goroutine only.
-	multi bool
-	block strings.Builder // commands queued in the open MULTI
+	multi      bool
+	block      strings.Builder // commands queued in the open MULTI
+	blockWrote bool            // one of them writes
+	txns       uint64          // transactions seen start: the number of the last
 
 	lastArmed            // its mu guards the fields below
 	queue     []*respReq // sent, awaiting their replies, in order
@@ -438,7 +458,7 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 		case "EXEC":
 			c.multi = false
 			r.exec = true
-			p = &Point{Statement: "EXEC", Text: c.block.String() + "EXEC", Default: true}
+			p = &Point{Statement: "EXEC", Text: c.block.String() + "EXEC", Default: true, Txn: c.txns, Wrote: c.blockWrote}
 			c.block.Reset()
 		case "DISCARD", "RESET":
 			c.multi = false
@@ -446,6 +466,7 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 		case "MULTI", "WATCH":
 			// Refused inside MULTI; the transaction goes on.
 		default:
+			c.blockWrote = c.blockWrote || !respReads[name]
 			if t := respText(args, nargs); c.block.Len()+len(t)+2 <= maxBlockText {
 				c.block.WriteString(t)
 				c.block.WriteString("; ")
@@ -454,10 +475,13 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 	case name == "MULTI":
 		c.multi = true
 		c.block.Reset()
+		c.blockWrote = false
+		c.txns++
 	case name == "" || respControl[name]:
 	default:
+		c.txns++
 		t := respText(args, nargs)
-		p = &Point{Statement: t, Text: t, Default: respWrites[name]}
+		p = &Point{Statement: t, Text: t, Default: respWrites[name], Txn: c.txns, Wrote: !respReads[name]}
 	}
 	if !judge {
 		p = nil
