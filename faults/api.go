@@ -109,6 +109,10 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer a.serial.Unlock()
 	path := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	ours := len(path) >= 2 && path[0] == "proxies" && path[1] == a.p.px.Name && !a.p.isDeleted()
+	if (ours && len(path) >= 3 && path[2] == "toxics" && r.Method != http.MethodGet) || path[0] == "reset" {
+		// The toxics may change: direct connections move to links (direct.go).
+		defer a.p.syncPaths()
+	}
 	write := r.Method == http.MethodPost || r.Method == http.MethodPatch
 	switch {
 	case len(path) == 1 && path[0] == "reset" && r.Method == http.MethodPost:

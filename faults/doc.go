@@ -2,9 +2,12 @@
 // purpose, and a schedule that arms faults for windows of a run.
 //
 // A Proxy stands in front of one server. It accepts each client itself and relays the
-// connection through toxiproxy (v2.12.0, embedded in the process), so toxiproxy's
+// connection with toxiproxy (v2.12.0, embedded in the process), so toxiproxy's
 // standard toxics and HTTP API apply, and with a wire protocol (package faults/toxics)
-// it judges every byte of the connection for the commit faults. At the moment a client
+// it judges every byte of the connection for the commit faults. While no standard
+// toxic is on the proxy, connections bypass toxiproxy's channels and cost what a bare
+// relay costs; adding one moves the open connections onto toxiproxy's links, with
+// their commit state, for good. At the moment a client
 // commits, it can cut the connection after the server proved the commit (commit-cut:
 // applied, the client is not told) or drop the commit before the server sees it
 // (commit-drop: not applied); the client sees the same error either way. The proxy

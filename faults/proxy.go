@@ -56,11 +56,12 @@ type Options struct {
 }
 
 // Proxy is a TCP proxy between clients and one server, with indoubt's commit faults
-// when a protocol is given. It accepts connections itself and relays each through
-// toxiproxy v2.12.0's links, embedded in the process, so that toxiproxy's standard
-// toxics and its HTTP API apply to them; the commit faults judge every byte of a
-// connection from its first, and know its client's address from the accepted socket.
-// Its methods are safe for concurrent use.
+// when a protocol is given. It accepts connections itself; the commit faults judge
+// every byte of a connection from its first, and know its client's address from the
+// accepted socket. While the proxy has no standard toxic a connection is relayed
+// directly (spliced, without a protocol); a standard toxic moves every connection to
+// toxiproxy v2.12.0's links, embedded in the process, where toxiproxy's toxics act on
+// it (see direct.go for the rule). Its methods are safe for concurrent use.
 type Proxy struct {
 	upstream string
 	addr     string // fixed at Start: Enable listens here again
@@ -77,11 +78,13 @@ type Proxy struct {
 	// takes the state in handoff (see startLinks).
 	linkMu  sync.Mutex
 	handoff *endState
+	pumps   sync.WaitGroup // the goroutines of direct connections
 
 	mu       sync.Mutex
 	ln       net.Listener  // nil while disabled
 	accepted chan struct{} // closed when the accept loop of ln has returned
 	conns    map[*conn]struct{}
+	linked   bool // a standard toxic is on the chain: connections take links (direct.go)
 	closed   bool
 	deleted  bool
 	done     chan struct{}
@@ -225,6 +228,7 @@ func (p *Proxy) AddToxic(t Toxic) error {
 	if _, err := p.px.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
 		return fmt.Errorf("add toxic %s: %w", t.Name, err)
 	}
+	p.syncPaths()
 	return nil
 }
 
@@ -253,6 +257,7 @@ func (p *Proxy) RemoveToxic(name string) error {
 	if err := p.px.Toxics.RemoveToxic(context.Background(), name); err != nil {
 		return fmt.Errorf("remove toxic %s: %w", name, err)
 	}
+	p.syncPaths()
 	return nil
 }
 
@@ -312,6 +317,8 @@ func (p *Proxy) Close() error {
 		p.end()
 	}
 	p.mu.Unlock()
+	// The direct connections' goroutines end as their sockets close.
+	p.pumps.Wait()
 	var err error
 	if p.apiSrv != nil {
 		err = p.apiSrv.Close()

@@ -131,8 +131,20 @@ func (p *Proxy) connect(ln net.Listener, client *net.TCPConn, s *toxics.Session)
 		return
 	}
 	p.conns[c] = struct{}{}
+	direct := !p.linked
+	c.direct = direct
+	if direct {
+		// Counted under p.mu, so that Close, which stops the proxy under it, waits
+		// for them.
+		p.pumps.Add(2)
+	}
 	p.mu.Unlock()
-	p.startLinks(c)
+	if direct {
+		p.relayDirect(c)
+		return
+	}
+	p.startLink(c, stream.Upstream)
+	p.startLink(c, stream.Downstream)
 }
 
 // conn is one proxied connection.
@@ -142,6 +154,8 @@ type conn struct {
 	client, server *net.TCPConn
 	s              *toxics.Session // nil without a protocol
 	ended          atomic.Int32    // directions whose source has ended
+	direct         bool            // on the direct path (direct.go); guarded by p.mu
+	moving         atomic.Bool     // asked to move from the direct path to links
 }
 
 func (c *conn) close() {
@@ -159,23 +173,22 @@ func (c *conn) directionEnded() {
 	}
 }
 
-// startLinks starts toxiproxy's links of both directions of c, each with its link end
-// holding c's state; see the comment at the top of this file.
-func (p *Proxy) startLinks(c *conn) {
+// startLink starts toxiproxy's link of one direction of c, with its link end holding
+// c's state; see the comment at the top of this file.
+func (p *Proxy) startLink(c *conn, dir stream.Direction) {
+	src, dst := c.client, c.server
+	if dir == stream.Downstream {
+		src, dst = c.server, c.client
+	}
 	p.linkMu.Lock()
 	defer p.linkMu.Unlock()
-	for _, l := range []struct {
-		dir      stream.Direction
-		src, dst *net.TCPConn
-	}{{stream.Upstream, c.client, c.server}, {stream.Downstream, c.server, c.client}} {
-		p.handoff = &endState{c: c, dir: l.dir}
-		p.px.Toxics.StartLink(p.srv, c.name+" "+l.dir.String(), l.src, l.dst, l.dir)
-		if p.handoff != nil {
-			// No link end took the state: the chain lost its head, which
-			// nothing removes. Never relay a connection the proxy cannot track.
-			p.handoff = nil
-			c.close()
-		}
+	p.handoff = &endState{c: c, dir: dir}
+	p.px.Toxics.StartLink(p.srv, c.name+" "+dir.String(), src, dst, dir)
+	if p.handoff != nil {
+		// No link end took the state: the chain lost its head, which nothing
+		// removes. Never relay a connection the proxy cannot track.
+		p.handoff = nil
+		c.close()
 	}
 }
 

@@ -73,6 +73,20 @@ type Point struct {
 	// Wrote reports whether that transaction sent a statement that can change data
 	// (see Txn.Wrote).
 	Wrote bool
+
+	// render, when set, makes Statement and Text. A protocol that finds a point in
+	// every request (RESP) defers rendering them to the points that need them: for a
+	// match function, or for a fault. It may read the bytes given to Request, so it is
+	// called before Session.Requests returns, or never.
+	render func() (statement, text string)
+}
+
+// rendered fills Statement and Text when the protocol deferred them.
+func (p *Point) rendered() {
+	if p.render != nil {
+		p.Statement, p.Text = p.render()
+		p.render = nil
+	}
 }
 
 // Action is what Session.Replies does with the bytes a Reply consumed.
@@ -281,6 +295,7 @@ func (p Point) txn() *Txn {
 // decide makes the one decision of a commit point.
 func (c *Commits) decide(s *Session, p *Point) (Kind, *Knob) {
 	if c.cfg.Match != nil {
+		p.rendered()
 		if !c.cfg.Match(p.Text) {
 			return 0, nil
 		}
@@ -368,7 +383,11 @@ func (s *Session) Requests(b []byte, send func([]byte) error) bool {
 			p = nil
 		}
 		if p != nil {
-			switch kind, knob := s.c.decide(s, p); kind {
+			kind, knob := s.c.decide(s, p)
+			if kind != 0 {
+				p.rendered()
+			}
+			switch kind {
 			case CommitDrop:
 				out.send(data[:off])
 				knob.fired.Add(1)

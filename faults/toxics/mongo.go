@@ -298,8 +298,12 @@ func (c *mongoConn) command(h mongoHdr, msg mongoMsg) *Point {
 		return nil
 	default:
 		c.txns++
-		text := mongoText(msg)
-		p = &Point{Statement: text, Text: text, Default: mongoWrites[name], Txn: c.txns, Wrote: mongoWritesData(name, msg)}
+		p = &Point{Default: mongoWrites[name], Txn: c.txns, Wrote: mongoWritesData(name, msg)}
+		// Rendered only for a match function or a fault.
+		p.render = func() (string, string) {
+			text := mongoText(msg)
+			return text, text
+		}
 	}
 	c.lastID, c.lastMore, c.hasLast = h.requestID, msg.flags&mongoMoreToCome != 0, true
 	return p

@@ -120,6 +120,33 @@ var respReads = setOf(
 	"GEORADIUS_RO", "GEORADIUSBYMEMBER_RO", "EVAL_RO", "EVALSHA_RO", "FCALL_RO",
 )
 
+// respNames maps the upper-case names of the commands these tables know to themselves,
+// so that naming a request of one of them takes no allocation.
+var respNames = func() map[string]string {
+	m := map[string]string{}
+	for _, set := range []map[string]bool{respWrites, respReads, respControl, respUnpaired} {
+		for n := range set {
+			m[n] = n
+		}
+	}
+	return m
+}()
+
+// respName returns a command's name in upper case.
+func respName(b []byte) string {
+	var up [32]byte
+	n := copy(up[:], b)
+	for i, c := range up[:n] {
+		if 'a' <= c && c <= 'z' {
+			up[i] = c - 'a' + 'A'
+		}
+	}
+	if name, ok := respNames[string(up[:n])]; ok {
+		return name
+	}
+	return string(up[:n])
+}
+
 // respControl are connection commands: never commit points.
 var respControl = setOf(
 	"HELLO", "AUTH", "SELECT", "CLIENT", "PING", "ECHO", "QUIT", "RESET", "WATCH", "UNWATCH",
@@ -445,7 +472,7 @@ func respInt(b []byte) (int64, bool) {
 func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 	r := &respReq{}
 	if len(args) > 0 && len(args[0]) <= 32 {
-		r.name = strings.ToUpper(string(args[0]))
+		r.name = respName(args[0])
 	}
 	var p *Point
 	name := r.name
@@ -480,8 +507,12 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 	case name == "" || respControl[name]:
 	default:
 		c.txns++
-		t := respText(args, nargs)
-		p = &Point{Statement: t, Text: t, Default: respWrites[name], Txn: c.txns, Wrote: !respReads[name]}
+		p = &Point{Default: respWrites[name], Txn: c.txns, Wrote: !respReads[name]}
+		// Rendered only for a match function or a fault: most requests need no text.
+		p.render = func() (string, string) {
+			t := respText(args, nargs)
+			return t, t
+		}
 	}
 	if !judge {
 		p = nil
