@@ -388,6 +388,11 @@ func parseToxic(typ, arg string) (*Toxic, error) {
 			return nil, err
 		}
 	}
+	// The bounds AddToxic will hold it to (a duration over a day, a rate beyond
+	// 1 TB/s), checked now rather than when its window opens.
+	if _, err := t.check(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 

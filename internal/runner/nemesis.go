@@ -158,7 +158,7 @@ func (n *nemesis) onEvent(e toxics.Event) {
 	if n.r != nil {
 		at = int64(e.Time.Sub(n.r.start))
 	}
-	n.events = append(n.events, evidence.FaultEvent{Time: at, Conn: e.Conn, Kind: kind, Truth: truth, What: e.Statement, Tag: e.Tag})
+	n.events = append(n.events, evidence.EventOf(e, at))
 	n.write(struct {
 		toxics.Event
 		RunTime int64 `json:"run_time"`

@@ -1,4 +1,4 @@
-package cqltest
+package cqle2e
 
 import (
 	"bufio"
@@ -194,6 +194,8 @@ func TestLWTCutAndDrop(t *testing.T) {
 	if e := got[0]; e.Kind != toxics.CommitCut || e.Truth != toxics.Applied || e.Statement != lwt ||
 		e.Tag != "RESULT Rows [applied]=true" || e.Protocol != "cql" || !d.has(e.Conn) {
 		t.Errorf("cut event %+v: want commit-cut, applied, the LWT, a connection of this session", e)
+	} else if e.Txn == nil || !e.Txn.Wrote || e.Txn.Seq == 0 || e.Txn.Text != lwt {
+		t.Errorf("cut event's transaction %+v, want a numbered write of the LWT", e.Txn)
 	}
 	px.Faults().Cut.Disarm()
 
