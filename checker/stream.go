@@ -60,6 +60,8 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		c := counterCheck{before: before}
 		c.run(all)
 		return c.build(), nil
+	case ListAppendModel, RWRegisterModel:
+		return checkTxnStream(ctx, model, h, next, opt)
 	}
 	var ops []histories.Op
 	for {

@@ -63,6 +63,14 @@ type TxnOptions struct {
 	WFRKeys bool
 }
 
+// Validate reports the first option that cannot be checked for: an unknown model or
+// anomaly name, a negative timeout. CheckListAppend and CheckRWRegister call it; a
+// program that takes options from its users may call it before reading a history.
+func (o TxnOptions) Validate() error {
+	_, err := newTxnCheck(o)
+	return err
+}
+
 // txnStatus is how a transaction ended.
 type txnStatus uint8
 
@@ -430,6 +438,39 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 		return interrupted(tc.h.model, ctx.Err()), nil
 	}
 	return an.result(tc.h, tc.c), nil
+}
+
+// txnOptions returns the transactional options of a Check: opt.Txn, its timeout from
+// opt.Timeout when unset, its other settings from the header where opt leaves them.
+func txnOptions(h *histories.Header, opt Options) (TxnOptions, error) {
+	to := opt.Txn
+	if to.Timeout == 0 {
+		to.Timeout = opt.Timeout
+	}
+	return txnOptionsFrom(h, to)
+}
+
+// checkTxnStream is CheckStream for a transactional model: the events are taken as
+// they come, and only what the checker keeps of each transaction stays in memory.
+func checkTxnStream(ctx context.Context, model string, h *histories.Header, next func() (histories.Op, error), opt Options) (Result, error) {
+	to, err := txnOptions(h, opt)
+	if err != nil {
+		return Result{}, err
+	}
+	tc, err := newTxnChecker(model, to)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := txnDeadline(ctx, to)
+	defer cancel()
+	done, err := feed(ctx, next, tc.add)
+	if err != nil {
+		return Result{}, err
+	}
+	if !done {
+		return interrupted(model, ctx.Err()), nil
+	}
+	return tc.result(ctx)
 }
 
 // checkTxn runs model over ops.
