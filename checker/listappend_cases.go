@@ -42,7 +42,28 @@ func (la *listAppend) readCases(h *txnHistory, an *txnAnalysis) {
 	// Per list, the first position that repeats an element and the first that no
 	// transaction appended: a read no longer than that has neither.
 	type chainFacts struct{ dup, garbage int32 }
-	factsOf := func(k uint32, l []int64) chainFacts {
+	mainFacts := make([]chainFacts, len(la.keys))
+	for k := range la.keys {
+		ks := &la.keys[k]
+		f := chainFacts{dup: int32(len(ks.main)), garbage: int32(len(ks.main))}
+		if ks.dupAt >= 0 {
+			f.dup = ks.dupAt
+		}
+		for i, ei := range ks.mainEnt {
+			if la.elems.entries[ei].writer < 0 {
+				f.garbage = int32(i)
+				break
+			}
+		}
+		mainFacts[k] = f
+	}
+	altFacts := map[[2]uint32]chainFacts{}
+	altFactsOf := func(k uint32, c int32) chainFacts {
+		id := [2]uint32{k, uint32(c)}
+		if f, ok := altFacts[id]; ok {
+			return f
+		}
+		l := la.keys[k].chain(c)
 		f := chainFacts{dup: int32(len(l)), garbage: int32(len(l))}
 		seen := make(map[int64]bool, len(l))
 		for i, e := range l {
@@ -50,17 +71,13 @@ func (la *listAppend) readCases(h *txnHistory, an *txnAnalysis) {
 				f.dup = int32(i)
 			}
 			seen[e] = true
-			if en := la.elems.get(k, e); (en == nil || en.writer < 0) && f.garbage == int32(len(l)) {
+			if ei := la.find(k, e); (ei < 0 || la.elems.entries[ei].writer < 0) && f.garbage == int32(len(l)) {
 				f.garbage = int32(i)
 			}
 		}
+		altFacts[id] = f
 		return f
 	}
-	mainFacts := make([]chainFacts, len(la.keys))
-	for k := range la.keys {
-		mainFacts[k] = factsOf(uint32(k), la.keys[k].main)
-	}
-	altFacts := map[[2]uint32]chainFacts{}
 	for _, r := range la.reads {
 		if r.n == 0 {
 			continue
@@ -68,53 +85,73 @@ func (la *listAppend) readCases(h *txnHistory, an *txnAnalysis) {
 		ks := &la.keys[r.key]
 		f := mainFacts[r.key]
 		if r.chain > 0 {
-			id := [2]uint32{r.key, uint32(r.chain)}
-			var ok bool
-			if f, ok = altFacts[id]; !ok {
-				f = factsOf(r.key, ks.chain(r.chain))
-				altFacts[id] = f
-			}
+			f = altFactsOf(r.key, r.chain)
 		}
-		l := la.readList(r)
-		key := h.in.keyString(r.key)
 		if f.dup < r.n {
-			count := map[int64]int{}
-			for _, e := range l {
-				count[e]++
-			}
-			var dups []string
-			for _, e := range l {
-				if count[e] > 1 {
-					dups = append(dups, fmt.Sprintf("%s (%d times)", h.in.valueString(e), count[e]))
-					count[e] = 0
-				}
-			}
-			an.add("duplicate-elements", txnAnomaly{txns: []int32{r.txn},
-				text: fmt.Sprintf("%s read %s = %s, with %s", h.name(r.txn), key, listText(h, l, false), strings.Join(dups, ", "))})
+			la.duplicates(h, an, r)
 		}
 		if h.txns[r.txn].status != txnOK {
 			continue
 		}
 		if f.garbage < r.n || ks.failed {
-			for _, e := range l {
-				en := la.elems.get(r.key, e)
-				switch {
-				case en == nil || en.writer < 0:
-					an.add("garbage-read", txnAnomaly{txns: []int32{r.txn},
-						text: fmt.Sprintf("%s read %s = %s, but no transaction of the history appended %s to %s",
-							h.name(r.txn), key, listText(h, l, false), h.in.valueString(e), key)})
-				case h.txns[en.writer].status == txnFail:
-					an.add("G1a", txnAnomaly{txns: []int32{r.txn, en.writer},
-						text: fmt.Sprintf("%s read %s = %s, which holds %s, appended by %s, which failed: it read aborted state",
-							h.name(r.txn), key, listText(h, l, false), h.in.valueString(e), h.name(en.writer))})
-				}
+			la.badElements(h, an, r)
+		}
+		if ei := la.lastEnt(r); ei >= 0 {
+			if im := la.elems.entries[ei].im; im >= 0 && im != r.txn {
+				l := la.readList(r)
+				last := l[len(l)-1]
+				key := h.in.keyString(r.key)
+				an.add("G1b", txnAnomaly{txns: []int32{r.txn, im},
+					text: fmt.Sprintf("%s read %s = %s, which ends with %s, an intermediate state of %s: that transaction appended to %s again after %s",
+						h.name(r.txn), key, listText(h, l, false), h.in.valueString(last), h.name(im), key, h.in.valueString(last))})
 			}
 		}
-		last := l[len(l)-1]
-		if en := la.elems.get(r.key, last); en != nil && en.im >= 0 && en.im != r.txn {
-			an.add("G1b", txnAnomaly{txns: []int32{r.txn, en.im},
-				text: fmt.Sprintf("%s read %s = %s, which ends with %s, an intermediate state of %s: that transaction appended to %s again after %s",
-					h.name(r.txn), key, listText(h, l, false), h.in.valueString(last), h.name(en.im), key, h.in.valueString(last))})
+	}
+}
+
+// duplicates reports a read that saw an element more than once.
+func (la *listAppend) duplicates(h *txnHistory, an *txnAnalysis, r laRead) {
+	l := la.readList(r)
+	count := map[int64]int{}
+	for _, e := range l {
+		count[e]++
+	}
+	var dups []string
+	for _, e := range l {
+		if count[e] > 1 {
+			dups = append(dups, fmt.Sprintf("%s (%d times)", h.in.valueString(e), count[e]))
+			count[e] = 0
+		}
+	}
+	an.add("duplicate-elements", txnAnomaly{txns: []int32{r.txn},
+		text: fmt.Sprintf("%s read %s = %s, with %s", h.name(r.txn), h.in.keyString(r.key), listText(h, l, false), strings.Join(dups, ", "))})
+}
+
+// badElements reports the elements of a committed read that no transaction appended
+// (garbage-read) or that a failed one did (G1a).
+func (la *listAppend) badElements(h *txnHistory, an *txnAnalysis, r laRead) {
+	l := la.readList(r)
+	key := h.in.keyString(r.key)
+	for i, e := range l {
+		var ei int32
+		if r.chain == 0 {
+			ei = la.keys[r.key].mainEnt[i]
+		} else {
+			ei = la.find(r.key, e)
+		}
+		w := int32(-1)
+		if ei >= 0 {
+			w = la.elems.entries[ei].writer
+		}
+		switch {
+		case w < 0:
+			an.add("garbage-read", txnAnomaly{txns: []int32{r.txn},
+				text: fmt.Sprintf("%s read %s = %s, but no transaction of the history appended %s to %s",
+					h.name(r.txn), key, listText(h, l, false), h.in.valueString(e), key)})
+		case h.txns[w].status == txnFail:
+			an.add("G1a", txnAnomaly{txns: []int32{r.txn, w},
+				text: fmt.Sprintf("%s read %s = %s, which holds %s, appended by %s, which failed: it read aborted state",
+					h.name(r.txn), key, listText(h, l, false), h.in.valueString(e), h.name(w))})
 		}
 	}
 }
@@ -131,11 +168,10 @@ func (la *listAppend) dirtyUpdates(h *txnHistory, an *txnAnalysis) {
 		// state, committed); since holds the values from its append on.
 		from, fromStatus := int32(-1), txnOK
 		var since []int64
-		for _, e := range ks.order {
-			en := la.elems.get(uint32(k), e)
-			to, toStatus := int32(-1), txnInfo
-			if en != nil && en.writer >= 0 {
-				to, toStatus = en.writer, h.txns[en.writer].status
+		for i, e := range ks.order {
+			to, toStatus := la.elems.entries[ks.orderEnt[i]].writer, txnInfo
+			if to >= 0 {
+				toStatus = h.txns[to].status
 			}
 			switch {
 			case toStatus == txnOK && fromStatus == txnFail:
@@ -248,36 +284,28 @@ func (la *listAppend) lostUpdates(h *txnHistory, an *txnAnalysis) {
 // the step.
 func (la *listAppend) explainEdge(h *txnHistory, a, b int32, rel edgeBits, an, bn string) (string, cycleStep) {
 	step := cycleStep{Type: rel.String(), FromMop: -1, ToMop: -1}
-	switch rel {
-	case relWR:
-		for i, m := range h.txnMops(b) {
-			if m.kind != mopRead || m.val < 0 {
-				continue
-			}
+	t := h.txns[b]
+	for i, m := range h.txnMops(b) {
+		key := h.in.keyString(m.key)
+		switch {
+		case rel == relWR && m.kind == mopRead && m.val >= 0:
 			r := la.reads[m.val]
-			if r.n == 0 {
+			if r.n == 0 || la.writer(h, la.lastEnt(r)) != a {
 				continue
 			}
 			l := la.readList(r)
 			last := l[len(l)-1]
-			if la.writerOf(h, m.key, last) == a {
-				step.Key, step.Value, step.ToMop = h.in.keyText[m.key], h.in.valueJSON(last), i
-				step.FromMop = la.appendMop(h, a, m.key, last)
-				return fmt.Sprintf("%s read %s = %s, which ends with %s's append of %s", bn, h.in.keyString(m.key), listText(h, l, r.null), an, h.in.valueString(last)), step
-			}
-		}
-	case relWW, relRW:
-		for i, m := range h.txnMops(b) {
-			if m.kind != mopAppend {
-				continue
-			}
+			step.Key, step.Value, step.ToMop = h.in.keyText[m.key], h.in.valueJSON(last), i
+			step.FromMop = la.appendMop(h, a, m.key, last)
+			return fmt.Sprintf("%s read %s = %s, which ends with %s's append of %s", bn, key, listText(h, l, r.null), an, h.in.valueString(last)), step
+		case (rel == relWW || rel == relRW) && m.kind == mopAppend:
 			ks := &la.keys[m.key]
-			p := la.prevPos(m.key, m.val)
-			en := la.elems.get(m.key, m.val)
-			unread := en == nil || en.pos < 0
-			key, v := h.in.keyString(m.key), h.in.valueString(m.val)
+			ei := la.appendEnt[int(t.mop)+i]
+			p := la.prevPos(m.key, ei)
+			unread := la.elems.entries[ei].pos < 0
+			v := h.in.valueString(m.val)
 			if rel == relWW {
-				if p < 0 || la.writerOf(h, m.key, ks.order[p]) != a {
+				if p < 0 || la.writer(h, ks.orderEnt[p]) != a {
 					continue
 				}
 				prev := ks.order[p]
@@ -324,17 +352,8 @@ func (la *listAppend) appendMop(h *txnHistory, txn int32, k uint32, e int64) int
 // of its order, or -1.
 func (la *listAppend) readMop(h *txnHistory, txn int32, k uint32, p int32) int {
 	for i, m := range h.txnMops(txn) {
-		if m.kind != mopRead || m.key != k || m.val < 0 {
-			continue
-		}
-		r := la.reads[m.val]
-		if p < 0 && r.n == 0 {
+		if m.kind == mopRead && m.key == k && m.val >= 0 && la.statePos(la.reads[m.val]) == p {
 			return i
-		}
-		if p >= 0 && r.n > 0 {
-			if en := la.elems.get(k, la.readList(r)[r.n-1]); en != nil && en.pos == p {
-				return i
-			}
 		}
 	}
 	return -1

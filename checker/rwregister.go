@@ -9,16 +9,13 @@ import (
 )
 
 // rwRegister is the rw-register model. A register's reads do not reveal the order of
-// its versions, so the checker infers what it can (rwRegister.versionEdges) and
-// derives ww and rw dependencies along that partial order.
+// its versions, so the checker infers what it can (versionOrders) and derives ww and
+// rw dependencies along that partial order.
 type rwRegister struct {
 	internal []rwInternal
-	// vg holds the accepted version order, edge by edge, for explanations.
+	// vg holds the version order's edges other than the initial state's, for
+	// explanations.
 	vg map[versionEdge]bool
-	// writers and readers index the external writes and reads of the transactions
-	// that take part: key and value to transactions.
-	writers map[kv][]int32
-	readers map[kv][]int32
 }
 
 type kv struct {
@@ -35,6 +32,62 @@ type rwInternal struct {
 	txn      int32
 	mop      int
 	expected int64
+}
+
+// rwIndex is every transaction's external reads and writes, flat, and for each (key,
+// value) the transactions that externally wrote and read it.
+type rwIndex struct {
+	// The external reads of transaction t are r[rOff[t]:rOff[t+1]], its writes
+	// w[wOff[t]:wOff[t+1]].
+	rOff, wOff []int32
+	r, w       []kv
+	vals       elemTable // (key, value) → entry
+	// writers[wAt[e]:wAt[e+1]] are the transactions that take part and wrote entry
+	// e's value; readers[rAt[e]:rAt[e+1]] the committed ones that read it.
+	wAt, rAt         []int32
+	writers, readers []int32
+	// keyEnts[kAt[k]:kAt[k+1]] are key k's entries.
+	kAt, keyEnts []int32
+}
+
+func (x *rwIndex) reads(t int32) []kv  { return x.r[x.rOff[t]:x.rOff[t+1]] }
+func (x *rwIndex) writes(t int32) []kv { return x.w[x.wOff[t]:x.wOff[t+1]] }
+
+// writersOf returns the transactions that take part and wrote k = v.
+func (x *rwIndex) writersOf(k uint32, v int64) []int32 {
+	e := x.vals.get(k, v)
+	if e < 0 {
+		return nil
+	}
+	return x.writers[x.wAt[e]:x.wAt[e+1]]
+}
+
+// readersOf returns the committed transactions that read k = v.
+func (x *rwIndex) readersOf(k uint32, v int64) []int32 {
+	e := x.vals.get(k, v)
+	if e < 0 {
+		return nil
+	}
+	return x.readers[x.rAt[e]:x.rAt[e+1]]
+}
+
+// group builds the lists of the transactions at each entry, from parallel arrays of
+// entries and transactions, as offsets and members.
+func group(n int, ents, txns []int32) (at, members []int32) {
+	at = make([]int32, n+1)
+	for _, e := range ents {
+		at[e+1]++
+	}
+	for i := 1; i <= n; i++ {
+		at[i] += at[i-1]
+	}
+	members = make([]int32, len(ents))
+	fill := slices.Clone(at[:n])
+	for i, e := range ents {
+		members[fill[e]] = txns[i]
+		fill[e]++
+	}
+	return at, members
 }
 
 func newRWRegister() *rwRegister { return &rwRegister{} }
@@ -76,9 +129,9 @@ func (rr *rwRegister) take(h *txnHistory, id int32, d *txnDecoder) error {
 	return nil
 }
 
-// ext returns a transaction's external reads (the first micro-op on a key, when it
-// is a read) and external writes (the last write to a key).
-func extOf(mops []txnMop) (reads, writes []kv) {
+// extOf appends a transaction's external reads (the first micro-op on a key, when it
+// is a read) and external writes (the last write to a key) to reads and writes.
+func extOf(mops []txnMop, reads, writes []kv) ([]kv, []kv) {
 	for i, m := range mops {
 		first := true
 		for _, p := range mops[:i] {
@@ -120,35 +173,50 @@ func lookup(s []kv, key uint32) (int64, bool) {
 func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (*txnAnalysis, error) {
 	an := newTxnAnalysis(h, c, rr)
 	n := len(h.txns)
-	reads := make([][]kv, n)
-	writes := make([][]kv, n)
+	x := &rwIndex{rOff: make([]int32, n+1), wOff: make([]int32, n+1)}
 	for id := range h.txns {
-		reads[id], writes[id] = extOf(h.txnMops(int32(id)))
+		x.r, x.w = extOf(h.txnMops(int32(id)), x.r, x.w)
+		x.rOff[id+1], x.wOff[id+1] = int32(len(x.r)), int32(len(x.w))
 	}
-	// The transactions that take part: committed ones, and unknown ones a committed
-	// read proves committed by seeing one of their writes.
-	allWriters := map[kv][]int32{}
+	// Entries for every value written or read, and who wrote each (failed
+	// transactions aside).
+	var wEnts, wTxns []int32
 	for id, t := range h.txns {
 		if t.status == txnFail {
 			continue
 		}
-		for _, w := range writes[id] {
-			allWriters[w] = append(allWriters[w], int32(id))
+		for _, w := range x.writes(int32(id)) {
+			wEnts = append(wEnts, x.entry(w))
+			wTxns = append(wTxns, int32(id))
 		}
 	}
+	for id, t := range h.txns {
+		if t.status == txnOK {
+			for _, r := range x.reads(int32(id)) {
+				x.entry(r)
+			}
+		}
+	}
+	allAt, all := group(len(x.vals.entries), wEnts, wTxns)
+	// The transactions that take part: committed ones, and unknown ones a committed
+	// read proves committed by seeing one of their writes.
 	part := make([]bool, n)
 	for id, t := range h.txns {
 		part[id] = t.status == txnOK
 	}
+	var rEnts, rTxns []int32
 	for id, t := range h.txns {
 		if t.status != txnOK {
 			continue
 		}
-		for _, r := range reads[id] {
+		for _, r := range x.reads(int32(id)) {
+			e := x.vals.get(r.key, r.val)
+			rEnts = append(rEnts, e)
+			rTxns = append(rTxns, int32(id))
 			if r.val == valueNil {
 				continue
 			}
-			ws := allWriters[r]
+			ws := all[allAt[e]:allAt[e+1]]
 			if len(ws) > 1 {
 				return nil, fmt.Errorf("history index %d: %s had value %s written by more than one transaction (history indices %d and %d): rw-register needs every written value unique per key",
 					h.at(int32(id)), h.in.keyString(r.key), h.in.valueString(r.val), h.at(ws[0]), h.at(ws[1]))
@@ -158,82 +226,89 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 			}
 		}
 	}
-	rr.writers, rr.readers = map[kv][]int32{}, map[kv][]int32{}
-	for id := range h.txns {
-		if !part[id] {
-			continue
-		}
-		for _, w := range writes[id] {
-			rr.writers[w] = append(rr.writers[w], int32(id))
-		}
-		if h.txns[id].status == txnOK {
-			for _, r := range reads[id] {
-				rr.readers[r] = append(rr.readers[r], int32(id))
-			}
+	var pEnts, pTxns []int32
+	for i, e := range wEnts {
+		if part[wTxns[i]] {
+			pEnts, pTxns = append(pEnts, e), append(pTxns, wTxns[i])
 		}
 	}
+	ne := len(x.vals.entries)
+	x.wAt, x.writers = group(ne, pEnts, pTxns)
+	x.rAt, x.readers = group(ne, rEnts, rTxns)
+	keyOf := make([]int32, ne)
+	idx := make([]int32, ne)
+	for e := range x.vals.entries {
+		keyOf[e], idx[e] = int32(x.vals.entries[e].key), int32(e)
+	}
+	x.kAt, x.keyEnts = group(h.in.nkeys(), keyOf, idx)
 	// wr: a read and the one write of what it saw.
-	for id := range h.txns {
-		if h.txns[id].status != txnOK {
+	for i, e := range rEnts {
+		if x.vals.entries[e].elem == valueNil {
 			continue
 		}
-		for _, r := range reads[id] {
-			if r.val == valueNil {
-				continue
-			}
-			for _, w := range rr.writers[r] {
-				an.edge(w, int32(id), relWR)
-			}
+		for _, w := range x.writers[x.wAt[e]:x.wAt[e+1]] {
+			an.edge(w, rTxns[i], relWR)
 		}
 	}
 	if ctx.Err() != nil {
 		return an, nil
 	}
-	edges := rr.versionOrders(h, c, an, reads, writes)
+	// The initial state precedes every value: whoever read a key unset precedes
+	// every write of it.
+	for k := 0; k < h.in.nkeys(); k++ {
+		nilReaders := x.readersOf(uint32(k), valueNil)
+		if len(nilReaders) == 0 {
+			continue
+		}
+		for _, e := range x.keyEnts[x.kAt[k]:x.kAt[k+1]] {
+			if x.vals.entries[e].elem == valueNil {
+				continue
+			}
+			for _, b := range x.writers[x.wAt[e]:x.wAt[e+1]] {
+				for _, a := range nilReaders {
+					an.edge(a, b, relRW)
+				}
+			}
+		}
+	}
+	edges := rr.versionOrders(h, c, an, x)
 	rr.vg = make(map[versionEdge]bool, len(edges))
 	for _, e := range edges {
 		rr.vg[e] = true
-		from, to := kv{e.key, e.from}, kv{e.key, e.to}
-		for _, b := range rr.writers[to] {
-			for _, a := range rr.writers[from] {
+		to := x.writersOf(e.key, e.to)
+		for _, b := range to {
+			for _, a := range x.writersOf(e.key, e.from) {
 				an.edge(a, b, relWW)
 			}
-			for _, a := range rr.readers[from] {
+			for _, a := range x.readersOf(e.key, e.from) {
 				an.edge(a, b, relRW)
 			}
 		}
 	}
-	rr.cases(h, an, writes)
+	rr.cases(h, an)
 	return an, nil
 }
 
-// versionOrders returns the edges of every key's version order that the sources allow:
-// the initial state before every value, then each assumption of c's options whose
-// edges keep every key's order acyclic. An assumption that does not is left out and
-// each cycle it would make is reported as cyclic-versions.
-func (rr *rwRegister) versionOrders(h *txnHistory, c *txnCheck, an *txnAnalysis, reads, writes [][]kv) []versionEdge {
+// entry returns the entry of (key, value), adding it when absent.
+func (x *rwIndex) entry(v kv) int32 {
+	if e := x.vals.get(v.key, v.val); e >= 0 {
+		return e
+	}
+	e := x.vals.add(v.key, v.val)
+	x.vals.index(e)
+	return e
+}
+
+// versionOrders returns the edges of every key's version order that the assumptions
+// of c's options allow, besides the initial state's (before every value, implicit):
+// each assumption whose edges keep every key's order acyclic. An assumption that does
+// not is left out and each cycle it would make is reported as cyclic-versions.
+func (rr *rwRegister) versionOrders(h *txnHistory, c *txnCheck, an *txnAnalysis, x *rwIndex) []versionEdge {
 	type source struct {
 		name  string
 		edges func() []versionEdge
 	}
-	sources := []source{{"initial-state", func() []versionEdge {
-		var es []versionEdge
-		for id, t := range h.txns {
-			if t.status == txnFail {
-				continue
-			}
-			kvs := writes[id]
-			if t.status == txnOK {
-				kvs = append(slices.Clone(kvs), reads[id]...)
-			}
-			for _, x := range kvs {
-				if x.val != valueNil {
-					es = append(es, versionEdge{x.key, valueNil, x.val})
-				}
-			}
-		}
-		return es
-	}}}
+	var sources []source
 	if c.opt.WFRKeys {
 		sources = append(sources, source{"wfr-keys", func() []versionEdge {
 			var es []versionEdge
@@ -241,8 +316,8 @@ func (rr *rwRegister) versionOrders(h *txnHistory, c *txnCheck, an *txnAnalysis,
 				if t.status != txnOK {
 					continue
 				}
-				for _, r := range reads[id] {
-					if w, ok := lookup(writes[id], r.key); ok && r.val != valueNil && w != r.val {
+				for _, r := range x.reads(int32(id)) {
+					if w, ok := lookup(x.writes(int32(id)), r.key); ok && r.val != valueNil && w != r.val {
 						es = append(es, versionEdge{r.key, r.val, w})
 					}
 				}
@@ -252,16 +327,16 @@ func (rr *rwRegister) versionOrders(h *txnHistory, c *txnCheck, an *txnAnalysis,
 	}
 	if c.opt.SequentialKeys {
 		sources = append(sources, source{"sequential-keys", func() []versionEdge {
-			return rr.orderEdges(h, reads, writes, processSuccessors(h))
+			return rr.orderEdges(h, x, processSuccessors(h))
 		}})
 	}
 	if c.opt.LinearizableKeys {
 		sources = append(sources, source{"linearizable-keys", func() []versionEdge {
-			return rr.orderEdges(h, reads, writes, realtimeSuccessors(h))
+			return rr.orderEdges(h, x, realtimeSuccessors(h))
 		}})
 	}
 	var accepted []versionEdge
-	var names []string
+	names := []string{"initial-state"}
 	for _, s := range sources {
 		merged := append(slices.Clone(accepted), s.edges()...)
 		cycles := versionCycles(merged)
@@ -322,9 +397,21 @@ func versionCycles(es []versionEdge) []versionCycle {
 			return int32(len(vals) - 1)
 		}
 		adj := map[int32][]int32{}
+		intoNil := false
 		for _, e := range es[i:j] {
 			a, b := id(e.from), id(e.to)
 			adj[a] = append(adj[a], b)
+			intoNil = intoNil || e.to == valueNil
+		}
+		if intoNil {
+			// The initial state precedes every value, and here something is said to
+			// precede the initial state.
+			n := id(valueNil)
+			for v := range vals {
+				if int32(v) != n {
+					adj[n] = append(adj[n], int32(v))
+				}
+			}
 		}
 		comp, count := tarjan(len(vals), func(v, k int32) int32 {
 			if int(k) >= len(adj[v]) {
@@ -394,18 +481,18 @@ func realtimeSuccessors(h *txnHistory) func(id int32) []int32 {
 // and both touched key k, the version T1 left k at precedes the one T2 first saw or
 // wrote. For each transaction and key, only the first transactions after it (along
 // each path of the order) to touch the key count; later ones follow from those.
-func (rr *rwRegister) orderEdges(h *txnHistory, reads, writes [][]kv, succ func(int32) []int32) []versionEdge {
+func (rr *rwRegister) orderEdges(h *txnHistory, x *rwIndex, succ func(int32) []int32) []versionEdge {
 	n := len(h.txns)
 	touches := func(id int32) []uint32 {
 		var ks []uint32
 		switch h.txns[id].status {
 		case txnOK:
-			for _, r := range reads[id] {
+			for _, r := range x.reads(id) {
 				ks = append(ks, r.key)
 			}
 			fallthrough
 		case txnInfo:
-			for _, w := range writes[id] {
+			for _, w := range x.writes(id) {
 				if !slices.Contains(ks, w.key) {
 					ks = append(ks, w.key)
 				}
@@ -432,9 +519,9 @@ func (rr *rwRegister) orderEdges(h *txnHistory, reads, writes [][]kv, succ func(
 				if slices.Contains(own, k) {
 					continue
 				}
-				for _, x := range bs {
-					if !slices.Contains(m[k], x) {
-						m[k] = append(m[k], x)
+				for _, y := range bs {
+					if !slices.Contains(m[k], y) {
+						m[k] = append(m[k], y)
 					}
 				}
 			}
@@ -445,12 +532,12 @@ func (rr *rwRegister) orderEdges(h *txnHistory, reads, writes [][]kv, succ func(
 	for id := range h.txns {
 		a := int32(id)
 		for k, bs := range first[a] {
-			v1, ok := rr.lastValue(h, a, k, reads, writes)
+			v1, ok := rr.lastValue(h, x, a, k)
 			if !ok {
 				continue
 			}
 			for _, b := range bs {
-				if v2, ok := rr.firstValue(h, b, k, reads, writes); ok && v2 != v1 {
+				if v2, ok := rr.firstValue(h, x, b, k); ok && v2 != v1 {
 					es = append(es, versionEdge{k, v1, v2})
 				}
 			}
@@ -460,36 +547,36 @@ func (rr *rwRegister) orderEdges(h *txnHistory, reads, writes [][]kv, succ func(
 }
 
 // lastValue is the version of k a transaction left: its last write, else what it read.
-func (rr *rwRegister) lastValue(h *txnHistory, id int32, k uint32, reads, writes [][]kv) (int64, bool) {
+func (rr *rwRegister) lastValue(h *txnHistory, x *rwIndex, id int32, k uint32) (int64, bool) {
 	switch h.txns[id].status {
 	case txnOK:
-		if v, ok := lookup(writes[id], k); ok {
+		if v, ok := lookup(x.writes(id), k); ok {
 			return v, true
 		}
-		return lookup(reads[id], k)
+		return lookup(x.reads(id), k)
 	case txnInfo:
-		return lookup(writes[id], k)
+		return lookup(x.writes(id), k)
 	}
 	return 0, false
 }
 
 // firstValue is the version of k a transaction first saw: its external read, else its
 // write.
-func (rr *rwRegister) firstValue(h *txnHistory, id int32, k uint32, reads, writes [][]kv) (int64, bool) {
+func (rr *rwRegister) firstValue(h *txnHistory, x *rwIndex, id int32, k uint32) (int64, bool) {
 	switch h.txns[id].status {
 	case txnOK:
-		if v, ok := lookup(reads[id], k); ok {
+		if v, ok := lookup(x.reads(id), k); ok {
 			return v, true
 		}
-		return lookup(writes[id], k)
+		return lookup(x.writes(id), k)
 	case txnInfo:
-		return lookup(writes[id], k)
+		return lookup(x.writes(id), k)
 	}
 	return 0, false
 }
 
 // cases adds internal, G1a, G1b and lost-update.
-func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis, writes [][]kv) {
+func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 	for _, c := range rr.internal {
 		m := h.txnMops(c.txn)[c.mop]
 		an.add("internal", txnAnomaly{txns: []int32{c.txn},
@@ -578,8 +665,8 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis, writes [][]kv) {
 func (rr *rwRegister) explainEdge(h *txnHistory, a, b int32, rel edgeBits, an, bn string) (string, cycleStep) {
 	step := cycleStep{Type: rel.String(), FromMop: -1, ToMop: -1}
 	am, bm := h.txnMops(a), h.txnMops(b)
-	ar, aw := extOf(am)
-	br, bw := extOf(bm)
+	ar, aw := extOf(am, nil, nil)
+	br, bw := extOf(bm, nil, nil)
 	mopOf := func(mops []txnMop, kind mopKind, k uint32, v int64) int {
 		for i, m := range mops {
 			if m.kind == kind && m.key == k && m.val == v {
@@ -610,7 +697,7 @@ func (rr *rwRegister) explainEdge(h *txnHistory, a, b int32, rel edgeBits, an, b
 		}
 		for _, x := range from {
 			v2, ok := lookup(bw, x.key)
-			if !ok || !rr.vg[versionEdge{x.key, x.val, v2}] {
+			if !ok || !(x.val == valueNil && v2 != valueNil || rr.vg[versionEdge{x.key, x.val, v2}]) {
 				continue
 			}
 			step.Key, step.Value, step.Value2 = h.in.keyText[x.key], h.in.valueJSON(x.val), h.in.valueJSON(v2)

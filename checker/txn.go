@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"time"
@@ -129,7 +130,10 @@ type txnHistory struct {
 	dec     txnDecoder
 	txns    []txnRec
 	mops    []txnMop
-	pending map[int][]pendingTxn // each process's open transactions, oldest first
+	// pending holds each process's open transactions, oldest first: in slot when it
+	// has one (nearly always), in more beyond that; processes beyond slots' reach use
+	// far.
+	pending pendingTxns
 	m       txnModel
 	okCount int32 // ok completions so far
 	rtStart int32 // ok completions before this one are implied by a later completion
@@ -143,9 +147,79 @@ type pendingTxn struct {
 	value []byte
 }
 
+// pendingTxns holds the open transactions of each process.
+type pendingTxns struct {
+	slot []pendingTxn // slot[p]: process p's oldest open transaction; id -1 for none
+	more map[int][]pendingTxn
+}
+
+// maxSlot bounds the processes held in slot; those beyond, rare, are in more.
+const maxSlot = 1 << 20
+
+func (q *pendingTxns) push(p int, t pendingTxn) {
+	if p < maxSlot {
+		for p >= len(q.slot) {
+			q.slot = append(q.slot, pendingTxn{id: -1})
+		}
+		if q.slot[p].id < 0 {
+			q.slot[p] = t
+			return
+		}
+	}
+	if q.more == nil {
+		q.more = map[int][]pendingTxn{}
+	}
+	q.more[p] = append(q.more[p], t)
+}
+
+func (q *pendingTxns) pop(p int) (pendingTxn, bool) {
+	if p < len(q.slot) && q.slot[p].id >= 0 {
+		t := q.slot[p]
+		q.slot[p] = pendingTxn{id: -1}
+		if m := q.more[p]; len(m) > 0 {
+			q.slot[p] = m[0]
+			if len(m) == 1 {
+				delete(q.more, p)
+			} else {
+				q.more[p] = m[1:]
+			}
+		}
+		return t, true
+	}
+	if p < maxSlot {
+		return pendingTxn{}, false
+	}
+	m := q.more[p]
+	if len(m) == 0 {
+		return pendingTxn{}, false
+	}
+	if len(m) == 1 {
+		delete(q.more, p)
+	} else {
+		q.more[p] = m[1:]
+	}
+	return m[0], true
+}
+
+// all removes and returns every open transaction.
+func (q *pendingTxns) all() []pendingTxn {
+	var out []pendingTxn
+	for p, t := range q.slot {
+		if t.id >= 0 {
+			out = append(out, t)
+			q.slot[p] = pendingTxn{id: -1}
+		}
+	}
+	for p, ts := range q.more {
+		out = append(out, ts...)
+		delete(q.more, p)
+	}
+	return out
+}
+
 func newTxnHistory(model string, m txnModel) *txnHistory {
 	in := newTxnInterner()
-	return &txnHistory{model: model, in: in, dec: txnDecoder{in: in}, pending: map[int][]pendingTxn{}, m: m}
+	return &txnHistory{model: model, in: in, dec: txnDecoder{in: in}, m: m}
 }
 
 // add takes the next event of the history. Events of the nemesis are skipped.
@@ -170,7 +244,7 @@ func (h *txnHistory) add(op histories.Op) error {
 			return err
 		}
 		h.txns[id] = txnRec{inv: op.Index, comp: -1, okPos: -1, rtLo: h.rtStart, rtHi: h.okCount, process: int32(op.Process)}
-		h.pending[op.Process] = append(h.pending[op.Process], pendingTxn{id: id, value: op.Value})
+		h.pending.push(op.Process, pendingTxn{id: id, value: op.Value})
 		return nil
 	}
 	var status txnStatus
@@ -184,17 +258,9 @@ func (h *txnHistory) add(op histories.Op) error {
 	default:
 		return fmt.Errorf("history index %d: event type %s is not a completion", op.Index, op.Type)
 	}
-	var p pendingTxn
-	queue := h.pending[op.Process]
-	invoked := len(queue) > 0
+	p, invoked := h.pending.pop(op.Process)
 	var id int32
 	if invoked {
-		p = queue[0]
-		if len(queue) == 1 {
-			delete(h.pending, op.Process)
-		} else {
-			h.pending[op.Process] = queue[1:]
-		}
 		id = p.id
 	} else {
 		// A completion without its invocation (histories written as completions
@@ -221,6 +287,7 @@ func (h *txnHistory) newTxn() (int32, error) {
 	if len(h.txns) >= math.MaxInt32-1 {
 		return 0, errors.New("more transactions than the checker can hold")
 	}
+	h.txns = grown(h.txns, 1)
 	h.txns = append(h.txns, txnRec{})
 	return int32(len(h.txns) - 1), nil
 }
@@ -255,11 +322,7 @@ func (h *txnHistory) at(id int32) int64 {
 
 // close ends the history: transactions still open are as unknown as info ones.
 func (h *txnHistory) close() error {
-	var open []pendingTxn
-	for proc, ps := range h.pending {
-		delete(h.pending, proc)
-		open = append(open, ps...)
-	}
+	open := h.pending.all()
 	// In invocation order, so that what the check reports does not depend on a map's.
 	slices.SortFunc(open, func(a, b pendingTxn) int { return int(a.id - b.id) })
 	for _, p := range open {
@@ -280,6 +343,7 @@ func (h *txnHistory) close() error {
 func (h *txnHistory) appendMops(id int32, d *txnDecoder, readIndex func(i int, m rawMop) int64) {
 	t := &h.txns[id]
 	t.mop, t.nmop = int32(len(h.mops)), int32(len(d.mops))
+	h.mops = grown(h.mops, len(d.mops))
 	for i, m := range d.mops {
 		tm := txnMop{key: m.key, kind: m.kind, null: !m.hasValue, val: m.val}
 		if readIndex != nil && m.kind == mopRead {
@@ -287,6 +351,18 @@ func (h *txnHistory) appendMops(id int32, d *txnDecoder, readIndex func(i int, m
 		}
 		h.mops = append(h.mops, tm)
 	}
+}
+
+// grown returns s with room for n more elements, doubling its capacity when it must
+// grow: append's growth by a quarter, on slices of millions of entries, copies each
+// several times over.
+func grown[T any](s []T, n int) []T {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	g := make([]T, len(s), max(2*cap(s), len(s)+n, 1024))
+	copy(g, s)
+	return g
 }
 
 // txnMops returns transaction id's micro-ops.
@@ -430,10 +506,16 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if an.join != nil {
+		defer an.join()
+	}
 	if ctx.Err() != nil {
 		return interrupted(tc.h.model, ctx.Err()), nil
 	}
 	an.findCycles(ctx, tc.h, tc.c)
+	if an.join != nil {
+		an.join()
+	}
 	if ctx.Err() != nil {
 		return interrupted(tc.h.model, ctx.Err()), nil
 	}
@@ -463,7 +545,7 @@ func checkTxnStream(ctx context.Context, model string, h *histories.Header, next
 	}
 	ctx, cancel := txnDeadline(ctx, to)
 	defer cancel()
-	done, err := feed(ctx, next, tc.add)
+	done, err := feedAhead(ctx, next, tc.add)
 	if err != nil {
 		return Result{}, err
 	}
@@ -471,6 +553,80 @@ func checkTxnStream(ctx context.Context, model string, h *histories.Header, next
 		return interrupted(model, ctx.Err()), nil
 	}
 	return tc.result(ctx)
+}
+
+// feedAhead is feed with next called on a goroutine of its own, a batch of events
+// ahead: reading and decoding a history's lines takes about as long as checking them,
+// and so the two share the machine's cores. next is never called after feedAhead
+// returns.
+func feedAhead(ctx context.Context, next func() (histories.Op, error), add func(histories.Op) error) (bool, error) {
+	const batch = 1024
+	type events struct {
+		ops []histories.Op
+		err error // of next, after ops; io.EOF at the end
+	}
+	full := make(chan events, 4)
+	free := make(chan []histories.Op, 6)
+	stop := make(chan struct{})
+	go func() {
+		defer close(full)
+		buf := make([]histories.Op, 0, batch)
+		for {
+			op, err := next()
+			if err == nil {
+				buf = append(buf, op)
+				if len(buf) < batch {
+					continue
+				}
+			}
+			select {
+			case full <- events{buf, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+			select {
+			case buf = <-free:
+				buf = buf[:0]
+			default:
+				buf = make([]histories.Op, 0, batch)
+			}
+		}
+	}()
+	finish := func() {
+		close(stop)
+		for range full {
+		}
+	}
+	n := 0
+	for b := range full {
+		for _, op := range b.ops {
+			if n%checkEvery == 0 && ctx.Err() != nil {
+				finish()
+				return false, nil
+			}
+			n++
+			if err := add(op); err != nil {
+				finish()
+				return false, err
+			}
+		}
+		if b.err != nil {
+			finish()
+			if errors.Is(b.err, io.EOF) {
+				return ctx.Err() == nil, nil
+			}
+			return false, b.err
+		}
+		clear(b.ops)
+		select {
+		case free <- b.ops:
+		default:
+		}
+	}
+	return ctx.Err() == nil, nil
 }
 
 // checkTxn runs model over ops.

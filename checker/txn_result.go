@@ -25,6 +25,22 @@ type txnAnalysis struct {
 	edges       int
 	components  int
 	largest     int
+	// join, when set, waits for findings made concurrently and merges them in.
+	join func()
+}
+
+// merge adds the findings of o.
+func (an *txnAnalysis) merge(o *txnAnalysis) {
+	for kind, f := range o.found {
+		into := an.found[kind]
+		if into == nil {
+			into = &foundAnomalies{}
+			an.found[kind] = into
+		}
+		into.count += f.count
+		room := max(0, maxListed-len(into.items))
+		into.items = append(into.items, f.items[:min(room, len(f.items))]...)
+	}
 }
 
 // txnExplainer explains the dependencies of a model.
@@ -86,6 +102,7 @@ func (an *txnAnalysis) edge(a, b int32, rel edgeBits) {
 	if a == b || an.h.txns[a].status == txnFail || an.h.txns[b].status == txnFail {
 		return
 	}
+	an.from, an.to, an.bits = grown(an.from, 1), grown(an.to, 1), grown(an.bits, 1)
 	an.from = append(an.from, a)
 	an.to = append(an.to, b)
 	an.bits = append(an.bits, rel)

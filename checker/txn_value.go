@@ -276,6 +276,9 @@ func (d *txnDecoder) arg(m *rawMop) error {
 			return nil
 		}
 		for {
+			if d.compactInts(m) {
+				return nil
+			}
 			v, err := d.value()
 			if err != nil {
 				return err
@@ -295,6 +298,43 @@ func (d *txnDecoder) arg(m *rawMop) error {
 	v, err := d.value()
 	m.val = v
 	return err
+}
+
+// compactInts reads a run of small non-negative integers separated by commas alone,
+// as writers of histories write lists, through the list's closing bracket; it stops
+// early, having read what it could, at anything else (a sign, a space, a long number)
+// and returns false, leaving the rest to the general reading.
+func (d *txnDecoder) compactInts(m *rawMop) bool {
+	b, i := d.b, d.i
+	for {
+		start := i
+		var n int64
+		for i < len(b) && i-start < 18 {
+			c := b[i] - '0'
+			if c > 9 {
+				break
+			}
+			n = n*10 + int64(c)
+			i++
+		}
+		if i == start || i >= len(b) || i-start > 1 && b[start] == '0' {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			d.list = append(d.list, n)
+			m.len++
+			i++
+			d.i = i
+		case ']':
+			d.list = append(d.list, n)
+			m.len++
+			d.i = i + 1
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // plainString reads a string without escapes, returning its bytes.
