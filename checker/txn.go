@@ -125,11 +125,11 @@ type txnModel interface {
 
 // txnHistory reads a transactional history one event at a time.
 type txnHistory struct {
-	model   string
-	in      *txnInterner
-	dec     txnDecoder
-	txns    []txnRec
-	mops    []txnMop
+	model string
+	in    *txnInterner
+	dec   txnDecoder
+	txns  []txnRec
+	mops  []txnMop
 	// pending holds each process's open transactions, oldest first: in slot when it
 	// has one (nearly always), in more beyond that; processes beyond slots' reach use
 	// far.

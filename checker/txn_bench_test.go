@@ -20,14 +20,14 @@ import (
 func genTxnHistory(model string, txns, workers, keys int, stale float64, seed uint64) []histories.Op {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	type mop struct {
-		f   byte
-		k   int64
-		v   int64
+		f byte
+		k int64
+		v int64
 	}
 	type txn struct {
-		proc  int
-		mops  []mop
-		snap  map[int64]int
+		proc int
+		mops []mop
+		snap map[int64]int
 	}
 	lists := map[int64][]int64{}
 	regs := map[int64]int64{}
