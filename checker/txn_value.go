@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // A transaction's value is a JSON array of micro-ops, each itself an array: the
@@ -391,11 +392,16 @@ func (d *txnDecoder) key() (uint32, error) {
 	if n, ok := d.plainInt(); ok {
 		return in.intKey(n), nil
 	}
+	start := d.i
 	if s, ok := d.plainString(); ok {
 		if id, ok := in.strKeys[string(s)]; ok {
 			return id, nil
 		}
-		return in.strKey(string(s)), nil
+		if utf8.Valid(s) {
+			return in.strKey(string(s)), nil
+		}
+		// Invalid UTF-8 reads as encoding/json reads it.
+		d.i = start
 	}
 	text, v, err := d.other()
 	if err != nil {
