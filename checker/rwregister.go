@@ -173,11 +173,7 @@ func lookup(s []kv, key uint32) (int64, bool) {
 func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (*txnAnalysis, error) {
 	an := newTxnAnalysis(h, c, rr)
 	n := len(h.txns)
-	x := &rwIndex{rOff: make([]int32, n+1), wOff: make([]int32, n+1)}
-	for id := range h.txns {
-		x.r, x.w = extOf(h.txnMops(int32(id)), x.r, x.w)
-		x.rOff[id+1], x.wOff[id+1] = int32(len(x.r)), int32(len(x.w))
-	}
+	x := newRWIndex(h)
 	// Entries for every value written or read, and who wrote each (failed
 	// transactions aside).
 	var wEnts, wTxns []int32
@@ -287,6 +283,18 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 	}
 	rr.cases(h, an)
 	return an, nil
+}
+
+// newRWIndex returns the index of h's external reads and writes, its entries not yet
+// made.
+func newRWIndex(h *txnHistory) *rwIndex {
+	n := len(h.txns)
+	x := &rwIndex{rOff: make([]int32, n+1), wOff: make([]int32, n+1)}
+	for id := range h.txns {
+		x.r, x.w = extOf(h.txnMops(int32(id)), x.r, x.w)
+		x.rOff[id+1], x.wOff[id+1] = int32(len(x.r)), int32(len(x.w))
+	}
+	return x
 }
 
 // entry returns the entry of (key, value), adding it when absent.
