@@ -130,9 +130,7 @@ type txnHistory struct {
 	dec   txnDecoder
 	txns  []txnRec
 	mops  []txnMop
-	// pending holds each process's open transactions, oldest first: in slot when it
-	// has one (nearly always), in more beyond that; processes beyond slots' reach use
-	// far.
+	// pending holds each process's open transactions, oldest first.
 	pending pendingTxns
 	m       txnModel
 	okCount int32 // ok completions so far

@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -250,4 +252,58 @@ func TestElleHistories(t *testing.T) {
 		}
 		t.Log(r.Summary)
 	})
+}
+
+// TestElleUnfindableGSingle is Elle's unfindable-g-single test: one G-single cycle
+// around a ring of 1000 transactions, awash in G2-item cycles of noise that slow a
+// search down. Elle's search times out and falls back to proving a snapshot-isolation
+// cycle exists (:not #{:snapshot-isolation :repeatable-read}); this search finds the
+// G-single itself, which rules out the same models and consistent view, weaker than
+// snapshot isolation, besides.
+func TestElleUnfindableGSingle(t *testing.T) {
+	const n, noise = 1000, 10
+	var evs []tev
+	add := func(p int, v string) { evs = append(evs, pairOf(t, p, histories.OK, v)...) }
+	for i := 0; i < n; i++ {
+		second := fmt.Sprintf(`["append",%d,0]`, i)
+		switch i {
+		case 0:
+			second = `["append","anti","first"]`
+		case n - 1:
+			second = `["r","anti",null]`
+		}
+		add(0, fmt.Sprintf(`[["append","ring",%d],%s]`, i, second))
+	}
+	ring := make([]string, n)
+	for i := range ring {
+		ring[i] = fmt.Sprint(i)
+	}
+	add(1, `[["r","ring",[`+strings.Join(ring, ",")+`]]]`)
+	for i := 1; i < n-1; i++ {
+		for j := 1; j < noise; j++ {
+			switch j {
+			case noise - 2:
+				prefix := make([]string, noise-2)
+				for k := range prefix {
+					prefix[k] = fmt.Sprint(k)
+				}
+				add(2, fmt.Sprintf(`[["r",%d,[%s]],["r",["anti",%d],null]]`, i, strings.Join(prefix, ","), i))
+			case noise - 1:
+				add(2, fmt.Sprintf(`[["append",["anti",%d],0],["r","ring",null]]`, i))
+			default:
+				add(2, fmt.Sprintf(`[["append",%d,%d]]`, i, j))
+			}
+		}
+	}
+	r := checkTxnModel(t, ListAppendModel, txnOps(evs...), siOnly)
+	got := txnGot(t, r)
+	var alsoNot []string
+	if raw, ok := r.Details["also_not"]; ok {
+		_ = json.Unmarshal(raw, &alsoNot)
+	}
+	if got.verdict != Invalid || !slices.Contains(got.not, "repeatable-read") ||
+		!slices.Contains(append(got.not, alsoNot...), "snapshot-isolation") {
+		t.Errorf("got %s, also not %v; want invalid, not snapshot-isolation and repeatable-read", got, alsoNot)
+	}
+	t.Log(r.Summary)
 }
