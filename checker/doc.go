@@ -41,6 +41,16 @@
 //   - register and cas-register (CheckRegister): integer registers, one per key,
 //     checked for linearizability with porcupine. A search: bounded by
 //     Options.Timeout, and Unknown when it runs out.
+//   - list-append and rw-register (CheckListAppend, CheckRWRegister): transactions
+//     over lists and registers, checked for consistency models from read
+//     uncommitted to strict serializability in the manner of Jepsen's Elle: version
+//     orders inferred from reads, a dependency graph, its strongly connected
+//     components proved cyclic per model and searched for the shortest cycle of each
+//     anomaly class (G0, G1c, G-single, G-nonadjacent, G2-item, with process and
+//     real-time variants) within a budget per component, plus the anomalies that
+//     need no cycle (G1a, G1b, internal, lost-update, ...). The verdict names the
+//     weakest models violated (Options.Txn, TxnOptions). Linear in the history but
+//     for the cycle search, which a timeout bounds (Unknown for what it cut short).
 //
 // The value formats each checker reads are those of package histories ("Values").
 // The exactly-once and bank models judge the final state, which a history carries as

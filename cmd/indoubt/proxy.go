@@ -232,15 +232,12 @@ func (cfg proxyConfig) parseSchedule(specs []string) (faults.Schedule, error) {
 	for _, f := range schedule {
 		switch {
 		case f.Process:
-			return nil, fmt.Errorf("proxy: --fault %s acts on a server indoubt launches (indoubt run), not on a proxy in front of one", f.Spec)
+			return nil, fmt.Errorf("proxy: --fault %s is a process fault, which needs a server indoubt launched: indoubt proxy has none (use indoubt run)", f.Spec)
 		case f.Coordinator || f.Statement != "":
 			return nil, fmt.Errorf("proxy: --fault %s acts on the two-phase commit of indoubt run --workload transfer; in front of your own, cut PREPARE TRANSACTION with --fault commit-cut and --match 'PREPARE TRANSACTION'", f.Spec)
 		}
 		if (f.Name == "commit-cut" && cfg.cut > 0) || (f.Name == "commit-drop" && cfg.drop > 0) {
 			return nil, fmt.Errorf("proxy: --fault %s and its flag both arm %s: use one", f.Spec, f.Name)
-		}
-		if f.Process {
-			return nil, fmt.Errorf("proxy: --fault %s is a process fault, which needs a server indoubt launched: indoubt proxy has none (use indoubt run)", f.Spec)
 		}
 		if f.Toxic == nil && f.Name != "partition" && cfg.opt.Protocol == nil {
 			return nil, fmt.Errorf("proxy: --fault %s needs a protocol: --protocol postgres", f.Spec)
