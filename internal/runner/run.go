@@ -32,6 +32,7 @@ import (
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // Config is one run.
@@ -46,8 +47,16 @@ type Config struct {
 	Out       string         `json:"out"`
 	Retry     Policy         `json:"retry"`
 	Mechanism string         `json:"mechanism,omitempty"`
-	// Isolation is the transaction isolation level of workloads that take one (counter).
+	// Isolation is the transaction isolation level of workloads that take one (counter,
+	// list-append, rw-register).
 	Isolation string `json:"isolation,omitempty"`
+	// Txn shapes the transactions of list-append and rw-register and names the models
+	// their history is checked for; ReadFrom is where a replicated PostgreSQL's
+	// read-only transactions run: primary (also "") or standby. See backends_txn.go.
+	Txn      txn.Options `json:"txn,omitzero"`
+	ReadFrom string      `json:"read_from,omitempty"`
+	// standbyDSN is the launched standby's, for ReadFrom standby.
+	standbyDSN string
 	Budget    int64  `json:"budget,omitempty"`
 	// Key is the insert workload's primary-key shape (insert.Key).
 	Key string `json:"key,omitempty"`
@@ -288,6 +297,8 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	for _, d := range dsns {
 		sc.add(d)
 	}
+	cfg.standbyDSN = srv.standby
+	sc.add(srv.standby)
 	var nem *nemesis
 	if cfg.proxied() || len(cfg.Faults) > 0 {
 		n, pdsns, err := startNemesis(ctx, cfg, b, dsns, dir, srv)
@@ -453,6 +464,7 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 		res.Anomalies = []checker.Anomaly{}
 	}
 	res.AnomalyCount = results.AnomalyCountOf(verdict)
+	res.Txn = results.TxnCheckOf(verdict, checkedModels(r.wl))
 	res.Ops = countOps(ops)
 	if r.elapsed > 0 {
 		res.Throughput = float64(r.completed.Load()) / r.elapsed.Seconds()
