@@ -57,7 +57,7 @@ type Config struct {
 	ReadFrom string      `json:"read_from,omitempty"`
 	// standbyDSN is the launched standby's, for ReadFrom standby.
 	standbyDSN string
-	Budget    int64  `json:"budget,omitempty"`
+	Budget     int64 `json:"budget,omitempty"`
 	// Key is the insert workload's primary-key shape (insert.Key).
 	Key string `json:"key,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
