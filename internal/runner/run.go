@@ -55,9 +55,7 @@ type Config struct {
 	// read-only transactions run: primary (also "") or standby. See backends_txn.go.
 	Txn      txn.Options `json:"txn,omitzero"`
 	ReadFrom string      `json:"read_from,omitempty"`
-	// standbyDSN is the launched standby's, for ReadFrom standby.
-	standbyDSN string
-	Budget     int64 `json:"budget,omitempty"`
+	Budget   int64       `json:"budget,omitempty"`
 	// Key is the insert workload's primary-key shape (insert.Key).
 	Key string `json:"key,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
@@ -116,6 +114,9 @@ type Config struct {
 	Reads         float64            `json:"reads,omitempty"`
 	RowsPerWorker int                `json:"rows_per_worker,omitempty"`
 	RecoverAfter  time.Duration      `json:"recover_after,omitempty"`
+
+	// standbyDSN is the launched standby's, for ReadFrom standby.
+	standbyDSN string
 }
 
 // ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
