@@ -6,9 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/isolation"
+	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
+	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // One server of each version for the package.
@@ -62,4 +67,88 @@ func TestHermitageTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The random workloads at each level of PostgreSQL 15 and 18: list-append through
+// MeasureCost (the cost columns) and rw-register through the runner, each history
+// checked for its level's own model (read-committed, snapshot-isolation,
+// serializable) and valid, every transaction accounted for, the serialization
+// failures of the stronger levels retried and counted as aborts.
+func TestRandomWorkloadAtEachLevel(t *testing.T) {
+	for _, srv := range servers {
+		t.Run("PostgreSQL "+srv.name, func(t *testing.T) {
+			s := srv.h.Get(t)
+			costs, err := isolation.MeasureCost(context.Background(), s.DSN, isolation.Levels, isolation.CostOptions{Workers: 4, TxnsPerWorker: 30, Seed: 1, Out: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range costs {
+				t.Logf("list-append %s: %s; %.0f committed/s, p50 %.1f ms, aborts %v (%.2f a commit)", c.Level, c.Summary, c.CommittedPerSecond, c.LatencyP50, c.Aborts, c.AbortsPerCommit)
+				if c.Verdict != checker.Valid || c.Transactions < 120 || c.Committed == 0 {
+					t.Errorf("list-append %s: %v, %d transactions checked, %d committed: %s", c.Level, c.Verdict, c.Transactions, c.Committed, c.Summary)
+				}
+				var sum int64
+				for _, n := range c.Aborts {
+					sum += n
+				}
+				if c.Committed > 0 && c.AbortsPerCommit != float64(sum)/float64(c.Committed) {
+					t.Errorf("list-append %s: %.3f aborts a commit, but %d aborts over %d commits", c.Level, c.AbortsPerCommit, sum, c.Committed)
+				}
+			}
+			for _, l := range isolation.Levels {
+				res, err := runner.Run(context.Background(), runner.Config{
+					Workload: workloads.RWRegister, Store: runner.Postgres, DSN: s.DSN, Isolation: string(l),
+					Workers: 4, Ops: 30, Seed: 2, Out: t.TempDir(), Retry: conflictPolicy(t),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("rw-register %s: %s; retries %v", l, res.Summary, res.Retries.ByReason)
+				if res.Verdict != checker.Valid || res.Txn == nil || res.Txn.Transactions < 120 {
+					t.Errorf("rw-register %s: %v: %s", l, res.Verdict, res.Summary)
+				}
+			}
+		})
+	}
+}
+
+// SERIALIZABLE list-append under commit-mixed on PostgreSQL 15 and 18: commits cut or
+// dropped at random leave transactions in doubt (info), and the checker, deciding from
+// the reads which of them committed, finds the history serializable.
+func TestSerializableUnderCommitMixed(t *testing.T) {
+	sched, err := faults.ParseSchedule([]string{"commit-mixed:0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range servers {
+		t.Run("PostgreSQL "+srv.name, func(t *testing.T) {
+			s := srv.h.Get(t)
+			res, err := runner.Run(context.Background(), runner.Config{
+				Workload: workloads.ListAppend, Store: runner.Postgres, DSN: s.DSN, Isolation: "serializable",
+				Workers: 4, Ops: 40, Seed: 3, Out: t.TempDir(), Retry: conflictPolicy(t), Faults: sched, Proxy: "auto",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, _ := res.Final.(txn.Final)
+			t.Logf("%s; committed %d, unknown %d, failed %d; faults %v", res.Summary, f.Committed, f.Unknown, f.Failed, res.Faults.ByKind)
+			if res.Verdict != checker.Valid {
+				t.Fatalf("%v: %s\n%v", res.Verdict, res.Summary, res.Anomalies)
+			}
+			if f.Unknown == 0 {
+				t.Errorf("no transaction in doubt under commit-mixed: %+v, faults %+v", f, res.Faults)
+			}
+			if res.Txn == nil || res.Txn.Transactions < 160 {
+				t.Errorf("transactions checked %+v, want all 160 and the final reads", res.Txn)
+			}
+		})
+	}
+}
+
+func conflictPolicy(t *testing.T) runner.Policy {
+	p, err := runner.ParsePolicy("conflict")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -260,7 +260,7 @@ func (t Table) Text() string {
 			fmt.Fprintf(&b, "\n%s at %s: %s (%s)\n%s\n", c.Anomaly, c.Level, c.CycleKind, c.Sessions, indent(c.Cycle))
 		}
 		for _, o := range c.Others {
-			fmt.Fprintf(&b, "\n%s at %s, also found (not %s): %s\n%s\n", c.Anomaly, c.Level, c.Anomaly, o.Kind, indent(o.Explanation))
+			fmt.Fprintf(&b, "\n%s at %s, also found (not %s): %s (%s)\n%s\n", c.Anomaly, c.Level, c.Anomaly, o.Kind, c.Sessions, indent(o.Explanation))
 		}
 	}
 	for _, c := range t.Findings() {
