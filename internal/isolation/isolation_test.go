@@ -9,8 +9,10 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/isolation"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/txn"
@@ -20,9 +22,12 @@ import (
 var (
 	pg15 = servertest.Postgres(postgres.Options{Version: "15"})
 	pg18 = servertest.Postgres(postgres.Options{Version: "18"})
+	rds  = servertest.New("redis", func(ctx context.Context) (*redisserver.Server, error) {
+		return redisserver.Start(ctx, redisserver.Options{})
+	})
 )
 
-func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg15, pg18)) }
+func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg15, pg18, rds)) }
 
 var servers = []struct {
 	name string
@@ -151,4 +156,48 @@ func conflictPolicy(t *testing.T) runner.Policy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Redis transactions on the same workloads: WATCH with MULTI/EXEC and a Lua script
+// keep serializability (a changed WATCHed key aborts EXEC, retried as a conflict and
+// counted); MULTI/EXEC without WATCH, its reads made before MULTI, checked for
+// serializability, is invalid and the checker names the anomaly (a lost update and its
+// cycle, on a hot key with read-modify-write transactions).
+func TestRedisTransactions(t *testing.T) {
+	dsn := rds.Get(t).DSN
+	run := func(t *testing.T, w workloads.Name, mech string, opt txn.Options) *results.Results {
+		t.Helper()
+		res, err := runner.Run(context.Background(), runner.Config{
+			Workload: w, Store: runner.Redis, DSN: dsn, Mechanism: mech, Txn: opt,
+			Workers: 6, Ops: 40, Seed: 4, Out: t.TempDir(), Retry: conflictPolicy(t),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, w := range []workloads.Name{workloads.ListAppend, workloads.RWRegister} {
+		for _, mech := range []string{"watch", "script"} {
+			t.Run(string(w)+" "+mech, func(t *testing.T) {
+				res := run(t, w, mech, txn.Options{Keys: 3, ConsistencyModels: []string{"strict-serializable"}})
+				t.Logf("%s; retries %v", res.Summary, res.Retries.ByReason)
+				if res.Verdict != checker.Valid || res.Txn == nil || res.Txn.Transactions < 240 {
+					t.Fatalf("%v: %s\n%v", res.Verdict, res.Summary, res.Anomalies)
+				}
+				if mech == "script" && res.Retries.Total != 0 {
+					t.Errorf("a script never conflicts, yet retries %v", res.Retries.ByReason)
+				}
+			})
+		}
+		t.Run(string(w)+" multi without watch", func(t *testing.T) {
+			res := run(t, w, "multi", txn.Options{Keys: 1, Pattern: txn.ReadModifyWrite, MaxWritesPerKey: 1000, ConsistencyModels: []string{"serializable"}})
+			t.Logf("%s", res.Summary)
+			if res.Verdict != checker.Invalid || res.AnomalyKinds["lost-update"] == 0 {
+				t.Fatalf("%v: %s; kinds %v", res.Verdict, res.Summary, res.AnomalyKinds)
+			}
+			if res.Txn == nil || len(res.Txn.Cycles) == 0 {
+				t.Errorf("no cycle drawn: %+v", res.Txn)
+			}
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/indoubt/indoubt/internal/redact"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
+	redisstore "github.com/indoubt/indoubt/stores/redis"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
@@ -95,12 +96,15 @@ var backends = []backend{
 	},
 	{
 		name: Redis, schemes: []string{"redis", "rediss"}, protocol: toxics.Resp{},
-		workloads: kv,
+		workloads: append(slices.Clone(kv), workloads.ListAppend, workloads.RWRegister),
 		launch:    launchRedis,
 		available: func() error { _, err := redisserver.Find(); return err },
 		addr:      redisAddr,
 		rewrite:   urlRewrite,
 		open:      openRedis,
+		mechanisms: map[workloads.Name][]string{
+			workloads.ListAppend: names(redisstore.TxnMechanisms), workloads.RWRegister: names(redisstore.TxnMechanisms),
+		},
 	},
 	{
 		// Locally, FerretDB (a MongoDB-wire server, in process); --dsn reaches MongoDB.
