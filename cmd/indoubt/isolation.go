@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,7 +28,8 @@ that proves it. Then the random list-append workload runs at each level, for the
 columns: committed transactions per second, latency, and serialization-failure and
 deadlock aborts per committed transaction (retried, counted), the history checked for
 the level's own model. A cell that differs from Hermitage's table is a finding, printed
-with its statements.
+with its statements. The measurement's directory holds isolation.json and
+isolation.html (the table, each cell's cycle drawn and its statements).
 
 Usage: indoubt isolation [--dsn DSN | --pg-version 15|18] [flags]
 
@@ -111,11 +113,18 @@ func isolationCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := os.WriteFile(filepath.Join(dir, "isolation.json"), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("isolation: %w", err)
 	}
+	var page bytes.Buffer
+	if err := tab.WritePage(&page); err != nil {
+		return fmt.Errorf("isolation: page: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "isolation.html"), page.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("isolation: %w", err)
+	}
 	if *asJSON {
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
 		fmt.Fprint(stdout, tab.Text())
-		fmt.Fprintf(stdout, "\n%s\n", filepath.Join(dir, "isolation.json"))
+		fmt.Fprintf(stdout, "\n%s\n%s\n", filepath.Join(dir, "isolation.json"), filepath.Join(dir, "isolation.html"))
 	}
 	code := exitValid
 	for _, c := range tab.Costs {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
@@ -14,6 +17,7 @@ import (
 	"github.com/indoubt/indoubt/internal/isolation"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -32,7 +36,7 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg15, pg18, rds)) }
 
-var servers = []struct {
+var versions = []struct {
 	name string
 	h    interface {
 		Get(testing.TB) *postgres.Server
@@ -44,7 +48,7 @@ var servers = []struct {
 // observed anomaly comes with the checker's cycle; what each level prevents, it
 // prevents by a means the steps show.
 func TestHermitageTable(t *testing.T) {
-	for _, srv := range servers {
+	for _, srv := range versions {
 		t.Run("PostgreSQL "+srv.name, func(t *testing.T) {
 			s := srv.h.Get(t)
 			tab, err := isolation.Measure(context.Background(), s.DSN, isolation.Levels)
@@ -53,6 +57,9 @@ func TestHermitageTable(t *testing.T) {
 			}
 			tab.Server = "PostgreSQL " + s.Version
 			t.Logf("\n%s", tab.Text())
+			if srv.name == "18" {
+				pageInBrowser(t, tab)
+			}
 			if len(tab.Cells) != len(isolation.Anomalies())*len(isolation.Levels) {
 				t.Fatalf("%d cells, want %d", len(tab.Cells), len(isolation.Anomalies())*len(isolation.Levels))
 			}
@@ -83,7 +90,7 @@ func TestHermitageTable(t *testing.T) {
 // serializable) and valid, every transaction accounted for, the serialization
 // failures of the stronger levels retried and counted as aborts.
 func TestRandomWorkloadAtEachLevel(t *testing.T) {
-	for _, srv := range servers {
+	for _, srv := range versions {
 		t.Run("PostgreSQL "+srv.name, func(t *testing.T) {
 			s := srv.h.Get(t)
 			costs, err := isolation.MeasureCost(context.Background(), s.DSN, isolation.Levels, isolation.CostOptions{Workers: 4, TxnsPerWorker: 30, Seed: 1, Out: t.TempDir()})
@@ -128,7 +135,7 @@ func TestSerializableUnderCommitMixed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, srv := range servers {
+	for _, srv := range versions {
 		t.Run("PostgreSQL "+srv.name, func(t *testing.T) {
 			s := srv.h.Get(t)
 			res, err := runner.Run(context.Background(), runner.Config{
@@ -262,4 +269,63 @@ func TestStandbyReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the same history for strict-serializable: %v: %s", strict.Verdict, strict.Summary)
+}
+
+// pageInBrowser renders tab's page in headless chromium and checks the DOM it built:
+// the table's rows and cells as measured, a drawn cycle (a node a session, an arrow an
+// edge) for each observed cell that has one, and every link leading to an element.
+func pageInBrowser(t *testing.T, tab isolation.Table) {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		servertest.SkipOrFail(t, &servers.NotInstalledError{Server: "chromium", Program: "chromium", Hint: "install Debian package chromium"})
+	}
+	page := filepath.Join(t.TempDir(), "isolation.html")
+	var b strings.Builder
+	if err := tab.WritePage(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	dom := string(out)
+	if n := strings.Count(dom, `<tr class="anomaly">`); n != len(isolation.Anomalies()) {
+		t.Errorf("the page's table has %d anomaly rows, want %d", n, len(isolation.Anomalies()))
+	}
+	for _, c := range tab.Cells {
+		id := "cell-" + c.Anomaly + "-" + string(c.Level)
+		i := strings.Index(dom, `<section id="`+id+`"`)
+		if i < 0 {
+			t.Errorf("no section %s", id)
+			continue
+		}
+		sec := dom[i:]
+		sec = sec[:strings.Index(sec, "</section>")]
+		if c.Observed != strings.Contains(sec, "observed: ") {
+			t.Errorf("%s: observed %v, the page says otherwise", id, c.Observed)
+		}
+		if c.Graph != nil {
+			if n := strings.Count(sec, `class="edge"`); n != len(c.Graph.Steps) {
+				t.Errorf("%s: %d arrows drawn for a cycle of %d edges", id, n, len(c.Graph.Steps))
+			}
+			if !strings.Contains(sec, `<circle class="node"`) {
+				t.Errorf("%s: the cycle's nodes are not drawn", id)
+			}
+		} else if c.Observed && c.CycleKind != "lost-update" && c.CycleKind != "internal" {
+			t.Errorf("%s: observed %s without a cycle to draw", id, c.CycleKind)
+		}
+		if n := strings.Count(sec, "<tr id="); n != len(c.Steps) {
+			t.Errorf("%s: %d statements shown, want %d", id, n, len(c.Steps))
+		}
+	}
+	for _, m := range regexp.MustCompile(`href="#([^"]+)"`).FindAllStringSubmatch(dom, -1) {
+		if !strings.Contains(dom, `id="`+m[1]+`"`) {
+			t.Errorf("a link to #%s leads nowhere", m[1])
+		}
+	}
 }

@@ -2,6 +2,7 @@ package isolation
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -35,6 +36,9 @@ type Cell struct {
 	// checker names internal, which has no cycle).
 	Cycle     string `json:"cycle,omitempty"`
 	CycleKind string `json:"cycle_kind,omitempty"`
+	// Graph is a cycle the checker drew among the anomaly's sessions, as data, when
+	// observed (a lost update is no cycle itself; its G-single cycle is drawn).
+	Graph *Cycle `json:"graph,omitempty"`
 	// Others are the anomalies the checker found that are not this one (the
 	// scenario's transactions may show one the level allows).
 	Others []checker.Anomaly `json:"others,omitempty"`
@@ -70,6 +74,24 @@ func (d *driver) judge(ctx context.Context) (Cell, error) {
 			continue
 		}
 		c.Others = append(c.Others, a)
+	}
+	var cycles []Cycle
+	if raw, ok := res.Details["cycles"]; ok {
+		if err := json.Unmarshal(raw, &cycles); err != nil {
+			return Cell{}, fmt.Errorf("%s at %s: the checker's cycles: %w", d.sc.name, d.level, err)
+		}
+	}
+	if c.Observed {
+		for i := range cycles {
+			if slices.Equal(d.sessionsOf(cycles[i].Ops), d.sc.among) {
+				cy := cycles[i]
+				for j := range cy.Steps {
+					cy.Steps[j].FromSession, cy.Steps[j].ToSession = d.owner[cy.Steps[j].From], d.owner[cy.Steps[j].To]
+				}
+				c.Graph = &cy
+				break
+			}
+		}
 	}
 	var names []string
 	for idx := int64(0); idx < int64(len(d.ops)); idx++ {
@@ -116,6 +138,26 @@ func (d *driver) judge(ctx context.Context) (Cell, error) {
 			want, d.sc.name, d.sc.title, d.level, got, strings.Join(lines, "\n"))
 	}
 	return c, nil
+}
+
+// Cycle is one cycle of the checker's "cycles" detail: its transactions (by the
+// history index of their completion) and its edges, each with the sessions it joins.
+type Cycle struct {
+	Type  string      `json:"type"`
+	Ops   []int64     `json:"ops"`
+	Steps []CycleEdge `json:"steps"`
+}
+
+// CycleEdge is one dependency of a Cycle: From precedes To by Type (ww, wr, rw) on
+// Key.
+type CycleEdge struct {
+	From        int64  `json:"from"`
+	To          int64  `json:"to"`
+	Type        string `json:"type"`
+	Key         string `json:"key,omitempty"`
+	Value       string `json:"value,omitempty"`
+	FromSession int    `json:"from_session"`
+	ToSession   int    `json:"to_session"`
 }
 
 // sessionsOf names the sessions of the transactions whose completions are ops,
