@@ -27,7 +27,9 @@ and the transactional checker judges what they did: per anomaly and level, preve
 that proves it. Then the random list-append workload runs at each level, for the cost
 columns: committed transactions per second, latency, and serialization-failure and
 deadlock aborts per committed transaction (retried, counted), the history checked for
-the level's own model. A cell that differs from Hermitage's table is a finding, printed
+the level's own model; and read-modify-write transactions on one hot key, checked for
+serializability, which names what each level lets through (the lost updates of READ
+COMMITTED, with their cycles) and prices what it prevents. A cell that differs from Hermitage's table is a finding, printed
 with its statements. The measurement's directory holds isolation.json and
 isolation.html (the table, each cell's cycle drawn and its statements).
 
@@ -101,7 +103,12 @@ func isolationCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	tab.Server = name
 	if *txns > 0 {
-		tab.Costs, err = isolation.MeasureCost(ctx, *dsn, lv, isolation.CostOptions{Workers: *workers, TxnsPerWorker: *txns, Seed: *seed, Out: dir})
+		opt := isolation.CostOptions{Workers: *workers, TxnsPerWorker: *txns, Seed: *seed, Out: dir}
+		tab.Costs, err = isolation.MeasureCost(ctx, *dsn, lv, opt)
+		if err != nil {
+			return fmt.Errorf("isolation: %w", err)
+		}
+		tab.Contention, err = isolation.MeasureContention(ctx, *dsn, lv, opt)
 		if err != nil {
 			return fmt.Errorf("isolation: %w", err)
 		}

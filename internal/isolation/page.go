@@ -122,6 +122,19 @@ func (t Table) WritePage(w io.Writer) error {
 		add("aborts per commit", func(c Cost) string { return fmt.Sprintf("%.2f (%s)", c.AbortsPerCommit, c.abortsText()) })
 		add("random workload checked", func(c Cost) string { return fmt.Sprintf("%d transactions: %s", c.Transactions, c.Verdict) })
 	}
+	if len(t.Contention) > 0 {
+		r := costRow{Label: "hot-key read-modify-write, checked for serializable"}
+		for _, l := range t.Levels {
+			v := ""
+			for _, c := range t.Contention {
+				if c.Level == l {
+					v = c.text()
+				}
+			}
+			r.Vals = append(r.Vals, v)
+		}
+		costs = append(costs, r)
+	}
 	return pageTemplate.Execute(w, map[string]any{
 		"Server": t.Server, "Levels": t.Levels, "Rows": rows, "Costs": costs, "Sections": sections,
 		"Findings": len(t.Findings()),

@@ -190,8 +190,10 @@ type Table struct {
 	Levels []Level `json:"levels"`
 	// Cells are by anomaly, then level, in Anomalies' and Levels' order.
 	Cells []Cell `json:"cells"`
-	// Costs are the random workload's, per level, when measured.
-	Costs []Cost `json:"costs,omitempty"`
+	// Costs are the random workload's, per level, when measured; Contention the
+	// hot-key read-modify-write workload's.
+	Costs      []Cost       `json:"costs,omitempty"`
+	Contention []Contention `json:"contention,omitempty"`
 }
 
 // Findings are the cells that disagree with Hermitage.
@@ -281,6 +283,19 @@ func (t Table) Text() string {
 		add("aborts/commit", func(c Cost) string { return fmt.Sprintf("%.2f (%s)", c.AbortsPerCommit, c.abortsText()) })
 		add("checked", func(c Cost) string { return fmt.Sprintf("%d txns: %s", c.Transactions, c.Verdict) })
 	}
+	if len(t.Contention) > 0 {
+		row := []string{"hot-key rmw"}
+		for _, l := range t.Levels {
+			v := ""
+			for _, c := range t.Contention {
+				if c.Level == l {
+					v = c.text()
+				}
+			}
+			row = append(row, v)
+		}
+		rows = append(rows, row)
+	}
 	width := make([]int, len(cols))
 	for _, r := range rows {
 		for i, s := range r {
@@ -303,6 +318,11 @@ func (t Table) Text() string {
 		}
 		for _, o := range c.Others {
 			fmt.Fprintf(&b, "\n%s at %s, also found (not %s): %s (%s)\n%s\n", c.Anomaly, c.Level, c.Anomaly, o.Kind, c.Sessions, indent(o.Explanation))
+		}
+	}
+	for _, c := range t.Contention {
+		if c.Cycle != "" {
+			fmt.Fprintf(&b, "\nhot-key read-modify-write at %s: %s\n%s\n", c.Level, c.Summary, indent(c.Cycle))
 		}
 	}
 	for _, c := range t.Findings() {
