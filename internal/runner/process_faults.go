@@ -133,6 +133,8 @@ func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, er
 func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 	pid := p.ctl.Pid()
 	defer p.state.during(f)()
+	p.run.end.faultBegins()
+	defer func() { p.run.end.faultEnds(time.Now()) }()
 	// Starting again must not depend on the run's context: a server left down would
 	// fail the final reads.
 	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
