@@ -53,7 +53,7 @@ var server = &serve.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
 // server's error rules are those of the stores/postgres adapter: an error the server
 // answered is a failure, any other error after which pgx cannot say the request was
 // never sent is unknown.
-func Postgres(tb testing.TB) *indoubttest.Server {
+func Postgres(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	tb.Helper()
 	admin := server.Need(tb, "pgtest: launch PostgreSQL")
 	name := serve.DatabaseName(tb)
@@ -79,6 +79,7 @@ func Postgres(tb testing.TB) *indoubttest.Server {
 		DirectDSN:  direct,
 		Database:   name,
 		Protocol:   toxics.Postgres{},
+		Options:    opts,
 		Classify:   postgres.Classify,
 	}).(*indoubttest.Server)
 }

@@ -151,7 +151,7 @@ func RunCase(t *testing.T, st Store, c Case) {
 	rec := indoubttest.NewRecorder(cap, srv)
 	Drive(t, rec, svc, direct, 4, 25)
 	srv.Disarm()
-	indoubttest.Check(cap, rec, indoubttest.Budget(Credits).As("charge"))
+	r := indoubttest.Check(cap, rec, indoubttest.Budget(Credits))
 	text := cap.Text()
 	switch {
 	case c.WantFail && !cap.Failed():
@@ -166,6 +166,6 @@ func RunCase(t *testing.T, st Store, c Case) {
 	}
 	if c.WantFail && !t.Failed() && os.Getenv("INDOUBT_OUT") == "" {
 		t.Logf("failed as it should:\n%s", text)
-		os.RemoveAll(rec.RunDir()) // kept by the captured failure; nothing to inspect
+		os.RemoveAll(r.RunDir) // kept by the captured failure; nothing to inspect
 	}
 }
