@@ -106,6 +106,6 @@ func ExampleOp_Done() {
 	var t *testing.T // the test's
 	rec := indoubttest.NewRecorder(t, nil)
 	op := rec.Worker().Invoke("decrement", nil)
-	op.Retried(errors.New("conn closed"))        // the first attempt: unknown
+	op.Retried(errors.New("conn closed"))       // the first attempt: unknown
 	op.Done(nil, errors.New("no credits left")) // recorded as unknown (info), not failed
 }
