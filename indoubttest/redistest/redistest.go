@@ -56,7 +56,8 @@ var server = &serve.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 		if err != nil {
 			return "", nil, err
 		}
-		return r.DSN, r.Stop, nil
+		// Every database of a launched server is the tests' to use: no path.
+		return strings.TrimSuffix(r.DSN, "/0"), r.Stop, nil
 	},
 }
 
