@@ -323,3 +323,29 @@ func TestResultsJSON(t *testing.T) {
 		t.Errorf("results.json %+v", got)
 	}
 }
+
+// A budget per SKU: each account is checked on its own, and an anomaly names its
+// account.
+func TestBudgets(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		sku2 int64 // sku-2's final balance
+		want checker.Verdict
+	}{{"each SKU within its budget", 4, checker.Valid}, {"one SKU taken twice", 3, checker.Invalid}} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := indoubttest.NewRecorder(t, nil)
+			w := rec.Worker()
+			w.InvokeOn("sku-1", "decrement", nil).Ok(indoubttest.Applied(9))
+			w.InvokeOn("sku-2", "decrement", nil).Ok(indoubttest.Applied(4))
+			rec.ReadOn("sku-1", "read", indoubttest.Balance(9))
+			rec.ReadOn("sku-2", "read", indoubttest.Balance(c.sku2))
+			r := indoubttest.Evaluate(t, rec, indoubttest.Budgets(map[string]int64{"sku-1": 10, "sku-2": 5}))
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %v: %s", r.Verdict, r.Text)
+			}
+			if c.want == checker.Invalid && (len(r.Anomalies) != 1 || !strings.HasPrefix(r.Anomalies[0].Explanation, "account sku-2: ")) {
+				t.Errorf("anomalies %+v: want one, naming sku-2", r.Anomalies)
+			}
+		})
+	}
+}
