@@ -51,7 +51,8 @@ var server = &serve.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 // proxy; srv.DSN reaches the server through the proxy, srv.DirectDSN without. Open the
 // client with a direct connection (the DSNs say directConnection=true), so that the
 // driver does not look for replica-set members behind the proxy's back. The error
-// rules are those of the stores/mongo adapter.
+// rules are those of the stores/mongo adapter. opts configure the Server
+// (indoubttest.Seed).
 func Mongo(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	tb.Helper()
 	base := server.Need(tb, "mongotest: launch FerretDB")

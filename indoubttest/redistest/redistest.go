@@ -77,7 +77,8 @@ var claim = redis.NewScript(`if redis.call('DBSIZE') == 0 then redis.call('SET',
 // Redis returns a database number of the test's own on the shared Redis, proven empty,
 // behind a commit-aware proxy; srv.DSN selects it through the proxy, srv.DirectDSN
 // without, srv.Database is its number. The error rules are those of the stores/redis
-// adapter: a reply error is a failure, a lost connection is unknown.
+// adapter: a reply error is a failure, a lost connection is unknown. opts configure the
+// Server (indoubttest.Seed).
 func Redis(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	tb.Helper()
 	base := server.Need(tb, "redistest: launch Redis")
