@@ -215,6 +215,12 @@ func TestMisuse(t *testing.T) {
 		{"exactly-once without its final state", indoubttest.ExactlyOnce(), func(rec *indoubttest.Recorder) {
 			rec.Worker().Invoke("apply", nil).Ok(nil)
 		}, []string{"record the final state with rec.Read(\"read\", checker.ExactlyOnceState{"}},
+		{"exactly-once read before an operation ended", indoubttest.ExactlyOnce(), func(rec *indoubttest.Recorder) {
+			w := rec.Worker()
+			w.Invoke("apply", nil).Ok(nil)
+			rec.Read("read", checker.ExactlyOnceState{"0-1": 1})
+			w.Invoke("apply", nil).Ok(nil) // after the read
+		}, []string{"no final read begins after every operation ended", `rec.Read("read", checker.ExactlyOnceState{`}},
 		{"a key the budgets do not have", indoubttest.Budgets(map[string]int64{"sku-1": 3}), func(rec *indoubttest.Recorder) {
 			rec.Worker().InvokeOn("sku-2", "decrement", nil).Ok(indoubttest.Applied(2))
 		}, []string{`key "sku-2" is not one of the model's (sku-1)`}},
@@ -228,12 +234,17 @@ func TestMisuse(t *testing.T) {
 			if r.Verdict != 0 || len(cp.errs) != 1 {
 				t.Fatalf("verdict %v, %d errors: want no verdict and one message:\n%s", r.Verdict, len(cp.errs), msg)
 			}
-			if !strings.HasPrefix(msg, "indoubttest: the ") || !strings.Contains(msg, " model cannot read this history") {
+			if !strings.HasPrefix(msg, "indoubttest: the ") || !strings.Contains(msg, " model cannot read this history") && !strings.Contains(msg, "cannot be checked as") {
 				t.Errorf("message does not lead with what cannot be read:\n%s", msg)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(msg, w) {
 					t.Errorf("message lacks %q:\n%s", w, msg)
+				}
+			}
+			for _, cli := range []string{"--final", "Options.Final", "--model", "--budget"} {
+				if strings.Contains(msg, cli) {
+					t.Errorf("message speaks of %s, which a test does not have:\n%s", cli, msg)
 				}
 			}
 			if _, err := os.Stat(filepath.Join(r.RunDir, "results.json")); err == nil {

@@ -230,6 +230,11 @@ func TestThreeTransactionsNeverOverClaim(t *testing.T) {
 			t.Errorf("results.json: %s applied %d times by %q; the final state holds it %d times", a.OpID, a.Times, a.Proof, final[a.OpID])
 		}
 	}
+	for _, a := range r.Evidence.Ambiguous {
+		if strings.Contains(a.Sentence, "does not say what error") {
+			t.Errorf("results.json: %s, although each failed attempt's error was passed to Retried", a.Sentence)
+		}
+	}
 	if !strings.HasPrefix(msg, "indoubttest: exactly-once check failed\nverdict: invalid: not exactly once") {
 		t.Errorf("the message does not lead with the checker's anomaly:\n%s", msg)
 	}
