@@ -1,6 +1,7 @@
 package pgtest_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/indoubttest"
@@ -127,6 +129,26 @@ func forget(t *testing.T, dir string) {
 	}
 }
 
+// validResults holds results.json to schemas/results.schema.json.
+func validResults(t *testing.T, dir string) {
+	t.Helper()
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "schemas", "results.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(v); err != nil {
+		t.Errorf("results.json does not follow the schema: %v", err)
+	}
+}
+
 // runResults reads results.json back.
 func runResults(t *testing.T, dir string) *results.Results {
 	t.Helper()
@@ -206,6 +228,7 @@ func TestThreeTransactionsNeverOverClaim(t *testing.T) {
 		console[m[1]] = n
 	}
 	r := runResults(t, rep.RunDir)
+	validResults(t, rep.RunDir)
 	page, err := os.ReadFile(filepath.Join(rep.RunDir, "report.html"))
 	if err != nil {
 		t.Fatal(err)
