@@ -480,7 +480,7 @@ func (r *execRun) do(ctx context.Context, human io.Writer) (*results.Results, in
 		}
 	}
 	stop()
-	fmt.Fprintf(human, "indoubt exec: %s %s after %.1fs\n", strings.Join(r.a.argv, " "), exit, elapsed.Seconds())
+	fmt.Fprintf(human, "indoubt exec: %s %s after %.1fs\n", programName(r.a.argv), exit, elapsed.Seconds())
 	if err := writeRunJSON(filepath.Join(r.dir, "program.json"), struct {
 		Argv        []string `json:"argv"`
 		Interrupted bool     `json:"interrupted"`
@@ -839,7 +839,7 @@ func (r *execRun) judge(ctx context.Context, h *histories.Header, ops []historie
 	}
 	res := execResults(h, ops, verdict, elapsed, r.pstart)
 	res.Store, res.Seed, res.Server, res.Interrupted = string(r.a.store.name), r.a.seed, r.desc, interrupted
-	res.Mechanism = shorten(strings.Join(r.a.argv, " "), 60)
+	res.Mechanism = shorten(programName(r.a.argv), 48)
 	res.Faults = results.FaultCounts{Schedule: specsOf(r.a.schedule), ByKind: r.fired, ByTruth: r.truths}
 	commits := evidence.Tally(events)
 	res.Faults.Commits = &commits
@@ -853,7 +853,7 @@ func (r *execRun) judge(ctx context.Context, h *histories.Header, ops []historie
 func execResults(h *histories.Header, ops []histories.Op, v checker.Result, elapsed time.Duration, start time.Time) *results.Results {
 	res := &results.Results{
 		SchemaVersion: results.SchemaVersion, Verdict: v.Verdict, Summary: v.Summary,
-		Workload: workloadName(h), Retry: "program", StartedAt: start.UTC(), DurationS: elapsed.Seconds(),
+		Workload: execWorkload, Retry: "program", StartedAt: start.UTC(), DurationS: elapsed.Seconds(),
 		Anomalies: v.Anomalies, LostWrites: v.LostWrites, AnomalyCount: results.AnomalyCountOf(v),
 		Errors: map[string]int64{}, Proxied: true,
 		Retries: results.RetryCounts{ByReason: map[string]int64{}},
@@ -963,10 +963,22 @@ func countCompletion(c *results.OpCounts, t histories.Type) {
 	}
 }
 
-// workloadName is the workload the program's header names, else its model.
-func workloadName(h *histories.Header) workloads.Name {
-	return workloads.Name(cmp.Or(h.Workload, h.Model))
+// programName is the program's command line as the report shows it: paths by their
+// last element.
+func programName(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = a
+		if strings.Contains(a, "/") && !strings.HasPrefix(a, "-") && !strings.ContainsAny(a, " =") {
+			out[i] = filepath.Base(a)
+		}
+	}
+	return strings.Join(out, " ")
 }
+
+// execWorkload is results.json's workload of an exec: the program's own workload is in
+// its history's header.
+const execWorkload workloads.Name = "exec"
 
 // reasonOf shortens an error to a reason for results.json's error counts.
 func reasonOf(err string) string {
