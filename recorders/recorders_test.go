@@ -322,3 +322,35 @@ func resultsFollowSchema(t *testing.T, path string) {
 		t.Errorf("%s: %v", path, err)
 	}
 }
+
+// TestFormatPageExample: the whole history shown in docs/history-format.md follows the
+// schema and gets the verdict the page says (invalid: p-2 is there twice).
+func TestFormatPageExample(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "history-format.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := strings.SplitN(strings.SplitN(string(b), "## A whole history", 2)[1], "## The header", 2)[0]
+	var lines []string
+	for _, l := range strings.Split(section, "\n") {
+		if strings.HasPrefix(l, "{") {
+			lines = append(lines, l)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "example.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	followsSchema(t, path)
+	h, ops, err := histories.ReadFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := checker.Check(context.Background(), h, ops, checker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != checker.Invalid || len(res.Anomalies) != 1 || res.Anomalies[0].Kind != "duplicate" || !strings.Contains(res.Anomalies[0].Explanation, "p-2") {
+		t.Errorf("the page's example: %s %s %+v", res.Verdict, res.Summary, res.Anomalies)
+	}
+}
