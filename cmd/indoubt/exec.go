@@ -290,7 +290,9 @@ func launchExecRedis(ctx context.Context, dir string) (string, string, func() er
 	if err != nil {
 		return "", "", nil, err
 	}
-	return r.DSN, "launched Redis " + r.Version + " at " + r.Addr, r.Stop, nil
+	// The user named: redis-cli -u refuses a URL with a password and an empty user.
+	dsn := strings.Replace(r.DSN, "redis://:", "redis://default:", 1)
+	return dsn, "launched Redis " + r.Version + " at " + r.Addr, r.Stop, nil
 }
 
 func launchExecFerretDB(ctx context.Context, dir string) (string, string, func() error, error) {
