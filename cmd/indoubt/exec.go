@@ -667,7 +667,12 @@ func (r *execRun) runProgram(ctx context.Context) (programExit, bool, error) {
 	r.mu.Lock()
 	r.pstart = time.Now()
 	r.mu.Unlock()
-	p, err := startProgram(r.a.argv, r.env, os.Stdout, os.Stderr)
+	// With --json, stdout is results.json's alone: the program's output goes to stderr.
+	out := io.Writer(os.Stdout)
+	if r.a.jsonOut {
+		out = os.Stderr
+	}
+	p, err := startProgram(r.a.argv, r.env, out, os.Stderr)
 	if err != nil {
 		return programExit{}, false, fmt.Errorf("exec: %v", err)
 	}
