@@ -430,7 +430,7 @@ func (j *join) claims() {
 				j.ev.AppliedTwice = append(j.ev.AppliedTwice, a)
 			case n == 1 && ack != ackNone:
 				a.Truth = "replayed"
-				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %s, and it was retried and acknowledged; the final state holds it once: the retry changed nothing, a replay, not a second application", id, f.invoke, cut)
+				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %s, and %s; the final state holds it once: %s changed nothing, a replay, not a second application", id, f.invoke, cut, ackedAfter(comp), laterAttempt(comp))
 				j.ev.Replays = append(j.ev.Replays, a)
 			}
 			continue
@@ -466,7 +466,7 @@ func (j *join) claims() {
 			j.ev.Replays = append(j.ev.Replays, a)
 		case ack != ackNone || rows+unseen >= 2:
 			a.Truth = "committed"
-			what := "it was retried and acknowledged, and what the retry changed neither its reply nor the final state shows"
+			what := ackedAfter(comp) + ", and what " + laterAttempt(comp) + " changed neither its reply nor the final state shows"
 			if ack == ackNone {
 				what = "none of its attempts was acknowledged (it ended " + completionOf(comp) + "), and what the other commits changed their replies do not show"
 			}
@@ -510,6 +510,25 @@ func pronoun(n int) string {
 		return "its commit"
 	}
 	return "their commits"
+}
+
+// ackedAfter says how an operation that a cut met came to be acknowledged: "retried"
+// only when the history records the attempts before the acknowledged one. A program
+// that retries inside its own code, or goes on after a cut, records none; then the
+// sentence says that the history does not show a retry.
+func ackedAfter(comp *histories.Op) string {
+	if comp != nil && len(comp.Failed) > 0 {
+		return fmt.Sprintf("it was retried and acknowledged (%d earlier attempt(s) recorded)", len(comp.Failed))
+	}
+	return "it was acknowledged afterwards, though the history records no other attempt"
+}
+
+// laterAttempt names what came after the cut: the retry, when the history records one.
+func laterAttempt(comp *histories.Op) string {
+	if comp != nil && len(comp.Failed) > 0 {
+		return "the retry"
+	}
+	return "the operation after the cut"
 }
 
 // completionOf names how an operation ended: ok, fail, info, or open.

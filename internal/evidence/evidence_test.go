@@ -213,7 +213,10 @@ func TestClaimsNeedTheirProof(t *testing.T) {
 			histories.Op{Type: histories.OK, Value: []byte(`{"applied":true}`)}, "", want{}},
 		{"a COMMIT that wrote, retried and acknowledged", []FaultEvent{cut(10, "COMMIT", &yes)},
 			histories.Op{Type: histories.OK}, "",
-			want{"committed", "the proxy cut an attempt after its commit applied (COMMIT); it was retried and acknowledged, and what the retry changed neither its reply nor the final state shows: a second application is possible, not proven"}},
+			want{"committed", "the proxy cut an attempt after its commit applied (COMMIT); it was retried and acknowledged (1 earlier attempt(s) recorded), and what the retry changed neither its reply nor the final state shows: a second application is possible, not proven"}},
+		{"a cut COMMIT, acknowledged with no other attempt in the history", []FaultEvent{cut(10, "COMMIT", &yes)},
+			histories.Op{Type: histories.OK, Failed: []histories.FailedAttempt{}}, "",
+			want{"committed", "it was acknowledged afterwards, though the history records no other attempt, and what the operation after the cut changed neither its reply nor the final state shows"}},
 		{"a retry that met the duplicate key", []FaultEvent{cut(10, "INSERT 0 1", nil)},
 			histories.Op{Type: histories.OK, Failed: []histories.FailedAttempt{
 				{Conn: "c:1", Start: 5, End: 20, Error: "unexpected EOF", Class: "unknown"},
@@ -238,7 +241,7 @@ func TestClaimsNeedTheirProof(t *testing.T) {
 			}
 			comp := tc.comp
 			comp.Index, comp.Time, comp.Process, comp.F, comp.OpID, comp.Conn = 1, 100, 0, f, "p-1", "c:9"
-			if comp.Failed == nil {
+			if comp.Failed == nil { // an empty, non-nil list keeps the operation without attempts
 				comp.Failed = []histories.FailedAttempt{{Conn: "c:1", Start: 5, End: 35, Error: "unexpected EOF", Class: "unknown"}}
 			}
 			ops := []histories.Op{{Index: 0, Time: 0, Process: 0, Type: histories.Invoke, F: f, OpID: "p-1", Conn: "c:1"}, comp}
