@@ -230,11 +230,26 @@ func finalCounts(ops []histories.Op) map[string]int64 {
 	if !applies || last == nil {
 		return nil
 	}
-	var st map[string]int64
+	// An exactly-once final read holds a count per op id; an exactly-once-response one
+	// the list of responses stored with each effect, whose length is the count.
+	var st map[string]json.RawMessage
 	if json.Unmarshal(last, &st) != nil {
 		return nil
 	}
-	return st
+	counts := make(map[string]int64, len(st))
+	for id, raw := range st {
+		var n int64
+		var list []json.RawMessage
+		switch {
+		case json.Unmarshal(raw, &n) == nil:
+			counts[id] = n
+		case json.Unmarshal(raw, &list) == nil:
+			counts[id] = int64(len(list))
+		default:
+			return nil // not a final state the evidence can count
+		}
+	}
+	return counts
 }
 
 // spansByConn returns the spans by connection, in time order.
