@@ -50,6 +50,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -109,6 +110,9 @@ func effectOf(tag string) effect {
 	case strings.Contains(tag, "[applied]=false"):
 		return effectNone
 	}
+	if strings.HasPrefix(tag, "{") {
+		return mongoEffect(tag)
+	}
 	f := strings.Fields(tag)
 	if len(f) < 2 {
 		return effectUnknown
@@ -126,6 +130,30 @@ func effectOf(tag string) effect {
 		return effectRows
 	}
 	return effectNone
+}
+
+// mongoCount finds the counts of a MongoDB reply as the proxy renders it (the shell's
+// style): nModified of an update, n of a findAndModify's lastErrorObject, n of an
+// insert or a delete.
+var (
+	mongoModified = regexp.MustCompile(`(?:^\{|, )nModified: (\d+)`)
+	mongoLastN    = regexp.MustCompile(`^\{lastErrorObject: \{n: (\d+)`)
+	mongoN        = regexp.MustCompile(`^\{n: (\d+)`)
+)
+
+// mongoEffect reads what a MongoDB write's reply says it changed: documents modified
+// (an update), matched and written (findAndModify: n), inserted or deleted (n). A
+// reply the proxy shortened before the count, or of another command, says nothing.
+func mongoEffect(tag string) effect {
+	for _, re := range []*regexp.Regexp{mongoModified, mongoLastN, mongoN} {
+		if m := re.FindStringSubmatch(tag); m != nil {
+			if m[1] == "0" {
+				return effectNone
+			}
+			return effectRows
+		}
+	}
+	return effectUnknown
 }
 
 // effect is what the event's commit is known to have changed: nothing when the

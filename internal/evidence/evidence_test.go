@@ -275,3 +275,23 @@ func TestClaimsNeedTheirProof(t *testing.T) {
 		})
 	}
 }
+
+// A MongoDB reply's counts say what its write changed, as a PostgreSQL tag's do.
+func TestMongoReplyEffect(t *testing.T) {
+	for tag, want := range map[string]effect{
+		`{n: 1, ok: 1}`:                  effectRows,
+		`{n: 0, ok: 1}`:                  effectNone,
+		`{n: 1, nModified: 1, ok: 1}`:    effectRows,
+		`{n: 1, nModified: 0, ok: 1}`:    effectNone,
+		`{n: 1, writeErrors: [], ok: 1}`: effectRows,
+		`{lastErrorObject: {n: 1, updatedExisting: true}, value: {_id: "budget"}, ok: 1.0}`: effectRows,
+		`{lastErrorObject: {n: 0, updatedExisting: false}, value: null, ok: 1.0}`:           effectNone,
+		`{ok: 1}`:             effectUnknown,
+		`{cursor: {id: 0, n`:  effectUnknown,
+		`{lastErrorObject: {`: effectUnknown,
+	} {
+		if got := effectOf(tag); got != want {
+			t.Errorf("%s: %v, want %v", tag, got, want)
+		}
+	}
+}
