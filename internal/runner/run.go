@@ -116,7 +116,7 @@ type Config struct {
 	RecoverAfter  time.Duration      `json:"recover_after,omitempty"`
 
 	// standbyDSN is the launched standby's, for ReadFrom standby.
-	standbyDSN string
+	standbyDSN string `json:"-"`
 }
 
 // ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
