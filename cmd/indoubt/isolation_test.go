@@ -67,3 +67,23 @@ func TestIsolationCommand(t *testing.T) {
 		t.Errorf("exit %d with %d findings: %s", code, len(tab.Findings()), stderr)
 	}
 }
+
+// The transactional workloads' flags of indoubt run refuse bad values in one line that
+// names the flag, exit 3, before anything is launched.
+func TestTxnRunFlagsBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--workload", "list-append", "--txn-keys", "-1"}, "--txn-keys"},
+		{[]string{"--workload", "rw-register", "--pattern", "sideways"}, "--pattern"},
+		{[]string{"--workload", "list-append", "--consistency-models", "bogus"}, "--consistency-models"},
+		{[]string{"--workload", "budget", "--read-from", "standby"}, "--read-from"},
+		{[]string{"--workload", "list-append", "--read-from", "standby"}, "--read-from"},
+	} {
+		code, _, stderr := invoke(t, append([]string{"run", "--store", "postgres", "--out", t.TempDir()}, c.args...)...)
+		if code != exitCouldNot || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, c.flag) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 3, one line naming %s", c.args, code, stderr, c.flag)
+		}
+	}
+}
