@@ -8,6 +8,7 @@
 //	indoubt suite    run a suite file's cases with their expectations (CI: JUnit, annotations)
 //	indoubt report   re-render report.html and summary.html from recorded runs
 //	indoubt compare  two recorded runs' figures side by side
+//	indoubt shrink   reduce a failing run to the smallest that still fails, with its command
 //
 // Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run (also:
 // no command given). The first SIGINT or SIGTERM stops a command cleanly; a second stops
@@ -164,6 +165,7 @@ func commands() []command {
 		{"suite", "run a suite file's cases and check their expectations (CI)", suiteCommand},
 		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
 		{"compare", "print two recorded runs' figures side by side with ratios", compareCommand},
+		{"shrink", "reduce a failing run to the smallest run that still fails", shrinkCommand},
 	}
 }
 
