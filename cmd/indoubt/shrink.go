@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/internal/shrink"
 )
 
@@ -173,4 +174,33 @@ func writeShrink(w io.Writer, r *shrink.Result) {
 	fmt.Fprintf(w, "reproduce: %s\n", r.Smallest.Command)
 	fmt.Fprintf(w, "smallest run: %s\n", r.Smallest.RunDir)
 	fmt.Fprintf(w, "shrink.json: %s\n", filepath.Join(filepath.Dir(r.Smallest.RunDir), "shrink.json"))
+}
+
+// shrinkFailedCases shrinks each case whose run was invalid when the case expected
+// otherwise, and adds the reproducing command to its failure (the table's FAIL lines,
+// the JUnit failure message, the annotations). A shrink that finds nothing smaller, or
+// fails, says so there instead.
+func shrinkFailedCases(ctx context.Context, cases []caseResult, budget time.Duration, stderr io.Writer, quiet bool) {
+	for i := range cases {
+		c := &cases[i]
+		if ctx.Err() != nil || c.res == nil || len(c.failed) == 0 || c.res.Verdict != checker.Invalid || c.run.expect == checker.Invalid {
+			continue
+		}
+		if !quiet {
+			fmt.Fprintf(stderr, "shrinking %s (budget %v) ...\n", c.run.name, budget)
+		}
+		opt := shrink.Options{Out: c.res.RunDir + ".shrink", Budget: budget}
+		if !quiet {
+			opt.Progress = stderr
+		}
+		res, err := shrink.Shrink(ctx, c.res.RunDir, opt)
+		if err != nil {
+			c.failed = append(c.failed, "shrink: "+oneLine(err.Error()))
+			continue
+		}
+		line := fmt.Sprintf("reproduce (%s; %d → %d operations, %d → %d faults): %s", res.Fingerprint,
+			res.Original.Operations, res.Smallest.Operations, len(res.Original.Faults), len(res.Smallest.Faults), res.Smallest.Command)
+		c.failed = append(c.failed, line)
+		c.first += "; " + line
+	}
 }
