@@ -84,7 +84,7 @@ func Check(tb testing.TB, rec *Recorder, model Model) checker.Result {
 		}
 	})
 	if failed {
-		tb.Errorf("%s\nrun directory: %s (re-check: indoubt check %s)", strings.Join(lines, "\n"), dir, filepath.Join(dir, "history.jsonl"))
+		tb.Errorf("%s\nrun directory: %s (re-check: indoubt check %s)%s", strings.Join(lines, "\n"), dir, filepath.Join(dir, "history.jsonl"), reproduction(tb, events))
 	} else {
 		tb.Logf("%s", strings.Join(lines, "\n"))
 	}
