@@ -28,9 +28,10 @@ failure is (the explicit baseline runs until it fails once: 3 when that took one
 more when it took several), or given with --reruns. In order, it removes faults by
 delta debugging (ddmin), makes each fault left simpler (a listed commit fault at an
 earlier point, a window or a downtime shorter and earlier), then makes the run smaller:
-fewer workers, fewer operations per worker, fewer registers (--keys) or a smaller
---budget, a shorter --time; the last two phases repeat while they gain. Each accepted
-step is printed as it happens.
+fewer registers (--keys) or a smaller --budget first (a smaller state needs fewer
+operations to show the failure), then fewer workers, fewer operations per worker, a
+shorter --time; the last two phases repeat while they gain. Each accepted step is
+printed as it happens.
 
 No run starts once --budget is spent (the run in flight finishes). The result is a
 directory (--out, default RUNDIR.shrink) holding the smallest failing run, a normal run

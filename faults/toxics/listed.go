@@ -125,3 +125,7 @@ func (l *Listed) match(point, conn, txn uint64) (Kind, *Knob) {
 	l.knob.taken.Add(1)
 	return k, &l.knob
 }
+
+// Points returns how many commit points the commits have counted so far: the number of
+// the last (Event.Point). A pin whose number is at most this has had its chance.
+func (c *Commits) Points() uint64 { return c.points.Load() }

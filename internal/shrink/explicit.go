@@ -81,6 +81,7 @@ type faultLine struct {
 	Point     uint64      `json:"point"`
 	Txn       *toxics.Txn `json:"txn"`
 	Process   string      `json:"process_fault"`
+	Points    *uint64     `json:"points"`
 }
 
 // explicit makes the faults of a recorded run explicit, one entry per event: every
@@ -222,4 +223,20 @@ func firedAt(dir string) (map[toxics.Pin]time.Duration, error) {
 		}
 	}
 	return out, nil
+}
+
+// firstPoint is the lowest number a listed commit fault can fire at in the run of dir:
+// one more than the points the proxy had counted when its schedule started (the
+// workload's setup), or 1 when faults.jsonl does not say.
+func firstPoint(dir string) uint64 {
+	lines, err := readFaultLines(filepath.Join(dir, "faults.jsonl"))
+	if err != nil {
+		return 1
+	}
+	for _, l := range lines {
+		if l.Window == "start" && l.Points != nil {
+			return *l.Points + 1
+		}
+	}
+	return 1
 }

@@ -14,8 +14,10 @@
 //     fault at all first, then halves, quarters, ... and their complements;
 //  2. each fault left, made simpler: a listed commit fault at an earlier point, a
 //     process fault or a window shorter and earlier;
-//  3. the run: fewer workers, fewer operations per worker, fewer registers (a smaller
-//     budget for the budget workload), a shorter duration.
+//  3. the run: fewer registers (a smaller budget for the budget workload), fewer
+//     workers, fewer operations per worker, a shorter duration. The state goes first:
+//     a smaller budget is exhausted by fewer operations, so the others can shrink
+//     after it.
 //
 // Phases 2 and 3 are repeated while one of them still gains. K is chosen from how
 // flaky the failure is: the explicit baseline runs until it fails once, and K is 3
@@ -516,7 +518,7 @@ func (s *shrinker) simplify() {
 		f := s.curFs[i].f
 		switch {
 		case f.Pin != nil && f.Pin.Point > 0:
-			s.lower("simplify", int64(f.Pin.Point), 1, 1, func(v int64) (string, bool) {
+			s.lower("simplify", int64(f.Pin.Point), int64(firstPoint(s.curRes.RunDir)), 1, func(v int64) (string, bool) {
 				p := *f.Pin
 				p.Point = uint64(v)
 				return p.String(), true
@@ -616,8 +618,8 @@ func (s *shrinker) bisect(cur, lo, gran int64, try func(v int64) bool) {
 	}
 }
 
-// size is the third phase: fewer workers, operations per worker, registers (a smaller
-// budget), a shorter duration.
+// size is the third phase: fewer registers (a smaller budget), workers, operations per
+// worker, a shorter duration.
 func (s *shrinker) size() {
 	sizeOne := func(what string, cur, lo, gran int64, set func(c *runner.Config, v int64), show func(int64) string) {
 		s.bisect(cur, lo, gran, func(v int64) bool {
@@ -627,10 +629,8 @@ func (s *shrinker) size() {
 		})
 	}
 	num := func(v int64) string { return fmt.Sprint(v) }
-	sizeOne("workers", int64(s.cur.Workers), 1, 1, func(c *runner.Config, v int64) { c.Workers = int(v) }, num)
-	if s.cur.Ops > 0 {
-		sizeOne("operations per worker", int64(s.cur.Ops), 1, 1, func(c *runner.Config, v int64) { c.Ops = int(v) }, num)
-	}
+	// The state first: a smaller budget is exhausted, and fewer registers contended,
+	// by fewer operations, so that the workers and operations can shrink after it.
 	switch s.cur.Workload {
 	case workloads.Register:
 		keys := s.cur.Keys
@@ -640,6 +640,10 @@ func (s *shrinker) size() {
 		sizeOne("registers", int64(keys), 1, 1, func(c *runner.Config, v int64) { c.Keys = int(v) }, num)
 	case workloads.Budget:
 		sizeOne("budget", s.cur.Budget, 1, 1, func(c *runner.Config, v int64) { c.Budget = v }, num)
+	}
+	sizeOne("workers", int64(s.cur.Workers), 1, 1, func(c *runner.Config, v int64) { c.Workers = int(v) }, num)
+	if s.cur.Ops > 0 {
+		sizeOne("operations per worker", int64(s.cur.Ops), 1, 1, func(c *runner.Config, v int64) { c.Ops = int(v) }, num)
 	}
 	if s.cur.Duration > 0 {
 		const gran = int64(10 * time.Millisecond)
