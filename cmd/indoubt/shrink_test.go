@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
@@ -233,6 +235,25 @@ cases:
 	}
 	if _, err := os.Stat(filepath.Join(after.RunDir, "report.html")); err != nil {
 		t.Errorf("the smallest run is not a run directory with its report: %v", err)
+	}
+	// Its faults.jsonl, listed faults and the points before its windows included, is
+	// of the schema.
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "schemas", "faults.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.ReadFile(filepath.Join(after.RunDir, "faults.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(fb)), "\n") {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+		if err == nil {
+			err = sch.Validate(v)
+		}
+		if err != nil {
+			t.Errorf("faults.jsonl line %s: %v", line, err)
+		}
 	}
 	again := t.TempDir()
 	args := append(shellWords(t, cmd), "--quiet", "--json", "--out", again)
