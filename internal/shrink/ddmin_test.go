@@ -1,10 +1,12 @@
 package shrink
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestDDMinFindsTheCause: a failure caused by one fault, by a pair, or by any of
@@ -76,4 +78,35 @@ func bitLen(n int) int {
 		b++
 	}
 	return b
+}
+
+// TestBisectFindsASmallValue: for a failure that needs the value to be at least t, the
+// search ends within an eighth above t, in a number of tries that grows with the
+// logarithm of the logarithm of a wide range.
+func TestBisectFindsASmallValue(t *testing.T) {
+	s := &shrinker{ctx: context.Background(), deadline: time.Now().Add(time.Hour)}
+	for _, tt := range []struct{ cur, lo, gran, threshold int64 }{
+		{1000000000, 1, 1, 2000}, {16, 1, 1, 2}, {16, 1, 1, 1}, {16, 1, 1, 16}, {100, 1, 1, 37},
+		{int64(4 * time.Second), int64(200 * time.Millisecond), int64(10 * time.Millisecond), int64(1230 * time.Millisecond)},
+	} {
+		cur, tries := tt.cur, 0
+		s.bisect(tt.cur, tt.lo, tt.gran, func(v int64) bool {
+			tries++
+			if v < tt.lo || v >= cur || (v-tt.lo)%tt.gran != 0 {
+				t.Fatalf("%+v: tried %d, outside [lo, %d) or off the grain", tt, v, cur)
+			}
+			if v >= tt.threshold {
+				cur = v
+				return true
+			}
+			return false
+		})
+		if cur < tt.threshold || cur > max(tt.threshold+tt.threshold/7+tt.gran, tt.lo) && cur != tt.cur {
+			t.Errorf("%+v: ended at %d", tt, cur)
+		}
+		t.Logf("%+v: ended at %d after %d tries", tt, cur, tries)
+		if tries > 20 {
+			t.Errorf("%+v: %d tries", tt, tries)
+		}
+	}
 }

@@ -589,10 +589,14 @@ func (s *shrinker) lower(phase string, cur, lo, gran int64, spec func(v int64) (
 	})
 }
 
-// bisect looks for the smallest value from lo up to cur (known to fail) that still
-// fails, in steps of gran: it tries lo, then halves the gap between the largest value
-// seen to pass and the smallest seen to fail. try reports whether a value failed (and
-// was kept).
+// bisect looks for a small value from lo up to cur (known to fail) that still fails, in
+// steps of gran: it tries lo, then a value between the largest seen to pass and the
+// smallest seen to fail, until they are within gran, or within an eighth of the value
+// (a reproducer's figures need not be the very least, and every step is a run). The
+// value tried is the gap's geometric middle while the two are orders of magnitude
+// apart (a budget of 1000000000 comes down to its order in a few runs, where halving
+// would take thirty), its arithmetic middle after. try reports whether a value failed
+// (and was kept).
 func (s *shrinker) bisect(cur, lo, gran int64, try func(v int64) bool) {
 	if cur-lo < gran || s.spent() {
 		return
@@ -601,8 +605,11 @@ func (s *shrinker) bisect(cur, lo, gran int64, try func(v int64) bool) {
 		return
 	}
 	pass := lo
-	for cur-pass > gran && !s.spent() {
+	for cur-pass > max(gran, cur/8) && !s.spent() {
 		mid := pass + (cur-pass)/2
+		if base := max(pass, 1); cur/base >= 16 {
+			mid = int64(math.Sqrt(float64(base)) * math.Sqrt(float64(cur)))
+		}
 		mid -= (mid - lo) % gran
 		if mid <= pass {
 			mid = pass + gran
