@@ -72,3 +72,21 @@ func TestParseScheduleListed(t *testing.T) {
 		t.Errorf("one point listed twice: %v", err)
 	}
 }
+
+// FuzzParseFault: no entry makes ParseFault panic, and a listed fault's own spelling
+// parses back to the same point.
+func FuzzParseFault(f *testing.F) {
+	for _, s := range []string{"commit-cut@commit:3", "commit-drop@conn:2/txn:5", "kill@1s-2s", "commit-cut:0.2@5s-15s", "latency:50ms~10ms,stream=up@0s-", "commit-cut@conn:/txn:", "@commit:", "failover:rejoin@2s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		fl, err := ParseFault(spec)
+		if err != nil || fl.Pin == nil {
+			return
+		}
+		g, err := ParseFault(fl.Pin.String())
+		if err != nil || g.Pin == nil || *g.Pin != *fl.Pin {
+			t.Fatalf("%q lists %+v; its spelling %q parses to %+v, %v", spec, *fl.Pin, fl.Pin.String(), g.Pin, err)
+		}
+	})
+}
