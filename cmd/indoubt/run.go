@@ -196,7 +196,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		a        runArgs
 		cfg      = &a.cfg
 		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
-		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
+		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s); with process faults, until an operation is acknowledged after the last one ended, at most a minute longer")
 		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
 		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter, insert; transfer and two-rows (two-phase commit over several servers)")
 		specs    multiFlag
@@ -356,10 +356,18 @@ func flagError(err error) error {
 	var fe *runner.FieldError
 	if errors.As(err, &fe) {
 		if name, ok := runFlags[fe.Field]; ok {
-			return fmt.Errorf("run: --%s: %w", name, fe.Err)
+			return fmt.Errorf("run: --%s: %s", name, fe.Text(flagName))
 		}
 	}
 	return err
+}
+
+// flagName names a Config field as the command line does: its flag.
+func flagName(field string) string {
+	if name, ok := runFlags[field]; ok {
+		return "--" + name
+	}
+	return "Config." + field
 }
 
 // isTerminal reports whether w is a character device (a terminal).

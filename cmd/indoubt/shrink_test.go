@@ -124,14 +124,6 @@ func TestShrinkCommandParsesBack(t *testing.T) {
 	}
 }
 
-func specsOf(s faults.Schedule) []string {
-	var out []string
-	for _, f := range s {
-		out = append(out, f.Spec)
-	}
-	return out
-}
-
 // A run that did not fail is refused, in one line, exit 3; so is a directory that is not
 // a run's, and flags that make no sense.
 func TestShrinkRefuses(t *testing.T) {

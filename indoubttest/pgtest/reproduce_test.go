@@ -10,20 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/indoubttest"
 	"github.com/indoubt/indoubt/indoubttest/pgtest"
 )
-
-// failures keeps what a Check reports instead of failing the test.
-type failures struct {
-	testing.TB
-	msgs []string
-}
-
-func (f *failures) Errorf(format string, args ...any) {
-	f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
-}
-func (f *failures) Failed() bool { return len(f.msgs) > 0 }
 
 // A failed check prints how to make the failure again: the go test command of the test
 // alone, and the commit faults it met as listed faults. Armed in place of the test's
@@ -46,8 +36,7 @@ func TestFailedCheckPrintsItsReproducer(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv.Arm(arm...)
-		f := &failures{TB: t}
-		rec := indoubttest.NewRecorder(f, srv)
+		rec := indoubttest.NewRecorder(t, srv)
 		w := rec.Worker()
 		for range 10 {
 			op := w.Invoke("decrement", nil)
@@ -66,12 +55,15 @@ func TestFailedCheckPrintsItsReproducer(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec.Read("read", indoubttest.Balance(final))
-		indoubttest.Check(f, rec, indoubttest.Budget(20))
+		rep := indoubttest.Evaluate(t, rec, indoubttest.Budget(20))
 		var points []uint64
 		for _, e := range srv.Events() {
 			points = append(points, e.Point)
 		}
-		return strings.Join(f.msgs, "\n"), points
+		if rep.Verdict != checker.Invalid {
+			return "", points
+		}
+		return rep.Text, points
 	}
 	var listed []string
 	var points []uint64
@@ -80,7 +72,7 @@ func TestFailedCheckPrintsItsReproducer(t *testing.T) {
 		if len(pts) == 0 || msg == "" {
 			t.Fatalf("no cut, or no failure (%d cuts): the naive retry was not caught\n%s", len(pts), msg)
 		}
-		want := "re-run (from the module's root): go test -run '^TestFailedCheckPrintsItsReproducer$/^random$' -count=1 ./indoubttest/pgtest"
+		want := "go test -count=1 -run '^TestFailedCheckPrintsItsReproducer$/^random$' ."
 		if !strings.Contains(msg, want) {
 			t.Errorf("no re-run command %q in:\n%s", want, msg)
 		}

@@ -383,6 +383,11 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	defer hw.Close()
 
 	r := &run{cfg: cfg, wl: wl, hw: hw, scrub: sc, start: time.Now(), tally: newTally()}
+	wait := time.Duration(0)
+	if len(cfg.Faults.Processes()) > 0 {
+		wait = RecoveryWait
+	}
+	r.end = newRunEnd(r.start, cfg.Duration, wait)
 	if tp != nil {
 		r.tally.tx = newTxTally(tp.txFunction())
 	}
@@ -507,6 +512,8 @@ type run struct {
 	mu       sync.Mutex
 	nextProc int
 
+	// end says when the workers stop (runEnd).
+	end *runEnd
 	// halted is set when the run must end before its workers are done: the coordinator
 	// of a two-phase commit run crashed. Each worker stops after its operation.
 	halted atomic.Bool
@@ -523,10 +530,6 @@ func (r *run) now() int64 { return int64(time.Since(r.start)) }
 // drive runs the workers until each has done its operations or the deadline passes.
 // It reports whether ctx ended the run early.
 func (r *run) drive(ctx context.Context) (bool, error) {
-	var deadline time.Time
-	if r.cfg.Duration > 0 {
-		deadline = r.start.Add(r.cfg.Duration)
-	}
 	workers := make([]workloads.Worker, r.cfg.Workers)
 	for i := range workers {
 		w, err := r.wl.Worker(ctx, i)
@@ -550,7 +553,7 @@ func (r *run) drive(ctx context.Context) (bool, error) {
 			defer wg.Done()
 			defer w.Close()
 			rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(i)+1))
-			if err := r.work(ctx, i, w, rng, deadline, tallies[i]); err != nil {
+			if err := r.work(ctx, i, w, rng, tallies[i]); err != nil {
 				errc <- err
 			}
 		}()
@@ -567,9 +570,9 @@ func (r *run) drive(ctx context.Context) (bool, error) {
 }
 
 // work is one worker's loop.
-func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Rand, deadline time.Time, tl *tally) error {
+func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Rand, tl *tally) error {
 	process := id
-	t := &retrier{r: r, w: w, rng: rng, deadline: deadline}
+	t := &retrier{r: r, w: w, rng: rng, end: r.end}
 	idPrefix := strconv.Itoa(id) + "-"
 	for i := 0; r.cfg.Ops == 0 || i < r.cfg.Ops; i++ {
 		if ctx.Err() != nil || r.halted.Load() || !t.pace(ctx) {
@@ -578,7 +581,7 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 		// Two clock reads per operation: its invocation and its completion give the
 		// history's times and the latency.
 		t0 := time.Now()
-		if !deadline.IsZero() && t0.After(deadline) {
+		if r.end.past(t0) {
 			return nil
 		}
 		call := w.Next(rng)
@@ -601,6 +604,9 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 		}
 		tl.account(comp, retried, t1.Sub(t0))
 		r.completed.Add(1)
+		if comp.Type == histories.OK {
+			r.end.acked(t1)
+		}
 		if comp.Type == histories.Info {
 			// Jepsen's rule: a process whose operation is open never invokes again.
 			r.mu.Lock()
