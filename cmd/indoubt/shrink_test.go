@@ -167,16 +167,16 @@ func TestSuiteShrinkPrintsTheReproducer(t *testing.T) {
 cases:
   - name: naive retry expected valid
     store: postgres
-    workers: 2
-    ops: 15
-    budget: 20
+    workers: 1
+    ops: 8
+    budget: 4
     faults: [commit-cut:0.5]
     retry: naive
     expect: valid
 `)
 	dir := t.TempDir()
 	junit := filepath.Join(dir, "junit.xml")
-	code, out, errs := invoke(t, "suite", "--quiet", "--shrink", "--shrink-budget", "40s", "--out", dir, "--junit", junit, suite)
+	code, out, errs := invoke(t, "suite", "--quiet", "--shrink", "--shrink-budget", "3m", "--out", dir, "--junit", junit, suite)
 	if strings.Contains(out, "cannot be launched") {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("postgres missing under CI:\n%s%s", out, errs)
