@@ -25,6 +25,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	"github.com/indoubt/indoubt/internal/console"
 )
 
 func main() {
@@ -120,7 +122,7 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &v):
 		return v.code
 	}
-	fmt.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
+	console.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
 	return exitCouldNot
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 )
@@ -46,7 +47,7 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err := report.WriteHTML(path, r); err != nil {
 			return fmt.Errorf("report: %s: %v", dir, err)
 		}
-		fmt.Fprintln(stdout, path)
+		console.Fprintf(stdout, "%s\n", path)
 		all = append(all, r)
 	}
 	if len(all) > 1 {
@@ -57,7 +58,7 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err := report.WriteSummaryHTML(path, all); err != nil {
 			return fmt.Errorf("report: %v", err)
 		}
-		fmt.Fprintln(stdout, path)
+		console.Fprintf(stdout, "%s\n", path)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/choice"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
@@ -118,7 +119,7 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var cases []caseResult
 	for i, sr := range runs {
 		if !*quiet {
-			fmt.Fprintf(stderr, "[%d/%d] %s ...\n", i+1, len(runs), sr.name)
+			console.Fprintf(stderr, "[%d/%d] %s ...\n", i+1, len(runs), sr.name)
 		}
 		sr.cfg.Out = *out
 		cases = append(cases, runCase(ctx, sr, ci))
@@ -429,19 +430,19 @@ func writeSuiteTable(w io.Writer, name string, cases []caseResult, took time.Dur
 		if len(figs) == 0 {
 			figs = []string{"-"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", r.run.name, r.run.cfg.Store, r.run.expect, got,
+		console.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", r.run.name, r.run.cfg.Store, r.run.expect, got,
 			strings.Join(figs, " "), status, r.elapsed.Seconds(), dir)
 	}
 	tw.Flush()
 	for _, r := range cases {
 		if r.skipped != "" {
-			fmt.Fprintf(w, "skipped %s: %s\n", r.run.name, r.skipped)
+			console.Fprintf(w, "skipped %s: %s\n", r.run.name, r.skipped)
 		}
 		for _, f := range r.failed {
-			fmt.Fprintf(w, "FAIL %s: %s\n", r.run.name, f)
+			console.Fprintf(w, "FAIL %s: %s\n", r.run.name, f)
 		}
 	}
-	fmt.Fprintf(w, "suite %s: %d passed, %d failed, %d skipped in %.1fs\n", name, pass, fail, skip, took.Seconds())
+	console.Fprintf(w, "suite %s: %d passed, %d failed, %d skipped in %.1fs\n", name, pass, fail, skip, took.Seconds())
 }
 
 // ghEscape escapes a workflow command's message; ghProp also a property value.
@@ -467,9 +468,9 @@ func writeAnnotations(w io.Writer, path, suite string, cases []caseResult) {
 			if r.res != nil {
 				msg += "\nrun directory: " + r.res.RunDir
 			}
-			fmt.Fprintf(w, "::error %stitle=%s::%s\n", loc, ghProp("indoubt suite "+suite+": "+r.run.name), ghEscape(msg))
+			console.Fprintf(w, "::error %stitle=%s::%s\n", loc, ghProp("indoubt suite "+suite+": "+r.run.name), ghEscape(msg))
 		case r.skipped != "":
-			fmt.Fprintf(w, "::notice %stitle=%s::%s\n", loc, ghProp("skipped "+r.run.name), ghEscape(r.skipped))
+			console.Fprintf(w, "::notice %stitle=%s::%s\n", loc, ghProp("skipped "+r.run.name), ghEscape(r.skipped))
 		}
 	}
 }

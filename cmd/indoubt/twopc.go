@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
@@ -134,20 +135,20 @@ func printTwoPC(w io.Writer, r *twopc.Result) {
 	if !r.Valid {
 		verdict = "INVALID"
 	}
-	fmt.Fprintf(w, "%s %s, %d servers, %d workers, coordinator %s: %s\n", c.Workload, c.Placement, c.Servers, c.Workers, c.Coordinator, verdict)
-	fmt.Fprintf(w, "  %d transactions: %d committed, %d aborted, %d abandoned; %.0f committed/s, mean %v, p99 %v\n",
+	console.Fprintf(w, "%s %s, %d servers, %d workers, coordinator %s: %s\n", c.Workload, c.Placement, c.Servers, c.Workers, c.Coordinator, verdict)
+	console.Fprintf(w, "  %d transactions: %d committed, %d aborted, %d abandoned; %.0f committed/s, mean %v, p99 %v\n",
 		s.Transactions, s.Committed, s.Aborted, s.Abandoned, s.PerSecond, s.Mean.Round(time.Microsecond), s.P99.Round(time.Microsecond))
 	if c.Workload == workloads.Transfer {
-		fmt.Fprintf(w, "  total %d (want %d); transfers ok %d, failed %d, unknown %d (%d of them applied)\n",
+		console.Fprintf(w, "  total %d (want %d); transfers ok %d, failed %d, unknown %d (%d of them applied)\n",
 			f.Total, f.Expected, f.Applied, f.Rejected, f.Unknown, f.UnknownApplied)
 	}
 	if len(r.ProxyFaults) > 0 {
-		fmt.Fprintf(w, "  proxy faults: %v\n", r.ProxyFaults)
+		console.Fprintf(w, "  proxy faults: %v\n", r.ProxyFaults)
 	}
 	if cr := r.Crash; cr != nil {
-		fmt.Fprintf(w, "  coordinator crash at %v: abandoned %v; %d branches in doubt\n", cr.At.Round(time.Millisecond), cr.Stops, len(cr.InDoubt))
+		console.Fprintf(w, "  coordinator crash at %v: abandoned %v; %d branches in doubt\n", cr.At.Round(time.Millisecond), cr.Stops, len(cr.InDoubt))
 		for _, d := range cr.InDoubt {
-			fmt.Fprintf(w, "    %s on server %d: prepared %v ago, %d locks\n", d.GID, d.Participant, d.Age.Round(time.Millisecond), d.Locks)
+			console.Fprintf(w, "    %s on server %d: prepared %v ago, %d locks\n", d.GID, d.Participant, d.Age.Round(time.Millisecond), d.Locks)
 		}
 		var worst time.Duration
 		blocked := 0
@@ -157,7 +158,7 @@ func printTwoPC(w io.Writer, r *twopc.Result) {
 				worst = max(worst, p.Blocked)
 			}
 		}
-		fmt.Fprintf(w, "  %d of %d writers blocked by in-doubt rows, longest %v; recovery took %v, %v after the crash\n",
+		console.Fprintf(w, "  %d of %d writers blocked by in-doubt rows, longest %v; recovery took %v, %v after the crash\n",
 			blocked, len(cr.Probes), worst.Round(time.Millisecond), cr.Recovery.Round(time.Millisecond), cr.Resolved.Round(time.Millisecond))
 	}
 	decided := map[twopc.Decision]int{}
@@ -165,7 +166,7 @@ func printTwoPC(w io.Writer, r *twopc.Result) {
 		decided[x.Decision]++
 	}
 	if len(r.Recovery) > 0 {
-		fmt.Fprintf(w, "  recovery: %d committed, %d rolled back\n", decided[twopc.Commit], decided[twopc.Abort])
+		console.Fprintf(w, "  recovery: %d committed, %d rolled back\n", decided[twopc.Commit], decided[twopc.Abort])
 	}
 	names := make([]string, 0, len(f.Anomalies))
 	for a := range f.Anomalies {
@@ -173,7 +174,7 @@ func printTwoPC(w io.Writer, r *twopc.Result) {
 	}
 	sort.Strings(names)
 	for _, a := range names {
-		fmt.Fprintf(w, "  %s: %d  e.g. %s\n", a, f.Anomalies[transfer.Anomaly(a)], strings.Join(f.Examples[transfer.Anomaly(a)], "; "))
+		console.Fprintf(w, "  %s: %d  e.g. %s\n", a, f.Anomalies[transfer.Anomaly(a)], strings.Join(f.Examples[transfer.Anomaly(a)], "; "))
 	}
 	if r.Bank != nil {
 		// The checker's sentences list every account: with thousands of rows, the
@@ -182,11 +183,11 @@ func printTwoPC(w io.Writer, r *twopc.Result) {
 		for _, a := range r.Bank.Anomalies {
 			kinds[a.Kind]++
 		}
-		fmt.Fprintf(w, "  bank checker on history.jsonl: %s", r.Bank.Verdict)
+		console.Fprintf(w, "  bank checker on history.jsonl: %s", r.Bank.Verdict)
 		if len(kinds) > 0 {
-			fmt.Fprintf(w, " %v", kinds)
+			console.Fprintf(w, " %v", kinds)
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "  run directory: %s\n", r.Dir)
+	console.Fprintf(w, "  run directory: %s\n", r.Dir)
 }

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/results"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -286,7 +287,7 @@ func (s *scrubber) err(err error) error {
 
 func (c Config) progressf(format string, a ...any) {
 	if c.Progress != nil {
-		fmt.Fprintf(c.Progress, format+"\n", a...)
+		console.Fprintf(c.Progress, format+"\n", a...)
 	}
 }
 

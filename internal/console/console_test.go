@@ -1,0 +1,79 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestEscape(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"plain", "3-41 read balance 877", "3-41 read balance 877"},
+		{"unicode letters stay", "bűdget 日本語 ✓", "bűdget 日本語 ✓"},
+		{"clear screen", "3-\x1b[2J\x1b[H41", `3-\x1b[2J\x1b[H41`},
+		{"set title", "\x1b]0;pwned\x07", `\x1b]0;pwned\a`},
+		{"newline and tab of a string are its own", "a\nb\tc\r", `a\nb\tc\r`},
+		{"NUL and DEL", "a\x00b\x7f", `a\x00b\x7f`},
+		{"C1 CSI", "a\u009b2Jb", `a\u009b2Jb`},
+		{"bidi override", "admin\u202eNIMDA", `admin\u202eNIMDA`},
+		{"isolates and marks", "\u2066x\u2069\u200f\u061c", `\u2066x\u2069\u200f\u061c`},
+		{"line separator", "a\u2028b", `a\u2028b`},
+		{"bytes that are not UTF-8", "a\xff\xfeb", `a\xff\xfeb`},
+		{"a truncated rune", "a\xe2\x80", `a\xe2\x80`},
+		{"backslash left as it is", `a\x1b`, `a\x1b`},
+		{"empty", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Escape(c.in); got != c.want {
+				t.Errorf("Escape(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+func TestFprintf(t *testing.T) {
+	type name string
+	var b strings.Builder
+	Fprintf(&b, "%s\t%v %d %s %s %v %s\n", "x\x1by", name("n\u202e"), 7, errors.New("e\x07"), stringer("s\x1b"), []string{"a\nb"}, (*ptrStringer)(nil))
+	if got, want := b.String(), "x\\x1by\tn\\u202e 7 e\\a s\\x1b [a\\nb] <nil>\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }
+
+type ptrStringer struct{ s string }
+
+func (p *ptrStringer) String() string { return p.s }
+
+// FuzzEscape: whatever the input, the output holds no character a terminal acts on,
+// is valid UTF-8, and a string with none is returned as it is.
+func FuzzEscape(f *testing.F) {
+	for _, s := range []string{"", "plain", "\x1b[2J", "\u202e", "\xff", "a\u009bb", "\t\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Escape(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Escape(%q) = %q: not UTF-8", s, got)
+		}
+		for _, r := range got {
+			if unsafe(r) {
+				t.Fatalf("Escape(%q) = %q keeps %U", s, got, r)
+			}
+		}
+		if firstUnsafe(s) < 0 && got != s {
+			t.Fatalf("Escape(%q) = %q: changed a safe string", s, got)
+		}
+	})
+}
+
+func ExampleEscape() {
+	opID := "3-\x1b[2J41" // an op id that would clear the screen
+	fmt.Println("operation " + Escape(opID))
+	// Output: operation 3-\x1b[2J41
+}
