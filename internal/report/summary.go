@@ -57,11 +57,15 @@ func WriteSummaryHTML(path string, runs []*results.Results) error {
 		}
 		p.Rows = append(p.Rows, row)
 	}
-	p.Charts = append(p.Charts, chartHTML(storeBars(runs)))
+	cs := []echart{storeBars(runs)}
 	if sweep := sweepRuns(runs); len(sweep) > 1 {
 		for _, c := range sweepCharts(sweep) {
-			p.Charts = append(p.Charts, chartHTML(c))
+			cs = append(cs, c)
 		}
+	}
+	var err error
+	if p.Charts, err = renderCharts(cs...); err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	if err := summaryTpl.Execute(&buf, p); err != nil {
