@@ -269,21 +269,13 @@ func (s *scrubber) add(dsn string) {
 	}
 }
 
-func (s *scrubber) text(t string) string {
-	for _, d := range s.dsns {
-		t = redact.Text(t, redact.Secrets(d)...)
-	}
-	return t
-}
+// text masks the secrets written as parts of DSNs in t, and the forms drivers quote
+// the run's DSNs in (redact.Text).
+func (s *scrubber) text(t string) string { return redact.Text(t, s.dsns...) }
 
 // err scrubs err's message; the result still unwraps to err (ErrCouldNotRun, the error
 // contract's classes).
-func (s *scrubber) err(err error) error {
-	for _, d := range s.dsns {
-		err = redact.Error(err, d)
-	}
-	return err
-}
+func (s *scrubber) err(err error) error { return redact.Error(err, s.dsns...) }
 
 func (c Config) progressf(format string, a ...any) {
 	if c.Progress != nil {
