@@ -24,6 +24,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/results"
 )
 
@@ -70,8 +71,9 @@ type runData struct {
 	procs []results.ProcessFault
 }
 
-// WriteHTML writes report.html for one run. It reads history.jsonl and faults.jsonl from
-// the directory it writes into, when they are there, for the charts and the timeline.
+// WriteHTML writes report.html for one run, whole or not at all (atomicfile): on error
+// the file at path is as it was. It reads history.jsonl and faults.jsonl from the
+// directory it writes into, when they are there, for the charts and the timeline.
 func WriteHTML(path string, r *results.Results) error {
 	data, err := loadRunData(filepath.Dir(path))
 	if err != nil {
@@ -81,7 +83,7 @@ func WriteHTML(path string, r *results.Results) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	return atomicfile.Write(path, b, 0o644)
 }
 
 // workerOf reads the worker from an op id ("3-41": worker 3): a worker keeps its number

@@ -75,6 +75,11 @@ type Results struct {
 	RunDir  string          `json:"run_dir"`
 	Server  string          `json:"server"`
 	Proxied bool            `json:"proxied"`
+	// NotWritten lists the files of the run directory that could not be written when
+	// it was published, each as "file: why" ("report.html: no space left on device").
+	// A view of the results (report.html) that cannot be written costs a line here,
+	// not the verdict; the run is published without it, never with part of it.
+	NotWritten []string `json:"not_written,omitempty"`
 }
 
 // UnmarshalJSON reads results.json back, with its `final` section as the typed final
