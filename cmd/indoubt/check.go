@@ -71,7 +71,11 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fatal.err
 	}
 	if err != nil && res.Verdict != 0 {
-		// Only the visualization failed: the verdict stands, with a warning.
+		// Only the visualization failed: the verdict stands, with a warning, and the part
+		// of the page porcupine wrote (a full disk) is not left as if it were the page.
+		if fi, serr := os.Stat(a.opt.VisualizePath); serr == nil && fi.Mode().IsRegular() {
+			os.Remove(a.opt.VisualizePath)
+		}
 		console.Fprintf(stderr, "indoubt: warning: %s\n", oneLine(err.Error()))
 		err = nil
 	}

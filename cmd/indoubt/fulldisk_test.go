@@ -110,6 +110,18 @@ func TestFullDiskPublishesNothingHalfWritten(t *testing.T) {
 			}
 		}
 	})
+	t.Run("check's --html page does not fit", func(t *testing.T) {
+		out := smallTmpfs(t, "16k")
+		page := filepath.Join(out, "lin.html")
+		hist := filepath.Join("..", "..", "checker", "testdata", "register", "concurrent-read-valid.jsonl")
+		code, stdout, stderr := invoke(t, "check", "--html", page, hist)
+		if code != 0 || !strings.Contains(stdout, "valid") || !strings.Contains(stderr, "warning") {
+			t.Errorf("exit %d, stdout %q, stderr %q; want the verdict and a warning", code, stdout, stderr)
+		}
+		if left := entries(t, out); len(left) != 0 {
+			t.Errorf("left a part of the page: %v", left)
+		}
+	})
 	t.Run("the history does not fit", func(t *testing.T) {
 		out := smallTmpfs(t, "16k")
 		code, stdout, stderr := invoke(t, "run", "--dsn", srv.DSN, "--out", out, "--workers", "2", "--ops", "400", "--quiet")
