@@ -72,7 +72,7 @@ func readResults(dir string) (*results.Results, error) {
 	}
 	var r results.Results
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: results.json: %v", dir, err)
+		return nil, fmt.Errorf("%s: results.json: %v", dir, results.JSONError(err))
 	}
 	r.RunDir = dir
 	return &r, nil

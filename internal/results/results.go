@@ -83,7 +83,8 @@ type Results struct {
 }
 
 // UnmarshalJSON reads results.json back, with its `final` section as the typed final
-// state of the run's workload.
+// state of the run's workload. Its errors name the field and the JSON it holds
+// (JSONError), never a Go type.
 func (r *Results) UnmarshalJSON(b []byte) error {
 	type plain Results
 	aux := struct {
@@ -91,11 +92,11 @@ func (r *Results) UnmarshalJSON(b []byte) error {
 		Final json.RawMessage `json:"final"`
 	}{plain: (*plain)(r)}
 	if err := json.Unmarshal(b, &aux); err != nil {
-		return err
+		return JSONError(err)
 	}
 	f, err := catalog.DecodeFinal(r.Workload, aux.Final)
 	if err != nil {
-		return err
+		return jsonError(err, "final.")
 	}
 	r.Final = f
 	return nil
