@@ -232,6 +232,12 @@ func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 	if err := os.Mkdir(partial, 0o700); err != nil {
 		return nil, couldNotRun("create run directory: %v", err)
 	}
+	// A run killed before it publishes leaves its .partial directory: the marker lets
+	// indoubt clean tell it from a live run's.
+	if err := servers.MarkOwned(partial); err != nil {
+		os.RemoveAll(partial)
+		return nil, couldNotRun("create run directory: %v", err)
+	}
 	sc := &scrubber{}
 	sc.add(cfg.DSN)
 	res, err := runIn(ctx, cfg, b, partial, sc)
@@ -274,6 +280,8 @@ func publish(cfg Config, res *results.Results, partial, final string, sc *scrubb
 	if err := os.Rename(partial, final); err != nil {
 		return couldNotRun("publish run directory: %v", err)
 	}
+	// Published: no longer a leftover should this process die now.
+	_ = servers.Unmark(final)
 	if err := atomicfile.SyncDir(filepath.Dir(final)); err != nil {
 		cfg.progressf("warning: fsync %s: %v", filepath.Dir(final), err)
 	}
