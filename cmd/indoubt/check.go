@@ -290,7 +290,7 @@ func printCheckJSON(w io.Writer, res checker.Result, truth *groundTruth) {
 		}{res, truth}
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
-	fmt.Fprintf(w, "%s\n", b)
+	fmt.Fprintf(w, "%s\n", console.JSON(b))
 }
 
 // printCheck prints the verdict line, up to 20 anomalies with what the proxy says of

@@ -60,6 +60,18 @@ func TestCheckPrintsControlsEscaped(t *testing.T) {
 			if !strings.Contains(stdout, esc) {
 				t.Errorf("the hostile name is not shown escaped (%s):\n%q", esc, stdout)
 			}
+			// --json: the same value, with the controls as JSON escapes.
+			code, stdout, _ = invoke(t, "check", "--json", path)
+			var v map[string]any
+			if code != 1 || json.Unmarshal([]byte(stdout), &v) != nil {
+				t.Fatalf("check --json: exit %d, not JSON: %q", code, stdout)
+			}
+			if c := controls(stdout); c != "" {
+				t.Errorf("check --json printed the control %q", c)
+			}
+			if !strings.Contains(stdout, `\u001b[2J`) || !strings.Contains(stdout, `\u202e\u009b`) {
+				t.Errorf("check --json does not carry the name as JSON escapes: %q", stdout)
+			}
 		})
 	}
 }

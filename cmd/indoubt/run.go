@@ -16,6 +16,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/choice"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
@@ -119,7 +120,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			v = all
 		}
 		b, _ := json.MarshalIndent(v, "", "  ")
-		fmt.Fprintf(stdout, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", console.JSON(b))
 	}
 	return verdictOf(all, ctx.Err() != nil)
 }

@@ -15,7 +15,9 @@
 // none of them is returned unchanged.
 //
 // Printers format with Fprintf, which escapes every string, error and fmt.Stringer
-// argument this way and leaves the format itself alone.
+// argument this way and leaves the format itself alone. JSON printed for machines
+// (--json) goes through JSON, which writes the same characters as \u escapes: the
+// same JSON value, with nothing a terminal acts on.
 package console
 
 import (
@@ -94,6 +96,39 @@ func unsafe(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// JSON returns b, JSON as encoding/json writes it, with every character Escape would
+// escape written as a JSON \u escape instead (encoding/json leaves DEL, the C1
+// controls and the bidirectional controls raw). The value is the same; only strings
+// can hold such characters, so nothing else changes.
+func JSON(b []byte) []byte {
+	ascii := true
+	for _, c := range b {
+		if c >= 0x7f {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return b // valid JSON holds no raw C0 control but its white space
+	}
+	var out []byte
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		// Tab, newline and carriage return are raw only outside strings: the
+		// indentation's white space.
+		if r == utf8.RuneError && n == 1 || unsafe(r) && r != '\t' && r != '\n' && r != '\r' {
+			if r == utf8.RuneError && n == 1 {
+				r = utf8.RuneError // not UTF-8: as encoding/json reads it
+			}
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	return out
 }
 
 // Fprintf is fmt.Fprintf with every argument that is a string (of any string type), a

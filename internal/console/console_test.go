@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -39,6 +40,22 @@ func TestFprintf(t *testing.T) {
 	Fprintf(&b, "%s\t%v %d %s %s %v %s\n", "x\x1by", name("n\u202e"), 7, errors.New("e\x07"), stringer("s\x1b"), []string{"a\nb"}, (*ptrStringer)(nil))
 	if got, want := b.String(), "x\\x1by\tn\\u202e 7 e\\a s\\x1b [a\\nb] <nil>\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	in := map[string]string{"op_id": "0-1\x1b[2J\u202e\u009b\x7f", "plain": "ok"}
+	b, _ := json.MarshalIndent(in, "", "\t")
+	got := JSON(b)
+	if firstUnsafe(strings.NewReplacer("\n", "", "\t", "").Replace(string(got))) >= 0 {
+		t.Errorf("JSON(%q) = %q keeps a control", b, got)
+	}
+	var back map[string]string
+	if err := json.Unmarshal(got, &back); err != nil || back["op_id"] != in["op_id"] || back["plain"] != "ok" {
+		t.Errorf("JSON(%q) = %q reads back as %q (%v): not the same value", b, got, back, err)
+	}
+	if plain := []byte("{\n\t\"a\": \"b\"\n}"); string(JSON(plain)) != string(plain) {
+		t.Errorf("JSON changed JSON with nothing to escape")
 	}
 }
 
