@@ -22,7 +22,10 @@ Examples:
   indoubt report runs/20261201-021055.177-budget-postgres-commit-cut-naive
   indoubt report --summary runs/stand.html runs/*-budget-*
 
-Exit codes: 0 rendered, 3 a run directory could not be read.
+Each page is written whole or not at all: on a disk without room it is left as it was.
+
+Exit codes: 0 rendered, 3 a run directory could not be read or a page could not be
+written.
 `
 
 func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {

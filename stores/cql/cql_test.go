@@ -109,7 +109,7 @@ func TestParseDSN(t *testing.T) {
 	}
 	// User info is the credentials, not part of a host: to its last '@', as net/url.
 	for dsn, want := range map[string][3]string{
-		"cql://u:a:b@c@127.0.0.1:1/ks":                {"u", "a:b@c", "127.0.0.1:1"},
+		"cql://u:a:b@c@127.0.0.1:1/ks":                 {"u", "a:b@c", "127.0.0.1:1"},
 		"cql://cassandra:p%40ss@h1:9042,h2:9042/ks":    {"cassandra", "p@ss", "h1:9042"},
 		"cassandra://h:9042/ks?username=c&password=pw": {"c", "pw", "h:9042"},
 	} {
