@@ -150,6 +150,7 @@ func TestSummaryOnAFailingPathExits3(t *testing.T) {
 		os.Mkdir(d, 0o755)
 		b, _ := json.Marshal(map[string]any{"verdict": "valid", "workload": "counter", "store": "postgres", "workers": 1, "final": nil})
 		os.WriteFile(filepath.Join(d, "results.json"), b, 0o644)
+		os.WriteFile(filepath.Join(d, "history.jsonl"), []byte(`{"header":{"format":"indoubt-history/1","workload":"counter","model":"counter"}}`+"\n"), 0o644)
 		runs = append(runs, d)
 	}
 	code, _, stderr := invoke(t, append([]string{"report", "--summary", "/dev/full"}, runs...)...)

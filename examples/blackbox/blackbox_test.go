@@ -17,11 +17,12 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-var pg = servertest.Postgres(servers.PostgresOptions{})
+var pg = servertest.Postgres(postgres.Options{})
 
 // binDir holds the indoubt binary the tests build.
 var binDir string
@@ -50,7 +51,7 @@ var indoubtBinary = sync.OnceValues(func() (string, error) {
 })
 
 // needTools skips (or, under CI, fails) when the example's tools are missing.
-func needTools(t *testing.T, srv *servers.Postgres) string {
+func needTools(t *testing.T, srv *postgres.Server) string {
 	t.Helper()
 	for _, tool := range []struct{ name, hint string }{
 		{"psql", "install Debian package postgresql-client"},
@@ -72,7 +73,7 @@ var listeningRE = regexp.MustCompile(`listening on ([0-9a-f.:\[\]]+)`)
 
 // startProxy runs `indoubt proxy` in front of srv with args and returns its address;
 // the proxy is stopped with SIGINT when the test ends.
-func startProxy(t *testing.T, bin string, srv *servers.Postgres, args ...string) string {
+func startProxy(t *testing.T, bin string, srv *postgres.Server, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"proxy", "--protocol", "postgres", "--upstream", srv.Addr, "--listen", "127.0.0.1:0"}, args...)...)
 	stderr, err := cmd.StderrPipe()

@@ -24,7 +24,7 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
 	"github.com/indoubt/indoubt/indoubttest/internal/serve"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/stores/cql"
 )
 
@@ -35,7 +35,7 @@ const EnvDSN = "INDOUBT_CASSANDRA_DSN"
 // server is the shared node; its Addr is a DSN cql://host:port.
 var server = &serve.SharedServer{Env: EnvDSN, Timeout: 5 * time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
-		c, err := servers.StartCassandra(ctx, servers.CassandraOptions{})
+		c, err := cassandra.Start(ctx, cassandra.Options{})
 		if err != nil {
 			return "", nil, err
 		}

@@ -28,7 +28,7 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
 	"github.com/indoubt/indoubt/indoubttest/internal/serve"
-	"github.com/indoubt/indoubt/internal/servers"
+	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/stores/postgres"
 )
 
@@ -39,7 +39,7 @@ const EnvDSN = "INDOUBT_POSTGRES_DSN"
 // server is the shared server; its Addr is an admin DSN.
 var server = &serve.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
-		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
+		pg, err := pgserver.Start(ctx, pgserver.Options{})
 		if err != nil {
 			return "", nil, err
 		}

@@ -17,15 +17,16 @@ import (
 	"github.com/indoubt/indoubt/indoubttest"
 	"github.com/indoubt/indoubt/indoubttest/pgtest"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 )
 
 // launched is the server this test binary starts itself and names in INDOUBT_POSTGRES_DSN,
 // as a user would name a server of their own.
-var launched *servers.Postgres
+var launched *postgres.Server
 
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
+	pg, err := postgres.Start(ctx, postgres.Options{})
 	cancel()
 	switch {
 	case errors.Is(err, servers.ErrNotInstalled) && os.Getenv("CI") != "true":

@@ -26,7 +26,7 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
 	"github.com/indoubt/indoubt/indoubttest/internal/serve"
-	"github.com/indoubt/indoubt/internal/servers"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	indoubtredis "github.com/indoubt/indoubt/stores/redis"
 )
 
@@ -40,7 +40,7 @@ const databases = 16
 
 var server = &serve.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
-		r, err := servers.StartRedis(ctx, servers.RedisOptions{})
+		r, err := redisserver.Start(ctx, redisserver.Options{})
 		if err != nil {
 			return "", nil, err
 		}
@@ -58,7 +58,7 @@ var free = func() chan int {
 }()
 
 // launchedDSN is the DSN of a launched Redis, with its per-launch password.
-func launchedDSN(r *servers.Redis) string { return r.DSN }
+func launchedDSN(r *redisserver.Server) string { return r.DSN }
 
 // Redis returns a database number of the test's own on the shared Redis, flushed, behind
 // a commit-aware proxy; srv.DSN selects it through the proxy, srv.DirectDSN without.

@@ -14,8 +14,9 @@
 // a newline \n, U+202E \u202e, a stray byte \xff: the forms of Go's %q. A string with
 // none of them is returned unchanged.
 //
-// Printers format with Fprintf, which escapes every string, error and fmt.Stringer
-// argument this way and leaves the format itself alone. JSON printed for machines
+// Printers format with Fprintf, which escapes what %s and %v make of every argument
+// this way and leaves the format itself, and numbers, alone; Lines keeps a text's own
+// lines, each escaped. JSON printed for machines
 // (--json) goes through JSON, which writes the same characters as \u escapes: the
 // same JSON value, with nothing a terminal acts on.
 package console
@@ -23,7 +24,6 @@ package console
 import (
 	"fmt"
 	"io"
-	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -131,10 +131,10 @@ func JSON(b []byte) []byte {
 	return out
 }
 
-// Fprintf is fmt.Fprintf with every argument that is a string (of any string type), a
-// []string, an error or a fmt.Stringer shown through Escape; numbers and the format
-// are written as they are. Give such arguments with %s or %v: %q would quote the
-// escapes again.
+// Fprintf is fmt.Fprintf with every argument shown through Escape where a verb prints
+// it as text: %s and %v of a string (of any string type), an error, a fmt.Stringer, a
+// []string or any other value; %q is Go-quoted already; numbers and the format itself
+// are written as they are. An Escaped argument is printed as it is.
 func Fprintf(w io.Writer, format string, args ...any) (int, error) {
 	esc := make([]any, len(args))
 	for i, a := range args {
@@ -144,26 +144,38 @@ func Fprintf(w io.Writer, format string, args ...any) (int, error) {
 }
 
 func escapeArg(a any) any {
-	rv := reflect.ValueOf(a)
-	if !rv.IsValid() || rv.Kind() == reflect.Pointer && rv.IsNil() {
-		return a // fmt prints <nil> for these, and a nil pointer's String may panic
+	if a == nil {
+		return nil
 	}
-	switch v := a.(type) {
-	case string:
-		return Escape(v)
-	case []string:
-		out := make([]string, len(v))
-		for i, s := range v {
-			out[i] = Escape(s)
-		}
-		return out
-	case error:
-		return Escape(v.Error())
-	case fmt.Stringer:
-		return Escape(v.String())
+	return textArg{a}
+}
+
+// textArg formats its value as fmt would, then escapes what %s and %v made of it.
+type textArg struct{ v any }
+
+func (t textArg) Format(f fmt.State, verb rune) {
+	if e, ok := t.v.(Escaped); ok && (verb == 's' || verb == 'v') {
+		io.WriteString(f, fmt.Sprintf(fmt.FormatString(f, verb), string(e)))
+		return
 	}
-	if rv.Kind() == reflect.String {
-		return Escape(rv.String())
+	out := fmt.Sprintf(fmt.FormatString(f, verb), t.v)
+	if verb == 's' || verb == 'v' {
+		out = Escape(out)
 	}
-	return a
+	io.WriteString(f, out)
+}
+
+// Escaped is text already shown through Escape: Fprintf prints it as it is.
+type Escaped string
+
+// Lines returns s with each of its lines shown through Escape and joined again by a
+// newline and indent: a text from outside that has lines of its own (a checker's
+// explanation of a cycle) keeps them, indented under the line that introduces it,
+// and nothing in it acts on the terminal. A carriage return is not a line break.
+func Lines(s, indent string) Escaped {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Escape(l)
+	}
+	return Escaped(strings.Join(lines, "\n"+indent))
 }

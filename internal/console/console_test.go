@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -41,6 +42,13 @@ func TestFprintf(t *testing.T) {
 	if got, want := b.String(), "x\\x1by\tn\\u202e 7 e\\a s\\x1b [a\\nb] <nil>\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	// A verb that does not print text formats the value as fmt does, a Stringer too;
+	// width and flags apply before the escapes.
+	b.Reset()
+	Fprintf(&b, "%d %x %q %-4s| %v\n", level(3), "\x1b", "\x1b", "ab", map[string]int{"k\x1b": 1})
+	if got, want := b.String(), "3 1b \"\\x1b\" ab  | map[k\\x1b:1]\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
 }
 
 func TestJSON(t *testing.T) {
@@ -58,6 +66,18 @@ func TestJSON(t *testing.T) {
 		t.Errorf("JSON changed JSON with nothing to escape")
 	}
 }
+
+func TestLines(t *testing.T) {
+	var b strings.Builder
+	Fprintf(&b, "  %s: %s\n", "cycle", Lines("G1c:\n  T1 wr T2\x1b[2J\n  T2 ww T1\r", "    "))
+	if got, want := b.String(), "  cycle: G1c:\n      T1 wr T2\\x1b[2J\n      T2 ww T1\\r\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+type level int
+
+func (l level) String() string { return "level-" + strconv.Itoa(int(l)) }
 
 type stringer string
 

@@ -145,6 +145,10 @@ type eventLine struct {
 	Truth   string    `json:"truth"`
 	Stmt    string    `json:"statement"`
 	Tag     string    `json:"tag"`
+	Txn     *struct {
+		Seq   uint64 `json:"seq"`
+		Wrote bool   `json:"wrote"`
+	} `json:"txn"`
 }
 
 // ReadEvents reads the proxy's fault events from r (JSON lines, as `indoubt proxy
@@ -190,7 +194,12 @@ func ReadEvents(r io.Reader, name string) ([]FaultEvent, Clock, error) {
 		if clock == RunClock {
 			t = *l.RunTime
 		}
-		evs = append(evs, FaultEvent{Time: t, Conn: l.Conn, Kind: l.Kind, Truth: l.Truth, What: l.Stmt, Tag: l.Tag})
+		e := FaultEvent{Time: t, Conn: l.Conn, Kind: l.Kind, Truth: l.Truth, What: l.Stmt, Tag: l.Tag}
+		if l.Txn != nil {
+			w := l.Txn.Wrote
+			e.Wrote, e.TxnSeq = &w, l.Txn.Seq
+		}
+		evs = append(evs, e)
 	}
 	return evs, clock, nil
 }
