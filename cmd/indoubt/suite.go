@@ -288,11 +288,49 @@ func strictDecode(n *yaml.Node, v any) error {
 	return nil
 }
 
+// Bounds of a suite file. A suite is written by hand and each case is a run of its own
+// (seconds to minutes): the suites in suites/ are a few kB. A megabyte holds thousands of
+// cases, hours of runs; a file past it is refused before YAML sees it, so that a runaway
+// file costs neither minutes nor gigabytes. Each case is decoded on its own (strictly,
+// for its line numbers): more than maxSuiteCases (days of runs) is refused before the
+// first, which bounds that work too. A name is a line of the table and of the JUnit file: one longer than maxSuiteName is
+// refused without being echoed.
+const (
+	maxSuiteBytes = 1 << 20
+	maxSuiteName  = 200
+	maxSuiteCases = 1000
+)
+
+// readSuiteFile reads at most maxSuiteBytes of path, refusing a longer file.
+func readSuiteFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("suite: %v", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSuiteBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("suite: %v", err)
+	}
+	if len(b) > maxSuiteBytes {
+		return nil, suiteError(path, 0, "more than %d bytes (1 MiB), the most a suite file may hold", maxSuiteBytes)
+	}
+	return b, nil
+}
+
+// nameError says a name is too long without echoing it.
+func nameError(what, name string) error {
+	if len(name) > maxSuiteName {
+		return fmt.Errorf("%s is %d bytes long, at most %d", what, len(name), maxSuiteName)
+	}
+	return nil
+}
+
 // loadSuite reads and validates a suite file. Every error names the file and the line.
 func loadSuite(path string) (string, []*suiteRun, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSuiteFile(path)
 	if err != nil {
-		return "", nil, fmt.Errorf("suite: %v", err)
+		return "", nil, err
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
@@ -301,9 +339,15 @@ func loadSuite(path string) (string, []*suiteRun, error) {
 	if len(root.Content) == 0 {
 		return "", nil, suiteError(path, 0, "empty suite file")
 	}
+	if n := casesNode(root.Content[0]); n != nil && len(n.Content) > maxSuiteCases {
+		return "", nil, suiteError(path, n.Line, "%d cases, more than the %d a suite may hold", len(n.Content), maxSuiteCases)
+	}
 	var sf suiteFile
 	if err := strictDecode(root.Content[0], &sf); err != nil {
 		return "", nil, yamlError(path, err)
+	}
+	if err := nameError("the suite's name", sf.Name); err != nil {
+		return "", nil, suiteError(path, root.Content[0].Line, "%v", err)
 	}
 	if sf.Name == "" {
 		sf.Name = strings.TrimSuffix(strings.TrimSuffix(baseName(path), ".yaml"), ".yml")
@@ -320,6 +364,9 @@ func loadSuite(path string) (string, []*suiteRun, error) {
 		if err := strictDecode(n, &c); err != nil {
 			return "", nil, yamlError(path, err)
 		}
+		if err := nameError("the case's name", c.Name); err != nil {
+			return "", nil, suiteError(path, n.Line, "%v", err)
+		}
 		sr, err := buildCase(c, n.Line)
 		if err != nil {
 			return "", nil, suiteError(path, n.Line, "case %q: %v", c.Name, err)
@@ -331,6 +378,19 @@ func loadSuite(path string) (string, []*suiteRun, error) {
 		runs = append(runs, sr)
 	}
 	return sf.Name, runs, nil
+}
+
+// casesNode is the value of the document's cases: key, or nil.
+func casesNode(doc *yaml.Node) *yaml.Node {
+	if doc.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == "cases" {
+			return doc.Content[i+1]
+		}
+	}
+	return nil
 }
 
 func baseName(p string) string {
