@@ -158,3 +158,39 @@ func TestSummaryOnAFailingPathExits3(t *testing.T) {
 		t.Errorf("--summary /dev/full: exit %d, stderr %q; want exit 3 and one line", code, stderr)
 	}
 }
+
+// indoubt exec publishes as run does: on a 1 MB tmpfs (as root) its small files fit and
+// its report.html does not; the run is published with its verdict's exit code, a
+// warning, results.json's not_written, and nothing partial.
+func TestExecFullDiskPublishesNothingHalfWritten(t *testing.T) {
+	out := smallTmpfs(t, "1m")
+	prog := script(t, `ev invoke apply 0 p-1
+ev ok apply 0 p-1
+ev invoke read 1 final
+ev ok read 1 final ',"value":{"p-1":1}'
+`)
+	code, stdout, stderr := invoke(t, "exec", "--out", out, "--upstream", "127.0.0.1:9", "--model", "exactly-once", "--", prog)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (valid)\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "warning: report.html not written (no space left on device)") {
+		t.Errorf("no warning that report.html was not written: %q", stderr)
+	}
+	runs := published(t, out)
+	if len(runs) != 1 {
+		t.Fatalf("published: %v", entries(t, out))
+	}
+	for _, e := range entries(t, out) {
+		if strings.HasSuffix(e, ".tmp") || strings.HasSuffix(e, "report.html") || strings.Contains(e, ".indoubt-owner") {
+			t.Errorf("left in --out: %s", e)
+		}
+	}
+	var res struct {
+		Verdict    string   `json:"verdict"`
+		NotWritten []string `json:"not_written"`
+	}
+	readJSON(t, filepath.Join(runs[0], "results.json"), &res)
+	if res.Verdict != "valid" || len(res.NotWritten) != 1 || res.NotWritten[0] != "report.html: no space left on device" {
+		t.Errorf("results.json: verdict %q, not_written %q; want valid and report.html's reason", res.Verdict, res.NotWritten)
+	}
+}
