@@ -28,6 +28,7 @@ import (
 	"syscall"
 
 	"github.com/indoubt/indoubt/internal/console"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 func main() {
@@ -135,7 +136,8 @@ func exitCode(err error, stderr io.Writer) int {
 		console.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
 		return exitUnknown
 	}
-	console.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
+	// A decoding error says the field and the JSON it holds, never a Go type.
+	console.Fprintf(stderr, "indoubt: %s\n", oneLine(results.JSONErrorText(err.Error())))
 	return exitCouldNot
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -98,4 +99,55 @@ func goKind(t reflect.Type) string {
 		return "an object"
 	}
 	return "another value"
+}
+
+// goTypeError matches encoding/json's type errors as text, where the error itself is
+// gone (wrapped with %v on its way up): the JSON kind, the field (when a struct's), and
+// the Go type, which runs to the end of the message (an anonymous struct's type has
+// spaces: "struct { Applied *bool ... }").
+var goTypeError = regexp.MustCompile(`json: cannot unmarshal (\w+(?: [^ ]+)?) into Go (?:struct field (\S*) of type|value of type) (.+)$`)
+
+// JSONErrorText rewords the encoding/json type error at the end of msg, an error
+// message from any file indoubt reads (a history's values, results.json), as JSONError
+// does: the field, the JSON it holds and what it should hold, never a Go type. Other
+// messages come back as they are.
+func JSONErrorText(msg string) string {
+	m := goTypeError.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return msg
+	}
+	kind := msg[m[2]:m[3]]
+	field := "the value"
+	if m[4] >= 0 {
+		f := msg[m[4]:m[5]]
+		// "Type.a.b" or ".a.b" (an anonymous struct): the path after the type.
+		if i := strings.IndexByte(f, '.'); i >= 0 {
+			f = f[i+1:]
+		}
+		f = strings.TrimPrefix(f, "plain.")
+		if f != "" {
+			field = f
+		}
+	}
+	return msg[:m[0]] + fmt.Sprintf("%s is %s, want %s", field, jsonKind(kind), goKindText(msg[m[6]:m[7]]))
+}
+
+// goKindText names, as JSON, the value of a Go type written as Go prints it.
+func goKindText(t string) string {
+	t = strings.TrimLeft(t, "*")
+	switch {
+	case strings.HasPrefix(t, "struct"), strings.HasPrefix(t, "map["):
+		return "an object"
+	case strings.HasPrefix(t, "["):
+		return "an array"
+	case t == "bool":
+		return "true or false"
+	case t == "string":
+		return "a string"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	}
+	return "a value of another form"
 }

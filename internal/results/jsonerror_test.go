@@ -45,3 +45,20 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		t.Errorf("JSONError(nil) is not nil")
 	}
 }
+
+func TestJSONErrorText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`history index 1: ok decrement value "{\"applied\":\"yes\"}": json: cannot unmarshal string into Go struct field .applied of type bool`,
+			`history index 1: ok decrement value "{\"applied\":\"yes\"}": applied is a string, want true or false`},
+		{`value: json: cannot unmarshal array into Go value of type struct { Applied *bool "json:\"applied\""; Balance *int64 "json:\"balance\"" }`,
+			`value: the value is an array, want an object`},
+		{`x: json: cannot unmarshal number 1e400 into Go value of type int64`, `x: the value is the number 1e400, want an integer`},
+		{`x: json: cannot unmarshal object into Go struct field Op.a.b of type []string`, `x: a.b is an object, want an array`},
+		{`x: json: cannot unmarshal string into Go value of type map[string]int64`, `x: the value is a string, want an object`},
+		{`connection refused`, `connection refused`},
+	} {
+		if got := JSONErrorText(tc.in); got != tc.want {
+			t.Errorf("JSONErrorText(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
