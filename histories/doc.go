@@ -20,8 +20,11 @@
 // schemas/history.schema.json in the repository is the JSON Schema of a line. Writer
 // streams a history to a file and survives a crash up to its last complete line;
 // Reader and ReadFile read one back, refusing input that is not a history (ErrEmpty),
-// a line that is not an event, and an index that does not increase, with the file and
-// the line.
+// a line that is not an event, an index that is negative or does not increase, a
+// process below -1, and a completion whose time is earlier than its invocation's, with
+// the file and the line. A line may be MaxLine bytes long, or as long as the history
+// before it: the final read of a long run, which names every operation, is read back
+// however long the run was.
 //
 // Events of the nemesis (fault windows opened and closed by the schedule, faults the
 // proxy fired with their ground truth) carry process Nemesis (-1) and type info;

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/indoubt/indoubt/histories"
 )
 
 // writeFile writes text to name in a temporary directory and returns its path.
@@ -53,5 +58,94 @@ func TestCheckEDNRefusesBytesThatAreNotEDN(t *testing.T) {
 	path := writeFile(t, "h.edn", write1+read2)
 	if code, out, errs := invoke(t, "check", "--format", "jepsen-edn", "--model", "register", path); code != 1 {
 		t.Errorf("without the NUL: exit %d (%s%s), want 1, invalid", code, out, errs)
+	}
+}
+
+// exactlyOnceHistory writes an exactly-once history of n applies, one after another,
+// then the final read that lists every op id once on one line, as a run writes it, and
+// returns its path and the length of that line.
+func exactlyOnceHistory(t *testing.T, n int) (string, int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "eo.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString(`{"header":{"format":"indoubt-history/1","workload":"insert","model":"exactly-once","seed":1}}` + "\n")
+	var b []byte
+	for i := range n {
+		id := strconv.Itoa(i%16) + "-" + strconv.Itoa(i/16)
+		for k, typ := range []string{"invoke", "ok"} {
+			b = append(b[:0], `{"index":`...)
+			b = strconv.AppendInt(b, int64(2*i+k), 10)
+			b = append(b, `,"time":`...)
+			b = strconv.AppendInt(b, int64(2*i+k), 10)
+			b = append(b, `,"process":`...)
+			b = strconv.AppendInt(b, int64(i%16), 10)
+			b = append(b, `,"type":"`+typ+`","f":"apply","op_id":"`+id+`"}`+"\n"...)
+			w.Write(b)
+		}
+	}
+	fmt.Fprintf(w, `{"index":%d,"time":%d,"process":16,"type":"invoke","f":"read","op_id":"final-0"}`+"\n", 2*n, 2*n)
+	b = fmt.Appendf(b[:0], `{"index":%d,"time":%d,"process":16,"type":"ok","f":"read","op_id":"final-0","value":{`, 2*n+1, 2*n+1)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, int64(i%16), 10)
+		b = append(b, '-')
+		b = strconv.AppendInt(b, int64(i/16), 10)
+		b = append(b, `":1`...)
+	}
+	b = append(b, "}}\n"...)
+	w.Write(b)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, len(b)
+}
+
+// TestCheckReadsTheLongestLineARunWrites: the final read of an insert run of 16 workers
+// and 25,000 operations each (400,000 op ids) is a line of over 5 MB; indoubt check
+// reads it back (a line may be as long as the history before it) and the history is
+// valid. It used to be refused, "line longer than 4194304 bytes", and the run that
+// wrote it lost its run directory. (histories' TestReaderReadsAMillionOpIDs reads the
+// 14 MB final read of a million.)
+func TestCheckReadsTheLongestLineARunWrites(t *testing.T) {
+	path, line := exactlyOnceHistory(t, 400_000)
+	if line <= histories.MaxLine {
+		t.Fatalf("the final read is %d bytes, not longer than MaxLine", line)
+	}
+	// A process of its own: the check holds the million operations in memory.
+	cmd, out, errb := startBinary(t, "check", path)
+	if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), ": valid (exactly-once)") {
+		t.Fatalf("%d-byte final read: %v, stdout %q, stderr %q; want valid", line, err, out, errb)
+	}
+}
+
+// TestCheckRefusesNumbersNoHistoryHolds: an indoubt history with a negative index, a
+// process below the nemesis's -1 (which used to be taken for the nemesis, its
+// operations unchecked), or a completion earlier than its invocation is refused at
+// its line.
+func TestCheckRefusesNumbersNoHistoryHolds(t *testing.T) {
+	const header = `{"header":{"format":"indoubt-history/1","workload":"register","model":"register","seed":1,"params":{"initial":0}}}` + "\n"
+	const stale = `{"index":2,"time":5,"process":0,"type":"invoke","f":"read"}` + "\n" + `{"index":3,"time":6,"process":0,"type":"ok","f":"read","value":2}` + "\n"
+	for _, tc := range []struct{ name, events, want string }{
+		{"negative index", `{"index":-5,"time":1,"process":0,"type":"invoke","f":"write","value":1}` + "\n" + `{"index":1,"time":2,"process":0,"type":"ok","f":"write","value":1}` + "\n",
+			"h.jsonl line 2: event index -5 is negative"},
+		{"process -7", `{"index":0,"time":1,"process":-7,"type":"invoke","f":"write","value":2}` + "\n" + `{"index":1,"time":2,"process":-7,"type":"ok","f":"write","value":2}` + "\n",
+			"h.jsonl line 2: process -7: a process is a worker's number (0 or more) or -1 for the nemesis"},
+		{"completion before invocation", `{"index":0,"time":100,"process":1,"type":"invoke","f":"write","value":1}` + "\n" + `{"index":1,"time":4,"process":1,"type":"ok","f":"write","value":1}` + "\n",
+			"h.jsonl line 3: completion of process 1 at time 4 is earlier than its invocation at time 100 on line 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "h.jsonl", header+tc.events+stale)
+			wantRefused(t, tc.want, "check", path)
+		})
 	}
 }
