@@ -14,8 +14,11 @@ import (
 // in order and io.EOF at the end. The budget and counter checkers take the events as
 // they come, so memory grows with the operations a checker keeps (budget: those still
 // open; counter: one small record each), not with the history's bytes; the other
-// models, and a check with Options.Final, read the whole history first. An error of next other than io.EOF is returned
-// as it is, and the check ends there.
+// models, and a check with Options.Final, read the whole history first. An error of
+// next other than io.EOF is returned as it is, and the check ends there, except after
+// ctx has ended: then it is taken for the interruption (a reader that stops when ctx
+// does), and the Result is Unknown, interrupted. ctx is looked at every few thousand
+// events, while the history is read and while it is checked.
 func CheckStream(ctx context.Context, h *histories.Header, next func() (histories.Op, error), opt Options) (Result, error) {
 	model := opt.Model
 	if model == "" && h != nil {
@@ -74,15 +77,15 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		return checked.unlessNothing(withLostWrites(c.build(), lost.lost(before))), nil
 	}
 	var ops []histories.Op
-	for {
-		op, err := next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return Result{}, err
-		}
+	done, err := feed(ctx, next, func(op histories.Op) error {
 		ops = append(ops, op)
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if !done {
+		return interrupted(model, ctx.Err()), nil
 	}
 	return Check(ctx, h, ops, opt)
 }
@@ -98,6 +101,9 @@ func feed(ctx context.Context, next func() (histories.Op, error), add func(histo
 		op, err := next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil && ctx.Err() != nil {
+			return false, nil // the reader stopped because ctx did
 		}
 		if err != nil {
 			return false, err

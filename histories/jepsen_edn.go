@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -115,23 +116,36 @@ func (p *jepsenParser) errAt(line int, format string, a ...any) error {
 
 // skip moves past whitespace, commas and comments.
 func (p *jepsenParser) skip() {
-	for p.more() {
-		c := p.src[p.pos]
-		switch {
-		case c == '\n':
+	src, i := p.src, p.pos
+	for i < len(src) && jepsenSpace[src[i]] {
+		switch src[i] {
+		case '\n':
 			p.line++
-			p.pos++
-		case c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '\f' || c == '\v':
-			p.pos++
-		case c == ';':
-			for p.more() && p.src[p.pos] != '\n' {
-				p.pos++
+		case ';':
+			j := bytes.IndexByte(src[i:], '\n')
+			if j < 0 {
+				i = len(src)
+				continue
 			}
-		default:
-			return
+			i += j
+			continue
 		}
+		i++
+	}
+	p.pos = i
+	if i == len(src) && !p.final {
+		p.short = true
 	}
 }
+
+// jepsenSpace marks the bytes skip moves past: whitespace, commas, and the semicolon
+// that starts a comment.
+var jepsenSpace = func() (t [256]bool) {
+	for _, c := range []byte(" \t\n\r,\f\v;") {
+		t[c] = true
+	}
+	return t
+}()
 
 // atEnd reports whether only whitespace and comments remain.
 func (p *jepsenParser) atEnd() bool {

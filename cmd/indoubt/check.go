@@ -151,6 +151,9 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	if err := a.parseValues(*initial, *budget, *failMns); err != nil {
 		return a, err
 	}
+	if a.format != "indoubt" && a.opt.Model == "" {
+		return a, fmt.Errorf("check: Jepsen histories name no model: give --model register or --model cas-register")
+	}
 	if a.skipBad && a.format == "indoubt" {
 		return a, fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
 	}
@@ -215,16 +218,16 @@ func (a checkArgs) check(ctx context.Context) (checker.Result, []histories.Op, e
 	var h *histories.Header
 	var ops []histories.Op
 	var err error
+	if a.faults == "" && a.format != "jepsen-log" {
+		// Nothing else needs the events: check them as they are read.
+		res, err, fatal := a.checkStreamed(ctx)
+		if fatal != nil {
+			return checker.Result{}, nil, fatalCheck{fatal}
+		}
+		return res, nil, err
+	}
 	switch a.format {
 	case "indoubt":
-		if a.faults == "" {
-			// Nothing else needs the events: check them as they are read.
-			res, err, fatal := checkIndoubt(ctx, a.path, a.partial, a.opt)
-			if fatal != nil {
-				return checker.Result{}, nil, fatalCheck{fatal}
-			}
-			return res, nil, err
-		}
 		if h, ops, err = histories.ReadFile(a.path, a.partial); err != nil {
 			return checker.Result{}, nil, fatalCheck{err}
 		}
@@ -261,9 +264,6 @@ func (a checkArgs) readJepsen() ([]histories.Op, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	if a.opt.Model == "" {
-		return nil, fmt.Errorf("check: Jepsen histories name no model: give --model register or --model cas-register")
 	}
 	return ops, nil
 }
@@ -313,31 +313,45 @@ func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.O
 	}
 }
 
-// checkIndoubt checks an indoubt history as it reads it, so that a long history need not
-// fit in memory (checker.CheckStream). Its errors come in the order reading the whole
-// file first gave them: the file's own (a bad line anywhere), then the checker's. The checker's result and error are returned as
-// checker.Check returns them (a visualization error comes with a verdict); fatal is
-// an error of the file, to return as it is.
-func checkIndoubt(ctx context.Context, path string, partial bool, opt checker.Options) (res checker.Result, err, fatal error) {
-	f, err := os.Open(path)
+// checkStreamed checks an indoubt or Jepsen EDN history as it reads it, so that a long
+// history need not fit in memory (checker.CheckStream), and so that reading stops
+// within moments of ctx ending (SIGINT), however long the file. Its errors come in the
+// order reading the whole file first gave them: the file's own (a bad line anywhere),
+// then the checker's. The checker's result and error are returned as checker.Check
+// returns them (a visualization error comes with a verdict); fatal is an error of the
+// file, to return as it is.
+func (a checkArgs) checkStreamed(ctx context.Context) (res checker.Result, err, fatal error) {
+	f, err := os.Open(a.path)
 	if err != nil {
 		return checker.Result{}, nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	rd, err := histories.NewReader(f, path)
-	if err != nil {
-		return checker.Result{}, nil, err
+	src := ctxReader{ctx, f}
+	var h *histories.Header
+	var read func() (histories.Op, error)
+	if a.format == "indoubt" {
+		rd, err := histories.NewReader(src, a.path)
+		if err != nil {
+			return checker.Result{}, nil, err
+		}
+		rd.Partial = a.partial
+		h, read = rd.Header(), rd.Next
+	} else {
+		read = histories.NewJepsenEDNReader(src, a.path, histories.JepsenOptions{SkipBadLines: a.skipBad}).Next
 	}
-	rd.Partial = partial
 	var readErr error
 	next := func() (histories.Op, error) {
-		op, err := rd.Next()
+		op, err := read()
 		if err != nil && err != io.EOF {
 			readErr = err
 		}
 		return op, err
 	}
-	res, err = checker.CheckStream(ctx, rd.Header(), next, opt)
+	res, err = checker.CheckStream(ctx, h, next, a.opt)
+	if ctx.Err() != nil {
+		// Interrupted: what was not read is not the file's fault.
+		return res, err, nil
+	}
 	if err != nil && res.Verdict == 0 && readErr == nil {
 		// The checker stopped early: the rest of the file is read for an error of its
 		// own, which comes first.
@@ -353,6 +367,20 @@ func checkIndoubt(ctx context.Context, path string, partial bool, opt checker.Op
 	// A header with no operation after it is a history of nothing: the checker says
 	// nothing was checked (unknown), as of one whose operations never completed.
 	return res, err, nil
+}
+
+// ctxReader reads r until ctx ends, and then fails every read with ctx's error: a
+// reader of the file stops at its next read, within a window of the file.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // groundTruth is what the proxy's events prove about a checked history.

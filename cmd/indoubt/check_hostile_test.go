@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/indoubt/indoubt/histories"
 )
@@ -147,5 +149,100 @@ func TestCheckRefusesNumbersNoHistoryHolds(t *testing.T) {
 			path := writeFile(t, "h.jsonl", header+tc.events+stale)
 			wantRefused(t, tc.want, "check", path)
 		})
+	}
+}
+
+// TestCheckEDNRefusesDevZeroAtOnce: /dev/zero as an EDN history is refused at its first
+// byte (it used to be read whole: 615 MB in 4 s, and SIGINT did not stop it).
+func TestCheckEDNRefusesDevZeroAtOnce(t *testing.T) {
+	wantRefused(t, "/dev/zero line 1: byte 0x00 is not EDN", "check", "--format", "jepsen-edn", "--model", "register", "/dev/zero")
+}
+
+// TestCheckEDNStopsOnSignal: an EDN history that never ends (a pipe a program keeps
+// writing ops to) is read as it comes, and SIGINT stops the check within a second,
+// exit 2, interrupted. It used to be read whole before anything looked at the signal.
+func TestCheckEDNStopsOnSignal(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "endless.edn")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO: %v", err)
+	}
+	stop := make(chan struct{})
+	wrote := make(chan int64, 1)
+	go func() {
+		var n int64
+		defer func() { wrote <- n }()
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		w := bufio.NewWriter(f)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k, err := fmt.Fprintf(w, "{:type :invoke, :f :write, :process 0, :value %d}\n{:type :ok, :f :write, :process 0, :value %d}\n", i, i)
+			if err != nil {
+				return
+			}
+			n += int64(k)
+		}
+	}()
+	cmd, out, errb := startBinary(t, "check", "--format", "jepsen-edn", "--model", "register", fifo)
+	time.Sleep(1500 * time.Millisecond)
+	sent := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still running 10 s after SIGINT")
+	}
+	if took := time.Since(sent); took > time.Second {
+		t.Errorf("stopped %v after SIGINT, want within a second", took)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(out.String(), "interrupted") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2, interrupted", code, out, errb)
+	}
+	close(stop)
+	if n := <-wrote; n == 0 {
+		t.Errorf("the check read nothing of the pipe")
+	}
+}
+
+// TestCheckEDNRefusesOpsItCannotCheck: EDN ops whose :process is a string or a keyword
+// other than :nemesis used to be dropped as the nemesis's (a stale read among them
+// was valid; a file of only such ops had "no history in it"); now they are refused at
+// their line, as are a negative process, a negative :index and a completion earlier
+// than its invocation.
+func TestCheckEDNRefusesOpsItCannotCheck(t *testing.T) {
+	w1 := "{:type :invoke, :f :write, :process 0, :value 1, :time 1}\n{:type :ok, :f :write, :process 0, :value 1, :time 2}\n"
+	for _, tc := range []struct{ name, ops, want string }{
+		{"string process", `{:type :invoke, :f :read, :process "r1", :time 3}` + "\n" + `{:type :ok, :f :read, :process "r1", :value 2, :time 4}`,
+			`h.edn line 3: :process "r1" is neither a worker's number nor :nemesis`},
+		{"keyword process", "{:type :invoke, :f :read, :process :reader, :time 3}\n{:type :ok, :f :read, :process :reader, :value 2, :time 4}",
+			"h.edn line 3: :process :reader is neither a worker's number nor :nemesis"},
+		{"process -7", "{:type :invoke, :f :read, :process -7, :time 3}\n{:type :ok, :f :read, :process -7, :value 2, :time 4}",
+			"h.edn line 3: process -7 out of range"},
+		{"completion before invocation", "{:type :invoke, :f :read, :process 1, :time 30}\n{:type :ok, :f :read, :process 1, :value 2, :time 4}",
+			"h.edn line 4: completion of process 1 at time 4 is earlier than its invocation at time 30 on line 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantRefused(t, tc.want, "check", "--format", "jepsen-edn", "--model", "register", writeFile(t, "h.edn", w1+tc.ops))
+		})
+	}
+	only := writeFile(t, "h.edn", `{:type :invoke, :f :read, :process "r1"}`+"\n"+`{:type :ok, :f :read, :process "r1", :value 2}`)
+	wantRefused(t, `h.edn line 1: :process "r1" is neither`, "check", "--format", "jepsen-edn", "--model", "register", only)
+	neg := writeFile(t, "h.edn", "{:index -5, :type :invoke, :f :read, :process 1}\n{:index 2, :type :ok, :f :read, :process 1, :value 2}")
+	wantRefused(t, "h.edn line 1: :index -5 is negative", "check", "--format", "jepsen-edn", "--model", "register", neg)
+	// The nemesis stays the nemesis.
+	nem := writeFile(t, "h.edn", "{:type :info, :f :start, :process :nemesis, :time 0}\n"+w1)
+	if code, out, errs := invoke(t, "check", "--format", "jepsen-edn", "--model", "register", nem); code != 0 {
+		t.Errorf("with a nemesis op: exit %d (%s%s), want 0", code, out, errs)
 	}
 }
