@@ -381,6 +381,10 @@ func (c *countingLoss) lostAccount(budget int64, fi int) LostWrite {
 // write in any linearization, so the write is gone. (An unknown write may apply at any
 // time, so its value always counts as one that may follow.)
 func lostRegisterWrites(ops []histories.Op) []LostWrite {
+	faults := ProcessFaults(ops)
+	if !slices.ContainsFunc(faults, ProcessFault.LosesData) {
+		return nil // nothing can have been lost: no need to pair a long history
+	}
 	all, err := histories.Pair(ops)
 	if err != nil {
 		return nil
@@ -395,7 +399,6 @@ func lostRegisterWrites(ops []histories.Op) []LostWrite {
 		byKey[k] = append(byKey[k], o)
 	}
 	slices.Sort(keys)
-	faults := ProcessFaults(ops)
 	var out []LostWrite
 	for fi, f := range faults {
 		if !f.LosesData() || f.End < 0 {

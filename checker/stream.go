@@ -77,10 +77,29 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		return checked.unlessNothing(withLostWrites(c.build(), lost.lost(before))), nil
 	}
 	var ops []histories.Op
-	done, err := feed(ctx, next, func(op histories.Op) error {
+	add := func(op histories.Op) error {
 		ops = append(ops, op)
 		return nil
-	})
+	}
+	if model == RegisterModel || model == CASRegisterModel {
+		// A search: its bounds begin now, and bound the reading of the history too.
+		b := newSearchBounds(ctx, opt.Timeout, opt.MaxMemory)
+		defer b.close()
+		opt.bounds = b
+		done, err := feedWithin(ctx, b.stopped, next, add)
+		if err != nil {
+			return Result{}, err
+		}
+		if !done && ctx.Err() == nil {
+			return Result{Verdict: Unknown, Checker: model, Anomalies: []Anomaly{}, Details: map[string]json.RawMessage{"bound": histories.Value(b.boundName())},
+				Summary: fmt.Sprintf("%s while the history was read (%d events): nothing was decided", b.ranOut(), len(ops))}, nil
+		}
+		if !done {
+			return interrupted(model, ctx.Err()), nil
+		}
+		return Check(ctx, h, ops, opt)
+	}
+	done, err := feed(ctx, next, add)
 	if err != nil {
 		return Result{}, err
 	}
@@ -94,8 +113,13 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 // events and at the end. done is false when ctx stopped it; an error of next or add
 // ends it there.
 func feed(ctx context.Context, next func() (histories.Op, error), add func(histories.Op) error) (done bool, err error) {
+	return feedWithin(ctx, nil, next, add)
+}
+
+// feedWithin is feed that also stops when stopped (when not nil) says so.
+func feedWithin(ctx context.Context, stopped func() bool, next func() (histories.Op, error), add func(histories.Op) error) (done bool, err error) {
 	for i := 0; ; i++ {
-		if i%checkEvery == 0 && ctx.Err() != nil {
+		if i%checkEvery == 0 && (ctx.Err() != nil || stopped != nil && stopped()) {
 			return false, nil
 		}
 		op, err := next()
@@ -112,7 +136,7 @@ func feed(ctx context.Context, next func() (histories.Op, error), add func(histo
 			return false, err
 		}
 	}
-	return ctx.Err() == nil, nil
+	return ctx.Err() == nil && (stopped == nil || !stopped()), nil
 }
 
 // budgetParam is the initial balance: opt.Budget, or the header's.

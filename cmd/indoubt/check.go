@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +47,12 @@ when the history has no final read (exactly-once, bank, budget, counter), as the
 value the model's read would return: {"p-1":1,...}, {"alice":10,...}, {"balance":n},
 {"value":n}.
 
+The register models search for an order of the operations, which can take time and
+memory exponential in how many ran at once. The search stops when --timeout expires
+or when the check's memory reaches --max-memory (default: half of this machine's
+memory, or of the cgroup's limit when that is lower), and the verdict is then unknown
+(exit 2), saying which bound ran out. Both bound the reading of the history too.
+
 Usage: indoubt check [flags] FILE
 
 Examples:
@@ -63,6 +72,11 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	a, err := parseCheckArgs(args, stdout)
 	if err != nil {
 		return err
+	}
+	if a.opt.MaxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		// Garbage is collected before the heap grows past the bound, so that the
+		// bound the search stops at is the memory the process holds.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(a.opt.MaxMemory))
 	}
 	res, ops, err := a.check(ctx)
 	var fatal fatalCheck
@@ -121,6 +135,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		initial = fs.String("initial", "", "register models: initial value of every register (default: absent)")
 		budget  = fs.String("budget", "", "budget model: initial balance, overriding the header")
 		timeout = fs.Duration("timeout", 0, "longest the search may take; then the verdict is unknown (default: none)")
+		maxMem  = fs.String("max-memory", "", "most memory the search may hold, as 512MiB, 4GiB or bytes (0: no bound); then the verdict is unknown (default: half of this machine's memory)")
 		partial = fs.Bool("partial", false, "indoubt format: accept a history cut short by a crash (drop a truncated last line)")
 		viz     = fs.String("html", "", "register models: write porcupine's visualization to this file")
 		jsonOut = fs.Bool("json", false, "print the result as JSON")
@@ -143,6 +158,10 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	}
 	if *timeout < 0 {
 		return a, fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
+	}
+	var err error
+	if a.opt.MaxMemory, err = parseMaxMemory(*maxMem); err != nil {
+		return a, fmt.Errorf("check: --max-memory: %v", err)
 	}
 	if err := checkWritable(*viz); err != nil {
 		return a, fmt.Errorf("check: --html: %v", err)
@@ -473,4 +492,60 @@ func checkWritable(path string) error {
 		os.Remove(path)
 	}
 	return nil
+}
+
+// parseMaxMemory reads --max-memory: a size in bytes with an optional unit (K, M, G, T,
+// with or without i and B, all powers of 1024), 0 or "none" for no bound, and the
+// default when empty.
+func parseMaxMemory(s string) (int64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
+		return defaultMaxMemory(), nil
+	case "0", "none":
+		return 0, nil
+	}
+	num := strings.TrimRight(s, "KkMmGgTtIiBb")
+	unit := strings.ToLower(strings.TrimSpace(s[len(num):]))
+	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "b"), "i")
+	shift, ok := map[string]uint{"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[unit]
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a size (512MiB, 4GiB, or bytes)", s)
+	}
+	n := v * float64(uint64(1)<<shift)
+	if n >= math.MaxInt64 {
+		return 0, fmt.Errorf("%q is larger than any memory", s)
+	}
+	if n < 1<<20 && n != 0 {
+		return 0, fmt.Errorf("%q is less than 1 MiB: no check fits", s)
+	}
+	return int64(n), nil
+}
+
+// defaultMaxMemory is half of the machine's memory, or of the cgroup's limit when that
+// is lower; 4 GiB when neither can be read.
+func defaultMaxMemory() int64 {
+	var total int64
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var kb int64
+			if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); n == 1 {
+				total = kb << 10
+				break
+			}
+		}
+		f.Close()
+	}
+	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		if b, err := os.ReadFile(path); err == nil {
+			if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && v > 0 && (total == 0 || v < total) {
+				total = v
+			}
+		}
+	}
+	if total == 0 {
+		return 4 << 30
+	}
+	return total / 2
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -244,5 +245,92 @@ func TestCheckEDNRefusesOpsItCannotCheck(t *testing.T) {
 	nem := writeFile(t, "h.edn", "{:type :info, :f :start, :process :nemesis, :time 0}\n"+w1)
 	if code, out, errs := invoke(t, "check", "--format", "jepsen-edn", "--model", "register", nem); code != 0 {
 		t.Errorf("with a nemesis op: exit %d (%s%s), want 0", code, out, errs)
+	}
+}
+
+// waitBinary waits up to limit for cmd, killing it after.
+func waitBinary(t *testing.T, cmd *exec.Cmd, limit time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still running after %v", limit)
+	}
+}
+
+// TestCheckSearchBounds: a register search that needs exponential memory stops at
+// --max-memory, and one that needs exponential time at --timeout: unknown (exit 2),
+// the summary naming the bound, and the process's peak memory near the bound. Without
+// them a search of this history grew until the machine ran out (--timeout did not bound
+// the memory of a long one either: 8 GB after 28 s of a 20 s timeout).
+func TestCheckSearchBounds(t *testing.T) {
+	path := hardRegisterHistory(t, 24)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-memory", "128MiB"}, "unknown (cas-register, a failed cas read as compare-failed): the 128 MiB memory bound ran out before the register could be decided (1 of 1 keys)"},
+		{[]string{"--timeout", "1s", "--max-memory", "2GiB"}, "unknown (cas-register, a failed cas read as compare-failed): the 1s timeout expired before the register could be decided (1 of 1 keys)"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			cmd, out, errb := startBinary(t, append(append([]string{"check"}, tc.args...), path)...)
+			waitBinary(t, cmd, 2*time.Minute)
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(out.String(), tc.want) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errb, tc.want)
+			}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && tc.args[0] == "--max-memory" && ru.Maxrss > 3*128<<10 {
+				t.Errorf("peak memory %d KiB, for a bound of 128 MiB", ru.Maxrss)
+			}
+		})
+	}
+	// A --json result says which bound ran out.
+	cmd, out, _ := startBinary(t, "check", "--json", "--max-memory", "128MiB", path)
+	waitBinary(t, cmd, 2*time.Minute)
+	if !strings.Contains(out.String(), `"bound": "memory"`) {
+		t.Errorf("--json: %s; want details.bound memory", out)
+	}
+	wantRefused(t, `--max-memory: "lots" is not a size`, "check", "--max-memory", "lots", path)
+}
+
+// registerSequentialHistory writes n writes of one register, one after another, in
+// indoubt's JSONL or as Jepsen EDN.
+func registerSequentialHistory(t *testing.T, n int, edn bool) string {
+	t.Helper()
+	var b strings.Builder
+	if !edn {
+		b.WriteString(`{"header":{"format":"indoubt-history/1","workload":"register","model":"register","seed":1}}` + "\n")
+	}
+	for i := range n {
+		for k, typ := range []string{"invoke", "ok"} {
+			if edn {
+				fmt.Fprintf(&b, "{:index %d, :time %d, :type :%s, :process 0, :f :write, :value %d}\n", 2*i+k, 2*i+k, typ, i)
+			} else {
+				fmt.Fprintf(&b, `{"index":%d,"time":%d,"process":0,"type":"%s","f":"write","value":%d}`+"\n", 2*i+k, 2*i+k, typ, i)
+			}
+		}
+	}
+	return writeFile(t, "seq.history", b.String())
+}
+
+// TestCheckLongRegisterHistoryInLinearMemory: 200,000 writes of one register, one after
+// another, are checked within 256 MiB, in JSONL and in EDN: the register search keeps
+// one configuration between operations. porcupine, which decided them before, keeps a
+// bitset as long as the history for every step (about 5 GB here).
+func TestCheckLongRegisterHistoryInLinearMemory(t *testing.T) {
+	for _, edn := range []bool{false, true} {
+		path := registerSequentialHistory(t, 200_000, edn)
+		args := []string{"check", "--max-memory", "256MiB", path}
+		if edn {
+			args = []string{"check", "--format", "jepsen-edn", "--model", "register", "--max-memory", "256MiB", path}
+		}
+		cmd, out, errb := startBinary(t, args...)
+		waitBinary(t, cmd, 2*time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(out.String(), "valid (register") || !strings.Contains(out.String(), "all 200000 operations") {
+			t.Fatalf("edn %v: exit %d, stdout %q, stderr %q; want valid", edn, code, out, errb)
+		}
 	}
 }
