@@ -296,12 +296,19 @@ func (c *countingLoss) lost(initial int64) []LostWrite {
 	}
 	var n int64
 	noun, plural := c.effect, c.effect+"s"
+	went := c.final - initial // what the final state says took effect
+	if c.model == "budget" {
+		went = initial - c.final
+	}
+	if (went < 0) != (c.model == "budget" && initial < c.final || c.model != "budget" && c.final < initial) {
+		return nil // the difference overflows: the model's checker refuses the values
+	}
 	if c.model == "budget" {
 		// Each acknowledged decrement took a unit (a replayed one took it earlier);
 		// the balance cannot be higher than that allows, whatever else happened.
-		n = (int64(len(c.acks)) - c.replayed) - (initial - c.final)
+		n = (int64(len(c.acks)) - c.replayed) - went
 	} else {
-		n = int64(len(c.acks)) - (c.final - initial)
+		n = int64(len(c.acks)) - went
 	}
 	if n <= 0 || fi < 0 {
 		return nil

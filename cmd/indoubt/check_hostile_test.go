@@ -334,3 +334,35 @@ func TestCheckLongRegisterHistoryInLinearMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCounterDoesNotWrap: a counter that started at the largest 64-bit integer
+// and "went" to the smallest wrapped: the checker used to compute the slot it claimed
+// with wrapping arithmetic and called it valid. Values are compared without wrapping
+// now, and a value more than 2^63 above the start is refused as no history's.
+func TestCheckCounterDoesNotWrap(t *testing.T) {
+	header := func(before string) string {
+		return `{"header":{"format":"indoubt-history/1","workload":"counter","model":"counter","seed":1,"params":{"before":` + before + `}}}` + "\n"
+	}
+	inc := func(value string) string {
+		return `{"index":0,"time":1,"process":0,"type":"invoke","f":"increment"}` + "\n" +
+			`{"index":1,"time":2,"process":0,"type":"ok","f":"increment","value":` + value + `}` + "\n"
+	}
+	const read = `{"index":2,"time":3,"process":0,"type":"invoke","f":"read"}` + "\n" + `{"index":3,"time":4,"process":0,"type":"ok","f":"read","value":{"value":-9223372036854775808}}` + "\n"
+	for _, tc := range []struct{ name, history, want string }{
+		{"wrote the smallest after the largest", header("9223372036854775807") + inc(`{"wrote":-9223372036854775808}`),
+			"impossible-write: increment of process 0 (index 0) wrote -9223372036854775808, but the counter started at 9223372036854775807"},
+		{"read plus one wrapped", header("9223372036854775807") + inc(`{"read":9223372036854775807,"wrote":-9223372036854775808}`) + read,
+			"inconsistent-increment: increment of process 0 (index 0) read 9223372036854775807 but wrote -9223372036854775808"},
+		{"read below the start", header("9223372036854775807") + inc(`{"read":9223372036854775807,"wrote":-9223372036854775808}`) + read,
+			"impossible-read: read of process 0 (index 2) returned -9223372036854775808, below the value 9223372036854775807"},
+		{"more than 2^63 above the start", header("-9223372036854775808") + inc(`{"wrote":9223372036854775807}`),
+			"more than 2^63 increments above the start -9223372036854775808"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := invoke(t, "check", writeFile(t, "c.jsonl", tc.history))
+			if code != 1 || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errs, tc.want)
+			}
+		})
+	}
+}
