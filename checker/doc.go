@@ -33,8 +33,10 @@
 //     Exact; the choice is a search over partial sums, bounded, Unknown when it
 //     outgrows its bound. CheckBank's documentation says what it cannot see.
 //   - register and cas-register (CheckRegister): integer registers, one per key,
-//     checked for linearizability with porcupine. A search: bounded by
-//     Options.Timeout, and Unknown when it runs out.
+//     checked for linearizability by a search that linearizes each operation just in
+//     time (linear in a long history of few concurrent operations), held to porcupine,
+//     which draws the visualization. A search: bounded by Options.Timeout and
+//     Options.MaxMemory, and Unknown, naming the bound, when one runs out.
 //
 // The value formats each checker reads are those of package histories ("Values").
 // The exactly-once and bank models judge the final state, which a history carries as

@@ -72,6 +72,7 @@
 //
 // ReadJepsenEDN and ReadJepsenLog import Jepsen's histories (history.edn as Jepsen and
 // Knossos write it; the jepsen.util op lines of a test's log, as in the etcd logs
-// porcupine is tested against), and WriteJepsenEDN exports to EDN, so that indoubt's
-// histories can be checked by Knossos or Elle too.
+// porcupine is tested against), JepsenEDNReader reads history.edn one op at a time as
+// Reader reads JSONL, and WriteJepsenEDN exports to EDN, so that indoubt's histories
+// can be checked by Knossos or Elle too.
 package histories
