@@ -311,15 +311,47 @@ func (f *jepsenFast) value(p *jepsenParser, depth int) (jepsenKind, bool) {
 		p.pos++
 		return jepsenString, true
 	case ':':
-		p.pos++
-		tok := jepsenFastToken(p)
-		if len(tok) == 0 || tok[0] == ':' || !jepsenFastPlainAll(tok) {
+		// One pass over the name: each byte both not a delimiter and written as it is.
+		src, start := p.src, p.pos+1
+		i := start
+		for i < len(src) && jepsenFastNameByte[src[i]] {
+			i++
+		}
+		if i == start || src[start] == ':' || i < len(src) && !jepsenDelimiters[src[i]] {
 			return 0, false
 		}
+		if i == len(src) && !p.final {
+			p.short = true
+		}
+		p.pos = i
 		f.val = append(f.val, '"')
-		f.val = append(f.val, tok...)
+		f.val = append(f.val, src[start:i]...)
 		f.val = append(f.val, '"')
 		return jepsenKeyword, true
+	}
+	if c >= '0' && c <= '9' || c == '-' {
+		// An integer: digits up to a delimiter, as the general parser writes it back.
+		src, start := p.src, p.pos
+		i := start
+		if c == '-' {
+			i++
+		}
+		d := i
+		for i < len(src) && src[i] >= '0' && src[i] <= '9' {
+			i++
+		}
+		if i < len(src) && !jepsenDelimiters[src[i]] {
+			return 0, false // a float, a ratio, a suffix: the general path's
+		}
+		if i == len(src) && !p.final {
+			p.short = true
+		}
+		if i == d || src[d] == '0' && (i-d > 1 || c == '-') {
+			return 0, false
+		}
+		p.pos = i
+		f.val = append(f.val, src[start:i]...)
+		return jepsenInt, true
 	}
 	tok := jepsenFastToken(p)
 	switch string(tok) {
@@ -450,6 +482,15 @@ func jepsenFastInt(tok []byte, most int) (int64, bool) {
 var jepsenFastPlain = func() (t [256]bool) {
 	for c := 0x20; c < 0x7f; c++ {
 		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// jepsenFastNameByte marks the bytes of a keyword's name that jepsenFast writes as they
+// are: plain, and not a delimiter.
+var jepsenFastNameByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = jepsenFastPlain[c] && !jepsenDelimiters[c]
 	}
 	return t
 }()
