@@ -114,8 +114,16 @@ func (p *jepsenParser) errAt(line int, format string, a ...any) error {
 	return fmt.Errorf("%s line %d: %s", p.name, line, fmt.Sprintf(format, a...))
 }
 
-// skip moves past whitespace, commas and comments.
+// skip moves past whitespace, commas and comments. Most calls find none: that case
+// is small enough to be inlined.
 func (p *jepsenParser) skip() {
+	if p.pos < len(p.src) && !jepsenSpace[p.src[p.pos]] {
+		return
+	}
+	p.skipSpace()
+}
+
+func (p *jepsenParser) skipSpace() {
 	src, i := p.src, p.pos
 	for i < len(src) && jepsenSpace[src[i]] {
 		switch src[i] {
