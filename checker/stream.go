@@ -38,43 +38,21 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		if err != nil {
 			return Result{}, err
 		}
-		lost := newCountingLoss("budget")
-		var checked completions
-		done, err := feed(ctx, next, func(op histories.Op) error {
-			lost.add(op)
-			checked.add(op)
-			return c.Add(op)
-		})
-		if err != nil {
-			return Result{}, err
-		}
-		if !done {
-			return interrupted("budget", ctx.Err()), nil
-		}
-		return checked.unlessNothing(withLostWrites(c.Result(), lost.lost(b))), nil
+		return stream(ctx, next, model, b, c.Add, c.Result)
 	case "counter":
 		before, err := counterParam(h, opt)
 		if err != nil {
 			return Result{}, err
 		}
 		var p counterPairer
-		lost := newCountingLoss("counter")
-		var checked completions
-		done, err := feed(ctx, next, func(op histories.Op) error {
-			lost.add(op)
-			checked.add(op)
-			return p.add(op)
+		return stream(ctx, next, model, before, p.add, func() Result {
+			all, _ := p.close()
+			c := counterCheck{before: before}
+			c.run(all)
+			return c.build()
 		})
-		if err != nil {
-			return Result{}, err
-		}
-		if !done {
-			return interrupted("counter", ctx.Err()), nil
-		}
-		all, _ := p.close()
-		c := counterCheck{before: before}
-		c.run(all)
-		return checked.unlessNothing(withLostWrites(c.build(), lost.lost(before))), nil
+	case ListAppendModel, RWRegisterModel:
+		return checkTxnStream(ctx, model, h, next, opt)
 	}
 	var ops []histories.Op
 	add := func(op histories.Op) error {
@@ -107,6 +85,27 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		return interrupted(model, ctx.Err()), nil
 	}
 	return Check(ctx, h, ops, opt)
+}
+
+// stream checks a history of a counting model (budget, counter) as it is read: each
+// event goes to add, and to what every check keeps beside its model's (the lost
+// writes of the process faults, what was checked); result builds the model's Result
+// once the history has been read. initial is the budget or the counter's value before.
+func stream(ctx context.Context, next func() (histories.Op, error), model string, initial int64, add func(histories.Op) error, result func() Result) (Result, error) {
+	lost := newCountingLoss(model)
+	var checked completions
+	done, err := feed(ctx, next, func(op histories.Op) error {
+		lost.add(op)
+		checked.add(op)
+		return add(op)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if !done {
+		return interrupted(model, ctx.Err()), nil
+	}
+	return checked.unlessNothing(withLostWrites(result(), lost.lost(initial))), nil
 }
 
 // feed hands each event from next to add until io.EOF, looking at ctx every checkEvery

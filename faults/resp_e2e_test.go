@@ -19,7 +19,7 @@ import (
 
 	"github.com/indoubt/indoubt/faults/internal/faultstest"
 	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -36,11 +36,11 @@ func startProtoProxy(t *testing.T, upstream string, proto toxics.Protocol, seed 
 }
 
 // startRedis launches a Redis of the test's own, stopped (by pid) when the test ends.
-func startRedis(t *testing.T) *servers.Redis {
+func startRedis(t *testing.T) *redis.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := servers.StartRedis(ctx, servers.RedisOptions{})
+	r, err := redis.Start(ctx, redis.Options{})
 	servertest.SkipOrFail(t, err)
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +159,9 @@ func TestRespCommitFaultsWithGoRedis(t *testing.T) {
 				e, truth := fl.aftermath(t, int64(get(key)), log.All())
 				if e.Kind != fl.kind || e.Truth != truth || e.Conn != local() || e.Statement != op.stmt(key) || e.Protocol != "resp" {
 					t.Errorf("event %+v, want kind %v truth %v conn %s statement %q", e, fl.kind, truth, local(), op.stmt(key))
+				}
+				if e.Txn == nil || !e.Txn.Wrote || e.Txn.Seq == 0 || !strings.HasSuffix(e.Txn.Text, op.stmt(key)) {
+					t.Errorf("event's transaction %+v, want a numbered write ending in %q", e.Txn, op.stmt(key))
 				}
 			})
 		}

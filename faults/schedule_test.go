@@ -27,6 +27,9 @@ func TestParseFault(t *testing.T) {
 		{"slow_close:100ms", Fault{Name: "slow_close", Toxic: &Toxic{Type: "slow_close", Attributes: map[string]int64{"delay": 100}}}},
 		{"limit_data:1000", Fault{Name: "limit_data", Toxic: &Toxic{Type: "limit_data", Attributes: map[string]int64{"bytes": 1000}}}},
 		{"partition@5s-7s", Fault{Name: "partition", Start: 5 * time.Second, End: 7 * time.Second, Bounded: true}},
+		{"prepare-cut", Fault{Name: "prepare-cut", P: 1, Statement: PrepareStatement}},
+		{"prepare_drop:0.3@1s-2s", Fault{Name: "prepare-drop", P: 0.3, Statement: PrepareStatement, Start: time.Second, End: 2 * time.Second, Bounded: true}},
+		{"coordinator-crash@2s", Fault{Name: "coordinator-crash", Coordinator: true, Start: 2 * time.Second, Point: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -66,6 +69,10 @@ func TestParseFaultErrors(t *testing.T) {
 		{"partition", "needs a window"},
 		{"partition@5s-", "needs a window with an end"},
 		{"partition:1@1s-2s", "no parameter"},
+		{"coordinator-crash", "give a time"},
+		{"coordinator-crash@1s-2s", "happens at an instant"},
+		{"coordinator-crash:0.5@1s", "takes no parameter"},
+		{"prepare-cut:1.5", "want a number from 0 to 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -90,10 +97,31 @@ func TestParseScheduleOverlap(t *testing.T) {
 		{"commit-drop", "commit-drop@5s-6s"},
 		{"partition@1s-3s", "partition@2s-4s"},
 		{"commit-mixed@5s-", "commit-mixed@100s-200s"},
+		// prepare-cut arms the same knob as commit-cut.
+		{"commit-cut@0s-10s", "prepare-cut@5s-15s"},
 	} {
 		if _, err := ParseSchedule(specs); err == nil || !strings.Contains(err.Error(), "overlaps") {
 			t.Errorf("%q: error %v, want an overlap", specs, err)
 		}
+	}
+}
+
+// TestScheduleOnProxy: the proxy's share of a schedule leaves out what the runner
+// applies itself, and a second coordinator crash is refused.
+func TestScheduleOnProxy(t *testing.T) {
+	s, err := ParseSchedule([]string{"commit-cut:0.1", "kill@1s-2s", "coordinator-crash@3s", "prepare-drop@4s-5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range s.OnProxy() {
+		names = append(names, f.Name)
+	}
+	if strings.Join(names, " ") != "commit-cut prepare-drop" {
+		t.Errorf("OnProxy = %v, want commit-cut prepare-drop", names)
+	}
+	if _, err := ParseSchedule([]string{"coordinator-crash@1s", "coordinator-crash@2s"}); err == nil || !strings.Contains(err.Error(), "one coordinator crash") {
+		t.Errorf("two crashes: %v", err)
 	}
 }
 

@@ -48,6 +48,8 @@
 //	exactly-once  read       none                               {"<op id>":count,...}: the effects present, how often
 //	bank          transfer   {"from":"a","to":"b","amount":n}   any
 //	bank          read       none                               {"a":n,"b":m,...}: every account's balance
+//	list-append   txn        [["append",k,v],["r",k,null],...]  [["append",k,v],["r",k,[v1,v2,...]],...]
+//	rw-register   txn        [["w",k,v],["r",k,null],...]       [["w",k,v],["r",k,v],...]: null for a register never written
 //
 // Register workloads add Op.Key for each independent register. An ok read with no
 // value at all carries no information (what Jepsen's nil read means) and is accepted
@@ -57,6 +59,16 @@
 // value; null or absent: the registers start absent), "accounts" (bank: every
 // account's initial balance, {"a":10,"b":0}), "floor" and "floors" (bank: the lowest
 // balance allowed, for every account and per account; 0 when absent).
+//
+// A transaction (list-append, rw-register) is a JSON array of micro-ops, each an array
+// of the function (append, w or r), the key and the argument: the value appended or
+// written, or what a read returned, null in the invocation (not known yet). Keys and
+// values may be any JSON value (Jepsen's keywords arrive as strings); a value appended
+// or written must be unique per key. A fail or info completion may leave the value out:
+// the invocation's stands for it. A read of a list-append key returns the whole list.
+// The header's params may name what the transactional checkers are checking for:
+// "consistency_models" and "anomalies" (arrays of names, as checker.TxnOptions), and
+// for rw-register "linearizable_keys", "sequential_keys", "wfr_keys" (booleans).
 //
 // An exactly-once apply must carry op_id, the identity of its effect (the idempotency
 // key, the tag of the row it writes); applies that share an op id are one effect. The

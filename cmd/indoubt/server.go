@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/stores/redis"
 )
 
@@ -47,7 +48,7 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var logPath string
 	switch runner.StoreName(*store) {
 	case runner.Postgres:
-		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{Version: *pgVersion})
+		pg, err := postgres.Start(ctx, postgres.Options{Version: *pgVersion})
 		if err != nil {
 			return err
 		}
@@ -55,7 +56,7 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "DSN=%s\nADDR=%s\nPASSWORD=%s\nBINDIR=%s\nPID=%d\n", pg.DSN, pg.Addr, pg.Password, pg.BinDir, pg.Pid())
 		exited, logPath = pg.Exited(), pg.LogPath
 	case runner.Redis:
-		rs, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: *persistence})
+		rs, err := redisserver.Start(ctx, redisserver.Options{Persistence: *persistence})
 		if err != nil {
 			return err
 		}

@@ -55,6 +55,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
@@ -68,10 +69,24 @@ type FaultEvent struct {
 	Truth string // applied, not-applied, or "" when the fault says nothing of a commit
 	What  string // the statement it acted on
 	Tag   string // the server's proof of commit, for cuts: "UPDATE 1", "COMMIT"
-	// Wrote says whether the transaction the fault cut wrote anything, when the proxy
-	// could tell (nil when it could not): the cut of a read-only transaction's COMMIT
-	// changed nothing, whatever its operation did in its other transactions.
-	Wrote *bool
+	// Wrote says whether the transaction the fault cut had a statement that can change
+	// data, by the statements' kind, when the proxy saw it (nil when the event does
+	// not say): the cut of a read-only transaction's COMMIT changed nothing, whatever
+	// its operation did in its other transactions. TxnSeq numbers that transaction
+	// among its connection's, from 1 (0: not known).
+	Wrote  *bool
+	TxnSeq uint64
+}
+
+// EventOf is the evidence's view of one of the proxy's events; at is its time on the
+// history's clock.
+func EventOf(e toxics.Event, at int64) FaultEvent {
+	fe := FaultEvent{Time: at, Conn: e.Conn, Kind: e.Kind.String(), Truth: e.Truth.String(), What: e.Statement, Tag: e.Tag}
+	if e.Txn != nil {
+		w := e.Txn.Wrote
+		fe.Wrote, fe.TxnSeq = &w, e.Txn.Seq
+	}
+	return fe
 }
 
 // effect is what a cut commit is known to have changed.
@@ -307,7 +322,7 @@ func (j *join) add(e FaultEvent) {
 func committedWhat(e FaultEvent) string {
 	switch {
 	case e.Wrote != nil && !*e.Wrote:
-		return fmt.Sprintf("committed a transaction that wrote nothing (%s): nothing changed", cmp.Or(e.Tag, "COMMIT"))
+		return fmt.Sprintf("committed %s whose statements only read, by their kind (%s): nothing changed", txnName(e), cmp.Or(e.Tag, "COMMIT"))
 	case e.effect() == effectRows:
 		return fmt.Sprintf("committed it (%s)", e.Tag)
 	case e.effect() == effectNone:
@@ -316,6 +331,14 @@ func committedWhat(e FaultEvent) string {
 		return fmt.Sprintf("committed it (%s; the reply does not say what changed)", e.Tag)
 	}
 	return "committed it"
+}
+
+// txnName names the transaction an event cut: "its transaction 2 on that connection".
+func txnName(e FaultEvent) string {
+	if e.TxnSeq == 0 {
+		return "a transaction"
+	}
+	return fmt.Sprintf("transaction %d of that connection", e.TxnSeq)
 }
 
 // ackSays is what an operation's acknowledged completion, as the client recorded it,

@@ -14,6 +14,7 @@ import (
 	. "github.com/indoubt/indoubt/internal/powerfs"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -28,7 +29,7 @@ type pgOn struct {
 
 func newPG(t *testing.T, dir string) *pgOn {
 	t.Helper()
-	bin, acct := serverOrSkip(t, servers.FindPostgres)
+	bin, acct := serverOrSkip(t, postgres.Find)
 	// A unix socket path is short; the socket is not under test, so it lives off the mount.
 	sock, err := os.MkdirTemp("/tmp", "powerfs-pgsock-")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	. "github.com/indoubt/indoubt/internal/powerfs"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,7 +29,7 @@ type redisOn struct {
 // returns once it answers PING. It is killed when the test ends.
 func startRedis(t *testing.T, dir, appendfsync string) *redisOn {
 	t.Helper()
-	bin, acct := serverOrSkip(t, servers.FindRedis)
+	bin, acct := serverOrSkip(t, redisserver.Find)
 	if err := acct.Own(dir); err != nil {
 		t.Fatal(err)
 	}

@@ -125,6 +125,9 @@ func proxySchedule(r *results.Results) []string {
 	}
 	var out []string
 	for _, s := range r.Faults.Schedule {
+		if strings.HasPrefix(s, "coordinator-crash") {
+			continue // the coordinator's, not the proxy's: see the two-phase commit section
+		}
 		if !procs[s] {
 			out = append(out, s)
 		}

@@ -70,6 +70,9 @@ type Results struct {
 	// their figures; LostWrites the acknowledged writes found missing after them.
 	ProcessFaults []ProcessFault `json:"process_faults,omitempty"`
 	LostWrites    []LostWrite    `json:"lost_writes,omitempty"`
+	// TwoPhase is the two-phase commit section of a transfer or two-rows run; nil for
+	// the other workloads.
+	TwoPhase *TwoPhase `json:"two_phase_commit,omitempty"`
 	// Final is the workload's final state; nil when the run has none.
 	Final   workloads.Final `json:"final"`
 	RunDir  string          `json:"run_dir"`

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/stores/cql"
 	"github.com/indoubt/indoubt/stores/mongo"
 	"github.com/indoubt/indoubt/stores/redis"
@@ -24,14 +27,14 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 	if cfg.Topology == TopologyReplicated {
 		return launchReplicatedRedis(ctx, cfg, dir)
 	}
-	r, err := servers.StartRedis(ctx, servers.RedisOptions{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log"),
-		PowerFS: cfg.onPowerFS()})
+	r, err := redisserver.Start(ctx, redisserver.Options{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log"),
+		DataFS: cfg.dataFS()})
 	if err != nil {
 		return launched{}, err
 	}
 	return launched{
 		dsn:  r.DSN,
-		desc: fmt.Sprintf("Redis %s at %s, persistence %s", r.Version, r.Addr, r.Persistence) + cfg.durabilityDesc(),
+		desc: fmt.Sprintf("Redis %s at %s, persistence %s", r.Version, r.Addr, cmp.Or(r.Persistence, redisserver.NoPersistence)) + cfg.durabilityDesc(),
 		stop: r.Stop,
 		ctl:  r,
 	}, nil
@@ -153,8 +156,8 @@ func openMongo(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 }
 
 func launchCassandra(ctx context.Context, cfg Config, dir string) (launched, error) {
-	c, err := servers.StartCassandra(ctx, servers.CassandraOptions{LogPath: filepath.Join(dir, "cassandra.log"),
-		CommitLogSync: cfg.CommitLogSync, PowerFS: cfg.onPowerFS(), PowerFSEntries: cfg.entryDurability()})
+	c, err := cassandra.Start(ctx, cassandra.Options{LogPath: filepath.Join(dir, "cassandra.log"),
+		CommitLogSync: cfg.CommitLogSync, DataFS: cfg.dataFS()})
 	if err != nil {
 		return launched{}, err
 	}
@@ -198,10 +201,10 @@ func openCQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, f
 // cassandraAvailable says why no Cassandra can be launched here: its jars are not in
 // the cache scripts/prepare-cassandra fills.
 func cassandraAvailable() error {
-	cache, err := servers.CassandraCacheDir()
+	cache, err := servers.CacheDir()
 	if err != nil {
 		return err
 	}
-	_, err = servers.FindCassandra(cache, servers.CassandraVersion)
+	_, err = cassandra.Find(cache, cassandra.Version)
 	return err
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 )
 
 // cassandraPowerConfig is a budget run on a launched Cassandra whose data directories sit
@@ -38,7 +38,7 @@ func longCassandra(t *testing.T) {
 // The power-loss test below covers a kill and a start on the same data and ports too.
 func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 	longCassandra(t)
-	cfg := cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "pause@1s-2s", "kill@3s-4s")
+	cfg := cassandraPowerConfig(t, cassandra.CommitLogBatch, 40*time.Second, "pause@1s-2s", "kill@3s-4s")
 	cfg.PowerFSEntries = ""
 	res := processRun(t, cfg)
 	batchLosesNothing(t, res, "pause", "resume", "kill", "start")
@@ -57,7 +57,7 @@ func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 // what this tests.
 func TestPowerLossCassandraBatchValid(t *testing.T) {
 	needFuse(t)
-	res := processRun(t, cassandraPowerConfig(t, servers.CommitLogBatch, 40*time.Second, "pause@1s-2s", "power-loss@8s"))
+	res := processRun(t, cassandraPowerConfig(t, cassandra.CommitLogBatch, 40*time.Second, "pause@1s-2s", "power-loss@8s"))
 	batchLosesNothing(t, res, "pause", "resume", "power-loss", "start")
 }
 
@@ -87,7 +87,7 @@ func TestPowerLossCassandraPeriodicNamesLosses(t *testing.T) {
 	needFuse(t)
 	// 15 s in: a sync (every 10 s) has made the budget's row durable. Earlier, the
 	// power loss can take the row itself, and no final state can be read (Findings).
-	res := processRun(t, cassandraPowerConfig(t, servers.CommitLogPeriodic, 40*time.Second, "power-loss@15s"))
+	res := processRun(t, cassandraPowerConfig(t, cassandra.CommitLogPeriodic, 40*time.Second, "power-loss@15s"))
 	faultsHappened(t, res, "power-loss", "start")
 	n, explanation := lostFigures(res)
 	t.Logf("verdict %v, %d acknowledged decrements lost: %s", res.Verdict, n, explanation)

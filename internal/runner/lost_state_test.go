@@ -8,7 +8,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
 
@@ -18,7 +18,7 @@ import (
 // server is down the workers back off instead of spinning through refused dials.
 func TestProcessFaultsRedisNoneBudgetAccountLost(t *testing.T) {
 	cfg := budgetConfig(t)
-	cfg.Store, cfg.Persistence = "redis", servers.RedisNoPersistence
+	cfg.Store, cfg.Persistence = "redis", redis.NoPersistence
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, 3500*time.Millisecond, 1_000_000_000
 	cfg.Faults = schedule(t, "kill@1s-2s")
 	res := processRun(t, cfg)

@@ -9,6 +9,8 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/powerfs"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
+	"github.com/indoubt/indoubt/internal/servers/powerloss"
 )
 
 // Power loss (faults' power-loss@T): the launched server's data directory sits on
@@ -20,13 +22,6 @@ import (
 // A server that does not start again on what survived cannot be read: no verdict is
 // reached (exit 3), and the error says so as a finding, with the server log's tail,
 // distinct from a run that could not start at all.
-
-// powerCtl is what a power loss needs of a launched server (internal/servers' Postgres,
-// Redis and Cassandra launched with PowerFS have it).
-type powerCtl interface {
-	PowerLoss(ctx context.Context, opts powerfs.PowerLossOptions) error
-	PowerStats() (powerfs.Stats, bool)
-}
 
 // onPowerFS reports whether a launched server's data directory goes on powerfs: asked
 // for, or needed by a power-loss fault.
@@ -57,50 +52,55 @@ func (c Config) pgDurability() map[string]string {
 // checkDurability refuses, before anything launches, durability settings and power
 // losses that cannot be applied.
 func checkDurability(c Config) error {
-	for _, o := range []struct{ flag, v string }{{"--synchronous-commit", c.SynchronousCommit}, {"--fsync", c.Fsync}} {
+	for _, o := range []struct{ field, v string }{{"SynchronousCommit", c.SynchronousCommit}, {"Fsync", c.Fsync}} {
 		if o.v == "" {
 			continue
 		}
 		if o.v != "on" && o.v != "off" {
-			return couldNotRun("%s %q: want on or off", o.flag, o.v)
+			return refuse(o.field, "%q: want on or off", o.v)
 		}
 		if c.DSN != "" {
-			return couldNotRun("%s sets a server indoubt launches; over --dsn, set it on the server", o.flag)
+			return refuse(o.field, "sets a server indoubt launches; over {DSN}, set it on the server")
 		}
 	}
 	if c.CommitLogSync != "" {
 		if !slices.Contains(commitLogSyncs, c.CommitLogSync) {
-			return couldNotRun("--commitlog-sync %q: want periodic, batch or group", c.CommitLogSync)
+			return refuse("CommitLogSync", "%q: want periodic, batch or group", c.CommitLogSync)
 		}
 		if c.DSN != "" {
-			return couldNotRun("--commitlog-sync sets a Cassandra indoubt launches; over --dsn, set commitlog_sync in the server's cassandra.yaml")
+			return refuse("CommitLogSync", "sets a Cassandra indoubt launches; over {DSN}, set commitlog_sync in the server's cassandra.yaml")
 		}
 	}
 	switch c.PowerFSEntries {
 	case "", EntriesPOSIX:
 	case EntriesOrdered:
 		if c.Store != CQL {
-			return couldNotRun("--powerfs-entries ordered is built for a launched Cassandra only, not %s", c.Store)
+			return refuse("PowerFSEntries", "ordered is built for a launched Cassandra only, not %s", c.Store)
 		}
 	default:
-		return couldNotRun("--powerfs-entries %q: want posix or ordered", c.PowerFSEntries)
+		return refuse("PowerFSEntries", "%q: want posix or ordered", c.PowerFSEntries)
 	}
 	if c.Topology == TopologyReplicated && (c.SynchronousCommit != "" || c.Fsync != "" || c.onPowerFS()) {
-		return couldNotRun("--synchronous-commit, --fsync, --powerfs and power-loss apply to a single launched server, not to --topology replicated")
+		return refuse("Topology", "{SynchronousCommit}, {Fsync}, {PowerFS} and power-loss faults apply to a single launched server, not to a replicated topology")
 	}
 	if !c.onPowerFS() {
 		return nil
 	}
+	// A power-loss fault puts the data directory on powerfs without --powerfs.
+	field := "PowerFS"
+	if !c.PowerFS {
+		field = "Faults"
+	}
 	switch {
 	case c.DSN != "":
-		return couldNotRun("--powerfs and power-loss need a server indoubt launches, with its data directory on powerfs; over --dsn there is none")
+		return refuse(field, "{PowerFS} and power-loss faults need a server indoubt launches, with its data directory on powerfs; over {DSN} there is none")
 	case c.Store == Mongo:
-		return couldNotRun("--powerfs and power-loss: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process and keeps its data in memory")
+		return refuse(field, "{PowerFS} and power-loss faults: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process and keeps its data in memory")
 	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
-		return couldNotRun("--powerfs and power-loss apply to launched PostgreSQL, Redis and Cassandra only, not to %s", c.Store)
+		return refuse(field, "{PowerFS} and power-loss faults apply to launched PostgreSQL, Redis and Cassandra only, not to %s", c.Store)
 	}
 	if err := powerfs.Available(); err != nil {
-		return couldNotRun("--powerfs and power-loss need a FUSE filesystem: %v", err)
+		return refuse(field, "{PowerFS} and power-loss faults need a FUSE filesystem: %w", err)
 	}
 	return nil
 }
@@ -119,22 +119,31 @@ func (c Config) entryDurability() powerfs.EntryDurability {
 	return powerfs.PerDirectory
 }
 
+// dataFS is the filesystem a launched server's data directory goes on: powerfs with
+// --powerfs-entries' rule when onPowerFS, else none.
+func (c Config) dataFS() servers.Mounter {
+	if !c.onPowerFS() {
+		return nil
+	}
+	return powerloss.FS{Entries: c.entryDurability()}
+}
+
 // commitLogSyncs are the CommitLogSync values other than "".
-var commitLogSyncs = []string{servers.CommitLogPeriodic, servers.CommitLogBatch, servers.CommitLogGroup}
+var commitLogSyncs = []string{cassandra.CommitLogPeriodic, cassandra.CommitLogBatch, cassandra.CommitLogGroup}
 
 // powerLoss applies power-loss fault f (the i-th of the schedule), recording its start
 // and end as nemesis events. A server that does not start again is remembered as the
 // run's failure (nemesis.explain).
 func (p *procNemesis) powerLoss(ctx context.Context, i int, f faults.Fault) {
-	pc, ok := p.ctl.(powerCtl)
+	pc, ok := p.ctl.(powerloss.Server)
 	at := p.run.now()
 	if !ok {
 		p.event(at, f, "power-loss", p.ctl.Pid(), errors.New("the server is not on powerfs"))
 		return
 	}
-	before, _ := pc.PowerStats()
+	before, _ := powerloss.Stats(pc)
 	pid := p.ctl.Pid()
-	err := pc.PowerLoss(ctx, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
+	err := powerloss.Cut(ctx, pc, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
 	p.event(at, f, "power-loss", pid, nil)
 	p.cfg.progressf("fault %s: discarded what was not fsynced: up to %d bytes in %d files, %d directory entries", f.Spec, before.PendingBytes, before.PendingFiles, before.PendingEntries)
 	if err != nil {
@@ -149,7 +158,7 @@ func (n *nemesis) explain(err error) error {
 	if n == nil || n.procs == nil || n.procs.startFailure == nil {
 		return err
 	}
-	return fmt.Errorf("%v; so the final state could not be read (%v)", n.procs.startFailure, err)
+	return fmt.Errorf("%w; so the final state could not be read (%w)", n.procs.startFailure, err)
 }
 
 // durabilityDesc describes the launched server's durability settings for the report.
@@ -166,7 +175,7 @@ func (c Config) durabilityDesc() string {
 	if c.Store == CQL {
 		mode := c.CommitLogSync
 		if mode == "" {
-			mode = servers.CommitLogPeriodic
+			mode = cassandra.CommitLogPeriodic
 		}
 		s += ", commitlog_sync " + mode
 	}

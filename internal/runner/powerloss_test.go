@@ -13,7 +13,8 @@ import (
 	"github.com/indoubt/indoubt/internal/powerfs"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 )
 
 // needFuse skips a power-loss test where FUSE cannot be used, with one line saying
@@ -66,7 +67,7 @@ func TestPowerLossDurableSettingsValid(t *testing.T) {
 		set   func(*runner.Config)
 	}{
 		{"postgres-defaults", runner.Postgres, func(*runner.Config) {}},
-		{"redis-always", runner.Redis, func(c *runner.Config) { c.Persistence = servers.RedisAlways }},
+		{"redis-always", runner.Redis, func(c *runner.Config) { c.Persistence = redis.Always }},
 	} {
 		for seed := int64(1); seed <= 3; seed++ {
 			t.Run(tc.name+"-seed"+strconv.FormatInt(seed, 10), func(t *testing.T) {
@@ -97,7 +98,7 @@ func TestPowerLossFindsLostWrites(t *testing.T) {
 		store runner.StoreName
 		set   func(*runner.Config)
 	}{
-		{"redis-everysec", runner.Redis, func(c *runner.Config) { c.Persistence = servers.RedisEverySec }},
+		{"redis-everysec", runner.Redis, func(c *runner.Config) { c.Persistence = redis.EverySec }},
 		{"postgres-synchronous-commit-off", runner.Postgres, func(c *runner.Config) { c.SynchronousCommit = "off" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,13 +130,13 @@ func TestPowerLossRefused(t *testing.T) {
 		store, dsn, fault, want string
 		set                     func(*runner.Config)
 	}{
-		{"postgres", "postgres://u:p@127.0.0.1:1/db", "power-loss@1s", "over --dsn", nil},
+		{"postgres", "postgres://u:p@127.0.0.1:1/db", "power-loss@1s", "over Config.DSN", nil},
 		{"mongo", "", "power-loss@1s", "inside indoubt's own process", nil},
 		{"postgres", "", "", "want on or off", func(c *runner.Config) { c.Fsync = "sometimes" }},
-		{"postgres", "postgres://u:p@127.0.0.1:1/db", "", "over --dsn", func(c *runner.Config) { c.SynchronousCommit = "off" }},
+		{"postgres", "postgres://u:p@127.0.0.1:1/db", "", "over Config.DSN", func(c *runner.Config) { c.SynchronousCommit = "off" }},
 		{"mongo", "", "", "FerretDB", func(c *runner.Config) { c.PowerFS = true }},
 		{"cql", "", "", "want periodic, batch or group", func(c *runner.Config) { c.CommitLogSync = "always" }},
-		{"cql", "cql://127.0.0.1:1/ks", "", "over --dsn", func(c *runner.Config) { c.CommitLogSync = servers.CommitLogBatch }},
+		{"cql", "cql://127.0.0.1:1/ks", "", "over Config.DSN", func(c *runner.Config) { c.CommitLogSync = cassandra.CommitLogBatch }},
 		{"postgres", "", "power-loss@1s", "Cassandra only", func(c *runner.Config) { c.PowerFSEntries = runner.EntriesOrdered }},
 		{"cql", "", "power-loss@1s", "want posix or ordered", func(c *runner.Config) { c.PowerFSEntries = "ext4" }},
 	} {

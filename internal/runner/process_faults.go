@@ -9,11 +9,12 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
-	"github.com/indoubt/indoubt/internal/servers"
+	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 )
 
-// processCtl is what the process faults need of a launched server (internal/servers'
-// Postgres, Redis and Cassandra have it).
+// processCtl is what the process faults need of a launched server (the Servers of
+// internal/servers/postgres, redis and cassandra have it).
 type processCtl interface {
 	Pid() int
 	Kill() error
@@ -36,15 +37,15 @@ func checkProcessFaults(c Config) error {
 	f := procs[0]
 	switch {
 	case c.DSN != "":
-		return couldNotRun("fault %q: process faults (%s) need a server indoubt launches; over --dsn it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
+		return refuse("Faults", "%s: process faults (%s) need a server indoubt launches; over {DSN} it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
 	case c.Store == Mongo:
-		return couldNotRun("fault %q: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
+		return refuse("Faults", "%s: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
 	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
-		return couldNotRun("fault %q: process faults are applied to launched PostgreSQL, Redis and Cassandra only, not to %s", f.Spec, c.Store)
+		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis and Cassandra only, not to %s", f.Spec, c.Store)
 	}
 	for _, f := range procs {
 		if f.Name == "failover" && c.Topology != TopologyReplicated {
-			return couldNotRun("fault %q: failover needs a standby to promote: add --topology replicated", f.Spec)
+			return refuse("Faults", "%s: failover needs a standby to promote: set {Topology} replicated", f.Spec)
 		}
 	}
 	return nil
@@ -132,6 +133,8 @@ func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, er
 func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 	pid := p.ctl.Pid()
 	defer p.state.during(f)()
+	p.run.end.faultBegins()
+	defer func() { p.run.end.faultEnds(time.Now()) }()
 	// Starting again must not depend on the run's context: a server left down would
 	// fail the final reads.
 	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -217,34 +220,34 @@ const (
 func checkTopology(c Config) error {
 	switch c.Topology {
 	case "", TopologySingle:
-		if c.Replication != "" && c.Replication != servers.ReplicationAsync {
-			return couldNotRun("--replication %s needs --topology replicated", c.Replication)
+		if c.Replication != "" && c.Replication != pgserver.ReplicationAsync {
+			return refuse("Replication", "%s needs {Topology} replicated", c.Replication)
 		}
 		return nil
 	case TopologyReplicated:
 	default:
-		return couldNotRun("--topology %q: want single or replicated", c.Topology)
+		return refuse("Topology", "%q: want single or replicated", c.Topology)
 	}
 	switch {
-	case c.Replication != "" && c.Replication != servers.ReplicationAsync && c.Replication != servers.ReplicationSync:
-		return couldNotRun("--replication %q: want async or sync", c.Replication)
+	case c.Replication != "" && c.Replication != pgserver.ReplicationAsync && c.Replication != pgserver.ReplicationSync:
+		return refuse("Replication", "%q: want async or sync", c.Replication)
 	case c.DSN != "":
-		return couldNotRun("--topology replicated launches its servers: drop --dsn (compose/ has replicated topologies to point --dsn at)")
+		return refuse("Topology", "replicated launches its servers: drop {DSN} (compose/ has replicated topologies to point {DSN} at)")
 	case c.Store != Postgres && c.Store != Redis:
-		return couldNotRun("--topology replicated: this build launches a replicated PostgreSQL or Redis, not %s", c.Store)
-	case c.Store == Redis && c.Replication == servers.ReplicationSync:
+		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis, not %s", c.Store)
+	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:
 		// WAIT after each write would report how many replicas have it, not make a
 		// failover keep it: Redis documents that WAIT does not make it strongly consistent.
-		return couldNotRun("--replication sync: Redis replicates asynchronously only (WAIT does not make a failover keep a write); use --replication async")
+		return refuse("Replication", "sync: Redis replicates asynchronously only (WAIT does not make a failover keep a write); use async")
 	case c.proxied():
-		return couldNotRun("--topology replicated: the fault proxy fronts one server; use process faults (kill, pause, restart, failover) only, or --proxy off")
+		return refuse("Topology", "replicated: the fault proxy fronts one server; use process faults (kill, pause, restart, failover) only, or {Proxy} off")
 	}
 	return nil
 }
 
 func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
-	rp, err := servers.StartReplicatedPostgres(ctx, servers.ReplicatedPostgresOptions{
-		Postgres:    servers.PostgresOptions{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion},
+	rp, err := pgserver.StartReplicated(ctx, pgserver.ReplicatedOptions{
+		Postgres:    pgserver.Options{LogPath: filepath.Join(dir, "postgres.log"), Version: cfg.PGVersion},
 		Replication: cfg.Replication,
 	})
 	if err != nil {
@@ -255,8 +258,8 @@ func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (laun
 }
 
 func launchReplicatedRedis(ctx context.Context, cfg Config, dir string) (launched, error) {
-	rr, err := servers.StartReplicatedRedis(ctx, servers.ReplicatedRedisOptions{
-		Redis: servers.RedisOptions{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log")},
+	rr, err := redisserver.StartReplicated(ctx, redisserver.ReplicatedOptions{
+		Redis: redisserver.Options{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log")},
 	})
 	if err != nil {
 		return launched{}, err
@@ -269,9 +272,9 @@ func launchReplicatedRedis(ctx context.Context, cfg Config, dir string) (launche
 
 // replicatedCtl applies kill, pause and restart to the server that is primary now (the
 // standby once promoted), and failover to the pair.
-type replicatedCtl struct{ rp *servers.ReplicatedPostgres }
+type replicatedCtl struct{ rp *pgserver.Replicated }
 
-func (c replicatedCtl) primary() *servers.Postgres {
+func (c replicatedCtl) primary() *pgserver.Server {
 	if c.rp.Promoted {
 		return c.rp.Standby
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -122,7 +122,7 @@ func redisRegister(t *testing.T, persistence string, specs ...string) runner.Con
 
 // Redis with persistence always loses nothing to a kill or a restart.
 func TestProcessFaultsRedisAlwaysValid(t *testing.T) {
-	res := processRun(t, redisRegister(t, servers.RedisAlways, "kill@500ms-1500ms", "pause@2s-2500ms", "restart@3s"))
+	res := processRun(t, redisRegister(t, redis.Always, "kill@500ms-1500ms", "pause@2s-2500ms", "restart@3s"))
 	if res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
 	}
@@ -135,7 +135,7 @@ func TestProcessFaultsRedisAlwaysValid(t *testing.T) {
 // Redis without persistence forgets everything when killed: the writes acknowledged
 // before the kill are named, with the fault and the time from acknowledgement to fault.
 func TestProcessFaultsRedisNoneLosesWrites(t *testing.T) {
-	res := processRun(t, redisRegister(t, servers.RedisNoPersistence, "kill@1s-2s"))
+	res := processRun(t, redisRegister(t, redis.NoPersistence, "kill@1s-2s"))
 	if res.Verdict != checker.Invalid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
 	}
@@ -165,11 +165,11 @@ func TestProcessFaultsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		store, dsn, fault, want string
 	}{
-		{"postgres", "postgres://u:p@127.0.0.1:1/db", "kill@1s", "over --dsn"},
+		{"postgres", "postgres://u:p@127.0.0.1:1/db", "kill@1s", "over Config.DSN"},
 		{"mongo", "", "pause@1s-2s", "inside indoubt's own process"},
-		{"postgres", "", "failover@1s", "--topology replicated"},
-		{"cql", "cql://127.0.0.1:1/ks", "restart@1s", "over --dsn"},
-		{"redis", "", "failover@1s", "--topology replicated"},
+		{"postgres", "", "failover@1s", "set Config.Topology replicated"},
+		{"cql", "cql://127.0.0.1:1/ks", "restart@1s", "over Config.DSN"},
+		{"redis", "", "failover@1s", "set Config.Topology replicated"},
 	} {
 		cfg := budgetConfig(t)
 		cfg.Store, cfg.DSN, cfg.Workload = runner.StoreName(tc.store), tc.dsn, "register"

@@ -17,14 +17,15 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
 
-var pg = servertest.Postgres(servers.PostgresOptions{})
+var pg = servertest.Postgres(postgres.Options{})
 
 func TestMain(m *testing.M) {
-	code := servertest.Main(m, pg)
+	code := servertest.Main(m, pg, pgs)
 	if code == 0 {
 		// Every worker, sync loop and pool goroutine must be gone once runs return.
 		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {

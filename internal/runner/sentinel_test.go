@@ -11,7 +11,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 )
 
 // nemesisPids returns the pid of each nemesis event of the history, by action.
@@ -94,7 +94,7 @@ func TestFailoverRedisSentinel(t *testing.T) {
 // up to a second more to find the new primary, and an acknowledgement after the
 // promotion is required.
 func TestFailoverRedisRejoinRegister(t *testing.T) {
-	cfg := redisRegister(t, servers.RedisNoPersistence, "failover:rejoin@1s")
+	cfg := redisRegister(t, redis.NoPersistence, "failover:rejoin@1s")
 	cfg.Topology, cfg.Workers, cfg.Duration = runner.TopologyReplicated, 3, 7*time.Second
 	res := processRun(t, cfg)
 	promotedElsewhere(t, res, "rejoin")

@@ -10,108 +10,132 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/indoubt/indoubt/internal/powerfs"
 )
 
-// instance is the lifecycle that every launcher shares: a temporary directory, a log file
-// the caller opened, and a Stop that runs once. The launchers embed it and keep their own
-// exported Pid, Exited and Stop, whose doc comments state each server's shutdown.
-type instance struct {
-	name  string   // the server, "postgres": prefixes errors
-	keep  bool     // leave dirs in place after Stop or a failed start
-	dirs  []string // removed by cleanup unless keep; dirs[0] is the server's temporary directory
-	log   *os.File // the server log, closed by cleanup
-	proc  *Process // the server process once it is ready; nil for a server run in-process
-	sig   syscall.Signal
-	grace time.Duration // how long stop waits after sig before it kills the process group
-	// discardSig, when set, is the signal stop sends instead of sig when the directories
-	// are removed afterwards (no keep): what a clean shutdown would save is thrown away.
-	discardSig syscall.Signal
+// Instance is the lifecycle that every launcher shares: a temporary directory (and more
+// if need be) with the owner marker that a later launch and `indoubt clean` read, a log
+// file the launcher opens and hands to the server, the server process once it is
+// ready, a Stop that runs once, and the process faults (process_faults.go) that keep
+// the data, the port and the password.
+//
+// A launcher keeps one in its server type, not embedded, sets the exported fields
+// before the first call, and gives its server its own exported Pid, Exited, Stop, Kill
+// ..., whose doc comments state that server's shutdown. Once the server is started,
+// the methods are safe for concurrent use.
+type Instance struct {
+	// Name is the server, "postgres": it prefixes errors and names the temporary
+	// directory (indoubt-NAME-PID-...).
+	Name string
+	// Keep leaves the directories in place after Stop, or after a failed start.
+	Keep bool
+	// StopSignal is the server's graceful shutdown signal; StopGrace is how long Stop
+	// waits after it before it kills the process group.
+	StopSignal syscall.Signal
+	StopGrace  time.Duration
+	// DiscardSignal, when set, is the signal Stop sends instead of StopSignal when the
+	// directories are removed afterwards (no Keep): what a clean shutdown would save is
+	// thrown away.
+	DiscardSignal syscall.Signal
+
+	dirs []string // removed by cleanup unless Keep; dirs[0] is the server's temporary directory
+	log  *os.File // the server log, closed by cleanup
+	proc *Process // the server process once it is ready
 
 	stopOnce sync.Once
 	stopErr  error
 
-	// For the process faults (process_faults.go): relaunch starts the server again on
-	// its data and port; mu guards proc and down against a concurrent Stop.
+	// For the process faults: relaunch starts the server again on its data and port;
+	// mu guards proc and down against a concurrent Stop.
 	relaunch func(ctx context.Context) error
 	mu       sync.Mutex
 	down     bool
 
-	// pfs is the powerfs the data directory sits on (powerloss.go); nil without one.
+	// mount is the filesystem the data directory sits on (mount.go); nil without one.
 	// cleanup unmounts it before removing dirs.
-	pfs *powerfs.FS
-	// pfsBacking and pfsMount are the powerfs's directories when the launch asked for
-	// one, set before the server's files are made.
-	pfsBacking, pfsMount string
+	mount Mount
 }
 
-// makeTempDir makes the server's temporary directory under parent ("" means os.TempDir())
-// after checking that acct can reach parent, records it as dirs[0] and returns its
-// absolute path: the server runs with its own working directory, and MkdirTemp may return
-// a relative one.
-func (s *instance) makeTempDir(parent string, acct Account) (string, error) {
+// MakeTempDir makes the server's temporary directory under parent ("" means
+// os.TempDir()) after checking that acct can reach parent, with the owner marker (see
+// MakeOwnedDir), and returns its absolute path: the server runs with its own working
+// directory, and os.MkdirTemp may return a relative one. It first removes the
+// leftovers of killed harnesses in parent and in os.TempDir(), as every launch does.
+func (s *Instance) MakeTempDir(parent string, acct Account) (string, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
 	if err := acct.CheckReach(parent); err != nil {
-		return "", fmt.Errorf("%s: %w", s.name, err)
+		return "", fmt.Errorf("%s: %w", s.Name, err)
 	}
 	reapLeftovers(parent, os.TempDir())
-	dir, err := s.makeOwnedDir(parent, s.name)
+	dir, err := s.MakeOwnedDir(parent, s.Name)
 	if err != nil {
 		return "", err
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		_ = os.RemoveAll(dir)
-		return "", fmt.Errorf("%s: %w", s.name, err)
+		return "", fmt.Errorf("%s: %w", s.Name, err)
 	}
 	s.dirs[len(s.dirs)-1] = dir
 	return dir, nil
 }
 
-// makeOwnedDir makes a temporary directory under parent named for kind and this
-// process, with the owner marker that lets a later launch or `indoubt clean` remove it
-// should this process die without cleaning up, and appends it to dirs.
-func (s *instance) makeOwnedDir(parent, kind string) (string, error) {
-	dir, err := os.MkdirTemp(parent, tempDirPattern(kind))
+// MakeOwnedDir makes another temporary directory of the server under parent, named
+// for kind and this process (TempDirPattern), with the owner marker that lets a later
+// launch or `indoubt clean` remove it should this process die without cleaning up.
+// Stop removes it with the others unless Keep.
+func (s *Instance) MakeOwnedDir(parent, kind string) (string, error) {
+	dir, err := os.MkdirTemp(parent, TempDirPattern(kind))
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", s.name, err)
+		return "", fmt.Errorf("%s: %w", s.Name, err)
 	}
-	if err := writeOwner(dir, s.keep, nil); err != nil {
+	if err := writeOwner(dir, s.Keep, nil); err != nil {
 		_ = os.RemoveAll(dir)
-		return "", fmt.Errorf("%s: %w", s.name, err)
+		return "", fmt.Errorf("%s: %w", s.Name, err)
 	}
 	s.dirs = append(s.dirs, dir)
 	return dir, nil
 }
 
-// openLog opens the server log for appending. The caller opens it and hands it to the
-// server as stdout and stderr, so the server's user needs no permission for it and it can
-// live anywhere the caller can write.
-func (s *instance) openLog(path string) error {
+// OpenLog opens the server log at path for appending; Stop closes it. The launcher
+// opens it and hands it to the server as stdout and stderr (Log), so the server's user
+// needs no permission for it and it can live anywhere the caller can write.
+func (s *Instance) OpenLog(path string) error {
 	log, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("%s: log: %w", s.name, err)
+		return fmt.Errorf("%s: log: %w", s.Name, err)
 	}
 	s.log = log
 	return nil
 }
 
-// abandon cleans up after a failed start and returns err, naming the kept directory when
-// keep is set. The start's error is the one worth reporting, so cleanup's is dropped.
-func (s *instance) abandon(err error) error {
+// Log returns the log OpenLog opened, nil before.
+func (s *Instance) Log() *os.File { return s.log }
+
+// Abandon cleans up after a failed start (closes the log, unmounts the DataFS, removes
+// the directories unless Keep) and returns err, naming the kept directory when Keep is
+// set. The start's error is the one worth reporting, so cleanup's is dropped.
+func (s *Instance) Abandon(err error) error {
 	_ = s.cleanup()
-	if s.keep && len(s.dirs) > 0 {
+	if s.Keep && len(s.dirs) > 0 {
 		err = fmt.Errorf("%w (kept %s)", err, s.dirs[0])
 	}
 	return err
 }
 
-// stop sends sig to the server process, waits up to grace, kills its process group if
-// need be, then cleans up. Every call returns the first call's result, after the server
-// is gone.
-func (s *instance) stop() error {
+// SetProcess records p as the server process, once it is ready: the one Stop and the
+// process faults act on. A launcher calls it at the first start and at every start
+// again (SetRelaunch).
+func (s *Instance) SetProcess(p *Process) { s.proc = p }
+
+// Process returns the server process SetProcess recorded.
+func (s *Instance) Process() *Process { return s.proc }
+
+// Stop sends StopSignal (or DiscardSignal) to the server process, waits up to
+// StopGrace, kills its process group if need be, then closes the log, unmounts the
+// DataFS and removes the directories unless Keep. Every call returns the first call's
+// result, after the server is gone.
+func (s *Instance) Stop() error {
 	return s.stopWith(func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -121,72 +145,92 @@ func (s *instance) stop() error {
 		}
 		// A paused server must run to hear the signal.
 		_ = syscall.Kill(-s.proc.Pid(), syscall.SIGCONT)
-		sig := s.sig
-		if s.discardSig != 0 && !s.keep {
-			sig = s.discardSig
+		sig := s.StopSignal
+		if s.DiscardSignal != 0 && !s.Keep {
+			sig = s.DiscardSignal
 		}
-		return s.proc.Stop(sig, s.grace)
+		return s.proc.Stop(sig, s.StopGrace)
 	})
 }
 
 // stopWith runs halt and then cleanup, once; every call returns the first call's result.
-func (s *instance) stopWith(halt func() error) error {
+func (s *Instance) stopWith(halt func() error) error {
 	s.stopOnce.Do(func() {
 		s.stopErr = errors.Join(halt(), s.cleanup())
 	})
 	return s.stopErr
 }
 
-// cleanup closes the log and, unless keep, removes dirs.
-func (s *instance) cleanup() error {
+// cleanup closes the log and, unless Keep, removes dirs.
+func (s *Instance) cleanup() error {
 	var errs []error
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 		s.log = nil
 	}
-	if s.pfs != nil {
+	if s.mount != nil {
 		// Unmount is a clean shutdown: what the server wrote stays, for Keep.
-		if err := s.pfs.Unmount(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+		if err := s.mount.Unmount(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
 		}
-		s.pfs = nil
+		s.mount = nil
 	}
-	if !s.keep {
+	if !s.Keep {
 		for _, dir := range s.dirs {
 			if err := os.RemoveAll(dir); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+				errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// sayer returns the progress printer of a start: one line to w, prefixed with the server's
-// name, or nothing when w is nil.
-func (s *instance) sayer(w io.Writer) func(format string, args ...any) {
+// Progress returns the progress printer of a start: one line to w, prefixed with the
+// server's name, or nothing when w is nil.
+func (s *Instance) Progress(w io.Writer) func(format string, args ...any) {
 	return func(format string, args ...any) {
 		if w != nil {
-			fmt.Fprintf(w, s.name+": "+format+"\n", args...)
+			fmt.Fprintf(w, s.Name+": "+format+"\n", args...)
 		}
 	}
 }
 
-// errAddrInUse marks a start that failed because another process bound the port first.
-var errAddrInUse = errors.New("address in use")
+// ErrAddrInUse marks a start that failed because another process bound the port
+// first: ListenOnFreePort tries another port then.
+var ErrAddrInUse = errors.New("address in use")
 
-// listenOnFreePort calls listen with a free port until it returns nil or an error other
-// than errAddrInUse, or three ports were taken: FreePort can lose a race with another
-// process for the port, and then another port is worth a try.
-func (s *instance) listenOnFreePort(say func(string, ...any), listen func(port int) error) error {
+// ListenOnFreePort calls listen with a free port until it returns nil or an error that
+// does not match ErrAddrInUse, or three ports were taken: FreePort can lose a race with
+// another process for the port, and then another port is worth a try. say reports each
+// retry.
+func (s *Instance) ListenOnFreePort(say func(string, ...any), listen func(port int) error) error {
 	for attempt := 1; ; attempt++ {
 		port, err := FreePort()
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 		err = listen(port)
-		if err == nil || attempt == 3 || !errors.Is(err, errAddrInUse) {
+		if err == nil || attempt == 3 || !errors.Is(err, ErrAddrInUse) {
 			return err
 		}
 		say("port %d was taken; retrying", port)
 	}
+}
+
+// LogTail returns the server log at path from offset on (at most its last 64 KiB), ""
+// when it cannot be read: what a failed start says, for its error.
+func LogTail(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size()-offset > 64<<10 {
+		offset = fi.Size() - 64<<10
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// A server that ignores its shutdown signal shows which signal stop sent: with
-// discardSig and nothing kept, the discard signal ends it at once; kept, it is sent
+// A server that ignores its shutdown signal shows which signal Stop sent: with
+// DiscardSignal and nothing kept, the discard signal ends it at once; kept, it is sent
 // the shutdown signal, ignores it, and is killed when the grace runs out.
 func TestStopSendsTheDiscardSignalOnlyWhenNothingIsKept(t *testing.T) {
 	for _, keep := range []bool{false, true} {
@@ -21,8 +21,8 @@ func TestStopSendsTheDiscardSignalOnlyWhenNothingIsKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &instance{name: "deaf", keep: keep, dirs: []string{dir}, proc: proc,
-			sig: syscall.SIGTERM, grace: 1500 * time.Millisecond, discardSig: syscall.SIGKILL}
+		s := &Instance{Name: "deaf", Keep: keep, dirs: []string{dir}, proc: proc,
+			StopSignal: syscall.SIGTERM, StopGrace: 1500 * time.Millisecond, DiscardSignal: syscall.SIGKILL}
 		// No signal before the shell has set its trap.
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			if _, err := os.Stat(ready); err == nil {
@@ -32,7 +32,7 @@ func TestStopSendsTheDiscardSignalOnlyWhenNothingIsKept(t *testing.T) {
 				t.Fatal("the shell never set its trap")
 			}
 		}
-		err = s.stop()
+		err = s.Stop()
 		switch {
 		case !keep && err != nil:
 			t.Errorf("not kept: stop = %v, want nil: SIGKILL was the signal asked for", err)

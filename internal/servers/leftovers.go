@@ -29,9 +29,10 @@ type owner struct {
 	Keep        bool   `json:"keep,omitempty"` // launched with Keep: left for inspection
 }
 
-// tempDirPattern is the MkdirTemp pattern of a launched server's directory: the owning
-// process id is in the name too, so that a human looking at /tmp can tell.
-func tempDirPattern(kind string) string {
+// TempDirPattern is the os.MkdirTemp pattern of a launched server's directory named for
+// kind, "indoubt-KIND-PID-": FindLeftovers looks at the directories named indoubt-*, and
+// the owning process id is in the name too, so that a human looking at /tmp can tell.
+func TempDirPattern(kind string) string {
 	return "indoubt-" + kind + "-" + strconv.Itoa(os.Getpid()) + "-"
 }
 
@@ -65,11 +66,14 @@ func writeOwner(dir string, keep bool, server *Process) error {
 	return nil
 }
 
-// track records server in the owner marker of every directory of s.
-func (s *instance) track(server *Process) error {
+// Track records server in the owner marker of every directory of s, so that a later
+// launch or `indoubt clean` kills it should this process die without stopping it. A
+// launcher calls it as soon as the server process exists, before it waits for the
+// server to be ready: a harness killed during the wait leaves a server to find.
+func (s *Instance) Track(server *Process) error {
 	for _, dir := range s.dirs {
-		if err := writeOwner(dir, s.keep, server); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+		if err := writeOwner(dir, s.Keep, server); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 	}
 	return nil
@@ -226,7 +230,7 @@ func MakeOwnedTempDir(parent, kind string) (string, error) {
 		parent = os.TempDir()
 	}
 	reapLeftovers(parent, os.TempDir())
-	dir, err := os.MkdirTemp(parent, tempDirPattern(kind))
+	dir, err := os.MkdirTemp(parent, TempDirPattern(kind))
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
+	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -18,14 +20,14 @@ import (
 // that returns the server's pid, its temporary directory and its Stop.
 var launchers = map[string]func(ctx context.Context, dir string) (int, string, func() error, error){
 	"postgres": func(ctx context.Context, dir string) (int, string, func() error, error) {
-		pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{Dir: dir})
+		pg, err := postgres.Start(ctx, postgres.Options{Dir: dir})
 		if err != nil {
 			return 0, "", nil, err
 		}
 		return pg.Pid(), pg.Dir, pg.Stop, nil
 	},
 	"redis": func(ctx context.Context, dir string) (int, string, func() error, error) {
-		r, err := servers.StartRedis(ctx, servers.RedisOptions{Dir: dir, Persistence: servers.RedisAlways})
+		r, err := redis.Start(ctx, redis.Options{Dir: dir, Persistence: redis.Always})
 		if err != nil {
 			return 0, "", nil, err
 		}
@@ -50,8 +52,8 @@ func TestKilledHarnessLeftoversAreReaped(t *testing.T) {
 	}
 	for _, kind := range []string{"postgres", "redis"} {
 		t.Run(kind, func(t *testing.T) {
-			parent := reachableDir(t)
-			cmd, line := rerun(t, "TestKilledHarnessLeftoversAreReaped", "INDOUBT_TEST_LEFTOVER_KIND="+kind, "INDOUBT_TEST_LEFTOVER_DIR="+parent)
+			parent := servertest.ReachableDir(t)
+			cmd, line := servertest.Rerun(t, "TestKilledHarnessLeftoversAreReaped", "INDOUBT_TEST_LEFTOVER_KIND="+kind, "INDOUBT_TEST_LEFTOVER_DIR="+parent)
 			var pid int
 			var dir string
 			if _, err := fmt.Sscan(line, &pid, &dir); err != nil {
@@ -68,8 +70,8 @@ func TestKilledHarnessLeftoversAreReaped(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
-			if !eventually(func() bool { return len(groupAlive(pid)) == 0 }) {
-				t.Fatalf("server processes outlived the harness: %v", groupAlive(pid))
+			if !servertest.Eventually(func() bool { return len(servertest.GroupAlive(pid)) == 0 }) {
+				t.Fatalf("server processes outlived the harness: %v", servertest.GroupAlive(pid))
 			}
 			if _, err := os.Stat(dir); err != nil {
 				t.Fatalf("the killed harness's directory: %v; want it left for the test", err)

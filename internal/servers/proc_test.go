@@ -15,55 +15,8 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
-
-// procState returns the state letter of a process from /proc, "" if there is none.
-// A zombie ("Z") is dead: in a container nobody may reap an orphan.
-func procState(pid int) (state string, pgrp int) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return "", 0
-	}
-	// The command name is in parentheses and may hold spaces; fields follow the last ')'.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 3 {
-		return "", 0
-	}
-	pgrp, _ = strconv.Atoi(f[2])
-	return f[0], pgrp
-}
-
-func alive(pid int) bool {
-	st, _ := procState(pid)
-	return st != "" && st != "Z"
-}
-
-// groupAlive returns the live processes of process group pgid.
-func groupAlive(pgid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, pg := procState(pid); pg == pgid && st != "" && st != "Z" {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// eventually polls cond for up to 10 s.
-func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
-}
 
 func startShell(t *testing.T, script string) *servers.Process {
 	t.Helper()
@@ -91,8 +44,8 @@ func TestProcessStopGraceful(t *testing.T) {
 		t.Errorf("stop: %v", err)
 	}
 	// The shell died of SIGTERM; its background sleep must not survive it.
-	if !eventually(func() bool { return len(groupAlive(p.Pid())) == 0 }) {
-		t.Errorf("group members left: %v", groupAlive(p.Pid()))
+	if !servertest.Eventually(func() bool { return len(servertest.GroupAlive(p.Pid())) == 0 }) {
+		t.Errorf("group members left: %v", servertest.GroupAlive(p.Pid()))
 	}
 	select {
 	case <-p.Exited():
@@ -104,8 +57,8 @@ func TestProcessStopGraceful(t *testing.T) {
 func TestProcessStopForced(t *testing.T) {
 	p := startShell(t, `trap "" TERM; sleep 60 & wait`)
 	// Once the sleep runs, the shell has set its trap.
-	if !eventually(func() bool { return len(groupAlive(p.Pid())) == 2 }) {
-		t.Fatalf("group %d: %v, want the shell and its sleep", p.Pid(), groupAlive(p.Pid()))
+	if !servertest.Eventually(func() bool { return len(servertest.GroupAlive(p.Pid())) == 2 }) {
+		t.Fatalf("group %d: %v, want the shell and its sleep", p.Pid(), servertest.GroupAlive(p.Pid()))
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
@@ -122,8 +75,8 @@ func TestProcessStopForced(t *testing.T) {
 			t.Errorf("stop %d returned %v, first returned %v", i, err, errs[0])
 		}
 	}
-	if !eventually(func() bool { return !alive(p.Pid()) && len(groupAlive(p.Pid())) == 0 }) {
-		t.Errorf("processes left in group %d: %v", p.Pid(), groupAlive(p.Pid()))
+	if !servertest.Eventually(func() bool { return !servertest.Alive(p.Pid()) && len(servertest.GroupAlive(p.Pid())) == 0 }) {
+		t.Errorf("processes left in group %d: %v", p.Pid(), servertest.GroupAlive(p.Pid()))
 	}
 }
 
@@ -149,7 +102,7 @@ func TestProcessWait(t *testing.T) {
 	if err := p.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("cancelled: got %v", err)
 	}
-	if alive(p.Pid()) {
+	if servertest.Alive(p.Pid()) {
 		t.Errorf("pid %d alive after cancelled Wait", p.Pid())
 	}
 }

@@ -17,16 +17,18 @@ import (
 // PostgreSQL's backends die or stop with its postmaster), keeps the data directory, the
 // port and the password, and is safe to call concurrently with Stop.
 
-// errDown is returned by a fault that needs a running server when it was killed.
-var errDown = errors.New("the server is down (killed and not started again)")
+// ErrDown is returned by a process fault that needs a running server when the server
+// was killed and not started again.
+var ErrDown = errors.New("the server is down (killed and not started again)")
 
-// kill sends SIGKILL to the server's process group and reaps it: no shutdown, no flush,
-// what was not on disk is gone.
-func (s *instance) kill() error {
+// Kill sends SIGKILL to the server's process group and reaps it: no shutdown, no flush,
+// what was not on disk is gone. It returns once the group's last process is gone (or
+// after 5 s), so that a start again does not meet what the old server held.
+func (s *Instance) Kill() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
-		return fmt.Errorf("%s: kill: %w", s.name, errDown)
+		return fmt.Errorf("%s: kill: %w", s.Name, ErrDown)
 	}
 	pgid := s.proc.Pid()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
@@ -42,33 +44,39 @@ func (s *instance) kill() error {
 	return nil
 }
 
-// signal sends sig to the server's process group.
-func (s *instance) signal(sig syscall.Signal) error {
+// Signal sends sig to the server's process group: SIGSTOP pauses the server, SIGCONT
+// resumes it, SIGHUP makes PostgreSQL and Redis reread their configuration.
+func (s *Instance) Signal(sig syscall.Signal) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
-		return fmt.Errorf("%s: %v: %w", s.name, sig, errDown)
+		return fmt.Errorf("%s: %v: %w", s.Name, sig, ErrDown)
 	}
 	if err := syscall.Kill(-s.proc.Pid(), sig); err != nil {
-		return fmt.Errorf("%s: %v: %w", s.name, sig, err)
+		return fmt.Errorf("%s: %v: %w", s.Name, sig, err)
 	}
 	return nil
 }
 
-// startAgain starts a killed or stopped server again, on its data and its port.
-func (s *instance) startAgain(ctx context.Context) error { return s.startAgainAfter(ctx, nil) }
+// SetRelaunch sets how StartAgain starts the server again on its data and its port: a
+// launcher's start without the making of its files, which calls SetProcess once the
+// server is ready. A server without one cannot be started again.
+func (s *Instance) SetRelaunch(relaunch func(ctx context.Context) error) { s.relaunch = relaunch }
 
-// startAgainAfter runs prepare, when not nil, on the data of the killed or stopped
+// StartAgain starts a killed or stopped server again, on its data and its port.
+func (s *Instance) StartAgain(ctx context.Context) error { return s.StartAgainAfter(ctx, nil) }
+
+// StartAgainAfter runs prepare, when not nil, on the data of the killed or stopped
 // server and then starts it again. prepare runs under the lock that Stop takes too: a
 // Stop meanwhile waits instead of removing the directory prepare works in.
-func (s *instance) startAgainAfter(ctx context.Context, prepare func(context.Context) error) error {
+func (s *Instance) StartAgainAfter(ctx context.Context, prepare func(context.Context) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.down {
-		return fmt.Errorf("%s: start: the server is running", s.name)
+		return fmt.Errorf("%s: start: the server is running", s.Name)
 	}
 	if s.relaunch == nil {
-		return fmt.Errorf("%s: start: this server cannot be started again", s.name)
+		return fmt.Errorf("%s: start: this server cannot be started again", s.Name)
 	}
 	if prepare != nil {
 		if err := prepare(ctx); err != nil {
@@ -93,62 +101,23 @@ func (s *instance) startAgainAfter(ctx context.Context, prepare func(context.Con
 	return nil
 }
 
-// restart shuts the server down cleanly (its own stop signal, within its grace) and
-// starts it again on its data and its port.
-func (s *instance) restart(ctx context.Context) error {
+// Restart shuts the server down cleanly (StopSignal, within StopGrace) and starts it
+// again on its data and its port.
+func (s *Instance) Restart(ctx context.Context) error {
 	s.mu.Lock()
 	if s.down {
 		s.mu.Unlock()
-		return fmt.Errorf("%s: restart: %w", s.name, errDown)
+		return fmt.Errorf("%s: restart: %w", s.Name, ErrDown)
 	}
 	_ = syscall.Kill(-s.proc.Pid(), syscall.SIGCONT)
-	err := s.proc.Stop(s.sig, s.grace)
+	err := s.proc.Stop(s.StopSignal, s.StopGrace)
 	s.down = true
 	s.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("%s: restart: %w", s.name, err)
+		return fmt.Errorf("%s: restart: %w", s.Name, err)
 	}
-	return s.startAgain(ctx)
+	return s.StartAgain(ctx)
 }
-
-// Kill sends SIGKILL to the postmaster and its backends at once, as a crash of the
-// machine's power would not (the page cache survives) but a crash of PostgreSQL does:
-// the next Start recovers from the WAL.
-func (p *Postgres) Kill() error { return p.kill() }
-
-// Pause stops every process of the server (SIGSTOP): connections stay open, nothing
-// answers until Resume.
-func (p *Postgres) Pause() error { return p.signal(syscall.SIGSTOP) }
-
-// Resume continues a paused server (SIGCONT).
-func (p *Postgres) Resume() error { return p.signal(syscall.SIGCONT) }
-
-// Start starts a killed server again on the same data directory and port, with the same
-// password, and returns when it answers a query (crash recovery done).
-func (p *Postgres) Start(ctx context.Context) error { return p.startAgain(ctx) }
-
-// Restart shuts the server down cleanly (fast shutdown) and starts it again on the same
-// data directory and port.
-func (p *Postgres) Restart(ctx context.Context) error { return p.restart(ctx) }
-
-// Kill sends SIGKILL to redis-server: what the AOF had not received (or, with
-// persistence none, everything) is gone.
-func (r *Redis) Kill() error { return r.kill() }
-
-// Pause stops redis-server (SIGSTOP) until Resume.
-func (r *Redis) Pause() error { return r.signal(syscall.SIGSTOP) }
-
-// Resume continues a paused redis-server (SIGCONT).
-func (r *Redis) Resume() error { return r.signal(syscall.SIGCONT) }
-
-// Start starts a killed redis-server again in the same directory (its AOF) and on the
-// same port, with the same password, and returns when it answers PING (AOF loaded).
-func (r *Redis) Start(ctx context.Context) error { return r.startAgain(ctx) }
-
-// Restart shuts redis-server down cleanly (SIGTERM) and starts it again. With
-// persistence none and no snapshots, a clean restart loses the data too: nothing was
-// ever written to disk.
-func (r *Redis) Restart(ctx context.Context) error { return r.restart(ctx) }
 
 // groupRunning reports whether a process of group pgid is still running: not a zombie,
 // which holds no memory (and which no one may reap soon when the reaper is a container's
@@ -182,21 +151,3 @@ func groupRunning(pgid int) bool {
 	}
 	return false
 }
-
-// Kill sends SIGKILL to the JVM: no drain, no flush of memtables; the next Start replays
-// the commit log (what its sync mode had written to it; the kernel keeps the rest).
-func (c *Cassandra) Kill() error { return c.kill() }
-
-// Pause stops the JVM (SIGSTOP) until Resume: connections stay open, nothing answers.
-func (c *Cassandra) Pause() error { return c.signal(syscall.SIGSTOP) }
-
-// Resume continues a paused JVM (SIGCONT).
-func (c *Cassandra) Resume() error { return c.signal(syscall.SIGCONT) }
-
-// Start starts a killed node again on the same data directories and ports and returns
-// when it serves CQL (commit log replayed). The JVM's start takes seconds.
-func (c *Cassandra) Start(ctx context.Context) error { return c.startAgain(ctx) }
-
-// Restart shuts the node down cleanly (SIGTERM: Cassandra's shutdown hook drains it and
-// flushes its memtables, within the stop grace) and starts it again.
-func (c *Cassandra) Restart(ctx context.Context) error { return c.restart(ctx) }

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/internal/servers"
+	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
 )
 
-var pg = servertest.Postgres(servers.PostgresOptions{})
+var pg = servertest.Postgres(pgserver.Options{})
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 

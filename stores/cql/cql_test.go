@@ -17,7 +17,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/stores/cql"
 	"github.com/indoubt/indoubt/stores/storetest"
@@ -30,8 +30,8 @@ import (
 // failure can be provoked with a few deletes.
 const tombstoneLimit = 50
 
-var node = servertest.New("cassandra", func(ctx context.Context) (*servers.Cassandra, error) {
-	return servers.StartCassandra(ctx, servers.CassandraOptions{
+var node = servertest.New("cassandra", func(ctx context.Context) (*cassandra.Server, error) {
+	return cassandra.Start(ctx, cassandra.Options{
 		Settings: map[string]string{
 			"tombstone_failure_threshold": strconv.Itoa(tombstoneLimit),
 			// The suite races 16 sessions on one partition on a shared 2-core machine:

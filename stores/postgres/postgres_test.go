@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/stores/storetest"
@@ -22,7 +23,7 @@ import (
 	"github.com/indoubt/indoubt/workloads/register"
 )
 
-var pg = servertest.Postgres(servers.PostgresOptions{})
+var pg = servertest.Postgres(pgserver.Options{})
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 

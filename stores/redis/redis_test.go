@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/stores/storetest"
 	"github.com/indoubt/indoubt/workloads"
@@ -25,8 +26,8 @@ import (
 
 // The DEBUG command (refused by default since Redis 7) lets the classification test
 // hold the server busy while a request is in flight.
-var srv = servertest.New("redis", func(ctx context.Context) (*servers.Redis, error) {
-	return servers.StartRedis(ctx, servers.RedisOptions{
+var srv = servertest.New("redis", func(ctx context.Context) (*redisserver.Server, error) {
+	return redisserver.Start(ctx, redisserver.Options{
 		Settings: map[string]string{"enable-debug-command": "local"},
 	})
 })

@@ -15,24 +15,25 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
+	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/stores/postgres"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/counter"
 )
 
-var pg = servertest.Postgres(servers.PostgresOptions{})
+var pg = servertest.Postgres(pgserver.Options{})
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 
-// runCounter runs the counter for about a second on the package's PostgreSQL with the
-// policy the workload defaults to (conflict).
+// runCounter runs the counter, 20 increments a worker, on the package's PostgreSQL with
+// the policy the workload defaults to (conflict). The run is sized by operations, not
+// by a duration a loaded machine may spend connecting.
 func runCounter(t *testing.T, mech, iso string, workers int) (*results.Results, counter.Final) {
 	t.Helper()
 	cfg := runner.Config{
 		Workload: "counter", Store: "postgres", DSN: pg.Get(t).DSN,
-		Workers: workers, Duration: time.Second, Seed: 1, Out: t.TempDir(),
+		Workers: workers, Ops: 20, Seed: 1, Out: t.TempDir(),
 		Mechanism: mech, Isolation: iso,
 	}
 	res, err := runner.Run(context.Background(), cfg)

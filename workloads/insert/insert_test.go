@@ -11,7 +11,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/workloads/insert"
 )
@@ -19,19 +19,19 @@ import (
 // Both versions, launched once: every key shape must run on each. An 18 that
 // scripts/prepare-postgres18 has not prepared skips its tests (fails them under CI=true).
 var (
-	pg15 = servertest.Postgres(servers.PostgresOptions{Version: "15"})
-	pg18 = servertest.Postgres(servers.PostgresOptions{Version: "18"})
+	pg15 = servertest.Postgres(postgres.Options{Version: "15"})
+	pg18 = servertest.Postgres(postgres.Options{Version: "18"})
 )
 
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg15, pg18)) }
 
 var versions = []struct {
 	name string
-	srv  *servertest.Handle[*servers.Postgres]
+	srv  *servertest.Handle[*postgres.Server]
 }{{"15", pg15}, {"18", pg18}}
 
 // table runs runner.InsertTable on srv and returns each run's final state by key.
-func table(t *testing.T, srv *servers.Postgres, cfg runner.Config, keys []insert.Key) map[insert.Key]*results.Results {
+func table(t *testing.T, srv *postgres.Server, cfg runner.Config, keys []insert.Key) map[insert.Key]*results.Results {
 	t.Helper()
 	cfg.Store, cfg.DSN, cfg.Seed, cfg.Out = "postgres", srv.DSN, 1, t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

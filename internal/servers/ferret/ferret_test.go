@@ -17,8 +17,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -84,7 +84,7 @@ func mongoRoundTrip(ctx context.Context, t *testing.T, uri string) *mongo.Client
 func TestStartFerretDBPostgreSQL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	pg, err := servers.StartPostgres(ctx, servers.PostgresOptions{})
+	pg, err := postgres.Start(ctx, postgres.Options{})
 	servertest.SkipOrFail(t, err)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestStartFerretDBPostgreSQL(t *testing.T) {
 	defer client.Disconnect(ctx)
 	// FerretDB keeps each MongoDB database as a PostgreSQL schema.
 	psql := exec.Command(filepath.Join(pg.BinDir, "psql"), "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port),
-		"-U", servers.PostgresUser, "-d", servers.PostgresDatabase, "-Atc",
+		"-U", postgres.User, "-d", postgres.Database, "-Atc",
 		"select count(*) from information_schema.schemata where schema_name = 'servertest'")
 	psql.Env = append(os.Environ(), "PGPASSWORD="+pg.Password)
 	out, err := psql.CombinedOutput()

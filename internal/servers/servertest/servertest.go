@@ -1,10 +1,11 @@
-// Package servertest launches the throwaway servers of package servers for the tests of
-// other packages: once per test package, from TestMain, and stops them by pid afterwards.
+// Package servertest launches the throwaway servers of internal/servers' launchers
+// (postgres, redis, cassandra, ferret) for the tests of other packages: once per test
+// package, from TestMain, and stops them by pid afterwards.
 //
 // A server whose binaries are missing makes its tests skip with the install hint, except
 // under CI=true, where it fails the run before any test starts:
 //
-//	var pg = servertest.Postgres(servers.PostgresOptions{})
+//	var pg = servertest.Postgres(postgres.Options{})
 //
 //	func TestMain(m *testing.M) { os.Exit(servertest.Main(m, pg)) }
 //
@@ -15,7 +16,9 @@
 //	}
 //
 // A test that needs a server of its own starts it directly and hands the error to
-// SkipOrFail, which applies the same rule.
+// SkipOrFail, which applies the same rule. The tests of the launchers themselves share
+// the helpers of harness.go (ReachableDir, Rerun, GroupAlive ...): a server that must
+// die with a harness killed by SIGKILL, a failed start that must leave nothing behind.
 package servertest
 
 import (
@@ -32,6 +35,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 )
 
 // Server is what servertest needs of a launched server.
@@ -67,9 +71,9 @@ func New[S Server](name string, start func(context.Context) (S, error)) *Handle[
 }
 
 // Postgres returns a handle for a PostgreSQL started with opt.
-func Postgres(opt servers.PostgresOptions) *Handle[*servers.Postgres] {
-	return New("postgres", func(ctx context.Context) (*servers.Postgres, error) {
-		return servers.StartPostgres(ctx, opt)
+func Postgres(opt postgres.Options) *Handle[*postgres.Server] {
+	return New("postgres", func(ctx context.Context) (*postgres.Server, error) {
+		return postgres.Start(ctx, opt)
 	})
 }
 

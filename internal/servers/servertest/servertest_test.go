@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/postgres"
 )
 
 // runner stands in for *testing.M: run calls Run where m.Run would run the tests.
@@ -55,7 +56,7 @@ func call(f func(tb testing.TB)) *recordTB {
 // needPostgres skips or fails (CI) the test when PostgreSQL is not installed.
 func needPostgres(t *testing.T) {
 	t.Helper()
-	if _, err := servers.FindPostgres(); err != nil {
+	if _, err := postgres.Find(); err != nil {
 		SkipOrFail(t, err)
 		t.Fatal(err)
 	}
@@ -73,8 +74,8 @@ func gone(pid int) bool {
 
 func TestMainRunsTestsAgainstTheServer(t *testing.T) {
 	needPostgres(t)
-	pg := Postgres(servers.PostgresOptions{})
-	var srv *servers.Postgres
+	pg := Postgres(postgres.Options{})
+	var srv *postgres.Server
 	var stderr bytes.Buffer
 	code := run(runner(func() int {
 		tb := call(func(tb testing.TB) { srv = pg.Get(tb) })
@@ -113,7 +114,7 @@ func TestMainNotInstalled(t *testing.T) {
 
 	t.Run("tests skip with the install hint", func(t *testing.T) {
 		t.Setenv("CI", "false")
-		pg := Postgres(servers.PostgresOptions{})
+		pg := Postgres(postgres.Options{})
 		ran := false
 		var stderr bytes.Buffer
 		code := run(runner(func() int {
@@ -134,7 +135,7 @@ func TestMainNotInstalled(t *testing.T) {
 		ran := false
 		var stderr bytes.Buffer
 		code := run(runner(func() int { ran = true; return 0 }), &stderr,
-			[]Launcher{Postgres(servers.PostgresOptions{})})
+			[]Launcher{Postgres(postgres.Options{})})
 		if ran || code != 1 {
 			t.Errorf("tests ran: %v, code %d; want no tests and code 1", ran, code)
 		}
@@ -149,7 +150,7 @@ func TestMainFailures(t *testing.T) {
 		t.Setenv("CI", "false")
 		ran := false
 		var stderr bytes.Buffer
-		bad := Postgres(servers.PostgresOptions{Settings: map[string]string{"port": "5432"}})
+		bad := Postgres(postgres.Options{Settings: map[string]string{"port": "5432"}})
 		code := run(runner(func() int { ran = true; return 0 }), &stderr, []Launcher{bad})
 		if ran || code != 1 || !strings.Contains(stderr.String(), "launch postgres") {
 			t.Errorf("tests ran: %v, code %d, stderr %q", ran, code, &stderr)
@@ -158,7 +159,7 @@ func TestMainFailures(t *testing.T) {
 
 	t.Run("a server that dies during the tests fails the run", func(t *testing.T) {
 		needPostgres(t)
-		pg := Postgres(servers.PostgresOptions{})
+		pg := Postgres(postgres.Options{})
 		var stderr bytes.Buffer
 		code := run(runner(func() int {
 			srv := pg.Get(t)
@@ -172,7 +173,7 @@ func TestMainFailures(t *testing.T) {
 	})
 
 	t.Run("Get without Main", func(t *testing.T) {
-		pg := Postgres(servers.PostgresOptions{})
+		pg := Postgres(postgres.Options{})
 		tb := call(func(tb testing.TB) { pg.Get(tb) })
 		if !strings.Contains(tb.fatal, "servertest.Main") {
 			t.Errorf("fatal %q, want a pointer to servertest.Main", tb.fatal)
@@ -215,7 +216,7 @@ func TestSkipOrFail(t *testing.T) {
 // and the binary ended by the signal.
 func TestInterruptStopsServers(t *testing.T) {
 	if os.Getenv("INDOUBT_TEST_INTERRUPT") != "" {
-		pg := Postgres(servers.PostgresOptions{})
+		pg := Postgres(postgres.Options{})
 		os.Exit(run(runner(func() int {
 			srv := pg.Get(t)
 			fmt.Println(srv.Pid(), srv.Addr, srv.Dir)

@@ -1,0 +1,127 @@
+package servertest
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The helpers below are for the tests of the launchers themselves: a server that must
+// die with a harness killed by SIGKILL, a failed start that must leave nothing behind.
+
+// ReachableDir returns a fresh directory, removed when the test ends, that a server's
+// unprivileged account can enter: t.TempDir's parent is root-only, and a launcher
+// refuses a parent its server cannot reach.
+func ReachableDir(tb testing.TB) string {
+	tb.Helper()
+	d := tb.TempDir()
+	for _, p := range []string{filepath.Dir(d), d} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return d
+}
+
+// Rerun starts this test binary again to run only the test named, with env added, and
+// returns it and the first line it prints; the child is killed and reaped when the test
+// ends. A test that kills its harness with SIGKILL runs the harness so: it launches in
+// the child, which prints what the parent needs and waits to be killed.
+func Rerun(tb testing.TB, test string, env ...string) (*exec.Cmd, string) {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("child: %v", err)
+	}
+	return cmd, line
+}
+
+// procState returns the state letter and process group of a process from /proc, ""
+// if there is none.
+func procState(pid int) (state string, pgrp int) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", 0
+	}
+	// The command name is in parentheses and may hold spaces; fields follow the last ')'.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 3 {
+		return "", 0
+	}
+	pgrp, _ = strconv.Atoi(f[2])
+	return f[0], pgrp
+}
+
+// Alive reports whether process pid runs. A zombie is dead: in a container nobody may
+// reap an orphan.
+func Alive(pid int) bool {
+	st, _ := procState(pid)
+	return st != "" && st != "Z"
+}
+
+// GroupAlive returns the live processes of process group pgid.
+func GroupAlive(pgid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, pg := procState(pid); pg == pgid && st != "" && st != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Eventually polls cond every 20 ms for up to 10 s and reports whether it held.
+func Eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// NothingLeft fails the test when dir holds anything, or a live process has dir on
+// its command line: what a failed start must not leave behind.
+func NothingLeft(tb testing.TB, dir string) {
+	tb.Helper()
+	var left []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !Alive(pid) {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), dir) {
+			left = append(left, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+		}
+	}
+	if len(left) > 0 {
+		tb.Errorf("left behind: %v", left)
+	}
+}
