@@ -16,6 +16,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
@@ -96,8 +97,12 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fatal.err
 	}
 	if err != nil && res.Verdict != 0 {
-		// Only the visualization failed: the verdict stands, with a warning.
-		fmt.Fprintf(stderr, "indoubt: warning: %s\n", oneLine(err.Error()))
+		// Only the visualization failed: the verdict stands, with a warning, and the part
+		// of the page porcupine wrote (a full disk) is not left as if it were the page.
+		if fi, serr := os.Stat(a.opt.VisualizePath); serr == nil && fi.Mode().IsRegular() {
+			os.Remove(a.opt.VisualizePath)
+		}
+		console.Fprintf(stderr, "indoubt: warning: %s\n", oneLine(err.Error()))
 		err = nil
 	}
 	if err != nil {
@@ -392,7 +397,7 @@ func printCheckJSON(w io.Writer, res checker.Result, truth *groundTruth) {
 		}{res, truth}
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
-	fmt.Fprintf(w, "%s\n", b)
+	fmt.Fprintf(w, "%s\n", console.JSON(b))
 }
 
 // printCheck prints the verdict line, up to 20 anomalies with what the proxy says of
@@ -402,16 +407,16 @@ func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.O
 	if res.Checker == checker.RegisterModel || res.Checker == checker.CASRegisterModel {
 		checked += ", a failed cas read as " + string(a.opt.FailMeans)
 	}
-	fmt.Fprintf(w, "%s: %s (%s): %s\n", a.path, res.Verdict, checked, res.Summary)
+	console.Fprintf(w, "%s: %s (%s): %s\n", a.path, res.Verdict, checked, res.Summary)
 	for i, an := range res.Anomalies {
 		if i == 20 {
-			fmt.Fprintf(w, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
+			console.Fprintf(w, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
 			break
 		}
-		fmt.Fprintf(w, "  %s: %s\n", an.Kind, strings.ReplaceAll(an.Explanation, "\n", "\n    "))
+		console.Fprintf(w, "  %s: %s\n", an.Kind, console.Lines(an.Explanation, "    "))
 		if truth != nil {
 			for _, s := range truth.about(an, ops) {
-				fmt.Fprintf(w, "    the proxy: %s\n", s)
+				console.Fprintf(w, "    the proxy: %s\n", s)
 			}
 		}
 	}
@@ -526,16 +531,16 @@ func (g *groundTruth) about(a checker.Anomaly, ops []histories.Op) []string {
 // write prints the ground truth after the verdict.
 func (g *groundTruth) write(w io.Writer) {
 	e := g.Evidence
-	fmt.Fprintf(w, "ground truth (%s): %d fault events, %d joined to operations of the history\n", g.File, e.Events, e.Joined)
+	console.Fprintf(w, "ground truth (%s): %d fault events, %d joined to operations of the history\n", g.File, e.Events, e.Joined)
 	for _, s := range g.Unjoined {
-		fmt.Fprintf(w, "  not joined: %s\n", s)
+		console.Fprintf(w, "  not joined: %s\n", s)
 	}
-	fmt.Fprintf(w, "  commit faults: %s\n", g.Commits)
+	console.Fprintf(w, "  commit faults: %s\n", g.Commits)
 	g.list(w, "applied more than once", "operations proven to have taken effect more than once", e.AppliedTwice)
 	g.list(w, "replayed", "operations committed by a cut whose retry is proven to have changed nothing", e.Replays)
 	g.list(w, "committed and retried", "operations committed by a cut and retried, a second application possible, not proven", e.CommittedTwice)
 	for _, d := range e.Disagreements {
-		fmt.Fprintf(w, "  ground truth vs checker: %s\n", d)
+		console.Fprintf(w, "  ground truth vs checker: %s\n", d)
 	}
 }
 
@@ -555,13 +560,13 @@ func (g *groundTruth) list(w io.Writer, name, what string, ops []results.Ambiguo
 	if n := len(ops) - len(rest); n > 0 {
 		shown = fmt.Sprintf(" (%d shown above)", n)
 	}
-	fmt.Fprintf(w, "  %s: %d %s%s\n", name, len(ops), what, shown)
+	console.Fprintf(w, "  %s: %d %s%s\n", name, len(ops), what, shown)
 	for i, s := range rest {
 		if i == 20 {
-			fmt.Fprintf(w, "    ... and %d more (--json lists them)\n", len(rest)-20)
+			console.Fprintf(w, "    ... and %d more (--json lists them)\n", len(rest)-20)
 			break
 		}
-		fmt.Fprintf(w, "    %s\n", s)
+		console.Fprintf(w, "    %s\n", s)
 	}
 }
 
