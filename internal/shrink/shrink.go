@@ -206,9 +206,14 @@ func LoadRun(dir, dsn string) (runner.Config, *results.Results, error) {
 	return cfg, &res, nil
 }
 
-// masked reports whether a DSN carries a secret that redact masked.
+// masked reports whether a DSN carries a secret that redact masked: it holds the Mask
+// where a secret goes (any other text there is masked the same way), not merely
+// somewhere else (a host of that name would show).
 func masked(dsn string) bool {
-	return dsn != "" && slices.Contains(redact.Secrets(dsn), redact.Mask)
+	if !strings.Contains(dsn, redact.Mask) {
+		return false
+	}
+	return redact.DSN(strings.ReplaceAll(dsn, redact.Mask, "p")) == redact.DSN(dsn)
 }
 
 func readJSON(path string, v any) error {
