@@ -10,6 +10,7 @@
 //	indoubt report   re-render report.html and summary.html from recorded runs
 //	indoubt compare  two recorded runs' figures side by side
 //	indoubt clean    remove what killed launches left behind (temporary directories)
+//	indoubt shrink   reduce a failing run to the smallest that still fails, with its command
 //	indoubt isolation Hermitage's table measured on PostgreSQL, with each level's cost
 //
 // Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run (also:
@@ -29,6 +30,9 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	"github.com/indoubt/indoubt/internal/console"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 func main() {
@@ -133,10 +137,11 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &v):
 		return v.code
 	case errors.As(err, &intr):
-		fmt.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
+		console.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
 		return exitUnknown
 	}
-	fmt.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
+	// A decoding error says the field and the JSON it holds, never a Go type.
+	console.Fprintf(stderr, "indoubt: %s\n", oneLine(results.JSONErrorText(err.Error())))
 	return exitCouldNot
 }
 
@@ -168,6 +173,7 @@ func commands() []command {
 		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
 		{"compare", "print two recorded runs' figures side by side with ratios", compareCommand},
 		{"exec", "run any program under commit faults and check the history it records", execCommand},
+		{"shrink", "reduce a failing run to the smallest run that still fails", shrinkCommand},
 		{"isolation", "measure Hermitage's table of anomalies per isolation level on PostgreSQL", isolationCommand},
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/choice"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
@@ -77,6 +78,17 @@ Examples of distributed transactions:
   indoubt run --workload transfer --fault coordinator-crash@2s --coordinator naive --time 5s  # exits 1
   indoubt run --workload transfer --fault prepare-cut:0.1@1s-3s --time 4s
   indoubt run --workload two-rows --placement local --servers 5 --workers 32 --time 10s
+
+Listed faults fire exactly where listed, with no random decision: --fault
+commit-cut@commit:N cuts the N-th commit point the proxy counts (from 1: the writes and
+commits a fault can hit, in the order they reach the proxy, the workload's setup
+included: the budget workload's makes points 1 to 3), and
+commit-cut@conn:C/txn:T the T-th transaction (from 1) of the C-th connection the proxy
+accepted (from 0); commit-drop likewise. faults.jsonl names every fault both ways
+(point, conn_index, txn.seq), so a fault of one run can be listed in the next;
+indoubt shrink writes its reproducers with them. With one worker the N-th commit point
+is the same operation in every run.
+  indoubt run --workers 1 --ops 5 --budget 3 --retry naive --fault commit-cut@commit:5   # exits 1
 
 Flags that do not apply to the workload or store (--persistence on PostgreSQL, --fsync
 on Redis, --rounds on budget, --servers on budget, ...) are refused by name, and so is a
@@ -154,7 +166,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			v = all
 		}
 		b, _ := json.MarshalIndent(v, "", "  ")
-		fmt.Fprintf(stdout, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", console.JSON(b))
 	}
 	return verdictOf(all, ctx.Err() != nil)
 }
@@ -227,6 +239,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
 	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
 	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
+	fs.IntVar(&cfg.Keys, "keys", 0, "register workload: the number of registers (default 8)")
 	fs.IntVar(&cfg.MaxAnomalies, "max-anomalies", results.DefaultMaxAnomalies, "list at most this many anomalies and ground-truth items in results.json and the console (counts stay exact; -1 lists all)")
 	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T, power-loss[:tear]@T; transfer, two-rows: prepare-cut, prepare-drop, coordinator-crash@T")
 	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
@@ -343,7 +356,7 @@ func applies(set map[string]bool, w workloads.Name) error {
 var runFlags = map[string]string{
 	"Workload": "workload", "Store": "store", "DSN": "dsn", "DSNs": "dsn", "Workers": "workers", "Ops": "ops",
 	"Duration": "time", "Seed": "seed", "Out": "out", "Retry": "retry", "Mechanism": "mechanism",
-	"Isolation": "isolation", "Budget": "budget", "Key": "key", "Persistence": "persistence",
+	"Isolation": "isolation", "Budget": "budget", "Key": "key", "Keys": "keys", "Persistence": "persistence",
 	"SynchronousCommit": "synchronous-commit", "Fsync": "fsync", "PowerFS": "powerfs",
 	"CommitLogSync": "commitlog-sync", "PowerFSEntries": "powerfs-entries", "Topology": "topology",
 	"Replication": "replication", "PGVersion": "pg-version", "Faults": "fault", "Proxy": "proxy",
@@ -509,7 +522,7 @@ func printRuns(w io.Writer, cfg runner.Config, all []*results.Results, stores in
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "summary: %s\n", path)
+	console.Fprintf(w, "summary: %s\n", path)
 	return nil
 }
 
@@ -629,24 +642,24 @@ func writeTwoPhase(w io.Writer, r *results.Results) {
 		return
 	}
 	tx := tp.Transactions
-	fmt.Fprintf(w, "two-phase commit: %s over %d servers, coordinator %s: %d transactions committed, %d aborted, %d abandoned; %.0f committed/s, mean %.2f ms, p99 %.2f ms\n",
+	console.Fprintf(w, "two-phase commit: %s over %d servers, coordinator %s: %d transactions committed, %d aborted, %d abandoned; %.0f committed/s, mean %.2f ms, p99 %.2f ms\n",
 		tp.Placement, tp.Servers, tp.Coordinator, tx.Committed, tx.Aborted, tx.Abandoned, tp.CommittedPerSecond, tp.LatencyMs.Mean, tp.LatencyMs.P99)
 	if f, ok := r.Final.(transfer.Final); ok && r.Workload == workloads.Transfer {
 		total := "none read"
 		if f.Total != nil {
 			total = strconv.FormatInt(*f.Total, 10)
 		}
-		fmt.Fprintf(w, "  total %s (want %d); transfers ok %d, failed %d, unknown %d (%d of them applied); %d reads of the total, %d fractured\n",
+		console.Fprintf(w, "  total %s (want %d); transfers ok %d, failed %d, unknown %d (%d of them applied); %d reads of the total, %d fractured\n",
 			total, f.Expected, f.Applied, f.Rejected, f.Unknown, f.UnknownApplied, f.Reads, f.FracturedReads)
 	}
 	if c := tp.Crash; c != nil {
-		fmt.Fprintf(w, "  coordinator crash at %.2fs: abandoned %v; %d branches in doubt\n", c.AtS, counts(c.Stops), len(c.InDoubt))
+		console.Fprintf(w, "  coordinator crash at %.2fs: abandoned %v; %d branches in doubt\n", c.AtS, counts(c.Stops), len(c.InDoubt))
 		for i, d := range c.InDoubt {
 			if i == 10 {
-				fmt.Fprintf(w, "    ... and %d more in results.json\n", len(c.InDoubt)-10)
+				console.Fprintf(w, "    ... and %d more in results.json\n", len(c.InDoubt)-10)
 				break
 			}
-			fmt.Fprintf(w, "    %s on server %d: prepared %.0f ms before, %d locks\n", d.GID, d.Server, d.AgeMs, d.Locks)
+			console.Fprintf(w, "    %s on server %d: prepared %.0f ms before, %d locks\n", d.GID, d.Server, d.AgeMs, d.Locks)
 		}
 		var worst float64
 		blocked := 0
@@ -656,7 +669,7 @@ func writeTwoPhase(w io.Writer, r *results.Results) {
 				worst = max(worst, p.BlockedMs)
 			}
 		}
-		fmt.Fprintf(w, "  %d of %d writers blocked by in-doubt rows, longest %.0f ms; recovery took %.1f ms, %.0f ms after the crash\n",
+		console.Fprintf(w, "  %d of %d writers blocked by in-doubt rows, longest %.0f ms; recovery took %.1f ms, %.0f ms after the crash\n",
 			blocked, len(c.Probes), worst, c.RecoveryMs, c.ResolvedMs)
 	}
 	if len(tp.Recovery) > 0 {
@@ -664,7 +677,7 @@ func writeTwoPhase(w io.Writer, r *results.Results) {
 		for _, x := range tp.Recovery {
 			decided[x.Decision]++
 		}
-		fmt.Fprintf(w, "  recovery: %d committed, %d rolled back\n", decided["commit"], decided["abort"])
+		console.Fprintf(w, "  recovery: %d committed, %d rolled back\n", decided["commit"], decided["abort"])
 	}
 }
 
