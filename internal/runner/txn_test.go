@@ -111,3 +111,20 @@ func TestReadCommittedReadModifyWriteLosesUpdates(t *testing.T) {
 		})
 	}
 }
+
+// The rw-register workload's table is its own: run on a server where the register
+// workload ran (its indoubt_register holds text keys), it still runs and is checked.
+func TestTxnTablesApartFromRegister(t *testing.T) {
+	reg := txnConfig(t, workloads.Register, "", 2, 5)
+	reg.Retry = policy(t, "none")
+	if _, err := runner.Run(context.Background(), reg); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), txnConfig(t, workloads.RWRegister, "serializable", 2, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != checker.Valid {
+		t.Fatalf("%v: %s", res.Verdict, res.Summary)
+	}
+}

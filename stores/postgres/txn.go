@@ -24,17 +24,17 @@ var (
 // measured by the workload's reads, not hidden in the append.
 const (
 	appendTable   = "indoubt_append"
-	registerTable = "indoubt_register"
+	registerTable = "indoubt_txn_register"
 
 	appendSQL   = `INSERT INTO indoubt_append AS t (k, v) VALUES ($1, ARRAY[$2::bigint]) ON CONFLICT (k) DO UPDATE SET v = t.v || $2::bigint`
 	listReadSQL = `SELECT v FROM indoubt_append WHERE k = $1`
-	writeRegSQL = `INSERT INTO indoubt_register AS t (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`
-	regReadSQL  = `SELECT v FROM indoubt_register WHERE k = $1`
+	writeRegSQL = `INSERT INTO indoubt_txn_register AS t (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`
+	regReadSQL  = `SELECT v FROM indoubt_txn_register WHERE k = $1`
 )
 
 var txnSchema = []string{
 	`CREATE TABLE IF NOT EXISTS indoubt_append (k bigint PRIMARY KEY, v bigint[] NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS indoubt_register (k bigint PRIMARY KEY, v bigint NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS indoubt_txn_register (k bigint PRIMARY KEY, v bigint NOT NULL)`,
 }
 
 // TxnConfig configures Txns.
@@ -56,8 +56,8 @@ type TxnConfig struct {
 // COMMIT:
 //
 //	append  INSERT INTO indoubt_append AS t (k, v) VALUES ($1, ARRAY[$2]) ON CONFLICT (k) DO UPDATE SET v = t.v || $2
-//	write   INSERT INTO indoubt_register AS t (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v
-//	read    SELECT v FROM indoubt_append (or indoubt_register) WHERE k = $1
+//	write   INSERT INTO indoubt_txn_register AS t (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v
+//	read    SELECT v FROM indoubt_append (or indoubt_txn_register) WHERE k = $1
 //
 // Errors follow Classify: a serialization failure (40001) and a deadlock the server
 // broke (40P01) are conflicts, which the conflict policy retries; a lost connection
