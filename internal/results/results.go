@@ -73,6 +73,10 @@ type Results struct {
 	// TwoPhase is the two-phase commit section of a transfer or two-rows run; nil for
 	// the other workloads.
 	TwoPhase *TwoPhase `json:"two_phase_commit,omitempty"`
+	// Txn is what the transactional checker reported of a list-append or rw-register
+	// history beside its anomalies (the models ruled out, the cycles as data); nil for
+	// the other workloads.
+	Txn *TxnCheck `json:"transactions,omitempty"`
 	// Final is the workload's final state; nil when the run has none.
 	Final   workloads.Final `json:"final"`
 	RunDir  string          `json:"run_dir"`

@@ -50,6 +50,14 @@ func openRedis(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 	if err != nil {
 		return nil, nil, err
 	}
+	if isTxn(cfg.Workload) {
+		store, err := redis.NewTxns(c, redis.TxnConfig{Model: cfg.Workload, Mechanism: redis.TxnMechanism(cfg.Mechanism)})
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return bindTxn(cfg, store, func() { c.Close() })
+	}
 	return bindKV(cfg, Redis, c, c.Register(), func() { c.Close() })
 }
 

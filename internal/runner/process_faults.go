@@ -254,7 +254,7 @@ func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (laun
 		return launched{}, err
 	}
 	desc := fmt.Sprintf("PostgreSQL %s primary at %s with a %s streaming standby at %s", rp.Primary.Version, rp.Primary.Addr, rp.Replication, rp.Standby.Addr)
-	return launched{dsn: rp.DSN, desc: desc, stop: rp.Stop, ctl: replicatedCtl{rp}}, nil
+	return launched{dsn: rp.DSN, desc: desc, stop: rp.Stop, ctl: replicatedCtl{rp}, standby: rp.Standby.DSN}, nil
 }
 
 func launchReplicatedRedis(ctx context.Context, cfg Config, dir string) (launched, error) {

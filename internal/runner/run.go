@@ -36,6 +36,7 @@ import (
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // Config is one run.
@@ -50,9 +51,15 @@ type Config struct {
 	Out       string         `json:"out"`
 	Retry     Policy         `json:"retry"`
 	Mechanism string         `json:"mechanism,omitempty"`
-	// Isolation is the transaction isolation level of workloads that take one (counter).
+	// Isolation is the transaction isolation level of workloads that take one (counter,
+	// list-append, rw-register).
 	Isolation string `json:"isolation,omitempty"`
-	Budget    int64  `json:"budget,omitempty"`
+	// Txn shapes the transactions of list-append and rw-register and names the models
+	// their history is checked for; ReadFrom is where a replicated PostgreSQL's
+	// read-only transactions run: primary (also "") or standby. See backends_txn.go.
+	Txn      txn.Options `json:"txn,omitzero"`
+	ReadFrom string      `json:"read_from,omitempty"`
+	Budget   int64       `json:"budget,omitempty"`
 	// Key is the insert workload's primary-key shape (insert.Key).
 	Key string `json:"key,omitempty"`
 	// Keys is the register workload's number of registers; 0 for its default
@@ -114,6 +121,9 @@ type Config struct {
 	Reads         float64            `json:"reads,omitempty"`
 	RowsPerWorker int                `json:"rows_per_worker,omitempty"`
 	RecoverAfter  time.Duration      `json:"recover_after,omitempty"`
+
+	// standbyDSN is the launched standby's, for ReadFrom standby.
+	standbyDSN string `json:"-"`
 }
 
 // ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
@@ -325,6 +335,8 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	for _, d := range dsns {
 		sc.add(d)
 	}
+	cfg.standbyDSN = srv.standby
+	sc.add(srv.standby)
 	var nem *nemesis
 	if cfg.proxied() || len(cfg.Faults) > 0 {
 		n, pdsns, err := startNemesis(ctx, cfg, b, dsns, dir, srv)
@@ -505,6 +517,7 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 		res.Anomalies = []checker.Anomaly{}
 	}
 	res.AnomalyCount = results.AnomalyCountOf(verdict)
+	res.Txn = results.TxnCheckOf(verdict, checkedModels(r.wl))
 	res.Ops = countOps(ops)
 	if r.elapsed > 0 {
 		res.Throughput = float64(r.completed.Load()) / r.elapsed.Seconds()

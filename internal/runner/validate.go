@@ -76,6 +76,9 @@ func (c *Config) defaults() error {
 	if err := c.checkApplies(); err != nil {
 		return err
 	}
+	if err := c.checkTxn(); err != nil {
+		return err
+	}
 	if err := c.checkKeys(); err != nil {
 		return err
 	}
