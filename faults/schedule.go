@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,7 +45,37 @@ type Fault struct {
 	// Rejoin is set for failover:rejoin: the old primary is started again after the
 	// promotion, as it would come back in production, instead of staying down.
 	Rejoin bool
+	// Shape is set for a partition between the nodes of a launched topology,
+	// partition:SHAPE@START-END (one of PartitionShapes); Target is the node of
+	// partition:isolate:NODE and partition:one-way:NODE. The runner applies it;
+	// Schedule.Run leaves it alone.
+	Shape, Target string
+	// Link is set for a standard toxic on the links between nodes
+	// (",link=replication"): the runner puts it on the topology's link proxies;
+	// Schedule.Run leaves it alone.
+	Link string
 }
+
+// The shapes of a partition between nodes (Fault.Shape).
+const (
+	IsolatePrimary = "isolate-primary"
+	Isolate        = "isolate"
+	Halves         = "halves"
+	Majority       = "majority"
+	MajoritiesRing = "majorities-ring"
+	Bridge         = "bridge"
+	OneWay         = "one-way"
+)
+
+// PartitionShapes lists the shapes of partition:SHAPE.
+var PartitionShapes = []string{IsolatePrimary, Isolate, Halves, Majority, MajoritiesRing, Bridge, OneWay}
+
+// Links are the paths between nodes a standard toxic can be put on (link=LINK).
+var Links = []string{"replication"}
+
+// BetweenNodes reports whether the fault acts between the nodes of a topology (a
+// partition with a shape, or a toxic on a link): the runner applies it.
+func (f Fault) BetweenNodes() bool { return f.Shape != "" || f.Link != "" }
 
 // DefaultKillDowntime is how long kill@T keeps the server down before it starts again.
 const DefaultKillDowntime = 2 * time.Second
@@ -177,11 +208,23 @@ func ParseFault(spec string) (Fault, error) {
 		}
 	case "partition":
 		f.Name = name
-		if first != "" {
-			return bad("partition takes no parameter, only a window: partition@5s-7s")
-		}
 		if !f.Bounded {
-			return bad("partition needs a window with an end, as in partition@5s-7s")
+			return bad("partition needs a window with an end, as in partition@5s-7s or partition:halves@5s-7s")
+		}
+		if first != "" {
+			shape, target, _ := strings.Cut(first, ":")
+			shape = strings.ToLower(strings.TrimSpace(shape))
+			switch {
+			case !slices.Contains(PartitionShapes, shape):
+				return bad("partition shape %q: want one of %s (isolate:NODE, one-way[:NODE])", shape, strings.Join(PartitionShapes, ", "))
+			case shape == Isolate && target == "":
+				return bad("partition:isolate needs a node, as in partition:isolate:n2@5s-7s")
+			case target != "" && shape != Isolate && shape != OneWay:
+				return bad("partition:%s takes no node (only isolate:NODE and one-way:NODE do)", shape)
+			case target != "" && !nodeName(target):
+				return bad("node %q: want a node's name, as in n2", target)
+			}
+			f.Shape, f.Target = shape, target
 		}
 	case "latency", "bandwidth", "timeout", "reset_peer", "slow_close", "limit_data":
 		f.Name = name
@@ -189,7 +232,13 @@ func ParseFault(spec string) (Fault, error) {
 		if err != nil {
 			return bad("%v", err)
 		}
-		allowed["stream"] = true
+		allowed["stream"], allowed["link"] = true, true
+		if v, ok := opts["link"]; ok {
+			if !slices.Contains(Links, v) {
+				return bad("link=%q: want one of %s", v, strings.Join(Links, ", "))
+			}
+			f.Link = v
+		}
 		switch v := opts["stream"]; v {
 		case "", "down", "downstream":
 		case "up", "upstream":
@@ -244,12 +293,36 @@ func ParseFault(spec string) (Fault, error) {
 	return f, nil
 }
 
+// nodeName reports whether s can name a node: letters and digits, as n2.
+func nodeName(s string) bool {
+	if s == "" || len(s) > 12 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 func isProcessFault(name string) bool {
 	return name == "kill" || name == "pause" || name == "restart" || name == "failover" || name == "power_loss"
 }
 
 var processExample = map[string]string{
 	"kill": "kill@5s-8s or kill@5s", "pause": "pause@5s-8s", "restart": "restart@5s", "failover": "failover@5s or failover:rejoin@5s", "power_loss": "power-loss@5s",
+}
+
+// BetweenNodes returns the schedule's faults between nodes (BetweenNodes), in order.
+func (s Schedule) BetweenNodes() Schedule {
+	var out Schedule
+	for _, f := range s {
+		if f.BetweenNodes() {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Processes returns the schedule's process faults, in order.
@@ -409,8 +482,8 @@ func (s Schedule) Run(ctx context.Context, p *Proxy, start time.Time, report fun
 	}
 	var acts []action
 	for i, f := range s {
-		if f.Process {
-			// Applied to the server by the runner, not to the proxy.
+		if f.Process || f.BetweenNodes() {
+			// Applied to the server or its nodes by the runner, not to the proxy.
 			continue
 		}
 		acts = append(acts, action{at: f.Start, i: i, open: true})
