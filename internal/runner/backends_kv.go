@@ -45,6 +45,7 @@ func openRedis(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 		return nil, nil, err
 	}
 	rc.DriverRetry = cfg.Retry.DriverRetry()
+	rc.Dial = cfg.dial
 	c, err := redis.Open(ctx, rc)
 	if err != nil {
 		return nil, nil, err

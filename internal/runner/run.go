@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,6 +89,13 @@ type Config struct {
 	// OnProgress, when set, receives a snapshot of the run a few times a second while
 	// its workers run.
 	OnProgress func(Progress) `json:"-"`
+	// Network is "" (the servers on loopback) or isolated: every node of the topology
+	// in a network namespace of its own, as partitions between nodes need (implied by
+	// them). See partitions.go.
+	Network string `json:"network,omitempty"`
+	// dial, when set, dials the store's connections: the clients beside one node of an
+	// isolated topology (partitions.go).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
@@ -169,8 +177,11 @@ func (c *Config) defaults() error {
 	if c.Proxy != "auto" && c.Proxy != "on" && c.Proxy != "off" {
 		return couldNotRun("--proxy must be auto, on or off")
 	}
-	if c.Proxy == "off" && len(c.Faults) > len(c.Faults.Processes()) {
+	if c.Proxy == "off" && len(c.Faults) > len(c.Faults.Processes())+len(c.Faults.BetweenNodes()) {
 		return couldNotRun("faults need the proxy: drop --proxy off")
+	}
+	if err := checkNetwork(*c); err != nil {
+		return err
 	}
 	if err := checkProcessFaults(*c); err != nil {
 		return err
@@ -200,7 +211,7 @@ func (c Config) Validate() error { return c.defaults() }
 // proxied reports whether the run goes through the fault proxy.
 // Process faults alone need no proxy (process_faults.go).
 func (c Config) proxied() bool {
-	return c.Proxy == "on" || (c.Proxy == "auto" && len(c.Faults) > len(c.Faults.Processes()))
+	return c.Proxy == "on" || (c.Proxy == "auto" && len(c.Faults) > len(c.Faults.Processes())+len(c.Faults.BetweenNodes()))
 }
 
 // Run performs one run and returns its results. The error wraps ErrCouldNotRun when no
@@ -325,7 +336,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	}()
 	sc.add(dsn)
 	var nem *nemesis
-	if cfg.proxied() || len(cfg.Faults.Processes()) > 0 {
+	if cfg.proxied() || len(cfg.Faults.Processes()) > 0 || srv.topo != nil {
 		n, pdsn, err := startNemesis(ctx, cfg, b, dsn, dir, srv)
 		if err != nil {
 			return nil, couldNotRun("%v", err)
@@ -335,7 +346,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 		sc.add(dsn)
 	}
 	took(&ph.Launch)
-	wl, closeStore, err := b.open(ctx, cfg, dsn)
+	wl, closeStore, err := openWorkload(ctx, cfg, b, dsn, srv.topo)
 	if err != nil {
 		return nil, couldNotRun("%v", err)
 	}
@@ -370,7 +381,11 @@ func serve(ctx context.Context, cfg Config, b backend, dir string) (dsn, desc st
 		return cfg.DSN, "external", launched{stop: func() error { return nil }}, nil
 	}
 	cfg.progressf("launching a local %s ...", b.name)
-	srv, err = b.launch(ctx, cfg, dir)
+	if cfg.isolated() {
+		srv, err = launchIsolated(ctx, cfg, dir)
+	} else {
+		srv, err = b.launch(ctx, cfg, dir)
+	}
 	if err != nil {
 		return "", "", launched{}, err
 	}

@@ -388,3 +388,18 @@ func (rp *Replicated) Stop() error {
 	errs = append(errs, rp.Primary.Stop())
 	return errors.Join(errs...)
 }
+
+// Role asks server s for its own view of its role: "primary" when it takes writes,
+// "standby" while it replays WAL (pg_is_in_recovery). After a failover inside a
+// partition the old primary still answers "primary" until it is stopped: two servers
+// that each say so are a split brain.
+func (s *Server) Role(ctx context.Context) (string, error) {
+	v, err := queryFirst(ctx, time.Second, s.Addr, User, s.Password, Database, "select pg_is_in_recovery()")
+	if err != nil {
+		return "", err
+	}
+	if v == "t" {
+		return "standby", nil
+	}
+	return "primary", nil
+}
