@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/indoubt/indoubt/internal/netns"
 	"github.com/indoubt/indoubt/internal/servers"
 )
 
@@ -17,7 +18,9 @@ itself is killed (SIGKILL, a crash) the server dies with it but the directory st
 the next launch removes such directories, and clean does it now. Only directories
 whose launching process is gone are touched; a server process still running from one
 (its parent-death signal failed) is killed first. Directories kept on purpose (Keep)
-are removed too.
+are removed too. So are the network namespaces of a topology launched with --network
+isolated (indoubt-PID-...: its nodes, their nftables rules, the bridge and its veths)
+whose process is gone, with any process still running in them.
 
 Usage: indoubt clean [--dry-run] [--dir DIR]
 
@@ -40,7 +43,11 @@ func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fmt.Errorf("clean: %w", err)
 	}
-	if len(left) == 0 {
+	nets, err := netns.FindLeftovers()
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	if len(left) == 0 && len(nets) == 0 {
 		fmt.Fprintln(stdout, "nothing to clean")
 		return nil
 	}
@@ -49,6 +56,15 @@ func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		verb = "would remove"
 	}
 	var errs []error
+	for _, l := range nets {
+		if !*dryRun {
+			if err := l.Remove(); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		fmt.Fprintf(stdout, "%s %s\n", verb, l)
+	}
 	for _, l := range left {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("clean: %w", err)
