@@ -87,11 +87,12 @@ func TestPartitionRefusedWithoutRootOrNft(t *testing.T) {
 }
 
 // TestCleanAfterKilledPartitionRun SIGKILLs `indoubt run` while a partition between
-// the nodes of a replicated PostgreSQL is in force, then runs `indoubt clean`, and
-// expects nothing left: no namespace, no veth, no nftables table, no server process.
+// the five nodes of a replicated Redis (three data nodes, five Sentinels) is in force,
+// then runs `indoubt clean`, and expects nothing left: no namespace, no veth, no
+// nftables table, no directory, no server process.
 func TestCleanAfterKilledPartitionRun(t *testing.T) {
 	if os.Getenv("INDOUBT_TEST_KILLED_PARTITION") != "" {
-		os.Exit(exitCode(run(context.Background(), []string{"run", "--store", "postgres", "--topology", "replicated",
+		os.Exit(exitCode(run(context.Background(), []string{"run", "--store", "redis", "--topology", "replicated",
 			"--workers", "2", "--time", "60s", "--fault", "partition:isolate-primary@1s-50s", "--out", os.Getenv("INDOUBT_TEST_OUT")}, os.Stdout, os.Stderr), os.Stderr))
 	}
 	if err := netns.Available(); err != nil {
@@ -134,8 +135,8 @@ func TestCleanAfterKilledPartitionRun(t *testing.T) {
 	// What the run made, to look for after the kill.
 	prefix := fmt.Sprintf("%s%d-", netns.Prefix, pid)
 	names, _ := filepath.Glob(filepath.Join("/run/netns", prefix+"*"))
-	if len(names) != 3 {
-		t.Fatalf("namespaces %v, want the hub and two nodes", names)
+	if len(names) != 6 {
+		t.Fatalf("namespaces %v, want the hub and five nodes", names)
 	}
 	inodes := map[string]bool{}
 	for _, n := range names {

@@ -1,0 +1,177 @@
+package runner_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/netns"
+	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
+)
+
+// partitionRun is processRun for a topology on a network of its own: it skips (fails
+// under CI) where no network can be made, and checks that the run left no namespace.
+func partitionRun(t *testing.T, cfg runner.Config) *results.Results {
+	t.Helper()
+	if err := netns.Available(); err != nil {
+		servertest.SkipOrFail(t, err)
+	}
+	res := processRun(t, cfg)
+	left, _ := filepath.Glob(filepath.Join("/run/netns", fmt.Sprintf("%s%d-*", netns.Prefix, os.Getpid())))
+	if len(left) != 0 {
+		t.Errorf("namespaces left after the run: %v", left)
+	}
+	if len(res.Partitions) != len(cfg.Faults.BetweenNodes()) {
+		t.Fatalf("partitions %+v for schedule %v", res.Partitions, res.Faults.Schedule)
+	}
+	return res
+}
+
+// historyOps reads a run's history.
+func historyOps(t *testing.T, res *results.Results) []histories.Op {
+	t.Helper()
+	_, ops, err := histories.ReadFile(res.RunDir+"/history.jsonl", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
+// PostgreSQL with a standby, the primary isolated from the standby and from the clients
+// beside it, failed over inside the partition (the harness kills the old primary and
+// promotes the standby, as an orchestrator that fences does). With asynchronous
+// replication the inserts the old primary acknowledged after the partition began never
+// reached the standby: lost, each named by the checker. With synchronous replication
+// the old primary could acknowledge nothing the standby did not have: none lost.
+func TestPartitionPostgresFailover(t *testing.T) {
+	for _, repl := range []string{"async", "sync"} {
+		t.Run(repl, func(t *testing.T) {
+			cfg := runner.Config{Workload: "insert", Store: "postgres", Topology: runner.TopologyReplicated, Replication: repl,
+				Workers: 4, Duration: 3 * time.Second, Seed: 1, Retry: policy(t, "none"),
+				Faults: schedule(t, "partition:isolate-primary@1s-2500ms", "failover@1500ms")}
+			res := partitionRun(t, cfg)
+			p := res.Partitions[0]
+			if want := map[string][]string{"n1": {"n1"}, "n2": {"n2"}}; !reflect.DeepEqual(p.Reach, want) || p.Shape != "isolate-primary" {
+				t.Errorf("partition %+v: want n1 and n2 apart", p)
+			}
+			if len(res.ProcessFaults) != 1 || res.ProcessFaults[0].Error != "" {
+				t.Fatalf("process faults %+v", res.ProcessFaults)
+			}
+			t.Logf("%s; %s", p, res.ProcessFaults[0])
+			switch repl {
+			case "async":
+				if p.AckedDuring["n1"] == 0 {
+					t.Fatalf("the isolated primary acknowledged nothing before the failover: %+v", p)
+				}
+				if res.Verdict != checker.Invalid || len(res.LostWrites) == 0 {
+					t.Fatalf("verdict %v, lost %+v: want the acknowledged inserts of the isolated primary lost", res.Verdict, res.LostWrites)
+				}
+				for _, l := range res.LostWrites {
+					if l.OpID == "" || l.Fault != "failover@1500ms" {
+						t.Errorf("lost write %+v: want it named, after the failover", l)
+					}
+				}
+				if p.LostWrites != res.LostTotal() || len(p.LostOps) != len(res.LostWrites) {
+					t.Errorf("partition counts %d lost (%v), the run %d", p.LostWrites, p.LostOps, res.LostTotal())
+				}
+				t.Logf("%d acknowledged inserts lost, first: %s", res.LostTotal(), res.LostWrites[0].Explanation)
+			case "sync":
+				if len(res.LostWrites) != 0 || p.LostWrites != 0 {
+					t.Errorf("lost %+v with synchronous replication", res.LostWrites)
+				}
+				if res.Verdict != checker.Valid {
+					t.Errorf("verdict %v: %s", res.Verdict, res.Summary)
+				}
+			}
+		})
+	}
+}
+
+// Redis in Jepsen's layout (a primary and two replicas on n1 to n3, five Sentinels on
+// n1 to n5), the primary put in a minority with one other node and the clients beside
+// both, while the Sentinels of the majority fail over to a replica. Whether
+// acknowledged writes are lost, and whether two primaries took writes at once, is a
+// finding either way: the test asserts that the run reports it from the history, with
+// the operations, and logs what it found.
+func TestPartitionRedisSentinelsMajority(t *testing.T) {
+	cfg := runner.Config{Workload: "budget", Store: "redis", Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
+		Workers: 5, Duration: 6 * time.Second, Seed: 1, Retry: policy(t, "none"),
+		Faults: schedule(t, "partition:majority@1s-5s")}
+	res := partitionRun(t, cfg)
+	p := res.Partitions[0]
+	var minority []string
+	for _, c := range p.Components {
+		if slices.Contains(c, "n1") {
+			minority = c
+		}
+	}
+	if len(p.Components) != 2 || len(minority) != 2 {
+		t.Fatalf("components %v: want the primary n1 in a minority of two", p.Components)
+	}
+	ops := historyOps(t, res)
+	okOps := map[string]bool{}
+	for _, op := range ops {
+		if op.IsClient() && op.Type == histories.OK {
+			okOps[op.OpID] = true
+		}
+	}
+	for _, s := range res.SplitBrain {
+		t.Logf("finding: %s", s)
+		if s.WritesOnBoth {
+			if len(s.Examples) < 2 {
+				t.Errorf("split brain %+v: writes on both sides without an operation of each", s)
+			}
+			for prim, id := range s.Examples {
+				if !okOps[id] {
+					t.Errorf("split brain example %s of %s is no acknowledged operation", id, prim)
+				}
+			}
+		}
+	}
+	if len(res.SplitBrain) == 0 {
+		t.Logf("finding: no two nodes reported primary at once")
+	}
+	switch {
+	case res.LostTotal() > 0:
+		if res.Verdict != checker.Invalid || res.LostWrites[0].Fault != "partition:majority@1s-5s" || res.LostWrites[0].OpID == "" {
+			t.Errorf("lost %+v, verdict %v: want the partition named and the verdict invalid", res.LostWrites, res.Verdict)
+		}
+		if p.LostWrites != res.LostTotal() {
+			t.Errorf("the partition counts %d lost, the run %d", p.LostWrites, res.LostTotal())
+		}
+		t.Logf("finding: %s", res.LostWrites[0].Explanation)
+	default:
+		t.Logf("finding: no acknowledged write lost (%v: %s)", res.Verdict, res.Summary)
+	}
+	t.Logf("acknowledged while partitioned, by side: %v; %s", p.AckedDuring, p)
+}
+
+// The refusals of partitions between nodes, before anything launches.
+func TestPartitionRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  runner.Config
+		want string
+	}{
+		{runner.Config{Store: "postgres", Faults: schedule(t, "partition:halves@1s-2s")}, "add --topology replicated"},
+		{runner.Config{Store: "postgres", DSN: "postgres://x@127.0.0.1:5432/x", Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s")}, "drop --dsn"},
+		{runner.Config{Store: "mongo", Faults: schedule(t, "partition:halves@1s-2s")}, "not mongo"},
+		{runner.Config{Store: "redis", Topology: runner.TopologyReplicated, Faults: schedule(t, "latency:5ms,link=replication@1s-2s")}, "link=replication"},
+		{runner.Config{Store: "postgres", Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s", "commit-cut")}, "fault proxy"},
+		{runner.Config{Store: "postgres", Network: "bridged"}, "--network"},
+	} {
+		tc.cfg.Workers, tc.cfg.Duration = 1, time.Second
+		err := tc.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: error %v, want one line with %q", tc.cfg.Faults, err, tc.want)
+		}
+	}
+}
