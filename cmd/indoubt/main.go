@@ -151,6 +151,7 @@ func commands() []command {
 		{"suite", "run a suite file's cases and check their expectations (CI)", suiteCommand},
 		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
 		{"compare", "print two recorded runs' figures side by side with ratios", compareCommand},
+		{"chaos-mesh", "the fault schedule as Chaos Mesh objects for a cluster on Kubernetes", chaosMeshCommand},
 	}
 }
 

@@ -217,3 +217,22 @@ func procsIn(inodes map[string]bool) []int {
 	}
 	return out
 }
+
+// indoubt chaos-mesh writes the schedule's objects, and --apply refuses in one line,
+// before anything is sent, when no kubeconfig names a cluster.
+func TestChaosMeshCommand(t *testing.T) {
+	args := []string{"chaos-mesh", "--namespace", "db", "--pod", "n1=pg-0", "--pod", "n2=pg-1", "--fault", "partition:isolate-primary@5s-20s", "--fault", "pause@21s-22s"}
+	code, stdout, stderr := invoke(t, args...)
+	if code != 0 || strings.Count(stdout, "kind: NetworkChaos") != 2 || strings.Count(stdout, "kind: PodChaos") != 1 {
+		t.Errorf("exit %d, stderr %q, objects:\n%s", code, stderr, stdout)
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	code, stdout, stderr = invoke(t, append(args, "--apply")...)
+	if code != 3 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no kubeconfig names a cluster") || stdout != "" {
+		t.Errorf("--apply without a cluster: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = invoke(t, "chaos-mesh", "--namespace", "db", "--pod", "n1=pg-0", "--fault", "commit-cut")
+	if code != 3 || !strings.Contains(stderr, "indoubt's proxy") {
+		t.Errorf("commit-cut: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -273,3 +273,8 @@ func (nw *Network) Apply(g Grudge) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// ShapeRand is the random source the shapes of a run are drawn from, derived from the
+// run's seed: a run on this machine and the Chaos Mesh objects made for the same
+// schedule and seed draw the same grudges, partition after partition.
+func ShapeRand(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 0x9a27_1710)) }

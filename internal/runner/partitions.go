@@ -412,7 +412,7 @@ const rolePoll = 100 * time.Millisecond
 func newNodeNemesis(cfg Config, topo *topology) *nodeNemesis {
 	// A stream of the run's seed of its own: the same seed draws the same shapes.
 	return &nodeNemesis{cfg: cfg, topo: topo, sched: cfg.Faults.BetweenNodes(), applied: -1,
-		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9a27_1710))}
+		rng: netns.ShapeRand(cfg.Seed)}
 }
 
 type nodeAction struct {
