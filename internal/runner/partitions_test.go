@@ -30,7 +30,13 @@ func partitionRun(t *testing.T, cfg runner.Config) *results.Results {
 	if len(left) != 0 {
 		t.Errorf("namespaces left after the run: %v", left)
 	}
-	if len(res.Partitions) != len(cfg.Faults.BetweenNodes()) {
+	grudges := 0
+	for _, f := range cfg.Faults.BetweenNodes() {
+		if f.Link == "" {
+			grudges++
+		}
+	}
+	if len(res.Partitions) != grudges {
 		t.Fatalf("partitions %+v for schedule %v", res.Partitions, res.Faults.Schedule)
 	}
 	return res
@@ -51,14 +57,23 @@ func historyOps(t *testing.T, res *results.Results) []histories.Op {
 // promotes the standby, as an orchestrator that fences does). With asynchronous
 // replication the inserts the old primary acknowledged after the partition began never
 // reached the standby: lost, each named by the checker. With synchronous replication
-// the old primary could acknowledge nothing the standby did not have: none lost.
+// the old primary could acknowledge nothing the standby did not have: none lost; and
+// before the partition a latency on the standby's link held every commit for it.
 func TestPartitionPostgresFailover(t *testing.T) {
 	for _, repl := range []string{"async", "sync"} {
 		t.Run(repl, func(t *testing.T) {
+			specs, d := []string{"partition:isolate-primary@1s-2500ms", "failover@1500ms"}, 3*time.Second
+			if repl == "sync" {
+				// Before the partition, the standby's stream slowed on its link.
+				specs, d = []string{"partition:isolate-primary@2s-3500ms", "failover@2500ms", linkLatency}, 4*time.Second
+			}
 			cfg := runner.Config{Workload: "insert", Store: "postgres", Topology: runner.TopologyReplicated, Replication: repl,
-				Workers: 4, Duration: 3 * time.Second, Seed: 1, Retry: policy(t, "none"),
-				Faults: schedule(t, "partition:isolate-primary@1s-2500ms", "failover@1500ms")}
+				Workers: 4, Duration: d, Seed: 1, Retry: policy(t, "none"),
+				Faults: schedule(t, specs...)}
 			res := partitionRun(t, cfg)
+			if repl == "sync" {
+				checkLinkLatency(t, historyOps(t, res))
+			}
 			p := res.Partitions[0]
 			if want := map[string][]string{"n1": {"n1"}, "n2": {"n2"}}; !reflect.DeepEqual(p.Reach, want) || p.Shape != "isolate-primary" {
 				t.Errorf("partition %+v: want n1 and n2 apart", p)
@@ -94,6 +109,54 @@ func TestPartitionPostgresFailover(t *testing.T) {
 			}
 		})
 	}
+}
+
+// linkLatency delays what the primary streams to the standby by 300 ms, on the link
+// proxy the standby streams through.
+const linkLatency = "latency:300ms,link=replication@100ms-1900ms"
+
+// checkLinkLatency checks, in a run of synchronous replication with linkLatency, that
+// the link's window is in the history and that every insert invoked inside it and
+// acknowledged before it closed waited for the delayed stream: at least 300 ms from
+// invoke to acknowledgement (a lower bound the proxy sets, whatever the load).
+func checkLinkLatency(t *testing.T, ops []histories.Op) {
+	t.Helper()
+	var start, stop int64 = -1, -1
+	invoked := map[string]int64{}
+	for _, op := range ops {
+		switch {
+		case op.Process == histories.Nemesis && strings.Contains(string(op.Value), `"link":"replication"`):
+			if op.F == "start" {
+				start = op.Time
+			} else if op.F == "stop" {
+				stop = op.Time
+			}
+			if strings.Contains(string(op.Value), `"error"`) {
+				t.Errorf("link event %s: %s", op.F, op.Value)
+			}
+		case op.IsClient() && op.Type == histories.Invoke:
+			invoked[op.OpID] = op.Time
+		}
+	}
+	if start < 0 || stop < start {
+		t.Fatalf("link window %d to %d: want a start and a stop event", start, stop)
+	}
+	n := 0
+	for _, op := range ops {
+		at, ok := invoked[op.OpID]
+		if !op.IsClient() || op.Type != histories.OK || !ok || at < start || op.Time > stop {
+			continue
+		}
+		n++
+		if d := time.Duration(op.Time - at); d < 300*time.Millisecond {
+			t.Errorf("insert %s acknowledged %v after its invoke, inside the link's 300 ms latency", op.OpID, d)
+		}
+	}
+	if n == 0 {
+		t.Errorf("no insert invoked and acknowledged inside the link's window (%.2fs to %.2fs)", time.Duration(start).Seconds(), time.Duration(stop).Seconds())
+		return
+	}
+	t.Logf("%d inserts acknowledged inside the link's window, each after at least 300 ms", n)
 }
 
 // Redis in Jepsen's layout (a primary and two replicas on n1 to n3, five Sentinels on
