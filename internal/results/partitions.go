@@ -296,11 +296,14 @@ func sides(parts []checker.Partition) func(conn string) string {
 
 // String is the partition in one line, as the console prints it.
 func (p Partition) String() string {
-	s := fmt.Sprintf("%s: %s from %.2fs to %.2fs, %d acknowledged writes lost, split brain %.2fs", p.Fault, p.Shape, p.StartS, p.EndS, p.LostWrites, p.SplitBrainS)
-	if p.HealS != nil {
-		s += fmt.Sprintf(", one primary %.2fs after the heal", *p.HealS)
-	} else {
-		s += ", two primaries still at the end"
+	s := fmt.Sprintf("%s: %s from %.2fs to %.2fs, %d acknowledged writes lost", p.Fault, p.Shape, p.StartS, p.EndS, p.LostWrites)
+	switch {
+	case p.SplitBrainS == 0 && p.HealS != nil:
+		s += ", no two nodes reported primary at once"
+	case p.HealS != nil:
+		s += fmt.Sprintf(", split brain %.2fs, one primary %.2fs after the heal", p.SplitBrainS, *p.HealS)
+	default:
+		s += fmt.Sprintf(", split brain %.2fs, two primaries still at the end", p.SplitBrainS)
 	}
 	if p.FirstAckS != nil {
 		s += fmt.Sprintf(", first ack %.2fs after", *p.FirstAckS)

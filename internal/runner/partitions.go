@@ -5,13 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"math/big"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gocql/gocql"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
@@ -19,6 +25,7 @@ import (
 	"github.com/indoubt/indoubt/internal/netns"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/workloads"
@@ -78,8 +85,8 @@ func checkNetwork(c Config) error {
 	switch {
 	case c.DSN != "":
 		return couldNotRun("%s: the nodes are servers indoubt launches, each in a network namespace of its own; drop --dsn", what)
-	case c.Store != Postgres && c.Store != Redis:
-		return couldNotRun("%s: this build puts PostgreSQL and Redis topologies on nodes of their own, not %s", what, c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
+		return couldNotRun("%s: this build puts PostgreSQL, Redis and Cassandra topologies on nodes of their own, not %s", what, c.Store)
 	case c.Proxy == "on" || len(c.Faults) > len(c.Faults.Processes())+len(c.Faults.BetweenNodes()):
 		return couldNotRun("%s: the fault proxy would dial the servers from the harness's own address, which no partition cuts; use partitions, links and process faults, with --proxy auto or off", what)
 	}
@@ -134,9 +141,12 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 	names := []string{"n1"}
 	if cfg.Topology == TopologyReplicated {
 		names = []string{"n1", "n2"}
-		if cfg.Store == Redis {
+		switch cfg.Store {
+		case Redis:
 			// Jepsen's layout: five nodes, a Sentinel on each, the data on three.
 			names = []string{"n1", "n2", "n3", "n4", "n5"}
+		case CQL:
+			names = []string{"n1", "n2", "n3"}
 		}
 	}
 	nw, err := netns.New(names)
@@ -152,6 +162,8 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 		l, err = topo.launchPostgresSingle(ctx, cfg, dir)
 	case cfg.Store == Redis && cfg.Topology == TopologyReplicated:
 		l, err = topo.launchRedis(ctx, cfg, dir)
+	case cfg.Store == CQL:
+		l, err = topo.launchCassandra(ctx, cfg, dir)
 	default:
 		l, err = topo.launchRedisSingle(ctx, cfg, dir)
 	}
@@ -359,6 +371,9 @@ func (s sidedWorkload) Worker(ctx context.Context, id int) (workloads.Worker, er
 func openWorkload(ctx context.Context, cfg Config, b backend, dsn string, topo *topology) (workloads.Workload, func(), error) {
 	if topo == nil {
 		return b.open(ctx, cfg, dsn)
+	}
+	if cfg.Store == CQL {
+		cfg.ring = &cqlRing{}
 	}
 	admin := cfg
 	admin.dial = netns.DialFrom(topo.net.Admin)
@@ -626,4 +641,128 @@ func (n *nodeNemesis) account(res *results.Results, ops []histories.Op) {
 	for _, s := range res.SplitBrain {
 		n.cfg.progressf("%s", s)
 	}
+}
+
+// launchCassandra launches a Cassandra ring of one node per node of the network (three
+// with --topology replicated), n1 its seed, every keyspace the workload makes of
+// replication factor 3 (or the ring's size): the LWTs of the workloads run Paxos over
+// a quorum of the replicas. A ring has no primary: isolate-primary isolates n1, and
+// the nodes report no role (no split brain can be read).
+func (t *topology) launchCassandra(ctx context.Context, cfg Config, dir string) (launched, error) {
+	nw := t.net
+	seed := nw.Nodes[0].IP.String()
+	var nodes []*cassandra.Server
+	stopAll := func() error {
+		var errs []error
+		for i := len(nodes) - 1; i >= 0; i-- {
+			errs = append(errs, nodes[i].Stop())
+		}
+		return errors.Join(errs...)
+	}
+	start := func(i int) (*cassandra.Server, error) {
+		n := nw.Nodes[i]
+		opt := cassandra.Options{LogPath: filepath.Join(dir, "cassandra-"+n.Name+".log"), CommitLogSync: cfg.CommitLogSync,
+			Node: serverNode(nw, n), Token: ringToken(i, len(nw.Nodes))}
+		if i > 0 {
+			opt.Seeds = []string{seed}
+		}
+		return cassandra.Start(ctx, opt)
+	}
+	first, err := start(0)
+	if err != nil {
+		return launched{}, err
+	}
+	nodes = append(nodes, first)
+	// The others join the seed together: none bootstraps, the ring starts empty.
+	rest := make([]*cassandra.Server, len(nw.Nodes)-1)
+	errs := make([]error, len(rest))
+	var wg sync.WaitGroup
+	for i := range rest {
+		wg.Add(1)
+		go func() { defer wg.Done(); rest[i], errs[i] = start(i + 1) }()
+	}
+	wg.Wait()
+	for i := range rest {
+		if rest[i] != nil {
+			nodes = append(nodes, rest[i])
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return launched{}, errors.Join(err, stopAll())
+	}
+	if err := waitRing(ctx, nodes, netns.DialFrom(nw.Admin)); err != nil {
+		return launched{}, errors.Join(err, stopAll())
+	}
+	rf := len(nodes)
+	q := url.Values{"replication": {fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", rf)}, "timeout": {"10s"}}
+	dsn := func(n *cassandra.Server) string { return "cql://" + n.Addr + "/indoubt?" + q.Encode() }
+	t.admin = dsn(nodes[0])
+	// The clients beside a node use it as their coordinator.
+	t.addSides(func(i int) string { return dsn(nodes[i]) })
+	t.primary = func() string { return nw.Nodes[0].Name }
+	var rss int64
+	for _, n := range nodes {
+		b, err := n.RSS()
+		if err != nil {
+			return launched{}, errors.Join(err, stopAll())
+		}
+		rss += b
+	}
+	desc := fmt.Sprintf("Apache Cassandra %s ring of %d nodes on n1 to n%d (replication factor %d, seed n1; %d MiB resident at start)", first.Version, len(nodes), len(nodes), rf, rss>>20)
+	return launched{dsn: t.admin, desc: desc, stop: stopAll, ctl: first}, nil
+}
+
+// waitRing waits until a write at consistency ALL, coordinated by each node in turn,
+// succeeds on a keyspace replicated to every node: every node knows every other up
+// (gossip has converged) and has the schema. At most three minutes (three JVMs
+// starting together on a loaded machine pause for tens of seconds), each attempt at
+// most 15 s (gocql would wait a minute for the schema to agree).
+func waitRing(ctx context.Context, nodes []*cassandra.Server, dial func(context.Context, string, string) (net.Conn, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	rf := len(nodes)
+	for i, n := range nodes {
+		err := servers.Poll(ctx, 250*time.Millisecond, n.Exited(), func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			cl := gocql.NewCluster(n.Addr)
+			cl.ProtoVersion, cl.DisableInitialHostLookup, cl.Dialer = 4, true, dialFunc(dial)
+			cl.Timeout, cl.ConnectTimeout = 5*time.Second, 2*time.Second
+			cl.MaxWaitSchemaAgreement = 10 * time.Second
+			cl.Logger = log.New(io.Discard, "", 0)
+			s, err := cl.CreateSession()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			for _, stmt := range []string{
+				fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS indoubt_ring WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", rf),
+				"CREATE TABLE IF NOT EXISTS indoubt_ring.probe (k int PRIMARY KEY, v int)",
+			} {
+				if err := s.Query(stmt).WithContext(ctx).Exec(); err != nil {
+					return err
+				}
+			}
+			return s.Query("INSERT INTO indoubt_ring.probe (k, v) VALUES (?, 1)", i).Consistency(gocql.All).WithContext(ctx).Exec()
+		})
+		if err != nil {
+			return fmt.Errorf("cassandra ring: node %s: %w", n.Addr, err)
+		}
+	}
+	return nil
+}
+
+// ringToken is the token of node i of a ring of n: the Murmur3 range cut in n equal
+// arcs, so that with replication factor n every node holds every row all the same.
+func ringToken(i, n int) string {
+	arc := new(big.Int).Div(new(big.Int).Lsh(big.NewInt(1), 64), big.NewInt(int64(n)))
+	t := new(big.Int).Mul(arc, big.NewInt(int64(i)))
+	return t.Add(t, new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 63))).String()
+}
+
+// dialFunc is a dial function as gocql's Dialer.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+func (f dialFunc) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f(ctx, network, addr)
 }

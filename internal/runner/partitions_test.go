@@ -238,3 +238,61 @@ func TestPartitionRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A three-node Cassandra ring (replication factor 3), n1 isolated from the others and
+// from the clients beside them, under the budget workload's LWT loop. Paxos needs a
+// quorum of the replicas: no decrement that n1's clients invoke after the grudge is on
+// and that completes before the heal can be acknowledged, while the majority side's
+// are; and the LWTs lose nothing. Three JVMs take minutes to start on a loaded machine,
+// hence INDOUBT_CQL_LONG.
+func TestPartitionCassandraRingQuorum(t *testing.T) {
+	longCassandra(t)
+	cfg := runner.Config{Workload: "budget", Store: "cql", Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
+		Workers: 3, Duration: 12 * time.Second, Seed: 1, Retry: policy(t, "none"),
+		Faults: schedule(t, "partition:isolate-primary@3s-8s")}
+	res := partitionRun(t, cfg)
+	p := res.Partitions[0]
+	if want := [][]string{{"n1"}, {"n2", "n3"}}; !reflect.DeepEqual(p.Components, want) {
+		t.Fatalf("components %v, want %v", p.Components, want)
+	}
+	if !strings.Contains(res.Server, "ring of 3 nodes") {
+		t.Errorf("server %q", res.Server)
+	}
+	ops := historyOps(t, res)
+	var start, end int64 = -1, -1
+	for _, op := range ops {
+		if op.Process == histories.Nemesis && op.F == "partition" {
+			start = op.Time
+		}
+		if op.Process == histories.Nemesis && op.F == "heal" {
+			end = op.Time
+		}
+	}
+	invoked := map[string]histories.Op{}
+	acked := map[string]int{}
+	for _, op := range ops {
+		if !op.IsClient() || op.F != "decrement" {
+			continue
+		}
+		if op.Type == histories.Invoke {
+			invoked[op.OpID] = op
+			continue
+		}
+		inv, ok := invoked[op.OpID]
+		if op.Type != histories.OK || !ok || inv.Time < start || op.Time > end {
+			continue
+		}
+		host, _, _ := strings.Cut(op.Conn, ":")
+		acked[host]++
+		if strings.HasSuffix(host, ".101") {
+			t.Errorf("decrement %s acknowledged through isolated n1 (%s), invoked and completed inside the partition", op.OpID, op.Conn)
+		}
+	}
+	if len(acked) == 0 {
+		t.Errorf("no decrement acknowledged inside the partition on the majority side")
+	}
+	if res.Verdict != checker.Valid || res.LostTotal() != 0 {
+		t.Errorf("verdict %v, lost %d: %s", res.Verdict, res.LostTotal(), res.Summary)
+	}
+	t.Logf("acknowledged inside the partition, by client address: %v; %s", acked, p)
+}

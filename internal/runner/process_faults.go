@@ -231,8 +231,10 @@ func checkTopology(c Config) error {
 		return couldNotRun("--replication %q: want async or sync", c.Replication)
 	case c.DSN != "":
 		return couldNotRun("--topology replicated launches its servers: drop --dsn (compose/ has replicated topologies to point --dsn at)")
+	case c.Store == CQL && c.isolated():
+		// A three-node ring, each node in a namespace of its own (partitions.go).
 	case c.Store != Postgres && c.Store != Redis:
-		return couldNotRun("--topology replicated: this build launches a replicated PostgreSQL or Redis, not %s", c.Store)
+		return couldNotRun("--topology replicated: this build launches a replicated PostgreSQL or Redis (or, with --network isolated, a three-node Cassandra ring), not %s", c.Store)
 	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:
 		// WAIT after each write would report how many replicas have it, not make a
 		// failover keep it: Redis documents that WAIT does not make it strongly consistent.

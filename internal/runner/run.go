@@ -96,6 +96,10 @@ type Config struct {
 	// dial, when set, dials the store's connections: the clients beside one node of an
 	// isolated topology (partitions.go).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ring, on the admin's and the sides' Configs of a Cassandra ring on nodes of its
+	// own, holds the admin's client, which the sides' clients stand beside (the data of
+	// its Reset is theirs).
+	ring *cqlRing
 }
 
 // ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
