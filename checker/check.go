@@ -13,7 +13,7 @@ import (
 // header names, without a time limit.
 type Options struct {
 	// Model overrides the header's model: budget, register, cas-register, counter,
-	// exactly-once, bank.
+	// exactly-once, bank, transfer.
 	Model string
 	// Budget overrides the header's params.budget (budget model).
 	Budget *int64
@@ -27,6 +27,10 @@ type Options struct {
 	Timeout time.Duration
 	// VisualizePath, when set, receives porcupine's HTML visualization (register models).
 	VisualizePath string
+	// Txn configures the transactional models, list-append and rw-register: the
+	// consistency models to check for and what may be assumed. Its Timeout defaults to
+	// Timeout above.
+	Txn TxnOptions
 	// Final, when set, is the final state of a history that has no final read, as the
 	// value of the model's ok read (budget {"balance":n}, counter {"value":n},
 	// exactly-once an ExactlyOnceState, bank Balances). Check appends it as a read that
@@ -39,7 +43,7 @@ type Options struct {
 const checkEvery = 4096
 
 // Models lists the models Check knows.
-var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", ExactlyOnceModel, BankModel}
+var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", ExactlyOnceModel, BankModel, TransferModel, ListAppendModel, RWRegisterModel, BudgetsModel, ExactlyOnceResponseModel}
 
 // Check chooses the checker for the history's model and runs it. The error means the
 // history cannot be checked (no model, missing parameters, not a history of that model);
@@ -54,7 +58,7 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 	switch model {
 	case "":
 		return Result{}, fmt.Errorf("the history names no model: give --model (%v)", Models)
-	case RegisterModel, CASRegisterModel:
+	case RegisterModel, CASRegisterModel, ListAppendModel, RWRegisterModel:
 		if opt.Final != nil {
 			return Result{}, fmt.Errorf("a final state applies to the budget, counter, exactly-once and bank models, not %s", model)
 		}
@@ -76,14 +80,30 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 // checkModel runs the model's checker.
 func checkModel(ctx context.Context, model string, h *histories.Header, ops []histories.Op, opt Options) (Result, error) {
 	switch model {
+	case ListAppendModel, RWRegisterModel:
+		to, err := txnOptions(h, opt)
+		if err != nil {
+			return Result{}, err
+		}
+		return checkTxn(ctx, model, ops, to)
 	case ExactlyOnceModel:
 		return CheckExactlyOnce(ctx, ops)
+	case ExactlyOnceResponseModel:
+		return CheckExactlyOnceResponse(ctx, ops)
+	case BudgetsModel:
+		return checkBudgetsModel(ctx, h, ops)
 	case BankModel:
 		p, err := bankFromHeader(h)
 		if err != nil {
 			return Result{}, err
 		}
 		return CheckBank(ctx, ops, p)
+	case TransferModel:
+		p, err := bankFromHeader(h)
+		if err != nil {
+			return Result{}, err
+		}
+		return CheckTransfer(ctx, ops, p)
 	case "budget":
 		b, err := budgetParam(h, opt)
 		if err != nil {

@@ -32,9 +32,25 @@
 //     every acknowledged transfer once and some choice of unknown ones at most once.
 //     Exact; the choice is a search over partial sums, bounded, Unknown when it
 //     outgrows its bound. CheckBank's documentation says what it cannot see.
+//   - transfer (CheckTransfer): the bank model over rows spread on several servers,
+//     with final reads of each server's markers (Markers: which rows each transfer
+//     applied on) and of the transactions still prepared. Atomic commitment: no
+//     transfer applied on one side only, none acknowledged and lost, none failed and
+//     applied; nothing left prepared. Exact, one rule per transfer, no search beyond
+//     the bank model's. TransferModel says what each function holds.
 //   - register and cas-register (CheckRegister): integer registers, one per key,
 //     checked for linearizability with porcupine. A search: bounded by
 //     Options.Timeout, and Unknown when it runs out.
+//   - list-append and rw-register (CheckListAppend, CheckRWRegister): transactions
+//     over lists and registers, checked for consistency models from read
+//     uncommitted to strict serializability in the manner of Jepsen's Elle: version
+//     orders inferred from reads, a dependency graph, its strongly connected
+//     components proved cyclic per model and searched for the shortest cycle of each
+//     anomaly class (G0, G1c, G-single, G-nonadjacent, G2-item, with process and
+//     real-time variants) within a budget per component, plus the anomalies that
+//     need no cycle (G1a, G1b, internal, lost-update, ...). The verdict names the
+//     weakest models violated (Options.Txn, TxnOptions). Linear in the history but
+//     for the cycle search, which a timeout bounds (Unknown for what it cut short).
 //
 // The value formats each checker reads are those of package histories ("Values").
 // The exactly-once and bank models judge the final state, which a history carries as

@@ -199,7 +199,7 @@ type countingLoss struct {
 	// acknowledged before each process fault, by the fault's place in procs.
 	acks        []int64
 	first       []ack
-	recent      [64]ack
+	recent      [1024]ack
 	nrecent     int
 	beforeFault map[int]ack
 	replayed    int64
@@ -228,8 +228,11 @@ func newCountingLoss(model string) *countingLoss {
 // been refused by the model's checker.
 func (c *countingLoss) add(op histories.Op) {
 	if c.procs.add(op) {
-		// Acknowledgements timed before the fault may be written after its event: the
-		// latest of the recent ones that came before it.
+		// Acknowledgements timed before the fault may be written after its event (the
+		// nemesis records the fault once it has been applied, with the time it began),
+		// and acknowledgements timed after it may come before: the latest of the
+		// recent ones that completed before it. The ring holds enough
+		// for the moments a kill takes at tens of thousands of operations a second.
 		at := c.procs.faults[len(c.procs.faults)-1].Start
 		var best ack
 		for i := range min(c.nrecent, len(c.recent)) {

@@ -48,6 +48,8 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 			c.run(all)
 			return c.build()
 		})
+	case ListAppendModel, RWRegisterModel:
+		return checkTxnStream(ctx, model, h, next, opt)
 	}
 	var ops []histories.Op
 	for {

@@ -20,13 +20,12 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 )
 
-// Type names of the commit toxics in the HTTP API. Cut and drop share their names with
-// the two halves that Install puts on the proxy; the API hides the halves and shows
-// these in their place, one per knob.
+// Type names of the commit toxics in the HTTP API, one per knob. They are views of the
+// knobs, not toxics on toxiproxy's chain.
 const (
-	cutType   = toxics.CutToxic  // commit_cut: Faults.Cut
-	dropType  = toxics.DropToxic // commit_drop: Faults.Drop
-	mixedType = "commit_mixed"   // commit_mixed: Faults.Mixed
+	cutType   = "commit_cut"   // Faults.Cut
+	dropType  = "commit_drop"  // Faults.Drop
+	mixedType = "commit_mixed" // Faults.Mixed
 )
 
 var commitTypes = []string{cutType, dropType, mixedType}
@@ -44,6 +43,8 @@ type api struct {
 	next        http.Handler
 	bindHost    string
 	allowRemote bool
+
+	serial sync.Mutex // held for each request
 
 	mu    sync.Mutex
 	added map[string]apiToxic // by type: commit toxics added through the API
@@ -103,21 +104,36 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	// One request at a time: the checks below read proxies that the requests change.
+	a.serial.Lock()
+	defer a.serial.Unlock()
 	path := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	ours := len(path) >= 2 && path[0] == "proxies" && path[1] == a.p.px.Name
+	ours := len(path) >= 2 && path[0] == "proxies" && path[1] == a.p.px.Name && !a.p.isDeleted()
+	if (ours && len(path) >= 3 && path[2] == "toxics" && r.Method != http.MethodGet) || path[0] == "reset" {
+		// The toxics may change: direct connections move to links (direct.go).
+		defer a.p.syncPaths()
+	}
 	write := r.Method == http.MethodPost || r.Method == http.MethodPatch
 	switch {
 	case len(path) == 1 && path[0] == "reset" && r.Method == http.MethodPost:
 		a.reset(r.Context(), w)
-	case (len(path) == 1 && path[0] == "proxies" && r.Method == http.MethodPost) ||
-		(len(path) == 1 && path[0] == "populate" && r.Method == http.MethodPost) ||
-		(len(path) == 2 && path[0] == "proxies" && write):
-		a.checkListeners(w, r, body)
+	case len(path) == 2 && ours && write:
+		a.updateOurs(w, body)
+	case len(path) == 2 && ours && r.Method == http.MethodDelete:
+		a.deleteOurs(w)
+	case len(path) == 1 && path[0] == "proxies" && r.Method == http.MethodPost:
+		a.createProxy(w, r, body)
+	case len(path) == 1 && path[0] == "populate" && r.Method == http.MethodPost:
+		a.populate(w, r, body)
+	case len(path) == 2 && path[0] == "proxies" && write:
+		a.updateProxy(w, r, path[1], body)
 	case len(path) == 3 && path[0] == "proxies" && path[2] == "toxics" && r.Method == http.MethodPost:
 		a.createToxic(w, r, ours, body)
 	case len(path) == 4 && ours && path[2] == "toxics" && a.commitToxic(w, r, path[3], body):
-	case r.Method == http.MethodGet && (len(path) == 1 && path[0] == "proxies" || ours && (len(path) == 2 || len(path) == 3 && path[2] == "toxics")):
-		a.listing(w, r, path)
+	case len(path) == 4 && path[0] == "proxies" && path[2] == "toxics" && write:
+		a.updateToxic(w, r, path[1], path[3], body)
+	case r.Method == http.MethodGet && path[0] == "proxies" && (len(path) <= 2 || ours && len(path) == 3 && path[2] == "toxics"):
+		a.forward(w, r, func(b []byte) ([]byte, error) { return a.showProxies(b, path) })
 	default:
 		a.next.ServeHTTP(w, r)
 	}
@@ -147,61 +163,6 @@ func (a *api) hostAllowed(hostport string) bool {
 	}
 	bind := net.ParseIP(a.bindHost)
 	return ip != nil && bind != nil && bind.IsUnspecified()
-}
-
-// checkListeners applies the bind rule to the listen addresses of proxies created or
-// moved through the API, then hands the request to toxiproxy with ":PORT" made
-// loopback.
-func (a *api) checkListeners(w http.ResponseWriter, r *http.Request, body []byte) {
-	var objs []map[string]json.RawMessage
-	array := len(bytes.TrimSpace(body)) > 0 && bytes.TrimSpace(body)[0] == '['
-	var err error
-	if array {
-		err = json.Unmarshal(body, &objs)
-	} else {
-		var obj map[string]json.RawMessage
-		err = json.Unmarshal(body, &obj)
-		objs = append(objs, obj)
-	}
-	if err != nil {
-		// toxiproxy words its own refusal.
-		a.next.ServeHTTP(w, r)
-		return
-	}
-	for _, obj := range objs {
-		// An upstream that could never be dialled is refused here, as at Start, rather
-		// than dropping every client of the new proxy later.
-		if raw, ok := obj["upstream"]; ok {
-			var upstream string
-			if json.Unmarshal(raw, &upstream) != nil {
-				apiError(w, http.StatusBadRequest, "upstream: not a string")
-				return
-			}
-			if err := checkUpstream(upstream); err != nil {
-				apiError(w, http.StatusBadRequest, "%v", err)
-				return
-			}
-		}
-		raw, ok := obj["listen"]
-		var listen string
-		if !ok || json.Unmarshal(raw, &listen) != nil || listen == "" {
-			continue
-		}
-		bind, err := bindAddr(listen, a.allowRemote)
-		if err != nil {
-			apiError(w, http.StatusForbidden, "listen %v", err)
-			return
-		}
-		obj["listen"], _ = json.Marshal(bind)
-	}
-	var out any = objs
-	if !array {
-		out = objs[0]
-	}
-	body, _ = json.Marshal(out)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	a.next.ServeHTTP(w, r)
 }
 
 // knob returns the knob a commit toxic type drives, nil without commit faults.
@@ -297,7 +258,7 @@ type toxicRequest struct {
 
 func (a *api) createToxic(w http.ResponseWriter, r *http.Request, ours bool, body []byte) {
 	var in toxicRequest
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&in); err != nil {
 		a.next.ServeHTTP(w, r)
 		return
 	}
@@ -312,13 +273,23 @@ func (a *api) createToxic(w http.ResponseWriter, r *http.Request, ours bool, bod
 		apiError(w, http.StatusBadRequest, "toxic type %s: proxy %q has no commit faults (only the proxy started with a protocol has them)", in.Type, strings.Split(strings.Trim(r.URL.Path, "/"), "/")[1])
 		return
 	}
+	if !commit {
+		// A standard toxic: checked as toxiproxy will read it. A body toxiproxy
+		// cannot read goes on for toxiproxy to word its own refusal.
+		if t, err := decodeToxic(body); err == nil {
+			if err := checkToxic(t); err != nil {
+				apiError(w, http.StatusBadRequest, "toxic %q: %v", in.Name, err)
+				return
+			}
+		}
+	}
 	if !ours {
 		a.next.ServeHTTP(w, r)
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, taken := a.view(in.Name); taken || (commit && a.p.px.Toxics.GetToxic(in.Name) != nil && in.Name != cutType && in.Name != dropType) {
+	if _, taken := a.view(in.Name); taken || isEndName(in.Name) || (commit && a.p.px.Toxics.GetToxic(in.Name) != nil) {
 		apiError(w, http.StatusConflict, "toxic %q already exists", in.Name)
 		return
 	}
@@ -347,6 +318,28 @@ func (a *api) createToxic(w http.ResponseWriter, r *http.Request, ours bool, bod
 	writeJSON(w, v)
 }
 
+// updateToxic checks the update of a standard toxic as toxiproxy will apply it, over
+// the toxic's current values, before toxiproxy applies it.
+func (a *api) updateToxic(w http.ResponseWriter, r *http.Request, proxy, name string, body []byte) {
+	px, err := a.p.srv.Collection.Get(proxy)
+	if err != nil {
+		a.next.ServeHTTP(w, r)
+		return
+	}
+	t := px.Toxics.GetToxic(name)
+	if t == nil {
+		a.next.ServeHTTP(w, r)
+		return
+	}
+	if u, err := decodeUpdate(t, body); err == nil {
+		if err := checkToxic(u); err != nil {
+			apiError(w, http.StatusBadRequest, "toxic %q: %v", name, err)
+			return
+		}
+	}
+	a.next.ServeHTTP(w, r)
+}
+
 // commitToxic serves a request for one toxic by name when that name is a commit
 // toxic's or a hidden half's, and reports whether it did.
 func (a *api) commitToxic(w http.ResponseWriter, r *http.Request, name string, body []byte) bool {
@@ -354,9 +347,9 @@ func (a *api) commitToxic(w http.ResponseWriter, r *http.Request, name string, b
 	defer a.mu.Unlock()
 	v, ok := a.view(name)
 	if !ok {
-		if a.p.Faults() != nil && (name == cutType || name == dropType) {
-			// The halves stay, whatever is asked: removing or updating them would
-			// break the pairing of every later connection, or race their pipes.
+		if isEndName(name) {
+			// The link ends stay, whatever is asked: the proxy's connections
+			// live in them.
 			apiError(w, http.StatusNotFound, "toxic not found")
 			return true
 		}
@@ -394,12 +387,12 @@ func (a *api) commitToxic(w http.ResponseWriter, r *http.Request, name string, b
 	return true
 }
 
-// toxicList is the proxy's toxics as the API shows them: toxiproxy's, without the
-// commit halves, and the commit toxics.
+// toxicList is the proxy's toxics as the API shows them: toxiproxy's, without the link
+// ends, and the commit toxics.
 func (a *api) toxicList() []any {
 	list := []any{}
 	for _, t := range a.p.px.Toxics.GetToxicArray() {
-		if w, ok := t.(*tp.ToxicWrapper); ok && a.p.Faults() != nil && (w.Type == cutType || w.Type == dropType) {
+		if w, ok := t.(*tp.ToxicWrapper); ok && w.Type == endType {
 			continue
 		}
 		list = append(list, t)
@@ -412,84 +405,24 @@ func (a *api) toxicList() []any {
 	return list
 }
 
-// captured is a response held back to be rewritten.
-type captured struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (c *captured) Header() http.Header { return c.header }
-func (c *captured) Write(b []byte) (int, error) {
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
-	return c.body.Write(b)
-}
-func (c *captured) WriteHeader(status int) {
-	if c.status == 0 {
-		c.status = status
-	}
-}
-
-// listing serves GET /proxies, /proxies/NAME and /proxies/NAME/toxics with this
-// proxy's toxics as toxicList shows them.
-func (a *api) listing(w http.ResponseWriter, r *http.Request, path []string) {
-	c := &captured{header: http.Header{}}
-	a.next.ServeHTTP(c, r)
-	out := c.body.Bytes()
-	if c.status == http.StatusOK {
-		if b, err := a.rewrite(out, path); err == nil {
-			out = b
-		}
-	}
-	for k, v := range c.header {
-		w.Header()[k] = v
-	}
-	w.Header().Del("Content-Length")
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
-	w.WriteHeader(c.status)
-	w.Write(out)
-}
-
-func (a *api) rewrite(body []byte, path []string) ([]byte, error) {
-	switch len(path) {
-	case 3:
-		return json.Marshal(a.toxicList())
-	case 2:
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(body, &obj); err != nil {
-			return nil, err
-		}
-		obj["toxics"], _ = json.Marshal(a.toxicList())
-		return json.Marshal(obj)
-	}
-	var all map[string]map[string]json.RawMessage
-	if err := json.Unmarshal(body, &all); err != nil {
-		return nil, err
-	}
-	if obj, ok := all[a.p.px.Name]; ok {
-		obj["toxics"], _ = json.Marshal(a.toxicList())
-	}
-	return json.Marshal(all)
-}
-
-// reset is toxiproxy's POST /reset without removing the commit halves: every proxy is
+// reset is toxiproxy's POST /reset without removing the link ends: every proxy is
 // enabled, every other toxic removed and the commit faults disarmed.
 func (a *api) reset(ctx context.Context, w http.ResponseWriter) {
 	for _, px := range a.p.srv.Collection.Proxies() {
-		if err := px.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
-			apiError(w, http.StatusInternalServerError, "reset proxy %q: %v", px.Name, err)
-			return
-		}
-		if px != a.p.px || a.p.Faults() == nil {
+		if px != a.p.px {
+			if err := px.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+				apiError(w, http.StatusInternalServerError, "reset proxy %q: %v", px.Name, err)
+				return
+			}
 			px.Toxics.ResetToxics(ctx)
 			continue
 		}
+		if err := a.p.Enable(); err != nil {
+			apiError(w, http.StatusInternalServerError, "reset proxy %q: %v", px.Name, err)
+			return
+		}
 		for _, t := range px.Toxics.GetToxicArray() {
-			if tw, ok := t.(*tp.ToxicWrapper); ok && tw.Type != cutType && tw.Type != dropType {
+			if tw, ok := t.(*tp.ToxicWrapper); ok && tw.Type != endType {
 				px.Toxics.RemoveToxic(ctx, tw.Name)
 			}
 		}

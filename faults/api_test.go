@@ -84,11 +84,11 @@ func TestAPICommitToxics(t *testing.T) {
 	if px.Faults().Cut.P() != 0 {
 		t.Errorf("commit_cut still armed after its removal")
 	}
-	if err := p.RemoveToxic(toxics.DropToxic); err == nil {
-		t.Errorf("the API removed the drop half")
+	if err := p.RemoveToxic(endNames[0]); err == nil {
+		t.Errorf("the API removed a link end")
 	}
 
-	// Reset keeps the halves: commit faults armed from Go still fire afterwards.
+	// Reset keeps the link ends: commit faults armed from Go still fire afterwards.
 	if err := cl.ResetState(); err != nil {
 		t.Fatal(err)
 	}
@@ -265,5 +265,134 @@ func TestBindPolicy(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("Host 192.0.2.7 with remote binds on 0.0.0.0: status %d", resp.StatusCode)
+	}
+}
+
+// apiDo sends one JSON request to the API and returns the status and the body.
+func apiDo(t *testing.T, px *Proxy, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+px.APIAddr()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestAPIListenersStayOnLoopback: whatever the spelling of the listen key (toxiproxy's
+// decoder matches keys case-insensitively and by Unicode folding, and takes the last of
+// duplicates), an empty or missing listen address, or an update of an existing proxy,
+// the API opens no listener off loopback; what it does open is on loopback, and every
+// answer is toxiproxy's JSON without its Logger field.
+func TestAPIListenersStayOnLoopback(t *testing.T) {
+	up, px := startAPIOnly(t)
+	u := up.Addr().String()
+	for _, tt := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", "/proxies", `{"name":"b1","Listen":"0.0.0.0:0","upstream":"` + u + `"}`, http.StatusForbidden},
+		{"POST", "/proxies", `{"name":"b2","lIsTeN":"0.0.0.0:0","upstream":"` + u + `"}`, http.StatusForbidden},
+		{"POST", "/proxies", `{"name":"b3","liſten":"0.0.0.0:0","upstream":"` + u + `"}`, http.StatusForbidden},
+		{"POST", "/proxies", `{"name":"b4","listen":"127.0.0.1:0","LISTEN":"[::]:0","upstream":"` + u + `"}`, http.StatusForbidden},
+		{"POST", "/proxies", `{"name":"b5","listen":"127.0.0.1:0","upstream":"` + u + `"} {"listen":"0.0.0.0:0"}`, http.StatusCreated},
+		{"POST", "/proxies", `{"name":"empty","listen":"","upstream":"` + u + `"}`, http.StatusCreated},
+		{"POST", "/proxies", `{"name":"none","upstream":"` + u + `"}`, http.StatusCreated},
+		{"POST", "/proxies", `{"name":"named","listen":"localhost:0","upstream":"` + u + `"}`, http.StatusCreated},
+		{"PATCH", "/proxies/none", `{"Listen":"0.0.0.0:0"}`, http.StatusForbidden},
+		{"POST", "/proxies/none", `{"lisTen":"[::]:0"}`, http.StatusForbidden},
+		{"PATCH", "/proxies/none", `{"listen":""}`, http.StatusBadRequest},
+		{"PATCH", "/proxies/none", `{"enabled":false}`, http.StatusOK},
+		{"PATCH", "/proxies/none", `{"Enabled":true}`, http.StatusOK},
+		{"POST", "/populate", `[{"name":"p1","LISTEN":"0.0.0.0:0","upstream":"` + u + `"}]`, http.StatusForbidden},
+		{"POST", "/populate", `[{"name":"p2","upstream":"` + u + `"}]`, http.StatusCreated},
+		{"POST", "/populate", `[{"name":"indoubt","upstream":"` + u + `"}]`, http.StatusConflict},
+		{"PATCH", "/proxies/indoubt", `{"Listen":"0.0.0.0:0"}`, http.StatusForbidden},
+		{"PATCH", "/proxies/indoubt", `{"listen":"127.0.0.1:0"}`, http.StatusConflict},
+	} {
+		status, body := apiDo(t, px, tt.method, tt.path, tt.body)
+		if status != tt.want {
+			t.Errorf("%s %s %s: %d %s, want %d", tt.method, tt.path, tt.body, status, body, tt.want)
+		}
+		if strings.Contains(body, "Logger") {
+			t.Errorf("%s %s: answer %s shows toxiproxy's Logger", tt.method, tt.path, body)
+		}
+	}
+	status, body := apiDo(t, px, "GET", "/proxies", "")
+	if status != http.StatusOK || strings.Contains(body, "Logger") {
+		t.Fatalf("GET /proxies: %d %s", status, body)
+	}
+	var all map[string]struct{ Listen string }
+	if err := json.Unmarshal([]byte(body), &all); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"indoubt", "b5", "empty", "none", "named", "p2"}
+	if len(all) != len(want) {
+		t.Errorf("proxies %v, want %v", all, want)
+	}
+	for _, name := range want {
+		host, _, err := net.SplitHostPort(all[name].Listen)
+		if err != nil || host != "127.0.0.1" {
+			t.Errorf("proxy %s listens on %q, want loopback", name, all[name].Listen)
+		}
+	}
+}
+
+// TestAPIToxicValues: values toxiproxy would take and misapply (or crash on) are
+// refused with 400 naming the attribute, on creation and on update, through the API and
+// from Go; values in range are taken.
+func TestAPIToxicValues(t *testing.T) {
+	_, px := startAPIOnly(t)
+	for _, tt := range []struct {
+		method, path, body string
+		want               int
+		says               string
+	}{
+		{"POST", "/proxies/indoubt/toxics", `{"name":"t","type":"latency","toxicity":2,"attributes":{"latency":5}}`, 400, "toxicity 2"},
+		{"POST", "/proxies/indoubt/toxics", `{"name":"l","type":"latency","attributes":{"latency":-100000}}`, 400, "latency -100000"},
+		{"POST", "/proxies/indoubt/toxics", `{"name":"j","type":"latency","attributes":{"latency":5,"JITTER":4611686018427387904}}`, 400, "jitter"},
+		{"POST", "/proxies/indoubt/toxics", `{"name":"b","type":"bandwidth","attributes":{"rate":0}}`, 400, "rate 0"},
+		{"POST", "/proxies/indoubt/toxics", `{"name":"s","type":"slicer","attributes":{"average_size":10,"size_variation":10}}`, 400, "size_variation 10"},
+		{"POST", "/proxies/indoubt/toxics", `{"name":"o","type":"timeout","attributes":{"timeout":-1}}`, 400, "timeout -1"},
+		{"POST", "/proxies/indoubt/toxics", `{"name":"e","type":"indoubt_link_end"}`, 400, "invalid toxic type"},
+		{"POST", "/proxies/indoubt/toxics", `{"name":"ok","type":"latency","toxicity":0.5,"attributes":{"latency":5,"jitter":1}}`, 200, ""},
+		{"PATCH", "/proxies/indoubt/toxics/ok", `{"attributes":{"latency":-1}}`, 400, "latency -1"},
+		{"PATCH", "/proxies/indoubt/toxics/ok", `{"toxicity":-0.5}`, 400, "toxicity -0.5"},
+		{"PATCH", "/proxies/indoubt/toxics/ok", `{"attributes":{"latency":7}}`, 200, ""},
+	} {
+		status, body := apiDo(t, px, tt.method, tt.path, tt.body)
+		if status != tt.want || !strings.Contains(body, tt.says) {
+			t.Errorf("%s %s %s: %d %s, want %d saying %q", tt.method, tt.path, tt.body, status, body, tt.want, tt.says)
+		}
+	}
+	cl := toxiclient.NewClient(px.APIAddr())
+	p, err := cl.Proxy("indoubt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := p.Toxics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Name != "ok" || list[0].Attributes["latency"] != 7.0 || list[0].Toxicity != 0.5 {
+		t.Errorf("toxics %+v, want ok alone, latency 7 toxicity 0.5", list)
+	}
+	for _, tx := range []Toxic{
+		{Name: "g1", Type: "latency", Attributes: map[string]int64{"latency": -5}},
+		{Name: "g2", Type: "bandwidth", Attributes: map[string]int64{"rate": 0}},
+		{Name: "g3", Type: "slow_close", Attributes: map[string]int64{"delay": 100 * 24 * 3600 * 1000}},
+	} {
+		if err := px.AddToxic(tx); err == nil {
+			t.Errorf("AddToxic %+v: no error", tx)
+		}
+	}
+	if _, err := ParseFault("latency:25h"); err == nil {
+		t.Errorf("latency:25h parsed")
 	}
 }

@@ -25,13 +25,16 @@ import (
 // EVALSHA, answered from memory with no fsync, so that the client, the proxy and the
 // server are all bound by CPU. 16 workers run each command directly, through a bare
 // relay (two io.Copy loops: the floor for any proxy in user space), through the proxy
-// without commit toxics, and through the proxy with the RESP commit toxics armed at
-// probability 0 (every request framed and decided, none fired), in alternating rounds,
-// and it reports each ratio to direct. Since the client, the proxy and the server share
-// the machine's cores, it also reports the CPU time (user+sys) per call of this process
-// (the client, plus the proxy when there is one: their difference is the proxy's cost)
-// and of the Redis server, which are steadier than throughput on a busy machine. One
-// iteration does all rounds; run it as (or scripts/bench-proxy)
+// without a protocol and no toxic (unarmed: the direct path, spliced), through the
+// proxy with the RESP commit toxics armed at probability 0 (armed: every request framed
+// and decided, none fired, on the direct path), and through that proxy with a latency
+// toxic of 0 ms (toxiproxy's links, which any standard toxic puts connections on), in
+// alternating rounds. Since the client, the proxy and the server share the machine's
+// cores, it reports the CPU time (user+sys) per call of this process (the client, plus
+// the proxy when there is one) and of the Redis server, steadier than throughput on a
+// busy machine, and for each proxy the ratios of its CPU per call to the bare relay's:
+// whole (client+proxy) and its cost alone (over direct). One iteration does all rounds;
+// run it as (or scripts/bench-proxy)
 //
 //	go test -run XXX -bench ProxyRedis -benchtime 1x -v -cpuprofile cpu.out ./faults/
 //
@@ -57,6 +60,15 @@ func BenchmarkProxyRedis(b *testing.B) {
 	}
 	defer armed.Close()
 	armed.Faults().Mixed.Set(0, 0)
+	linked, err := Start(Options{Upstream: r.Addr, Protocol: toxics.Resp{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer linked.Close()
+	linked.Faults().Mixed.Set(0, 0)
+	if err := linked.AddToxic(Toxic{Name: "links", Type: "latency", Attributes: map[string]int64{"latency": 0}}); err != nil {
+		b.Fatal(err)
+	}
 	relay, err := startRelay(r.Addr)
 	if err != nil {
 		b.Fatal(err)
@@ -85,8 +97,9 @@ func BenchmarkProxyRedis(b *testing.B) {
 	modes := []struct{ name, addr string }{
 		{"direct", r.Addr},
 		{"bare relay", relay.Addr().String()},
-		{"proxy", plain.Addr()},
+		{"proxy (unarmed)", plain.Addr()},
 		{"proxy+commit toxics P=0", armed.Addr()},
+		{"the same on toxiproxy links", linked.Addr()},
 	}
 	total := make([][]int64, len(commands))
 	self, server := make([][]time.Duration, len(commands)), make([][]time.Duration, len(commands))
@@ -118,14 +131,22 @@ func BenchmarkProxyRedis(b *testing.B) {
 	}
 	b.StopTimer()
 	for c, cmd := range commands {
+		cpu := func(m int) float64 { return perOp(self[c][m], total[c][m]) }
 		for m, mode := range modes {
-			b.Logf("%-8s %-24s %8.0f ops/s  ratio to direct %.3f  cpu/op: client+proxy %5.1f µs, server %5.1f µs", cmd.name, mode.name,
+			line := fmt.Sprintf("%-8s %-28s %8.0f ops/s  ratio to direct %.3f  cpu/op: client+proxy %5.1f µs, server %5.1f µs", cmd.name, mode.name,
 				float64(total[c][m])/elapsed.Seconds(), float64(total[c][m])/float64(total[c][0]),
-				perOp(self[c][m], total[c][m]), perOp(server[c][m], total[c][m]))
+				cpu(m), perOp(server[c][m], total[c][m]))
+			if m >= 2 {
+				line += fmt.Sprintf("  cpu/op vs bare relay: %.2f (its cost alone: %.2f)", cpu(m)/cpu(1), (cpu(m)-cpu(0))/(cpu(1)-cpu(0)))
+			}
+			b.Log(line)
 		}
 		b.ReportMetric(float64(total[c][1])/float64(total[c][0]), cmd.name+"-relay/direct")
-		b.ReportMetric(float64(total[c][2])/float64(total[c][0]), cmd.name+"-proxy/direct")
+		b.ReportMetric(float64(total[c][2])/float64(total[c][0]), cmd.name+"-unarmed/direct")
 		b.ReportMetric(float64(total[c][3])/float64(total[c][0]), cmd.name+"-armed/direct")
+		b.ReportMetric(cpu(2)/cpu(1), cmd.name+"-unarmed-cpu/relay-cpu")
+		b.ReportMetric(cpu(3)/cpu(1), cmd.name+"-armed-cpu/relay-cpu")
+		b.ReportMetric(cpu(4)/cpu(1), cmd.name+"-links-cpu/relay-cpu")
 	}
 }
 

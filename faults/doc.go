@@ -1,14 +1,19 @@
 // Package faults is indoubt's fault layer: a proxy that makes ambiguous commits on
 // purpose, and a schedule that arms faults for windows of a run.
 //
-// A Proxy is toxiproxy (v2.12.0) embedded in the process, in front of one server, with
-// the commit toxics of package faults/toxics installed for a wire protocol. At the
-// moment a client commits, it can cut the connection after the server proved the
-// commit (commit-cut: applied, the client is not told) or drop the commit before the
-// server sees it (commit-drop: not applied); the client sees the same error either
-// way. The proxy knows which it did, to which connection, and reports it as a
-// toxics.Event: the ground truth that a checker never sees and a report joins to the
-// history. See Example for a complete program.
+// A Proxy stands in front of one server. It accepts each client itself and relays the
+// connection with toxiproxy (v2.12.0, embedded in the process), so toxiproxy's
+// standard toxics and HTTP API apply, and with a wire protocol (package faults/toxics)
+// it judges every byte of the connection for the commit faults. While no standard
+// toxic is on the proxy, connections bypass toxiproxy's channels and cost what a bare
+// relay costs; adding one moves the open connections onto toxiproxy's links, with
+// their commit state, for good. At the moment a client
+// commits, it can cut the connection after the server proved the commit (commit-cut:
+// applied, the client is not told) or drop the commit before the server sees it
+// (commit-drop: not applied); the client sees the same error either way. The proxy
+// knows which it did, to which connection (the client's address, from the socket it
+// accepted), and reports it as a toxics.Event: the ground truth that a checker never
+// sees and a report joins to the history. See Example for a complete program.
 //
 // # Starting a proxy
 //
@@ -54,10 +59,14 @@
 // per connection, not per commit point. A proxy has at most one commit toxic of each
 // type: adding a second is refused (409) with the name of the first. A knob armed
 // from Go or by a schedule shows as a commit toxic named after its type. The API sets
-// the knobs through their atomics, never by decoding into a running toxic, and hides
-// the two halves that carry the commit faults; POST /reset removes every other toxic
-// and disarms the knobs, leaving the halves in place. Commit toxics exist only on the
-// proxy Start made with a protocol, not on proxies created through the API.
+// the knobs through their atomics, never by decoding into a running toxic; POST /reset
+// removes every toxic and disarms the knobs. Commit toxics exist only on the proxy
+// Start made with a protocol, not on proxies created through the API.
+//
+// The proxy Start made is listed, enabled and disabled through the API like any other
+// (disabled, it closes every connection: a partition), but keeps its listen address
+// and upstream, which its clients were given: an update that moves it is refused
+// (409). DELETE of it stops it for good and closes Proxy.Done.
 //
 // The API guards against what a web page in a browser on the same machine can send:
 // it answers only requests whose Host header names a loopback host (or the address it
@@ -81,6 +90,9 @@
 //	                           per commit point (default 1), at most N times per window
 //	commit-drop[:P][,max=N]    drop the commit before it reaches the server
 //	commit-mixed[:P][,max=N]   fire with P; a fair seeded coin picks cut or drop
+//	prepare-cut[:P][,max=N]    commit-cut at PREPARE TRANSACTION only (Fault.Statement:
+//	                           the proxy's Options.Match must select that statement)
+//	prepare-drop[:P][,max=N]   commit-drop at PREPARE TRANSACTION only
 //	latency:DELAY[~JITTER]     delay each chunk by DELAY ± JITTER (whole ms: 50ms~10ms)
 //	bandwidth:RATE             limit to RATE KB/s
 //	timeout:DURATION           stop all data, close after DURATION (0: never close)
@@ -89,18 +101,15 @@
 //	limit_data:BYTES           close after BYTES bytes
 //	partition@START-END        stop listening and close every connection for the window
 //
-// Process faults act on a server indoubt launched, not on the proxy (Schedule.Run leaves
-// them to the runner); one runs at a time. A point in time "@T" is accepted where the
-// fault happens at an instant:
+// ParseSchedule also takes the process faults that indoubt run applies to a server it
+// launched (kill, pause, restart, failover, power-loss; see indoubt run --help), marked
+// Fault.Process, so that one schedule holds all of a run's faults. This package cannot
+// apply them: Schedule.Run leaves them to whoever launched the server.
 //
-//	kill@START-END             SIGKILL at START, started again on its data and port at END
-//	kill@T                     the same, down for DefaultKillDowntime
-//	pause@START-END            SIGSTOP at START, SIGCONT at END
-//	restart@T                  clean shutdown and start at T
-//	failover@T                 kill the primary of a replicated topology, promote the standby
-//	failover:rejoin@T          the same, then start the old primary again to rejoin as a replica
-//	power-loss@T               SIGKILL, undo every write never fsynced (powerfs), start again
-//	power-loss:tear@T          the same, keeping a torn, page-aligned prefix of unsynced writes
+// The coordinator crash acts on indoubt's own two-phase commit coordinator (the transfer
+// and two-rows runs), not on the proxy either:
+//
+//	coordinator-crash@T        the coordinator dies at T, leaving its transactions in doubt
 //
 // Partitions between nodes, and slow or lossy links between them, act on a topology
 // indoubt launched with a network of its own (each node in a network namespace); the

@@ -139,6 +139,9 @@ func TestMongoCommitFaultsWithDriver(t *testing.T) {
 				if e.Kind != fl.kind || e.Truth != truth || !dials.has(e.Conn) || !strings.HasPrefix(e.Statement, op.prefix) || e.Protocol != "mongo" {
 					t.Errorf("event %+v, want kind %v truth %v, a conn the driver dialed, statement %s...", e, fl.kind, truth, op.prefix)
 				}
+				if e.Txn == nil || !e.Txn.Wrote || e.Txn.Seq == 0 || !strings.HasPrefix(e.Txn.Text, op.prefix) {
+					t.Errorf("event's transaction %+v, want a numbered write %s...", e.Txn, op.prefix)
+				}
 				if fl.applied && !strings.Contains(e.Tag, "ok: 1") {
 					t.Errorf("cut's tag %q does not show the proof", e.Tag)
 				}

@@ -55,50 +55,43 @@ type Options struct {
 	AllowRemote bool
 }
 
-// Proxy is a TCP proxy between clients and one server: toxiproxy v2.12.0 embedded in
-// the process, with indoubt's commit toxics installed (disarmed) when a protocol is
-// given. Its methods are safe for concurrent use.
+// Proxy is a TCP proxy between clients and one server, with indoubt's commit faults
+// when a protocol is given. It accepts connections itself; the commit faults judge
+// every byte of a connection from its first, and know its client's address from the
+// accepted socket. While the proxy has no standard toxic a connection is relayed
+// directly (spliced, without a protocol); a standard toxic moves every connection to
+// toxiproxy v2.12.0's links, embedded in the process, where toxiproxy's toxics act on
+// it (see direct.go for the rule). Its methods are safe for concurrent use.
 type Proxy struct {
-	srv     *toxiproxy.ApiServer
+	upstream string
+	addr     string // fixed at Start: Enable listens here again
+	srv      *toxiproxy.ApiServer
+	// px is the proxy as toxiproxy's HTTP API and links know it: it holds the toxics.
+	// toxiproxy never starts it (its own accept loop names clients only in the log
+	// line it writes), so its Enabled stays false; see relay.go.
 	px      *toxiproxy.Proxy
 	commits *toxics.Commits
-	addr    string
+	ctx     context.Context // ends at Close or deletion: pending dials give up
+	cancel  context.CancelFunc
+
+	// linkMu serialises the starts of toxiproxy links, so that the link end of each
+	// takes the state in handoff (see startLinks).
+	linkMu  sync.Mutex
+	handoff *endState
+	pumps   sync.WaitGroup // the goroutines of direct connections
+
+	mu       sync.Mutex
+	ln       net.Listener  // nil while disabled
+	accepted chan struct{} // closed when the accept loop of ln has returned
+	conns    map[*conn]struct{}
+	linked   bool // a standard toxic is on the chain: connections take links (direct.go)
+	closed   bool
+	deleted  bool
+	done     chan struct{}
 
 	apiSrv *http.Server
 	apiLn  net.Listener
 	apiErr chan error
-
-	mu     sync.Mutex
-	closed bool
-}
-
-// acceptLog receives toxiproxy's log lines. toxiproxy logs "Accepted client" with the
-// client's address from its accept loop, in the same goroutine and just before it
-// starts that connection's links; that is how the commit toxics learn the address to
-// put in their events. Everything else is discarded.
-type acceptLog struct{ commits *toxics.Commits }
-
-func (w acceptLog) Write(b []byte) (int, error) {
-	if w.commits == nil {
-		return len(b), nil
-	}
-	accepted := bytes.Contains(b, []byte(`"Accepted client"`))
-	rejected := !accepted && bytes.Contains(b, []byte(`"Unable to open connection to upstream"`))
-	if !accepted && !rejected {
-		return len(b), nil
-	}
-	var line struct {
-		Client string `json:"client"`
-	}
-	if err := json.Unmarshal(b, &line); err != nil {
-		return len(b), nil
-	}
-	if accepted {
-		w.commits.Accepted(line.Client)
-	} else {
-		w.commits.Rejected()
-	}
-	return len(b), nil
 }
 
 // Start starts a proxy and, if asked, its HTTP API. Close stops both. It fails, with
@@ -115,39 +108,41 @@ func Start(opt Options) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start proxy: listen %w", err)
 	}
-	opt.Listen = listen
 	if opt.Name == "" {
 		opt.Name = "indoubt"
 	}
-	p := &Proxy{}
+	p := &Proxy{upstream: opt.Upstream, conns: map[*conn]struct{}{}, done: make(chan struct{})}
 	if opt.Protocol != nil {
 		c, err := toxics.NewCommits(toxics.Config{Protocol: opt.Protocol, Seed: opt.Seed, Match: opt.Match, Events: opt.Events})
 		if err != nil {
 			return nil, fmt.Errorf("start proxy: %w", err)
 		}
 		p.commits = c
-		if zerolog.GlobalLevel() > zerolog.InfoLevel {
-			// The accept log line names the client of each fault event.
-			return nil, errors.New("start proxy: zerolog's global level is above info; commit faults need toxiproxy's info log")
-		}
 	}
-	logger := zerolog.New(acceptLog{p.commits}).Level(zerolog.InfoLevel)
-	// A real metrics container: toxiproxy dereferences it on every connection.
-	p.srv = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger)
-	p.px = toxiproxy.NewProxy(p.srv, opt.Name, opt.Listen, opt.Upstream)
-	if p.commits != nil {
-		// Before the proxy starts: the halves pair by creation order per connection.
-		if err := p.commits.Install(p.px.Toxics); err != nil {
-			return nil, fmt.Errorf("start proxy: %w", err)
-		}
+	// A real metrics container: toxiproxy dereferences it on every link. Nothing of
+	// indoubt's reads toxiproxy's log, so it goes nowhere.
+	p.srv = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p.px = toxiproxy.NewProxy(p.srv, opt.Name, listen, opt.Upstream)
+	if err := p.installEnds(); err != nil {
+		return nil, fmt.Errorf("start proxy: %w", err)
 	}
-	if err := p.srv.Collection.Add(p.px, true); err != nil {
-		return nil, fmt.Errorf("start proxy on %s: %w", opt.Listen, err)
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("start proxy on %s: %w", listen, err)
 	}
-	p.addr = p.px.Listen
+	p.addr = ln.Addr().String()
+	p.px.Listen = p.addr
+	if err := p.srv.Collection.Add(p.px, false); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("start proxy on %s: %w", listen, err)
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.mu.Lock()
+	p.serve(ln)
+	p.mu.Unlock()
 	if opt.API != "" {
 		if err := p.serveAPI(opt.API, opt.AllowRemote); err != nil {
-			p.px.Stop()
+			p.Close()
 			return nil, err
 		}
 	}
@@ -181,7 +176,7 @@ func (p *Proxy) serveAPI(addr string, allowRemote bool) error {
 func (p *Proxy) Addr() string { return p.addr }
 
 // Upstream returns the server's address, as Options gave it.
-func (p *Proxy) Upstream() string { return p.px.Upstream }
+func (p *Proxy) Upstream() string { return p.upstream }
 
 // APIAddr returns the HTTP API's address, or "" when it is off.
 func (p *Proxy) APIAddr() string {
@@ -190,6 +185,11 @@ func (p *Proxy) APIAddr() string {
 	}
 	return p.apiLn.Addr().String()
 }
+
+// Done is closed when the proxy stops serving for good: at Close, or when a client of
+// its HTTP API deleted it (DELETE /proxies/NAME). The API then goes on serving the
+// other proxies until Close.
+func (p *Proxy) Done() <-chan struct{} { return p.done }
 
 // Faults returns the knobs of the commit faults, or nil without a protocol. They start
 // disarmed; Set and Disarm take effect on open connections. A Schedule and the HTTP
@@ -217,51 +217,91 @@ type Toxic struct {
 }
 
 // AddToxic adds a standard toxic with toxicity 1. It takes effect on open connections.
-// It fails when the name is taken or toxiproxy does not know the type.
+// It fails when the name is taken, when toxiproxy does not know the type, and on an
+// attribute out of its range (a negative duration, a rate of 0, a duration over a
+// day), naming the attribute.
 func (p *Proxy) AddToxic(t Toxic) error {
-	stream := "downstream"
-	if t.Upstream {
-		stream = "upstream"
-	}
-	body, err := json.Marshal(map[string]any{"name": t.Name, "type": t.Type, "stream": stream, "toxicity": 1, "attributes": t.Attributes})
+	body, err := t.check()
 	if err != nil {
 		return fmt.Errorf("add toxic %s: %w", t.Name, err)
 	}
 	if _, err := p.px.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
 		return fmt.Errorf("add toxic %s: %w", t.Name, err)
 	}
+	p.syncPaths()
 	return nil
 }
 
-// RemoveToxic removes a toxic that AddToxic added. It refuses the commit toxics' names
-// (they stay installed; disarm them through Faults) and fails on an unknown name.
+// check applies the rule of toxicrules.go to t and returns t as toxiproxy's JSON.
+func (t Toxic) check() ([]byte, error) {
+	stream := "downstream"
+	if t.Upstream {
+		stream = "upstream"
+	}
+	body, err := json.Marshal(map[string]any{"name": t.Name, "type": t.Type, "stream": stream, "toxicity": 1, "attributes": t.Attributes})
+	if err != nil {
+		return nil, err
+	}
+	w, err := decodeToxic(body)
+	if err == nil {
+		err = checkToxic(w)
+	}
+	return body, err
+}
+
+// RemoveToxic removes a toxic that AddToxic added. It fails on an unknown name.
 func (p *Proxy) RemoveToxic(name string) error {
-	if name == toxics.DropToxic || name == toxics.CutToxic {
-		return fmt.Errorf("remove toxic %s: the commit toxics stay; disarm them through Faults", name)
+	if isEndName(name) {
+		return fmt.Errorf("remove toxic %s: %w", name, toxiproxy.ErrToxicNotFound)
 	}
 	if err := p.px.Toxics.RemoveToxic(context.Background(), name); err != nil {
 		return fmt.Errorf("remove toxic %s: %w", name, err)
 	}
+	p.syncPaths()
 	return nil
 }
 
 // Disable stops accepting connections and closes every open one, both sides: a
 // partition. Enable ends it, listening on the same address again.
-func (p *Proxy) Disable() { p.px.Stop() }
+func (p *Proxy) Disable() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stop()
+}
 
-// Enable listens again after Disable, on the same address. It fails after Close, or
-// when another process took the address meanwhile.
+// Enable listens again after Disable, on the same address. It fails after Close or a
+// deletion through the HTTP API, or when another process took the address meanwhile.
 func (p *Proxy) Enable() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	switch {
+	case p.closed:
 		return errors.New("enable proxy: closed")
+	case p.deleted:
+		return errors.New("enable proxy: deleted through the HTTP API")
+	case p.ln != nil:
+		return nil
 	}
-	// toxiproxy replaced ":0" by the address it took, so this listens there again.
-	if err := p.px.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
 		return fmt.Errorf("enable proxy on %s: %w", p.addr, err)
 	}
+	p.serve(ln)
 	return nil
+}
+
+// enabled reports whether the proxy accepts connections.
+func (p *Proxy) enabled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ln != nil
+}
+
+// isDeleted reports whether the HTTP API deleted the proxy.
+func (p *Proxy) isDeleted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.deleted
 }
 
 // Close stops the proxy, closes every connection through it and stops the HTTP API.
@@ -273,8 +313,12 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
+	if !p.deleted {
+		p.end()
+	}
 	p.mu.Unlock()
-	p.px.Stop()
+	// The direct connections' goroutines end as their sockets close.
+	p.pumps.Wait()
 	var err error
 	if p.apiSrv != nil {
 		err = p.apiSrv.Close()
@@ -288,15 +332,42 @@ func (p *Proxy) Close() error {
 	return nil
 }
 
+// remove ends the proxy for a DELETE through the HTTP API, which then forgets it; false
+// if it had ended already.
+func (p *Proxy) remove() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.deleted {
+		return false
+	}
+	p.deleted = true
+	p.end()
+	return true
+}
+
+// end stops serving for good. Call with p.mu held, once.
+func (p *Proxy) end() {
+	p.stop()
+	p.cancel()
+	close(p.done)
+}
+
 // resolveTimeout bounds the name lookups of Start: a name that does not resolve in that
 // time is as good as one that does not resolve.
 const resolveTimeout = 5 * time.Second
+
+// errCredentials refuses an address that holds user information. The message never
+// repeats the address, which would print the password.
+var errCredentials = errors.New("holds user information (user:password@): give host:port alone; the proxy passes the client's credentials through and needs none")
 
 // checkUpstream refuses an upstream address that could never be dialled, so that a
 // typo fails at start instead of dropping every client later.
 func checkUpstream(addr string) error {
 	if addr == "" {
 		return errors.New("no upstream address")
+	}
+	if strings.Contains(addr, "@") {
+		return fmt.Errorf("upstream %w", errCredentials)
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -319,41 +390,60 @@ func checkUpstream(addr string) error {
 	return nil
 }
 
-// bindAddr applies the bind rule to a listen address: an empty host means loopback,
-// and a host that is not loopback needs allowRemote. It returns the address to bind.
+// errNotLoopback is the refusal of a bind beyond loopback without AllowRemote.
+var errNotLoopback = errors.New("is not loopback: binding it needs Options.AllowRemote (indoubt proxy --allow-remote)")
+
+// bindAddr applies the bind rule to a listen address and returns the address to bind:
+// an empty host means loopback, and a host that is not loopback needs allowRemote
+// (errNotLoopback). A name is resolved here, as net.Listen would resolve it (an IPv4
+// address first), and the address returned in its place, so that what is bound is
+// what was checked.
 func bindAddr(addr string, allowRemote bool) (string, error) {
+	if strings.Contains(addr, "@") {
+		return "", fmt.Errorf("address %w", errCredentials)
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("address %q: want host:port", addr)
 	}
+	if n, err := net.LookupPort("tcp", port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("address %q: port %q is not a TCP port", addr, port)
+	}
 	if host == "" {
 		return net.JoinHostPort("127.0.0.1", port), nil
 	}
-	if !allowRemote && !isLoopback(host) {
-		return "", fmt.Errorf("address %q is not loopback: binding it needs Options.AllowRemote (indoubt proxy --allow-remote)", addr)
+	if allowRemote {
+		return addr, nil
 	}
-	return addr, nil
+	ip, ok := loopbackIP(host)
+	if !ok {
+		return "", fmt.Errorf("address %q %w", addr, errNotLoopback)
+	}
+	return net.JoinHostPort(ip.String(), port), nil
 }
 
-// isLoopback reports whether every address of host is a loopback address. A name that
-// does not resolve is not loopback (binding it fails anyway).
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.IsLoopback()
+// loopbackIP returns the address to bind for host when every address of host is a
+// loopback address: host itself when it is an address, else the first IPv4 address it
+// resolves to (the one net.Listen would take), else its first. A name that does not
+// resolve is not loopback (binding it fails anyway).
+func loopbackIP(host string) (net.IP, bool) {
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
+		return ip, ip.IsLoopback()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
 	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 	if err != nil || len(ips) == 0 {
-		return false
+		return nil, false
 	}
-	for _, ip := range ips {
-		if !ip.IP.IsLoopback() {
-			return false
+	pick := ips[0].IP
+	for i := len(ips) - 1; i >= 0; i-- {
+		if !ips[i].IP.IsLoopback() {
+			return nil, false
+		}
+		if ips[i].IP.To4() != nil {
+			pick = ips[i].IP
 		}
 	}
-	return true
+	return pick, true
 }

@@ -19,6 +19,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/faults/internal/faultstest"
@@ -250,6 +251,46 @@ func TestManyCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	goleak.VerifyNone(t, ignore)
+}
+
+// TestConnIdentityWhateverZerologSays: events name their client whatever zerolog's
+// global level is (the proxy knows its clients from the sockets it accepts, not from
+// toxiproxy's log): each of many concurrent clients cut or dropped is named by exactly
+// one event, with a ConnIndex of its own.
+func TestConnIdentityWhateverZerologSays(t *testing.T) {
+	srv := pg.Get(t)
+	direct := connect(t, srv.DSN)
+	table := freshAccount(t, direct, 1<<20)
+	cfg, err := pgx.ParseConfig(srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zerolog.SetGlobalLevel(zerolog.GlobalLevel())
+	zerolog.SetGlobalLevel(zerolog.WarnLevel)
+	px, evs := startProtoProxy(t, srv.Addr, toxics.Postgres{}, 9)
+	px.Faults().Mixed.Set(1, 0)
+	const conns = 200
+	sql := fmt.Sprintf("update %s set balance = balance - 1 where id = 1", table)
+	lost := faultstest.CutConnections(t, conns, func(i int) (string, error) {
+		return rawUpdate(px.Addr(), cfg, sql, i%2 == 0)
+	})
+	applied := faultstest.CountCuts(t, evs.All(), lost, conns)
+	named, indexes := map[string]int{}, map[uint64]bool{}
+	for _, e := range evs.All() {
+		named[e.Conn]++
+		if indexes[e.ConnIndex] {
+			t.Errorf("two events with conn_index %d", e.ConnIndex)
+		}
+		indexes[e.ConnIndex] = true
+	}
+	for local := range lost {
+		if named[local] != 1 {
+			t.Errorf("client %s is named by %d events, want 1", local, named[local])
+		}
+	}
+	if b := balance(t, direct, table); b != 1<<20-applied {
+		t.Errorf("balance %d: %d decrements applied, the events say %d", b, 1<<20-b, applied)
+	}
 }
 
 // rawUpdate connects as cfg says but to addr, runs sql as a simple query or through the
@@ -594,5 +635,73 @@ func TestStartErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), "upstream") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("upstream %q: %q, want one line about the upstream", up, err)
 		}
+	}
+}
+
+// TestOpenConnectionsMoveToLinks: a connection accepted while the proxy has no standard
+// toxic goes the direct path; a toxic added later takes effect on it (it moves to
+// toxiproxy's links), and its commit Session goes with it: the cut that follows the
+// move fires on the commit, names the client, and the server holds what the truth says.
+// The same for a proxy without a protocol. A connection stays on the links after the
+// toxic is removed; a new one is direct again, with no delay.
+func TestOpenConnectionsMoveToLinks(t *testing.T) {
+	srv := pg.Get(t)
+	direct := connect(t, srv.DSN)
+	ctx := context.Background()
+	const delay = 60 * time.Millisecond
+	for _, proto := range []toxics.Protocol{toxics.Postgres{}, nil} {
+		name := "tcp"
+		if proto != nil {
+			name = proto.Name()
+		}
+		t.Run(name, func(t *testing.T) {
+			table := freshAccount(t, direct, 10)
+			evs := &faultstest.Log{}
+			px, err := Start(Options{Upstream: srv.Addr, Protocol: proto, Seed: 1, Events: evs.Add})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer px.Close()
+			c := connect(t, dsnVia(t, srv, px.Addr()))
+			update := func(c *pgx.Conn) (time.Duration, error) {
+				t0 := time.Now()
+				_, err := c.Exec(ctx, "update "+table+" set balance = balance - 1 where id = 1")
+				return time.Since(t0), err
+			}
+			if _, err := update(c); err != nil {
+				t.Fatal(err)
+			}
+			if err := px.AddToxic(Toxic{Name: "slow", Type: "latency", Attributes: map[string]int64{"latency": delay.Milliseconds()}}); err != nil {
+				t.Fatal(err)
+			}
+			if took, err := update(c); err != nil || took < delay {
+				t.Fatalf("update on the open connection after the toxic: %v, took %v, want at least %v", err, took, delay)
+			}
+			if err := px.RemoveToxic("slow"); err != nil {
+				t.Fatal(err)
+			}
+			fresh := connect(t, dsnVia(t, srv, px.Addr()))
+			if took, err := update(fresh); err != nil || took >= delay {
+				t.Errorf("update on a new connection after the toxic left: %v, took %v, want less than %v", err, took, delay)
+			}
+			if proto == nil {
+				if b := balance(t, direct, table); b != 7 {
+					t.Errorf("balance %d, want 7", b)
+				}
+				return
+			}
+			px.Faults().Cut.Set(1, 0)
+			local := c.PgConn().Conn().LocalAddr().String()
+			if _, err := update(c); !ambiguous(err) {
+				t.Fatalf("update under a cut on the moved connection: %v, want a cut", err)
+			}
+			e := evs.All()
+			if len(e) != 1 || e[0].Kind != toxics.CommitCut || e[0].Conn != local || e[0].Tag != "UPDATE 1" {
+				t.Errorf("events %+v, want the one cut of UPDATE 1 on %s", e, local)
+			}
+			if b := balance(t, direct, table); b != 6 {
+				t.Errorf("balance %d, want 6 (four updates, the cut one applied)", b)
+			}
+		})
 	}
 }

@@ -160,6 +160,9 @@ func TestRespCommitFaultsWithGoRedis(t *testing.T) {
 				if e.Kind != fl.kind || e.Truth != truth || e.Conn != local() || e.Statement != op.stmt(key) || e.Protocol != "resp" {
 					t.Errorf("event %+v, want kind %v truth %v conn %s statement %q", e, fl.kind, truth, local(), op.stmt(key))
 				}
+				if e.Txn == nil || !e.Txn.Wrote || e.Txn.Seq == 0 || !strings.HasSuffix(e.Txn.Text, op.stmt(key)) {
+					t.Errorf("event's transaction %+v, want a numbered write ending in %q", e.Txn, op.stmt(key))
+				}
 			})
 		}
 	}

@@ -20,8 +20,9 @@ type Fault struct {
 	// Spec is the entry as written.
 	Spec string
 	// Name is the fault's canonical name: commit-cut, commit-drop, commit-mixed,
-	// partition, or a standard toxic's type (latency, bandwidth, timeout, reset_peer,
-	// slow_close, limit_data).
+	// prepare-cut, prepare-drop, partition, a standard toxic's type (latency, bandwidth,
+	// timeout, reset_peer, slow_close, limit_data), a process fault's name, or
+	// coordinator-crash.
 	Name string
 	// P and Max configure a commit fault: probability per commit point, cap on fires
 	// per window (0: none).
@@ -54,6 +55,32 @@ type Fault struct {
 	// (",link=replication"): the runner puts it on the topology's link proxies;
 	// Schedule.Run leaves it alone.
 	Link string
+	// Statement, when set, is the one statement a commit fault acts on: PREPARE
+	// TRANSACTION for prepare-cut and prepare-drop, which are the cut and drop knobs
+	// restricted to the first phase of two-phase commit. A proxy has one matcher
+	// (Options.Match), so the caller that starts it installs the statement's; Schedule.Run
+	// arms the knob like commit-cut's or commit-drop's.
+	Statement string
+	// Coordinator is set for coordinator-crash@T: the two-phase commit coordinator of a
+	// transfer run dies at T. The runner applies it; Schedule.Run leaves it alone.
+	Coordinator bool
+}
+
+// PrepareStatement is the statement of prepare-cut and prepare-drop.
+const PrepareStatement = "PREPARE TRANSACTION"
+
+// knob names the proxy knob a commit fault arms ("cut", "drop", "mixed"), or "" for any
+// other fault: two entries on one knob must not overlap.
+func (f Fault) knob() string {
+	switch f.Name {
+	case "commit-cut", "prepare-cut":
+		return "cut"
+	case "commit-drop", "prepare-drop":
+		return "drop"
+	case "commit-mixed":
+		return "mixed"
+	}
+	return ""
 }
 
 // The shapes of a partition between nodes (Fault.Shape).
@@ -102,6 +129,9 @@ func ParseSchedule(specs []string) (Schedule, error) {
 			continue
 		}
 		for _, b := range s[:i] {
+			if a.Coordinator && b.Coordinator {
+				return nil, fmt.Errorf("fault %q: one coordinator crash per run (the run ends with it; %q is one already)", a.Spec, b.Spec)
+			}
 			if a.Process && b.Process {
 				// One process fault at a time: a kill inside a pause has no clear meaning.
 				if a.Start <= b.processEnd() && b.Start <= a.processEnd() {
@@ -109,7 +139,7 @@ func ParseSchedule(specs []string) (Schedule, error) {
 				}
 				continue
 			}
-			if b.Name == a.Name && overlap(a, b) {
+			if (b.Name == a.Name || a.knob() != "" && a.knob() == b.knob()) && overlap(a, b) {
 				return nil, fmt.Errorf("fault %q: its window overlaps %q", a.Spec, b.Spec)
 			}
 		}
@@ -150,7 +180,7 @@ func ParseFault(spec string) (Fault, error) {
 	name = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "-", "_")
 	if i := strings.LastIndexByte(body, '@'); i >= 0 {
 		w := body[i+1:]
-		if isProcessFault(name) && !strings.Contains(w, "-") {
+		if atInstant(name) && !strings.Contains(w, "-") {
 			// A point in time, for a fault that happens at an instant.
 			at, err := time.ParseDuration(strings.TrimSpace(w))
 			if err != nil || at < 0 {
@@ -188,8 +218,11 @@ func ParseFault(spec string) (Fault, error) {
 	// Options each fault accepts, checked after the switch.
 	allowed := map[string]bool{}
 	switch name {
-	case "commit_cut", "commit_drop", "commit_mixed":
+	case "commit_cut", "commit_drop", "commit_mixed", "prepare_cut", "prepare_drop":
 		f.Name = strings.ReplaceAll(name, "_", "-")
+		if strings.HasPrefix(name, "prepare_") {
+			f.Statement = PrepareStatement
+		}
 		f.P = 1
 		if first != "" {
 			p, err := strconv.ParseFloat(first, 64)
@@ -266,6 +299,14 @@ func ParseFault(spec string) (Fault, error) {
 		case (name == "restart" || name == "failover") && !f.Point:
 			return bad("%s happens at an instant: give a time, as in %s", name, processExample[name])
 		}
+	case "coordinator_crash":
+		f.Name, f.Coordinator = "coordinator-crash", true
+		if first != "" {
+			return bad("coordinator-crash takes no parameter, only a time: coordinator-crash@2s")
+		}
+		if !f.Point {
+			return bad("coordinator-crash happens at an instant: give a time, as in coordinator-crash@2s")
+		}
 	case "power_loss":
 		// The runner kills the server, undoes what it never fsynced and starts it again
 		// at once: a reboot after the power comes back.
@@ -283,7 +324,7 @@ func ParseFault(spec string) (Fault, error) {
 	case "":
 		return bad("no fault name")
 	default:
-		return bad("unknown fault %q (want commit-cut, commit-drop, commit-mixed, latency, bandwidth, timeout, reset_peer, slow_close, limit_data, partition, kill, pause, restart, failover or power-loss)", name)
+		return bad("unknown fault %q (want commit-cut, commit-drop, commit-mixed, prepare-cut, prepare-drop, latency, bandwidth, timeout, reset_peer, slow_close, limit_data, partition, kill, pause, restart, failover, power-loss or coordinator-crash)", name)
 	}
 	for k := range opts {
 		if !allowed[k] {
@@ -306,8 +347,10 @@ func nodeName(s string) bool {
 	return true
 }
 
-func isProcessFault(name string) bool {
-	return name == "kill" || name == "pause" || name == "restart" || name == "failover" || name == "power_loss"
+// atInstant reports whether the fault named name (underscored) may be written NAME@T: a
+// process fault or the coordinator's crash.
+func atInstant(name string) bool {
+	return name == "kill" || name == "pause" || name == "restart" || name == "failover" || name == "power_loss" || name == "coordinator_crash"
 }
 
 var processExample = map[string]string{
@@ -319,6 +362,19 @@ func (s Schedule) BetweenNodes() Schedule {
 	var out Schedule
 	for _, f := range s {
 		if f.BetweenNodes() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// OnProxy returns the entries Schedule.Run applies to a proxy, in order: every entry
+// but the process faults, the coordinator crash and the faults between nodes, which
+// the runner applies.
+func (s Schedule) OnProxy() Schedule {
+	var out Schedule
+	for _, f := range s {
+		if !f.Process && !f.Coordinator && !f.BetweenNodes() {
 			out = append(out, f)
 		}
 	}
@@ -406,6 +462,11 @@ func parseToxic(typ, arg string) (*Toxic, error) {
 			return nil, err
 		}
 	}
+	// The bounds AddToxic will hold it to (a duration over a day, a rate beyond
+	// 1 TB/s), checked now rather than when its window opens.
+	if _, err := t.check(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -476,14 +537,14 @@ type action struct {
 // error of a toxic that cannot be added, after disarming.
 func (s Schedule) Run(ctx context.Context, p *Proxy, start time.Time, report func(Window)) error {
 	for _, f := range s {
-		if f.Toxic == nil && !f.Process && f.Name != "partition" && p.Faults() == nil {
+		if f.Toxic == nil && !f.Process && !f.Coordinator && f.Name != "partition" && p.Faults() == nil {
 			return fmt.Errorf("fault %q: the proxy has no protocol for commit faults", f.Spec)
 		}
 	}
 	var acts []action
 	for i, f := range s {
-		if f.Process || f.BetweenNodes() {
-			// Applied to the server or its nodes by the runner, not to the proxy.
+		if f.Process || f.Coordinator || f.BetweenNodes() {
+			// Applied by the runner (to the server, its nodes or its coordinator), not to the proxy.
 			continue
 		}
 		acts = append(acts, action{at: f.Start, i: i, open: true})
@@ -575,10 +636,10 @@ func (s Schedule) apply(p *Proxy, i int, open bool) error {
 
 func (p *Proxy) knob(name string) *toxics.Knob {
 	f := p.Faults()
-	switch name {
-	case "commit-cut":
+	switch (Fault{Name: name}).knob() {
+	case "cut":
 		return &f.Cut
-	case "commit-drop":
+	case "drop":
 		return &f.Drop
 	}
 	return &f.Mixed

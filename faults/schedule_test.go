@@ -34,6 +34,9 @@ func TestParseFault(t *testing.T) {
 		{"partition:majorities-ring@0s-9s", Fault{Name: "partition", Shape: MajoritiesRing, End: 9 * time.Second, Bounded: true}},
 		{"latency:200ms,link=replication@2s-6s", Fault{Name: "latency", Link: "replication", Toxic: &Toxic{Type: "latency", Attributes: map[string]int64{"latency": 200}},
 			Start: 2 * time.Second, End: 6 * time.Second, Bounded: true}},
+		{"prepare-cut", Fault{Name: "prepare-cut", P: 1, Statement: PrepareStatement}},
+		{"prepare_drop:0.3@1s-2s", Fault{Name: "prepare-drop", P: 0.3, Statement: PrepareStatement, Start: time.Second, End: 2 * time.Second, Bounded: true}},
+		{"coordinator-crash@2s", Fault{Name: "coordinator-crash", Coordinator: true, Start: 2 * time.Second, Point: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -79,6 +82,10 @@ func TestParseFaultErrors(t *testing.T) {
 		{"partition:isolate:N_1@1s-2s", "a node's name"},
 		{"partition:halves@1s-", "needs a window with an end"},
 		{"latency:5ms,link=gossip", "link="},
+		{"coordinator-crash", "give a time"},
+		{"coordinator-crash@1s-2s", "happens at an instant"},
+		{"coordinator-crash:0.5@1s", "takes no parameter"},
+		{"prepare-cut:1.5", "want a number from 0 to 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -104,6 +111,8 @@ func TestParseScheduleOverlap(t *testing.T) {
 		{"partition@1s-3s", "partition@2s-4s"},
 		{"partition:halves@1s-3s", "partition:isolate-primary@2s-4s"},
 		{"commit-mixed@5s-", "commit-mixed@100s-200s"},
+		// prepare-cut arms the same knob as commit-cut.
+		{"commit-cut@0s-10s", "prepare-cut@5s-15s"},
 	} {
 		if _, err := ParseSchedule(specs); err == nil || !strings.Contains(err.Error(), "overlaps") {
 			t.Errorf("%q: error %v, want an overlap", specs, err)
@@ -122,6 +131,25 @@ func TestBetweenNodesAreLeftToTheRunner(t *testing.T) {
 	}
 	if want := []string{"partition:majority@1s-2s", "latency:5ms,link=replication"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("BetweenNodes %q, want %q", got, want)
+	}
+}
+
+// TestScheduleOnProxy: the proxy's share of a schedule leaves out what the runner
+// applies itself, and a second coordinator crash is refused.
+func TestScheduleOnProxy(t *testing.T) {
+	s, err := ParseSchedule([]string{"commit-cut:0.1", "kill@1s-2s", "coordinator-crash@3s", "prepare-drop@4s-5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range s.OnProxy() {
+		names = append(names, f.Name)
+	}
+	if strings.Join(names, " ") != "commit-cut prepare-drop" {
+		t.Errorf("OnProxy = %v, want commit-cut prepare-drop", names)
+	}
+	if _, err := ParseSchedule([]string{"coordinator-crash@1s", "coordinator-crash@2s"}); err == nil || !strings.Contains(err.Error(), "one coordinator crash") {
+		t.Errorf("two crashes: %v", err)
 	}
 }
 

@@ -17,7 +17,9 @@
 //	{"index":7,"time":1843021,"process":3,"type":"invoke","f":"decrement","op_id":"3-41","conn":"127.0.0.1:51514"}
 //	{"index":9,"time":2901554,"process":3,"type":"info","f":"decrement","op_id":"3-41","error":"conn closed"}
 //
-// schemas/history.schema.json in the repository is the JSON Schema of a line. Writer
+// schemas/history.schema.json in the repository is the JSON Schema of a line, and
+// docs/history-format.md the format as a program in another language writes it (for
+// indoubt exec, with recorders for Python and JavaScript beside it). Writer
 // streams a history to a file and survives a crash up to its last complete line;
 // Reader and ReadFile read one back, refusing input that is not a history (ErrEmpty),
 // a line that is not an event, and an index that does not increase, with the file and
@@ -45,6 +47,8 @@
 //	exactly-once  read       none                               {"<op id>":count,...}: the effects present, how often
 //	bank          transfer   {"from":"a","to":"b","amount":n}   any
 //	bank          read       none                               {"a":n,"b":m,...}: every account's balance
+//	list-append   txn        [["append",k,v],["r",k,null],...]  [["append",k,v],["r",k,[v1,v2,...]],...]
+//	rw-register   txn        [["w",k,v],["r",k,null],...]       [["w",k,v],["r",k,v],...]: null for a register never written
 //
 // Register workloads add Op.Key for each independent register. An ok read with no
 // value at all carries no information (what Jepsen's nil read means) and is accepted
@@ -54,6 +58,16 @@
 // value; null or absent: the registers start absent), "accounts" (bank: every
 // account's initial balance, {"a":10,"b":0}), "floor" and "floors" (bank: the lowest
 // balance allowed, for every account and per account; 0 when absent).
+//
+// A transaction (list-append, rw-register) is a JSON array of micro-ops, each an array
+// of the function (append, w or r), the key and the argument: the value appended or
+// written, or what a read returned, null in the invocation (not known yet). Keys and
+// values may be any JSON value (Jepsen's keywords arrive as strings); a value appended
+// or written must be unique per key. A fail or info completion may leave the value out:
+// the invocation's stands for it. A read of a list-append key returns the whole list.
+// The header's params may name what the transactional checkers are checking for:
+// "consistency_models" and "anomalies" (arrays of names, as checker.TxnOptions), and
+// for rw-register "linearizable_keys", "sequential_keys", "wfr_keys" (booleans).
 //
 // An exactly-once apply must carry op_id, the identity of its effect (the idempotency
 // key, the tag of the row it writes); applies that share an op id are one effect. The

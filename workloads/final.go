@@ -10,7 +10,7 @@ const (
 	Counter  Name = "counter"
 	Register Name = "register"
 	// Transfer moves 1 between two rows, on one server or across two with two-phase
-	// commit (package workloads/transfer; run by internal/twopc).
+	// commit (package workloads/transfer; its coordinator is internal/twopc's).
 	Transfer Name = "transfer"
 	// TwoRows reads two rows in one transaction, on one server or across two with
 	// two-phase commit: the Schism paper's workload.

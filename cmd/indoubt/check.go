@@ -44,6 +44,15 @@ when the history has no final read (exactly-once, bank, budget, counter), as the
 value the model's read would return: {"p-1":1,...}, {"alice":10,...}, {"balance":n},
 {"value":n}.
 
+Transactional histories (--model list-append or rw-register; values as in Elle's
+histories, [["append","x",1],["r","y",[1,2]]]) are checked for the consistency models
+of --consistency-models, strict-serializable by default, as Jepsen's Elle does: the
+verdict names the weakest models the history violates and each anomaly's cycle, one
+line per dependency. --anomalies names anomalies to look for besides those the models
+forbid (alone, with no --consistency-models, only those). --cycle-search-timeout bounds
+the search of each strongly connected component (default 1s); a search cut short
+leaves the verdict unknown unless something else proves it invalid.
+
 Usage: indoubt check [flags] FILE
 
 Examples:
@@ -54,6 +63,9 @@ Examples:
   indoubt check --format jepsen-edn --fail-means compare-failed --model cas-register h.edn
   indoubt check --faults faults.jsonl history.jsonl
   indoubt check --final final.json --faults faults.jsonl payments.jsonl
+  indoubt check --format jepsen-edn --model list-append history.edn
+  indoubt check --model list-append --consistency-models snapshot-isolation,repeatable-read h.jsonl
+  indoubt check --format jepsen-edn --model rw-register --linearizable-keys history.edn
 
 Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time), 3 could not read
 the history.
@@ -84,8 +96,9 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			// many times the operation took effect.
 			ops = checker.WithFinalRead(ops, a.opt.Final)
 		}
-		ev, _ := evidence.Join(a.events, evidence.SpansFromHistory(ops, a.events), ops, nil, res.Verdict == checker.Invalid)
-		truth = &groundTruth{Evidence: ev, Commits: evidence.Tally(a.events), File: a.faults}
+		spans := evidence.SpansFromHistory(ops, a.events)
+		ev, _ := evidence.Join(a.events, spans, ops, nil, res.Verdict == checker.Invalid)
+		truth = &groundTruth{Evidence: ev, Commits: evidence.Tally(a.events), File: a.faults, Unjoined: evidence.Unjoined(a.events, spans, ops)}
 	}
 	if a.jsonOut {
 		printCheckJSON(stdout, res, truth)
@@ -128,6 +141,12 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		failMns = fs.String("fail-means", "", "register models: what a failed cas means, not-applied (Jepsen; default for jepsen-edn) or compare-failed (porcupine; default otherwise)")
 		faultsF = fs.String("faults", "", "the proxy's fault events (indoubt proxy --events, or a run's faults.jsonl): join them to the history and print the ground truth")
 		finalF  = fs.String("final", "", "a JSON file holding the final state, for a history without a final read (exactly-once, bank, budget, counter)")
+		cms     = fs.String("consistency-models", "", "list-append, rw-register: comma-separated models the history must satisfy (default strict-serializable): "+strings.Join(checker.TxnConsistencyModels, ", "))
+		anoms   = fs.String("anomalies", "", "list-append, rw-register: comma-separated anomalies to look for besides those the models forbid (G0, G1, G2, G-single, lost-update, ...)")
+		cycleT  = fs.Duration("cycle-search-timeout", 0, "list-append, rw-register: longest the search of one strongly connected component may take (default 1s)")
+		linKeys = fs.Bool("linearizable-keys", false, "rw-register: assume each key is linearizable, and infer version orders from real-time order")
+		seqKeys = fs.Bool("sequential-keys", false, "rw-register: assume each key is sequentially consistent, and infer version orders from each process's order")
+		wfrKeys = fs.Bool("wfr-keys", false, "rw-register: assume writes follow reads within a transaction")
 	)
 	if err := parseFlags(fs, args); err != nil {
 		return a, err
@@ -148,11 +167,25 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		return a, fmt.Errorf("check: --html: %v", err)
 	}
 	a.opt.Model, a.opt.Timeout, a.opt.VisualizePath = *model, *timeout, *viz
+	if *cycleT < 0 {
+		return a, fmt.Errorf("check: --cycle-search-timeout must not be negative (got %v)", *cycleT)
+	}
+	a.opt.Txn = checker.TxnOptions{ConsistencyModels: splitList(*cms), Anomalies: splitList(*anoms),
+		CycleSearchTimeout: *cycleT, LinearizableKeys: *linKeys, SequentialKeys: *seqKeys, WFRKeys: *wfrKeys}
+	if err := a.opt.Txn.Validate(); err != nil {
+		return a, fmt.Errorf("check: %v", err)
+	}
 	if err := a.parseValues(*initial, *budget, *failMns); err != nil {
 		return a, err
 	}
 	if a.skipBad && a.format == "indoubt" {
 		return a, fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
+	}
+	if a.partial && a.format != "indoubt" {
+		return a, fmt.Errorf("check: --partial is for indoubt histories (a truncated last line); the Jepsen formats have --skip-bad-lines")
+	}
+	if err := a.modelFlags(*initial != "", *budget != "", *failMns != "", *viz != ""); err != nil {
+		return a, err
 	}
 	if *finalF != "" {
 		b, err := os.ReadFile(*finalF)
@@ -176,6 +209,50 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		}
 	}
 	return a, nil
+}
+
+// modelFlags refuses a flag of one model given for a history of another: --initial
+// (register models, counter), --budget (budget), --fail-means and --html (register
+// models). The model is --model's, or the one an indoubt history's header names, read
+// only when such a flag is given.
+func (a *checkArgs) modelFlags(initial, budget, failMeans, html bool) error {
+	if !initial && !budget && !failMeans && !html {
+		return nil
+	}
+	model := a.opt.Model
+	if model == "" && a.format == "indoubt" {
+		f, err := os.Open(a.path)
+		if err != nil {
+			return fmt.Errorf("check: open history: %w", err)
+		}
+		rd, err := histories.NewReader(f, a.path)
+		if err == nil && rd.Header() != nil {
+			model = rd.Header().Model
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+	}
+	if model == "" {
+		return nil // refused later: a history needs a model
+	}
+	register := model == checker.RegisterModel || model == checker.CASRegisterModel
+	for _, f := range []struct {
+		flag    string
+		set, ok bool
+		models  string
+	}{
+		{"--initial", initial, register || model == "counter", "the register, cas-register and counter models"},
+		{"--budget", budget, model == "budget", "the budget model"},
+		{"--fail-means", failMeans, register, "the register and cas-register models"},
+		{"--html", html, register, "the register and cas-register models"},
+	} {
+		if f.set && !f.ok {
+			return fmt.Errorf("check: %s applies to %s, not to this %s history", f.flag, f.models, model)
+		}
+	}
+	return nil
 }
 
 // parseValues reads --initial, --budget and --fail-means into the checker's options.
@@ -263,9 +340,20 @@ func (a checkArgs) readJepsen() ([]histories.Op, error) {
 		return nil, err
 	}
 	if a.opt.Model == "" {
-		return nil, fmt.Errorf("check: Jepsen histories name no model: give --model register or --model cas-register")
+		return nil, fmt.Errorf("check: Jepsen histories name no model: give --model register, cas-register, list-append or rw-register")
 	}
 	return ops, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // fatalCheck is an error that ends `indoubt check` as it is, without a verdict: the
@@ -301,7 +389,7 @@ func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.O
 			fmt.Fprintf(w, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
 			break
 		}
-		fmt.Fprintf(w, "  %s: %s\n", an.Kind, an.Explanation)
+		fmt.Fprintf(w, "  %s: %s\n", an.Kind, strings.ReplaceAll(an.Explanation, "\n", "\n    "))
 		if truth != nil {
 			for _, s := range truth.about(an, ops) {
 				fmt.Fprintf(w, "    the proxy: %s\n", s)
@@ -360,7 +448,9 @@ type groundTruth struct {
 	File     string               `json:"file"`
 	Commits  results.CommitCounts `json:"commits"`
 	Evidence *results.Evidence    `json:"evidence"`
-	shown    map[string]bool      // sentences already printed under an anomaly
+	// Unjoined says why the events that joined no operation did not.
+	Unjoined []string        `json:"unjoined,omitempty"`
+	shown    map[string]bool // sentences already printed under an anomaly
 }
 
 // about returns the proxy's sentences on the operations of anomaly a: what it proves of
@@ -390,6 +480,9 @@ func (g *groundTruth) about(a checker.Anomaly, ops []histories.Op) []string {
 func (g *groundTruth) write(w io.Writer) {
 	e := g.Evidence
 	fmt.Fprintf(w, "ground truth (%s): %d fault events, %d joined to operations of the history\n", g.File, e.Events, e.Joined)
+	for _, s := range g.Unjoined {
+		fmt.Fprintf(w, "  not joined: %s\n", s)
+	}
 	fmt.Fprintf(w, "  commit faults: %s\n", g.Commits)
 	g.list(w, "applied more than once", "operations proven to have taken effect more than once", e.AppliedTwice)
 	g.list(w, "replayed", "operations committed by a cut whose retry is proven to have changed nothing", e.Replays)

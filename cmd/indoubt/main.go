@@ -3,14 +3,17 @@
 //
 //	indoubt run      run a workload against a database (launched locally or --dsn)
 //	indoubt check    re-check a recorded history (indoubt JSONL, Jepsen EDN or log)
+//	indoubt exec     run any program through the proxy and judge the history it writes
 //	indoubt proxy    the commit-aware fault proxy in front of any application
 //	indoubt server   a throwaway local server until Ctrl-C, for scripts and benchmarks
 //	indoubt suite    run a suite file's cases with their expectations (CI: JUnit, annotations)
 //	indoubt report   re-render report.html and summary.html from recorded runs
 //	indoubt compare  two recorded runs' figures side by side
+//	indoubt clean    remove what killed launches left behind (temporary directories)
 //
-// Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run. The
-// first SIGINT or SIGTERM stops a command cleanly; a second stops it at once (exit 2).
+// Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run (also:
+// no command given). The first SIGINT or SIGTERM stops a command cleanly; a second stops
+// it at once (exit 2).
 package main
 
 import (
@@ -112,13 +115,25 @@ type verdictExit struct{ code int }
 
 func (v verdictExit) Error() string { return fmt.Sprintf("exit %d", v.code) }
 
+// interrupted is the error of a command that SIGINT or SIGTERM stopped before it had a
+// result (a server still launching, a suite between its cases): exit 2, as an
+// interrupted command exits, with the error that ended it in one line.
+type interrupted struct{ err error }
+
+func (i interrupted) Error() string { return "interrupted: " + i.err.Error() }
+func (i interrupted) Unwrap() error { return i.err }
+
 func exitCode(err error, stderr io.Writer) int {
 	var v verdictExit
+	var intr interrupted
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitValid
 	case errors.As(err, &v):
 		return v.code
+	case errors.As(err, &intr):
+		fmt.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
+		return exitUnknown
 	}
 	fmt.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
 	return exitCouldNot
@@ -152,6 +167,7 @@ func commands() []command {
 		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
 		{"compare", "print two recorded runs' figures side by side with ratios", compareCommand},
 		{"chaos-mesh", "the fault schedule as Chaos Mesh objects for a cluster on Kubernetes", chaosMeshCommand},
+		{"exec", "run any program under commit faults and check the history it records", execCommand},
 	}
 }
 
@@ -169,7 +185,8 @@ Example:
   indoubt run --store postgres --fault commit-cut:0.2 --retry naive
   indoubt check runs/<run>/history.jsonl
 
-Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time), 3 could not run.
+Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time) or interrupted,
+3 could not run (also: no command given).
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -177,13 +194,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, c := range commands() {
 		list += fmt.Sprintf("  %-8s %s\n", c.name, c.summary)
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		// Asked for nothing: the usage, and exit 3, so that a script that lost its
+		// arguments does not pass.
+		fmt.Fprintf(stdout, usage, list)
+		return errors.New("no command given (see indoubt --help)")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintf(stdout, usage, list)
 		return nil
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
+			err := c.run(ctx, args[1:], stdout, stderr)
+			var v verdictExit
+			if err != nil && ctx.Err() != nil && !errors.As(err, &v) && !errors.Is(err, flag.ErrHelp) {
+				// Whatever failed, the signal came first: the command was stopped,
+				// not refused.
+				return interrupted{err}
+			}
+			return err
 		}
 	}
 	var names []string

@@ -25,8 +25,10 @@ protocol, and at the moment of commit either cuts the connection after the serve
 committed (--cut-after-commit: the change is applied, the client gets an error) or
 drops the commit before it reaches the server (--drop-commit: not applied, the same
 error). Each fault is printed to stdout as it fires, one line, and written to --events
-as JSON (one object per line) with its ground truth; the file starts empty unless
---append. It runs until Ctrl-C or SIGTERM, then prints the totals on stderr: commits
+as JSON (one object per line, schemas/faults.schema.json) with its ground truth: what
+the fault did, and which of the connection's transactions it hit, with its statements
+and whether it wrote (the cut of a read-only transaction changed nothing); the file
+starts empty unless --append. It runs until Ctrl-C or SIGTERM, then prints the totals on stderr: commits
 cut (proven applied, committed without a visible effect such as UPDATE 0, or committed
 with a reply that does not say what changed) and commits dropped.
 
@@ -62,8 +64,14 @@ Example:
   curl -H 'Content-Type: application/json' -d '{"type":"commit_cut","attributes":{"probability":0.2}}' \
        localhost:8474/proxies/indoubt/toxics
 
+--fault takes the commit faults, the standard toxics and partitions; process faults
+(kill, pause, restart, failover, power-loss) need a server indoubt launched, which
+indoubt proxy has not: they are refused.
+
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 3 could not run (bad flags, an upstream
-that does not resolve, a non-loopback address without --allow-remote, address in use).
+that does not resolve or holds user:password@, a non-loopback address without
+--allow-remote, address in use), and 3 when a client of --api deleted the proxy
+(DELETE /proxies/indoubt): it prints the totals and one line saying so, then exits.
 `
 
 func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -89,14 +97,35 @@ func proxyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintln(stderr, proxyStatus(cfg, px))
 	warnRemote(stderr, px)
-	err = runProxySchedule(ctx, cfg.schedule, px, sink)
+	// The proxy the command exists for may be deleted through its API: then there is
+	// nothing left to serve, and the command ends as one that could not run.
+	served, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-px.Done():
+			stop()
+		case <-served.Done():
+		}
+	}()
+	err = runProxySchedule(served, cfg.schedule, px, sink)
 	if cfg.opt.Protocol != nil {
 		sink.mu.Lock()
 		fmt.Fprintf(stderr, "indoubt proxy: stopped; commit faults: %v\n", sink.totals)
 		sink.mu.Unlock()
 	}
+	if err == nil && ctx.Err() == nil {
+		select {
+		case <-px.Done():
+			return fmt.Errorf("proxy: %q was deleted through the toxiproxy API (DELETE /proxies/%s): nothing left to serve", proxyName, proxyName)
+		default:
+		}
+	}
 	return err
 }
+
+// proxyName is the proxy's name in the toxiproxy API.
+const proxyName = "indoubt"
 
 // proxyConfig is the proxy command's flags, parsed and checked.
 type proxyConfig struct {
@@ -139,7 +168,7 @@ func parseProxyFlags(args []string, stdout io.Writer) (proxyConfig, error) {
 	}
 	cfg := proxyConfig{
 		opt: faults.Options{
-			Upstream: *upstream, Listen: *listen, Seed: *seed, API: *api, AllowRemote: *remote,
+			Upstream: *upstream, Listen: *listen, Seed: *seed, API: *api, AllowRemote: *remote, Name: proxyName,
 		},
 		protocol: *protocol, cut: *cut, drop: *drop, events: *events, appendEvents: *appendEv,
 	}
@@ -201,6 +230,12 @@ func (cfg proxyConfig) parseSchedule(specs []string) (faults.Schedule, error) {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	for _, f := range schedule {
+		switch {
+		case f.Process:
+			return nil, fmt.Errorf("proxy: --fault %s is a process fault, which needs a server indoubt launched: indoubt proxy has none (use indoubt run)", f.Spec)
+		case f.Coordinator || f.Statement != "":
+			return nil, fmt.Errorf("proxy: --fault %s acts on the two-phase commit of indoubt run --workload transfer; in front of your own, cut PREPARE TRANSACTION with --fault commit-cut and --match 'PREPARE TRANSACTION'", f.Spec)
+		}
 		if (f.Name == "commit-cut" && cfg.cut > 0) || (f.Name == "commit-drop" && cfg.drop > 0) {
 			return nil, fmt.Errorf("proxy: --fault %s and its flag both arm %s: use one", f.Spec, f.Name)
 		}
@@ -337,13 +372,21 @@ func runProxySchedule(ctx context.Context, schedule faults.Schedule, px *faults.
 	return nil
 }
 
-// eventLine is a fault as printed on stdout:
+// eventLine is a fault as printed on stdout, with the number of the transaction it hit
+// on its connection and whether that transaction wrote:
 //
-//	15:04:05.000 commit-cut applied 127.0.0.1:51514 "commit" COMMIT
+//	15:04:05.000 commit-cut applied 127.0.0.1:51514 "commit" COMMIT (txn 3, wrote)
 func eventLine(e toxics.Event) string {
 	s := fmt.Sprintf("%s %s %s %s %s", e.Time.Format("15:04:05.000"), e.Kind, e.Truth, e.Conn, strconv.Quote(e.Statement))
 	if e.Tag != "" {
 		s += " " + e.Tag
+	}
+	if e.Txn != nil {
+		wrote := "wrote"
+		if !e.Txn.Wrote {
+			wrote = "read only: changed nothing"
+		}
+		s += fmt.Sprintf(" (txn %d, %s)", e.Txn.Seq, wrote)
 	}
 	return s
 }

@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -463,5 +465,152 @@ func TestProxyAPICommitToxic(t *testing.T) {
 	}
 	if !strings.Contains(rp.errb.String(), "commit faults: 1 cut (1 proven applied") {
 		t.Errorf("stderr %q, want the totals with one cut", rp.errb.String())
+	}
+}
+
+// proxyBinary is `indoubt proxy` as a process of its own (the real main: signals, exit
+// code), with its output kept as it comes.
+type proxyBinary struct {
+	cmd       *exec.Cmd
+	out, errb *lockedBuffer
+	done      chan struct{}
+}
+
+func startProxyBinary(t *testing.T, args ...string) *proxyBinary {
+	t.Helper()
+	pb := &proxyBinary{out: &lockedBuffer{}, errb: &lockedBuffer{}, done: make(chan struct{})}
+	pb.cmd = exec.Command(os.Args[0], "-test.run=^TestRunAsBinary$")
+	pb.cmd.Env = append(os.Environ(), "INDOUBT_TEST_ARGS="+strings.Join(append([]string{"proxy"}, args...), "\x1f"))
+	pb.cmd.Stdout, pb.cmd.Stderr = pb.out, pb.errb
+	if err := pb.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { pb.cmd.Wait(); close(pb.done) }()
+	t.Cleanup(func() {
+		pb.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-pb.done:
+		case <-time.After(10 * time.Second):
+			pb.cmd.Process.Kill()
+			<-pb.done
+		}
+	})
+	return pb
+}
+
+// wait returns the exit code once the process ends, failing the test after d.
+func (pb *proxyBinary) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-pb.done:
+		return pb.cmd.ProcessState.ExitCode()
+	case <-time.After(d):
+		t.Fatalf("indoubt proxy still runs after %v; stderr %q", d, pb.errb.String())
+		return 0
+	}
+}
+
+// apiAddr waits for the status line and returns the API's address.
+func (pb *proxyBinary) apiAddr(t *testing.T) string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := apiRE.FindStringSubmatch(pb.errb.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-pb.done:
+			t.Fatalf("indoubt proxy ended: stderr %q", pb.errb.String())
+		default:
+		}
+	}
+	t.Fatalf("no API address in %q", pb.errb.String())
+	return ""
+}
+
+// TestProxyRefusesBeforeListening: a process fault and an upstream with a password are
+// refused by the binary in one line, exit 3, before it listens, and the password is
+// never printed.
+func TestProxyRefusesBeforeListening(t *testing.T) {
+	up := idleUpstream(t)
+	_, port, _ := net.SplitHostPort(up)
+	for _, tt := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--upstream", up, "--listen", "127.0.0.1:0", "--fault", "kill@1s"}, "process fault"},
+		{[]string{"--upstream", up, "--listen", "127.0.0.1:0", "--fault", "commit-cut:0.1", "--fault", "pause@1s-2s"}, "process fault"},
+		{[]string{"--upstream", "indoubt:Sw0rdf1sh@127.0.0.1:" + port, "--listen", "127.0.0.1:0"}, "user information"},
+		{[]string{"--upstream", "postgres://indoubt:Sw0rdf1sh@127.0.0.1:" + port + "/db", "--listen", "127.0.0.1:0"}, "user information"},
+		{[]string{"--upstream", up, "--listen", "me:Sw0rdf1sh@127.0.0.1:0"}, "user information"},
+	} {
+		pb := startProxyBinary(t, tt.args...)
+		code := pb.wait(t, 20*time.Second)
+		errs := pb.errb.String()
+		if code != 3 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tt.says) || strings.Contains(errs, "listening") || pb.out.String() != "" {
+			t.Errorf("%q: exit %d, stderr %q, stdout %q: want exit 3 and one line saying %q", tt.args, code, errs, pb.out.String(), tt.says)
+		}
+		if strings.Contains(errs, "Sw0rdf1sh") {
+			t.Errorf("%q: stderr %q prints the password", tt.args, errs)
+		}
+	}
+}
+
+// TestProxyAPIHardened drives the binary's toxiproxy API: no listener off loopback in
+// any spelling, toxic values out of range refused with 400, answers without toxiproxy's
+// Logger, and a DELETE of the proxy ends the command with one line and exit 3.
+func TestProxyAPIHardened(t *testing.T) {
+	up := idleUpstream(t)
+	pb := startProxyBinary(t, "--upstream", up, "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0")
+	api := "http://" + pb.apiAddr(t)
+	do := func(method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tt := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", "/proxies", `{"name":"b1","Listen":"0.0.0.0:0","upstream":"` + up + `"}`, 403},
+		{"POST", "/proxies", `{"name":"b2","lIsTeN":"0.0.0.0:0","upstream":"` + up + `"}`, 403},
+		{"POST", "/proxies", `{"name":"b3","listen":"","upstream":"` + up + `"}`, 201},
+		{"POST", "/proxies", `{"name":"b4","upstream":"` + up + `"}`, 201},
+		{"PATCH", "/proxies/b4", `{"LISTEN":"0.0.0.0:0"}`, 403},
+		{"POST", "/proxies/indoubt/toxics", `{"type":"latency","toxicity":2,"attributes":{"latency":1}}`, 400},
+		{"POST", "/proxies/indoubt/toxics", `{"type":"latency","attributes":{"latency":-100000}}`, 400},
+		{"POST", "/proxies/indoubt/toxics", `{"type":"bandwidth","attributes":{"rate":0}}`, 400},
+	} {
+		if status, body := do(tt.method, tt.path, tt.body); status != tt.want || strings.Contains(body, "Logger") {
+			t.Errorf("%s %s %s: %d %s, want %d without Logger", tt.method, tt.path, tt.body, status, body, tt.want)
+		}
+	}
+	status, body := do("GET", "/proxies", "")
+	var all map[string]struct{ Listen string }
+	if err := json.Unmarshal([]byte(body), &all); status != 200 || err != nil || strings.Contains(body, "Logger") {
+		t.Fatalf("GET /proxies: %d %s", status, body)
+	}
+	if len(all) != 3 {
+		t.Errorf("proxies %s, want indoubt, b3 and b4", body)
+	}
+	for name, p := range all {
+		if !strings.HasPrefix(p.Listen, "127.0.0.1:") {
+			t.Errorf("proxy %s listens on %s, want loopback", name, p.Listen)
+		}
+	}
+	if status, body := do("DELETE", "/proxies/indoubt", ""); status != http.StatusNoContent {
+		t.Fatalf("DELETE /proxies/indoubt: %d %s", status, body)
+	}
+	if code := pb.wait(t, 20*time.Second); code != 3 {
+		t.Errorf("exit %d after the DELETE, want 3", code)
+	}
+	lines := strings.Split(strings.TrimSpace(pb.errb.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "deleted through the toxiproxy API") {
+		t.Errorf("stderr %q: want its last line to say the proxy was deleted", pb.errb.String())
 	}
 }

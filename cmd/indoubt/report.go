@@ -21,7 +21,10 @@ Examples:
   indoubt report runs/20261201-021055.177-budget-postgres-commit-cut-naive
   indoubt report --summary runs/stand.html runs/*-budget-*
 
-Exit codes: 0 rendered, 3 a run directory could not be read.
+Every run directory (its results.json and history.jsonl) is read and every output path
+checked before any page is rendered.
+
+Exit codes: 0 rendered, 3 a run directory could not be read or an output written.
 `
 
 func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,31 +36,46 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if fs.NArg() == 0 {
 		return fmt.Errorf("report: want one or more run directories (see indoubt report --help)")
 	}
+	// Every run directory is read, and every output checked, before any page is
+	// rendered: a bad last argument must not leave the first ones re-rendered.
 	var all []*results.Results
 	for _, dir := range fs.Args() {
+		r, err := readResults(dir)
+		if err != nil {
+			return fmt.Errorf("report: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err != nil {
+			return fmt.Errorf("report: %s has no history.jsonl to draw the report from: %v", dir, err)
+		}
+		if err := checkWritable(filepath.Join(dir, "report.html")); err != nil {
+			return fmt.Errorf("report: %v", err)
+		}
+		all = append(all, r)
+	}
+	summaryPath := *summary
+	if summaryPath == "" && len(all) > 1 {
+		summaryPath = filepath.Join(filepath.Dir(filepath.Clean(fs.Arg(0))), "summary.html")
+	}
+	if len(all) > 1 {
+		if err := checkWritable(summaryPath); err != nil {
+			return fmt.Errorf("report: --summary: %v", err)
+		}
+	}
+	for i, r := range all {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r, err := readResults(dir)
-		if err != nil {
-			return err
-		}
-		path := filepath.Join(dir, "report.html")
+		path := filepath.Join(fs.Arg(i), "report.html")
 		if err := report.WriteHTML(path, r); err != nil {
-			return fmt.Errorf("report: %s: %v", dir, err)
+			return fmt.Errorf("report: %s: %v", fs.Arg(i), err)
 		}
 		fmt.Fprintln(stdout, path)
-		all = append(all, r)
 	}
 	if len(all) > 1 {
-		path := *summary
-		if path == "" {
-			path = filepath.Join(filepath.Dir(filepath.Clean(fs.Arg(0))), "summary.html")
-		}
-		if err := report.WriteSummaryHTML(path, all); err != nil {
+		if err := report.WriteSummaryHTML(summaryPath, all); err != nil {
 			return fmt.Errorf("report: %v", err)
 		}
-		fmt.Fprintln(stdout, path)
+		fmt.Fprintln(stdout, summaryPath)
 	}
 	return nil
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,9 +23,11 @@ import (
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
+	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/catalog"
 	"github.com/indoubt/indoubt/workloads/insert"
+	"github.com/indoubt/indoubt/workloads/transfer"
 )
 
 const runHelp = `indoubt run: run a workload against a database, record every operation in a
@@ -47,6 +51,37 @@ Examples:
   indoubt run --workload counter --mechanism read-write --isolation read-committed --workers 16 --time 10s
   indoubt run --workload insert --key all --workers 16,32,64 --time 30s --pg-version 18   # primary-key table
   indoubt run --workload insert --key bigserial,client-mono --fault commit-cut:0.1 --retry naive --time 10s
+
+Distributed transactions: --workload transfer (move 1 between two rows) or two-rows
+(read two rows in one transaction) run over --servers PostgreSQL servers (2 to 5,
+launched with prepared transactions on, or one --dsn per server), with the table
+simplecount spread over them, --rows-per-worker rows per worker. --placement local keeps
+both rows on one server; distributed puts them on two, committed by indoubt's
+coordinator: PREPARE TRANSACTION on each, the decision fsynced to decisions.jsonl
+(--coordinator logged; naive keeps no log and recovers by committing whatever is
+prepared), COMMIT PREPARED on each. Recovery finishes what is left prepared before the
+final reads; the checker then holds the history to: the total conserved, no transfer
+half applied, none acknowledged and lost, none failed and applied, nothing left
+prepared. Reads of the total across servers (--reads) that see half of a transfer are
+counted as fractured reads, which do not make a run invalid. The faults: commit-cut,
+commit-drop and commit-mixed act on COMMIT PREPARED, prepare-cut and prepare-drop on
+PREPARE TRANSACTION (one phase per run), with windows as everywhere;
+coordinator-crash@T kills the coordinator at T, abandoning its transactions in flight,
+and ends the run: what is left in doubt is listed, writers time how long its rows stay
+locked, and recovery runs after --recover-after. Each transaction runs once (--retry
+none).
+
+Examples of distributed transactions:
+  indoubt run --workload transfer --placement distributed --servers 3 --time 10s
+  indoubt run --workload transfer --fault coordinator-crash@2s --time 5s                       # valid after recovery
+  indoubt run --workload transfer --fault coordinator-crash@2s --coordinator naive --time 5s  # exits 1
+  indoubt run --workload transfer --fault prepare-cut:0.1@1s-3s --time 4s
+  indoubt run --workload two-rows --placement local --servers 5 --workers 32 --time 10s
+
+Flags that do not apply to the workload or store (--persistence on PostgreSQL, --fsync
+on Redis, --rounds on budget, --servers on budget, ...) are refused by name, and so is a
+fault that starts after a --time run has ended; with --ops the run's length is not
+known in advance, so a fault that never started is named in a warning after the run.
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 3 could not run. An interrupted run
 (SIGINT, SIGTERM) is checked and published as far as it got, and exits 2 when that is
@@ -75,9 +110,6 @@ type runArgs struct {
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if twoPCWorkload(args) {
-		return runTwoPC(ctx, args, stdout, stderr)
-	}
 	a, err := parseRunArgs(args, stdout, stderr)
 	if err != nil {
 		return err
@@ -91,7 +123,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if err := validateEach(a.cfg, stores, a.counts); err != nil {
-		return err
+		return flagError(err)
 	}
 	for _, s := range skipped {
 		fmt.Fprintln(stderr, s)
@@ -108,7 +140,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		// Drivers quote DSNs in their errors; the runner scrubs what it returns, and
 		// this catches whatever reaches the console another way.
-		return redact.Error(err, a.cfg.DSN)
+		for _, d := range append([]string{a.cfg.DSN}, a.cfg.DSNs...) {
+			err = redact.Error(err, d)
+		}
+		return err
 	}
 	if err := printRuns(human, a.cfg, all, len(stores)); err != nil {
 		return err
@@ -133,7 +168,7 @@ func validateEach(cfg runner.Config, stores []runner.StoreName, counts []int) er
 			c.Store, c.Workers = s, n
 			if err := c.Validate(); err != nil {
 				if len(stores) > 1 {
-					return fmt.Errorf("%s: %w", s, err)
+					return fmt.Errorf("%s: %w", s, flagError(err))
 				}
 				return err
 			}
@@ -150,10 +185,14 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		a        runArgs
 		cfg      = &a.cfg
 		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
-		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s)")
+		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s); with process faults, until an operation is acknowledged after the last one ended, at most a minute longer")
 		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
-		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter, insert; transfer and two-rows (two-phase commit over several servers: see --workload transfer --help)")
+		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter, insert; transfer and two-rows (two-phase commit over several servers)")
 		specs    multiFlag
+		dsns     multiFlag
+		place    = fs.String("placement", "", "transfer, two-rows: local (both rows on one server) or distributed (on two, two-phase commit; the default)")
+		coord    = fs.String("coordinator", "", "transfer, two-rows: logged (decision log, presumed abort; the default) or naive (recovery commits whatever is prepared)")
+		reads    = fs.Float64("reads", 0.1, "transfer: share of the operations that read the total across the servers")
 		quiet    = fs.Bool("quiet", false, "no progress on stderr (neither launch lines nor the live line)")
 		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
 		keys     = fs.String("key", string(insert.Identity), "insert workload: primary-key shape, a comma list, or all: "+choice.List(insert.Keys))
@@ -162,7 +201,10 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print results.json to stdout (the summary goes to stderr)")
 	fs.StringVar(&cfg.PGVersion, "pg-version", "", "a launched PostgreSQL's version: 15, 18 (scripts/prepare-postgres18), or a directory of its binaries (default: INDOUBT_PG_VERSION, INDOUBT_PG_BIN, else the installed one)")
-	fs.StringVar(&cfg.Persistence, "persistence", "none", "a launched Redis's durability: none, everysec, always")
+	fs.StringVar(&cfg.Persistence, "persistence", "", "a launched Redis's durability: none (the default), everysec, always")
+	fs.IntVar(&cfg.Servers, "servers", 0, "transfer, two-rows: PostgreSQL servers to launch, 2 to 5 (default 2)")
+	fs.IntVar(&cfg.RowsPerWorker, "rows-per-worker", 0, "transfer, two-rows: rows of the table per worker (default 1000)")
+	fs.DurationVar(&cfg.RecoverAfter, "recover-after", 0, "transfer, two-rows: after coordinator-crash@T, how long its transactions stay in doubt before recovery (default 1s)")
 	fs.StringVar(&cfg.SynchronousCommit, "synchronous-commit", "", "a launched PostgreSQL's synchronous_commit: on or off (default PostgreSQL's, on)")
 	fs.StringVar(&cfg.Fsync, "fsync", "", "a launched PostgreSQL's fsync: on or off (default PostgreSQL's, on)")
 	fs.StringVar(&cfg.CommitLogSync, "commitlog-sync", "", "a launched Cassandra's commitlog_sync: periodic (acknowledge at once, sync every 10000ms), batch (sync before acknowledging) or group (batch sharing a sync per 15ms window); default Cassandra's, periodic")
@@ -171,7 +213,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.Topology, "topology", "single", "launched server: single, or replicated (PostgreSQL: a primary and a streaming standby; Redis: a primary, a replica and 3 Sentinels; --fault failover@T)")
 	fs.StringVar(&cfg.Replication, "replication", "async", "replicated topology: async, or sync (every commit waits for the standby; PostgreSQL only)")
 	fs.StringVar(&cfg.Network, "network", "", "isolated: every launched node in a network namespace of its own (root and nftables; implied by --fault partition:SHAPE@START-END; Redis replicated is then Jepsen's five nodes)")
-	fs.StringVar(&cfg.DSN, "dsn", "", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db)")
+	fs.Var(&dsns, "dsn", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db); transfer, two-rows: once per server, 2 to 5, prepared transactions on")
 	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
 	fs.StringVar(&cfg.Out, "out", "runs", "parent directory of run directories")
@@ -179,7 +221,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
 	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
 	fs.IntVar(&cfg.MaxAnomalies, "max-anomalies", results.DefaultMaxAnomalies, "list at most this many anomalies and ground-truth items in results.json and the console (counts stay exact; -1 lists all)")
-	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T, power-loss[:tear]@T")
+	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T, power-loss[:tear]@T; transfer, two-rows: prepare-cut, prepare-drop, coordinator-crash@T")
 	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
 	if err := parseFlags(fs, args); err != nil {
 		return a, err
@@ -192,6 +234,27 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		return a, fmt.Errorf("run: %v", err)
 	}
 	cfg.Workload = w
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := applies(set, w); err != nil {
+		return a, err
+	}
+	twoPhase := w == workloads.Transfer || w == workloads.TwoRows
+	switch {
+	case twoPhase:
+		cfg.DSNs = dsns
+	case len(dsns) > 1:
+		return a, fmt.Errorf("run: --dsn given %d times: only the transfer and two-rows workloads run over several servers", len(dsns))
+	case len(dsns) == 1:
+		cfg.DSN = dsns[0]
+	}
+	cfg.Placement, cfg.Coordinator = transfer.Placement(*place), twopc.Mode(*coord)
+	if w == workloads.Transfer || set["reads"] {
+		cfg.Reads = *reads // refused by the runner where it does not apply
+	}
+	if w != workloads.Budget {
+		cfg.Budget = 0
+	}
 	if *retry == "" {
 		*retry = string(runner.DefaultPolicy(w))
 	}
@@ -201,8 +264,6 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if cfg.Faults, err = faults.ParseSchedule(specs); err != nil {
 		return a, fmt.Errorf("run: %v", err)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	// A zero or negative duration has no meaning here: refused, rather than read as
 	// "the default" (--time) or "no limit" (--check-timeout).
 	if *checkTO <= 0 {
@@ -230,7 +291,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if a.rounds < 1 {
 		return a, fmt.Errorf("run: --rounds must be at least 1")
 	}
-	if cfg.PGVersion != "" && cfg.DSN == "" {
+	if cfg.PGVersion != "" && cfg.DSN == "" && len(cfg.DSNs) == 0 {
 		// Refused before anything is launched, in one line.
 		if _, err := postgres.Bin(cfg.PGVersion); err != nil {
 			return a, fmt.Errorf("run: --pg-version: %v", err)
@@ -244,6 +305,58 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		}
 	}
 	return a, nil
+}
+
+// applies refuses, by name, a flag given for a workload it does not apply to, when the
+// runner cannot tell (the flag has a default, or is the command line's own). The flags
+// of Config fields whose zero value means "not set" are the runner's to refuse
+// (runner.FieldError, named by flagError).
+func applies(set map[string]bool, w workloads.Name) error {
+	for _, f := range []struct {
+		flag string
+		ok   bool
+	}{
+		{"budget", w == workloads.Budget},
+		{"rounds", w == workloads.Insert},
+		{"key", w == workloads.Insert},
+	} {
+		if set[f.flag] && !f.ok {
+			return fmt.Errorf("run: --%s does not apply to the %s workload", f.flag, w)
+		}
+	}
+	return nil
+}
+
+// runFlags names the flag of each field of runner.Config, for its FieldErrors.
+var runFlags = map[string]string{
+	"Workload": "workload", "Store": "store", "DSN": "dsn", "DSNs": "dsn", "Workers": "workers", "Ops": "ops",
+	"Duration": "time", "Seed": "seed", "Out": "out", "Retry": "retry", "Mechanism": "mechanism",
+	"Isolation": "isolation", "Budget": "budget", "Key": "key", "Persistence": "persistence",
+	"SynchronousCommit": "synchronous-commit", "Fsync": "fsync", "PowerFS": "powerfs",
+	"CommitLogSync": "commitlog-sync", "PowerFSEntries": "powerfs-entries", "Topology": "topology",
+	"Replication": "replication", "PGVersion": "pg-version", "Faults": "fault", "Proxy": "proxy",
+	"CheckTimeout": "check-timeout", "MaxAnomalies": "max-anomalies", "Servers": "servers",
+	"Placement": "placement", "Coordinator": "coordinator", "Reads": "reads",
+	"RowsPerWorker": "rows-per-worker", "RecoverAfter": "recover-after", "Network": "network",
+}
+
+// flagError says a runner.FieldError in the command line's words: the flag of its field.
+func flagError(err error) error {
+	var fe *runner.FieldError
+	if errors.As(err, &fe) {
+		if name, ok := runFlags[fe.Field]; ok {
+			return fmt.Errorf("run: --%s: %s", name, fe.Text(flagName))
+		}
+	}
+	return err
+}
+
+// flagName names a Config field as the command line does: its flag.
+func flagName(field string) string {
+	if name, ok := runFlags[field]; ok {
+		return "--" + name
+	}
+	return "Config." + field
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -330,9 +443,9 @@ func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, 
 			res, err := runner.Run(ctx, c)
 			if err != nil {
 				if len(stores) > 1 {
-					return nil, fmt.Errorf("%s: %w", store, err)
+					return nil, fmt.Errorf("%s: %w", store, flagError(err))
 				}
-				return nil, err
+				return nil, flagError(err)
 			}
 			all = append(all, res)
 			if ctx.Err() != nil {
@@ -364,6 +477,7 @@ func printRuns(w io.Writer, cfg runner.Config, all []*results.Results, stores in
 	if len(all) == 1 {
 		report.WriteSummary(w, all[0])
 		report.WriteCounterFinal(w, all[0])
+		writeTwoPhase(w, all[0])
 		if cfg.Workload == workloads.Insert {
 			report.WriteInsertTable(w, all)
 		}
@@ -388,8 +502,12 @@ func printRuns(w io.Writer, cfg runner.Config, all []*results.Results, stores in
 // workload, with a line for each store skipped (printed once the runs are validated).
 // Without --store, a --dsn names its store by its scheme.
 func pickStores(cfg runner.Config, store string) ([]runner.StoreName, []string, error) {
-	if store == "" && cfg.DSN != "" {
-		s, ok := runner.StoreFromDSN(cfg.DSN)
+	dsn := cfg.DSN
+	if len(cfg.DSNs) > 0 {
+		dsn = cfg.DSNs[0]
+	}
+	if store == "" && dsn != "" {
+		s, ok := runner.StoreFromDSN(dsn)
 		if !ok {
 			return nil, nil, fmt.Errorf("run: cannot tell the store from the DSN's scheme: give --store")
 		}
@@ -401,7 +519,7 @@ func pickStores(cfg runner.Config, store string) ([]runner.StoreName, []string, 
 	if store != "all" {
 		return []runner.StoreName{runner.StoreName(store)}, nil, nil
 	}
-	if cfg.DSN != "" {
+	if dsn != "" {
 		return nil, nil, fmt.Errorf("run: --store all launches its servers; it takes no --dsn")
 	}
 	var out []runner.StoreName
@@ -486,4 +604,68 @@ func writeSummary(out string, all []*results.Results) (string, error) {
 		return "", fmt.Errorf("write summary: %v", err)
 	}
 	return path, nil
+}
+
+// writeTwoPhase prints a transfer or two-rows run's two-phase commit section: its
+// transactions, what a coordinator crash left in doubt, and what recovery did.
+func writeTwoPhase(w io.Writer, r *results.Results) {
+	tp := r.TwoPhase
+	if tp == nil {
+		return
+	}
+	tx := tp.Transactions
+	fmt.Fprintf(w, "two-phase commit: %s over %d servers, coordinator %s: %d transactions committed, %d aborted, %d abandoned; %.0f committed/s, mean %.2f ms, p99 %.2f ms\n",
+		tp.Placement, tp.Servers, tp.Coordinator, tx.Committed, tx.Aborted, tx.Abandoned, tp.CommittedPerSecond, tp.LatencyMs.Mean, tp.LatencyMs.P99)
+	if f, ok := r.Final.(transfer.Final); ok && r.Workload == workloads.Transfer {
+		total := "none read"
+		if f.Total != nil {
+			total = strconv.FormatInt(*f.Total, 10)
+		}
+		fmt.Fprintf(w, "  total %s (want %d); transfers ok %d, failed %d, unknown %d (%d of them applied); %d reads of the total, %d fractured\n",
+			total, f.Expected, f.Applied, f.Rejected, f.Unknown, f.UnknownApplied, f.Reads, f.FracturedReads)
+	}
+	if c := tp.Crash; c != nil {
+		fmt.Fprintf(w, "  coordinator crash at %.2fs: abandoned %v; %d branches in doubt\n", c.AtS, counts(c.Stops), len(c.InDoubt))
+		for i, d := range c.InDoubt {
+			if i == 10 {
+				fmt.Fprintf(w, "    ... and %d more in results.json\n", len(c.InDoubt)-10)
+				break
+			}
+			fmt.Fprintf(w, "    %s on server %d: prepared %.0f ms before, %d locks\n", d.GID, d.Server, d.AgeMs, d.Locks)
+		}
+		var worst float64
+		blocked := 0
+		for _, p := range c.Probes {
+			if p.Timeouts > 0 {
+				blocked++
+				worst = max(worst, p.BlockedMs)
+			}
+		}
+		fmt.Fprintf(w, "  %d of %d writers blocked by in-doubt rows, longest %.0f ms; recovery took %.1f ms, %.0f ms after the crash\n",
+			blocked, len(c.Probes), worst, c.RecoveryMs, c.ResolvedMs)
+	}
+	if len(tp.Recovery) > 0 {
+		decided := map[string]int{}
+		for _, x := range tp.Recovery {
+			decided[x.Decision]++
+		}
+		fmt.Fprintf(w, "  recovery: %d committed, %d rolled back\n", decided["commit"], decided["abort"])
+	}
+}
+
+// counts shows counts by name in name order: "a=1 b=2".
+func counts(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
 }

@@ -23,7 +23,10 @@ import (
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/twopc"
+	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/catalog"
+	"github.com/indoubt/indoubt/workloads/transfer"
 )
 
 const suiteHelp = `indoubt suite: run the cases of a suite file in order, each a run with its
@@ -40,7 +43,12 @@ Examples:
   indoubt suite suites/smoke.yaml
   indoubt suite --junit junit.xml --github suites/smoke.yaml
 
-Exit codes: 0 every expectation held, 1 one did not, 3 bad suite file or could not run.
+Every case is validated, and --junit and --out checked, before the first case runs.
+SIGINT or SIGTERM stops the case running: the table of what ran is printed and the JUnit
+file written, the cases not run marked skipped (interrupted).
+
+Exit codes: 0 every expectation held, 1 one did not, 2 interrupted (no expectation had
+failed yet), 3 bad suite file or could not run.
 `
 
 // suiteFile is a suite as written in YAML.
@@ -52,21 +60,28 @@ type suiteFile struct {
 
 // suiteCase is one case as written; zero fields take the suite's defaults.
 type suiteCase struct {
-	Name      string            `yaml:"name"`
-	Store     string            `yaml:"store"`
-	Workload  string            `yaml:"workload"`
-	Mechanism string            `yaml:"mechanism"`
-	Isolation string            `yaml:"isolation"`
-	Faults    []string          `yaml:"faults"`
-	Retry     string            `yaml:"retry"`
-	Workers   int               `yaml:"workers"`
-	Ops       int               `yaml:"ops"`
-	Time      string            `yaml:"time"`
-	Seed      int64             `yaml:"seed"`
-	Budget    int64             `yaml:"budget"`
-	Optional  bool              `yaml:"optional"`
-	Expect    string            `yaml:"expect"`
-	Figures   map[string]string `yaml:"figures"`
+	Name      string   `yaml:"name"`
+	Store     string   `yaml:"store"`
+	Workload  string   `yaml:"workload"`
+	Mechanism string   `yaml:"mechanism"`
+	Isolation string   `yaml:"isolation"`
+	Faults    []string `yaml:"faults"`
+	Retry     string   `yaml:"retry"`
+	Workers   int      `yaml:"workers"`
+	Ops       int      `yaml:"ops"`
+	Time      string   `yaml:"time"`
+	Seed      int64    `yaml:"seed"`
+	Budget    int64    `yaml:"budget"`
+	// The two-phase commit workloads' (transfer, two-rows), as indoubt run's flags.
+	Servers       int               `yaml:"servers"`
+	Placement     string            `yaml:"placement"`
+	Coordinator   string            `yaml:"coordinator"`
+	Reads         *float64          `yaml:"reads"`
+	RowsPerWorker int               `yaml:"rows_per_worker"`
+	RecoverAfter  string            `yaml:"recover_after"`
+	Optional      bool              `yaml:"optional"`
+	Expect        string            `yaml:"expect"`
+	Figures       map[string]string `yaml:"figures"`
 }
 
 // suiteRun is a case ready to run: its configuration and its expectations.
@@ -92,9 +107,12 @@ type caseResult struct {
 	skipped string   // why it did not run
 	failed  []string // expectations that did not hold, or why it could not run
 	first   string   // the failure message: the verdict's first explanation when there is one
+	// interrupted is set for a case that SIGINT or SIGTERM cut short or kept from
+	// running: neither passed nor (unless it had already failed) failed.
+	interrupted bool
 }
 
-func (c caseResult) passed() bool { return c.skipped == "" && len(c.failed) == 0 }
+func (c caseResult) passed() bool { return c.skipped == "" && len(c.failed) == 0 && !c.interrupted }
 
 func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("suite", suiteHelp, stdout)
@@ -108,22 +126,38 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if fs.NArg() != 1 {
 		return fmt.Errorf("suite: want one suite file (see indoubt suite --help)")
 	}
+	// Every output is checked before the first case launches anything.
+	if err := checkWritable(*junit); err != nil {
+		return fmt.Errorf("suite: --junit: %v", err)
+	}
+	if err := checkDirWritable(*out); err != nil {
+		return fmt.Errorf("suite: --out: %v", err)
+	}
 	path := fs.Arg(0)
 	name, runs, err := loadSuite(path)
 	if err != nil {
+		return err
+	}
+	for _, sr := range runs {
+		sr.cfg.Out = *out
+	}
+	if err := validateCases(path, runs); err != nil {
 		return err
 	}
 	ci := os.Getenv("CI") == "true"
 	started := time.Now()
 	var cases []caseResult
 	for i, sr := range runs {
+		if ctx.Err() != nil {
+			cases = append(cases, caseResult{run: sr, interrupted: true, skipped: "interrupted: not run"})
+			continue
+		}
 		if !*quiet {
 			fmt.Fprintf(stderr, "[%d/%d] %s ...\n", i+1, len(runs), sr.name)
 		}
-		sr.cfg.Out = *out
 		cases = append(cases, runCase(ctx, sr, ci))
-		if ctx.Err() != nil {
-			return fmt.Errorf("suite: interrupted after %d of %d cases", i+1, len(runs))
+		if ctx.Err() != nil && i+1 < len(runs) {
+			fmt.Fprintf(stderr, "suite: interrupted after %d of %d cases\n", i+1, len(runs))
 		}
 	}
 	writeSuiteTable(stdout, name, cases, time.Since(started))
@@ -158,7 +192,50 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return verdictExit{exitInvalid}
 		}
 	}
+	if ctx.Err() != nil {
+		return verdictExit{exitUnknown}
+	}
 	return nil
+}
+
+// validateCases checks every case's configuration as its run would, before the first
+// one starts: a bad case on line 90 must not wait behind a server launched for line 10.
+// A case whose server cannot be launched here is left to runCase, which skips it.
+func validateCases(path string, runs []*suiteRun) error {
+	for _, sr := range runs {
+		err := sr.cfg.Validate()
+		if err == nil || errors.Is(err, runner.ErrUnavailable) {
+			continue
+		}
+		return suiteError(path, sr.line, "case %q: %v", sr.name, keyError(err))
+	}
+	return nil
+}
+
+// suiteKeys names the suite key of each field of runner.Config a case sets.
+var suiteKeys = map[string]string{
+	"Workload": "workload", "Store": "store", "Workers": "workers", "Ops": "ops", "Duration": "time",
+	"Seed": "seed", "Retry": "retry", "Mechanism": "mechanism", "Isolation": "isolation",
+	"Budget": "budget", "Faults": "faults", "Servers": "servers", "Placement": "placement",
+	"Coordinator": "coordinator", "Reads": "reads", "RowsPerWorker": "rows_per_worker",
+	"RecoverAfter": "recover_after",
+}
+
+// keyError says a runner.FieldError in the suite's words: the key of its field.
+func keyError(err error) error {
+	var fe *runner.FieldError
+	if errors.As(err, &fe) {
+		if key, ok := suiteKeys[fe.Field]; ok {
+			return fmt.Errorf("%s: %s", key, fe.Text(func(f string) string {
+				if k, ok := suiteKeys[f]; ok {
+					return k + ":"
+				}
+				return "Config." + f
+			}))
+		}
+		return fe
+	}
+	return err
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
@@ -297,7 +374,7 @@ func buildCase(c suiteCase, line int) (*suiteRun, error) {
 		return nil, err
 	}
 	cfg.Mechanism, cfg.Isolation = c.Mechanism, c.Isolation
-	cfg.Workers, cfg.Ops, cfg.Seed, cfg.Budget = c.Workers, c.Ops, c.Seed, c.Budget
+	cfg.Workers, cfg.Ops, cfg.Seed = c.Workers, c.Ops, c.Seed
 	if cfg.Workers == 0 {
 		cfg.Workers = 16
 	}
@@ -307,10 +384,16 @@ func buildCase(c suiteCase, line int) (*suiteRun, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = 1
 	}
-	if cfg.Budget == 0 {
-		cfg.Budget = 1000
+	if w == workloads.Budget {
+		cfg.Budget = c.Budget
+		if cfg.Budget == 0 {
+			cfg.Budget = 1000
+		}
 	}
-	if cfg.Budget < 0 || cfg.Ops < 0 {
+	if err := twoPhaseCase(c, cfg); err != nil {
+		return nil, err
+	}
+	if c.Budget < 0 || cfg.Ops < 0 {
 		return nil, fmt.Errorf("ops and budget must not be negative")
 	}
 	if c.Time != "" {
@@ -350,6 +433,27 @@ func buildCase(c suiteCase, line int) (*suiteRun, error) {
 	return sr, nil
 }
 
+// twoPhaseCase reads the two-phase commit keys of a case into cfg; the runner refuses
+// them for the other workloads (validateCases).
+func twoPhaseCase(c suiteCase, cfg *runner.Config) error {
+	cfg.Servers, cfg.RowsPerWorker = c.Servers, c.RowsPerWorker
+	cfg.Placement, cfg.Coordinator = transfer.Placement(c.Placement), twopc.Mode(c.Coordinator)
+	switch {
+	case c.Reads != nil:
+		cfg.Reads = *c.Reads
+	case cfg.Workload == workloads.Transfer:
+		cfg.Reads = 0.1 // as indoubt run --reads
+	}
+	if c.RecoverAfter != "" {
+		d, err := time.ParseDuration(c.RecoverAfter)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("recover_after %q: want a positive duration such as 1s", c.RecoverAfter)
+		}
+		cfg.RecoverAfter = d
+	}
+	return nil
+}
+
 // runCase runs one case and judges its expectations. A server that cannot be launched
 // here skips the case with a note, or fails it under CI unless the case is optional.
 func runCase(ctx context.Context, sr *suiteRun, ci bool) caseResult {
@@ -367,12 +471,23 @@ func runCase(ctx context.Context, sr *suiteRun, ci bool) caseResult {
 	t0 := time.Now()
 	res, err := runner.Run(ctx, sr.cfg)
 	cr.elapsed = time.Since(t0)
+	if err != nil && ctx.Err() != nil {
+		cr.interrupted, cr.skipped = true, "interrupted before its run had a verdict"
+		return cr
+	}
 	if err != nil {
 		cr.failed = []string{"could not run: " + oneLine(err.Error())}
 		cr.first = cr.failed[0]
 		return cr
 	}
 	cr.res = res
+	if res.Interrupted && !(res.Verdict == checker.Invalid && sr.expect != checker.Invalid) {
+		// Cut short: what it recorded says nothing of what the whole case would have,
+		// unless it already holds an anomaly the case did not expect.
+		cr.interrupted = true
+		cr.skipped = fmt.Sprintf("interrupted after %.1fs (verdict so far: %s)", cr.elapsed.Seconds(), res.Verdict)
+		return cr
+	}
 	if res.Verdict != sr.expect {
 		cr.failed = append(cr.failed, fmt.Sprintf("verdict %s, expected %s", res.Verdict, sr.expect))
 	}
@@ -404,6 +519,9 @@ func writeSuiteTable(w io.Writer, name string, cases []caseResult, took time.Dur
 	for _, r := range cases {
 		got, status, dir := "-", "pass", "-"
 		switch {
+		case r.interrupted:
+			status = "interrupted"
+			skip++
 		case r.skipped != "":
 			status = "skip"
 			skip++
@@ -434,7 +552,9 @@ func writeSuiteTable(w io.Writer, name string, cases []caseResult, took time.Dur
 	}
 	tw.Flush()
 	for _, r := range cases {
-		if r.skipped != "" {
+		if r.skipped != "" && r.interrupted {
+			fmt.Fprintf(w, "interrupted %s: %s\n", r.run.name, r.skipped)
+		} else if r.skipped != "" {
 			fmt.Fprintf(w, "skipped %s: %s\n", r.run.name, r.skipped)
 		}
 		for _, f := range r.failed {

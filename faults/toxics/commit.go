@@ -1,21 +1,16 @@
 package toxics
 
 import (
-	"bytes"
-	"encoding/json"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/Shopify/toxiproxy/v2/stream"
-	tp "github.com/Shopify/toxiproxy/v2/toxics"
 )
 
-// Protocol teaches the commit toxics one wire protocol. An implementation provides a
+// Protocol teaches the commit faults one wire protocol. An implementation provides a
 // framer (it splits each direction into messages, whatever the chunking) and a matcher
 // (it finds commit points among the requests and the proof of commit among the
 // replies). See the package documentation for the contract in full.
@@ -34,10 +29,10 @@ type proxyScoped interface {
 }
 
 // Conn is the protocol state of one proxied connection. Request is only ever called
-// from the upstream toxic's goroutine and Reply from the downstream one's, so each
-// direction's framing state needs no lock; state the two directions share (which
-// request a reply answers, the transaction status the replies report) must be guarded
-// by the implementation.
+// from Session.Requests and Reply from Session.Replies, each from one goroutine at a
+// time, so each direction's framing state needs no lock; state the two directions
+// share (which request a reply answers, the transaction status the replies report)
+// must be guarded by the implementation.
 //
 // Both methods receive b, the bytes not yet consumed, starting where the last call
 // stopped. They return how many bytes they consume, 0 if b does not yet hold enough to
@@ -70,9 +65,31 @@ type Point struct {
 	// Default reports whether the point counts when the user gave no match function:
 	// a write outside a transaction block, or the commit of a block.
 	Default bool
+	// Txn numbers the transaction the point commits among the transactions of its
+	// connection, from 1; 0 when the protocol does not tell. Every transaction the
+	// protocol saw start counts, one that only read or rolled back too, so that the
+	// transactions of one operation have numbers that follow one another.
+	Txn uint64
+	// Wrote reports whether that transaction sent a statement that can change data
+	// (see Txn.Wrote).
+	Wrote bool
+
+	// render, when set, makes Statement and Text. A protocol that finds a point in
+	// every request (RESP) defers rendering them to the points that need them: for a
+	// match function, or for a fault. It may read the bytes given to Request, so it is
+	// called before Session.Requests returns, or never.
+	render func() (statement, text string)
 }
 
-// Action is what the downstream toxic does with the bytes a Reply consumed.
+// rendered fills Statement and Text when the protocol deferred them.
+func (p *Point) rendered() {
+	if p.render != nil {
+		p.Statement, p.Text = p.render()
+		p.render = nil
+	}
+}
+
+// Action is what Session.Replies does with the bytes a Reply consumed.
 type Action uint8
 
 const (
@@ -91,7 +108,7 @@ const (
 
 // Verdict is a protocol's judgement of the bytes a Reply consumed.
 type Verdict struct {
-	// Action is what the downstream half does with the bytes.
+	// Action is what Session.Replies does with the bytes.
 	Action Action
 	// Pending is the armed cut this verdict resolves (Cut, and Release when one ends).
 	Pending *Pending
@@ -124,9 +141,12 @@ type Config struct {
 	Events func(Event)
 }
 
-// Commits is the shared side of one proxy's commit faults: the knobs, the pairing of the
-// two directions of each connection, and the event sink. Install puts its two toxics on
-// a proxy; arm and disarm the faults through Faults at any time.
+// Commits applies the commit faults of one proxy: it holds the knobs, makes the seeded
+// decisions and reports the events. Each proxied connection gets a Session from Open,
+// which judges the bytes of its two directions; a relay passes them through the
+// Session on their way. faults.Proxy is the relay indoubt ships; use Commits only to
+// put the commit faults in a relay of your own. Arm and disarm the faults through
+// Faults at any time. Its methods are safe for concurrent use.
 type Commits struct {
 	// Faults are the knobs; all start disarmed.
 	Faults Faults
@@ -134,13 +154,12 @@ type Commits struct {
 	cfg Config
 
 	mu      sync.Mutex
-	addr    string   // client address of the connection being set up
-	next    uint64   // accept-order index of the next connection
-	forDown *session // made by the upstream toxic, waiting for the downstream one
-	streams uint64   // generators handed out so far
+	next    uint64 // accept-order index of the next connection
+	streams uint64 // generators handed out so far
 }
 
-// NewCommits returns the commit faults for cfg, all disarmed.
+// NewCommits returns the commit faults for cfg, all disarmed. It fails without a
+// protocol.
 func NewCommits(cfg Config) (*Commits, error) {
 	if cfg.Protocol == nil {
 		return nil, errors.New("commit faults: no protocol")
@@ -151,87 +170,63 @@ func NewCommits(cfg Config) (*Commits, error) {
 	return &Commits{cfg: cfg}, nil
 }
 
-// Names of the toxics in toxiproxy's registry and on a proxy.
-const (
-	// DropToxic is the upstream half. It sees the requests, finds commit points, makes
-	// the one decision per point for both faults, drops commits and arms cuts.
-	DropToxic = "commit_drop"
-	// CutToxic is the downstream half. It sees the replies and carries out armed cuts
-	// once the server proves the commit.
-	CutToxic = "commit_cut"
-)
-
-var registerOnce sync.Once
-
-// register adds the commit toxics to toxiproxy's registry, once per process, so that a
-// proxy and its HTTP API know their type names.
-func register() {
-	registerOnce.Do(func() {
-		tp.Register(DropToxic, new(dropHalf))
-		tp.Register(CutToxic, new(cutHalf))
-	})
-}
-
-// Install adds the two halves to a proxy's toxics. Call it before the proxy accepts its
-// first connection and never remove them while it runs: the halves of one connection
-// are paired by the order in which toxiproxy's accept loop creates their state, which
-// holds only for toxics present when the connection is accepted. Arm and disarm through
-// c.Faults instead. Call Accepted for every accepted client, before its links start,
-// to name it in events.
-func (c *Commits) Install(tc *toxiproxy.ToxicCollection) error {
-	register()
-	for _, h := range []struct {
-		typ, stream string
-	}{{DropToxic, "upstream"}, {CutToxic, "downstream"}} {
-		body, _ := json.Marshal(map[string]any{"name": h.typ, "type": h.typ, "stream": h.stream, "toxicity": 1})
-		w, err := tc.AddToxicJson(bytes.NewReader(body))
-		if err != nil {
-			return fmt.Errorf("install %s toxic: %w", h.typ, err)
-		}
-		switch t := w.Toxic.(type) {
-		case *dropHalf:
-			t.commits = c
-		case *cutHalf:
-			t.commits = c
-		}
-	}
-	return nil
-}
-
-// Accepted names the connection whose links toxiproxy starts next: addr is the
-// client's address as the proxy sees it. faults.Proxy calls it from toxiproxy's accept
-// loop; a connection without it is named "".
-func (c *Commits) Accepted(addr string) {
+// Open returns the Session of a connection the relay just accepted. client is the
+// client's address as the relay sees it (the string a client reads from its own
+// LocalAddr), named in the connection's events. Call Open once per connection, in the
+// order the relay accepts them: that order numbers Event.ConnIndex.
+func (c *Commits) Open(client string) *Session {
 	c.mu.Lock()
-	c.addr = addr
+	i := c.next
+	c.next++
 	c.mu.Unlock()
+	return &Session{c: c, index: i, addr: client, conn: c.cfg.Protocol.NewConn()}
 }
 
-// Rejected forgets the connection Accepted named, when toxiproxy could not dial the
-// upstream and starts no links for it.
-func (c *Commits) Rejected() {
-	c.mu.Lock()
-	c.addr = ""
-	c.mu.Unlock()
-}
-
-// session is one proxied connection as both halves see it.
-type session struct {
+// Session is the commit faults' state of one proxied connection: one protocol Conn,
+// shared by both directions, and the cuts armed on it. A relay passes every byte from
+// the client through Requests and every byte from the server through Replies, each in
+// order, and calls RequestsEnded and RepliesEnded when that direction's source ends.
+// Requests and RequestsEnded are called from one goroutine at a time, and so are
+// Replies and RepliesEnded; the two directions may run concurrently.
+//
+// A Session forwards through the send function it is given, in order, the bytes that
+// may go on: pieces of the slice it was given, or bytes of its own. It keeps no
+// reference to the slice it was given, and never writes into a piece it has sent. So a
+// relay that reads into one buffer again and again writes what send gets before it
+// reads again, and one that gives each call fresh bytes may pass the pieces on without
+// a copy. A send that fails ends the direction as a fault does.
+type Session struct {
+	c     *Commits
 	index uint64
 	addr  string
 	conn  Conn
-	rng   *rand.Rand // upstream goroutine only: all decisions are made there; nil
-	//                  until the connection's first commit point
+	rng   *rand.Rand // Requests only: all decisions are made there; nil until the
+	//                  connection's first commit point
+
+	up   upState   // Requests only
+	down downState // Replies only
 
 	mu    sync.Mutex
 	armed []*Pending // cuts accepted by the protocol and not resolved yet
-	// over: the downstream half has ended; decide and forward nothing more. Set under
-	// mu (arm reads it there, so no cut is armed after end), read alone by the
-	// upstream half on every chunk.
+	// over: the replies have ended (a cut, or the server's side closed); decide and
+	// forward nothing more. Set under mu (arm reads it there, so no cut is armed after
+	// end), read alone by Requests on every call.
 	over atomic.Bool
 }
 
-func (s *session) arm(p *Pending) bool {
+type upState struct {
+	buf    []byte // an incomplete request, owned here (never shared with a sent slice)
+	closed bool
+}
+
+type downState struct {
+	buf     []byte // an incomplete reply, owned here
+	held    []byte // replies held back
+	holding bool
+	closed  bool
+}
+
+func (s *Session) arm(p *Pending) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.over.Load() {
@@ -242,7 +237,7 @@ func (s *session) arm(p *Pending) bool {
 }
 
 // resolve forgets an armed cut that fired or ended; false if it was not armed.
-func (s *session) resolve(p *Pending) bool {
+func (s *Session) resolve(p *Pending) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, q := range s.armed {
@@ -256,7 +251,7 @@ func (s *session) resolve(p *Pending) bool {
 
 // end marks the connection over and returns the reservations of cuts that can no
 // longer fire.
-func (s *session) end() {
+func (s *Session) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.over.Store(true)
@@ -266,39 +261,7 @@ func (s *session) end() {
 	s.armed = nil
 }
 
-func (s *session) isOver() bool { return s.over.Load() }
-
-// upSession creates the session of the connection being set up. toxiproxy's accept
-// loop creates the upstream link's state before the downstream one's, in one
-// goroutine, so the downstream half takes the session made last.
-func (c *Commits) upSession() *session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := &session{
-		index: c.next,
-		addr:  c.addr,
-		conn:  c.cfg.Protocol.NewConn(),
-	}
-	c.next++
-	c.addr = ""
-	c.forDown = s
-	return s
-}
-
-func (c *Commits) downSession() *session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.forDown
-	c.forDown = nil
-	if s == nil {
-		// Not paired (a half added to a running proxy): it still frames, and never
-		// sees an armed cut.
-		s = &session{conn: c.cfg.Protocol.NewConn()}
-	}
-	return s
-}
-
-func (c *Commits) emit(s *session, k Kind, p Point, tag string) {
+func (c *Commits) emit(s *Session, k Kind, p Point, tag string) {
 	if c.cfg.Events == nil {
 		return
 	}
@@ -315,12 +278,24 @@ func (c *Commits) emit(s *session, k Kind, p Point, tag string) {
 		Truth:     t,
 		Statement: shorten(p.Statement, 256),
 		Tag:       tag,
+		Txn:       p.txn(),
 	})
 }
 
+// txn describes the transaction of a point for its event, nil when the protocol does
+// not number transactions.
+func (p Point) txn() *Txn {
+	if p.Txn == 0 {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(p.Text))
+	return &Txn{Seq: p.Txn, Wrote: p.Wrote, Digest: hex.EncodeToString(sum[:8]), Text: shorten(p.Text, 256)}
+}
+
 // decide makes the one decision of a commit point.
-func (c *Commits) decide(s *session, p *Point) (Kind, *Knob) {
+func (c *Commits) decide(s *Session, p *Point) (Kind, *Knob) {
 	if c.cfg.Match != nil {
+		p.rendered()
 		if !c.cfg.Match(p.Text) {
 			return 0, nil
 		}
@@ -343,149 +318,63 @@ func (c *Commits) decide(s *session, p *Point) (Kind, *Knob) {
 	return c.Faults.choose(u, func() bool { return s.rng.IntN(2) == 0 })
 }
 
-// dropHalf is the upstream (client to server) commit toxic; see DropToxic. Only its
-// instances installed by Commits.Install act: added through the HTTP API it passes
-// bytes through untouched, since it has no Commits to report to.
-type dropHalf struct {
-	commits *Commits
-}
-
-// cutHalf is the downstream (server to client) commit toxic; see CutToxic and dropHalf.
-type cutHalf struct {
-	commits *Commits
-}
-
-type upState struct {
-	s      *session
-	buf    []byte // an incomplete request, owned here (never shared with a sent chunk)
-	closed bool
-}
-
-type downState struct {
-	s       *session
-	buf     []byte // an incomplete reply, owned here
-	held    []byte // replies held back
-	holding bool
-	closed  bool
-}
-
-// NewState implements toxiproxy's StatefulToxic.
-func (t *dropHalf) NewState() any {
-	if t.commits == nil {
-		return nil
-	}
-	return &upState{s: t.commits.upSession()}
-}
-
-// NewState implements toxiproxy's StatefulToxic.
-func (t *cutHalf) NewState() any {
-	if t.commits == nil {
-		return nil
-	}
-	return &downState{s: t.commits.downSession()}
-}
-
-// Pipe implements toxiproxy's Toxic. All framing state lives in stub.State, so an
-// interrupt (toxiproxy restarts Pipe whenever a toxic is added or removed) resumes
-// mid-message.
-func (t *dropHalf) Pipe(stub *tp.ToxicStub) {
-	st, ok := stub.State.(*upState)
-	if !ok || t.commits == nil {
-		new(tp.NoopToxic).Pipe(stub)
-		return
-	}
-	pipe(stub, &st.closed, func() { st.flush(stub) }, func(c *stream.StreamChunk) { t.commits.upstream(st, stub, c) })
-}
-
-// pipe is the loop of both halves' Pipe: each chunk goes to judge until toxiproxy
-// interrupts or the link ends, when ended runs and the half closes. Once the half has
-// closed its side (*closed), chunks are drained unjudged until the link ends, or its
-// reader would block forever.
-func pipe(stub *tp.ToxicStub, closed *bool, ended func(), judge func(*stream.StreamChunk)) {
-	for {
-		select {
-		case <-stub.Interrupt:
-			return
-		case c := <-stub.Input:
-			if c == nil {
-				ended()
-				stub.Close()
-				return
-			}
-			if !*closed {
-				judge(c)
-			}
-		}
-	}
-}
-
-// flush sends on the bytes held of an incomplete request, unjudged, unless the client's
-// side was closed.
-func (st *upState) flush(stub *tp.ToxicStub) {
-	if !st.closed && len(st.buf) > 0 {
-		stub.Output <- &stream.StreamChunk{Data: st.buf, Timestamp: time.Now()}
-		st.buf = nil
-	}
-}
-
-// Cleanup implements toxiproxy's CleanupToxic: when the toxic is removed, bytes it
-// holds go on unjudged.
-func (t *dropHalf) Cleanup(stub *tp.ToxicStub) {
-	if st, ok := stub.State.(*upState); ok {
-		st.flush(stub)
-	}
-}
-
-// unbuffer returns the incomplete bytes kept in *buf followed by data, and empties *buf.
-func unbuffer(buf *[]byte, data []byte) []byte {
+// unbuffer returns the incomplete bytes kept in *buf followed by data, and empties
+// *buf. owned reports whether the result is the Session's own (a copy), not data.
+func unbuffer(buf *[]byte, data []byte) (out []byte, owned bool) {
 	if len(*buf) > 0 {
 		data = append(*buf, data...)
 		*buf = nil
+		return data, true
 	}
-	return data
+	return data, false
 }
 
-// sender forwards the pieces of one chunk, stamped with the chunk's time.
+// keep returns the bytes of an incomplete message for the Session to hold: rest itself
+// when the Session owns it, else a copy, since the caller may reuse its slice.
+func keep(rest []byte, owned bool) []byte {
+	if owned {
+		return rest
+	}
+	return append([]byte(nil), rest...)
+}
+
+// sender forwards pieces through a relay's send and remembers its first failure.
 type sender struct {
-	stub *tp.ToxicStub
-	ch   *stream.StreamChunk
+	fn     func([]byte) error
+	failed bool
 }
 
-// send forwards a piece of the chunk, if not empty. Each piece is capped at its end, so
-// that no reader's append can reach the bytes after it, which may be kept as the next
+// send forwards a piece, if not empty. Each piece is capped at its end, so that no
+// reader's append can reach the bytes after it, which may be kept as the next
 // incomplete message.
-func (s sender) send(b []byte) {
-	if len(b) > 0 {
-		s.stub.Output <- &stream.StreamChunk{Data: b[:len(b):len(b)], Timestamp: s.ch.Timestamp}
+func (s *sender) send(b []byte) {
+	if len(b) > 0 && !s.failed {
+		s.failed = s.fn(b[:len(b):len(b)]) != nil
 	}
 }
 
-// sendAll forwards data, all of the bytes judged, and keeps nothing back. When data is
-// the chunk's own bytes, as it is unless an incomplete message was kept from the chunk
-// before, the chunk itself goes on: toxiproxy's reader made them for this chunk alone,
-// and passing it saves an allocation per chunk in each direction.
-func (s sender) sendAll(data []byte) {
-	if len(data) > 0 && len(data) == len(s.ch.Data) && &data[0] == &s.ch.Data[0] {
-		s.stub.Output <- s.ch
-		return
+// Requests judges bytes from the client and sends on those that may reach the server.
+// It returns false once the connection must end: a dropped commit (the requests before
+// it were sent, the commit and all after it were not), a cut carried out by Replies
+// (nothing more reaches the server), or a send that failed. The relay then closes the
+// server's side, as it would at the client's end of stream, and calls Requests no more.
+func (s *Session) Requests(b []byte, send func([]byte) error) bool {
+	st := &s.up
+	if st.closed {
+		return false
 	}
-	s.send(data)
-}
-
-func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChunk) {
-	if st.s.isOver() {
+	if s.over.Load() {
 		// A cut closed the client's side: whatever it pipelined after the commit
 		// must not reach the server, or it would apply with no fault recorded.
 		st.closed = true
 		st.buf = nil
-		stub.Close()
-		return
+		return false
 	}
-	data := unbuffer(&st.buf, ch.Data)
-	out := sender{stub, ch}
+	data, owned := unbuffer(&st.buf, b)
+	out := &sender{fn: send}
 	off := 0
 	for off < len(data) {
-		n, p := st.s.conn.Request(data[off:])
+		n, p := s.conn.Request(data[off:])
 		if n <= 0 {
 			break
 		}
@@ -494,78 +383,69 @@ func (c *Commits) upstream(st *upState, stub *tp.ToxicStub, ch *stream.StreamChu
 			p = nil
 		}
 		if p != nil {
-			switch kind, knob := c.decide(st.s, p); kind {
+			kind, knob := s.c.decide(s, p)
+			if kind != 0 {
+				p.rendered()
+			}
+			switch kind {
 			case CommitDrop:
 				out.send(data[:off])
 				knob.fired.Add(1)
-				c.emit(st.s, CommitDrop, *p, "")
+				s.c.emit(s, CommitDrop, *p, "")
 				st.closed = true
-				stub.Close()
-				return
+				return false
 			case CommitCut:
 				pd := &Pending{knob: knob, point: *p}
-				if !st.s.arm(pd) {
+				if !s.arm(pd) {
 					knob.untake()
-				} else if !st.s.conn.ExpectCut(pd) {
-					st.s.resolve(pd)
+				} else if !s.conn.ExpectCut(pd) {
+					s.resolve(pd)
 					knob.untake()
 				}
 			}
 		}
 		off += n
 	}
-	if off == len(data) {
-		out.sendAll(data)
-		return
-	}
 	out.send(data[:off])
-	// Sent chunks end at off and are capped there: appending to the rest can never
-	// write into them.
-	st.buf = data[off:]
-}
-
-// Pipe implements toxiproxy's Toxic; see dropHalf.Pipe.
-func (t *cutHalf) Pipe(stub *tp.ToxicStub) {
-	st, ok := stub.State.(*downState)
-	if !ok || t.commits == nil {
-		new(tp.NoopToxic).Pipe(stub)
-		return
+	if off < len(data) {
+		// Sent pieces end at off and are capped there: appending to the rest can
+		// never write into them.
+		st.buf = keep(data[off:], owned)
 	}
-	pipe(stub, &st.closed, func() {
-		// The server ended the connection: whatever is held or incomplete is all it
-		// said.
-		st.flush(stub)
-		st.s.end()
-	}, func(c *stream.StreamChunk) { t.commits.downstream(st, stub, c) })
+	if out.failed {
+		st.closed = true
+		return false
+	}
+	return true
 }
 
-// flush sends on the replies held back and the bytes of an incomplete one, unless the
-// side was closed.
-func (st *downState) flush(stub *tp.ToxicStub) {
+// RequestsEnded is told that the client's side ended. It sends on the bytes held of an
+// incomplete request, unjudged, unless the connection is over.
+func (s *Session) RequestsEnded(send func([]byte) error) {
+	st := &s.up
+	if !st.closed && !s.over.Load() && len(st.buf) > 0 {
+		send(st.buf)
+	}
+	st.buf = nil
+	st.closed = true
+}
+
+// Replies judges bytes from the server and sends on those that may reach the client:
+// replies pass unless a cut is armed for them, when they are held until the server
+// proves or refutes the commit. It returns false once the connection must end: a cut
+// (the proof and everything after it never reach the client) or a send that failed.
+// The relay then closes the client's side and calls Replies no more.
+func (s *Session) Replies(b []byte, send func([]byte) error) bool {
+	st := &s.down
 	if st.closed {
-		return
+		return false
 	}
-	if rest := append(st.held, st.buf...); len(rest) > 0 {
-		stub.Output <- &stream.StreamChunk{Data: rest, Timestamp: time.Now()}
-	}
-	st.held, st.buf = nil, nil
-}
-
-// Cleanup implements toxiproxy's CleanupToxic; see dropHalf.Cleanup.
-func (t *cutHalf) Cleanup(stub *tp.ToxicStub) {
-	if st, ok := stub.State.(*downState); ok && !st.closed {
-		st.flush(stub)
-		st.holding = false
-	}
-}
-
-func (c *Commits) downstream(st *downState, stub *tp.ToxicStub, ch *stream.StreamChunk) {
-	data := unbuffer(&st.buf, ch.Data)
-	out := sender{stub, ch}
+	data, owned := unbuffer(&st.buf, b)
+	out := &sender{fn: send}
 	// data[fwd:off] is consumed and neither forwarded nor added to held yet.
 	off, fwd := 0, 0
 	for off < len(data) {
-		n, v := st.s.conn.Reply(data[off:])
+		n, v := s.conn.Reply(data[off:])
 		if n <= 0 {
 			break
 		}
@@ -573,7 +453,7 @@ func (c *Commits) downstream(st *downState, stub *tp.ToxicStub, ch *stream.Strea
 			n = len(data) - off
 			v = Verdict{}
 		}
-		if v.Pending != nil && !st.s.resolve(v.Pending) {
+		if v.Pending != nil && !s.resolve(v.Pending) {
 			// Not armed on this connection (a protocol bug): never cut on it.
 			v = Verdict{Action: Release}
 		}
@@ -606,23 +486,40 @@ func (c *Commits) downstream(st *downState, stub *tp.ToxicStub, ch *stream.Strea
 			}
 			st.held = nil
 			v.Pending.knob.fired.Add(1)
-			c.emit(st.s, CommitCut, v.Pending.point, v.Tag)
+			s.c.emit(s, CommitCut, v.Pending.point, v.Tag)
 			st.closed = true
-			st.s.end()
-			stub.Close()
-			return
+			s.end()
+			return false
 		}
 		off += n
 	}
-	switch {
-	case st.holding:
+	if st.holding {
 		st.held = append(st.held, data[fwd:off]...)
-	case fwd == 0 && off == len(data):
-		out.sendAll(data)
-	default:
+	} else {
 		out.send(data[fwd:off])
 	}
 	if off < len(data) {
-		st.buf = data[off:]
+		st.buf = keep(data[off:], owned)
 	}
+	if out.failed {
+		st.closed = true
+		s.end()
+		return false
+	}
+	return true
+}
+
+// RepliesEnded is told that the server's side ended. Whatever is held or incomplete is
+// all the server said: it is sent on, unless a cut ended the connection, and the
+// connection is over.
+func (s *Session) RepliesEnded(send func([]byte) error) {
+	st := &s.down
+	if !st.closed {
+		if rest := append(st.held, st.buf...); len(rest) > 0 {
+			send(rest)
+		}
+	}
+	st.held, st.buf = nil, nil
+	st.holding, st.closed = false, true
+	s.end()
 }

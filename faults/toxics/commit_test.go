@@ -5,36 +5,39 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/Shopify/toxiproxy/v2/stream"
-	tp "github.com/Shopify/toxiproxy/v2/toxics"
 )
 
-// harness drives the two halves of one connection synchronously, without toxiproxy's
-// goroutines: the framer's unit tests feed scripted client and server bytes to them.
+// harness drives the Session of one connection synchronously, as a relay would: the
+// framers' unit tests feed scripted client and server bytes to it, in random chunks.
 type harness struct {
 	c      *Commits
+	s      *Session
 	up     *upState
 	down   *downState
-	upStub *tp.ToxicStub
-	dnStub *tp.ToxicStub
-	upOut  chan *stream.StreamChunk
-	dnOut  chan *stream.StreamChunk
+	upOut  *outbox
+	dnOut  *outbox
 	events []Event
 	rng    *rand.Rand
 	max    int // largest chunk
 }
 
+// outbox collects what one direction forwarded, and whether the Session ended it.
+type outbox struct {
+	b      []byte
+	taken  int
+	closed bool
+}
+
+func (o *outbox) send(b []byte) error {
+	o.b = append(o.b, b...)
+	return nil
+}
+
 func newHarness(t *testing.T, c *Commits, chunkSeed uint64, max int) *harness {
 	t.Helper()
-	h := &harness{c: c, rng: rand.New(rand.NewPCG(chunkSeed, 7)), max: max}
-	h.upOut = make(chan *stream.StreamChunk, 1<<16)
-	h.dnOut = make(chan *stream.StreamChunk, 1<<16)
-	h.upStub = tp.NewToxicStub(nil, h.upOut)
-	h.dnStub = tp.NewToxicStub(nil, h.dnOut)
-	h.up = &upState{s: c.upSession()}
-	h.down = &downState{s: c.downSession()}
+	h := &harness{c: c, rng: rand.New(rand.NewPCG(chunkSeed, 7)), max: max, upOut: &outbox{}, dnOut: &outbox{}}
+	h.s = c.Open("")
+	h.up, h.down = &h.s.up, &h.s.down
 	return h
 }
 
@@ -45,38 +48,47 @@ func newCommits(t *testing.T, seed int64, match func(string) bool) (*Commits, *[
 	return newProtoCommits(t, Postgres{}, seed, match)
 }
 
+// client passes b to Requests in random chunks, from a buffer that is overwritten
+// after each call, as a relay reusing its read buffer would.
 func (h *harness) client(b []byte) {
+	buf := make([]byte, h.max)
 	for _, ch := range chunk(h.rng, b, h.max) {
-		if h.up.closed {
+		if h.upOut.closed {
 			return
 		}
-		h.c.upstream(h.up, h.upStub, &stream.StreamChunk{Data: append([]byte(nil), ch...), Timestamp: time.Now()})
+		n := copy(buf, ch)
+		if !h.s.Requests(buf[:n], h.upOut.send) {
+			h.upOut.closed = true
+		}
+		for i := range buf[:n] {
+			buf[i] = 0xa5
+		}
 	}
 }
 
+// server passes b to Replies as client does to Requests.
 func (h *harness) server(b []byte) {
+	buf := make([]byte, h.max)
 	for _, ch := range chunk(h.rng, b, h.max) {
-		if h.down.closed {
+		if h.dnOut.closed {
 			return
 		}
-		h.c.downstream(h.down, h.dnStub, &stream.StreamChunk{Data: append([]byte(nil), ch...), Timestamp: time.Now()})
+		n := copy(buf, ch)
+		if !h.s.Replies(buf[:n], h.dnOut.send) {
+			h.dnOut.closed = true
+		}
+		for i := range buf[:n] {
+			buf[i] = 0xa5
+		}
 	}
 }
 
-// drain returns what a half forwarded so far and whether it closed the connection.
-func drain(out chan *stream.StreamChunk) ([]byte, bool) {
-	var b []byte
-	for {
-		select {
-		case c, ok := <-out:
-			if !ok {
-				return b, true
-			}
-			b = append(b, c.Data...)
-		default:
-			return b, false
-		}
-	}
+// drain returns what a direction forwarded since the last drain and whether the
+// Session ended it.
+func drain(o *outbox) ([]byte, bool) {
+	b := o.b[o.taken:]
+	o.taken = len(o.b)
+	return b, o.closed
 }
 
 func startupExchange(h *harness) (cli, srv []byte) {

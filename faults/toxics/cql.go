@@ -137,7 +137,7 @@ const (
 	cqlMaxPrepared = 1 << 14
 )
 
-// cqlConn is one CQL connection as both halves see it: cql_points.go reads its
+// cqlConn is one CQL connection as both directions see it: cql_points.go reads its
 // requests, cql_proof.go its replies.
 type cqlConn struct {
 	up, down cqlFramer
@@ -146,6 +146,7 @@ type cqlConn struct {
 	// Upstream goroutine only.
 	upV5 bool    // a v5 STARTUP went up: the requests are framed once it is accepted
 	last []int16 // streams of the writes of the point returned last
+	txns uint64  // QUERY, EXECUTE and BATCH requests seen: the number of the last
 
 	// Downstream goroutine only.
 	released []*Pending // armed cuts that ended without a commit, not handed back yet

@@ -48,13 +48,14 @@ type cqlWriteReq struct {
 	stmt   string
 	stream int16
 	def    bool
+	txn    uint64 // the request's number among the connection's transactions
 }
 
 // Request implements Conn.
 func (c *cqlConn) Request(b []byte) (int, *Point) {
 	if c.up.phase == cqlEnvelopes && c.upV5 {
 		// The client frames its requests only after the server's READY or
-		// AUTHENTICATE, which the downstream half has seen by then.
+		// AUTHENTICATE, which Replies has seen by then.
 		c.mu.Lock()
 		framed := c.framed
 		c.mu.Unlock()
@@ -76,7 +77,9 @@ func (c *cqlConn) Request(b []byte) (int, *Point) {
 	if len(writes) == 0 {
 		return u.n, nil
 	}
-	p := &Point{Statement: writes[0].stmt}
+	// Every CQL write is a transaction of its own; a unit of several is numbered by
+	// its first, and each wrote.
+	p := &Point{Statement: writes[0].stmt, Txn: writes[0].txn, Wrote: true}
 	texts := make([]string, 0, len(writes))
 	c.last = c.last[:0]
 	for _, w := range writes {
@@ -119,8 +122,9 @@ func (c *cqlConn) request(e *cqlEnvelope) (cqlWriteReq, bool) {
 		c.upV5 = e.version == 5
 		c.v5 = c.upV5
 	case cqlOpQuery:
+		c.txns++
 		if stmt := r.longString(); !r.bad {
-			return cqlStatement(stmt, e.stream)
+			return cqlStatement(stmt, e.stream, c.txns)
 		}
 	case cqlOpPrepare:
 		if stmt := r.longString(); !r.bad {
@@ -131,25 +135,27 @@ func (c *cqlConn) request(e *cqlEnvelope) (cqlWriteReq, bool) {
 			c.mu.Unlock()
 		}
 	case cqlOpExecute:
+		c.txns++
 		id := r.shortBytes()
 		if r.bad {
 			break
 		}
 		if stmt, ok := c.ids.get(id); ok {
-			return cqlStatement(stmt, e.stream)
+			return cqlStatement(stmt, e.stream, c.txns)
 		}
 	case cqlOpBatch:
-		return cqlWriteReq{stmt: c.batchText(&r), stream: e.stream, def: true}, true
+		c.txns++
+		return cqlWriteReq{stmt: c.batchText(&r), stream: e.stream, def: true, txn: c.txns}, true
 	}
 	return cqlWriteReq{}, false
 }
 
-func cqlStatement(stmt string, stream int16) (cqlWriteReq, bool) {
+func cqlStatement(stmt string, stream int16, txn uint64) (cqlWriteReq, bool) {
 	switch classifyCQL(stmt) {
 	case cqlWrite:
-		return cqlWriteReq{stmt: stmt, stream: stream, def: true}, true
+		return cqlWriteReq{stmt: stmt, stream: stream, def: true, txn: txn}, true
 	case cqlSchema:
-		return cqlWriteReq{stmt: stmt, stream: stream}, true
+		return cqlWriteReq{stmt: stmt, stream: stream, txn: txn}, true
 	}
 	return cqlWriteReq{}, false
 }

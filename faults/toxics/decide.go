@@ -98,9 +98,9 @@ func enumParse(names []string, b []byte) (uint8, bool) {
 }
 
 // Event is one commit fault that fired, with its ground truth. One JSON object per
-// event is the faults.jsonl line format:
+// event is the faults.jsonl line format (schemas/faults.schema.json in the repository):
 //
-//	{"time":"2025-01-02T15:04:05.123456789Z","conn":"127.0.0.1:51514","conn_index":3,"protocol":"postgres","kind":"commit-cut","truth":"applied","statement":"commit","tag":"COMMIT"}
+//	{"time":"2025-01-02T15:04:05.123456789Z","conn":"127.0.0.1:51514","conn_index":3,"protocol":"postgres","kind":"commit-cut","truth":"applied","statement":"commit","tag":"COMMIT","txn":{"seq":8,"wrote":true,"digest":"5d2f0c4b9a81e637","text":"insert into orders (id) values ($1); commit"}}
 type Event struct {
 	// Time is when the fault fired; it carries a monotonic reading for in-process use.
 	Time time.Time `json:"time"`
@@ -119,6 +119,37 @@ type Event struct {
 	Statement string `json:"statement,omitempty"`
 	// Tag is the server's reply that proved the commit (cuts only): "COMMIT", "UPDATE 1".
 	Tag string `json:"tag,omitempty"`
+	// Txn is the transaction the fault hit: which of its connection's transactions,
+	// what it ran, and whether it wrote. Nil when the protocol does not tell.
+	Txn *Txn `json:"txn,omitempty"`
+}
+
+// Txn is the transaction a commit fault hit, as the proxy saw it on its connection. An
+// operation made of several transactions (read a table of request ids, insert, record
+// the request) is explained by the one that was cut: the cut of a read-only COMMIT
+// changed nothing.
+type Txn struct {
+	// Seq numbers the transaction among the transactions of its connection, from 1.
+	// Every transaction the proxy saw start there counts, whether it read, wrote or
+	// rolled back: PostgreSQL's blocks and autocommit statements (one per simple
+	// query, or per Sync of the extended protocol), Redis commands and MULTI blocks,
+	// MongoDB commands and session transactions, CQL requests.
+	Seq uint64 `json:"seq"`
+	// Wrote is false when every statement of the transaction is a read by its kind
+	// (SELECT, GET, find, a CQL SELECT): its commit changed nothing, cut or not. It is
+	// true when one statement can change data: INSERT, UPDATE, DELETE, MERGE, COPY
+	// FROM, DDL, CALL, SELECT INTO, nextval/setval; a Redis write command or script
+	// (EVAL, EVALSHA, FCALL); a MongoDB write command; a CQL write or schema change. A
+	// COMMIT PREPARED, whose transaction ran elsewhere, counts as writing. A function
+	// that a SELECT calls could write unseen: the proxy judges statements by their kind.
+	Wrote bool `json:"wrote"`
+	// Digest is the first 16 hex digits of the SHA-256 of the transaction's full text:
+	// the same statements give the same digest, so transactions of one shape group
+	// together (with prepared statements their parameters are not part of the text).
+	Digest string `json:"digest"`
+	// Text is the transaction's statements in order, as a match function sees them
+	// (Point.Text), shortened to 256 bytes.
+	Text string `json:"text"`
 }
 
 // Knob controls one commit fault at run time: its probability per commit point and an

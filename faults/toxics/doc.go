@@ -1,46 +1,50 @@
-// Package toxics holds indoubt's commit-aware toxics for toxiproxy: they understand a
-// database's wire protocol well enough to find the moment of commit, and there either
-// drop the commit before it reaches the server (commit-drop: not applied) or let it
-// through and drop the server's proof of it, closing the client's connection
+// Package toxics holds indoubt's commit faults: for each wire protocol it supports, it
+// understands the protocol well enough to find the moment of commit, and there either
+// drops the commit before it reaches the server (commit-drop: not applied) or lets it
+// through and drops the server's proof of it, closing the client's connection
 // (commit-cut: applied). The client sees the same lost connection either way; the
 // proxy knows which it was, and reports an Event with that ground truth.
 //
+// The protocols are Postgres, Resp (Redis), Mongo (OP_MSG) and CQL; the documentation
+// of each states its commit points and its proof of commit. Give one to faults.Start
+// (Options.Protocol), which runs the proxy; Faults holds the knobs that arm the faults
+// at run time, and Event is what each fault reports (one line of faults.jsonl).
+//
 // # How the pieces fit
 //
-// A Commits value belongs to one proxy. Install puts its two halves on the proxy:
+// A Commits value belongs to one proxy. Each connection the proxy accepts gets a
+// Session from Commits.Open, which judges both of its directions:
 //
-//	client ──► [commit_drop: frame requests, find commit points, decide] ──► server
-//	client ◄── [commit_cut: frame replies, hold, cut on proof of commit] ◄── server
+//	client ──► [Requests: frame requests, find commit points, decide] ──► server
+//	client ◄── [Replies: frame replies, hold, cut on proof of commit] ◄── server
 //
-// Every commit point gets exactly one decision, made by the upstream half when the
-// request passes: one roll from the connection's own generator (seeded from Config.Seed
-// and the connection's position among those that reached a commit point), compared against the knobs in Faults (see
-// Faults for the arithmetic). A drop happens on the spot: the requests before the point
-// are forwarded, the point and everything after it are not, and the connection closes.
-// A cut is armed on the protocol state and carried out by the downstream half when the
-// server proves the commit; if the server reports an error or a rollback instead, the
-// armed cut ends unfired and its reservation against the knob's cap is returned. After
-// a cut nothing more from the client reaches the server.
+// Every commit point gets exactly one decision, made by Requests when the request
+// passes: one roll from the connection's own generator (seeded from Config.Seed and the
+// connection's position among those that reached a commit point), compared against the
+// knobs in Faults (see Faults for the arithmetic). A drop happens on the spot: the
+// requests before the point are forwarded, the point and everything after it are not,
+// and the connection closes. A cut is armed on the protocol state and carried out by
+// Replies when the server proves the commit; if the server reports an error or a
+// rollback instead, the armed cut ends unfired and its reservation against the knob's
+// cap is returned. After a cut nothing more from the client reaches the server.
 //
-// The two halves of one connection share a session. toxiproxy's accept loop creates the
-// upstream link's toxic state, then the downstream link's, in one goroutine (read in
-// toxiproxy v2.12.0's proxy.go and toxic_collection.go; checked by this package's tests
-// and faults' end-to-end tests, which match each event's client address against the
-// client's own), so the downstream half takes the session the upstream half made last.
-// This is why the halves are installed before the first connection and never added or
-// removed while the proxy runs: arm and disarm them through the Knobs instead, which
-// are atomics and take effect on open connections. toxicity stays 1 (toxiproxy rolls it
-// once per link, not per message), and a toxic's state lives in the ToxicStub so that
-// toxiproxy's interrupts (on any toxic added or removed) resume mid-message. A closed
-// half keeps draining its input until the link ends, or toxiproxy's goroutines leak.
+// The two directions of a connection share its Session, so the relay that opens it
+// pairs them, and names the client, from the socket it accepted. The knobs are atomics
+// and take effect on open connections; a Session sees every byte of its connection from
+// the first, since a parser skipped mid-stream would lose its framing.
 //
-// # Adding a protocol
+// A protocol of one's own implements Protocol and Conn; the Conn documentation is the
+// contract (chunking, whole commit points, pass-through on bytes that do not parse).
+package toxics
+
+// Maintainer notes: adding a protocol.
 //
-// A protocol implements Protocol and Conn, nothing else; the halves are generic.
+// These name unexported identifiers, so they are not part of the package documentation.
+// A protocol implements Protocol and Conn, nothing else; Session (commit.go) is generic.
 //
 //   - Framer: split each direction into messages whatever the chunking (a message may
 //     arrive one byte at a time, or many in one chunk). Request and Reply return 0 until
-//     a whole unit is there; the halves buffer. A request that may be a commit point
+//     a whole unit is there; the Session buffers. A request that may be a commit point
 //     must be consumed whole, so it can be dropped whole. A protocol whose messages
 //     start with their length uses lengthFramer (framer.go) and says only how to read a
 //     header: its length, and whether the message matters (may be a point or a proof).
@@ -75,7 +79,3 @@
 //     garbage check (checkGarbage: garbage is never a point, and the proxy still serves
 //     a good client after it); run the end-to-end tests of package faults against the
 //     real server.
-//
-// Postgres is the first protocol; its documentation states its commit points and its
-// proof of commit.
-package toxics

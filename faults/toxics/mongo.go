@@ -1,6 +1,7 @@
 package toxics
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"math"
@@ -86,6 +87,20 @@ const (
 // mongoWrites are the commands that count as commits by default outside a transaction.
 var mongoWrites = setOf("insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite")
 
+// mongoReads are the commands that only read (aggregate unless a stage writes: $out,
+// $merge). Event.Txn.Wrote is false for a transaction of these alone; any other
+// command may write.
+var mongoReads = setOf("find", "getMore", "count", "distinct", "aggregate", "listCollections",
+	"listDatabases", "listIndexes", "dbStats", "collStats", "explain")
+
+// mongoWritesData reports whether a command may change data.
+func mongoWritesData(name string, msg mongoMsg) bool {
+	if !mongoReads[name] {
+		return true
+	}
+	return name == "aggregate" && (bytes.Contains(msg.body, []byte("$out\x00")) || bytes.Contains(msg.body, []byte("$merge\x00")))
+}
+
 // mongoControl are handshake, monitoring, authentication and session commands: never
 // points.
 var mongoControl = setOf(
@@ -137,6 +152,9 @@ type mongoConn struct {
 	hasLast  bool
 	txKey    string          // lsid and txnNumber of the transaction in txText
 	txText   strings.Builder // its commands seen on this connection
+	txSeq    uint64          // its number among the connection's transactions
+	txWrote  bool            // one of them may write
+	txns     uint64          // transactions seen start: the number of the last
 
 	mu    sync.Mutex
 	watch map[int32]*Pending // requestID -> armed cut
@@ -252,26 +270,40 @@ func (c *mongoConn) command(h mongoHdr, msg mongoMsg) *Point {
 	case name == "commitTransaction":
 		text := mongoText(msg)
 		prefix := ""
+		// A transaction whose commands ran on another connection (a commit retried
+		// elsewhere) is a transaction of its own here, and may have written.
+		seq, wrote := uint64(0), true
 		if key := string(lsid) + string(txn); key == c.txKey {
-			prefix = c.txText.String()
+			prefix, seq, wrote = c.txText.String(), c.txSeq, c.txWrote
+		} else {
+			c.txns++
+			seq = c.txns
 		}
 		c.txKey = ""
 		c.txText.Reset()
-		p = &Point{Statement: text, Text: prefix + text, Default: true}
+		p = &Point{Statement: text, Text: prefix + text, Default: true, Txn: seq, Wrote: wrote}
 	case inTx:
 		key := string(lsid) + string(txn)
 		if key != c.txKey {
 			c.txKey = key
 			c.txText.Reset()
+			c.txns++
+			c.txSeq, c.txWrote = c.txns, false
 		}
+		c.txWrote = c.txWrote || mongoWritesData(name, msg)
 		if t := mongoText(msg); c.txText.Len()+len(t)+2 <= maxBlockText {
 			c.txText.WriteString(t)
 			c.txText.WriteString("; ")
 		}
 		return nil
 	default:
-		text := mongoText(msg)
-		p = &Point{Statement: text, Text: text, Default: mongoWrites[name]}
+		c.txns++
+		p = &Point{Default: mongoWrites[name], Txn: c.txns, Wrote: mongoWritesData(name, msg)}
+		// Rendered only for a match function or a fault.
+		p.render = func() (string, string) {
+			text := mongoText(msg)
+			return text, text
+		}
 	}
 	c.lastID, c.lastMore, c.hasLast = h.requestID, msg.flags&mongoMoreToCome != 0, true
 	return p

@@ -108,6 +108,7 @@ func mongoRequestTrace(c *mongoConn, chunks [][]byte) []string {
 			return n
 		}
 		if p != nil {
+			p.rendered()
 			out = append(out, fmt.Sprintf("point %d %q default=%v", c.lastID, p.Text, p.Default))
 		}
 		if c.up.opaque && !opaque {

@@ -88,12 +88,14 @@ type pgConn struct {
 	up, down pgFramer
 
 	// Upstream goroutine only.
-	stmts     map[string]string // prepared statement name -> SQL
-	portals   map[string]string // portal name -> SQL
-	tx        txState           // predicted from the statements forwarded
-	blockText strings.Builder   // statements run in the open block
-	open      *pgCycle          // extended-protocol messages since the last Sync
-	implicit  bool              // the open cycle has run a statement outside a block
+	stmts      map[string]string // prepared statement name -> SQL
+	portals    map[string]string // portal name -> SQL
+	tx         txState           // predicted from the statements forwarded
+	blockText  strings.Builder   // statements run in the open block
+	blockWrote bool              // one of them can change data
+	txns       uint64            // transactions seen start: the number of the last
+	open       *pgCycle          // extended-protocol messages since the last Sync
+	implicit   bool              // the open cycle has run a statement outside a block
 
 	// Downstream goroutine only.
 	ready bool // the ReadyForQuery that ends the startup has passed
@@ -228,15 +230,20 @@ func (c *pgConn) query(sql string) *Point {
 	tx := c.txNow()
 	var p *Point
 	prefix := ""
+	implicit := uint64(0) // the number of the query's implicit transaction, once it starts
 	for _, s := range splitSQL(sql) {
 		switch step, cls, block := c.step(&tx, s); step {
 		case stepBlockCommit:
-			prefix = block
-			p = pointOr(p, true)
+			prefix = block.text
+			p = pointOr(p, true, block)
 		case stepPreparedCommit:
-			p = pointOr(p, true)
+			p = pointOr(p, true, block)
 		case stepImplicit:
-			p = pointOr(p, cls == stmtWrite)
+			if implicit == 0 {
+				c.txns++
+				implicit = c.txns
+			}
+			p = pointOr(p, cls == stmtWrite, pgTxn{seq: implicit, wrote: writes(s, cls)})
 		}
 	}
 	c.tx = tx
@@ -256,17 +263,31 @@ func (c *pgConn) execute(sql string) *Point {
 	var p *Point
 	switch step, cls, block := c.step(&tx, sql); step {
 	case stepBlockCommit:
-		p = &Point{Statement: sql, Text: block + sql, Default: true}
+		p = &Point{Statement: sql, Text: block.text + sql, Default: true, Txn: block.seq, Wrote: block.wrote}
 	case stepPreparedCommit:
-		p = &Point{Statement: sql, Text: sql, Default: true}
+		p = &Point{Statement: sql, Text: sql, Default: true, Txn: block.seq, Wrote: block.wrote}
 	case stepImplicit:
 		if !c.implicit {
-			p = &Point{Statement: sql, Text: sql, Default: cls == stmtWrite}
+			c.txns++
+			p = &Point{Statement: sql, Text: sql, Default: cls == stmtWrite, Txn: c.txns, Wrote: writes(sql, cls)}
 		}
 		c.implicit = true
 	}
 	c.tx = tx
 	return p
+}
+
+// pgTxn is what a commit point says of the transaction it commits.
+type pgTxn struct {
+	text  string // the statements of a block before its COMMIT, each followed by "; "
+	seq   uint64
+	wrote bool
+}
+
+// writes reports whether a statement of class cls can change data: a write, or a
+// SELECT that creates a table (SELECT INTO) or moves a sequence.
+func writes(s string, cls stmtClass) bool {
+	return cls == stmtWrite || cls == stmtOther && hasWord(s, "INTO", "NEXTVAL", "SETVAL")
 }
 
 // txStep is what one statement is to the commit points, as step finds it.
@@ -280,20 +301,23 @@ const (
 )
 
 // step moves tx over one statement s, keeping the open block's text, and says what s is
-// to the commit points; for stepBlockCommit it also returns the text of the block s ends.
-// The simple and the extended protocol share it and differ only in how they make points.
-func (c *pgConn) step(tx *txState, s string) (txStep, stmtClass, string) {
+// to the commit points; for stepBlockCommit it also returns the block s ends, and for
+// stepPreparedCommit the transaction of the COMMIT PREPARED. The simple and the extended
+// protocol share it and differ only in how they make points.
+func (c *pgConn) step(tx *txState, s string) (txStep, stmtClass, pgTxn) {
 	cls := classify(s)
 	switch {
 	case cls == stmtBegin:
 		if *tx == txIdle {
 			*tx = txOpen
 			c.blockText.Reset()
+			c.blockWrote = false
+			c.txns++
 		}
 	case cls == stmtCommit, cls == stmtPrepareTxn:
-		step, block := stepNone, ""
+		step, block := stepNone, pgTxn{}
 		if *tx == txOpen {
-			step, block = stepBlockCommit, c.blockText.String()
+			step, block = stepBlockCommit, pgTxn{text: c.blockText.String(), seq: c.txns, wrote: c.blockWrote}
 		}
 		*tx = txIdle
 		c.blockText.Reset()
@@ -303,21 +327,28 @@ func (c *pgConn) step(tx *txState, s string) (txStep, stmtClass, string) {
 		c.blockText.Reset()
 	case cls == stmtCommitPrepare:
 		if *tx == txIdle {
-			return stepPreparedCommit, cls, ""
+			// A transaction of its own, prepared elsewhere: what it wrote is not
+			// known here, so it counts as writing.
+			c.txns++
+			return stepPreparedCommit, cls, pgTxn{seq: c.txns, wrote: true}
 		}
 	case *tx == txIdle:
-		return stepImplicit, cls, ""
+		return stepImplicit, cls, pgTxn{}
 	default:
 		c.addBlockText(s)
+		c.blockWrote = c.blockWrote || writes(s, cls)
 	}
-	return stepNone, cls, ""
+	return stepNone, cls, pgTxn{}
 }
 
-func pointOr(p *Point, def bool) *Point {
+// pointOr adds to the point of a simple query one transaction it commits: the point
+// counts by default if any does, is numbered by the first and wrote if any wrote.
+func pointOr(p *Point, def bool, t pgTxn) *Point {
 	if p == nil {
-		p = &Point{}
+		p = &Point{Txn: t.seq}
 	}
 	p.Default = p.Default || def
+	p.Wrote = p.Wrote || t.wrote
 	return p
 }
 

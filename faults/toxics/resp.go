@@ -102,6 +102,51 @@ var respWrites = setOf(
 	"EVAL", "EVALSHA", "FCALL",
 )
 
+// respReads are the commands that only read. Event.Txn.Wrote is false for a
+// transaction of these alone; any other command, a name not known here included, may
+// write.
+var respReads = setOf(
+	"GET", "MGET", "GETRANGE", "SUBSTR", "STRLEN", "LCS", "EXISTS", "TYPE", "TTL", "PTTL",
+	"EXPIRETIME", "PEXPIRETIME", "KEYS", "SCAN", "RANDOMKEY", "DBSIZE", "DUMP", "OBJECT",
+	"MEMORY", "TOUCH", "TIME", "INFO", "LASTSAVE", "SORT_RO",
+	"HGET", "HMGET", "HGETALL", "HKEYS", "HVALS", "HLEN", "HEXISTS", "HSTRLEN", "HSCAN",
+	"HRANDFIELD", "LRANGE", "LLEN", "LINDEX", "LPOS", "SMEMBERS", "SISMEMBER",
+	"SMISMEMBER", "SCARD", "SRANDMEMBER", "SSCAN", "SINTER", "SINTERCARD", "SUNION",
+	"SDIFF", "ZRANGE", "ZREVRANGE", "ZRANGEBYSCORE", "ZREVRANGEBYSCORE", "ZRANGEBYLEX",
+	"ZREVRANGEBYLEX", "ZSCORE", "ZMSCORE", "ZCARD", "ZCOUNT", "ZLEXCOUNT", "ZRANK",
+	"ZREVRANK", "ZSCAN", "ZRANDMEMBER", "ZUNION", "ZINTER", "ZINTERCARD", "ZDIFF",
+	"XRANGE", "XREVRANGE", "XLEN", "XREAD", "XINFO", "XPENDING", "BITCOUNT", "BITPOS",
+	"GETBIT", "BITFIELD_RO", "PFCOUNT", "GEOPOS", "GEODIST", "GEOHASH", "GEOSEARCH",
+	"GEORADIUS_RO", "GEORADIUSBYMEMBER_RO", "EVAL_RO", "EVALSHA_RO", "FCALL_RO",
+)
+
+// respNames maps the upper-case names of the commands these tables know to themselves,
+// so that naming a request of one of them takes no allocation.
+var respNames = func() map[string]string {
+	m := map[string]string{}
+	for _, set := range []map[string]bool{respWrites, respReads, respControl, respUnpaired} {
+		for n := range set {
+			m[n] = n
+		}
+	}
+	return m
+}()
+
+// respName returns a command's name in upper case.
+func respName(b []byte) string {
+	var up [32]byte
+	n := copy(up[:], b)
+	for i, c := range up[:n] {
+		if 'a' <= c && c <= 'z' {
+			up[i] = c - 'a' + 'A'
+		}
+	}
+	if name, ok := respNames[string(up[:n])]; ok {
+		return name
+	}
+	return string(up[:n])
+}
+
 // respControl are connection commands: never commit points.
 var respControl = setOf(
 	"HELLO", "AUTH", "SELECT", "CLIENT", "PING", "ECHO", "QUIT", "RESET", "WATCH", "UNWATCH",
@@ -127,8 +172,10 @@ type respConn struct {
 	down respReplyFramer
 
 	// Upstream goroutine only.
-	multi bool
-	block strings.Builder // commands queued in the open MULTI
+	multi      bool
+	block      strings.Builder // commands queued in the open MULTI
+	blockWrote bool            // one of them writes
+	txns       uint64          // transactions seen start: the number of the last
 
 	lastArmed            // its mu guards the fields below
 	queue     []*respReq // sent, awaiting their replies, in order
@@ -425,7 +472,7 @@ func respInt(b []byte) (int64, bool) {
 func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 	r := &respReq{}
 	if len(args) > 0 && len(args[0]) <= 32 {
-		r.name = strings.ToUpper(string(args[0]))
+		r.name = respName(args[0])
 	}
 	var p *Point
 	name := r.name
@@ -438,7 +485,7 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 		case "EXEC":
 			c.multi = false
 			r.exec = true
-			p = &Point{Statement: "EXEC", Text: c.block.String() + "EXEC", Default: true}
+			p = &Point{Statement: "EXEC", Text: c.block.String() + "EXEC", Default: true, Txn: c.txns, Wrote: c.blockWrote}
 			c.block.Reset()
 		case "DISCARD", "RESET":
 			c.multi = false
@@ -446,6 +493,7 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 		case "MULTI", "WATCH":
 			// Refused inside MULTI; the transaction goes on.
 		default:
+			c.blockWrote = c.blockWrote || !respReads[name]
 			if t := respText(args, nargs); c.block.Len()+len(t)+2 <= maxBlockText {
 				c.block.WriteString(t)
 				c.block.WriteString("; ")
@@ -454,10 +502,17 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 	case name == "MULTI":
 		c.multi = true
 		c.block.Reset()
+		c.blockWrote = false
+		c.txns++
 	case name == "" || respControl[name]:
 	default:
-		t := respText(args, nargs)
-		p = &Point{Statement: t, Text: t, Default: respWrites[name]}
+		c.txns++
+		p = &Point{Default: respWrites[name], Txn: c.txns, Wrote: !respReads[name]}
+		// Rendered only for a match function or a fault: most requests need no text.
+		p.render = func() (string, string) {
+			t := respText(args, nargs)
+			return t, t
+		}
 	}
 	if !judge {
 		p = nil

@@ -41,7 +41,7 @@ func newProtoCommits(t *testing.T, proto Protocol, seed int64, match func(string
 	return c, &evs
 }
 
-// respRequestTrace feeds chunks to a connection's Request the way the upstream toxic
+// respRequestTrace feeds chunks to a connection's Request the way Session.Requests
 // does and returns what it found: each request queued, each point, and the switch to
 // pass-through.
 func respRequestTrace(c *respConn, chunks [][]byte) []string {
@@ -57,6 +57,8 @@ func respRequestTrace(c *respConn, chunks [][]byte) []string {
 			out = append(out, "req "+c.queue[queued].name)
 		}
 		if p != nil {
+			// Rendered while b is still the request's, as Session.Requests does.
+			p.rendered()
 			out = append(out, fmt.Sprintf("point %q default=%v", p.Text, p.Default))
 		}
 		if c.up.opaque && !opaque {

@@ -50,11 +50,13 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
@@ -68,10 +70,24 @@ type FaultEvent struct {
 	Truth string // applied, not-applied, or "" when the fault says nothing of a commit
 	What  string // the statement it acted on
 	Tag   string // the server's proof of commit, for cuts: "UPDATE 1", "COMMIT"
-	// Wrote says whether the transaction the fault cut wrote anything, when the proxy
-	// could tell (nil when it could not): the cut of a read-only transaction's COMMIT
-	// changed nothing, whatever its operation did in its other transactions.
-	Wrote *bool
+	// Wrote says whether the transaction the fault cut had a statement that can change
+	// data, by the statements' kind, when the proxy saw it (nil when the event does
+	// not say): the cut of a read-only transaction's COMMIT changed nothing, whatever
+	// its operation did in its other transactions. TxnSeq numbers that transaction
+	// among its connection's, from 1 (0: not known).
+	Wrote  *bool
+	TxnSeq uint64
+}
+
+// EventOf is the evidence's view of one of the proxy's events; at is its time on the
+// history's clock.
+func EventOf(e toxics.Event, at int64) FaultEvent {
+	fe := FaultEvent{Time: at, Conn: e.Conn, Kind: e.Kind.String(), Truth: e.Truth.String(), What: e.Statement, Tag: e.Tag}
+	if e.Txn != nil {
+		w := e.Txn.Wrote
+		fe.Wrote, fe.TxnSeq = &w, e.Txn.Seq
+	}
+	return fe
 }
 
 // effect is what a cut commit is known to have changed.
@@ -94,6 +110,9 @@ func effectOf(tag string) effect {
 	case strings.Contains(tag, "[applied]=false"):
 		return effectNone
 	}
+	if strings.HasPrefix(tag, "{") {
+		return mongoEffect(tag)
+	}
 	f := strings.Fields(tag)
 	if len(f) < 2 {
 		return effectUnknown
@@ -111,6 +130,30 @@ func effectOf(tag string) effect {
 		return effectRows
 	}
 	return effectNone
+}
+
+// mongoCount finds the counts of a MongoDB reply as the proxy renders it (the shell's
+// style): nModified of an update, n of a findAndModify's lastErrorObject, n of an
+// insert or a delete.
+var (
+	mongoModified = regexp.MustCompile(`(?:^\{|, )nModified: (\d+)`)
+	mongoLastN    = regexp.MustCompile(`^\{lastErrorObject: \{n: (\d+)`)
+	mongoN        = regexp.MustCompile(`^\{n: (\d+)`)
+)
+
+// mongoEffect reads what a MongoDB write's reply says it changed: documents modified
+// (an update), matched and written (findAndModify: n), inserted or deleted (n). A
+// reply the proxy shortened before the count, or of another command, says nothing.
+func mongoEffect(tag string) effect {
+	for _, re := range []*regexp.Regexp{mongoModified, mongoLastN, mongoN} {
+		if m := re.FindStringSubmatch(tag); m != nil {
+			if m[1] == "0" {
+				return effectNone
+			}
+			return effectRows
+		}
+	}
+	return effectUnknown
 }
 
 // effect is what the event's commit is known to have changed: nothing when the
@@ -215,11 +258,26 @@ func finalCounts(ops []histories.Op) map[string]int64 {
 	if !applies || last == nil {
 		return nil
 	}
-	var st map[string]int64
+	// An exactly-once final read holds a count per op id; an exactly-once-response one
+	// the list of responses stored with each effect, whose length is the count.
+	var st map[string]json.RawMessage
 	if json.Unmarshal(last, &st) != nil {
 		return nil
 	}
-	return st
+	counts := make(map[string]int64, len(st))
+	for id, raw := range st {
+		var n int64
+		var list []json.RawMessage
+		switch {
+		case json.Unmarshal(raw, &n) == nil:
+			counts[id] = n
+		case json.Unmarshal(raw, &list) == nil:
+			counts[id] = int64(len(list))
+		default:
+			return nil // not a final state the evidence can count
+		}
+	}
+	return counts
 }
 
 // spansByConn returns the spans by connection, in time order.
@@ -307,7 +365,7 @@ func (j *join) add(e FaultEvent) {
 func committedWhat(e FaultEvent) string {
 	switch {
 	case e.Wrote != nil && !*e.Wrote:
-		return fmt.Sprintf("committed a transaction that wrote nothing (%s): nothing changed", cmp.Or(e.Tag, "COMMIT"))
+		return fmt.Sprintf("committed %s whose statements only read, by their kind (%s): nothing changed", txnName(e), cmp.Or(e.Tag, "COMMIT"))
 	case e.effect() == effectRows:
 		return fmt.Sprintf("committed it (%s)", e.Tag)
 	case e.effect() == effectNone:
@@ -316,6 +374,14 @@ func committedWhat(e FaultEvent) string {
 		return fmt.Sprintf("committed it (%s; the reply does not say what changed)", e.Tag)
 	}
 	return "committed it"
+}
+
+// txnName names the transaction an event cut: "its transaction 2 on that connection".
+func txnName(e FaultEvent) string {
+	if e.TxnSeq == 0 {
+		return "a transaction"
+	}
+	return fmt.Sprintf("transaction %d of that connection", e.TxnSeq)
 }
 
 // ackSays is what an operation's acknowledged completion, as the client recorded it,
@@ -407,7 +473,7 @@ func (j *join) claims() {
 				j.ev.AppliedTwice = append(j.ev.AppliedTwice, a)
 			case n == 1 && ack != ackNone:
 				a.Truth = "replayed"
-				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %s, and it was retried and acknowledged; the final state holds it once: the retry changed nothing, a replay, not a second application", id, f.invoke, cut)
+				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %s, and %s; the final state holds it once: %s changed nothing, a replay, not a second application", id, f.invoke, cut, ackedAfter(comp), laterAttempt(comp))
 				j.ev.Replays = append(j.ev.Replays, a)
 			}
 			continue
@@ -443,7 +509,7 @@ func (j *join) claims() {
 			j.ev.Replays = append(j.ev.Replays, a)
 		case ack != ackNone || rows+unseen >= 2:
 			a.Truth = "committed"
-			what := "it was retried and acknowledged, and what the retry changed neither its reply nor the final state shows"
+			what := ackedAfter(comp) + ", and what " + laterAttempt(comp) + " changed neither its reply nor the final state shows"
 			if ack == ackNone {
 				what = "none of its attempts was acknowledged (it ended " + completionOf(comp) + "), and what the other commits changed their replies do not show"
 			}
@@ -487,6 +553,25 @@ func pronoun(n int) string {
 		return "its commit"
 	}
 	return "their commits"
+}
+
+// ackedAfter says how an operation that a cut met came to be acknowledged: "retried"
+// only when the history records the attempts before the acknowledged one. A program
+// that retries inside its own code, or goes on after a cut, records none; then the
+// sentence says that the history does not show a retry.
+func ackedAfter(comp *histories.Op) string {
+	if comp != nil && len(comp.Failed) > 0 {
+		return fmt.Sprintf("it was retried and acknowledged (%d earlier attempt(s) recorded)", len(comp.Failed))
+	}
+	return "it was acknowledged afterwards, though the history records no other attempt"
+}
+
+// laterAttempt names what came after the cut: the retry, when the history records one.
+func laterAttempt(comp *histories.Op) string {
+	if comp != nil && len(comp.Failed) > 0 {
+		return "the retry"
+	}
+	return "the operation after the cut"
 }
 
 // completionOf names how an operation ended: ok, fail, info, or open.

@@ -81,6 +81,21 @@ var figureDefs = []struct {
 		}
 		return 0, false
 	}},
+	{"in_doubt", "transfer, two-rows: transaction branches a coordinator crash left prepared until recovery", func(r *Results) (float64, bool) {
+		if r.TwoPhase == nil {
+			return 0, false
+		}
+		if r.TwoPhase.Crash == nil {
+			return 0, true
+		}
+		return float64(len(r.TwoPhase.Crash.InDoubt)), true
+	}},
+	{"abandoned", "transfer, two-rows: transactions whose outcome the client was not told (recovery decided)", func(r *Results) (float64, bool) {
+		if r.TwoPhase == nil {
+			return 0, false
+		}
+		return float64(r.TwoPhase.Transactions.Abandoned), true
+	}},
 }
 
 func ptr(v *int64) (float64, bool) {

@@ -75,6 +75,9 @@ type Results struct {
 	// which two or more of its nodes reported themselves primary.
 	Partitions []Partition  `json:"partitions,omitempty"`
 	SplitBrain []SplitBrain `json:"split_brain,omitempty"`
+	// TwoPhase is the two-phase commit section of a transfer or two-rows run; nil for
+	// the other workloads.
+	TwoPhase *TwoPhase `json:"two_phase_commit,omitempty"`
 	// Final is the workload's final state; nil when the run has none.
 	Final   workloads.Final `json:"final"`
 	RunDir  string          `json:"run_dir"`

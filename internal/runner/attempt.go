@@ -43,10 +43,10 @@ type operation struct {
 // retrier runs one worker's operations under the run's retry policy. It keeps the
 // worker's random source (backoff) and the run's deadline.
 type retrier struct {
-	r        *run
-	w        workloads.Worker
-	rng      *rand.Rand
-	deadline time.Time
+	r   *run
+	w   workloads.Worker
+	rng *rand.Rand
+	end *runEnd
 	// refused counts the attempts in a row that could not open a connection: the
 	// server is down. It paces the worker (pace) and resets on any other outcome.
 	refused int
@@ -112,12 +112,12 @@ func (t *retrier) stop(ctx context.Context, class workloads.Class, n int, rt *re
 	case ctx.Err() != nil:
 		return cutByEnd, true
 	}
-	if !t.deadline.IsZero() && time.Now().After(t.deadline) {
+	if t.end.past(time.Now()) {
 		rt.deadline = true
 		return cutByEnd, true
 	}
 	pause := max(pol.backoff(n, t.rng), t.dialBackoff())
-	if !t.deadline.IsZero() && time.Now().Add(pause).After(t.deadline) {
+	if t.end.past(time.Now().Add(pause)) {
 		rt.deadline = true
 		return cutByEnd, true
 	}
@@ -184,8 +184,5 @@ func (t *retrier) pace(ctx context.Context) bool {
 	if pause == 0 {
 		return true
 	}
-	if !t.deadline.IsZero() && time.Now().Add(pause).After(t.deadline) {
-		pause = time.Until(t.deadline)
-	}
-	return sleep(ctx, pause) && (t.deadline.IsZero() || time.Now().Before(t.deadline))
+	return sleep(ctx, pause) && !t.end.past(time.Now())
 }

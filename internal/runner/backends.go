@@ -62,7 +62,9 @@ type backend struct {
 
 // launched is a server started for this run.
 type launched struct {
-	dsn  string
+	dsn string
+	// dsns are the servers of a two-phase commit run (dsn is the first); nil for one.
+	dsns []string
 	desc string
 	stop func() error
 	// ctl applies process faults to the server; nil when it has none.
@@ -77,7 +79,8 @@ var kv = []workloads.Name{workloads.Budget, workloads.Register}
 var backends = []backend{
 	{
 		name: Postgres, schemes: []string{"postgres", "postgresql"}, protocol: toxics.Postgres{},
-		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter, workloads.Insert},
+		// transfer and two-rows run over several servers (twophase.go).
+		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter, workloads.Insert, workloads.Transfer, workloads.TwoRows},
 		launch:    launchPostgres,
 		available: func() error { _, err := pgserver.Bin(""); return err },
 		addr:      urlAddr,
@@ -199,18 +202,19 @@ func noWorkload(b backend, w workloads.Name) error {
 	return fmt.Errorf("store %s has no workload %q (it has %s)", b.name, w, choice.List(b.workloads))
 }
 
-// checkChoice refuses a --mechanism or --isolation value the store's workload does not
-// have; an empty value picks the default.
-func checkChoice(b backend, w workloads.Name, flag, value string, choices map[workloads.Name][]string) error {
+// checkChoice refuses a Mechanism or Isolation value (field) the store's workload does
+// not have; an empty value picks the default.
+func checkChoice(b backend, w workloads.Name, field, value string, choices map[workloads.Name][]string) error {
 	if value == "" {
 		return nil
 	}
+	what := strings.ToLower(field)
 	have := choices[w]
 	if len(have) == 0 {
-		return fmt.Errorf("--%s %s: the %s workload on %s has no %s to choose", flag, value, w, b.name, flag)
+		return refuse(field, "%s: the %s workload on %s has no %s to choose", value, w, b.name, what)
 	}
 	if !slices.Contains(have, value) {
-		return fmt.Errorf("unknown --%s %q for the %s workload on %s (want %s)", flag, value, w, b.name, strings.Join(have, ", "))
+		return refuse(field, "unknown %s %q for the %s workload on %s (want %s)", what, value, w, b.name, strings.Join(have, ", "))
 	}
 	return nil
 }
@@ -231,6 +235,9 @@ func unbound(b StoreName, w workloads.Name) error {
 }
 
 func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, error) {
+	if cfg.twoPhase() {
+		return launchPostgresMany(ctx, cfg, dir)
+	}
 	if cfg.Topology == TopologyReplicated {
 		return launchReplicatedPostgres(ctx, cfg, dir)
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -33,7 +34,7 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 	}
 	return launched{
 		dsn:  r.DSN,
-		desc: fmt.Sprintf("Redis %s at %s, persistence %s", r.Version, r.Addr, r.Persistence) + cfg.durabilityDesc(),
+		desc: fmt.Sprintf("Redis %s at %s, persistence %s", r.Version, r.Addr, cmp.Or(r.Persistence, redisserver.NoPersistence)) + cfg.durabilityDesc(),
 		stop: r.Stop,
 		ctl:  r,
 	}, nil

@@ -19,7 +19,7 @@ import (
 func InsertTable(ctx context.Context, cfg Config, keys []insert.Key, counts []int, rounds int) ([]*results.Results, error) {
 	cfg.Workload = workloads.Insert
 	if rounds < 1 {
-		return nil, couldNotRun("--rounds must be at least 1")
+		return nil, couldNotRun("rounds must be at least 1 (got %d)", rounds)
 	}
 	if len(keys) == 0 || len(counts) == 0 {
 		return nil, couldNotRun("no key shape or no worker count to run")
@@ -32,17 +32,17 @@ func InsertTable(ctx context.Context, cfg Config, keys []insert.Key, counts []in
 	b, _ := lookupBackend(probe.Store)
 	if cfg.DSN == "" {
 		if err := os.MkdirAll(probe.Out, 0o755); err != nil {
-			return nil, couldNotRun("create %s: %v", probe.Out, err)
+			return nil, couldNotRun("create %s: %w", probe.Out, err)
 		}
 		dir, err := os.MkdirTemp(probe.Out, ".insert-server-")
 		if err != nil {
-			return nil, couldNotRun("server directory: %v", err)
+			return nil, couldNotRun("server directory: %w", err)
 		}
 		defer os.RemoveAll(dir)
 		cfg.progressf("launching a local %s for the insert table ...", b.name)
 		srv, err := b.launch(ctx, cfg, dir)
 		if err != nil {
-			return nil, couldNotRun("%v", err)
+			return nil, couldNotRun("%w", err)
 		}
 		defer srv.stop()
 		cfg.progressf("%s", srv.desc)

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,9 +25,10 @@ import (
 // events to join them to operations when the run ends. The ground truth never reaches
 // the checker: nemesis events are skipped by every checker.
 type nemesis struct {
-	// px is nil when the schedule has process faults only: those need no proxy, and
-	// through one a refused connection would look like a cut one.
-	px    *faults.Proxy
+	// pxs are the proxies, one per server (several for a two-phase commit run); none
+	// when the schedule has process faults or a coordinator crash only: those need no
+	// proxy, and through one a refused connection would look like a cut one.
+	pxs   []*faults.Proxy
 	sched faults.Schedule
 	// procs applies the process faults to the launched server; nil when there are none.
 	procs *procNemesis
@@ -40,6 +43,9 @@ type nemesis struct {
 	events []evidence.FaultEvent
 	byKind map[string]int64
 	byTr   map[string]int64
+	// err is the first write to faults.jsonl or to the history that failed: the run
+	// fails with it rather than present evidence with a hole in it.
+	err error
 
 	cancel context.CancelFunc
 	done   chan error
@@ -48,17 +54,19 @@ type nemesis struct {
 	opened chan struct{}
 }
 
-func startNemesis(ctx context.Context, cfg Config, b backend, dsn, dir string, srv launched) (*nemesis, string, error) {
+// startNemesis opens faults.jsonl and, when the run is proxied, starts a proxy in front
+// of each of dsns, returning the DSNs that go through them.
+func startNemesis(ctx context.Context, cfg Config, b backend, dsns []string, dir string, srv launched) (*nemesis, []string, error) {
 	sched := cfg.Faults
 	f, err := os.Create(filepath.Join(dir, "faults.jsonl"))
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	n := &nemesis{sched: sched, file: f, w: bufio.NewWriter(f), byKind: map[string]int64{}, byTr: map[string]int64{}}
 	if len(sched.Processes()) > 0 {
 		if srv.ctl == nil {
 			f.Close()
-			return nil, "", fmt.Errorf("process faults: the %s server cannot be killed, paused or restarted", b.name)
+			return nil, nil, fmt.Errorf("process faults: the %s server cannot be killed, paused or restarted", b.name)
 		}
 		n.procs = newProcNemesis(cfg, srv.ctl, srv.desc)
 	}
@@ -66,29 +74,83 @@ func startNemesis(ctx context.Context, cfg Config, b backend, dsn, dir string, s
 		n.nodes = newNodeNemesis(cfg, srv.topo)
 	}
 	if !cfg.proxied() {
-		return n, dsn, nil
+		return n, dsns, nil
 	}
-	upstream, err := b.addr(dsn)
-	if err != nil {
-		f.Close()
-		return nil, "", err
+	match := cfg.commitPoint()
+	var out []string
+	for i, dsn := range dsns {
+		upstream, err := b.addr(dsn)
+		if err != nil {
+			n.close()
+			return nil, nil, err
+		}
+		// Every store has its protocol's toxics; disarmed, they cost nothing measurable.
+		opt := faults.Options{Upstream: upstream, Protocol: b.protocol, Seed: cfg.Seed + int64(i), Events: n.onEvent, Match: match}
+		if len(dsns) > 1 {
+			opt.Name = "indoubt-" + strconv.Itoa(i)
+		}
+		px, err := faults.Start(opt)
+		if err != nil {
+			n.close()
+			return nil, nil, err
+		}
+		n.pxs = append(n.pxs, px)
+		pdsn, err := b.rewrite(dsn, px.Addr())
+		if err != nil {
+			n.close()
+			return nil, nil, err
+		}
+		out = append(out, pdsn)
+		cfg.progressf("fault proxy %s -> %s, schedule: %v", px.Addr(), upstream, specs(cfg.Faults))
 	}
-	// Every store has its protocol's toxics; disarmed, they cost nothing measurable.
-	proto := b.protocol
-	n.px, err = faults.Start(faults.Options{
-		Upstream: upstream, Protocol: proto, Seed: cfg.Seed, Events: n.onEvent,
-	})
-	if err != nil {
-		f.Close()
-		return nil, "", err
+	return n, out, nil
+}
+
+// proxied reports whether the run goes through the proxies; false for a nil nemesis.
+func (n *nemesis) proxied() bool { return n != nil && len(n.pxs) > 0 }
+
+// fail keeps the first write error; n.mu is held.
+func (n *nemesis) fail(err error) {
+	if err != nil && n.err == nil {
+		n.err = err
 	}
-	pdsn, err := b.rewrite(dsn, n.px.Addr())
-	if err != nil {
-		n.close()
-		return nil, "", err
+}
+
+// write appends one line to faults.jsonl and op to the history (when the run has begun
+// and op is set); n.mu is held. A failed write is kept for flush to report.
+func (n *nemesis) write(line any, op *histories.Op) {
+	b, err := json.Marshal(line)
+	n.fail(err)
+	if err == nil {
+		_, err = n.w.Write(append(b, '\n'))
+		n.fail(err)
 	}
-	cfg.progressf("fault proxy %s -> %s, schedule: %v", n.px.Addr(), upstream, specs(cfg.Faults))
-	return n, pdsn, nil
+	if op != nil && n.r != nil {
+		_, err := n.r.hw.Write(*op)
+		n.fail(err)
+	}
+}
+
+// note records an event of the runner's own (the coordinator's crash) in faults.jsonl
+// and, as a nemesis event, in the history.
+func (n *nemesis) note(line any, op histories.Op) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.write(line, &op)
+}
+
+// flush writes out faults.jsonl and returns the first error any write of the nemesis
+// met, to faults.jsonl or to the history; nil for a nil nemesis. The proxies may still
+// report events after it (they stop in close), which a later flush would see.
+func (n *nemesis) flush() error {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.fail(n.w.Flush())
+	n.fail(n.file.Sync())
+	return n.err
 }
 
 // onEvent receives a commit fault from the proxy's goroutines.
@@ -102,18 +164,14 @@ func (n *nemesis) onEvent(e toxics.Event) {
 	if n.r != nil {
 		at = int64(e.Time.Sub(n.r.start))
 	}
-	n.events = append(n.events, evidence.FaultEvent{Time: at, Conn: e.Conn, Kind: kind, Truth: truth, What: e.Statement, Tag: e.Tag})
-	line, _ := json.Marshal(struct {
+	n.events = append(n.events, evidence.EventOf(e, at))
+	n.write(struct {
 		toxics.Event
 		RunTime int64 `json:"run_time"`
-	}{e, at})
-	n.w.Write(append(line, '\n'))
-	if n.r != nil {
-		n.r.hw.Write(histories.Op{
-			Time: at, Process: histories.Nemesis, Type: histories.Info, F: kind, Conn: e.Conn,
-			Value: histories.Value(map[string]string{"truth": truth, "statement": e.Statement, "tag": e.Tag}),
-		})
-	}
+	}{e, at}, &histories.Op{
+		Time: at, Process: histories.Nemesis, Type: histories.Info, F: kind, Conn: e.Conn,
+		Value: histories.Value(map[string]string{"truth": truth, "statement": e.Statement, "tag": e.Tag}),
+	})
 }
 
 // onWindow records a fault window opening or closing.
@@ -125,9 +183,8 @@ func (n *nemesis) onWindow(w faults.Window) {
 	if !w.Open {
 		f = "stop"
 	}
-	line, _ := json.Marshal(map[string]any{"window": f, "fault": w.Fault, "run_time": at, "time": w.Time})
-	n.w.Write(append(line, '\n'))
-	n.r.hw.Write(histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: f, Value: histories.Value(map[string]string{"fault": w.Fault})})
+	n.write(map[string]any{"window": f, "fault": w.Fault, "run_time": at, "time": w.Time},
+		&histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: f, Value: histories.Value(map[string]string{"fault": w.Fault})})
 	if w.Open {
 		select {
 		case n.opened <- struct{}{}:
@@ -143,29 +200,43 @@ func (n *nemesis) begin(r *run) {
 	n.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	n.done = make(chan error, 1)
+	n.done = make(chan error, max(1, len(n.pxs)))
 	if n.procs != nil {
 		n.procs.begin(r, n.onProcess)
 	}
 	if n.nodes != nil {
 		n.nodes.begin(r, n.onProcess)
 	}
-	if n.px == nil {
+	if len(n.pxs) == 0 {
 		n.done <- nil
 		return
 	}
 	atStart := 0
-	for _, f := range n.sched {
+	for _, f := range n.sched.OnProxy() {
 		if f.Start == 0 {
 			atStart++
 		}
 	}
-	n.opened = make(chan struct{}, len(n.sched))
-	go func() { n.done <- n.sched.Run(ctx, n.px, r.start, n.onWindow) }()
+	n.opened = make(chan struct{}, len(n.sched)*len(n.pxs))
+	for i, px := range n.pxs {
+		// Every proxy follows the one schedule; the first one's windows are recorded.
+		report := n.onWindow
+		if i > 0 {
+			report = func(w faults.Window) {
+				if w.Open {
+					select {
+					case n.opened <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+		go func() { n.done <- n.sched.Run(ctx, px, r.start, report) }()
+	}
 	// A fault armed for the whole run must be armed before the first operation: with
 	// one worker and one operation, a race here would decide whether it fires at all.
 	timeout := time.After(5 * time.Second)
-	for i := 0; i < atStart; i++ {
+	for i := 0; i < atStart*len(n.pxs); i++ {
 		select {
 		case <-n.opened:
 		case <-timeout:
@@ -180,7 +251,10 @@ func (n *nemesis) end() error {
 		return nil
 	}
 	n.cancel()
-	err := <-n.done
+	var err error
+	for range max(1, len(n.pxs)) {
+		err = errors.Join(err, <-n.done)
+	}
 	if n.procs != nil {
 		n.procs.end()
 	}
@@ -195,15 +269,13 @@ func (n *nemesis) end() error {
 func (n *nemesis) onProcess(op histories.Op) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	line, _ := json.Marshal(map[string]any{"process_fault": op.F, "value": op.Value, "run_time": op.Time})
-	n.w.Write(append(line, '\n'))
-	n.r.hw.Write(op)
+	n.write(map[string]any{"process_fault": op.F, "value": op.Value, "run_time": op.Time}, &op)
 }
 
 func (n *nemesis) close() {
 	n.end()
-	if n.px != nil {
-		n.px.Close()
+	for _, px := range n.pxs {
+		px.Close()
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -223,7 +295,7 @@ func (n *nemesis) account(res *results.Results, ops []histories.Op) {
 	if n.nodes != nil {
 		n.nodes.account(res, ops)
 	}
-	if n.px == nil {
+	if len(n.pxs) == 0 {
 		return
 	}
 	for k, v := range n.byKind {

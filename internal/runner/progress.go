@@ -56,7 +56,7 @@ func (r *run) watch(nem *nemesis) (stop func()) {
 			}
 			p.Completed = r.completed.Load()
 			if nem != nil {
-				p.Faults, p.Proxied = nem.fired(), nem.px != nil
+				p.Faults, p.Proxied = nem.fired(), nem.proxied()
 				if nem.procs != nil {
 					p.Server, p.ProcessFaults = nem.procs.state.get()
 				}

@@ -30,8 +30,9 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
-	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
+	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/transfer"
 )
 
 // Config is one run.
@@ -100,14 +101,34 @@ type Config struct {
 	// own, holds the admin's client, which the sides' clients stand beside (the data of
 	// its Reset is theirs).
 	ring *cqlRing
+
+	// The two-phase commit workloads (transfer, two-rows) run over several PostgreSQL
+	// servers: Servers launched ones (2 to 5; 2 when 0), or the servers DSNs name (DSN
+	// is for one server and is refused there). Placement puts a transaction's two rows
+	// on one server (local) or on two (distributed, the default); Coordinator is logged
+	// (the default: an fsynced decision log, presumed abort) or naive (recovery commits
+	// whatever is prepared). Reads is the share of a transfer run's operations that read
+	// the total across the servers; RowsPerWorker sizes the table (1000 when 0);
+	// RecoverAfter is how long the transactions a coordinator-crash@T leaves in doubt
+	// stay so before recovery (1s when 0). Each is refused for the other workloads.
+	// See twophase.go.
+	Servers       int                `json:"servers,omitempty"`
+	DSNs          []string           `json:"dsns,omitempty"`
+	Placement     transfer.Placement `json:"placement,omitempty"`
+	Coordinator   twopc.Mode         `json:"coordinator,omitempty"`
+	Reads         float64            `json:"reads,omitempty"`
+	RowsPerWorker int                `json:"rows_per_worker,omitempty"`
+	RecoverAfter  time.Duration      `json:"recover_after,omitempty"`
 }
 
 // ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
 // configuration, an unreachable server, a run directory that cannot be written.
 var ErrCouldNotRun = errors.New("could not run")
 
+// couldNotRun wraps the error format and a describe with ErrCouldNotRun; give an error
+// with %w, so that its chain survives (errors.Is and errors.As see through both).
 func couldNotRun(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrCouldNotRun, fmt.Errorf(format, a...))
+	return fmt.Errorf("%w: %w", ErrCouldNotRun, fmt.Errorf(format, a...))
 }
 
 // MarshalJSON writes config.json: the configuration with the fault schedule as written
@@ -116,6 +137,13 @@ func couldNotRun(format string, a ...any) error {
 func (c Config) MarshalJSON() ([]byte, error) {
 	type plain Config
 	c.DSN = redact.DSN(c.DSN)
+	if c.DSNs != nil {
+		masked := make([]string, len(c.DSNs))
+		for i, d := range c.DSNs {
+			masked[i] = redact.DSN(d)
+		}
+		c.DSNs = masked
+	}
 	return json.Marshal(struct {
 		plain
 		Faults []string `json:"faults,omitempty"`
@@ -131,91 +159,19 @@ func specs(s faults.Schedule) []string {
 	return out
 }
 
-func (c *Config) defaults() error {
-	if c.Workload == "" {
-		c.Workload = workloads.Budget
-	}
-	if c.Store == "" {
-		c.Store = Postgres
-	}
-	b, ok := lookupBackend(c.Store)
-	if !ok {
-		return couldNotRun("unknown store %q (want one of %s)", c.Store, backendNames())
-	}
-	if !slices.Contains(b.workloads, c.Workload) {
-		return couldNotRun("%v", noWorkload(b, c.Workload))
-	}
-	if c.DSN == "" {
-		if err := b.available(); err != nil {
-			return couldNotRun("%v", err)
-		}
-	}
-	if err := checkChoice(b, c.Workload, "mechanism", c.Mechanism, b.mechanisms); err != nil {
-		return couldNotRun("%v", err)
-	}
-	if err := checkChoice(b, c.Workload, "isolation", c.Isolation, b.isolations); err != nil {
-		return couldNotRun("%v", err)
-	}
-	if !slices.Contains(persistences, c.Persistence) {
-		return couldNotRun("unknown --persistence %q (want none, everysec or always)", c.Persistence)
-	}
-	if c.Workers <= 0 {
-		return couldNotRun("--workers must be at least 1")
-	}
-	if c.Ops < 0 || c.Duration < 0 {
-		return couldNotRun("--ops and --time must not be negative")
-	}
-	if c.Ops == 0 && c.Duration == 0 {
-		return couldNotRun("give --ops or --time")
-	}
-	if c.Out == "" {
-		c.Out = "runs"
-	}
-	if c.Retry.Name == "" {
-		p, _ := ParsePolicy(string(DefaultPolicy(c.Workload)))
-		c.Retry = p
-	}
-	if c.Proxy == "" {
-		c.Proxy = "auto"
-	}
-	if c.Proxy != "auto" && c.Proxy != "on" && c.Proxy != "off" {
-		return couldNotRun("--proxy must be auto, on or off")
-	}
-	if c.Proxy == "off" && len(c.Faults) > len(c.Faults.Processes())+len(c.Faults.BetweenNodes()) {
-		return couldNotRun("faults need the proxy: drop --proxy off")
-	}
-	if err := checkNetwork(*c); err != nil {
-		return err
-	}
-	if err := checkProcessFaults(*c); err != nil {
-		return err
-	}
-	if err := checkDurability(*c); err != nil {
-		return err
-	}
-	if c.CheckTimeout < 0 {
-		return couldNotRun("--check-timeout must not be negative")
-	}
-	if c.CheckTimeout == 0 {
-		c.CheckTimeout = time.Minute
-	}
-	return nil
-}
-
-// persistences are the Persistence values; "" is none.
-var persistences = []string{"", redisserver.NoPersistence, redisserver.EverySec, redisserver.Always}
-
 // Validate checks the configuration as Run does before it launches anything: the store
-// (and, without a DSN, that its server can be launched here), its workload, mechanism
-// and isolation, the counts and the proxy setting. A caller that
-// makes several runs validates them all before the first, so that a bad combination
-// never waits behind a run that launched a server.
+// (and, without a DSN, that its server can be launched here: ErrUnavailable), its
+// workload, mechanism and isolation, the counts, the faults and the proxy setting, and
+// that nothing is set that the store or workload would ignore. The error wraps
+// ErrCouldNotRun, and a *FieldError when one field is at fault. A caller that makes
+// several runs validates them all before the first, so that a bad combination never
+// waits behind a run that launched a server.
 func (c Config) Validate() error { return c.defaults() }
 
-// proxied reports whether the run goes through the fault proxy.
-// Process faults alone need no proxy (process_faults.go).
+// proxied reports whether the run goes through the fault proxy. Process faults and the
+// coordinator's crash need none (process_faults.go, twophase.go).
 func (c Config) proxied() bool {
-	return c.Proxy == "on" || (c.Proxy == "auto" && len(c.Faults) > len(c.Faults.Processes())+len(c.Faults.BetweenNodes()))
+	return c.Proxy == "on" || (c.Proxy == "auto" && len(c.Faults.OnProxy()) > 0)
 }
 
 // Run performs one run and returns its results. The error wraps ErrCouldNotRun when no
@@ -237,15 +193,18 @@ func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 	start := time.Now()
 	name := runName(cfg, start)
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return nil, couldNotRun("create %s: %v", cfg.Out, err)
+		return nil, couldNotRun("create %s: %w", cfg.Out, err)
 	}
 	partial := filepath.Join(cfg.Out, "."+name+".partial")
 	final := filepath.Join(cfg.Out, name)
 	if err := os.Mkdir(partial, 0o700); err != nil {
-		return nil, couldNotRun("create run directory: %v", err)
+		return nil, couldNotRun("create run directory: %w", err)
 	}
 	sc := &scrubber{}
 	sc.add(cfg.DSN)
+	for _, d := range cfg.DSNs {
+		sc.add(d)
+	}
 	res, err := runIn(ctx, cfg, b, partial, sc)
 	if err != nil {
 		os.RemoveAll(partial)
@@ -259,7 +218,7 @@ func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 	res.Trim(maxA)
 	if err := writeJSON(filepath.Join(partial, "results.json"), res); err != nil {
 		os.RemoveAll(partial)
-		return nil, couldNotRun("write results: %v", err)
+		return nil, couldNotRun("write results: %w", err)
 	}
 	// The report is a view of results.json: a verdict is published without it rather
 	// than thrown away.
@@ -267,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 		cfg.progressf("warning: report.html not written: %v", sc.err(err))
 	}
 	if err := os.Rename(partial, final); err != nil {
-		return nil, couldNotRun("publish run directory: %v", err)
+		return nil, couldNotRun("publish run directory: %w", err)
 	}
 	return res, nil
 }
@@ -319,7 +278,7 @@ func writeJSON(path string, v any) error {
 // Every DSN it dials is added to sc before any error can quote it.
 func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber) (*results.Results, error) {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
-		return nil, couldNotRun("write config: %v", err)
+		return nil, couldNotRun("write config: %w", err)
 	}
 	ph := &results.Phases{}
 	lap := time.Now()
@@ -328,9 +287,9 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 		*into = now.Sub(lap).Seconds()
 		lap = now
 	}
-	dsn, serverDesc, srv, err := serve(ctx, cfg, b, dir)
+	dsns, serverDesc, srv, err := serve(ctx, cfg, b, dir)
 	if err != nil {
-		return nil, couldNotRun("%v", err)
+		return nil, couldNotRun("%w", err)
 	}
 	// Deferred first, so it runs last: Stop counts closing the store's sessions and the
 	// proxy as well as stopping the server.
@@ -338,39 +297,58 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 		srv.stop()
 		took(&ph.Stop)
 	}()
-	sc.add(dsn)
+	for _, d := range dsns {
+		sc.add(d)
+	}
 	var nem *nemesis
-	if cfg.proxied() || len(cfg.Faults.Processes()) > 0 || srv.topo != nil {
-		n, pdsn, err := startNemesis(ctx, cfg, b, dsn, dir, srv)
+	if cfg.proxied() || len(cfg.Faults) > 0 || srv.topo != nil {
+		n, pdsns, err := startNemesis(ctx, cfg, b, dsns, dir, srv)
 		if err != nil {
-			return nil, couldNotRun("%v", err)
+			return nil, couldNotRun("%w", err)
 		}
 		defer n.close()
-		nem, dsn = n, pdsn
-		sc.add(dsn)
+		nem, dsns = n, pdsns
+		for _, d := range dsns {
+			sc.add(d)
+		}
 	}
 	took(&ph.Launch)
-	wl, closeStore, err := openWorkload(ctx, cfg, b, dsn, srv.topo)
+	var tp *twoPhase
+	var wl workloads.Workload
+	var closeStore func()
+	if cfg.twoPhase() {
+		tp, wl, closeStore, err = openTwoPhase(ctx, cfg, dsns, dir)
+	} else {
+		wl, closeStore, err = openWorkload(ctx, cfg, b, dsns[0], srv.topo)
+	}
 	if err != nil {
-		return nil, couldNotRun("%v", err)
+		return nil, couldNotRun("%w", err)
 	}
 	defer closeStore()
 	if err := wl.Setup(ctx); err != nil {
-		return nil, couldNotRun("set up %s on %s: %v", cfg.Workload, cfg.Store, err)
+		return nil, couldNotRun("set up %s on %s: %w", cfg.Workload, cfg.Store, err)
 	}
 	took(&ph.Setup)
-	r, err := record(ctx, cfg, wl, nem, dir, sc)
+	r, err := record(ctx, cfg, wl, nem, tp, dir, sc)
 	if err != nil {
-		return nil, couldNotRun("%v", nem.explain(err))
+		return nil, couldNotRun("%w", nem.explain(err))
+	}
+	// Every fault event has reached faults.jsonl (or the run fails here): a run whose
+	// evidence could not be written is not presented as complete.
+	if err := nem.flush(); err != nil {
+		return nil, couldNotRun("write faults.jsonl: %w", err)
 	}
 	took(&ph.Workload)
 	ops, verdict, err := check(ctx, cfg, wl, dir)
 	if err != nil {
-		return nil, couldNotRun("%v", err)
+		return nil, couldNotRun("%w", err)
 	}
-	res := r.results(verdict, ops, serverDesc, nem != nil && nem.px != nil)
+	res := r.results(verdict, ops, serverDesc, nem.proxied())
 	if nem != nil {
 		nem.account(res, ops)
+	}
+	if tp != nil {
+		res.TwoPhase = tp.section(r)
 	}
 	took(&ph.Check)
 	// Stop is filled in when the server has stopped, before Run writes the results.
@@ -378,11 +356,15 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	return res, nil
 }
 
-// serve dials --dsn, or launches a throwaway server. It returns the DSN, the server's
-// description for the report, and the server (what stops it, what faults it).
-func serve(ctx context.Context, cfg Config, b backend, dir string) (dsn, desc string, srv launched, err error) {
-	if cfg.DSN != "" {
-		return cfg.DSN, "external", launched{stop: func() error { return nil }}, nil
+// serve dials --dsn (the DSNs of a two-phase commit run), or launches a throwaway
+// server (several for a two-phase commit run). It returns the DSNs, the servers'
+// description for the report, and what was launched (what stops it, what faults it).
+func serve(ctx context.Context, cfg Config, b backend, dir string) (dsns []string, desc string, srv launched, err error) {
+	switch {
+	case len(cfg.DSNs) > 0:
+		return cfg.DSNs, "external", launched{stop: func() error { return nil }}, nil
+	case cfg.DSN != "":
+		return []string{cfg.DSN}, "external", launched{stop: func() error { return nil }}, nil
 	}
 	cfg.progressf("launching a local %s ...", b.name)
 	if cfg.isolated() {
@@ -391,14 +373,19 @@ func serve(ctx context.Context, cfg Config, b backend, dir string) (dsn, desc st
 		srv, err = b.launch(ctx, cfg, dir)
 	}
 	if err != nil {
-		return "", "", launched{}, err
+		return nil, "", launched{}, err
 	}
-	return srv.dsn, "launched " + srv.desc, srv, nil
+	dsns = srv.dsns
+	if dsns == nil {
+		dsns = []string{srv.dsn}
+	}
+	return dsns, "launched " + srv.desc, srv, nil
 }
 
-// record drives the workers with the history open, then records the final reads. The
-// history is closed when it returns.
-func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis, dir string, sc *scrubber) (*run, error) {
+// record drives the workers with the history open, then records the final reads (of a
+// two-phase commit run, once recovery has finished what was left in doubt). The history
+// is closed when it returns.
+func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis, tp *twoPhase, dir string, sc *scrubber) (*run, error) {
 	hdr := histories.Header{
 		Workload: string(wl.Name()), Model: wl.Model(), Store: string(cfg.Store), Seed: cfg.Seed, Params: wl.Params(),
 	}
@@ -409,27 +396,41 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	defer hw.Close()
 
 	r := &run{cfg: cfg, wl: wl, hw: hw, scrub: sc, start: time.Now(), tally: newTally()}
+	wait := time.Duration(0)
+	if len(cfg.Faults.Processes()) > 0 {
+		wait = RecoveryWait
+	}
+	r.end = newRunEnd(r.start, cfg.Duration, wait)
+	if tp != nil {
+		r.tally.tx = newTxTally(tp.txFunction())
+	}
 	if nem != nil {
 		nem.begin(r)
 	}
+	stopCrash := tp.arm(r, nem)
 	stopWatch := r.watch(nem)
 	interrupted, err := r.drive(ctx)
 	stopWatch()
+	stopCrash()
 	if nem != nil {
 		if nerr := nem.end(); nerr != nil && err == nil {
-			err = fmt.Errorf("fault schedule: %v", nerr)
+			err = fmt.Errorf("fault schedule: %w", nerr)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	r.interrupted, r.elapsed = interrupted, time.Since(r.start)
+	r.warnUnapplied(nem)
 
 	// Final reads run on a fresh context: an interrupted run is still reconciled.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
+	if err := tp.settle(fctx, r); err != nil {
+		return nil, fmt.Errorf("recovery: %w", err)
+	}
 	if err := r.finalReads(fctx); err != nil {
-		return nil, fmt.Errorf("final read: %v", err)
+		return nil, fmt.Errorf("final read: %w", err)
 	}
 	return r, hw.Close()
 }
@@ -438,7 +439,7 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string) ([]histories.Op, checker.Result, error) {
 	h, ops, err := histories.ReadFile(filepath.Join(dir, "history.jsonl"), false)
 	if err != nil {
-		return nil, checker.Result{}, fmt.Errorf("reread history: %v", err)
+		return nil, checker.Result{}, fmt.Errorf("reread history: %w", err)
 	}
 	vizPath := ""
 	if wl.Model() == checker.RegisterModel || wl.Model() == checker.CASRegisterModel {
@@ -451,7 +452,7 @@ func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string) (
 		err = nil
 	}
 	if err != nil {
-		return nil, checker.Result{}, fmt.Errorf("check: %v", err)
+		return nil, checker.Result{}, fmt.Errorf("check: %w", err)
 	}
 	return ops, verdict, nil
 }
@@ -524,6 +525,12 @@ type run struct {
 	mu       sync.Mutex
 	nextProc int
 
+	// end says when the workers stop (runEnd).
+	end *runEnd
+	// halted is set when the run must end before its workers are done: the coordinator
+	// of a two-phase commit run crashed. Each worker stops after its operation.
+	halted atomic.Bool
+
 	// Set when the workers have stopped.
 	interrupted bool
 	elapsed     time.Duration
@@ -536,10 +543,6 @@ func (r *run) now() int64 { return int64(time.Since(r.start)) }
 // drive runs the workers until each has done its operations or the deadline passes.
 // It reports whether ctx ended the run early.
 func (r *run) drive(ctx context.Context) (bool, error) {
-	var deadline time.Time
-	if r.cfg.Duration > 0 {
-		deadline = r.start.Add(r.cfg.Duration)
-	}
 	workers := make([]workloads.Worker, r.cfg.Workers)
 	for i := range workers {
 		w, err := r.wl.Worker(ctx, i)
@@ -557,12 +560,13 @@ func (r *run) drive(ctx context.Context) (bool, error) {
 	tallies := make([]*tally, len(workers))
 	for i, w := range workers {
 		tallies[i] = newTally()
+		tallies[i].tx = r.tally.tx.empty()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer w.Close()
 			rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(i)+1))
-			if err := r.work(ctx, i, w, rng, deadline, tallies[i]); err != nil {
+			if err := r.work(ctx, i, w, rng, tallies[i]); err != nil {
 				errc <- err
 			}
 		}()
@@ -579,18 +583,18 @@ func (r *run) drive(ctx context.Context) (bool, error) {
 }
 
 // work is one worker's loop.
-func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Rand, deadline time.Time, tl *tally) error {
+func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Rand, tl *tally) error {
 	process := id
-	t := &retrier{r: r, w: w, rng: rng, deadline: deadline}
+	t := &retrier{r: r, w: w, rng: rng, end: r.end}
 	idPrefix := strconv.Itoa(id) + "-"
 	for i := 0; r.cfg.Ops == 0 || i < r.cfg.Ops; i++ {
-		if ctx.Err() != nil || !t.pace(ctx) {
+		if ctx.Err() != nil || r.halted.Load() || !t.pace(ctx) {
 			return nil
 		}
 		// Two clock reads per operation: its invocation and its completion give the
 		// history's times and the latency.
 		t0 := time.Now()
-		if !deadline.IsZero() && t0.After(deadline) {
+		if r.end.past(t0) {
 			return nil
 		}
 		call := w.Next(rng)
@@ -613,6 +617,9 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 		}
 		tl.account(comp, retried, t1.Sub(t0))
 		r.completed.Add(1)
+		if comp.Type == histories.OK {
+			r.end.acked(t1)
+		}
 		if comp.Type == histories.Info {
 			// Jepsen's rule: a process whose operation is open never invokes again.
 			r.mu.Lock()
@@ -633,6 +640,8 @@ type tally struct {
 	conflicts int64
 	errors    map[string]int64
 	perSecond []int64
+	// tx counts a two-phase commit run's transactions; nil for the other workloads.
+	tx *txTally
 }
 
 func newTally() *tally {
@@ -651,6 +660,7 @@ func (t *tally) account(comp histories.Op, rt retried, lat time.Duration) {
 	}
 	t.perSecond[sec]++
 	t.lat.RecordValue(max(lat.Microseconds(), 1))
+	t.tx.account(comp, lat)
 	// Compare-and-set rounds lost inside a store's mechanism are not retries of the
 	// operation: they are counted in conflicts only, so that retries.total is the sum of
 	// retries.by_reason and of retries.by_outcome.
@@ -713,6 +723,7 @@ func (t *tally) add(o *tally) {
 	t.outcomes.Add(o.outcomes)
 	t.conflicts += o.conflicts
 	t.errors = results.AddCounts(t.errors, o.errors)
+	t.tx.add(o.tx)
 	for len(t.perSecond) < len(o.perSecond) {
 		t.perSecond = append(t.perSecond, 0)
 	}

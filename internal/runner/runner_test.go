@@ -25,7 +25,7 @@ import (
 var pg = servertest.Postgres(postgres.Options{})
 
 func TestMain(m *testing.M) {
-	code := servertest.Main(m, pg)
+	code := servertest.Main(m, pg, pgs)
 	if code == 0 {
 		// Every worker, sync loop and pool goroutine must be gone once runs return.
 		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {

@@ -85,8 +85,12 @@ type Coordinator struct {
 	log   *Log // nil when Naive
 
 	crashed atomic.Bool
-	mu      sync.Mutex // guards rng
-	rng     *rand.Rand
+	// dead is cancelled crashGrace after Crash: it ends the work phase of a transaction
+	// still in it (one waiting for a lock), as the coordinator's dying sessions would.
+	dead   context.Context
+	killed context.CancelFunc
+	mu     sync.Mutex // guards rng
+	rng    *rand.Rand
 	// Stops counts the transactions abandoned at each crash point, by Point.
 	stops [numPoints]atomic.Int64
 }
@@ -116,14 +120,27 @@ func New(parts []*pgxpool.Pool, mode Mode, log *Log, seed int64) (*Coordinator, 
 	if mode == Naive {
 		log = nil
 	}
-	return &Coordinator{parts: parts, mode: mode, log: log, rng: rand.New(rand.NewPCG(uint64(seed), 0x2bc))}, nil
+	dead, killed := context.WithCancel(context.Background())
+	return &Coordinator{parts: parts, mode: mode, log: log, dead: dead, killed: killed, rng: rand.New(rand.NewPCG(uint64(seed), 0x2bc))}, nil
 }
 
 // Crash simulates the coordinator's process dying: from now on Do starts nothing, and
 // every transaction in flight is abandoned at its next protocol boundary or, by a seeded
-// coin at each boundary, at a later one (never past the decision). What it prepared
-// stays prepared; what it had not prepared rolls back when its connection closes.
-func (c *Coordinator) Crash() { c.crashed.Store(true) }
+// coin at each boundary, at a later one (never past the decision). A transaction still
+// doing its work crashGrace after the crash (waiting for a lock an in-doubt transaction
+// holds, for as long as lock_timeout) is abandoned there, its sessions closed. What it
+// prepared stays prepared; what it had not prepared rolls back when its connection
+// closes.
+func (c *Coordinator) Crash() {
+	if !c.crashed.Swap(true) {
+		time.AfterFunc(crashGrace, c.killed)
+	}
+}
+
+// crashGrace is how long after a crash a transaction may go on with its work before the
+// crash ends it: long enough for work that is not waiting on a lock to reach the
+// protocol's boundaries, where the seeded coins decide where it stops.
+const crashGrace = 200 * time.Millisecond
 
 // Stops returns how many transactions the crash abandoned at each point.
 func (c *Coordinator) Stops() map[string]int64 {
@@ -176,22 +193,32 @@ func (c *Coordinator) Do(ctx context.Context, gid string, branches []Branch) (Ou
 			pc.Release() // pgxpool destroys a connection not idle or closed
 		}
 	}
+	// The work phase ends with the coordinator: a crash cancels it where it stands.
+	work, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(c.dead, stop)()
+	abort := func(err error) (Outcome, error) {
+		release(true)
+		if c.crashed.Load() {
+			c.stops[BeforePrepare].Add(1)
+			return Abandoned, ErrCrashed
+		}
+		return Aborted, err
+	}
 	for i, b := range branches {
-		pc, err := c.parts[b.Participant].Acquire(ctx)
+		pc, err := c.parts[b.Participant].Acquire(work)
 		if err != nil {
-			release(true)
-			return Aborted, fmt.Errorf("participant %d: %w", b.Participant, err)
+			return abort(fmt.Errorf("participant %d: %w", b.Participant, err))
 		}
 		conns[i] = pc
-		if _, err := pc.Exec(ctx, "BEGIN"); err != nil {
-			release(true)
-			return Aborted, fmt.Errorf("participant %d: begin: %w", b.Participant, err)
+		if _, err := pc.Exec(work, "BEGIN"); err != nil {
+			return abort(fmt.Errorf("participant %d: begin: %w", b.Participant, err))
 		}
-		if err := b.Work(ctx, pc.Conn()); err != nil {
-			release(true)
-			return Aborted, fmt.Errorf("participant %d: %w", b.Participant, err)
+		if err := b.Work(work, pc.Conn()); err != nil {
+			return abort(fmt.Errorf("participant %d: %w", b.Participant, err))
 		}
 	}
+	stop()
 
 	// Phase one.
 	var prepared []int
@@ -200,7 +227,7 @@ func (c *Coordinator) Do(ctx context.Context, gid string, branches []Branch) (Ou
 			release(true)
 			return Abandoned, ErrCrashed
 		}
-		if _, err := conns[i].Exec(ctx, "PREPARE TRANSACTION '"+gid+"'"); err != nil {
+		if _, err := conns[i].Exec(ctx, "PREPARE TRANSACTION '"+quote(gid)+"'"); err != nil {
 			release(true)
 			// The prepare of this branch may or may not have happened (a lost
 			// connection): no decision is recorded, so it is aborted, and rolling it
@@ -227,7 +254,7 @@ func (c *Coordinator) Do(ctx context.Context, gid string, branches []Branch) (Ou
 
 	// Phase two.
 	for _, p := range prepared {
-		if _, err := c.parts[p].Exec(ctx, "COMMIT PREPARED '"+gid+"'"); err != nil {
+		if _, err := c.parts[p].Exec(ctx, "COMMIT PREPARED '"+quote(gid)+"'"); err != nil {
 			// Decided: the transfer is committed; recovery finishes the rest.
 			return Committed, nil
 		}
@@ -241,7 +268,7 @@ func (c *Coordinator) Do(ctx context.Context, gid string, branches []Branch) (Ou
 func (c *Coordinator) rollback(ctx context.Context, gid string, parts []int) {
 	for _, p := range parts {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, _ = c.parts[p].Exec(ctx, "ROLLBACK PREPARED '"+gid+"'")
+		_, _ = c.parts[p].Exec(ctx, "ROLLBACK PREPARED '"+quote(gid)+"'")
 		cancel()
 	}
 }

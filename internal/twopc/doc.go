@@ -1,5 +1,7 @@
-// Package twopc runs distributed transactions over several PostgreSQL servers with
-// indoubt's own two-phase commit coordinator, and breaks them on purpose.
+// Package twopc is indoubt's own two-phase commit over several PostgreSQL servers: a
+// coordinator, its decision log and its recovery, and the table of the transfer and
+// two-rows workloads spread over the servers (Cluster, a transfer.Store). The runner
+// drives the runs (internal/runner); this package owns the protocol.
 //
 // The coordinator (Coordinator) runs BEGIN and the work on every participant, PREPARE
 // TRANSACTION on each in turn, then decides. The logged coordinator writes the commit
@@ -12,19 +14,8 @@
 // whatever it finds prepared; a crash between two participants' PREPAREs then commits
 // one side of a transfer while the other side never existed.
 //
-// Run drives the transfer and two-rows workloads (package workloads/transfer) on 2 to
-// 5 launched servers, with the proxy's commit faults at PREPARE TRANSACTION or COMMIT
-// PREPARED, or a coordinator crash (Coordinator.Crash: every transaction in flight is
-// abandoned at a protocol point chosen by a seeded coin, and the run ends). After a
-// crash it lists the transactions in doubt with their age and locks, sets a writer on
-// each row they hold (a loop of short lock_timeouts) to time how long the rows stay
-// locked, runs recovery, and checks the servers' final state: total conserved, no
-// transfer half applied, nothing left prepared. Transfer runs also record a bank history
-// that the bank checker judges on its own.
-//
-// Reads of the total across servers (one server after another, no global snapshot) can
-// see a transfer committed on one participant and not yet on the other: a fractured
-// read. It is counted and named, and it leaves the verdict valid, because what is
-// checked is atomic commitment, which two-phase commit promises, and not a snapshot
-// across servers, which independent PostgreSQL servers do not offer.
+// A coordinator crash (Cluster.Crash) abandons every transaction in flight at a
+// protocol point chosen by a seeded coin. Cluster.Settle then lists the transactions in
+// doubt with their age and locks, sets a writer on each row they hold (a loop of short
+// lock_timeouts) to time how long the rows stay locked, and runs recovery.
 package twopc

@@ -103,10 +103,14 @@ func Recover(ctx context.Context, parts []*pgxpool.Pool, mode Mode, logPath, pre
 		if r.Decision == Commit {
 			verb = "COMMIT PREPARED"
 		}
-		if _, err := parts[d.Participant].Exec(ctx, verb+" '"+strings.ReplaceAll(d.GID, "'", "''")+"'"); err != nil && !notPrepared(err) {
+		if _, err := parts[d.Participant].Exec(ctx, verb+" '"+quote(d.GID)+"'"); err != nil && !notPrepared(err) {
 			r.Err = err.Error()
 		}
 		out = append(out, r)
 	}
 	return out, nil
 }
+
+// quote escapes a gid for a string literal: PREPARE TRANSACTION and its kin take no
+// parameters.
+func quote(gid string) string { return strings.ReplaceAll(gid, "'", "''") }

@@ -13,6 +13,7 @@ import (
 	"github.com/indoubt/indoubt/workloads/counter"
 	"github.com/indoubt/indoubt/workloads/insert"
 	"github.com/indoubt/indoubt/workloads/register"
+	"github.com/indoubt/indoubt/workloads/transfer"
 )
 
 // entry is one workload of the table.
@@ -26,6 +27,8 @@ var table = []entry{
 	{workloads.Register, decode[register.Final]},
 	{workloads.Counter, decode[counter.Final]},
 	{workloads.Insert, decode[insert.Final]},
+	{workloads.Transfer, decode[transfer.Final]},
+	{workloads.TwoRows, decode[transfer.Final]},
 }
 
 func decode[F workloads.Final](raw json.RawMessage) (workloads.Final, error) {

@@ -1,5 +1,5 @@
 // Package faultstest holds what the tests of package faults and of its end-to-end suites
-// (faults/cqltest) share: they live in different packages, so cannot share test files.
+// (faults/cqle2e) share: they live in different packages, so cannot share test files.
 package faultstest
 
 import (

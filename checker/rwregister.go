@@ -1,0 +1,721 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// rwRegister is the rw-register model. A register's reads do not reveal the order of
+// its versions, so the checker infers what it can (versionOrders) and derives ww and
+// rw dependencies along that partial order.
+type rwRegister struct {
+	internal []rwInternal
+	// vg holds the version order's edges other than the initial state's, for
+	// explanations.
+	vg map[versionEdge]bool
+}
+
+type kv struct {
+	key uint32
+	val int64
+}
+
+type versionEdge struct {
+	key      uint32
+	from, to int64
+}
+
+type rwInternal struct {
+	txn      int32
+	mop      int
+	expected int64
+}
+
+// rwIndex is every transaction's external reads and writes, flat, and for each (key,
+// value) the transactions that externally wrote and read it.
+type rwIndex struct {
+	// The external reads of transaction t are r[rOff[t]:rOff[t+1]], its writes
+	// w[wOff[t]:wOff[t+1]].
+	rOff, wOff []int32
+	r, w       []kv
+	vals       elemTable // (key, value) → entry
+	// writers[wAt[e]:wAt[e+1]] are the transactions that take part and wrote entry
+	// e's value; readers[rAt[e]:rAt[e+1]] the committed ones that read it.
+	wAt, rAt         []int32
+	writers, readers []int32
+	// keyEnts[kAt[k]:kAt[k+1]] are key k's entries.
+	kAt, keyEnts []int32
+}
+
+func (x *rwIndex) reads(t int32) []kv  { return x.r[x.rOff[t]:x.rOff[t+1]] }
+func (x *rwIndex) writes(t int32) []kv { return x.w[x.wOff[t]:x.wOff[t+1]] }
+
+// writersOf returns the transactions that take part and wrote k = v.
+func (x *rwIndex) writersOf(k uint32, v int64) []int32 {
+	e := x.vals.get(k, v)
+	if e < 0 {
+		return nil
+	}
+	return x.writers[x.wAt[e]:x.wAt[e+1]]
+}
+
+// readersOf returns the committed transactions that read k = v.
+func (x *rwIndex) readersOf(k uint32, v int64) []int32 {
+	e := x.vals.get(k, v)
+	if e < 0 {
+		return nil
+	}
+	return x.readers[x.rAt[e]:x.rAt[e+1]]
+}
+
+// group builds the lists of the transactions at each entry, from parallel arrays of
+// entries and transactions, as offsets and members.
+func group(n int, ents, txns []int32) (at, members []int32) {
+	at = make([]int32, n+1)
+	for _, e := range ents {
+		at[e+1]++
+	}
+	for i := 1; i <= n; i++ {
+		at[i] += at[i-1]
+	}
+	members = make([]int32, len(ents))
+	fill := slices.Clone(at[:n])
+	for i, e := range ents {
+		members[fill[e]] = txns[i]
+		fill[e]++
+	}
+	return at, members
+}
+
+func newRWRegister() *rwRegister { return &rwRegister{} }
+
+// take records a completed transaction.
+func (rr *rwRegister) take(h *txnHistory, id int32, d *txnDecoder) error {
+	status := h.txns[id].status
+	for _, m := range d.mops {
+		switch {
+		case m.kind == mopAppend:
+			return fmt.Errorf("history index %d: rw-register transaction has an append to %s (want w or r)", h.at(id), h.in.keyString(m.key))
+		case m.isList:
+			return fmt.Errorf("history index %d: rw-register read of %s returned a list (a list-append history? give --model list-append)", h.at(id), h.in.keyString(m.key))
+		}
+	}
+	h.appendMops(id, d, nil)
+	if status != txnOK {
+		return nil
+	}
+	// Internal consistency: within a transaction a read sees the key's last value,
+	// once a micro-op has shown it (a first read of nothing shows nothing).
+	type state struct {
+		key uint32
+		val int64
+	}
+	var states []state
+	for i, m := range h.txnMops(id) {
+		j := slices.IndexFunc(states, func(s state) bool { return s.key == m.key })
+		if m.kind == mopRead && j >= 0 && states[j].val != valueNil && states[j].val != m.val {
+			rr.internal = append(rr.internal, rwInternal{txn: id, mop: i, expected: states[j].val})
+			break
+		}
+		if j < 0 {
+			states = append(states, state{m.key, m.val})
+		} else {
+			states[j].val = m.val
+		}
+	}
+	return nil
+}
+
+// extOf appends a transaction's external reads (the first micro-op on a key, when it
+// is a read) and external writes (the last write to a key) to reads and writes.
+func extOf(mops []txnMop, reads, writes []kv) ([]kv, []kv) {
+	for i, m := range mops {
+		first := true
+		for _, p := range mops[:i] {
+			if p.key == m.key {
+				first = false
+				break
+			}
+		}
+		if m.kind == mopRead && first {
+			reads = append(reads, kv{m.key, m.val})
+		}
+		if m.kind == mopWrite {
+			last := true
+			for _, n := range mops[i+1:] {
+				if n.key == m.key && n.kind == mopWrite {
+					last = false
+					break
+				}
+			}
+			if last {
+				writes = append(writes, kv{m.key, m.val})
+			}
+		}
+	}
+	return reads, writes
+}
+
+func lookup(s []kv, key uint32) (int64, bool) {
+	for _, x := range s {
+		if x.key == key {
+			return x.val, true
+		}
+	}
+	return 0, false
+}
+
+// analyze infers the version orders, the dependencies, and the anomalies that need no
+// cycle.
+func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (*txnAnalysis, error) {
+	an := newTxnAnalysis(h, c, rr)
+	n := len(h.txns)
+	x := newRWIndex(h)
+	// Entries for every value written or read, and who wrote each (failed
+	// transactions aside).
+	var wEnts, wTxns []int32
+	for id, t := range h.txns {
+		if t.status == txnFail {
+			continue
+		}
+		for _, w := range x.writes(int32(id)) {
+			wEnts = append(wEnts, x.entry(w))
+			wTxns = append(wTxns, int32(id))
+		}
+	}
+	for id, t := range h.txns {
+		if t.status == txnOK {
+			for _, r := range x.reads(int32(id)) {
+				x.entry(r)
+			}
+		}
+	}
+	allAt, all := group(len(x.vals.entries), wEnts, wTxns)
+	// The transactions that take part: committed ones, and unknown ones a committed
+	// read proves committed by seeing one of their writes.
+	part := make([]bool, n)
+	for id, t := range h.txns {
+		part[id] = t.status == txnOK
+	}
+	var rEnts, rTxns []int32
+	for id, t := range h.txns {
+		if t.status != txnOK {
+			continue
+		}
+		for _, r := range x.reads(int32(id)) {
+			e := x.vals.get(r.key, r.val)
+			rEnts = append(rEnts, e)
+			rTxns = append(rTxns, int32(id))
+			if r.val == valueNil {
+				continue
+			}
+			ws := all[allAt[e]:allAt[e+1]]
+			if len(ws) > 1 {
+				return nil, fmt.Errorf("history index %d: %s had value %s written by more than one transaction (history indices %d and %d): rw-register needs every written value unique per key",
+					h.at(int32(id)), h.in.keyString(r.key), h.in.valueString(r.val), h.at(ws[0]), h.at(ws[1]))
+			}
+			for _, w := range ws {
+				part[w] = true
+			}
+		}
+	}
+	var pEnts, pTxns []int32
+	for i, e := range wEnts {
+		if part[wTxns[i]] {
+			pEnts, pTxns = append(pEnts, e), append(pTxns, wTxns[i])
+		}
+	}
+	ne := len(x.vals.entries)
+	x.wAt, x.writers = group(ne, pEnts, pTxns)
+	x.rAt, x.readers = group(ne, rEnts, rTxns)
+	keyOf := make([]int32, ne)
+	idx := make([]int32, ne)
+	for e := range x.vals.entries {
+		keyOf[e], idx[e] = int32(x.vals.entries[e].key), int32(e)
+	}
+	x.kAt, x.keyEnts = group(h.in.nkeys(), keyOf, idx)
+	// wr: a read and the one write of what it saw.
+	for i, e := range rEnts {
+		if x.vals.entries[e].elem == valueNil {
+			continue
+		}
+		for _, w := range x.writers[x.wAt[e]:x.wAt[e+1]] {
+			an.edge(w, rTxns[i], relWR)
+		}
+	}
+	if ctx.Err() != nil {
+		return an, nil
+	}
+	// The initial state precedes every value: whoever read a key unset precedes
+	// every write of it.
+	for k := 0; k < h.in.nkeys(); k++ {
+		nilReaders := x.readersOf(uint32(k), valueNil)
+		if len(nilReaders) == 0 {
+			continue
+		}
+		for _, e := range x.keyEnts[x.kAt[k]:x.kAt[k+1]] {
+			if x.vals.entries[e].elem == valueNil {
+				continue
+			}
+			for _, b := range x.writers[x.wAt[e]:x.wAt[e+1]] {
+				for _, a := range nilReaders {
+					an.edge(a, b, relRW)
+				}
+			}
+		}
+	}
+	edges := rr.versionOrders(h, c, an, x)
+	rr.vg = make(map[versionEdge]bool, len(edges))
+	for _, e := range edges {
+		rr.vg[e] = true
+		to := x.writersOf(e.key, e.to)
+		for _, b := range to {
+			for _, a := range x.writersOf(e.key, e.from) {
+				an.edge(a, b, relWW)
+			}
+			for _, a := range x.readersOf(e.key, e.from) {
+				an.edge(a, b, relRW)
+			}
+		}
+	}
+	rr.cases(h, an)
+	return an, nil
+}
+
+// newRWIndex returns the index of h's external reads and writes, its entries not yet
+// made.
+func newRWIndex(h *txnHistory) *rwIndex {
+	n := len(h.txns)
+	x := &rwIndex{rOff: make([]int32, n+1), wOff: make([]int32, n+1)}
+	for id := range h.txns {
+		x.r, x.w = extOf(h.txnMops(int32(id)), x.r, x.w)
+		x.rOff[id+1], x.wOff[id+1] = int32(len(x.r)), int32(len(x.w))
+	}
+	return x
+}
+
+// entry returns the entry of (key, value), adding it when absent.
+func (x *rwIndex) entry(v kv) int32 {
+	if e := x.vals.get(v.key, v.val); e >= 0 {
+		return e
+	}
+	e := x.vals.add(v.key, v.val)
+	x.vals.index(e)
+	return e
+}
+
+// versionOrders returns the edges of every key's version order that the assumptions
+// of c's options allow, besides the initial state's (before every value, implicit):
+// each assumption whose edges keep every key's order acyclic. An assumption that does
+// not is left out and each cycle it would make is reported as cyclic-versions.
+func (rr *rwRegister) versionOrders(h *txnHistory, c *txnCheck, an *txnAnalysis, x *rwIndex) []versionEdge {
+	type source struct {
+		name  string
+		edges func() []versionEdge
+	}
+	var sources []source
+	if c.opt.WFRKeys {
+		sources = append(sources, source{"wfr-keys", func() []versionEdge {
+			var es []versionEdge
+			for id, t := range h.txns {
+				if t.status != txnOK {
+					continue
+				}
+				for _, r := range x.reads(int32(id)) {
+					if w, ok := lookup(x.writes(int32(id)), r.key); ok && r.val != valueNil && w != r.val {
+						es = append(es, versionEdge{r.key, r.val, w})
+					}
+				}
+			}
+			return es
+		}})
+	}
+	if c.opt.SequentialKeys {
+		sources = append(sources, source{"sequential-keys", func() []versionEdge {
+			return rr.orderEdges(h, x, processSuccessors(h))
+		}})
+	}
+	if c.opt.LinearizableKeys {
+		sources = append(sources, source{"linearizable-keys", func() []versionEdge {
+			return rr.orderEdges(h, x, realtimeSuccessors(h))
+		}})
+	}
+	var accepted []versionEdge
+	names := []string{"initial-state"}
+	for _, s := range sources {
+		merged := append(slices.Clone(accepted), s.edges()...)
+		cycles := versionCycles(merged)
+		if len(cycles) == 0 {
+			accepted = merged
+			names = append(names, s.name)
+			continue
+		}
+		for _, cy := range cycles {
+			vals := make([]string, len(cy.vals))
+			for i, v := range cy.vals {
+				vals[i] = h.in.valueString(v)
+			}
+			an.add("cyclic-versions", txnAnomaly{text: fmt.Sprintf("%s's versions %s would each precede one another by %s: the assumption of %s is left out",
+				h.in.keyString(cy.key), strings.Join(vals, ", "), strings.Join(append(slices.Clone(names), s.name), ", "), s.name)})
+		}
+	}
+	return dedupEdges(accepted)
+}
+
+func dedupEdges(es []versionEdge) []versionEdge {
+	sort.Slice(es, func(i, j int) bool {
+		a, b := es[i], es[j]
+		if a.key != b.key {
+			return a.key < b.key
+		}
+		if a.from != b.from {
+			return a.from < b.from
+		}
+		return a.to < b.to
+	})
+	return slices.Compact(es)
+}
+
+type versionCycle struct {
+	key  uint32
+	vals []int64
+}
+
+// versionCycles returns each key's cycles of versions: its strongly connected
+// components of more than one value.
+func versionCycles(es []versionEdge) []versionCycle {
+	es = dedupEdges(slices.Clone(es))
+	var out []versionCycle
+	for i := 0; i < len(es); {
+		j := i
+		for j < len(es) && es[j].key == es[i].key {
+			j++
+		}
+		idx := map[int64]int32{}
+		var vals []int64
+		id := func(v int64) int32 {
+			if x, ok := idx[v]; ok {
+				return x
+			}
+			idx[v] = int32(len(vals))
+			vals = append(vals, v)
+			return int32(len(vals) - 1)
+		}
+		adj := map[int32][]int32{}
+		intoNil := false
+		for _, e := range es[i:j] {
+			a, b := id(e.from), id(e.to)
+			adj[a] = append(adj[a], b)
+			intoNil = intoNil || e.to == valueNil
+		}
+		if intoNil {
+			// The initial state precedes every value, and here something is said to
+			// precede the initial state.
+			n := id(valueNil)
+			for v := range vals {
+				if int32(v) != n {
+					adj[n] = append(adj[n], int32(v))
+				}
+			}
+		}
+		comp, count := tarjan(len(vals), func(v, k int32) int32 {
+			if int(k) >= len(adj[v]) {
+				return -1
+			}
+			return adj[v][k]
+		})
+		members := make([][]int64, count)
+		for v, c := range comp {
+			members[c] = append(members[c], vals[v])
+		}
+		for _, m := range members {
+			if len(m) > 1 {
+				slices.Sort(m)
+				out = append(out, versionCycle{es[i].key, m})
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// processSuccessors returns, for each transaction, the next ok transaction of its
+// process (the process order Elle's sequential-keys assumption reads), ok ones only.
+func processSuccessors(h *txnHistory) func(id int32) []int32 {
+	next := make([]int32, len(h.txns))
+	for i := range next {
+		next[i] = -1
+	}
+	okOrder := make([]int32, h.okCount)
+	for i, t := range h.txns {
+		if t.okPos >= 0 {
+			okOrder[t.okPos] = int32(i)
+		}
+	}
+	last := map[int32]int32{}
+	for _, id := range okOrder {
+		p := h.txns[id].process
+		if prev, ok := last[p]; ok {
+			next[prev] = id
+		}
+		last[p] = id
+	}
+	return func(id int32) []int32 {
+		if next[id] < 0 {
+			return nil
+		}
+		return []int32{next[id]}
+	}
+}
+
+// realtimeSuccessors returns, for each ok transaction, the transactions real-time order
+// links it to (the transitive reduction of "completed before it was invoked").
+func realtimeSuccessors(h *txnHistory) func(id int32) []int32 {
+	an := &txnAnalysis{h: h, c: &txnCheck{realtime: true}}
+	g := an.buildGraph()
+	return func(id int32) []int32 {
+		var out []int32
+		for i := int32(0); i < g.degree(id); i++ {
+			out = append(out, g.neighbour(id, i))
+		}
+		return out
+	}
+}
+
+// orderEdges infers version edges from an order of transactions: when T1 precedes T2
+// and both touched key k, the version T1 left k at precedes the one T2 first saw or
+// wrote. For each transaction and key, only the first transactions after it (along
+// each path of the order) to touch the key count; later ones follow from those.
+func (rr *rwRegister) orderEdges(h *txnHistory, x *rwIndex, succ func(int32) []int32) []versionEdge {
+	n := len(h.txns)
+	touches := func(id int32) []uint32 {
+		var ks []uint32
+		switch h.txns[id].status {
+		case txnOK:
+			for _, r := range x.reads(id) {
+				ks = append(ks, r.key)
+			}
+			fallthrough
+		case txnInfo:
+			for _, w := range x.writes(id) {
+				if !slices.Contains(ks, w.key) {
+					ks = append(ks, w.key)
+				}
+			}
+		}
+		return ks
+	}
+	// first[id][k]: the first transactions after id to touch k. Computed in reverse
+	// id order, which is a topological order of both orders.
+	first := make([]map[uint32][]int32, n)
+	for id := int32(n - 1); id >= 0; id-- {
+		m := map[uint32][]int32{}
+		for _, b := range succ(id) {
+			if b < 0 {
+				continue
+			}
+			own := touches(b)
+			for _, k := range own {
+				if !slices.Contains(m[k], b) {
+					m[k] = append(m[k], b)
+				}
+			}
+			for k, bs := range first[b] {
+				if slices.Contains(own, k) {
+					continue
+				}
+				for _, y := range bs {
+					if !slices.Contains(m[k], y) {
+						m[k] = append(m[k], y)
+					}
+				}
+			}
+		}
+		first[id] = m
+	}
+	var es []versionEdge
+	for id := range h.txns {
+		a := int32(id)
+		for k, bs := range first[a] {
+			v1, ok := rr.lastValue(h, x, a, k)
+			if !ok {
+				continue
+			}
+			for _, b := range bs {
+				if v2, ok := rr.firstValue(h, x, b, k); ok && v2 != v1 {
+					es = append(es, versionEdge{k, v1, v2})
+				}
+			}
+		}
+	}
+	return es
+}
+
+// lastValue is the version of k a transaction left: its last write, else what it read.
+func (rr *rwRegister) lastValue(h *txnHistory, x *rwIndex, id int32, k uint32) (int64, bool) {
+	switch h.txns[id].status {
+	case txnOK:
+		if v, ok := lookup(x.writes(id), k); ok {
+			return v, true
+		}
+		return lookup(x.reads(id), k)
+	case txnInfo:
+		return lookup(x.writes(id), k)
+	}
+	return 0, false
+}
+
+// firstValue is the version of k a transaction first saw: its external read, else its
+// write.
+func (rr *rwRegister) firstValue(h *txnHistory, x *rwIndex, id int32, k uint32) (int64, bool) {
+	switch h.txns[id].status {
+	case txnOK:
+		if v, ok := lookup(x.reads(id), k); ok {
+			return v, true
+		}
+		return lookup(x.writes(id), k)
+	case txnInfo:
+		return lookup(x.writes(id), k)
+	}
+	return 0, false
+}
+
+// cases adds internal, G1a, G1b and lost-update.
+func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
+	for _, c := range rr.internal {
+		m := h.txnMops(c.txn)[c.mop]
+		an.add("internal", txnAnomaly{txns: []int32{c.txn},
+			text: fmt.Sprintf("%s read %s = %s, but its own earlier micro-ops mean it should have read %s",
+				h.name(c.txn), h.in.keyString(m.key), h.in.valueString(m.val), h.in.valueString(c.expected))})
+	}
+	failed := map[kv]int32{}
+	intermediate := map[kv]int32{}
+	for id, t := range h.txns {
+		mops := h.txnMops(int32(id))
+		for i, m := range mops {
+			if m.kind != mopWrite {
+				continue
+			}
+			if t.status == txnFail {
+				failed[kv{m.key, m.val}] = int32(id)
+			}
+			if slices.ContainsFunc(mops[i+1:], func(n txnMop) bool { return n.kind == mopWrite && n.key == m.key }) {
+				intermediate[kv{m.key, m.val}] = int32(id)
+			}
+		}
+	}
+	type luKey struct {
+		key uint32
+		val int64
+	}
+	lost := map[luKey][]int32{}
+	var lostOrder []luKey
+	for id, t := range h.txns {
+		if t.status != txnOK {
+			continue
+		}
+		mops := h.txnMops(int32(id))
+		for _, m := range mops {
+			if m.kind != mopRead || m.val == valueNil {
+				continue
+			}
+			if w, ok := failed[kv{m.key, m.val}]; ok {
+				an.add("G1a", txnAnomaly{txns: []int32{int32(id), w},
+					text: fmt.Sprintf("%s read %s = %s, which %s wrote, and that transaction failed: it read aborted state",
+						h.name(int32(id)), h.in.keyString(m.key), h.in.valueString(m.val), h.name(w))})
+			}
+			if w, ok := intermediate[kv{m.key, m.val}]; ok && w != int32(id) {
+				an.add("G1b", txnAnomaly{txns: []int32{int32(id), w},
+					text: fmt.Sprintf("%s read %s = %s, an intermediate write of %s, which wrote %s again after it",
+						h.name(int32(id)), h.in.keyString(m.key), h.in.valueString(m.val), h.name(w), h.in.keyString(m.key))})
+			}
+		}
+		// Lost update: the value read of a key before the transaction first wrote it.
+		var readFirst []kv
+		var written []uint32
+		for _, m := range mops {
+			switch {
+			case m.kind == mopWrite && !slices.Contains(written, m.key):
+				written = append(written, m.key)
+				if v, ok := lookup(readFirst, m.key); ok {
+					k := luKey{m.key, v}
+					if lost[k] == nil {
+						lostOrder = append(lostOrder, k)
+					}
+					lost[k] = append(lost[k], int32(id))
+				}
+			case m.kind == mopRead && !slices.Contains(written, m.key):
+				if _, ok := lookup(readFirst, m.key); !ok {
+					readFirst = append(readFirst, kv{m.key, m.val})
+				}
+			}
+		}
+	}
+	for _, k := range lostOrder {
+		txns := lost[k]
+		if len(txns) < 2 {
+			continue
+		}
+		names := make([]string, len(txns))
+		for i, t := range txns {
+			names[i] = h.name(t)
+		}
+		an.add("lost-update", txnAnomaly{txns: txns,
+			text: fmt.Sprintf("%s all read %s = %s and then wrote %s: each built on a version the others also replaced",
+				strings.Join(names, ", "), h.in.keyString(k.key), h.in.valueString(k.val), h.in.keyString(k.key))})
+	}
+}
+
+// explainEdge says why a precedes b by rel.
+func (rr *rwRegister) explainEdge(h *txnHistory, a, b int32, rel edgeBits, an, bn string) (string, cycleStep) {
+	step := cycleStep{Type: rel.String(), FromMop: -1, ToMop: -1}
+	am, bm := h.txnMops(a), h.txnMops(b)
+	ar, aw := extOf(am, nil, nil)
+	br, bw := extOf(bm, nil, nil)
+	mopOf := func(mops []txnMop, kind mopKind, k uint32, v int64) int {
+		for i, m := range mops {
+			if m.kind == kind && m.key == k && m.val == v {
+				return i
+			}
+		}
+		return -1
+	}
+	show := func(v int64) string {
+		if v == valueNil {
+			return "null (never written)"
+		}
+		return h.in.valueString(v)
+	}
+	switch rel {
+	case relWR:
+		for _, r := range br {
+			if v, ok := lookup(aw, r.key); ok && v == r.val && r.val != valueNil {
+				step.Key, step.Value = h.in.keyText[r.key], h.in.valueJSON(r.val)
+				step.FromMop, step.ToMop = mopOf(am, mopWrite, r.key, r.val), mopOf(bm, mopRead, r.key, r.val)
+				return fmt.Sprintf("%s read %s = %s, which %s wrote", bn, h.in.keyString(r.key), h.in.valueString(r.val), an), step
+			}
+		}
+	case relWW, relRW:
+		from, kind := aw, mopWrite
+		if rel == relRW {
+			from, kind = ar, mopRead
+		}
+		for _, x := range from {
+			v2, ok := lookup(bw, x.key)
+			if !ok || !(x.val == valueNil && v2 != valueNil || rr.vg[versionEdge{x.key, x.val, v2}]) {
+				continue
+			}
+			step.Key, step.Value, step.Value2 = h.in.keyText[x.key], h.in.valueJSON(x.val), h.in.valueJSON(v2)
+			step.FromMop, step.ToMop = mopOf(am, kind, x.key, x.val), mopOf(bm, mopWrite, x.key, v2)
+			verb := "wrote"
+			if rel == relRW {
+				verb = "read"
+			}
+			return fmt.Sprintf("%s %s %s = %s, and %s wrote %s, a later version of %s", an, verb, h.in.keyString(x.key), show(x.val), bn, h.in.valueString(v2), h.in.keyString(x.key)), step
+		}
+	}
+	return "", step
+}

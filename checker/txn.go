@@ -1,0 +1,724 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/indoubt/indoubt/histories"
+)
+
+// Transactional models, by the name a history header or a flag gives them.
+const (
+	// ListAppendModel is a history of transactions over lists: appends of values
+	// unique per key, and reads of whole lists (CheckListAppend).
+	ListAppendModel = "list-append"
+	// RWRegisterModel is a history of transactions over registers: writes of values
+	// unique per key, and reads of single values (CheckRWRegister).
+	RWRegisterModel = "rw-register"
+)
+
+// TxnFunction is the function (Op.F) of every operation of a transactional history.
+const TxnFunction = "txn"
+
+// TxnOptions configure CheckListAppend and CheckRWRegister. The zero value checks for
+// strict serializability, Elle's default, with a one-second search budget per
+// strongly connected component and no bound on the whole check.
+type TxnOptions struct {
+	// ConsistencyModels are the models the history must satisfy, by the names of
+	// TxnConsistencyModels (snapshot-isolation, serializable, ...). Empty means
+	// strict-serializable, unless Anomalies is set: then only those anomalies fail
+	// the history.
+	ConsistencyModels []string
+	// Anomalies are anomalies (TxnAnomalies) that fail the history besides those the
+	// models forbid, each with the anomalies that imply it: G1 brings G1a, G1b, G1c
+	// and G0.
+	Anomalies []string
+	// CycleSearchTimeout bounds the search for each strongly connected component's
+	// cycles; 0 means one second. A search cut short reports cycle-search-timeout,
+	// which leaves the verdict Unknown unless something else proves it Invalid.
+	CycleSearchTimeout time.Duration
+	// Timeout bounds the whole check; 0 means no bound. When it or the context ends
+	// first the verdict is Unknown.
+	Timeout time.Duration
+
+	// The register checker cannot read a version order off its values; these say
+	// what else it may assume to infer one (besides that every key starts unset,
+	// before every written value). They are assumptions about the database, so a
+	// violation found with them holds only where they hold.
+
+	// LinearizableKeys assumes each key is linearizable on its own: a transaction
+	// that completed before another began saw or wrote an earlier version of every
+	// key both touched (Elle's :linearizable-keys?).
+	LinearizableKeys bool
+	// SequentialKeys assumes each key is sequentially consistent on its own: the
+	// same, in each process's order (Elle's :sequential-keys?).
+	SequentialKeys bool
+	// WFRKeys assumes writes follow reads within a transaction: a transaction that
+	// read x = 1 and then wrote x = 2 installed a later version (Elle's :wfr-keys?).
+	WFRKeys bool
+}
+
+// Validate reports the first option that cannot be checked for: an unknown model or
+// anomaly name, a negative timeout. CheckListAppend and CheckRWRegister call it; a
+// program that takes options from its users may call it before reading a history.
+func (o TxnOptions) Validate() error {
+	_, err := newTxnCheck(o)
+	return err
+}
+
+// txnStatus is how a transaction ended.
+type txnStatus uint8
+
+const (
+	txnOK   txnStatus = 1 + iota // committed
+	txnInfo                      // unknown: committed or not
+	txnFail                      // certainly not committed
+)
+
+func (s txnStatus) String() string {
+	switch s {
+	case txnOK:
+		return "ok"
+	case txnInfo:
+		return "info"
+	case txnFail:
+		return "fail"
+	}
+	return "open"
+}
+
+// txnRec is one transaction of a history: its invocation and completion paired by
+// process.
+type txnRec struct {
+	inv, comp int64 // history indices of the invocation and the completion; -1 when absent
+	mop, nmop int32 // its micro-ops: txnHistory.mops[mop : mop+nmop]
+	okPos     int32 // its position among the ok completions, in history order; -1 unless ok
+	// rtLo, rtHi are the ok completions (by okPos) that real-time order links to this
+	// transaction: those that completed before it was invoked and that no other
+	// completion before its invocation already follows (the transitive reduction).
+	// Empty when it was never invoked.
+	rtLo, rtHi int32
+	process    int32
+	status     txnStatus
+}
+
+// txnMop is one micro-op of a transaction.
+type txnMop struct {
+	val  int64 // append or write: the value; register read: the value read; list read: a read index, -1 when unknown
+	key  uint32
+	kind mopKind
+	null bool // a read of null, or one with no value
+}
+
+// txnModel is what CheckListAppend and CheckRWRegister do beyond the common reading of
+// transactions: take each completed transaction's micro-ops, then decide.
+type txnModel interface {
+	// take records transaction id, whose micro-ops d holds.
+	take(h *txnHistory, id int32, d *txnDecoder) error
+}
+
+// txnHistory reads a transactional history one event at a time.
+type txnHistory struct {
+	model string
+	in    *txnInterner
+	dec   txnDecoder
+	txns  []txnRec
+	mops  []txnMop
+	// pending holds each process's open transactions, oldest first.
+	pending pendingTxns
+	m       txnModel
+	okCount int32 // ok completions so far
+	rtStart int32 // ok completions before this one are implied by a later completion
+	events  int64
+	clients int64
+}
+
+// pendingTxn is an invoked transaction not yet completed.
+type pendingTxn struct {
+	id    int32
+	value []byte
+}
+
+// pendingTxns holds the open transactions of each process.
+type pendingTxns struct {
+	slot []pendingTxn // slot[p]: process p's oldest open transaction; id -1 for none
+	more map[int][]pendingTxn
+}
+
+// maxSlot bounds the processes held in slot; those beyond, rare, are in more.
+const maxSlot = 1 << 20
+
+func (q *pendingTxns) push(p int, t pendingTxn) {
+	if p < maxSlot {
+		for p >= len(q.slot) {
+			q.slot = append(q.slot, pendingTxn{id: -1})
+		}
+		if q.slot[p].id < 0 {
+			q.slot[p] = t
+			return
+		}
+	}
+	if q.more == nil {
+		q.more = map[int][]pendingTxn{}
+	}
+	q.more[p] = append(q.more[p], t)
+}
+
+func (q *pendingTxns) pop(p int) (pendingTxn, bool) {
+	if p < len(q.slot) && q.slot[p].id >= 0 {
+		t := q.slot[p]
+		q.slot[p] = pendingTxn{id: -1}
+		if m := q.more[p]; len(m) > 0 {
+			q.slot[p] = m[0]
+			if len(m) == 1 {
+				delete(q.more, p)
+			} else {
+				q.more[p] = m[1:]
+			}
+		}
+		return t, true
+	}
+	if p < maxSlot {
+		return pendingTxn{}, false
+	}
+	m := q.more[p]
+	if len(m) == 0 {
+		return pendingTxn{}, false
+	}
+	if len(m) == 1 {
+		delete(q.more, p)
+	} else {
+		q.more[p] = m[1:]
+	}
+	return m[0], true
+}
+
+// all removes and returns every open transaction.
+func (q *pendingTxns) all() []pendingTxn {
+	var out []pendingTxn
+	for p, t := range q.slot {
+		if t.id >= 0 {
+			out = append(out, t)
+			q.slot[p] = pendingTxn{id: -1}
+		}
+	}
+	for p, ts := range q.more {
+		out = append(out, ts...)
+		delete(q.more, p)
+	}
+	return out
+}
+
+func newTxnHistory(model string, m txnModel) *txnHistory {
+	in := newTxnInterner()
+	return &txnHistory{model: model, in: in, dec: txnDecoder{in: in}, m: m}
+}
+
+// add takes the next event of the history. Events of the nemesis are skipped.
+func (h *txnHistory) add(op histories.Op) error {
+	h.events++
+	if !op.IsClient() {
+		return nil
+	}
+	h.clients++
+	if op.F != TxnFunction {
+		return fmt.Errorf("history index %d: %s history has function %q (want %s)", op.Index, h.model, op.F, TxnFunction)
+	}
+	if op.Process > math.MaxInt32 {
+		return fmt.Errorf("history index %d: process %d out of range", op.Index, op.Process)
+	}
+	if op.Type == histories.Invoke {
+		// A process runs one transaction at a time, but Elle's own tests build
+		// histories where one has several open: completions pair with its
+		// invocations in order.
+		id, err := h.newTxn()
+		if err != nil {
+			return err
+		}
+		h.txns[id] = txnRec{inv: op.Index, comp: -1, okPos: -1, rtLo: h.rtStart, rtHi: h.okCount, process: int32(op.Process)}
+		h.pending.push(op.Process, pendingTxn{id: id, value: op.Value})
+		return nil
+	}
+	var status txnStatus
+	switch op.Type {
+	case histories.OK:
+		status = txnOK
+	case histories.Info:
+		status = txnInfo
+	case histories.Fail:
+		status = txnFail
+	default:
+		return fmt.Errorf("history index %d: event type %s is not a completion", op.Index, op.Type)
+	}
+	p, invoked := h.pending.pop(op.Process)
+	var id int32
+	if invoked {
+		id = p.id
+	} else {
+		// A completion without its invocation (histories written as completions
+		// alone, as Elle's own tests are): nothing is known of when it began.
+		var err error
+		if id, err = h.newTxn(); err != nil {
+			return err
+		}
+		h.txns[id] = txnRec{inv: -1, okPos: -1, process: int32(op.Process)}
+	}
+	value := op.Value
+	if status != txnOK && (len(value) == 0 || string(value) == "null") {
+		// A failed or unknown completion usually carries no value: what it was asked
+		// is all that is known.
+		value = p.value
+	}
+	if status == txnOK && len(value) == 0 {
+		return fmt.Errorf("history index %d: ok transaction without a value: what it read is unknown", op.Index)
+	}
+	return h.complete(id, op.Index, status, value)
+}
+
+func (h *txnHistory) newTxn() (int32, error) {
+	if len(h.txns) >= math.MaxInt32-1 {
+		return 0, errors.New("more transactions than the checker can hold")
+	}
+	h.txns = grown(h.txns, 1)
+	h.txns = append(h.txns, txnRec{})
+	return int32(len(h.txns) - 1), nil
+}
+
+// complete records how transaction id ended and takes its micro-ops.
+func (h *txnHistory) complete(id int32, index int64, status txnStatus, value []byte) error {
+	t := &h.txns[id]
+	t.comp, t.status = index, status
+	if status == txnOK {
+		t.okPos = h.okCount
+		h.okCount++
+		// Every ok completion linked to this transaction at its invocation now
+		// precedes it: later invocations need no edge from them.
+		if t.inv >= 0 {
+			h.rtStart = max(h.rtStart, t.rtHi)
+		}
+	}
+	if err := h.dec.decode(value); err != nil {
+		return fmt.Errorf("history index %d: %w", h.at(id), err)
+	}
+	return h.m.take(h, id, &h.dec)
+}
+
+// at is the history index that names transaction id in errors: its completion, or its
+// invocation while open.
+func (h *txnHistory) at(id int32) int64 {
+	if t := h.txns[id]; t.comp >= 0 {
+		return t.comp
+	}
+	return h.txns[id].inv
+}
+
+// close ends the history: transactions still open are as unknown as info ones.
+func (h *txnHistory) close() error {
+	open := h.pending.all()
+	// In invocation order, so that what the check reports does not depend on a map's.
+	slices.SortFunc(open, func(a, b pendingTxn) int { return int(a.id - b.id) })
+	for _, p := range open {
+		t := &h.txns[p.id]
+		t.status = txnInfo
+		if err := h.dec.decode(p.value); err != nil {
+			return fmt.Errorf("history index %d: %w", t.inv, err)
+		}
+		if err := h.m.take(h, p.id, &h.dec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendMops stores the micro-ops of d for transaction id, the value of each list read
+// given by readIndex (nil for registers).
+func (h *txnHistory) appendMops(id int32, d *txnDecoder, readIndex func(i int, m rawMop) int64) {
+	t := &h.txns[id]
+	t.mop, t.nmop = int32(len(h.mops)), int32(len(d.mops))
+	h.mops = grown(h.mops, len(d.mops))
+	for i, m := range d.mops {
+		tm := txnMop{key: m.key, kind: m.kind, null: !m.hasValue, val: m.val}
+		if readIndex != nil && m.kind == mopRead {
+			tm.val = readIndex(i, m)
+		}
+		h.mops = append(h.mops, tm)
+	}
+}
+
+// grown returns s with room for n more elements, doubling its capacity when it must
+// grow: append's growth by a quarter, on slices of millions of entries, copies each
+// several times over.
+func grown[T any](s []T, n int) []T {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	g := make([]T, len(s), max(2*cap(s), len(s)+n, 1024))
+	copy(g, s)
+	return g
+}
+
+// txnMops returns transaction id's micro-ops.
+func (h *txnHistory) txnMops(id int32) []txnMop {
+	t := h.txns[id]
+	return h.mops[t.mop : t.mop+t.nmop]
+}
+
+// txnCheck is what a transactional check was asked: the anomalies that fail the
+// history, those worth reporting, and which order beyond data dependencies the graph
+// needs.
+type txnCheck struct {
+	opt        TxnOptions
+	prohibited map[string]bool
+	reportable map[string]bool
+	realtime   bool // real-time edges (which imply process order)
+	process    bool // process edges, when real time is not needed
+}
+
+// newTxnCheck validates opt and works out what the check looks for.
+func newTxnCheck(opt TxnOptions) (*txnCheck, error) {
+	if err := checkModelNames(opt.ConsistencyModels); err != nil {
+		return nil, err
+	}
+	if err := checkAnomalyNames(opt.Anomalies); err != nil {
+		return nil, err
+	}
+	if opt.CycleSearchTimeout < 0 || opt.Timeout < 0 {
+		return nil, errors.New("timeouts must not be negative")
+	}
+	models := opt.ConsistencyModels
+	if len(models) == 0 && len(opt.Anomalies) == 0 {
+		models = []string{"strict-serializable"}
+	}
+	c := &txnCheck{opt: opt, prohibited: prohibitedAnomalies(models, opt.Anomalies)}
+	c.reportable = map[string]bool{"empty-transaction-graph": true, "cycle-search-timeout": true}
+	for a := range c.prohibited {
+		c.reportable[a] = true
+	}
+	for a := range c.reportable {
+		switch {
+		case hasSuffix(a, "-realtime"):
+			c.realtime = true
+		case hasSuffix(a, "-process"):
+			c.process = true
+		}
+	}
+	if c.realtime {
+		c.process = false
+	}
+	return c, nil
+}
+
+func hasSuffix(s, suffix string) bool {
+	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
+}
+
+// txnOptionsFrom returns o completed from the history header's params where o leaves
+// a field unset: "consistency_models" and "anomalies" (arrays of names),
+// "linearizable_keys", "sequential_keys" and "wfr_keys" (booleans), so that a run's
+// history is checked again for what the run checked it for.
+func txnOptionsFrom(h *histories.Header, o TxnOptions) (TxnOptions, error) {
+	if h == nil {
+		return o, nil
+	}
+	get := func(name string, into any) error {
+		raw, ok := h.Params[name]
+		if !ok || string(raw) == "null" {
+			return nil
+		}
+		if err := json.Unmarshal(raw, into); err != nil {
+			return fmt.Errorf("header params.%s %s: %v", name, raw, err)
+		}
+		return nil
+	}
+	if len(o.ConsistencyModels) == 0 && len(o.Anomalies) == 0 {
+		if err := get("consistency_models", &o.ConsistencyModels); err != nil {
+			return o, err
+		}
+		if err := get("anomalies", &o.Anomalies); err != nil {
+			return o, err
+		}
+	}
+	for name, p := range map[string]*bool{"linearizable_keys": &o.LinearizableKeys, "sequential_keys": &o.SequentialKeys, "wfr_keys": &o.WFRKeys} {
+		if !*p {
+			if err := get(name, p); err != nil {
+				return o, err
+			}
+		}
+	}
+	return o, nil
+}
+
+// txnChecker is a list-append or rw-register check fed one event at a time.
+type txnChecker struct {
+	h     *txnHistory
+	c     *txnCheck
+	model interface {
+		txnModel
+		// analyze infers the dependency graph and the anomalies found without it.
+		analyze(ctx context.Context, h *txnHistory, c *txnCheck) (*txnAnalysis, error)
+	}
+}
+
+// newTxnChecker returns a checker of model (ListAppendModel or RWRegisterModel).
+func newTxnChecker(model string, opt TxnOptions) (*txnChecker, error) {
+	c, err := newTxnCheck(opt)
+	if err != nil {
+		return nil, err
+	}
+	tc := &txnChecker{c: c}
+	switch model {
+	case ListAppendModel:
+		m := newListAppend()
+		tc.model = m
+	case RWRegisterModel:
+		m := newRWRegister()
+		tc.model = m
+	default:
+		return nil, fmt.Errorf("not a transactional model: %q", model)
+	}
+	tc.h = newTxnHistory(model, tc.model)
+	return tc, nil
+}
+
+// add takes the next event.
+func (tc *txnChecker) add(op histories.Op) error { return tc.h.add(op) }
+
+// result decides the history once every event has been added.
+func (tc *txnChecker) result(ctx context.Context) (Result, error) {
+	if err := tc.h.close(); err != nil {
+		return Result{}, err
+	}
+	if tc.h.clients == 0 {
+		return Result{}, fmt.Errorf("%s history has no transactions: nothing to check", tc.h.model)
+	}
+	if ctx.Err() != nil {
+		return interrupted(tc.h.model, ctx.Err()), nil
+	}
+	an, err := tc.model.analyze(ctx, tc.h, tc.c)
+	if err != nil {
+		return Result{}, err
+	}
+	if an.join != nil {
+		defer an.join()
+	}
+	if ctx.Err() != nil {
+		return interrupted(tc.h.model, ctx.Err()), nil
+	}
+	an.findCycles(ctx, tc.h, tc.c)
+	if an.join != nil {
+		an.join()
+	}
+	if ctx.Err() != nil {
+		return interrupted(tc.h.model, ctx.Err()), nil
+	}
+	return an.result(tc.h, tc.c), nil
+}
+
+// txnOptions returns the transactional options of a Check: opt.Txn, its timeout from
+// opt.Timeout when unset, its other settings from the header where opt leaves them.
+func txnOptions(h *histories.Header, opt Options) (TxnOptions, error) {
+	to := opt.Txn
+	if to.Timeout == 0 {
+		to.Timeout = opt.Timeout
+	}
+	return txnOptionsFrom(h, to)
+}
+
+// checkTxnStream is CheckStream for a transactional model: the events are taken as
+// they come, and only what the checker keeps of each transaction stays in memory.
+func checkTxnStream(ctx context.Context, model string, h *histories.Header, next func() (histories.Op, error), opt Options) (Result, error) {
+	to, err := txnOptions(h, opt)
+	if err != nil {
+		return Result{}, err
+	}
+	tc, err := newTxnChecker(model, to)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := txnDeadline(ctx, to)
+	defer cancel()
+	var checked completions
+	done, err := feedAhead(ctx, next, func(op histories.Op) error {
+		checked.add(op)
+		return tc.add(op)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if !done {
+		return interrupted(model, ctx.Err()), nil
+	}
+	res, err := tc.result(ctx)
+	return checked.unlessNothing(res), err
+}
+
+// feedAhead is feed with next called on a goroutine of its own, a batch of events
+// ahead: reading and decoding a history's lines takes about as long as checking them,
+// and so the two share the machine's cores. next is never called after feedAhead
+// returns.
+func feedAhead(ctx context.Context, next func() (histories.Op, error), add func(histories.Op) error) (bool, error) {
+	const batch = 1024
+	type events struct {
+		ops []histories.Op
+		err error // of next, after ops; io.EOF at the end
+	}
+	full := make(chan events, 4)
+	free := make(chan []histories.Op, 6)
+	stop := make(chan struct{})
+	go func() {
+		defer close(full)
+		buf := make([]histories.Op, 0, batch)
+		for {
+			op, err := next()
+			if err == nil {
+				buf = append(buf, op)
+				if len(buf) < batch {
+					continue
+				}
+			}
+			select {
+			case full <- events{buf, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+			select {
+			case buf = <-free:
+				buf = buf[:0]
+			default:
+				buf = make([]histories.Op, 0, batch)
+			}
+		}
+	}()
+	finish := func() {
+		close(stop)
+		for range full {
+		}
+	}
+	n := 0
+	for b := range full {
+		for _, op := range b.ops {
+			if n%checkEvery == 0 && ctx.Err() != nil {
+				finish()
+				return false, nil
+			}
+			n++
+			if err := add(op); err != nil {
+				finish()
+				return false, err
+			}
+		}
+		if b.err != nil {
+			finish()
+			if errors.Is(b.err, io.EOF) {
+				return ctx.Err() == nil, nil
+			}
+			return false, b.err
+		}
+		clear(b.ops)
+		select {
+		case free <- b.ops:
+		default:
+		}
+	}
+	return ctx.Err() == nil, nil
+}
+
+// checkTxn runs model over ops.
+func checkTxn(ctx context.Context, model string, ops []histories.Op, opt TxnOptions) (Result, error) {
+	tc, err := newTxnChecker(model, opt)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := txnDeadline(ctx, opt)
+	defer cancel()
+	for i, op := range ops {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return interrupted(model, ctx.Err()), nil
+		}
+		if err := tc.add(op); err != nil {
+			return Result{}, err
+		}
+	}
+	return tc.result(ctx)
+}
+
+// txnDeadline bounds ctx by opt.Timeout.
+func txnDeadline(ctx context.Context, opt TxnOptions) (context.Context, context.CancelFunc) {
+	if opt.Timeout > 0 {
+		return context.WithTimeout(ctx, opt.Timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// CheckListAppend checks a history of transactions over lists against the consistency
+// models of opt, in the manner of Jepsen's Elle (Kingsbury and Alvaro, "Elle:
+// Inferring Isolation Anomalies from Experimental Observations", VLDB 2020).
+//
+// Every operation has F "txn" and a value that is a JSON array of micro-ops:
+// ["append", k, v] appends v to the list at key k; ["r", k, l] reads it, l being the
+// whole list (null in an invocation, where it is not known yet). Keys and values may
+// be any JSON value; every value appended to a key must be unique. A transaction that
+// completed ok committed; one that failed did not, and a read that saw its writes saw
+// aborted state (G1a); one that ended in info, or never ended, may have committed or
+// not, and its writes count once a read has seen them. An info completion's value
+// replaces the invocation's when it has one.
+//
+// Because each read returns the whole list, reads give the order in which a key's
+// appends took effect (its version order): the longest read, of which every other
+// must be a prefix (incompatible-order otherwise, duplicate-elements for a value read
+// twice). From it come the dependencies between transactions: write-write (ww: T2
+// appended right after T1), write-read (wr: T2 read the list up to T1's append) and
+// read-write (rw: T1 read a list that T2 then extended), plus real-time and process
+// order where the models need them. A cycle of dependencies is an anomaly named by
+// the edges it needs: G0 (ww only), G1c (ww and wr), G-single-item (exactly one rw),
+// G-nonadjacent-item (several rw, never two in a row), G2-item (two rw in a row), each
+// with a -process or -realtime variant when it needs those orders. The checker finds
+// the strongly connected components of the graph, proves which kinds of cycle exist
+// in each, and searches each for the shortest cycle of every kind, worst first,
+// within opt.CycleSearchTimeout. Found without the graph: G1a, G1b (a read of another
+// transaction's intermediate state), internal (a read that disagrees with the
+// transaction's own earlier micro-ops), future-read (a read of a value the
+// transaction appends only later), dirty-update, lost-update (two committed
+// transactions that read the same version of a key and both appended to it) and
+// garbage-read (a value no transaction appended).
+//
+// The Result is Invalid when an anomaly the models forbid is found; Unknown when only
+// anomalies that leave it undecided are (an empty dependency graph, a search cut
+// short) or the check was interrupted; Valid otherwise. Each Anomaly names its
+// transactions by the history index of their completion, and a cycle's Explanation
+// has one line per edge. Details holds "not" (the weakest models the history
+// violates), "also_not" (every other model it rules out), "anomaly_types", "counts"
+// (per kind), and "cycles" (each cycle's transactions and edges as data). The error
+// means the history is not one of transactions: another function, a micro-op that is
+// not a read or an append, a value appended twice to a key.
+func CheckListAppend(ctx context.Context, ops []histories.Op, opt TxnOptions) (Result, error) {
+	return checkTxn(ctx, ListAppendModel, ops, opt)
+}
+
+// CheckRWRegister checks a history of transactions over registers against the
+// consistency models of opt, in the manner of CheckListAppend. Micro-ops are
+// ["w", k, v] (write v to register k) and ["r", k, v] (read v; null for a register
+// never written, and in an invocation, where it is not known yet); every value
+// written to a key must be unique.
+//
+// A read of a register tells which write it saw but not which came before it, so the
+// version order of a key is only what can be inferred: the initial state precedes
+// every value, and opt's assumptions (WFRKeys, SequentialKeys, LinearizableKeys) add
+// more; an assumption that would make a key's versions cyclic is left out and
+// reported as cyclic-versions. Dependencies follow: wr from the write a read saw, ww
+// and rw along the inferred version order; and the cycles and other anomalies are
+// those of CheckListAppend (without the list's own: incompatible-order,
+// duplicate-elements, dirty-update, future-read, garbage-read). An info transaction
+// takes part once a read has seen one of its writes, which proves it committed.
+func CheckRWRegister(ctx context.Context, ops []histories.Op, opt TxnOptions) (Result, error) {
+	return checkTxn(ctx, RWRegisterModel, ops, opt)
+}
