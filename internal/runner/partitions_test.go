@@ -231,7 +231,7 @@ func TestPartitionRefusals(t *testing.T) {
 		{runner.Config{Store: "postgres", Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s", "commit-cut")}, "fault proxy"},
 		{runner.Config{Store: "postgres", Network: "bridged"}, "--network"},
 	} {
-		tc.cfg.Workers, tc.cfg.Duration = 1, time.Second
+		tc.cfg.Workers, tc.cfg.Duration = 1, 3*time.Second
 		err := tc.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: error %v, want one line with %q", tc.cfg.Faults, err, tc.want)

@@ -96,11 +96,11 @@ type Config struct {
 	Network string `json:"network,omitempty"`
 	// dial, when set, dials the store's connections: the clients beside one node of an
 	// isolated topology (partitions.go).
-	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	dial func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
 	// ring, on the admin's and the sides' Configs of a Cassandra ring on nodes of its
 	// own, holds the admin's client, which the sides' clients stand beside (the data of
 	// its Reset is theirs).
-	ring *cqlRing
+	ring *cqlRing `json:"-"`
 
 	// The two-phase commit workloads (transfer, two-rows) run over several PostgreSQL
 	// servers: Servers launched ones (2 to 5; 2 when 0), or the servers DSNs name (DSN
