@@ -172,6 +172,7 @@ func commands() []command {
 		{"suite", "run a suite file's cases and check their expectations (CI)", suiteCommand},
 		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
 		{"compare", "print two recorded runs' figures side by side with ratios", compareCommand},
+		{"chaos-mesh", "the fault schedule as Chaos Mesh objects for a cluster on Kubernetes", chaosMeshCommand},
 		{"exec", "run any program under commit faults and check the history it records", execCommand},
 		{"shrink", "reduce a failing run to the smallest run that still fails", shrinkCommand},
 		{"isolation", "measure Hermitage's table of anomalies per isolation level on PostgreSQL", isolationCommand},

@@ -232,6 +232,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.PowerFSEntries, "powerfs-entries", "posix", "powerfs's rule for new, removed and renamed names: posix (durable once their directory is fsynced) or ordered (a journaling filesystem's: any fsync makes earlier ones durable; launched Cassandra only)")
 	fs.StringVar(&cfg.Topology, "topology", "single", "launched server: single, or replicated (PostgreSQL: a primary and a streaming standby; Redis: a primary, a replica and 3 Sentinels; --fault failover@T)")
 	fs.StringVar(&cfg.Replication, "replication", "async", "replicated topology: async, or sync (every commit waits for the standby; PostgreSQL only)")
+	fs.StringVar(&cfg.Network, "network", "", "isolated: every launched node in a network namespace of its own (root and nftables; implied by --fault partition:SHAPE@START-END; Redis replicated is then Jepsen's five nodes)")
 	fs.Var(&dsns, "dsn", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db); transfer, two-rows: once per server, 2 to 5, prepared transactions on")
 	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
@@ -362,10 +363,10 @@ var runFlags = map[string]string{
 	"Replication": "replication", "PGVersion": "pg-version", "Faults": "fault", "Proxy": "proxy",
 	"CheckTimeout": "check-timeout", "MaxAnomalies": "max-anomalies", "Servers": "servers",
 	"Placement": "placement", "Coordinator": "coordinator", "Reads": "reads",
-	"RowsPerWorker": "rows-per-worker", "RecoverAfter": "recover-after",
 	"ReadFrom": "read-from", "Txn": "txn-keys", "Txn.Keys": "txn-keys", "Txn.MaxOps": "txn-ops",
 	"Txn.ReadFraction": "read-fraction", "Txn.Distribution": "distribution", "Txn.Pattern": "pattern",
 	"Txn.MaxWritesPerKey": "max-writes-per-key", "Txn.ConsistencyModels": "consistency-models",
+	"RowsPerWorker": "rows-per-worker", "RecoverAfter": "recover-after", "Network": "network",
 }
 
 // flagError says a runner.FieldError in the command line's words: the flag of its field.

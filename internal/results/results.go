@@ -70,6 +70,11 @@ type Results struct {
 	// their figures; LostWrites the acknowledged writes found missing after them.
 	ProcessFaults []ProcessFault `json:"process_faults,omitempty"`
 	LostWrites    []LostWrite    `json:"lost_writes,omitempty"`
+	// Partitions is the timeline of the partitions between the nodes of a topology
+	// launched with a network of its own (partitions.go), and SplitBrain the windows in
+	// which two or more of its nodes reported themselves primary.
+	Partitions []Partition  `json:"partitions,omitempty"`
+	SplitBrain []SplitBrain `json:"split_brain,omitempty"`
 	// TwoPhase is the two-phase commit section of a transfer or two-rows run; nil for
 	// the other workloads.
 	TwoPhase *TwoPhase `json:"two_phase_commit,omitempty"`

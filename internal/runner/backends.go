@@ -71,6 +71,8 @@ type launched struct {
 	ctl processCtl
 	// standby is the DSN of a replicated PostgreSQL's standby, "" for others.
 	standby string
+	// topo is the topology when its nodes have a network of their own (partitions.go).
+	topo *topology
 }
 
 // kv are the workloads of a store that has budget and register (bindKV).
@@ -256,19 +258,19 @@ func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, erro
 func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
 	switch cfg.Workload {
 	case workloads.Budget:
-		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Mechanism: postgres.Mechanism(cfg.Mechanism), MaxConns: int32(cfg.Workers + 4)})
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Dial: cfg.dial, Mechanism: postgres.Mechanism(cfg.Mechanism), MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}
 		return budget.New(c, cfg.Budget), c.Close, nil
 	case workloads.Register:
-		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Dial: cfg.dial, MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}
 		return cfg.register(c.Register()), c.Close, nil
 	case workloads.Counter:
-		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Dial: cfg.dial, MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -279,7 +281,7 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 		}
 		return counter.New(k), c.Close, nil
 	case workloads.Insert:
-		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Dial: cfg.dial, MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,6 +104,17 @@ type Config struct {
 	// OnProgress, when set, receives a snapshot of the run a few times a second while
 	// its workers run.
 	OnProgress func(Progress) `json:"-"`
+	// Network is "" (the servers on loopback) or isolated: every node of the topology
+	// in a network namespace of its own, as partitions between nodes need (implied by
+	// them). See partitions.go.
+	Network string `json:"network,omitempty"`
+	// dial, when set, dials the store's connections: the clients beside one node of an
+	// isolated topology (partitions.go).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
+	// ring, on the admin's and the sides' Configs of a Cassandra ring on nodes of its
+	// own, holds the admin's client, which the sides' clients stand beside (the data of
+	// its Reset is theirs).
+	ring *cqlRing `json:"-"`
 
 	// The two-phase commit workloads (transfer, two-rows) run over several PostgreSQL
 	// servers: Servers launched ones (2 to 5; 2 when 0), or the servers DSNs name (DSN
@@ -338,7 +350,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	cfg.standbyDSN = srv.standby
 	sc.add(srv.standby)
 	var nem *nemesis
-	if cfg.proxied() || len(cfg.Faults) > 0 {
+	if cfg.proxied() || len(cfg.Faults) > 0 || srv.topo != nil {
 		n, pdsns, err := startNemesis(ctx, cfg, b, dsns, dir, srv)
 		if err != nil {
 			return nil, couldNotRun("%w", err)
@@ -362,7 +374,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if cfg.twoPhase() {
 		tp, wl, closeStore, err = openTwoPhase(ctx, cfg, dsns, dir)
 	} else {
-		wl, closeStore, err = b.open(ctx, cfg, dsns[0])
+		wl, closeStore, err = openWorkload(ctx, cfg, b, dsns[0], srv.topo)
 	}
 	if err != nil {
 		return nil, couldNotRun("%w", err)
@@ -411,7 +423,11 @@ func serve(ctx context.Context, cfg Config, b backend, dir string) (dsns []strin
 		return []string{cfg.DSN}, "external", launched{stop: func() error { return nil }}, nil
 	}
 	cfg.progressf("launching a local %s ...", b.name)
-	srv, err = b.launch(ctx, cfg, dir)
+	if cfg.isolated() {
+		srv, err = launchIsolated(ctx, cfg, dir)
+	} else {
+		srv, err = b.launch(ctx, cfg, dir)
+	}
 	if err != nil {
 		return nil, "", launched{}, err
 	}

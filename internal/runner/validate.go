@@ -118,6 +118,9 @@ func (c *Config) defaults() error {
 			return err
 		}
 	}
+	if err := checkNetwork(*c); err != nil {
+		return err
+	}
 	if err := checkProcessFaults(*c); err != nil {
 		return err
 	}
