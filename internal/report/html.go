@@ -739,7 +739,27 @@ func orNone(v *float64) string {
 	return fmt.Sprintf("%.3f s", *v)
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{"orNone": orNone}).Parse(`<!doctype html>
+// crashPoints are the points of the two-phase protocol where a crash abandons a
+// transaction, in protocol order (twopc.Point's names): the crash table lists its stops
+// in this order, then any other point results.json names, by name.
+var crashPoints = []string{"before-prepare", "mid-prepare", "before-decision", "after-decision"}
+
+// stopRows lists a crash's stops per protocol point: every point of the protocol, with
+// its count or 0, then the points results.json names beyond them.
+func stopRows(stops map[string]int64) [][2]string {
+	var rows [][2]string
+	for _, p := range crashPoints {
+		rows = append(rows, [2]string{p, strconv.FormatInt(stops[p], 10)})
+	}
+	for _, p := range sortedKeysOf(stops) {
+		if !slices.Contains(crashPoints, p) {
+			rows = append(rows, [2]string{p, strconv.FormatInt(stops[p], 10)})
+		}
+	}
+	return rows
+}
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{"orNone": orNone, "stops": stopRows}).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>indoubt: {{.R.Workload}} on {{.R.Store}} — {{.R.Verdict}}</title>
 <script>window.__errors=[];window.addEventListener("error",function(e){window.__errors.push(String(e.message))});</script>
 <script>{{.JS}}</script>
@@ -773,6 +793,38 @@ code{background:#f3f3f3;padding:0 .2em}
 {{end}}{{range .Disagreements}}<p><b>Checker and ground truth disagree:</b> {{.}}</p>{{end}}{{end}}
 {{if .Named}}<p>Operations named above, highlighted on the timeline: <span id="named-ops" class="named">{{range .Named}}{{.}} {{end}}</span>{{if gt .Highlighted (len .Named)}}…{{end}}</p>{{end}}
 {{if .Porcupine}}<p>Linearizability: <a href="linearizability.html">porcupine's visualization of the history</a> (beside this file).</p>{{end}}
+{{with .R.TwoPhase}}<h2>Two-phase commit</h2>
+<p>The coordinator's side of the run, from results.json's two_phase_commit: it explains the verdict, which the checker reached from the history alone.</p>
+<table id="two-phase">
+<tr><th>servers</th><td>{{.Servers}}</td></tr>
+<tr><th>placement</th><td>{{.Placement}}</td></tr>
+<tr><th>coordinator</th><td>{{.Coordinator}}</td></tr>
+<tr><th>committed</th><td>{{.Transactions.Committed}}</td></tr>
+<tr><th>aborted</th><td>{{.Transactions.Aborted}}</td></tr>
+<tr><th>abandoned</th><td>{{.Transactions.Abandoned}}</td></tr>
+<tr><th>committed per second</th><td>{{printf "%.1f" .CommittedPerSecond}}</td></tr>
+<tr><th>latency of the committed</th><td>mean {{printf "%.2f" .LatencyMs.Mean}} ms, p99 {{printf "%.2f" .LatencyMs.P99}} ms</td></tr>
+</table>
+{{with .Crash}}<h3>Coordinator crash at {{printf "%.2f" .AtS}} s</h3>
+<p>Transactions abandoned at each point of the protocol; then the branches left prepared (in doubt), the writers that met their rows, and how long until recovery finished them all.</p>
+<table id="two-phase-crash">
+{{range stops .Stops}}<tr><th>abandoned {{index . 0}}</th><td>{{index . 1}}</td></tr>
+{{end}}<tr><th>branches in doubt</th><td>{{len .InDoubt}}</td></tr>
+<tr><th>recovery took</th><td>{{printf "%.1f" .RecoveryMs}} ms</td></tr>
+<tr><th>all resolved, from the crash</th><td>{{printf "%.0f" .ResolvedMs}} ms</td></tr>
+</table>
+{{if .InDoubt}}<table id="in-doubt"><tr><th>transaction in doubt</th><th>server</th><th>prepared before the listing</th><th>locks in pg_locks</th></tr>
+{{range .InDoubt}}<tr><td><code>{{.GID}}</code></td><td>{{.Server}}</td><td>{{printf "%.0f" .AgeMs}} ms</td><td>{{.Locks}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Probes}}<p>Lock probes: a writer tried a row an in-doubt transaction held, over short lock_timeouts, until it got it.</p>
+<table id="lock-probes"><tr><th>transaction</th><th>server</th><th>row</th><th>blocked</th><th>timeouts</th><th>row locked for</th><th>error</th></tr>
+{{range .Probes}}<tr><td><code>{{.GID}}</code></td><td>{{.Server}}</td><td>{{.Row}}</td><td>{{printf "%.0f" .BlockedMs}} ms</td><td>{{.Timeouts}}</td><td>{{printf "%.0f" .LockedForMs}} ms</td><td>{{or .Error "—"}}</td></tr>
+{{end}}</table>{{end}}{{end}}
+{{if .Recovery}}<h3>Recovery: {{len .Recovery}} branches resolved</h3>
+<p>From the log: the decision was in the coordinator's log; otherwise presumed abort, or the naive coordinator's commit of whatever it found prepared.</p>
+<table id="recovery"><tr><th>transaction</th><th>server</th><th>decision</th><th>from the log</th><th>error</th></tr>
+{{range .Recovery}}<tr><td><code>{{.GID}}</code></td><td>{{.Server}}</td><td>{{.Decision}}</td><td>{{if .Logged}}yes{{else}}no{{end}}</td><td>{{or .Error "—"}}</td></tr>
+{{end}}</table>{{end}}{{end}}
 <h2>Over time</h2>
 {{if .WindowsDesc}}<p>Fault windows: {{range $i, $w := .WindowsDesc}}{{if $i}}; {{end}}{{$w}}{{end}}.</p>{{end}}
 {{if .R.ProcessFaults}}<h3>Process faults</h3>
