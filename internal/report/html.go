@@ -19,9 +19,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-echarts/go-echarts/v2/charts"
-	"github.com/go-echarts/go-echarts/v2/opts"
-
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/atomicfile"
@@ -29,7 +26,7 @@ import (
 )
 
 // echartsJS is Apache ECharts 5.6.0 (assets/README): embedded in every page so that a
-// report opens offline; go-echarts would load it from a CDN.
+// report opens offline. The charts' options are built in echarts.go.
 //
 //go:embed assets/echarts.min.js
 var echartsJS string
@@ -325,10 +322,6 @@ var outcomeColor = map[histories.Type]string{histories.OK: "#2e7d32", histories.
 
 const namedColor = "#6a1b9a"
 
-func chartInit(id, height string) charts.GlobalOpts {
-	return charts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "100%", Height: height})
-}
-
 // Shades of the fault windows: the proxy's in orange, the process faults' (the server
 // down or paused) in blue-grey, so that the two read apart where both are scheduled.
 const (
@@ -342,33 +335,27 @@ const (
 
 // windowAreas shades the fault windows on a chart whose x axis is seconds: the proxy's,
 // then the process faults' from the start of each to the server answering again.
-func windowAreas(d runData) charts.SeriesOpts {
-	var items []opts.MarkAreaNameCoordItem
-	for _, w := range d.windows {
-		items = append(items, opts.MarkAreaNameCoordItem{
-			Name: w.fault, Coordinate0: []interface{}{w.from, "min"}, Coordinate1: []interface{}{w.to, "max"},
-			ItemStyle: &opts.ItemStyle{Color: proxyWindowColor},
+func windowAreas(d runData) *markArea {
+	var a markArea
+	shade := func(name string, from, to float64, color string) {
+		a.Data = append(a.Data, [2]areaCorner{
+			{Name: name, Coord: [2]any{from, "min"}, ItemStyle: &itemStyle{Color: color}},
+			{Coord: [2]any{to, "max"}},
 		})
+	}
+	for _, w := range d.windows {
+		shade(w.fault, w.from, w.to, proxyWindowColor)
 	}
 	for _, f := range d.procs {
-		items = append(items, opts.MarkAreaNameCoordItem{
-			Name: fmt.Sprintf("%s: server %s", f.Fault, f.Verb()), Coordinate0: []interface{}{f.StartS, "min"}, Coordinate1: []interface{}{f.EndS, "max"},
-			ItemStyle: &opts.ItemStyle{Color: processWindowColor},
-		})
+		shade(fmt.Sprintf("%s: server %s", f.Fault, f.Verb()), f.StartS, f.EndS, processWindowColor)
 	}
 	for _, p := range d.parts {
-		items = append(items, opts.MarkAreaNameCoordItem{
-			Name: fmt.Sprintf("%s: nodes partitioned", p.Fault), Coordinate0: []interface{}{p.StartS, "min"}, Coordinate1: []interface{}{p.EndS, "max"},
-			ItemStyle: &opts.ItemStyle{Color: partitionWindowColor},
-		})
+		shade(fmt.Sprintf("%s: nodes partitioned", p.Fault), p.StartS, p.EndS, partitionWindowColor)
 	}
-	for _, s := range d.splits {
-		items = append(items, opts.MarkAreaNameCoordItem{
-			Name: fmt.Sprintf("split brain: %s each primary", strings.Join(s.Primaries, ", ")), Coordinate0: []interface{}{s.StartS, "min"}, Coordinate1: []interface{}{s.EndS, "max"},
-			ItemStyle: &opts.ItemStyle{Color: splitBrainWindowColor},
-		})
+	for _, sb := range d.splits {
+		shade(fmt.Sprintf("split brain: %s each primary", strings.Join(sb.Primaries, ", ")), sb.StartS, sb.EndS, splitBrainWindowColor)
 	}
-	return charts.WithMarkAreaNameCoordItemOpts(items...)
+	return &a
 }
 
 // reconnectGaps returns, per process fault and worker, the gap from the fault's start to
@@ -401,43 +388,36 @@ type gap struct {
 	from, to float64
 }
 
-func xy(x, y float64) opts.LineData { return opts.LineData{Value: []interface{}{x, y}} }
-
 // secondsChart is a line chart over the run's seconds with its legend below, the frame
 // the rate and latency charts share so that they line up one above the other.
-func secondsChart(d runData, id string, title opts.Title, y opts.YAxis) *charts.Line {
-	c := charts.NewLine()
-	c.SetGlobalOptions(chartInit(id, "300px"),
-		charts.WithTitleOpts(title),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s", Min: 0, Max: d.end}),
-		charts.WithYAxisOpts(y),
-		charts.WithAnimation(false),
-	)
-	return c
+func secondsChart(d runData, id string, t title, y axis) chart {
+	o := newOption(t, bounded("s", 0, d.end), y)
+	o.Tooltip = tooltip{Show: true, Trigger: "axis"}
+	o.Legend = legend{Show: true, Top: "bottom"}
+	return chart{id: id, height: "300px", option: o}
 }
 
 // rateChart is completions per second by outcome, with the fault windows shaded and the
 // faults the proxy fired per second on a second axis.
-func rateChart(d runData, o overTime) *charts.Line {
-	c := secondsChart(d, "chart_rate", opts.Title{Title: "Operations completed per second", Subtitle: "shaded: the proxy's fault windows (orange), the server down or paused by a process fault (grey), nodes partitioned (blue), split brain (red); faults fired per second on the right axis"},
-		opts.YAxis{Type: "value", Name: "ops/s"})
-	c.ExtendYAxis(opts.YAxis{Type: "value", Name: "faults/s", Position: "right"})
+func rateChart(d runData, o overTime) chart {
+	c := secondsChart(d, "chart_rate", title{Text: "Operations completed per second", Subtext: "shaded: the proxy's fault windows (orange), the server down or paused by a process fault (grey), nodes partitioned (blue), split brain (red); faults fired per second on the right axis"},
+		axis{Type: "value", Name: "ops/s"})
+	c.option.YAxis = append(c.option.YAxis, axis{Type: "value", Name: "faults/s", Position: "right"})
 	for i, s := range []struct {
 		name   string
 		counts []int
 		t      histories.Type
 	}{{"ok", o.ok, histories.OK}, {"fail", o.fail, histories.Fail}, {"info", o.info, histories.Info}} {
-		pts := make([]opts.LineData, len(o.secs))
+		pts := make([]datum, len(o.secs))
 		for k := range o.secs {
 			pts[k] = xy(o.at(k), o.rate(s.counts[k]))
 		}
-		so := []charts.SeriesOpts{charts.WithLineStyleOpts(opts.LineStyle{Color: outcomeColor[s.t]}), charts.WithItemStyleOpts(opts.ItemStyle{Color: outcomeColor[s.t]})}
+		l := line(s.name, pts)
+		l.LineStyle, l.ItemStyle = &lineStyle{Color: outcomeColor[s.t]}, &itemStyle{Color: outcomeColor[s.t]}
 		if i == 0 {
-			so = append(so, windowAreas(d))
+			l.MarkArea = windowAreas(d)
 		}
-		c.AddSeries(s.name, pts, so...)
+		c.option.Series = append(c.option.Series, l)
 	}
 	byKind := map[string][]int{}
 	for _, m := range d.marks {
@@ -449,34 +429,35 @@ func rateChart(d runData, o overTime) *charts.Line {
 		}
 	}
 	for _, k := range sortedKeysOf(byKind) {
-		pts := make([]opts.LineData, len(o.secs))
+		pts := make([]datum, len(o.secs))
 		for s, v := range byKind[k] {
 			pts[s] = xy(o.at(s), o.rate(v))
 		}
-		c.AddSeries(k, pts, charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1, Step: "middle"}),
-			charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
+		l := line(k, pts)
+		l.YAxisIndex, l.Step, l.LineStyle = 1, "middle", &lineStyle{Type: "dashed"}
+		c.option.Series = append(c.option.Series, l)
 	}
 	return c
 }
 
-func latencyChart(d runData, o overTime) *charts.Line {
-	c := secondsChart(d, "chart_latency", opts.Title{Title: "Latency by time of completion (ms, retries included)", Subtitle: "shaded: the proxy's fault windows (orange), process faults (grey), partitions (blue), split brain (red)"},
-		opts.YAxis{Type: "log", Name: "ms"})
+func latencyChart(d runData, o overTime) chart {
+	c := secondsChart(d, "chart_latency", title{Text: "Latency by time of completion (ms, retries included)", Subtext: "shaded: the proxy's fault windows (orange), process faults (grey), partitions (blue), split brain (red)"},
+		axis{Type: "log", Name: "ms"})
 	for i, s := range []struct {
 		name string
 		v    []float64
 	}{{"p50", o.p50}, {"p99", o.p99}, {"max", o.pmax}} {
-		var pts []opts.LineData
+		var pts []datum
 		for k, v := range s.v {
 			if v > 0 {
 				pts = append(pts, xy(o.at(k), v))
 			}
 		}
-		var so []charts.SeriesOpts
+		l := line(s.name, pts)
 		if i == 0 {
-			so = append(so, windowAreas(d))
+			l.MarkArea = windowAreas(d)
 		}
-		c.AddSeries(s.name, pts, so...)
+		c.option.Series = append(c.option.Series, l)
 	}
 	return c
 }
@@ -484,34 +465,37 @@ func latencyChart(d runData, o overTime) *charts.Line {
 // timelineChart draws each operation as a segment on its worker's row, from invocation
 // to completion, coloured by outcome; the operations the verdict names are drawn thick
 // on top, and the proxy's cuts and drops are marked where they hit.
-func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int) {
+func timelineChart(d runData, namedOps map[string]bool) (chart, int, int) {
 	workers := 0
 	for _, s := range d.spans {
 		workers = max(workers, s.worker+1)
 	}
-	c := charts.NewLine()
-	height := fmt.Sprintf("%dpx", min(900, 160+workers*18))
-	c.SetGlobalOptions(chartInit("chart_timeline", height),
-		charts.WithTitleOpts(opts.Title{Title: "Operations per worker", Subtitle: timelineSubtitle(d)}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "top", Right: "2%"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s", Min: 0, Max: d.end}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "worker", Min: -1, Max: workers, Inverse: opts.Bool(true)}),
-		charts.WithDataZoomOpts(opts.DataZoom{Type: "inside", XAxisIndex: []int{0}}, opts.DataZoom{Type: "slider", XAxisIndex: []int{0}}),
-		charts.WithGridOpts(opts.Grid{Top: "70", Bottom: "80"}),
-		charts.WithAnimation(false),
-	)
-	gap := opts.LineData{Value: "-"} // a break between segments
-	seg := map[histories.Type][]opts.LineData{}
-	var hl []opts.LineData
+	y := bounded("worker", -1, float64(workers))
+	y.Inverse = true
+	o := newOption(title{Text: "Operations per worker", Subtext: timelineSubtitle(d)}, bounded("s", 0, d.end), y)
+	o.Tooltip = tooltip{Show: true, Trigger: "item"}
+	o.Legend = legend{Show: true, Top: "top", Right: "2%"}
+	o.DataZoom = []dataZoom{{Type: "inside", XAxisIndex: []int{0}}, {Type: "slider", XAxisIndex: []int{0}}}
+	o.Grid = []grid{{Top: "70", Bottom: "80"}}
+	// segments is a line series of segments, each two points and a break.
+	segments := func(name string, pts []datum, color string, width float64) series {
+		l := line(name, pts)
+		l.ConnectNulls, l.ShowSymbol = explicit(false), explicit(false)
+		l.LineStyle, l.ItemStyle = &lineStyle{Color: color, Width: width}, &itemStyle{Color: color}
+		return l
+	}
+	segment := func(name string, from, to, y float64) []datum {
+		return []datum{{Name: name, Value: []float64{from, y}}, {Name: name, Value: []float64{to, y}}, lineBreak}
+	}
+	seg := map[histories.Type][]datum{}
+	var hl []datum
 	drawn, highlighted := 0, 0
 	for _, s := range d.spans {
 		isNamed := namedOps[s.opID]
 		if drawn >= TimelineLimit && !isNamed {
 			continue
 		}
-		y := float64(s.worker)
-		pts := []opts.LineData{{Name: s.opID, Value: []interface{}{s.from, y}}, {Name: s.opID, Value: []interface{}{s.to, y}}, gap}
+		pts := segment(s.opID, s.from, s.to, float64(s.worker))
 		seg[s.completion] = append(seg[s.completion], pts...)
 		drawn++
 		if isNamed {
@@ -520,39 +504,36 @@ func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int)
 		}
 	}
 	for _, t := range []histories.Type{histories.OK, histories.Fail, histories.Info} {
-		c.AddSeries(t.String(), seg[t], charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
-			charts.WithLineStyleOpts(opts.LineStyle{Color: outcomeColor[t], Width: 4}), charts.WithItemStyleOpts(opts.ItemStyle{Color: outcomeColor[t]}))
+		o.Series = append(o.Series, segments(t.String(), seg[t], outcomeColor[t], 4))
 	}
-	c.AddSeries("named by the verdict", hl, charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
-		charts.WithLineStyleOpts(opts.LineStyle{Color: namedColor, Width: 9, Opacity: opts.Float(0.75)}), charts.WithItemStyleOpts(opts.ItemStyle{Color: namedColor}))
+	named := segments("named by the verdict", hl, namedColor, 9)
+	named.LineStyle.Opacity = opacity(0.75)
+	o.Series = append(o.Series, named)
 	if gaps := reconnectGaps(d); len(gaps) > 0 {
-		var pts []opts.LineData
+		var pts []datum
 		for _, g := range gaps {
-			y := float64(g.worker)
-			name := fmt.Sprintf("%s: worker %d back after %.2fs", g.fault, g.worker, g.to-g.from)
-			pts = append(pts, opts.LineData{Name: name, Value: []interface{}{g.from, y}}, opts.LineData{Name: name, Value: []interface{}{g.to, y}}, gap)
+			pts = append(pts, segment(fmt.Sprintf("%s: worker %d back after %.2fs", g.fault, g.worker, g.to-g.from), g.from, g.to, float64(g.worker))...)
 		}
-		c.AddSeries("reconnect gap", pts, charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
-			charts.WithLineStyleOpts(opts.LineStyle{Color: "#37474f", Width: 2, Type: "dashed"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#37474f"}),
-			windowAreas(runData{procs: d.procs, parts: d.parts, splits: d.splits}))
+		l := segments("reconnect gap", pts, "#37474f", 2)
+		l.LineStyle.Type, l.MarkArea = "dashed", windowAreas(runData{procs: d.procs, parts: d.parts, splits: d.splits})
+		o.Series = append(o.Series, l)
 	}
-	byKind := map[string][]opts.LineData{}
+	byKind := map[string][]datum{}
 	for _, m := range d.marks {
 		if m.worker < 0 {
 			continue
 		}
-		byKind[m.kind] = append(byKind[m.kind], opts.LineData{Value: []interface{}{m.t, float64(m.worker)}})
+		byKind[m.kind] = append(byKind[m.kind], xy(m.t, float64(m.worker)))
 	}
 	symbols := map[string]string{"commit-cut": "triangle", "commit-drop": "diamond"}
 	for _, k := range sortedKeysOf(byKind) {
-		sym := symbols[k]
-		if sym == "" {
-			sym = "pin"
-		}
-		c.AddSeries(k, byKind[k], charts.WithLineChartOpts(opts.LineChart{Symbol: sym, SymbolSize: 10, ShowSymbol: opts.Bool(true)}),
-			charts.WithLineStyleOpts(opts.LineStyle{Width: 0, Opacity: opts.Float(0)}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#000"}))
+		l := line(k, byKind[k])
+		l.Symbol, l.SymbolSize, l.ShowSymbol = cmp.Or(symbols[k], "pin"), 10, explicit(true)
+		// Markers only: no line between them.
+		l.LineStyle, l.ItemStyle = &lineStyle{Opacity: opacity(0)}, &itemStyle{Color: "#000"}
+		o.Series = append(o.Series, l)
 	}
-	return c, drawn, highlighted
+	return chart{id: "chart_timeline", height: fmt.Sprintf("%dpx", min(900, 160+workers*18)), option: o}, drawn, highlighted
 }
 
 // timelineSubtitle says what the timeline draws; the reconnect gaps only when there
@@ -576,69 +557,19 @@ func sortedKeysOf[K cmp.Ordered, V any](m map[K]V) []K {
 //
 //   - text and attributes go through html/template's contextual escaping, and nothing
 //     from a run directory is ever converted to template.HTML, template.JS or
-//     template.URL (only the embedded ECharts and the charts' JSON below are);
+//     template.URL (only the embedded ECharts and the charts' JSON, echarts.go, are);
 //   - a chart's options are JSON written by encoding/json with its HTML escaping on: <,
 //     > and & inside strings become \u003c, \u003e and \u0026, and U+2028 and U+2029
 //     \u2028 and \u2029, so neither "</script" nor "<!--" can occur inside the script
 //     element, and the script parses as the JSON it was given whatever a string holds;
-//   - go-echarts' own script template is not used: it writes that JSON unescaped
-//     (SetEscapeHTML(false)) and turns any string holding its "__f__" marker into code;
+//   - the options are plain data (echarts.go): no string in them is ever turned into
+//     code (go-echarts, used before, turned one holding its "__f__" marker into a
+//     function and wrote its JSON unescaped);
 //   - what ECharts shows on the canvas (titles, legends, axis labels, mark areas) is
 //     drawn, not parsed, and its tooltips escape names and values as HTML themselves.
 //
 // cmd/indoubt's TestHostileRunDirectoryInBrowser holds this in a real browser with every
 // string field of a run directory carrying a script.
-
-// echart is a go-echarts chart: Validate fills in its axes' data before its options
-// are read.
-type echart interface{ Validate() }
-
-// chartHTML renders a chart as its element and the script that draws it, with the
-// options escaped as the rule above says.
-func chartHTML(c echart) (template.HTML, error) {
-	c.Validate()
-	var base *charts.BaseConfiguration
-	switch c := c.(type) {
-	case *charts.Line:
-		base = &c.BaseConfiguration
-	case *charts.Bar:
-		base = &c.BaseConfiguration
-	default:
-		return "", fmt.Errorf("report: no renderer for chart %T", c)
-	}
-	option, err := json.Marshal(base.JSON())
-	if err != nil {
-		return "", fmt.Errorf("report: chart %s: %v", base.ChartID, err)
-	}
-	in := base.Initialization
-	init, err := json.Marshal([]string{in.ChartID, in.Theme, in.Renderer})
-	if err != nil {
-		return "", err
-	}
-	var buf bytes.Buffer
-	err = chartTpl.Execute(&buf, struct {
-		ID, Width, Height string
-		Init, Option      template.JS
-	}{in.ChartID, in.Width, in.Height, template.JS(init), template.JS(option)})
-	return template.HTML(buf.String()), err
-}
-
-var chartTpl = template.Must(template.New("chart").Parse(`<div class="container"><div class="item" id="{{.ID}}" style="width:{{.Width}};height:{{.Height}}"></div></div>
-<script>(function(a){echarts.init(document.getElementById(a[0]),a[1],{renderer:a[2]}).setOption({{.Option}});})({{.Init}});</script>
-`))
-
-// renderCharts renders each chart; the first error stops it.
-func renderCharts(cs ...echart) ([]template.HTML, error) {
-	out := make([]template.HTML, 0, len(cs))
-	for _, c := range cs {
-		h, err := chartHTML(c)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	return out, nil
-}
 
 // finalRows shows the final state as a table: its JSON's fields, in order.
 func finalRows(r *results.Results) [][2]string {
@@ -760,7 +691,27 @@ func orNone(v *float64) string {
 	return fmt.Sprintf("%.3f s", *v)
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{"orNone": orNone}).Parse(`<!doctype html>
+// crashPoints are the points of the two-phase protocol where a crash abandons a
+// transaction, in protocol order (twopc.Point's names): the crash table lists its stops
+// in this order, then any other point results.json names, by name.
+var crashPoints = []string{"before-prepare", "mid-prepare", "before-decision", "after-decision"}
+
+// stopRows lists a crash's stops per protocol point: every point of the protocol, with
+// its count or 0, then the points results.json names beyond them.
+func stopRows(stops map[string]int64) [][2]string {
+	var rows [][2]string
+	for _, p := range crashPoints {
+		rows = append(rows, [2]string{p, strconv.FormatInt(stops[p], 10)})
+	}
+	for _, p := range sortedKeysOf(stops) {
+		if !slices.Contains(crashPoints, p) {
+			rows = append(rows, [2]string{p, strconv.FormatInt(stops[p], 10)})
+		}
+	}
+	return rows
+}
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{"orNone": orNone, "stops": stopRows}).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>indoubt: {{.R.Workload}} on {{.R.Store}} — {{.R.Verdict}}</title>
 <script>window.__errors=[];window.addEventListener("error",function(e){window.__errors.push(String(e.message))});</script>
 <script>{{.JS}}</script>
@@ -794,6 +745,38 @@ code{background:#f3f3f3;padding:0 .2em}
 {{end}}{{range .Disagreements}}<p><b>Checker and ground truth disagree:</b> {{.}}</p>{{end}}{{end}}
 {{if .Named}}<p>Operations named above, highlighted on the timeline: <span id="named-ops" class="named">{{range .Named}}{{.}} {{end}}</span>{{if gt .Highlighted (len .Named)}}…{{end}}</p>{{end}}
 {{if .Porcupine}}<p>Linearizability: <a href="linearizability.html">porcupine's visualization of the history</a> (beside this file).</p>{{end}}
+{{with .R.TwoPhase}}<h2>Two-phase commit</h2>
+<p>The coordinator's side of the run, from results.json's two_phase_commit: it explains the verdict, which the checker reached from the history alone.</p>
+<table id="two-phase">
+<tr><th>servers</th><td>{{.Servers}}</td></tr>
+<tr><th>placement</th><td>{{.Placement}}</td></tr>
+<tr><th>coordinator</th><td>{{.Coordinator}}</td></tr>
+<tr><th>committed</th><td>{{.Transactions.Committed}}</td></tr>
+<tr><th>aborted</th><td>{{.Transactions.Aborted}}</td></tr>
+<tr><th>abandoned</th><td>{{.Transactions.Abandoned}}</td></tr>
+<tr><th>committed per second</th><td>{{printf "%.1f" .CommittedPerSecond}}</td></tr>
+<tr><th>latency of the committed</th><td>mean {{printf "%.2f" .LatencyMs.Mean}} ms, p99 {{printf "%.2f" .LatencyMs.P99}} ms</td></tr>
+</table>
+{{with .Crash}}<h3>Coordinator crash at {{printf "%.2f" .AtS}} s</h3>
+<p>Transactions abandoned at each point of the protocol; then the branches left prepared (in doubt), the writers that met their rows, and how long until recovery finished them all.</p>
+<table id="two-phase-crash">
+{{range stops .Stops}}<tr><th>abandoned {{index . 0}}</th><td>{{index . 1}}</td></tr>
+{{end}}<tr><th>branches in doubt</th><td>{{len .InDoubt}}</td></tr>
+<tr><th>recovery took</th><td>{{printf "%.1f" .RecoveryMs}} ms</td></tr>
+<tr><th>all resolved, from the crash</th><td>{{printf "%.0f" .ResolvedMs}} ms</td></tr>
+</table>
+{{if .InDoubt}}<table id="in-doubt"><tr><th>transaction in doubt</th><th>server</th><th>prepared before the listing</th><th>locks in pg_locks</th></tr>
+{{range .InDoubt}}<tr><td><code>{{.GID}}</code></td><td>{{.Server}}</td><td>{{printf "%.0f" .AgeMs}} ms</td><td>{{.Locks}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Probes}}<p>Lock probes: a writer tried a row an in-doubt transaction held, over short lock_timeouts, until it got it.</p>
+<table id="lock-probes"><tr><th>transaction</th><th>server</th><th>row</th><th>blocked</th><th>timeouts</th><th>row locked for</th><th>error</th></tr>
+{{range .Probes}}<tr><td><code>{{.GID}}</code></td><td>{{.Server}}</td><td>{{.Row}}</td><td>{{printf "%.0f" .BlockedMs}} ms</td><td>{{.Timeouts}}</td><td>{{printf "%.0f" .LockedForMs}} ms</td><td>{{or .Error "—"}}</td></tr>
+{{end}}</table>{{end}}{{end}}
+{{if .Recovery}}<h3>Recovery: {{len .Recovery}} branches resolved</h3>
+<p>From the log: the decision was in the coordinator's log; otherwise presumed abort, or the naive coordinator's commit of whatever it found prepared.</p>
+<table id="recovery"><tr><th>transaction</th><th>server</th><th>decision</th><th>from the log</th><th>error</th></tr>
+{{range .Recovery}}<tr><td><code>{{.GID}}</code></td><td>{{.Server}}</td><td>{{.Decision}}</td><td>{{if .Logged}}yes{{else}}no{{end}}</td><td>{{or .Error "—"}}</td></tr>
+{{end}}</table>{{end}}{{end}}
 <h2>Over time</h2>
 {{if .WindowsDesc}}<p>Fault windows: {{range $i, $w := .WindowsDesc}}{{if $i}}; {{end}}{{$w}}{{end}}.</p>{{end}}
 {{if .R.ProcessFaults}}<h3>Process faults</h3>

@@ -1,8 +1,11 @@
 package report_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"html"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +20,7 @@ import (
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/transfer"
 )
 
 // skipOrFail skips a test that needs something missing here, and fails it under CI=true,
@@ -230,4 +234,163 @@ func TestReportOfProcessFaultsInBrowser(t *testing.T) {
 	shot := filepath.Join(t.ArtifactDir(), "report-killed.png")
 	browse(t, bin, "--window-size=1300,2600", "--screenshot="+shot, "file://"+page)
 	t.Logf("screenshot of a killed run's report: %s", shot)
+}
+
+// report.html of a transfer run whose coordinator crashed, in a real browser: the
+// two-phase commit section shows results.json's two_phase_commit, figure for figure at
+// the precision it prints: the servers, placement, coordinator and transactions by
+// outcome, the crash's stops per protocol point, every branch in doubt, every lock probe
+// and every resolution of recovery. The run is the runner's TestTwoPhaseCrashLogged's.
+func TestReportOfTwoPhaseCrashInBrowser(t *testing.T) {
+	bin := chromium(t)
+	res := faultedRun(t, "none", runner.Config{
+		Workload: workloads.Transfer, Store: runner.Postgres, Placement: transfer.Distributed,
+		Workers: 12, Duration: 5 * time.Second, RecoverAfter: 500 * time.Millisecond, Seed: 3,
+	}, "coordinator-crash@300ms")
+	b, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		TwoPhase *results.TwoPhase `json:"two_phase_commit"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	tp := file.TwoPhase
+	if tp == nil || tp.Crash == nil || len(tp.Crash.InDoubt) == 0 || len(tp.Crash.Probes) == 0 || len(tp.Recovery) == 0 {
+		t.Fatalf("results.json's two_phase_commit %+v: want a crash with branches in doubt, lock probes and recovery", tp)
+	}
+	dom, _ := load(t, bin, filepath.Join(res.RunDir, "report.html"))
+
+	kv := func(id string) map[string]string {
+		m := map[string]string{}
+		for _, r := range tableRows(t, dom, id) {
+			if len(r) == 2 {
+				m[r[0]] = r[1]
+			}
+		}
+		return m
+	}
+	s := kv("two-phase")
+	for _, c := range []struct{ name, want string }{
+		{"servers", strconv.Itoa(tp.Servers)}, {"placement", tp.Placement}, {"coordinator", tp.Coordinator},
+		{"committed", strconv.FormatInt(tp.Transactions.Committed, 10)},
+		{"aborted", strconv.FormatInt(tp.Transactions.Aborted, 10)},
+		{"abandoned", strconv.FormatInt(tp.Transactions.Abandoned, 10)},
+	} {
+		if s[c.name] != c.want {
+			t.Errorf("two-phase table: %s %q, results.json %q", c.name, s[c.name], c.want)
+		}
+	}
+	shows(t, "committed per second", s["committed per second"], tp.CommittedPerSecond)
+	shows(t, "latency of the committed", s["latency of the committed"], tp.LatencyMs.Mean, tp.LatencyMs.P99)
+
+	c := tp.Crash
+	if h := regexp.MustCompile(`<h3>Coordinator crash at ([^<]*)</h3>`).FindStringSubmatch(dom); h == nil {
+		t.Error("no heading of the coordinator crash")
+	} else {
+		shows(t, "crash time", h[1], c.AtS)
+	}
+	cr := kv("two-phase-crash")
+	var stopped int64
+	for _, p := range []string{"before-prepare", "mid-prepare", "before-decision", "after-decision"} {
+		if got, want := cr["abandoned "+p], strconv.FormatInt(c.Stops[p], 10); got != want {
+			t.Errorf("abandoned %s: %q on the page, %s in results.json", p, got, want)
+		}
+		stopped += c.Stops[p]
+	}
+	if stopped != tp.Transactions.Abandoned || stopped == 0 {
+		t.Errorf("the crash's stops add to %d, %d transactions abandoned", stopped, tp.Transactions.Abandoned)
+	}
+	if got := cr["branches in doubt"]; got != strconv.Itoa(len(c.InDoubt)) {
+		t.Errorf("branches in doubt: %q on the page, %d in results.json", got, len(c.InDoubt))
+	}
+	shows(t, "recovery took", cr["recovery took"], c.RecoveryMs)
+	shows(t, "all resolved", cr["all resolved, from the crash"], c.ResolvedMs)
+
+	list := func(id string, n int) [][]string {
+		rows := tableRows(t, dom, id)
+		if len(rows) < 1 || len(rows)-1 != n {
+			t.Fatalf("table %s has %d rows beside its header, results.json %d", id, len(rows)-1, n)
+		}
+		return rows[1:]
+	}
+	cell := func(what, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s: %q on the page, %q in results.json", what, got, want)
+		}
+	}
+	for i, r := range list("in-doubt", len(c.InDoubt)) {
+		d := c.InDoubt[i]
+		cell("in doubt gid", r[0], d.GID)
+		cell(d.GID+" server", r[1], strconv.Itoa(d.Server))
+		shows(t, d.GID+" age", r[2], d.AgeMs)
+		cell(d.GID+" locks", r[3], strconv.Itoa(d.Locks))
+	}
+	for i, r := range list("lock-probes", len(c.Probes)) {
+		p := c.Probes[i]
+		cell("probe gid", r[0], p.GID)
+		cell(p.GID+" probe server", r[1], strconv.Itoa(p.Server))
+		cell(p.GID+" probe row", r[2], strconv.Itoa(p.Row))
+		shows(t, p.GID+" blocked", r[3], p.BlockedMs)
+		cell(p.GID+" timeouts", r[4], strconv.Itoa(p.Timeouts))
+		shows(t, p.GID+" locked for", r[5], p.LockedForMs)
+		cell(p.GID+" probe error", r[6], cmp.Or(p.Error, "—"))
+	}
+	for i, r := range list("recovery", len(tp.Recovery)) {
+		x := tp.Recovery[i]
+		cell("resolution gid", r[0], x.GID)
+		cell(x.GID+" resolution server", r[1], strconv.Itoa(x.Server))
+		cell(x.GID+" decision", r[2], x.Decision)
+		cell(x.GID+" from the log", r[3], map[bool]string{true: "yes", false: "no"}[x.Logged])
+		cell(x.GID+" resolution error", r[4], cmp.Or(x.Error, "—"))
+	}
+	shot := filepath.Join(t.ArtifactDir(), "report-2pc-crash.png")
+	browse(t, bin, "--window-size=1300,2600", "--screenshot="+shot, "file://"+filepath.Join(res.RunDir, "report.html"))
+	t.Logf("screenshot of a crashed coordinator's report: %s", shot)
+}
+
+// tableRows reads the table with the id from a DOM: each row's cells (th or td) as text.
+func tableRows(t *testing.T, dom, id string) [][]string {
+	t.Helper()
+	tb := regexp.MustCompile(`(?s)<table id="` + regexp.QuoteMeta(id) + `">(.*?)</table>`).FindStringSubmatch(dom)
+	if tb == nil {
+		t.Errorf("no table %s on the page", id)
+		return nil
+	}
+	var rows [][]string
+	for _, tr := range regexp.MustCompile(`(?s)<tr[^>]*>(.*?)</tr>`).FindAllStringSubmatch(tb[1], -1) {
+		var cells []string
+		for _, td := range cellRE.FindAllStringSubmatch(tr[1], -1) {
+			cells = append(cells, html.UnescapeString(tagRE.ReplaceAllString(td[1], "")))
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+var (
+	cellRE = regexp.MustCompile(`(?s)<t[hd][^>]*>(.*?)</t[hd]>`)
+	tagRE  = regexp.MustCompile(`<[^>]*>`)
+	// numRE is a figure: a number not part of a word ("p99" names one).
+	numRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9.])(-?[0-9]+(?:\.([0-9]+))?)`)
+)
+
+// shows checks that text shows the values, in order, each to the precision printed: a
+// figure written with d decimals is within half a unit of its last digit.
+func shows(t *testing.T, what, text string, want ...float64) {
+	t.Helper()
+	nums := numRE.FindAllStringSubmatch(text, -1)
+	if len(nums) != len(want) {
+		t.Errorf("%s: %q on the page, want the %d figures %v", what, text, len(want), want)
+		return
+	}
+	for i, m := range nums {
+		got, _ := strconv.ParseFloat(m[1], 64)
+		if tol := 0.5*math.Pow(10, -float64(len(m[2]))) + 1e-9; math.Abs(got-want[i]) > tol {
+			t.Errorf("%s: %s on the page, %v in results.json", what, m[1], want[i])
+		}
+	}
 }

@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/go-echarts/go-echarts/v2/charts"
-	"github.com/go-echarts/go-echarts/v2/opts"
-
 	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
@@ -58,11 +55,9 @@ func WriteSummaryHTML(path string, runs []*results.Results) error {
 		}
 		p.Rows = append(p.Rows, row)
 	}
-	cs := []echart{storeBars(runs)}
+	cs := []chart{storeBars(runs)}
 	if sweep := sweepRuns(runs); len(sweep) > 1 {
-		for _, c := range sweepCharts(sweep) {
-			cs = append(cs, c)
-		}
+		cs = append(cs, sweepCharts(sweep)...)
 	}
 	var err error
 	if p.Charts, err = renderCharts(cs...); err != nil {
@@ -77,27 +72,21 @@ func WriteSummaryHTML(path string, runs []*results.Results) error {
 
 // storeBars is the stand's chart: one bar per run, labelled by store (and workers and
 // retry when the runs differ in them), of committed operations per second.
-func storeBars(runs []*results.Results) *charts.Bar {
-	c := charts.NewBar()
-	c.SetGlobalOptions(chartInit("chart_stores", "320px"),
-		charts.WithTitleOpts(opts.Title{Title: "Throughput per run", Subtitle: "completed operations per second; colour: verdict"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "ops/s"}),
-		charts.WithAnimation(false),
-	)
-	var labels []string
-	var bars []opts.BarData
+func storeBars(runs []*results.Results) chart {
+	o := newOption(title{Text: "Throughput per run", Subtext: "completed operations per second; colour: verdict"}, axis{}, axis{Type: "value", Name: "ops/s"})
+	o.Tooltip = tooltip{Show: true}
+	bars := series{Name: "ops/s", Type: "bar"}
 	colors := map[string]string{"valid": "#2e7d32", "invalid": "#c62828", "unknown": "#8a6d00"}
 	for _, r := range runs {
 		label := r.Store
 		if len(runs) > 1 {
 			label = fmt.Sprintf("%s %s w%d %s", r.Store, r.Workload, r.Workers, r.Retry)
 		}
-		labels = append(labels, label)
-		bars = append(bars, opts.BarData{Value: round2(r.Throughput), ItemStyle: &opts.ItemStyle{Color: colors[r.Verdict.String()]}})
+		o.XAxis[0].Data = append(o.XAxis[0].Data, label)
+		bars.Data = append(bars.Data, datum{Value: round2(r.Throughput), ItemStyle: &itemStyle{Color: colors[r.Verdict.String()]}})
 	}
-	c.SetXAxis(labels).AddSeries("ops/s", bars)
-	return c
+	o.Series = []series{bars}
+	return chart{id: "chart_stores", height: "320px", option: o}
 }
 
 // sweepRuns returns the counter runs of one store and mechanism, by workers, when the
@@ -113,26 +102,23 @@ func sweepRuns(runs []*results.Results) []*results.Results {
 	return out
 }
 
-func sweepCharts(sweep []*results.Results) []*charts.Line {
-	mk := func(id, title, unit string, get func(*results.Results) (float64, bool)) *charts.Line {
-		c := charts.NewLine()
-		c.SetGlobalOptions(chartInit(id, "280px"),
-			charts.WithTitleOpts(opts.Title{Title: title, Subtitle: fmt.Sprintf("%s on %s, %s", sweep[0].Workload, sweep[0].Store, sweep[0].Mechanism)}),
-			charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-			charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "workers"}),
-			charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: unit}),
-			charts.WithAnimation(false),
-		)
-		var pts []opts.LineData
+func sweepCharts(sweep []*results.Results) []chart {
+	mk := func(id, text, unit string, get func(*results.Results) (float64, bool)) chart {
+		o := newOption(title{Text: text, Subtext: fmt.Sprintf("%s on %s, %s", sweep[0].Workload, sweep[0].Store, sweep[0].Mechanism)},
+			axis{Type: "value", Name: "workers"}, axis{Type: "value", Name: unit})
+		o.Tooltip = tooltip{Show: true, Trigger: "axis"}
+		var pts []datum
 		for _, r := range sweep {
 			if v, ok := get(r); ok {
 				pts = append(pts, xy(float64(r.Workers), round2(v)))
 			}
 		}
-		c.AddSeries(title, pts, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
-		return c
+		l := line(text, pts)
+		l.ShowSymbol = explicit(true)
+		o.Series = []series{l}
+		return chart{id: id, height: "280px", option: o}
 	}
-	return []*charts.Line{
+	return []chart{
 		mk("chart_sweep_tps", "Committed transactions per second", "tx/s", func(r *results.Results) (float64, bool) {
 			if r.DurationS <= 0 {
 				return 0, false
