@@ -43,10 +43,10 @@ type operation struct {
 // retrier runs one worker's operations under the run's retry policy. It keeps the
 // worker's random source (backoff) and the run's deadline.
 type retrier struct {
-	r        *run
-	w        workloads.Worker
-	rng      *rand.Rand
-	end      *runEnd
+	r   *run
+	w   workloads.Worker
+	rng *rand.Rand
+	end *runEnd
 	// refused counts the attempts in a row that could not open a connection: the
 	// server is down. It paces the worker (pace) and resets on any other outcome.
 	refused int

@@ -268,12 +268,13 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, couldNotRun("write config: %w", err)
 	}
-	ph := &results.Phases{}
-	lap := time.Now()
-	took := func(into *float64) {
-		now := time.Now()
-		*into = now.Sub(lap).Seconds()
-		lap = now
+	ph, cpu := &results.Phases{}, &results.Phases{}
+	lap, cpuLap := time.Now(), processCPU()
+	// took ends a phase: its wall time into wall, the process's CPU time into used.
+	took := func(wall, used *float64) {
+		now, c := time.Now(), processCPU()
+		*wall, *used = now.Sub(lap).Seconds(), (c - cpuLap).Seconds()
+		lap, cpuLap = now, c
 	}
 	dsns, serverDesc, srv, err := serve(ctx, cfg, b, dir)
 	if err != nil {
@@ -283,7 +284,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	// proxy as well as stopping the server.
 	defer func() {
 		srv.stop()
-		took(&ph.Stop)
+		took(&ph.Stop, &cpu.Stop)
 	}()
 	for _, d := range dsns {
 		sc.add(d)
@@ -300,7 +301,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 			sc.add(d)
 		}
 	}
-	took(&ph.Launch)
+	took(&ph.Launch, &cpu.Launch)
 	var tp *twoPhase
 	var wl workloads.Workload
 	var closeStore func()
@@ -316,7 +317,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if err := wl.Setup(ctx); err != nil {
 		return nil, couldNotRun("set up %s on %s: %w", cfg.Workload, cfg.Store, err)
 	}
-	took(&ph.Setup)
+	took(&ph.Setup, &cpu.Setup)
 	r, err := record(ctx, cfg, wl, nem, tp, dir, sc)
 	if err != nil {
 		return nil, couldNotRun("%w", nem.explain(err))
@@ -326,7 +327,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if err := nem.flush(); err != nil {
 		return nil, couldNotRun("write faults.jsonl: %w", err)
 	}
-	took(&ph.Workload)
+	took(&ph.Workload, &cpu.Workload)
 	ops, verdict, err := check(ctx, cfg, wl, dir)
 	if err != nil {
 		return nil, couldNotRun("%w", err)
@@ -338,9 +339,9 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if tp != nil {
 		res.TwoPhase = tp.section(r)
 	}
-	took(&ph.Check)
+	took(&ph.Check, &cpu.Check)
 	// Stop is filled in when the server has stopped, before Run writes the results.
-	res.Phases = ph
+	res.Phases, res.PhasesCPU = ph, cpu
 	return res, nil
 }
 
