@@ -43,7 +43,7 @@ type Options struct {
 const checkEvery = 4096
 
 // Models lists the models Check knows.
-var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", ExactlyOnceModel, BankModel, TransferModel, ListAppendModel, RWRegisterModel}
+var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", ExactlyOnceModel, BankModel, TransferModel, ListAppendModel, RWRegisterModel, BudgetsModel, ExactlyOnceResponseModel}
 
 // Check chooses the checker for the history's model and runs it. The error means the
 // history cannot be checked (no model, missing parameters, not a history of that model);
@@ -88,6 +88,10 @@ func checkModel(ctx context.Context, model string, h *histories.Header, ops []hi
 		return checkTxn(ctx, model, ops, to)
 	case ExactlyOnceModel:
 		return CheckExactlyOnce(ctx, ops)
+	case ExactlyOnceResponseModel:
+		return CheckExactlyOnceResponse(ctx, ops)
+	case BudgetsModel:
+		return checkBudgetsModel(ctx, h, ops)
 	case BankModel:
 		p, err := bankFromHeader(h)
 		if err != nil {

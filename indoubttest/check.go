@@ -3,9 +3,10 @@ package indoubttest
 import (
 	"context"
 	"encoding/json"
-	"math"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,86 +19,211 @@ import (
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
-	"github.com/indoubt/indoubt/workloads"
 )
 
-// CheckTimeout bounds the checker of Check; a search that runs out gives an Unknown
-// verdict, which fails the test.
-var CheckTimeout = 2 * time.Minute
+// Report is what Evaluate and Check found: the checker's verdict and anomalies, what
+// the proxy's ground truth proves of the operations, and where the run directory is.
+// Everything in it is computed from the run directory, as `indoubt check --faults
+// RUNDIR/faults.jsonl RUNDIR/history.jsonl` computes it.
+type Report struct {
+	// Verdict is the checker's: valid, invalid, or unknown (it could not decide, or
+	// nothing was checked). It is zero when the history could not be checked at all
+	// (the test then fails with what to fix).
+	Verdict checker.Verdict
+	// Summary is the checker's one sentence.
+	Summary string
+	// Anomalies are what the checker found wrong, each naming the history events that
+	// show it.
+	Anomalies []checker.Anomaly
+	// Claims are what the proxy's ground truth proves of single operations: applied
+	// more than once, replayed, or committed by a cut and retried with nothing proven.
+	Claims []Claim
+	// Faults counts the commit faults the proxy fired.
+	Faults int
+	// Seed is the seed of the proxy's fault decisions.
+	Seed int64
+	// RunDir is the run directory: history.jsonl, faults.jsonl, results.json and
+	// report.html. It is removed when the test passes, unless INDOUBT_OUT is set.
+	RunDir string
+	// Text is the explanation, as Check prints it when the verdict is not valid.
+	Text string
+}
 
-// Check holds the recorder's history to model, joins the proxy's ground truth to it, and
-// writes a run directory: history.jsonl (re-check it with `indoubt check`), faults.jsonl
-// (the proxy's events), results.json (the verdict and the explanation) and report.html
-// (the same for a browser, rendered by internal/report). The
-// directory is under $INDOUBT_OUT when set, and kept; else in the system's temporary
-// directory, removed when the test passes.
-//
-// A history that is not valid fails the test (tb.Errorf) with an explanation that leads
-// with the cause it can name from the ground truth ("charge 3-7: the proxy cut the reply
-// after COMMIT (the commit had applied), your code retried and was told ok: the charge
-// applied twice"), then the checker's findings and the run directory's path. A valid one
-// is logged with what the faults did. Check returns the checker's Result either way.
-// Record nothing on rec after Check.
-func Check(tb testing.TB, rec *Recorder, model Model) checker.Result {
+// Found reports whether the checker found an anomaly of kind ("duplicate",
+// "overdraft", "lost-update" ...: each checker of package checker names its kinds).
+func (r *Report) Found(kind string) bool {
+	return slices.ContainsFunc(r.Anomalies, func(a checker.Anomaly) bool { return a.Kind == kind })
+}
+
+// Claim is one thing the proxy's ground truth proves of one operation, in a sentence
+// that claims no more than its proof.
+type Claim struct {
+	// Op is the operation's id.
+	Op string
+	// Kind says what is claimed.
+	Kind ClaimKind
+	// Times is, for ClaimApplied, how many times the operation took effect: counted in
+	// the final state, or a lower bound from the proxy's truth for each attempt.
+	Times int
+	// Sentence says it, with its proof.
+	Sentence string
+}
+
+// ClaimKind is what a Claim says of its operation.
+type ClaimKind string
+
+const (
+	// ClaimApplied: the operation took effect more than once.
+	ClaimApplied ClaimKind = "applied-more-than-once"
+	// ClaimReplay: a commit of the operation was cut, it was retried and acknowledged,
+	// and the retry is proven to have changed nothing.
+	ClaimReplay ClaimKind = "replay"
+	// ClaimCommitted: a commit of the operation was cut and it was retried; a second
+	// application is possible and not proven either way.
+	ClaimCommitted ClaimKind = "committed-and-retried"
+)
+
+// Check holds the recorder's history to model (Evaluate) and fails the test
+// (tb.Errorf) unless the verdict is valid, with the explanation: the checker's
+// anomalies first, each with what the proxy's ground truth proves of the operations it
+// names, then the faults no operation could be tied to, the fault seed with the
+// command that runs the test again with it, and the run directory. Record nothing on
+// rec after Check.
+func Check(tb testing.TB, rec *Recorder, model Model) *Report {
+	tb.Helper()
+	r := evaluate(tb, rec, model)
+	switch r.Verdict {
+	case 0: // not checked: evaluate said what to fix
+	case checker.Valid:
+		tb.Logf("%s", r.Text)
+	default:
+		tb.Errorf("%s", r.Text)
+	}
+	return r
+}
+
+// Evaluate holds the recorder's history to model and returns what it found, without
+// failing the test for the verdict: a test that pins a known-bad version of its code
+// asserts that the report is invalid and names the anomaly (Report.Found). It writes
+// the run directory: history.jsonl (the operations with their failed attempts, and
+// the proxy's events), faults.jsonl, results.json (the schema of indoubt run's) and
+// report.html; `indoubt check --faults RUNDIR/faults.jsonl RUNDIR/history.jsonl`
+// reproduces the verdict and the claims. A history the model cannot read (a value of
+// the wrong type, a final state it needs and did not get) fails the test with what to
+// record instead. Record nothing on rec after Evaluate.
+func Evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
+	tb.Helper()
+	r := evaluate(tb, rec, model)
+	if r.Verdict != 0 {
+		tb.Logf("%s", r.Text)
+	}
+	return r
+}
+
+// evaluate writes the run directory, reads it back and judges it; a history that
+// cannot be checked fails tb.
+func evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
 	tb.Helper()
 	rec.mu.Lock()
 	rec.closed = true
 	client := append([]histories.Op(nil), rec.ops...)
-	tries := rec.attempts
 	rec.mu.Unlock()
-
-	var events []toxics.Event
-	var windows []faults.Window
-	store := ""
+	var (
+		events  []toxics.Event
+		windows []faults.Window
+		specs   []string
+		schErr  error
+		store   string
+		sd      seed
+	)
 	if rec.srv != nil {
-		events = rec.srv.Events()
-		windows = rec.srv.Windows()
-		store = rec.srv.Store
+		events, windows, specs, schErr = rec.srv.armed()
+		store, sd = rec.srv.Store, rec.srv.seed
 	}
-	ops := merge(client, events, windows, rec.start)
-	hdr := histories.Header{Format: histories.FormatV1, Workload: "app", Model: model.Name, Store: store, Seed: seedOf(tb.Name()), Params: model.Params}
-
+	if schErr != nil {
+		tb.Errorf("indoubttest: a fault schedule could not run: %v", schErr)
+	}
+	rep := &Report{Seed: sd.n, Faults: len(events)}
 	dir, keep, err := runDir(tb)
 	if err != nil {
 		tb.Fatalf("indoubttest: run directory: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), CheckTimeout)
-	defer cancel()
-	res, cerr := checker.Check(ctx, &hdr, ops, checker.Options{})
-	ev := join(ops, events, tries, rec.start)
-	nameConns(ops, ev, tries)
-	lines := explain(model, res, cerr, ev)
-	joinedEv := joinEvidence(ops, ev, res.Verdict == checker.Invalid, rec.start)
-	if err := writeRun(dir, rec.start, hdr, ops, events, res, lines, joinedEv); err != nil {
-		tb.Errorf("indoubttest: write run directory %s: %v", dir, err)
-	}
-	if err := writeHTML(dir, hdr, ops, ev, joinedEv, res, lines, rec.start); err != nil {
-		tb.Errorf("indoubttest: write run directory %s: %v", dir, err)
-	}
-	rec.mu.Lock()
-	rec.dir = dir
-	rec.mu.Unlock()
-	failed := cerr != nil || res.Verdict != checker.Valid
+	rep.RunDir = dir
 	tb.Cleanup(func() {
 		if !keep && !tb.Failed() {
 			os.RemoveAll(dir)
 		}
 	})
-	if failed {
-		tb.Errorf("%s\nrun directory: %s (re-check: indoubt check %s)", strings.Join(lines, "\n"), dir, filepath.Join(dir, "history.jsonl"))
-	} else {
-		tb.Logf("%s", strings.Join(lines, "\n"))
+	hdr := model.header(store, sd.n)
+	if err := writeHistory(dir, hdr, merge(client, events, windows, rec.start)); err != nil {
+		tb.Fatalf("indoubttest: write %s: %v", dir, err)
 	}
-	return res
+	if err := writeFaults(dir, events, windows, rec.start); err != nil {
+		tb.Fatalf("indoubttest: write %s: %v", dir, err)
+	}
+	// From here on, everything comes from the run directory.
+	h, ops, err := histories.ReadFile(filepath.Join(dir, "history.jsonl"), false)
+	if err != nil {
+		tb.Fatalf("indoubttest: read back %s: %v", dir, err)
+	}
+	evs, err := readEvents(dir)
+	if err != nil {
+		tb.Fatalf("indoubttest: read back %s: %v", dir, err)
+	}
+	if bad := model.misuse(ops, 5); len(bad) > 0 {
+		rep.Text = fmt.Sprintf("indoubttest: the %s model cannot read this history:\n  %s\nrun directory: %s", model.name, strings.Join(bad, "\n  "), dir)
+		tb.Errorf("%s", rep.Text)
+		return rep
+	}
+	opt := checker.Options{}
+	if model.name == checker.RegisterModel || model.name == checker.CASRegisterModel {
+		opt.VisualizePath = filepath.Join(dir, "linearizability.html")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout(tb))
+	defer cancel()
+	res, cerr := checker.Check(ctx, h, ops, opt)
+	if cerr != nil && res.Verdict == 0 {
+		why := cerr.Error()
+		if strings.Contains(why, "no final read") && model.final != "" {
+			// The checker's words name indoubt check's flags; a test records the read.
+			why = fmt.Sprintf("no final read begins after every operation ended: once the workers are done (every operation completed), record the final state with %s", model.final)
+		}
+		rep.Text = fmt.Sprintf("indoubttest: the history cannot be checked as %s: %s\nrun directory: %s", model.name, why, dir)
+		tb.Errorf("%s", rep.Text)
+		return rep
+	}
+	r := fill(h, ops, res, evs, rec.srv, specs, dir)
+	if err := writeResults(dir, r); err != nil {
+		tb.Errorf("indoubttest: write %s: %v", dir, err)
+	}
+	rep.Verdict, rep.Summary, rep.Anomalies = res.Verdict, res.Summary, res.Anomalies
+	rep.Claims = claims(r.Evidence)
+	rep.Text = explain(tb, model, r, ops, sd, rec.srv != nil, keep)
+	if keep {
+		tb.Logf("indoubttest: run directory %s", dir)
+	}
+	return rep
+}
+
+// checkTimeout bounds the checker: two minutes, or less when the test's deadline is
+// nearer. A search that runs out gives an unknown verdict.
+func checkTimeout(tb testing.TB) time.Duration {
+	d := 2 * time.Minute
+	if t, ok := tb.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := t.Deadline(); ok {
+			d = min(d, max(time.Until(end)*9/10, time.Second))
+		}
+	}
+	return d
 }
 
 // merge puts the client's events and the proxy's in one history, in time order, and
-// numbers them.
+// numbers them, as indoubt run's nemesis records them: fault windows opened and
+// closed, and each fault with its ground truth.
 func merge(client []histories.Op, events []toxics.Event, windows []faults.Window, start time.Time) []histories.Op {
 	ops := make([]histories.Op, 0, len(client)+len(events)+len(windows))
 	ops = append(ops, client...)
 	for _, w := range windows {
-		// The runner's nemesis events: start and stop of each fault window.
 		f := "start"
 		if !w.Open {
 			f = "stop"
@@ -137,21 +263,7 @@ func runDir(tb testing.TB) (dir string, keep bool, err error) {
 	return dir, false, err
 }
 
-// helperResults is the run directory's results.json.
-type helperResults struct {
-	Verdict     checker.Verdict `json:"verdict"`
-	Summary     string          `json:"summary"`
-	Model       string          `json:"model"`
-	Store       string          `json:"store,omitempty"`
-	Explanation []string        `json:"explanation"`
-	Check       checker.Result  `json:"check"`
-	CheckError  string          `json:"check_error,omitempty"`
-	Faults      map[string]int  `json:"faults"`
-	// Evidence is the proxy's ground truth joined to the operations (internal/evidence).
-	Evidence *results.Evidence `json:"evidence,omitempty"`
-}
-
-func writeRun(dir string, start time.Time, hdr histories.Header, ops []histories.Op, events []toxics.Event, res checker.Result, lines []string, ev *results.Evidence) error {
+func writeHistory(dir string, hdr histories.Header, ops []histories.Op) error {
 	w, err := histories.Create(filepath.Join(dir, "history.jsonl"), hdr)
 	if err != nil {
 		return err
@@ -162,143 +274,88 @@ func writeRun(dir string, start time.Time, hdr histories.Header, ops []histories
 			return err
 		}
 	}
-	if err := w.Close(); err != nil {
-		return err
+	return w.Close()
+}
+
+// writeFaults writes faults.jsonl as indoubt run does: each event with run_time, its
+// time on the history's clock, so that `indoubt check --faults` joins it, and the
+// fault windows.
+func writeFaults(dir string, events []toxics.Event, windows []faults.Window, start time.Time) error {
+	type line struct {
+		at int64
+		b  []byte
 	}
-	var fb strings.Builder
-	counts := map[string]int{}
+	var lines []line
 	for _, e := range events {
-		// run_time puts the event on the history's clock, as indoubt run writes it, so
-		// that `indoubt check --faults` joins it.
+		at := e.Time.Sub(start).Nanoseconds()
 		b, err := json.Marshal(struct {
 			toxics.Event
 			RunTime int64 `json:"run_time"`
-		}{e, e.Time.Sub(start).Nanoseconds()})
+		}{e, at})
 		if err != nil {
 			return err
 		}
-		fb.Write(b)
-		fb.WriteByte('\n')
-		counts[e.Kind.String()+" "+e.Truth.String()]++
+		lines = append(lines, line{at, b})
 	}
-	if err := os.WriteFile(filepath.Join(dir, "faults.jsonl"), []byte(fb.String()), 0o644); err != nil {
-		return err
+	for _, w := range windows {
+		at := w.Time.Sub(start).Nanoseconds()
+		f := "start"
+		if !w.Open {
+			f = "stop"
+		}
+		b, err := json.Marshal(map[string]any{"window": f, "fault": w.Fault, "run_time": at, "time": w.Time})
+		if err != nil {
+			return err
+		}
+		lines = append(lines, line{at, b})
 	}
-	r := helperResults{Verdict: res.Verdict, Summary: res.Summary, Model: hdr.Model, Store: hdr.Store, Explanation: lines, Check: res, Faults: counts, Evidence: ev}
-	if len(lines) > 0 {
-		r.Summary = lines[0]
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].at < lines[j].at })
+	var b strings.Builder
+	for _, l := range lines {
+		b.Write(l.b)
+		b.WriteByte('\n')
 	}
+	return os.WriteFile(filepath.Join(dir, "faults.jsonl"), []byte(b.String()), 0o644)
+}
+
+func readEvents(dir string) ([]evidence.FaultEvent, error) {
+	path := filepath.Join(dir, "faults.jsonl")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	evs, clock, err := evidence.ReadEvents(f, path)
+	if err == nil && len(evs) > 0 && clock != evidence.RunClock {
+		err = fmt.Errorf("%s: events without run_time", path)
+	}
+	return evs, err
+}
+
+func writeResults(dir string, r *results.Results) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644)
-}
-
-// writeHTML renders report.html with internal/report, from what a test knows: no
-// latency or retry accounting of the runner, the verdict, the ground truth joined to the
-// operations, and the anomalies.
-func writeHTML(dir string, hdr histories.Header, ops []histories.Op, ev []joined, joinedEv *results.Evidence, res checker.Result, lines []string, start time.Time) error {
-	r := &results.Results{
-		SchemaVersion: results.SchemaVersion, Verdict: res.Verdict, Summary: strings.Join(lines, " "),
-		Workload: workloads.Name(hdr.Model), Store: hdr.Store, Mechanism: "the code under test", Retry: "the code under test's",
-		Seed: hdr.Seed, StartedAt: start, Anomalies: res.Anomalies, RunDir: dir, Proxied: hdr.Store != "",
-		Faults: results.FaultCounts{ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+		return err
 	}
-	procs := map[int]bool{}
-	for _, op := range ops {
-		if !op.IsClient() {
-			continue
-		}
-		procs[op.Process] = true
-		switch op.Type {
-		case histories.Invoke:
-			r.Ops.Invoked++
-		case histories.OK:
-			r.Ops.OK++
-		case histories.Fail:
-			r.Ops.Fail++
-		case histories.Info:
-			r.Ops.Info++
-		}
-		if op.Time > 0 {
-			r.DurationS = float64(op.Time) / 1e9
-		}
-	}
-	r.Workers = len(procs)
-	for _, j := range ev {
-		r.Faults.ByKind[j.e.Kind.String()]++
-		r.Faults.ByTruth[j.e.Truth.String()]++
-	}
-	r.Evidence = joinedEv
 	return report.WriteHTML(filepath.Join(dir, "report.html"), r)
 }
 
-// joinEvidence hands the faults, with the operations join attributed them to, to
-// internal/evidence, which judges them as it does for indoubt run: applied twice,
-// committed twice, and where the ground truth and the history disagree. An operation
-// join attributed a fault to is given the fault's connection for the span of the
-// operation, since a pool hides the connection from the recorder.
-func joinEvidence(ops []histories.Op, ev []joined, invalid bool, start time.Time) *results.Evidence {
-	if len(ev) == 0 {
+// claims lists the evidence's claims about single operations.
+func claims(e *results.Evidence) []Claim {
+	if e == nil {
 		return nil
 	}
-	invokeIdx := map[string]int64{}
-	process := map[string]int{}
-	for _, op := range ops {
-		if op.IsClient() && op.Type == histories.Invoke {
-			invokeIdx[op.OpID] = op.Index
-			process[op.OpID] = op.Process
+	var out []Claim
+	for _, g := range []struct {
+		kind ClaimKind
+		list []results.AmbiguousOp
+	}{{ClaimApplied, e.AppliedTwice}, {ClaimReplay, e.Replays}, {ClaimCommitted, e.CommittedTwice}} {
+		for _, a := range g.list {
+			out = append(out, Claim{Op: a.OpID, Kind: g.kind, Times: a.Times, Sentence: a.Sentence})
 		}
 	}
-	events := make([]evidence.FaultEvent, 0, len(ev))
-	var spans []evidence.Span
-	for _, j := range ev {
-		at := j.e.Time.Sub(start).Nanoseconds()
-		events = append(events, evidence.FaultEvent{Time: at, Conn: j.e.Conn, Kind: j.e.Kind.String(), Truth: j.e.Truth.String(), What: j.e.Statement, Tag: j.e.Tag})
-		if j.op == nil {
-			continue
-		}
-		to := j.op.end
-		if to < 0 {
-			to = math.MaxInt64
-		}
-		spans = append(spans, evidence.Span{OpID: j.op.id, Process: process[j.op.id], Invoke: invokeIdx[j.op.id], Conn: j.e.Conn, From: j.op.invoke, To: to, Class: workloads.ClassUnknown})
-	}
-	e, _ := evidence.Join(events, spans, ops, nil, invalid)
-	return e
-}
-
-// nameConns gives each invocation the connection its operation named first (Op.Conn) or,
-// failing that, the connection of the first fault join attributed to it, and the
-// completion that of the last when it differs, so that
-// `indoubt check --faults` joins the proxy's events to the history file as Check did.
-func nameConns(ops []histories.Op, ev []joined, tries map[string]*attempts) {
-	conn := map[string]string{}
-	for id, a := range tries {
-		if len(a.conns) > 0 {
-			conn[id] = a.conns[0]
-		}
-	}
-	last := map[string]string{}
-	for _, j := range ev {
-		if j.op != nil && conn[j.op.id] == "" {
-			conn[j.op.id] = j.e.Conn
-		}
-		if j.op != nil {
-			last[j.op.id] = j.e.Conn
-		}
-	}
-	for i := range ops {
-		if !ops[i].IsClient() || ops[i].Conn != "" {
-			continue
-		}
-		if ops[i].Type == histories.Invoke {
-			ops[i].Conn = conn[ops[i].OpID]
-		} else if l := last[ops[i].OpID]; l != conn[ops[i].OpID] {
-			// A second fault on another connection: the completion names it, which is
-			// how a history says that a retry moved to a fresh connection.
-			ops[i].Conn = l
-		}
-	}
+	return out
 }

@@ -1,7 +1,8 @@
 // Package indoubttest tests your own code's retry logic under ambiguous commits, the way
-// net/http/httptest tests a handler: a real database behind indoubt's commit-aware proxy,
-// a recorder for the operations your code performs, and Check, which holds the
-// recorded history to a model and explains a failure with the proxy's ground truth.
+// net/http/httptest tests a handler: a real database behind indoubt's commit-aware
+// proxy, a recorder of the operations your code performs and of each attempt that
+// failed, and Check, which holds the history to a model with the checkers of package
+// checker and explains a failure with the proxy's ground truth.
 //
 // A commit is ambiguous when the connection is lost after the client sent it: the
 // server may have applied it (the proxy cut the reply: commit-cut) or not (the proxy
@@ -10,24 +11,24 @@
 // in the same transaction as the effect does not. Only cuts tell the two apart: a drop
 // never applied, so any retry of it is safe.
 //
-// # A complete test
+// # A test
 //
 //	func TestMain(m *testing.M) { os.Exit(indoubttest.Main(m)) } // stops the shared server
 //
 //	func TestCharge(t *testing.T) {
-//		srv := pgtest.Postgres(t)          // a database of the test's own, behind the proxy
-//		pool, _ := pgxpool.New(ctx, srv.DSN) // your code talks through the proxy
-//		setUp(srv.DirectDSN)               // set-up and final reads go around it
+//		srv := pgtest.Postgres(t)            // a database of the test's own, behind the proxy
+//		setUp(srv.DirectDSN)                 // set-up and final reads go around the proxy
+//		pool, _ := pgxpool.New(ctx, srv.DSN) // the code under test goes through it
 //
-//		srv.Arm("commit-cut:0.2")          // cut 20% of the replies that prove a commit
+//		srv.Arm("commit-cut:0.2")            // cut 20% of the replies that prove a commit
 //		rec := indoubttest.NewRecorder(t, srv)
 //		var wg sync.WaitGroup
 //		for range 4 {
-//			w := rec.Worker()              // one logical process per goroutine
+//			w := rec.Worker() // one logical process per goroutine
 //			wg.Go(func() {
 //				for range 25 {
 //					op := w.Invoke("decrement", nil)
-//					balance, err := svc.Charge(ctx, op.ID()) // the op id is your idempotency key
+//					balance, err := svc.Charge(ctx, op.ID(), op.Retried) // the op id: an idempotency key
 //					op.Done(indoubttest.Applied(balance), err)
 //				}
 //			})
@@ -35,61 +36,124 @@
 //		wg.Wait()
 //		srv.Disarm()
 //		rec.Read("read", indoubttest.Balance(readBalance(srv.DirectDSN)))
-//		indoubttest.Check(t, rec, indoubttest.Budget(1000).As("charge"))
+//		indoubttest.Check(t, rec, indoubttest.Budget(1000))
 //	}
 //
-// A naive retry fails that test with, first, the cause:
+// A naive retry fails it, and the message leads with what the checker proved, each of
+// its operations followed by what the proxy knows of them, then the faults, the fault
+// seed with the command that runs the test again with it, and the run directory:
 //
-//	indoubttest: budget check failed; the proxy's ground truth names the cause:
-//	  charge 1-7: the proxy cut the reply after COMMIT (the commit had applied), your code retried and was told ok: the charge applied twice
-//	  ...
-//	the checker: read 4-1 returned balance 877 (123 of 1000 taken) when at most 100 could have been taken ...
-//	faults: 23 cut after the commit applied, 0 dropped before the server (not applied)
-//	run directory: /tmp/indoubttest-TestCharge-123 (re-check: indoubt check /tmp/indoubttest-TestCharge-123/history.jsonl)
+//	indoubttest: budget check failed
+//	verdict: invalid: read final-0 returned balance 881 (119 of 1000 taken) when at most 100 could have been taken ...
+//	  checker: 1 impossible-read
+//	    read final-0 returned balance 881 (119 of 1000 taken) when at most 100 could have been taken ...
+//	  ground truth: 16 operations committed by a cut and retried, a second application possible but not proven
+//	    operation 1-1 (invoked at history event 3): the proxy cut 2 attempts after their commits applied (COMMIT); ...
+//	faults: 19 cut after the server committed (...), 0 dropped before the server saw them (not committed)
+//	fault seed 6828726345589830303; the same fault decisions again: (cd ... && INDOUBT_SEED=6828726345589830303 go test -count=1 -run '^TestCharge$' .)
+//	run directory: /tmp/indoubttest-TestCharge-3537038200 (re-check: indoubt check --faults .../faults.jsonl .../history.jsonl)
 //
-// The module's examples/payments holds this service on PostgreSQL, Redis and MongoDB,
-// naive and idempotent, with their tests.
+// The module's examples/payments holds such a service on PostgreSQL, Redis and MongoDB,
+// naive and idempotent, with their tests; the README shows the go.mod lines that use a
+// clone of the module before a release.
 //
 // # Servers
 //
-// The store subpackages give each test a Server: pgtest.Postgres, redistest.Redis,
+// The store packages give each test a Server: pgtest.Postgres, redistest.Redis,
 // mongotest.Mongo and cqltest.Cassandra. Each launches its server once per test binary
-// (PostgreSQL, Redis and Cassandra from the machine's binaries and jars, FerretDB
-// inside the binary) or uses the one an environment variable names
-// (INDOUBT_POSTGRES_DSN, INDOUBT_REDIS_DSN, INDOUBT_MONGO_DSN, INDOUBT_CASSANDRA_DSN),
-// and gives every test a fresh database (or keyspace) on it. They are separate
-// packages so that a PostgreSQL test links no MongoDB, SQLite, Redis or CQL code. A server
-// that is not installed skips the test, or fails it under CI=true.
+// (PostgreSQL, Redis and Cassandra from the machine's binaries and jars, FerretDB inside
+// the binary) or uses the one an environment variable names (INDOUBT_POSTGRES_DSN,
+// INDOUBT_REDIS_DSN, INDOUBT_MONGO_DSN, INDOUBT_CASSANDRA_DSN), and gives every test a
+// database of its own: PostgreSQL and MongoDB a database it creates and drops, Cassandra
+// a keyspace, Redis a database number it has proven empty. A test never touches data it
+// did not create; pointed at a server whose every database holds keys, a Redis test
+// fails and says so. They are separate packages so that a PostgreSQL test links no
+// MongoDB, SQLite, Redis or CQL code. A server that is not installed skips the test, or
+// fails it under CI=true.
 //
 // Each test has its own proxy: Server.DSN goes through it, Server.DirectDSN does not.
-// Server.Arm arms faults for a phase of the test, in the schedule syntax of package
-// faults ("commit-cut:0.2", "commit-drop:1,max=3", "commit-mixed:0.1@1s-3s"), and
-// Disarm ends them; Server.Events returns what the proxy did, with the ground truth.
-// Everything stops with the test.
+//
+// # Faults
+//
+// Server.Arm arms faults in the schedule syntax of package faults: "commit-cut:0.2",
+// "commit-drop:1,max=3", "commit-mixed:0.1", "latency:5ms", "partition@1s-2s". A window
+// "@START-END" is measured from the Arm call ("commit-cut:0.5@300ms-700ms": from 300 ms
+// after it to 700 ms after it; "@1s-" until Disarm). A commit fault takes the statement
+// match of `indoubt proxy --match` as its last option, match=REGEXP: only the commits
+// whose statements it matches count ("commit-cut:1,max=2,match=INSERT INTO orders").
+// Disarm ends every fault and the match; Server.Events returns what the proxy did so
+// far, with its ground truth. Everything stops with the test.
+//
+// The proxy's decisions are seeded: the Seed option (pgtest.Postgres(t,
+// indoubttest.Seed(7))), else INDOUBT_SEED, else the seed Seeds gives its subtest,
+// else one derived from the test's name, the same every run. The same seed gives the same
+// decisions for the same messages in the same order. Seeds runs a test under several
+// seeds, INDOUBT_SEEDS of them when that is set (a nightly job may ask for more than the
+// test does).
 //
 // # Recording
 //
-// A Recorder keeps the history: Worker gives each goroutine a logical process, Invoke
+// A Recorder keeps the history. Worker gives each goroutine a logical process; Invoke
 // starts an operation and returns its Op, whose ID is unique in the test and the same
-// across retries (use it as the idempotency key). Complete it once: Ok, Fail (it
-// certainly did not apply), Info (unknown), or Done, which maps an error by the store's
-// error contract (package workloads): an error after which the request may have been
-// applied, such as the lost connection a cut leaves, is Info. Op.Retried tells Check
-// that your code retried an attempt; pass it to your retry loop's hook. After Info the
-// worker continues under a fresh process id, as Jepsen's rule has it. Read records the
-// final state after the workers are done.
+// across retries (use it as the idempotency key); InvokeOn does so on one object of a
+// model over several (a SKU of Budgets).
 //
-// # Models
+// Tell the Op about every attempt: Retried for each one that failed and was retried
+// (pass it to your retry loop's hook), Conn for the connection an attempt uses when your
+// driver says (with pgx, a QueryTracer that reads the operation from the context and
+// names conn.PgConn().Conn().LocalAddr()), so that each fault joins the attempt it hit;
+// without it faults join by time, which cannot tell concurrent attempts apart. Then
+// complete it once: Ok, Fail (it certainly did not apply), Info (unknown), or Done,
+// which judges the last attempt's error by the store's error contract (package
+// workloads): an error after which the request may have applied, such as the lost
+// connection a cut leaves, is unknown. An operation's outcome is the worst of its
+// attempts: after an attempt that ended unknown, a definite failure of the last one
+// (a server selection error, a timeout before anything was sent) still leaves the
+// operation unknown, and Done records Info. Call Fail when your code knows that nothing
+// applied (it read its idempotency record and found none). After Info the worker
+// continues under a fresh process id, as Jepsen's rule has it. SetClassifier puts error
+// rules of your own in front of the store's.
 //
-// Budget (one account, units taken one at a time), Counter, Register, CASRegister,
-// ExactlyOnce (effects tagged with their op id, present exactly once) and Bank
-// (transfers between accounts): the checkers of package checker, with the value formats
-// of package histories ("Values").
+// Read (ReadOn) records the final state after the workers are done, read through
+// Server.DirectDSN; it is a final read the checkers count apart from the operations.
+//
+// # Models and values
+//
+//	model                      functions                 ok values                                          final read
+//	Budget(initial)            decrement, read           Applied(balance), Replayed(balance), Rejected()    Balance(n)
+//	Budgets(map[key]initial)   InvokeOn(key, ...)        the same, per key                                  ReadOn(key, "read", Balance(n))
+//	Counter(before)            increment, read           Incremented(wrote)                                 Count(n)
+//	Register(initial)          read, write               Ok(n), Ok(nil) for absent; write invoked with n    -
+//	CASRegister(initial)       read, write, cas          cas invoked and ok with [2]int64{from, to}        -
+//	ExactlyOnce()              apply                     any                                                checker.ExactlyOnceState
+//	ExactlyOnceResponse()      apply                     Response(v): what your code answered               Responses
+//	Bank(params)               transfer                  transfer invoked with checker.Transfer             checker.Balances
+//
+// Replayed says that your code answered from its record of an earlier attempt: the
+// proxy's evidence then names the operation a replay, proven by its reply, instead of
+// leaving a second application possible. A value the model does not read, a function it
+// does not know or a final state it needs and did not get fails the test with the
+// constructor or the call to use.
+//
+// # Verdicts
+//
+// Check fails the test unless the verdict is valid; Evaluate returns the same Report
+// without failing it, so that a test can pin that a known-bad version stays caught, with
+// its anomaly named (Report.Found). Report has the checker's verdict, summary and
+// anomalies, and the proxy's Claims about single operations: applied more than once (by
+// the final state's count of its op id, or by the proxy's truth for each attempt, a lower
+// bound), a replay, or committed by a cut and retried with nothing proven. A history in
+// which no operation completed is not valid: nothing was checked.
 //
 // # Run directory
 //
-// Check writes history.jsonl (schemas/history.schema.json; `indoubt check` re-checks
-// it without flags), faults.jsonl (the proxy's events) and results.json (verdict,
-// explanation, checker result) and report.html to a directory under $INDOUBT_OUT, kept, or under the
-// system's temporary directory, removed when the test passes and named in the failure.
+// Check and Evaluate write history.jsonl (schemas/history.schema.json: every operation,
+// its failed attempts with their connections, times, errors and classes, and the proxy's
+// events), faults.jsonl (the proxy's events on the history's clock), results.json
+// (schemas/results.schema.json, the results of indoubt run) and report.html, then read
+// the directory back and judge it from the files alone: `indoubt check --faults
+// DIR/faults.jsonl DIR/history.jsonl` gives the same verdict and claims. The directory
+// is under $INDOUBT_OUT when that is set, kept, and named in the test's log; otherwise in
+// the system's temporary directory, removed when the test passes and kept (and named in
+// the failure) when it fails.
 package indoubttest

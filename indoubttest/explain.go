@@ -2,285 +2,257 @@ package indoubttest
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strings"
-	"time"
+	"testing"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/evidence"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/workloads"
 )
 
-// opSpan is one client operation as the join sees it.
-type opSpan struct {
-	id, f       string
-	invoke, end int64 // ns since the start; end -1 while open
-	outcome     histories.Type
-	value       string
-	retried     []string
-	signs       []int64 // times the client showed trouble: retries, a completion not ok
-	conns       []string
-}
+// appWorkload is results.json's workload for a test's own code (schemas/results.schema.json).
+const appWorkload = "app"
 
-// joined is a fault event and the operation it hit, when one could be named.
-type joined struct {
-	e  toxics.Event
-	op *opSpan // nil: not attributed
-	// candidates are the operations in flight when the fault fired, when op is nil.
-	candidates []string
-}
-
-// join attributes each fault event to the operation it hit: the one that named the
-// event's connection (Op.Conn); else the operation in flight whose next sign of trouble
-// (a retried attempt, or a completion other than ok) came soonest after the event, each
-// sign matched to one event: a cut or a drop closes the connection, and the client
-// notices at once. Without such a sign, the only operation in flight; else the event
-// is left unattributed, with its candidates: the ground truth is evidence, and a guess
-// would not be.
-func join(ops []histories.Op, events []toxics.Event, tries map[string]*attempts, start time.Time) []joined {
-	all, _ := histories.Pair(ops) // Check has refused a history that does not pair
-	order := make([]*opSpan, 0, len(all))
-	for _, o := range all {
-		s := &opSpan{id: o.Invoke.OpID, f: o.Invoke.F, invoke: o.Invoke.Time, end: -1}
-		if a := tries[s.id]; a != nil {
-			s.retried, s.conns = a.retried, a.conns
-			s.signs = append(s.signs, a.retriedAt...)
-		}
-		if c := o.Complete; c != nil {
-			s.end, s.outcome, s.value = c.Time, c.Type, string(c.Value)
-			if c.Type != histories.OK {
-				s.signs = append(s.signs, c.Time)
-			}
-		}
-		order = append(order, s)
+// fill makes results.json of a test from what its run directory holds: the checker's
+// result, the history's operations and attempts, and the proxy's events joined to them
+// by package evidence, as indoubt run and indoubt check --faults join them.
+func fill(h *histories.Header, ops []histories.Op, res checker.Result, evs []evidence.FaultEvent, srv *Server, specs []string, dir string) *results.Results {
+	r := &results.Results{
+		SchemaVersion: results.SchemaVersion, Verdict: res.Verdict, Summary: res.Summary,
+		Workload: appWorkload, Store: h.Store, Mechanism: "the code under test (indoubttest), checked as " + h.Model,
+		Retry: appWorkload, Seed: h.Seed, Anomalies: res.Anomalies, RunDir: dir,
+		Errors: map[string]int64{}, PerSecond: []int64{}, Server: "none (a recorder without a server)",
+		Faults:     results.FaultCounts{Schedule: specs, ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
+		Retries:    results.RetryCounts{ByReason: map[string]int64{}},
+		LostWrites: res.LostWrites,
 	}
-	used := map[*opSpan]int{} // signs consumed, per operation, in time order
-	out := make([]joined, 0, len(events))
-	for _, e := range events {
-		at := e.Time.Sub(start).Nanoseconds()
-		j := joined{e: e}
-		var inFlight []*opSpan
-		var best *opSpan
-		bestGap := int64(-1)
-		for _, s := range order {
-			for _, c := range s.conns {
-				if c == e.Conn && e.Conn != "" {
-					j.op = s
-				}
-			}
-			if s.invoke > at || s.end >= 0 && at > s.end {
-				continue
-			}
-			inFlight = append(inFlight, s)
-			for k := used[s]; k < len(s.signs); k++ {
-				if s.signs[k] >= at {
-					if gap := s.signs[k] - at; bestGap < 0 || gap < bestGap {
-						best, bestGap = s, gap
-					}
-					break
-				}
+	if r.Anomalies == nil {
+		r.Anomalies = []checker.Anomaly{}
+	}
+	if srv != nil {
+		r.Proxied = true
+		r.Server = fmt.Sprintf("%s at %s (database %s), through the fault proxy at %s", srv.Store, srv.DirectAddr, srv.Database, srv.Addr)
+		r.StartedAt = srv.start
+	}
+	figures(r, ops)
+	for _, e := range evs {
+		r.Faults.ByKind[e.Kind]++
+		r.Faults.ByTruth[e.Truth]++
+	}
+	if srv != nil {
+		commits := evidence.Tally(evs)
+		r.Faults.Commits = &commits
+		r.Evidence, _ = evidence.Join(evs, evidence.SpansFromHistory(ops, evs), ops, nil, res.Verdict == checker.Invalid)
+	}
+	r.Trim(-1)
+	return r
+}
+
+// figures counts the operations, their attempts and latencies, as results.json has
+// them for a run.
+func figures(r *results.Results, ops []histories.Op) {
+	all, _ := histories.Pair(ops) // the checker paired them already
+	var lat []float64
+	workers := map[string]bool{}
+	var end int64
+	for _, o := range all {
+		inv, c := o.Invoke, o.Complete
+		r.Ops.Invoked++
+		final := strings.HasPrefix(inv.OpID, "final-")
+		if c != nil {
+			end = max(end, c.Time)
+			switch c.Type {
+			case histories.OK:
+				r.Ops.OK++
+			case histories.Fail:
+				r.Ops.Fail++
+			case histories.Info:
+				r.Ops.Info++
 			}
 		}
-		switch {
-		case j.op != nil:
-		case best != nil:
-			j.op = best
-			for k := used[best]; k < len(best.signs); k++ {
-				if best.signs[k] >= at {
-					used[best] = k + 1
-					break
-				}
+		if final {
+			continue
+		}
+		if w, _, ok := strings.Cut(inv.OpID, "-"); ok {
+			workers[w] = true
+		}
+		if c == nil {
+			r.Outcomes.Deadline.Ops++
+			r.Outcomes.Deadline.Attempts++
+			continue
+		}
+		lat = append(lat, float64(c.Time-inv.Time)/1e6)
+		sec := int(c.Time / 1e9)
+		for len(r.PerSecond) <= sec {
+			r.PerSecond = append(r.PerSecond, 0)
+		}
+		r.PerSecond[sec]++
+		attempts := int64(len(c.Failed))
+		if c.Type == histories.OK || attempts == 0 {
+			attempts++
+		}
+		retried := c.Failed
+		if c.Type != histories.OK && len(retried) > 0 {
+			retried = retried[:len(retried)-1] // the last attempt was not retried
+		}
+		for _, a := range retried {
+			r.Retries.ByReason[cmpOr(a.Class, "unknown")]++
+		}
+		n := int64(len(retried))
+		r.Retries.Total += n
+		var out *results.OutcomeCount
+		switch c.Type {
+		case histories.OK:
+			r.Retries.ByOutcome.OK += n
+			out = &r.Outcomes.Succeeded
+		case histories.Fail:
+			r.Retries.ByOutcome.Fail += n
+			out = &r.Outcomes.NonRetryable
+			if attempts > 1 {
+				out = &r.Outcomes.Exhausted
 			}
-		case len(inFlight) == 1:
-			j.op = inFlight[0]
 		default:
-			for _, s := range inFlight {
-				j.candidates = append(j.candidates, s.id)
-			}
+			r.Retries.ByOutcome.Info += n
+			out = &r.Outcomes.Unknown
 		}
-		out = append(out, j)
+		out.Ops++
+		out.Attempts += attempts
+		if c.Type != histories.OK {
+			reason := "unknown"
+			if k := len(c.Failed); k > 0 {
+				reason = cmpOr(c.Failed[k-1].Class, "unknown")
+			}
+			r.Errors[reason]++
+			if out.Errors == nil {
+				out.Errors = map[string]int64{}
+			}
+			out.Errors[reason]++
+		}
+	}
+	r.Workers = max(len(workers), 1)
+	r.DurationS = float64(end) / 1e9
+	if r.DurationS > 0 {
+		r.Throughput = float64(r.Ops.OK+r.Ops.Fail+r.Ops.Info) / r.DurationS
+	}
+	sort.Float64s(lat)
+	pct := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return math.Round(lat[min(len(lat)-1, int(p*float64(len(lat))))]*100) / 100
+	}
+	r.LatencyMs = results.Latency{P50: pct(0.5), P95: pct(0.95), P99: pct(0.99), Max: pct(1)}
+}
+
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+// explain is the report's text: the verdict with the checker's anomalies, each followed
+// by the proxy's claims about its operations (report.WriteVerdict, as indoubt run
+// prints it), then what the helper knows beside it: operations left unknown by the
+// worst of their attempts, faults no operation could be tied to, no final state, the
+// fault seed and the command that reproduces it, the run directory.
+func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd seed, proxied, keep bool) string {
+	var b strings.Builder
+	switch r.Verdict {
+	case checker.Valid:
+		fmt.Fprintf(&b, "indoubttest: %s check passed\n", m.name)
+	case checker.Invalid:
+		fmt.Fprintf(&b, "indoubttest: %s check failed\n", m.name)
+	default:
+		fmt.Fprintf(&b, "indoubttest: %s check could not decide\n", m.name)
+	}
+	report.WriteVerdict(&b, r)
+	for _, n := range notes(m, r, ops, proxied) {
+		fmt.Fprintf(&b, "%s\n", n)
+	}
+	if proxied && r.Verdict != checker.Valid {
+		fmt.Fprintf(&b, "fault seed %d; the same fault decisions again: %s\n", sd.n, reproduce(tb, sd))
+	}
+	if r.Verdict != checker.Valid || keep {
+		fmt.Fprintf(&b, "run directory: %s (re-check: indoubt check --faults %s/faults.jsonl %s/history.jsonl)", r.RunDir, r.RunDir, r.RunDir)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// notes says what the checker and the proxy cannot: which operations ended unknown
+// because of an earlier attempt, the faults no operation could be tied to, a missing
+// final read, and what the faults that fired can and cannot show.
+func notes(m Model, r *results.Results, ops []histories.Op, proxied bool) []string {
+	var out []string
+	if ids := worstOfAttempts(ops); len(ids) > 0 {
+		out = append(out, fmt.Sprintf("unknown, not failed: %d %s (%s) had an attempt whose outcome was unknown (its connection was lost after the request was sent) before a last attempt that failed definitely; the earlier one may have applied, so Op.Done recorded each as unknown (call op.Fail when your code knows that none applied)",
+			len(ids), plural(len(ids), "operation", "operations"), list(ids)))
+	}
+	if (m.name == "budget" || m.name == "counter") && !slices.ContainsFunc(ops, func(op histories.Op) bool {
+		return strings.HasPrefix(op.OpID, "final-") && op.Type == histories.OK
+	}) {
+		read := `rec.Read("read", indoubttest.Balance(n))`
+		if m.name == "counter" {
+			read = `rec.Read("read", indoubttest.Count(n))`
+		}
+		out = append(out, fmt.Sprintf("no final state: an operation applied twice leaves no trace in the acknowledgements alone; after the workers are done, record the final state with %s", read))
+	}
+	if !proxied {
+		return out
+	}
+	c := r.Faults.Commits
+	switch {
+	case c == nil || c.Committed+c.NotCommitted == 0:
+		out = append(out, `faults: no commit fault fired: arm some (srv.Arm("commit-cut:0.2")) to test your retries`)
+		return out
+	default:
+		out = append(out, "faults: "+c.String())
+	}
+	if e := r.Evidence; e != nil && e.Events > e.Joined {
+		out = append(out, fmt.Sprintf("faults not tied to an operation: %d of %d: no attempt recorded on their connection, and several were in flight when they fired (name each attempt's connection with op.Conn, and report failed attempts with op.Retried)", e.Events-e.Joined, e.Events))
+	}
+	if c.Committed == 0 && c.NotCommitted > 0 {
+		out = append(out, "a drop never applied, so any retry of it is safe: these faults cannot tell a naive retry from an idempotent one (arm commit-cut for that)")
 	}
 	return out
 }
 
-// explain writes the verdict in sentences: the causes the ground truth names first, then
-// the checker's findings, then what the faults did.
-func explain(m Model, res checker.Result, cerr error, ev []joined) []string {
-	if cerr != nil {
-		return []string{fmt.Sprintf("indoubttest: the history cannot be checked as %s: %v", m.Name, cerr)}
-	}
-	invalid := res.Verdict == checker.Invalid
-	t := tallyFaults(m, ev, invalid)
-	causes := append(t.causes, twiceCauses(m, ev, t.twice, t.twiceOrder)...)
-	lines := verdictLines(m, res, causes)
-	return append(lines, t.notes(invalid)...)
-}
-
-// faultTally is what the fault events, each with the operation it hit, say about the
-// client's code.
-type faultTally struct {
-	cuts, drops, unattributed int
-	cutRetried, dropRetried   int // retried operations whose commit had, had not applied
-	causes                    []string
-	// twice counts, per operation retried after an applied commit and then told ok in
-	// an invalid history, the applied commits that hit it; twiceOrder lists them.
-	twice      map[*opSpan]int
-	twiceOrder []*opSpan
-}
-
-// nounOf names op as the model does, or by its function.
-func nounOf(m Model, op *opSpan) string {
-	if m.Noun != "" {
-		return m.Noun
-	}
-	return op.f
-}
-
-// tallyFaults counts the events by kind and by what the client did after them, and
-// names as causes the failures reported for commits that had applied.
-func tallyFaults(m Model, ev []joined, invalid bool) faultTally {
-	t := faultTally{twice: map[*opSpan]int{}}
-	for _, j := range ev {
-		applied := j.e.Truth == toxics.Applied
-		if j.e.Kind == toxics.CommitCut {
-			t.cuts++
-		} else {
-			t.drops++
-		}
-		if j.op == nil {
-			t.unattributed++
+// worstOfAttempts lists the operations that ended unknown although their last attempt
+// failed definitely: an earlier attempt's outcome was unknown.
+func worstOfAttempts(ops []histories.Op) []string {
+	var ids []string
+	for _, op := range ops {
+		if !op.IsClient() || op.Type != histories.Info || len(op.Failed) < 2 {
 			continue
 		}
-		retried := len(j.op.retried) > 0
-		switch {
-		case applied && retried && j.op.outcome == histories.OK && invalid:
-			if t.twice[j.op] == 0 {
-				t.twiceOrder = append(t.twiceOrder, j.op)
-			}
-			t.twice[j.op]++
-		case applied && j.op.outcome == histories.Fail:
-			t.causes = append(t.causes, fmt.Sprintf("%s %s: %s, yet your code reported it failed: it had applied (report an error after a lost connection as unknown: Op.Info, or Op.Done)", nounOf(m, j.op), j.op.id, describe(j.e)))
-		case applied && retried:
-			t.cutRetried++
-		case !applied && retried:
-			t.dropRetried++
+		last := op.Failed[len(op.Failed)-1]
+		if last.Class == workloads.ClassUnknown.String() {
+			continue
+		}
+		if slices.ContainsFunc(op.Failed[:len(op.Failed)-1], func(a histories.FailedAttempt) bool { return a.Class == workloads.ClassUnknown.String() }) {
+			ids = append(ids, op.OpID)
 		}
 	}
-	return t
+	return ids
 }
 
-// twiceCauses names, in the order they began, the operations whose applied commit the
-// client retried to an ok: each applied once per commit that hit it, and once more.
-func twiceCauses(m Model, ev []joined, twice map[*opSpan]int, order []*opSpan) []string {
-	var causes []string
-	sort.SliceStable(order, func(a, b int) bool { return order[a].invoke < order[b].invoke })
-	for _, op := range order {
-		noun := nounOf(m, op)
-		times := "twice"
-		if n := twice[op]; n > 1 {
-			times = fmt.Sprintf("%d times", n+1)
-		}
-		var what string
-		for _, j := range ev {
-			if j.op == op && j.e.Kind == toxics.CommitCut {
-				what = describe(j.e)
-				break
-			}
-		}
-		retried := "retried"
-		if n := twice[op]; n > 1 {
-			what += fmt.Sprintf(" %d times", n)
-			retried = "retried each time"
-		}
-		causes = append(causes, fmt.Sprintf("%s %s: %s, your code %s and was told ok: the %s applied %s", noun, op.id, what, retried, noun, times))
+// list shows a few ids.
+func list(ids []string) string {
+	if len(ids) > 5 {
+		return strings.Join(ids[:5], ", ") + fmt.Sprintf(" and %d more", len(ids)-5)
 	}
-	return causes
+	return strings.Join(ids, ", ")
 }
 
-// verdictLines leads with the verdict, then the causes the ground truth names (when it
-// names some, before the checker's own summary), then the first anomalies.
-func verdictLines(m Model, res checker.Result, causes []string) []string {
-	var lines []string
-	switch res.Verdict {
-	case checker.Valid:
-		lines = append(lines, fmt.Sprintf("indoubttest: %s check passed: %s", m.Name, res.Summary))
-	case checker.Invalid:
-		lead := fmt.Sprintf("indoubttest: %s check failed: %s", m.Name, res.Summary)
-		if len(causes) > 0 {
-			lead = fmt.Sprintf("indoubttest: %s check failed; the proxy's ground truth names the cause:", m.Name)
-		}
-		lines = append(lines, lead)
-	default:
-		lines = append(lines, fmt.Sprintf("indoubttest: %s check could not decide: %s", m.Name, res.Summary))
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
 	}
-	const maxCauses = 10
-	for i, c := range causes {
-		if i == maxCauses {
-			lines = append(lines, fmt.Sprintf("  ... and %d more", len(causes)-maxCauses))
-			break
-		}
-		lines = append(lines, "  "+c)
-	}
-	if len(causes) > 0 {
-		lines = append(lines, "the checker: "+res.Summary)
-	}
-	for i, a := range res.Anomalies {
-		if i == 5 {
-			lines = append(lines, fmt.Sprintf("  ... and %d more anomalies (results.json)", len(res.Anomalies)-5))
-			break
-		}
-		lines = append(lines, fmt.Sprintf("  %s: %s", a.Kind, a.Explanation))
-	}
-	return lines
-}
-
-// notes says which faults fired and what the retries they drew can and cannot show.
-func (t faultTally) notes(invalid bool) []string {
-	var notes []string
-	switch {
-	case t.cuts+t.drops == 0:
-		notes = append(notes, "no commit fault fired: arm some (Server.Arm(\"commit-cut:0.2\")) to test your retries")
-	default:
-		notes = append(notes, fmt.Sprintf("faults: %d cut after the commit applied, %d dropped before the server (not applied)%s", t.cuts, t.drops, unattr(t.unattributed)))
-	}
-	if t.dropRetried > 0 && t.cuts == 0 {
-		notes = append(notes, fmt.Sprintf("your code retried %d dropped commits: a drop never applied, so any retry of it is safe; these faults cannot tell a naive retry from an idempotent one (arm commit-cut for that)", t.dropRetried))
-	}
-	if t.cutRetried > 0 && !invalid {
-		notes = append(notes, fmt.Sprintf("your code retried %d operations whose commit had applied, and the check holds: those retries did not apply twice", t.cutRetried))
-	}
-	return notes
-}
-
-func unattr(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (%d not attributed to one operation: several were in flight)", n)
-}
-
-// describe says what the proxy did, in the words of the issue's example: "the proxy cut
-// the reply after COMMIT (the commit had applied)".
-func describe(e toxics.Event) string {
-	stmt := strings.Join(strings.Fields(e.Statement), " ")
-	if len(stmt) > 40 {
-		stmt = stmt[:40] + "..."
-	}
-	if e.Kind == toxics.CommitCut {
-		if e.Protocol == (toxics.Postgres{}).Name() && e.Tag != "" {
-			// PostgreSQL's command tag is the proof itself: COMMIT, UPDATE 1.
-			return fmt.Sprintf("the proxy cut the reply after %s (the commit had applied)", strings.TrimSpace(e.Tag))
-		}
-		return fmt.Sprintf("the proxy cut the reply to %s (it had applied)", command(e.Statement))
-	}
-	return fmt.Sprintf("the proxy dropped %q before the server (not applied)", stmt)
-}
-
-// command is the command a statement starts with: EVALSHA, insert.
-func command(stmt string) string {
-	f := strings.Fields(stmt)
-	if len(f) == 0 {
-		return "the commit"
-	}
-	return strings.Trim(f[0], "{:\"")
+	return many
 }

@@ -96,8 +96,9 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			// many times the operation took effect.
 			ops = checker.WithFinalRead(ops, a.opt.Final)
 		}
-		ev, _ := evidence.Join(a.events, evidence.SpansFromHistory(ops, a.events), ops, nil, res.Verdict == checker.Invalid)
-		truth = &groundTruth{Evidence: ev, Commits: evidence.Tally(a.events), File: a.faults}
+		spans := evidence.SpansFromHistory(ops, a.events)
+		ev, _ := evidence.Join(a.events, spans, ops, nil, res.Verdict == checker.Invalid)
+		truth = &groundTruth{Evidence: ev, Commits: evidence.Tally(a.events), File: a.faults, Unjoined: evidence.Unjoined(a.events, spans, ops)}
 	}
 	if a.jsonOut {
 		printCheckJSON(stdout, res, truth)
@@ -447,7 +448,9 @@ type groundTruth struct {
 	File     string               `json:"file"`
 	Commits  results.CommitCounts `json:"commits"`
 	Evidence *results.Evidence    `json:"evidence"`
-	shown    map[string]bool      // sentences already printed under an anomaly
+	// Unjoined says why the events that joined no operation did not.
+	Unjoined []string        `json:"unjoined,omitempty"`
+	shown    map[string]bool // sentences already printed under an anomaly
 }
 
 // about returns the proxy's sentences on the operations of anomaly a: what it proves of
@@ -477,6 +480,9 @@ func (g *groundTruth) about(a checker.Anomaly, ops []histories.Op) []string {
 func (g *groundTruth) write(w io.Writer) {
 	e := g.Evidence
 	fmt.Fprintf(w, "ground truth (%s): %d fault events, %d joined to operations of the history\n", g.File, e.Events, e.Joined)
+	for _, s := range g.Unjoined {
+		fmt.Fprintf(w, "  not joined: %s\n", s)
+	}
 	fmt.Fprintf(w, "  commit faults: %s\n", g.Commits)
 	g.list(w, "applied more than once", "operations proven to have taken effect more than once", e.AppliedTwice)
 	g.list(w, "replayed", "operations committed by a cut whose retry is proven to have changed nothing", e.Replays)

@@ -164,6 +164,7 @@ func commands() []command {
 		{"suite", "run a suite file's cases and check their expectations (CI)", suiteCommand},
 		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
 		{"compare", "print two recorded runs' figures side by side with ratios", compareCommand},
+		{"exec", "run any program under commit faults and check the history it records", execCommand},
 	}
 }
 

@@ -344,10 +344,18 @@ func flagError(err error) error {
 	var fe *runner.FieldError
 	if errors.As(err, &fe) {
 		if name, ok := runFlags[fe.Field]; ok {
-			return fmt.Errorf("run: --%s: %w", name, fe.Err)
+			return fmt.Errorf("run: --%s: %s", name, fe.Text(flagName))
 		}
 	}
 	return err
+}
+
+// flagName names a Config field as the command line does: its flag.
+func flagName(field string) string {
+	if name, ok := runFlags[field]; ok {
+		return "--" + name
+	}
+	return "Config." + field
 }
 
 // isTerminal reports whether w is a character device (a terminal).

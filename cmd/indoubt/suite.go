@@ -226,7 +226,12 @@ func keyError(err error) error {
 	var fe *runner.FieldError
 	if errors.As(err, &fe) {
 		if key, ok := suiteKeys[fe.Field]; ok {
-			return fmt.Errorf("%s: %w", key, fe.Err)
+			return fmt.Errorf("%s: %s", key, fe.Text(func(f string) string {
+				if k, ok := suiteKeys[f]; ok {
+					return k + ":"
+				}
+				return "Config." + f
+			}))
 		}
 		return fe
 	}

@@ -21,9 +21,14 @@ import (
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
-// TestMain runs the child processes of startBinary as the command itself, and stops the
-// servers the tests shared.
+// TestMain runs the child processes of startBinary as the command itself (and lets the
+// test binary stand in for indoubt as exec's supervisor: indoubt exec starts its own
+// binary again, os.Executable, with supervisorEnv set), and stops the servers the tests
+// shared.
 func TestMain(m *testing.M) {
+	if os.Getenv(supervisorEnv) != "" {
+		main()
+	}
 	asBinary()
 	code := m.Run()
 	stopPair()

@@ -9,7 +9,12 @@
 # finds it changes nothing. At the end it reads how many times each payment is present,
 # directly from FINAL_DSN (the server, not the proxy), as the history's final read.
 #
-# Usage: DSN=... [FINAL_DSN=...] [PGPASSWORD=...] payments.sh [--idempotent] N HISTORY
+# Usage: indoubt exec ... -- payments.sh [--idempotent] N
+#        DSN=... [FINAL_DSN=...] [PGPASSWORD=...] payments.sh [--idempotent] N HISTORY
+#
+# Under indoubt exec it needs nothing more: DSN defaults to DATABASE_URL (the proxy's
+# address), FINAL_DSN to INDOUBT_DIRECT_URL (the server's own) and HISTORY to
+# INDOUBT_HISTORY.
 #
 # The history (JSON lines, schemas/history.schema.json; model exactly-once) has, per
 # payment, an invoke and one completion: ok (applied, or found already applied:
@@ -26,13 +31,14 @@ if [[ ${1:-} == --idempotent ]]; then
 	idempotent=1
 	shift
 fi
-if [[ $# -ne 2 || -z ${DSN:-} ]]; then
-	echo "usage: DSN=postgres://... [FINAL_DSN=...] $0 [--idempotent] N HISTORY" >&2
+DSN=${DSN:-${DATABASE_URL:-}}
+if [[ $# -lt 1 || $# -gt 2 || -z $DSN || -z ${2:-${INDOUBT_HISTORY:-}} ]]; then
+	echo "usage: DSN=postgres://... [FINAL_DSN=...] $0 [--idempotent] N HISTORY (or under indoubt exec: $0 [--idempotent] N)" >&2
 	exit 3
 fi
 n=$1
-history=$2
-final_dsn=${FINAL_DSN:-$DSN}
+history=${2:-$INDOUBT_HISTORY}
+final_dsn=${FINAL_DSN:-${INDOUBT_DIRECT_URL:-$DSN}}
 max_attempts=${MAX_ATTEMPTS:-10}
 
 # json_str writes $1 as a JSON string.
@@ -111,7 +117,10 @@ CREATE TABLE IF NOT EXISTS payment_keys (key text PRIMARY KEY);
 TRUNCATE payments, payment_keys;
 SQL
 
-echo '{"header":{"format":"indoubt-history/1","workload":"payments","model":"exactly-once","store":"postgres","seed":0}}' >"$history"
+# A header already there (indoubt exec --model wrote it) stays.
+if [[ ! -s $history ]]; then
+	echo '{"header":{"format":"indoubt-history/1","workload":"payments","model":"exactly-once","store":"postgres","seed":0}}' >"$history"
+fi
 process=0
 for i in $(seq 1 "$n"); do
 	id="p-$i"

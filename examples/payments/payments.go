@@ -26,6 +26,10 @@ type Receipt struct {
 	Applied bool
 	// Balance is the credits left after the charge (-1 when the store does not say).
 	Balance int64
+	// Replayed is true when the service answered from its record of an earlier attempt
+	// of the same charge (the idempotency key it wrote), whose reply was lost: the credit
+	// was taken once, by that attempt, and this one changed nothing.
+	Replayed bool
 }
 
 // Service charges one prepaid account.

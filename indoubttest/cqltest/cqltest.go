@@ -55,8 +55,9 @@ func keyspaceName(tb testing.TB) string {
 
 // Cassandra returns a keyspace of the test's own (srv.Database) behind a commit-aware
 // proxy at srv.Addr; srv.DSN and srv.DirectDSN are cql://host:port/keyspace, as indoubt
-// run takes them. The error rules are those of the stores/cql adapter.
-func Cassandra(tb testing.TB) *indoubttest.Server {
+// run takes them. The error rules are those of the stores/cql adapter. opts configure
+// the Server (indoubttest.Seed); Arm's match= is not available on Cassandra's proxy.
+func Cassandra(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	tb.Helper()
 	dsn := server.Need(tb, "cqltest: launch Cassandra")
 	u, err := url.Parse(dsn)
@@ -80,6 +81,7 @@ func Cassandra(tb testing.TB) *indoubttest.Server {
 		DirectDSN:  direct,
 		Database:   ks,
 		Protocol:   toxics.CQL{},
+		Options:    opts,
 		Classify:   cql.Classify,
 	}).(*indoubttest.Server)
 }

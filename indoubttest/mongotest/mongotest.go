@@ -6,7 +6,8 @@
 //
 // The server is FerretDB 1.24 (SQLite storage) run inside the test binary, launched once
 // per binary, or the MongoDB-wire server INDOUBT_MONGO_DSN names. Every test gets a
-// database created for it and dropped after it. Call indoubttest.Main from TestMain to
+// database of its own, one that did not exist before it, dropped after it: a test
+// never touches a database it did not create. Call indoubttest.Main from TestMain to
 // stop the server when the tests end.
 //
 // FerretDB is a real server with guarantees of its own: version 1.24.2 loses concurrent
@@ -17,9 +18,11 @@ package mongotest
 import (
 	"context"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -48,8 +51,9 @@ var server = &serve.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 // proxy; srv.DSN reaches the server through the proxy, srv.DirectDSN without. Open the
 // client with a direct connection (the DSNs say directConnection=true), so that the
 // driver does not look for replica-set members behind the proxy's back. The error
-// rules are those of the stores/mongo adapter.
-func Mongo(tb testing.TB) *indoubttest.Server {
+// rules are those of the stores/mongo adapter. opts configure the Server
+// (indoubttest.Seed).
+func Mongo(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	tb.Helper()
 	base := server.Need(tb, "mongotest: launch FerretDB")
 	u, err := url.Parse(base)
@@ -61,10 +65,26 @@ func Mongo(tb testing.TB) *indoubttest.Server {
 	u.RawQuery = q.Encode()
 	direct := u.String()
 	name := serve.DatabaseName(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI(direct).SetServerSelectionTimeout(10 * time.Second))
+	if err != nil {
+		tb.Fatalf("mongotest: %v", err)
+	}
+	defer c.Disconnect(ctx)
+	// A database is created by its first write, so a name that exists belongs to
+	// someone else: the test refuses it rather than drop it after.
+	names, err := c.ListDatabaseNames(ctx, bson.D{})
+	if err != nil {
+		tb.Fatalf("mongotest: list databases: %v", err)
+	}
+	if slices.Contains(names, name) {
+		tb.Fatalf("mongotest: database %s exists already: a test uses only a database it creates", name)
+	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := mongo.Connect(options.Client().ApplyURI(direct))
+		c, err := mongo.Connect(options.Client().ApplyURI(direct).SetServerSelectionTimeout(10 * time.Second))
 		if err != nil {
 			tb.Errorf("mongotest: drop database %s: %v", name, err)
 			return
@@ -80,6 +100,7 @@ func Mongo(tb testing.TB) *indoubttest.Server {
 		DirectDSN:  direct,
 		Database:   name,
 		Protocol:   toxics.Mongo{},
+		Options:    opts,
 		Classify:   indoubtmongo.Classify,
 	}).(*indoubttest.Server)
 }

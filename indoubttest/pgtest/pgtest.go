@@ -9,7 +9,9 @@
 //
 // The server is launched once per test binary from PostgreSQL's installed binaries
 // (/usr/lib/postgresql/*/bin, or INDOUBT_PG_BIN), or is the one INDOUBT_POSTGRES_DSN
-// names; every test gets a database created for it and dropped after it. Call
+// names; every test gets a database created for it and dropped after it, and touches no
+// other (CREATE DATABASE refuses a name that exists, so a test never drops a database
+// it did not create). Call
 // indoubttest.Main from TestMain to stop a launched server when the tests end; without
 // it, the server ends with the test binary. Where PostgreSQL is not installed the test
 // skips (fails under CI=true).
@@ -52,8 +54,8 @@ var server = &serve.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
 // proxy (sslmode=disable: the proxy reads the protocol), srv.DirectDSN without. The
 // server's error rules are those of the stores/postgres adapter: an error the server
 // answered is a failure, any other error after which pgx cannot say the request was
-// never sent is unknown.
-func Postgres(tb testing.TB) *indoubttest.Server {
+// never sent is unknown. opts configure the Server (indoubttest.Seed).
+func Postgres(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	tb.Helper()
 	admin := server.Need(tb, "pgtest: launch PostgreSQL")
 	name := serve.DatabaseName(tb)
@@ -79,6 +81,7 @@ func Postgres(tb testing.TB) *indoubttest.Server {
 		DirectDSN:  direct,
 		Database:   name,
 		Protocol:   toxics.Postgres{},
+		Options:    opts,
 		Classify:   postgres.Classify,
 	}).(*indoubttest.Server)
 }

@@ -7,17 +7,26 @@
 //	srv.Arm("commit-cut:0.2")
 //
 // The server is launched once per test binary from Debian's redis-server (or
-// INDOUBT_REDIS_SERVER), or is the one INDOUBT_REDIS_DSN names. Tests get one of the
-// server's 16 database numbers each, flushed before and after; a seventeenth test
-// running in parallel waits for a number to come free. Call indoubttest.Main from
-// TestMain to stop a launched server when the tests end.
+// INDOUBT_REDIS_SERVER), or is the one INDOUBT_REDIS_DSN names. Each test gets one of
+// the server's 16 database numbers, one it has proven empty, and flushes it when the
+// test ends: a test never touches keys it did not create. While the test holds the
+// database it keeps one key of its own in it, indoubttest:claim, so that tests of other
+// test binaries pointed at the same server (go test ./... runs packages in parallel)
+// see it taken; your code sees that key too. Where every database holds keys, the
+// test fails and says so; a DSN that names a database (redis://host:port/3) restricts
+// the tests to that one. Tests of one binary that run in parallel wait for a database
+// to come free. Call indoubttest.Main from TestMain to stop a launched server when the
+// tests end.
 package redistest
 
 import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,12 +40,15 @@ import (
 )
 
 // EnvDSN names the environment variable that points the tests at an existing Redis
-// (redis://[:password@]host:port) instead of a launched one. Its databases 0 to 15
-// are flushed by the tests.
+// (redis://[:password@]host:port[/db]) instead of a launched one. The tests use only
+// databases they find empty, and flush only those, when they end.
 const EnvDSN = "INDOUBT_REDIS_DSN"
 
 // databases is how many database numbers Redis has by default.
 const databases = 16
+
+// claimKey is the key a test keeps in its database while it holds it.
+const claimKey = "indoubttest:claim"
 
 var server = &serve.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
@@ -44,56 +56,66 @@ var server = &serve.SharedServer{Env: EnvDSN, Timeout: time.Minute,
 		if err != nil {
 			return "", nil, err
 		}
-		return launchedDSN(r), r.Stop, nil
+		// Every database of a launched server is the tests' to use: no path.
+		return strings.TrimSuffix(r.DSN, "/0"), r.Stop, nil
 	},
 }
 
-// free holds the database numbers no test holds.
-var free = func() chan int {
-	c := make(chan int, databases)
-	for i := range databases {
-		c <- i
-	}
-	return c
-}()
+// held is the database numbers this test binary's tests hold; a test waits on free
+// when every number it may use is held here.
+var held = struct {
+	sync.Mutex
+	by   map[int]bool
+	free *sync.Cond
+}{by: map[int]bool{}}
 
-// launchedDSN is the DSN of a launched Redis, with its per-launch password.
-func launchedDSN(r *redisserver.Server) string { return r.DSN }
+func init() { held.free = sync.NewCond(&held.Mutex) }
 
-// Redis returns a database number of the test's own on the shared Redis, flushed, behind
-// a commit-aware proxy; srv.DSN selects it through the proxy, srv.DirectDSN without.
-// The error rules are those of the stores/redis adapter: a reply error is a failure,
-// a lost connection is unknown.
-func Redis(tb testing.TB) *indoubttest.Server {
+// claim is the atomic check-and-take of a database: empty, then holding the claim key.
+var claim = redis.NewScript(`if redis.call('DBSIZE') == 0 then redis.call('SET', KEYS[1], ARGV[1]) return 1 end return 0`)
+
+// Redis returns a database number of the test's own on the shared Redis, proven empty,
+// behind a commit-aware proxy; srv.DSN selects it through the proxy, srv.DirectDSN
+// without, srv.Database is its number. The error rules are those of the stores/redis
+// adapter: a reply error is a failure, a lost connection is unknown. opts configure the
+// Server (indoubttest.Seed).
+func Redis(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	tb.Helper()
 	base := server.Need(tb, "redistest: launch Redis")
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "redis" || u.Host == "" {
-		tb.Fatalf("redistest: %s: want redis://[:password@]host:port, got an unparseable URL", EnvDSN)
+		tb.Fatalf("redistest: %s: want redis://[:password@]host:port[/db], got an unparseable URL", EnvDSN)
 	}
-	db := <-free
-	u.Path = "/" + strconv.Itoa(db)
-	direct := u.String()
-	flush := func() error {
-		opt, err := redis.ParseURL(direct)
-		if err != nil {
-			return err
+	candidates := make([]int, 0, databases)
+	if p := strings.Trim(u.Path, "/"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			tb.Fatalf("redistest: %s names database %q: want a number", EnvDSN, p)
 		}
-		c := redis.NewClient(opt)
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return c.FlushDB(ctx).Err()
+		candidates = append(candidates, n)
+	} else {
+		for i := range databases {
+			candidates = append(candidates, i)
+		}
 	}
-	if err := flush(); err != nil {
-		free <- db
-		tb.Fatalf("redistest: flush database %d: %v", db, err)
+	dsn := func(db int) string {
+		v := *u
+		v.Path = "/" + strconv.Itoa(db)
+		return v.String()
 	}
+	db, err := take(tb, candidates, dsn)
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	direct := dsn(db)
 	tb.Cleanup(func() {
-		if err := flush(); err != nil {
+		if err := flush(direct); err != nil {
 			tb.Errorf("redistest: flush database %d: %v", db, err)
 		}
-		free <- db
+		held.Lock()
+		delete(held.by, db)
+		held.free.Broadcast()
+		held.Unlock()
 	})
 	return serve.NewServer(tb, serve.Target{
 		Store:      "redis",
@@ -101,6 +123,81 @@ func Redis(tb testing.TB) *indoubttest.Server {
 		DirectDSN:  direct,
 		Database:   fmt.Sprint(db),
 		Protocol:   toxics.Resp{},
+		Options:    opts,
 		Classify:   indoubtredis.Classify,
 	}).(*indoubttest.Server)
+}
+
+// take claims the first of candidates that no test of this binary holds and that is
+// empty, waiting while every empty-looking one is held here. It errs when none is
+// empty, naming them.
+func take(tb testing.TB, candidates []int, dsn func(int) string) (int, error) {
+	owner := fmt.Sprintf("%s pid %d", tb.Name(), os.Getpid())
+	held.Lock()
+	defer held.Unlock()
+	for {
+		waiting := false
+		var full []string
+		for _, db := range candidates {
+			if held.by[db] {
+				waiting = true
+				continue
+			}
+			ok, err := tryClaim(dsn(db), owner)
+			if err != nil {
+				return 0, fmt.Errorf("database %d: %v", db, err)
+			}
+			if ok {
+				held.by[db] = true
+				return db, nil
+			}
+			full = append(full, strconv.Itoa(db))
+		}
+		if !waiting {
+			return 0, fmt.Errorf("%s: databases %s of %s hold keys (or are claimed by another test): a test uses only a database it proves empty; empty one (FLUSHDB of data you do not need) or point %s at another server",
+				EnvDSN, strings.Join(full, ", "), redactedHost(dsn(0)), EnvDSN)
+		}
+		held.free.Wait()
+	}
+}
+
+// tryClaim takes database dsn when it is empty.
+func tryClaim(dsn, owner string) (bool, error) {
+	c, err := client(dsn)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := claim.Run(ctx, c, []string{claimKey}, owner).Int()
+	return n == 1, err
+}
+
+// flush empties a database the test holds: the keys it created, and its claim.
+func flush(dsn string) error {
+	c, err := client(dsn)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.FlushDB(ctx).Err()
+}
+
+func client(dsn string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewClient(opt), nil
+}
+
+func redactedHost(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "the server"
+	}
+	return u.Host
 }

@@ -2,9 +2,17 @@ package redistest_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
@@ -12,9 +20,84 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest"
 	"github.com/indoubt/indoubt/indoubttest/redistest"
+	"github.com/indoubt/indoubt/internal/servers"
 )
 
-func TestMain(m *testing.M) { os.Exit(indoubttest.Main(m)) }
+// shared is the server this test binary starts itself and names in INDOUBT_REDIS_DSN,
+// as a developer would name the Redis of their machine: its database 0 holds keys that
+// are not the tests', which must be there, unchanged, when the tests end.
+var shared *redisserver.Server
+
+// theirs are the keys of database 0 that no test created.
+var theirs = map[string]string{"session:42": "alice", "cart:42": "3 items"}
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	r, err := redisserver.Start(ctx, redisserver.Options{})
+	cancel()
+	switch {
+	case errors.Is(err, servers.ErrNotInstalled) && os.Getenv("CI") != "true":
+		fmt.Fprintf(os.Stderr, "redistest: %v; the tests that need it skip\n", err)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "redistest: %v\n", err)
+		os.Exit(3)
+	default:
+		shared = r
+		if err := setTheirs(r.DSN); err != nil {
+			fmt.Fprintf(os.Stderr, "redistest: %v\n", err)
+			r.Stop()
+			os.Exit(3)
+		}
+		os.Setenv(redistest.EnvDSN, strings.TrimSuffix(r.DSN, "/0"))
+	}
+	code := indoubttest.Main(m)
+	if shared != nil {
+		if err := checkTheirs(shared.DSN); err != nil {
+			fmt.Fprintf(os.Stderr, "redistest: after the tests: %v\n", err)
+			code = 1
+		}
+		shared.Stop()
+	}
+	os.Exit(code)
+}
+
+func setTheirs(dsn string) error {
+	opt, err := redis.ParseURL(dsn)
+	if err != nil {
+		return err
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	for k, v := range theirs {
+		if err := c.Set(context.Background(), k, v, 0).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTheirs says what became of database 0's keys.
+func checkTheirs(dsn string) error {
+	opt, err := redis.ParseURL(dsn)
+	if err != nil {
+		return err
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	n, err := c.DBSize(context.Background()).Result()
+	if err != nil {
+		return err
+	}
+	for k, v := range theirs {
+		if got, err := c.Get(context.Background(), k).Result(); err != nil || got != v {
+			return fmt.Errorf("database 0's key %s is %q (%v), want %q", k, got, err, v)
+		}
+	}
+	if n != int64(len(theirs)) {
+		return fmt.Errorf("database 0 holds %d keys, want its own %d", n, len(theirs))
+	}
+	return nil
+}
 
 func client(t *testing.T, dsn string) *redis.Client {
 	opt, err := redis.ParseURL(dsn)
@@ -102,4 +185,77 @@ func TestDatabasePerTest(t *testing.T) {
 			t.Fatalf("database %s (the previous test's was %s) holds k: %d, %v", srv.Database, first, n, err)
 		}
 	})
+}
+
+// A database that holds keys is never a test's: pointed at a Redis whose database 0
+// holds someone's keys, the tests use others and leave those keys as they were
+// (checked again after every test of the binary, in TestMain).
+func TestNeverTouchesDataItDidNotCreate(t *testing.T) {
+	if shared == nil {
+		t.Skip("redis-server is not installed")
+	}
+	t.Run("test", func(t *testing.T) {
+		srv := redistest.Redis(t)
+		if srv.Database == "0" {
+			t.Fatalf("the test got database 0, which holds keys it did not create")
+		}
+		if err := client(t, srv.DSN).Set(context.Background(), "session:42", "the test's", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := checkTheirs(shared.DSN); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With every database holding keys, a test fails at once and says so, and touches
+// nothing.
+func TestRefusesADatabaseThatHoldsKeys(t *testing.T) {
+	if shared == nil {
+		t.Skip("redis-server is not installed")
+	}
+	base := strings.TrimSuffix(shared.DSN, "/0")
+	for db := 1; db < 16; db++ {
+		c := client(t, base+"/"+strconv.Itoa(db))
+		if err := c.Set(context.Background(), "filler", "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Del(context.Background(), "filler")
+	}
+	done := make(chan struct{})
+	ft := &fatal{TB: t}
+	go func() {
+		defer close(done)
+		redistest.Redis(ft)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the test waited instead of refusing")
+	}
+	if !strings.Contains(ft.msg, "hold keys") || !strings.Contains(ft.msg, "0, 1, 2") {
+		t.Fatalf("got %q, want a failure naming the databases that hold keys", ft.msg)
+	}
+	if err := checkTheirs(shared.DSN); err != nil {
+		t.Fatal(err)
+	}
+	for db := 1; db < 16; db++ {
+		if n, err := client(t, base+"/"+strconv.Itoa(db)).DBSize(context.Background()).Result(); err != nil || n != 1 {
+			t.Errorf("database %d holds %d keys (%v), want its filler alone", db, n, err)
+		}
+	}
+}
+
+// fatal keeps the first Fatalf and ends the goroutine, as testing.T does.
+type fatal struct {
+	testing.TB
+	mu  sync.Mutex
+	msg string
+}
+
+func (f *fatal) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.msg = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
 }

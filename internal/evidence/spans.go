@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
@@ -41,29 +42,33 @@ type Span struct {
 // does not name. An event on a connection that no operation names joins the operation
 // whose span holds its time when exactly one does (one worker, or a moment when only
 // one operation was running); when several do, it joins none, since time alone cannot
-// tell which.
+// tell which. An operation recorded without any connection takes part in that join
+// too, so a sequential client that names no connection is joined by time alone;
+// Unjoined says why the events that joined nothing did not.
 func SpansFromHistory(ops []histories.Op, events []FaultEvent) []Span {
-	spans := opSpans(ops)
+	spans, connless := opSpans(ops)
 	named := map[string]bool{}
 	for _, s := range spans {
 		named[s.Conn] = true
 	}
+	// Operations recorded with no connection at all take part in the join by time
+	// alone: a sequential client that never names its connection is still joined.
+	candidates := append(slices.Clip(spans), connless...)
 	for _, e := range events {
 		if named[e.Conn] {
 			continue
 		}
-		var hit *Span
+		var hit Span
 		ids := map[string]bool{}
-		for i, s := range spans {
+		for _, s := range candidates {
 			if s.From <= e.Time && e.Time <= s.To && !ids[s.OpID] {
 				ids[s.OpID] = true
-				hit = &spans[i]
+				hit = s
 			}
 		}
 		if len(ids) == 1 {
-			x := *hit
-			x.Conn, x.From, x.To = e.Conn, e.Time, e.Time
-			spans = append(spans, x)
+			hit.Conn, hit.From, hit.To = e.Conn, e.Time, e.Time
+			spans = append(spans, hit)
 		}
 	}
 	return spans
@@ -73,10 +78,11 @@ func SpansFromHistory(ops []histories.Op, events []FaultEvent) []Span {
 // error where the completion lists them (failed_attempts: indoubt's own histories),
 // else one per operation and connection the history names. A history that does not
 // pair (histories.Pair refuses it) has no spans: its check has already refused it.
-func opSpans(ops []histories.Op) []Span {
+// connless are the spans of operations that name no connection, for the join by time.
+func opSpans(ops []histories.Op) (spans, connless []Span) {
 	all, err := histories.Pair(ops)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var out, extra []Span
 	for _, o := range all {
@@ -101,11 +107,15 @@ func opSpans(ops []histories.Op) []Span {
 				extra = append(extra, second)
 			}
 		}
-		if s.OpID != "" && s.Conn != "" {
+		switch {
+		case s.OpID == "":
+		case s.Conn != "":
 			out = append(out, s)
+		default:
+			connless = append(connless, s)
 		}
 	}
-	return append(out, extra...)
+	return append(out, extra...), connless
 }
 
 // classOf reads a failed attempt's class; what it does not name is unknown, as the

@@ -52,50 +52,55 @@ func (c Config) pgDurability() map[string]string {
 // checkDurability refuses, before anything launches, durability settings and power
 // losses that cannot be applied.
 func checkDurability(c Config) error {
-	for _, o := range []struct{ flag, v string }{{"--synchronous-commit", c.SynchronousCommit}, {"--fsync", c.Fsync}} {
+	for _, o := range []struct{ field, v string }{{"SynchronousCommit", c.SynchronousCommit}, {"Fsync", c.Fsync}} {
 		if o.v == "" {
 			continue
 		}
 		if o.v != "on" && o.v != "off" {
-			return couldNotRun("%s %q: want on or off", o.flag, o.v)
+			return refuse(o.field, "%q: want on or off", o.v)
 		}
 		if c.DSN != "" {
-			return couldNotRun("%s sets a server indoubt launches; over --dsn, set it on the server", o.flag)
+			return refuse(o.field, "sets a server indoubt launches; over {DSN}, set it on the server")
 		}
 	}
 	if c.CommitLogSync != "" {
 		if !slices.Contains(commitLogSyncs, c.CommitLogSync) {
-			return couldNotRun("--commitlog-sync %q: want periodic, batch or group", c.CommitLogSync)
+			return refuse("CommitLogSync", "%q: want periodic, batch or group", c.CommitLogSync)
 		}
 		if c.DSN != "" {
-			return couldNotRun("--commitlog-sync sets a Cassandra indoubt launches; over --dsn, set commitlog_sync in the server's cassandra.yaml")
+			return refuse("CommitLogSync", "sets a Cassandra indoubt launches; over {DSN}, set commitlog_sync in the server's cassandra.yaml")
 		}
 	}
 	switch c.PowerFSEntries {
 	case "", EntriesPOSIX:
 	case EntriesOrdered:
 		if c.Store != CQL {
-			return couldNotRun("--powerfs-entries ordered is built for a launched Cassandra only, not %s", c.Store)
+			return refuse("PowerFSEntries", "ordered is built for a launched Cassandra only, not %s", c.Store)
 		}
 	default:
-		return couldNotRun("--powerfs-entries %q: want posix or ordered", c.PowerFSEntries)
+		return refuse("PowerFSEntries", "%q: want posix or ordered", c.PowerFSEntries)
 	}
 	if c.Topology == TopologyReplicated && (c.SynchronousCommit != "" || c.Fsync != "" || c.onPowerFS()) {
-		return couldNotRun("--synchronous-commit, --fsync, --powerfs and power-loss apply to a single launched server, not to --topology replicated")
+		return refuse("Topology", "{SynchronousCommit}, {Fsync}, {PowerFS} and power-loss faults apply to a single launched server, not to a replicated topology")
 	}
 	if !c.onPowerFS() {
 		return nil
 	}
+	// A power-loss fault puts the data directory on powerfs without --powerfs.
+	field := "PowerFS"
+	if !c.PowerFS {
+		field = "Faults"
+	}
 	switch {
 	case c.DSN != "":
-		return couldNotRun("--powerfs and power-loss need a server indoubt launches, with its data directory on powerfs; over --dsn there is none")
+		return refuse(field, "{PowerFS} and power-loss faults need a server indoubt launches, with its data directory on powerfs; over {DSN} there is none")
 	case c.Store == Mongo:
-		return couldNotRun("--powerfs and power-loss: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process and keeps its data in memory")
+		return refuse(field, "{PowerFS} and power-loss faults: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process and keeps its data in memory")
 	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
-		return couldNotRun("--powerfs and power-loss apply to launched PostgreSQL, Redis and Cassandra only, not to %s", c.Store)
+		return refuse(field, "{PowerFS} and power-loss faults apply to launched PostgreSQL, Redis and Cassandra only, not to %s", c.Store)
 	}
 	if err := powerfs.Available(); err != nil {
-		return couldNotRun("--powerfs and power-loss need a FUSE filesystem: %v", err)
+		return refuse(field, "{PowerFS} and power-loss faults need a FUSE filesystem: %w", err)
 	}
 	return nil
 }
@@ -153,7 +158,7 @@ func (n *nemesis) explain(err error) error {
 	if n == nil || n.procs == nil || n.procs.startFailure == nil {
 		return err
 	}
-	return fmt.Errorf("%v; so the final state could not be read (%v)", n.procs.startFailure, err)
+	return fmt.Errorf("%w; so the final state could not be read (%w)", n.procs.startFailure, err)
 }
 
 // durabilityDesc describes the launched server's durability settings for the report.

@@ -130,13 +130,13 @@ func TestPowerLossRefused(t *testing.T) {
 		store, dsn, fault, want string
 		set                     func(*runner.Config)
 	}{
-		{"postgres", "postgres://u:p@127.0.0.1:1/db", "power-loss@1s", "over --dsn", nil},
+		{"postgres", "postgres://u:p@127.0.0.1:1/db", "power-loss@1s", "over Config.DSN", nil},
 		{"mongo", "", "power-loss@1s", "inside indoubt's own process", nil},
 		{"postgres", "", "", "want on or off", func(c *runner.Config) { c.Fsync = "sometimes" }},
-		{"postgres", "postgres://u:p@127.0.0.1:1/db", "", "over --dsn", func(c *runner.Config) { c.SynchronousCommit = "off" }},
+		{"postgres", "postgres://u:p@127.0.0.1:1/db", "", "over Config.DSN", func(c *runner.Config) { c.SynchronousCommit = "off" }},
 		{"mongo", "", "", "FerretDB", func(c *runner.Config) { c.PowerFS = true }},
 		{"cql", "", "", "want periodic, batch or group", func(c *runner.Config) { c.CommitLogSync = "always" }},
-		{"cql", "cql://127.0.0.1:1/ks", "", "over --dsn", func(c *runner.Config) { c.CommitLogSync = cassandra.CommitLogBatch }},
+		{"cql", "cql://127.0.0.1:1/ks", "", "over Config.DSN", func(c *runner.Config) { c.CommitLogSync = cassandra.CommitLogBatch }},
 		{"postgres", "", "power-loss@1s", "Cassandra only", func(c *runner.Config) { c.PowerFSEntries = runner.EntriesOrdered }},
 		{"cql", "", "power-loss@1s", "want posix or ordered", func(c *runner.Config) { c.PowerFSEntries = "ext4" }},
 	} {

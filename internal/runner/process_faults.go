@@ -37,15 +37,15 @@ func checkProcessFaults(c Config) error {
 	f := procs[0]
 	switch {
 	case c.DSN != "":
-		return couldNotRun("fault %q: process faults (%s) need a server indoubt launches; over --dsn it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
+		return refuse("Faults", "%s: process faults (%s) need a server indoubt launches; over {DSN} it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
 	case c.Store == Mongo:
-		return couldNotRun("fault %q: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
+		return refuse("Faults", "%s: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
 	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
-		return couldNotRun("fault %q: process faults are applied to launched PostgreSQL, Redis and Cassandra only, not to %s", f.Spec, c.Store)
+		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis and Cassandra only, not to %s", f.Spec, c.Store)
 	}
 	for _, f := range procs {
 		if f.Name == "failover" && c.Topology != TopologyReplicated {
-			return couldNotRun("fault %q: failover needs a standby to promote: add --topology replicated", f.Spec)
+			return refuse("Faults", "%s: failover needs a standby to promote: set {Topology} replicated", f.Spec)
 		}
 	}
 	return nil
@@ -221,26 +221,26 @@ func checkTopology(c Config) error {
 	switch c.Topology {
 	case "", TopologySingle:
 		if c.Replication != "" && c.Replication != pgserver.ReplicationAsync {
-			return couldNotRun("--replication %s needs --topology replicated", c.Replication)
+			return refuse("Replication", "%s needs {Topology} replicated", c.Replication)
 		}
 		return nil
 	case TopologyReplicated:
 	default:
-		return couldNotRun("--topology %q: want single or replicated", c.Topology)
+		return refuse("Topology", "%q: want single or replicated", c.Topology)
 	}
 	switch {
 	case c.Replication != "" && c.Replication != pgserver.ReplicationAsync && c.Replication != pgserver.ReplicationSync:
-		return couldNotRun("--replication %q: want async or sync", c.Replication)
+		return refuse("Replication", "%q: want async or sync", c.Replication)
 	case c.DSN != "":
-		return couldNotRun("--topology replicated launches its servers: drop --dsn (compose/ has replicated topologies to point --dsn at)")
+		return refuse("Topology", "replicated launches its servers: drop {DSN} (compose/ has replicated topologies to point {DSN} at)")
 	case c.Store != Postgres && c.Store != Redis:
-		return couldNotRun("--topology replicated: this build launches a replicated PostgreSQL or Redis, not %s", c.Store)
+		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis, not %s", c.Store)
 	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:
 		// WAIT after each write would report how many replicas have it, not make a
 		// failover keep it: Redis documents that WAIT does not make it strongly consistent.
-		return couldNotRun("--replication sync: Redis replicates asynchronously only (WAIT does not make a failover keep a write); use --replication async")
+		return refuse("Replication", "sync: Redis replicates asynchronously only (WAIT does not make a failover keep a write); use async")
 	case c.proxied():
-		return couldNotRun("--topology replicated: the fault proxy fronts one server; use process faults (kill, pause, restart, failover) only, or --proxy off")
+		return refuse("Topology", "replicated: the fault proxy fronts one server; use process faults (kill, pause, restart, failover) only, or {Proxy} off")
 	}
 	return nil
 }

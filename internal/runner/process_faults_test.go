@@ -165,11 +165,11 @@ func TestProcessFaultsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		store, dsn, fault, want string
 	}{
-		{"postgres", "postgres://u:p@127.0.0.1:1/db", "kill@1s", "over --dsn"},
+		{"postgres", "postgres://u:p@127.0.0.1:1/db", "kill@1s", "over Config.DSN"},
 		{"mongo", "", "pause@1s-2s", "inside indoubt's own process"},
-		{"postgres", "", "failover@1s", "--topology replicated"},
-		{"cql", "cql://127.0.0.1:1/ks", "restart@1s", "over --dsn"},
-		{"redis", "", "failover@1s", "--topology replicated"},
+		{"postgres", "", "failover@1s", "set Config.Topology replicated"},
+		{"cql", "cql://127.0.0.1:1/ks", "restart@1s", "over Config.DSN"},
+		{"redis", "", "failover@1s", "set Config.Topology replicated"},
 	} {
 		cfg := budgetConfig(t)
 		cfg.Store, cfg.DSN, cfg.Workload = runner.StoreName(tc.store), tc.dsn, "register"

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -17,14 +18,28 @@ import (
 // FieldError is a configuration refused for one of its fields. Field names the Config
 // field ("Workers"); Err says what is wrong in words that do not name it, so that each
 // caller names the field its own way: the command line as its flag (--workers), a suite
-// as its key (workers:), a Go caller as Config.Workers (Error's text).
+// as its key (workers:), a Go caller as Config.Workers (Error's text). Where the reason
+// involves another field, Err's text names it in braces ("drop {DSN}"), and Text puts
+// the caller's name for it there.
 type FieldError struct {
 	Field string
 	Err   error
 }
 
-func (e *FieldError) Error() string { return "Config." + e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Error() string {
+	return "Config." + e.Field + ": " + e.Text(func(f string) string { return "Config." + f })
+}
+
 func (e *FieldError) Unwrap() error { return e.Err }
+
+// Text is what is wrong, with each field named in braces in the words of name
+// (name("DSN") might give "--dsn").
+func (e *FieldError) Text(name func(field string) string) string {
+	return fieldRef.ReplaceAllStringFunc(e.Err.Error(), func(m string) string { return name(m[1 : len(m)-1]) })
+}
+
+// fieldRef is a field named in braces in a FieldError's text.
+var fieldRef = regexp.MustCompile(`\{[A-Z][A-Za-z]*\}`)
 
 // refuse is the error of a configuration refused for field: a FieldError, wrapped with
 // ErrCouldNotRun.

@@ -14,6 +14,7 @@ package mongopay
 
 import (
 	"context"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -24,8 +25,20 @@ import (
 
 // Open connects to dsn with the driver's retryable writes off: the service owns its
 // retries (a standalone server, which FerretDB is, has none anyway).
+//
+// Its waits are bounded. After a lost connection the driver clears its pool, marks the
+// server unknown and cancels its monitor's check; every operation then waits in server
+// selection until the monitor's next check succeeds. With the driver's defaults a
+// check that does not answer (a machine under load) holds that wait for the connect
+// timeout, 30 s, and the next regular check comes 10 s later, while selection itself
+// waits up to 30 s: an operation whose caller set no deadline stalls for as long, and
+// one that did fails with "server selection error: context deadline exceeded" having
+// sent nothing. Here a check gives up after 5 s, the monitor looks again every second,
+// selection waits 5 s at most, and no operation runs longer than 10 s.
 func Open(dsn string) (*mongo.Client, error) {
-	return mongo.Connect(options.Client().ApplyURI(dsn).SetRetryWrites(false).SetRetryReads(false))
+	return mongo.Connect(options.Client().ApplyURI(dsn).SetRetryWrites(false).SetRetryReads(false).
+		SetConnectTimeout(5 * time.Second).SetHeartbeatInterval(time.Second).
+		SetServerSelectionTimeout(5 * time.Second).SetTimeout(10 * time.Second))
 }
 
 // Ledger is the account: Credits to start with, and the charges collection.
@@ -59,7 +72,8 @@ func (s *Idempotent) Charge(ctx context.Context, key string) (payments.Receipt, 
 	return payments.Retry(ctx, func(ctx context.Context) (payments.Receipt, error) {
 		_, err := s.Charges.InsertOne(ctx, bson.D{{Key: "_id", Value: key}, {Key: "amount", Value: 1}})
 		if mongo.IsDuplicateKeyError(err) {
-			err = nil // charged before: the reply was lost
+			// Charged before: the reply was lost.
+			return payments.Receipt{Applied: true, Balance: -1, Replayed: true}, nil
 		}
 		return payments.Receipt{Applied: err == nil, Balance: -1}, err
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/indoubt/indoubt/examples/payments"
 	"github.com/indoubt/indoubt/examples/payments/internal/paytest"
@@ -20,7 +21,11 @@ func open(tb testing.TB, srv *indoubttest.Server, idempotent bool) (svc, direct 
 		if err != nil {
 			tb.Fatal(err)
 		}
-		tb.Cleanup(func() { c.Disconnect(context.Background()) })
+		tb.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c.Disconnect(ctx)
+		})
 		return mongopay.Ledger{Credits: paytest.Credits, Charges: c.Database(srv.Database).Collection("charges")}
 	}
 	p, d := ledger(srv.DSN), ledger(srv.DirectDSN)

@@ -64,7 +64,8 @@ func (s *Idempotent) Charge(ctx context.Context, key string) (payments.Receipt, 
 		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 			err := tx.QueryRow(ctx, `SELECT applied, balance FROM charge WHERE key = $1`, key).Scan(&r.Applied, &r.Balance)
 			if err == nil {
-				return nil // charged before: the reply was lost
+				r.Replayed = true // charged before: the reply was lost
+				return nil
 			}
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return err

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/indoubt/indoubt/examples/payments"
@@ -21,7 +22,12 @@ func open(tb testing.TB, srv *indoubttest.Server, idempotent bool) (svc, direct 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool := func(dsn string) *pgxpool.Pool {
-		p, err := pgxpool.New(ctx, dsn)
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfg.ConnConfig.Tracer = connTracer{}
+		p, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -38,6 +44,18 @@ func open(tb testing.TB, srv *indoubttest.Server, idempotent bool) (svc, direct 
 	}
 	return &pgpay.Naive{Pool: pp}, &pgpay.Naive{Pool: dp}
 }
+
+// connTracer names, on the charge's operation, the connection each statement uses.
+type connTracer struct{}
+
+func (connTracer) TraceQueryStart(ctx context.Context, c *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	if op := paytest.OpOf(ctx); op != nil {
+		op.Conn(c.PgConn().Conn().LocalAddr().String())
+	}
+	return ctx
+}
+
+func (connTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 func TestPayments(t *testing.T) {
 	paytest.Run(t, paytest.Store{Server: func(tb testing.TB) *indoubttest.Server { return pgtest.Postgres(tb) }, Open: open})

@@ -8,6 +8,7 @@ package redispay
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,15 +31,15 @@ return redis.call('DECR', KEYS[1])
 `)
 
 // chargeOnce is charge, remembered under KEYS[2]: a second call with the same key
-// returns the first call's answer and takes nothing.
+// returns the first call's answer and takes nothing. It returns {balance, replayed}.
 var chargeOnce = redis.NewScript(`
 local seen = redis.call('GET', KEYS[2])
-if seen then return tonumber(seen) end
+if seen then return {tonumber(seen), 1} end
 local b = tonumber(redis.call('GET', KEYS[1]) or '0')
 local r = -1
 if b > 0 then r = redis.call('DECR', KEYS[1]) end
 redis.call('SET', KEYS[2], r)
-return r
+return {r, 0}
 `)
 
 // Open returns a client for dsn (redis://...) with go-redis's retries off.
@@ -77,7 +78,16 @@ func (s *Naive) Charge(ctx context.Context, key string) (payments.Receipt, error
 // Charge takes one credit unless a charge with key ran before, whose receipt it returns.
 func (s *Idempotent) Charge(ctx context.Context, key string) (payments.Receipt, error) {
 	return payments.Retry(ctx, func(ctx context.Context) (payments.Receipt, error) {
-		return receipt(chargeOnce.Run(ctx, s.Client, []string{balanceKey, chargePrefix + key}).Int64())
+		v, err := chargeOnce.Run(ctx, s.Client, []string{balanceKey, chargePrefix + key}).Int64Slice()
+		if err == nil && len(v) != 2 {
+			err = fmt.Errorf("redispay: the charge script answered %v, want {balance, replayed}", v)
+		}
+		if err != nil {
+			return payments.Receipt{}, err
+		}
+		r, err := receipt(v[0], nil)
+		r.Replayed = v[1] == 1
+		return r, err
 	})
 }
 

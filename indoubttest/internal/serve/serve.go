@@ -26,6 +26,9 @@ type Target struct {
 	ProxyDSN func(addr string) string
 	// Protocol is the wire protocol the commit faults understand.
 	Protocol toxics.Protocol
+	// Options are the indoubttest.Options the test gave the store's constructor, as
+	// []indoubttest.Option (this package cannot name the type).
+	Options any
 	// Classify maps a client error to the error contract of package workloads (the
 	// store adapter's Classify); nil treats every error as unknown.
 	Classify func(error) error

@@ -1,0 +1,16 @@
+// Package recorders holds history writers for programs not written in Go, each a single
+// file with no dependencies that a user copies next to their program:
+//
+//	python/indoubt_history.py   Python 3.8+, standard library only
+//	js/indoubt-history.mjs      Node (ESM), with js/indoubt-history.d.ts for TypeScript
+//
+// They write the history format of docs/history-format.md, which `indoubt exec` gives
+// the program the path of in INDOUBT_HISTORY and `indoubt check` reads. python/examples
+// and js/examples hold payments clients (psycopg, node-postgres) that use them.
+//
+// The package has no Go code of its own. Its tests run each recorder's own tests
+// (pytest, node --test), hold what the recorders write to the history schema and to
+// indoubt's reader and checker, and run the payments clients through `indoubt exec` on
+// a launched PostgreSQL, to a verdict. scripts/test installs the clients' drivers into
+// python/examples/.deps and js/examples/node_modules.
+package recorders

@@ -1,0 +1,285 @@
+// indoubt-history.mjs: record what a program asked its database and what it was told,
+// as an indoubt history. One file, no dependencies, Node 18 or later (ESM; types in
+// indoubt-history.d.ts): copy it next to your program. The format is
+// docs/history-format.md in the indoubt repository; `indoubt exec` runs your program
+// with INDOUBT_HISTORY set to the file to append to.
+//
+//   import { History, localAddress, values } from './indoubt-history.mjs';
+//
+//   const history = new History({ model: 'exactly-once', workload: 'payments' });
+//   const op = history.invoke('apply', { opId: 'p-1', conn: localAddress(client.connection.stream) });
+//   try {
+//     await client.query('INSERT INTO payments (tag) VALUES ($1)', ['p-1']);
+//     op.ok();
+//   } catch (e) {
+//     if (e.code) op.fail(e.message);   // the server refused it (an SQLSTATE)
+//     else op.info(e.message);          // the connection was lost: outcome unknown
+//   }
+//
+// Every operation is an invocation (history.invoke) and then one completion: ok (it
+// took effect), fail (it certainly did not) or info (the outcome is not known).
+// Attempts that failed before a retry are recorded with op.failedAttempt; the last
+// attempt of an operation that ends in fail or info is recorded by fail() and info().
+//
+// Processes are handed out for you: an operation takes the lowest process that has no
+// operation open, gives it back when it completes ok or fail, and retires it after
+// info (a process whose operation ended unknown never invokes again), so concurrent
+// async operations never share one. Every method is synchronous (fs.writeSync of one
+// whole line to a file opened for appending): lines never interleave, and a crash
+// loses at most the line being written. One History per file: worker threads and
+// other processes must not append to the same file; send their events to one.
+
+import fs from 'node:fs';
+
+export const FORMAT = 'indoubt-history/1';
+
+// The wall clock at a known reading of the monotonic one: Date.now() is read until it
+// ticks, so that the anchor is exact to the microsecond rather than to the millisecond,
+// since the proxy's events are joined to the history by time.
+const anchor = (() => {
+  const first = Date.now();
+  let ms = first;
+  let mono;
+  while (ms === first) {
+    mono = process.hrtime.bigint();
+    ms = Date.now();
+  }
+  return BigInt(ms) * 1000000n - mono;
+})();
+
+/** The time as indoubt histories record it: Unix nanoseconds, as a BigInt. */
+export function now() {
+  return anchor + process.hrtime.bigint();
+}
+
+/**
+ * A connection's local address as "host:port" (what the proxy sees), or undefined.
+ * socket is a net.Socket (node-postgres: client.connection.stream); conn is optional
+ * in a history.
+ */
+export function localAddress(socket) {
+  if (!socket || socket.localAddress === undefined || socket.localPort === undefined) return undefined;
+  let host = socket.localAddress;
+  if (host.startsWith('::ffff:') && host.includes('.')) host = host.slice(7);
+  return host.includes(':') ? `[${host}]:${socket.localPort}` : `${host}:${socket.localPort}`;
+}
+
+/** The values of each model's operations (docs/history-format.md). */
+export const values = {
+  /** budget: an ok decrement; applied false means rejected (nothing was left). */
+  decrement: (applied, balance) => (balance === undefined ? { applied: !!applied } : { applied: !!applied, balance }),
+  /** budget: an ok read of the balance. */
+  balance: (n) => ({ balance: n }),
+  /** counter: an ok increment, the value it wrote (and read first, if it did). */
+  increment: (wrote, read) => (read === undefined ? { wrote } : { read, wrote }),
+  /** counter: an ok read of the counter's value. */
+  counter: (n) => ({ value: n }),
+  /** register (cas-register model): a cas's argument, and its ok value. */
+  cas: (from, to) => [from, to],
+  /** bank: a transfer's argument. */
+  transfer: (from, to, amount) => ({ from: String(from), to: String(to), amount }),
+  /** exactly-once: an ok apply whose retry found its effect already there. */
+  replayed: () => ({ replayed: true }),
+};
+
+const CLASSES = new Set(['unknown', 'definite', 'conflict']);
+
+// JSON with BigInt times written as JSON integers.
+function encode(v) {
+  const s = JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? `\u0000${x}\u0000` : x));
+  return s === undefined ? 'nothing' : s.replace(/"\\u0000(-?\d+)\\u0000"/g, '$1');
+}
+
+function deepEqual(a, b) {
+  return encode(sortKeys(a)) === encode(sortKeys(b));
+}
+
+function sortKeys(v) {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys(v[k])]));
+  return v;
+}
+
+/**
+ * An indoubt history file, open for appending. path defaults to
+ * process.env.INDOUBT_HISTORY. A new or empty file gets the header: model (required
+ * then), workload (default: the model), store, seed and params (what the model's
+ * checker needs, e.g. { budget: 100 }). A file that already holds a header (written
+ * by `indoubt exec --model`, or an earlier History) is appended to; a model or params
+ * given here must agree with it, or an Error is thrown.
+ */
+export class History {
+  constructor({ path, model, workload, store, seed = 0, params } = {}) {
+    path = path || process.env.INDOUBT_HISTORY;
+    if (!path) throw new Error('no history file: give path, or run under indoubt exec (INDOUBT_HISTORY)');
+    this.path = path;
+    this._index = 0;
+    this._nextProcess = 0;
+    this._free = [];
+    this._seq = 0;
+    this._fd = fs.openSync(path, 'a', 0o644);
+    try {
+      const header = this._scan();
+      if (header === undefined && this._index === 0) {
+        if (!model) {
+          throw new Error(`${path} has no header: give model (one of budget, counter, register, cas-register, exactly-once, bank)`);
+        }
+        const h = { format: FORMAT, workload: workload || model, model, seed };
+        if (store) h.store = store;
+        if (params) h.params = params;
+        this._write({ header: h });
+      } else if (header !== undefined) {
+        if (model && header.model !== model) throw new Error(`${path} says model ${JSON.stringify(header.model)}, not ${JSON.stringify(model)}`);
+        if (params && !deepEqual(header.params, params)) throw new Error(`${path} says params ${encode(header.params)}, not ${encode(params)}`);
+      }
+    } catch (e) {
+      fs.closeSync(this._fd);
+      throw e;
+    }
+  }
+
+  // _scan reads what the file holds: its header, and where indexes and processes go on.
+  _scan() {
+    let header;
+    const text = fs.readFileSync(this.path, 'utf8');
+    text.split('\n').forEach((line, n) => {
+      if (!line.trim()) return;
+      let e;
+      try {
+        e = JSON.parse(line);
+      } catch {
+        throw new Error(`${this.path} line ${n + 1} is not JSON: not a history to append to`);
+      }
+      if (n === 0 && e.header) {
+        header = e.header;
+        return;
+      }
+      this._index = Math.max(this._index, (e.index ?? -1) + 1);
+      this._nextProcess = Math.max(this._nextProcess, (e.process ?? -1) + 1);
+    });
+    return header;
+  }
+
+  _write(v) {
+    if (this._fd < 0) throw new Error(`${this.path}: the history is closed`);
+    fs.writeSync(this._fd, encode(v) + '\n');
+  }
+
+  // _event writes one event with its index and time, and returns the time.
+  _event(process, type, f, fields) {
+    const t = now();
+    const e = { index: this._index, time: t, process, type, f };
+    // null is a value (a register read as absent); other fields it leaves out.
+    for (const [k, v] of Object.entries(fields)) if (v !== undefined && (v !== null || k === 'value')) e[k] = v;
+    this._write(e);
+    this._index++;
+    return t;
+  }
+
+  /** The time on the history's clock: Unix nanoseconds (BigInt). */
+  now() {
+    return now();
+  }
+
+  /**
+   * Record that operation f is about to be sent, and return it as an Operation.
+   * value: what it asks; opId: names the logical operation across its retries
+   * (exactly-once: the effect's identity; default "PROCESS-N"); conn: the local
+   * address of the connection its first attempt uses (localAddress); key: an
+   * independent register.
+   */
+  invoke(f, { value, opId, conn, key, fresh = false } = {}) {
+    let process;
+    if (this._free.length && !fresh) {
+      process = Math.min(...this._free);
+      this._free.splice(this._free.indexOf(process), 1);
+    } else {
+      process = this._nextProcess++;
+    }
+    if (opId === undefined) opId = `${process}-${this._seq}`;
+    this._seq++;
+    const t = this._event(process, 'invoke', f, { key, value, op_id: opId, conn });
+    return new Operation(this, process, f, opId, key, conn, t);
+  }
+
+  /**
+   * Record the final state as an ok read by a process of its own, after every other
+   * operation: the exactly-once state { opId: count }, the bank's balances,
+   * values.balance(n) or values.counter(n).
+   */
+  finalRead(value, f = 'read') {
+    this.invoke(f, { opId: 'final', fresh: true }).ok(value);
+  }
+
+  /** Close the file. Operations still open stay open: the checker counts them unknown. */
+  close() {
+    if (this._fd >= 0) {
+      fs.closeSync(this._fd);
+      this._fd = -1;
+    }
+  }
+}
+
+/** One operation between its invocation and its completion. */
+export class Operation {
+  constructor(history, process, f, opId, key, conn, invoked) {
+    this._h = history;
+    this.process = process;
+    this.f = f;
+    this.opId = opId;
+    this.key = key;
+    this.conn = conn;
+    this._attemptStart = invoked;
+    this._failed = [];
+    this._done = false;
+  }
+
+  /**
+   * Record an attempt that ended in error and will be retried. conn: the attempt's
+   * connection (default: the operation's last one); start, end: its times (default:
+   * from the end of the previous attempt, or the invocation, to now); cls: "unknown"
+   * (the request may have applied: a lost connection, a timeout), "definite" (it did
+   * not) or "conflict" (it did not; a retry is reasonable).
+   */
+  failedAttempt(error, { conn, start, end, cls = 'unknown' } = {}) {
+    if (!CLASSES.has(cls)) throw new Error(`cls must be unknown, definite or conflict, not ${JSON.stringify(cls)}`);
+    end = end ?? now();
+    const a = { start: start ?? this._attemptStart, end, error: String(error?.message ?? error), class: cls };
+    conn = conn || this.conn;
+    if (conn) {
+      a.conn = conn;
+      this.conn = conn;
+    }
+    this._failed.push(a);
+    this._attemptStart = end;
+  }
+
+  /** Record that the operation took effect, with what it answered (value). */
+  ok(value, { conn } = {}) {
+    this._complete('ok', value, undefined, conn, this._failed.length + 1);
+  }
+
+  /** Record that it certainly did not take effect; the last attempt is recorded as definite. */
+  fail(error, { conn } = {}) {
+    this.failedAttempt(error, { conn, cls: 'definite' });
+    this._complete('fail', undefined, error, conn, this._failed.length);
+  }
+
+  /** Record that the outcome is not known; the last attempt is recorded as unknown and the process retired. */
+  info(error, { conn } = {}) {
+    this.failedAttempt(error, { conn, cls: 'unknown' });
+    this._complete('info', undefined, error, conn, this._failed.length);
+  }
+
+  _complete(type, value, error, conn, attempts) {
+    if (this._done) throw new Error(`operation ${this.opId} already completed`);
+    this._done = true;
+    const h = this._h;
+    h._event(this.process, type, this.f, {
+      key: this.key, value, op_id: this.opId, conn: conn || this.conn,
+      error: error === undefined ? undefined : String(error?.message ?? error),
+      attempt: attempts, failed_attempts: this._failed.length ? this._failed : undefined,
+    });
+    if (type !== 'info') h._free.push(this.process);
+  }
+}

@@ -1,0 +1,65 @@
+"""Writes one small history per model with indoubt_history, into the directory given:
+the Go test holds each to the history schema and to indoubt's checker (the verdict
+is in the file's name: MODEL.valid.jsonl, MODEL.invalid.jsonl)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from indoubt_history import History, values  # noqa: E402
+
+out = sys.argv[1]
+
+
+def history(name, **kw):
+    return History(os.path.join(out, name + ".jsonl"), **kw)
+
+
+h = history("budget.valid", model="budget", params={"budget": 2})
+h.invoke("decrement", conn="127.0.0.1:1").ok(values.decrement(True, 1))
+op = h.invoke("decrement", conn="127.0.0.1:1")
+op.failed_attempt("connection lost")
+op.ok(values.decrement(True, 0), conn="127.0.0.1:2")
+h.invoke("decrement").ok(values.decrement(False, 0))
+h.final_read(values.balance(0))
+h.close()
+
+h = history("counter.valid", model="counter", params={"before": 0})
+a, b = h.invoke("increment"), h.invoke("increment")
+a.ok(values.increment(1))
+b.ok(values.increment(2, read=1))
+h.invoke("increment").info("timeout")
+h.final_read(values.counter(3))
+h.close()
+
+h = history("register.valid", model="register", params={"initial": None})
+h.invoke("read", key="r1").ok(None)
+h.invoke("write", 1, key="r1").ok(1)
+h.invoke("read", key="r1").ok(1)
+h.close()
+
+h = history("cas-register.valid", model="cas-register", params={"initial": 0})
+h.invoke("cas", values.cas(0, 1)).ok(values.cas(0, 1))
+h.invoke("cas", values.cas(0, 5)).fail("compare failed")
+h.invoke("read").ok(1)
+h.close()
+
+h = history("exactly-once.valid", model="exactly-once", workload="payments")
+op = h.invoke("apply", op_id="p-1", conn="127.0.0.1:1")
+op.failed_attempt("server closed the connection unexpectedly")
+op.ok(values.replayed(), conn="127.0.0.1:2")
+h.invoke("apply", op_id="p-2").info("connection lost")
+h.invoke("apply", op_id="p-3").fail("duplicate key")
+h.final_read({"p-1": 1})
+h.close()
+
+h = history("exactly-once.invalid", model="exactly-once")
+h.invoke("apply", op_id="p-1").ok()
+h.final_read({"p-1": 2})
+h.close()
+
+h = history("bank.valid", model="bank", params={"accounts": {"a": 10, "b": 0}})
+h.invoke("transfer", values.transfer("a", "b", 3)).ok()
+h.invoke("transfer", values.transfer("b", "a", 1)).info("conn closed")
+h.final_read({"a": 8, "b": 2})
+h.close()
