@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,6 +179,36 @@ func TestProcessFaultsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s %s: got %v, want one line with %q", tc.store, tc.fault, err, tc.want)
 		}
+	}
+}
+
+// RecoveryWait is refused where there is nothing to wait for: a run without process
+// faults, or one sized by operations.
+func TestRecoveryWaitRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		set   func(*runner.Config)
+		field string
+	}{
+		{"no process fault", func(c *runner.Config) { c.Ops, c.Duration, c.Faults = 0, 2*time.Second, schedule(t, "commit-cut:0.1") }, "RecoveryWait"},
+		{"by operations", func(c *runner.Config) { c.DSN, c.Faults = "", schedule(t, "kill@1s-2s") }, "RecoveryWait"},
+		{"negative", func(c *runner.Config) {
+			c.DSN, c.Ops, c.Duration, c.Faults = "", 0, 2*time.Second, schedule(t, "kill@1s-2s")
+		}, "RecoveryWait"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := budgetConfig(t)
+			tc.set(&cfg)
+			cfg.RecoveryWait = time.Second
+			if tc.name == "negative" {
+				cfg.RecoveryWait = -time.Second
+			}
+			_, err := runner.Run(context.Background(), cfg)
+			var fe *runner.FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Fatalf("got %v, want a FieldError of %s", err, tc.field)
+			}
+		})
 	}
 }
 

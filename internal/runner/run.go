@@ -83,6 +83,11 @@ type Config struct {
 	Progress io.Writer `json:"-"`
 	// CheckTimeout bounds a search checker; 0 means a minute.
 	CheckTimeout time.Duration `json:"check_timeout"`
+	// RecoveryWait is how long past Duration a timed run with process faults goes on,
+	// at most, waiting for an operation acknowledged after the last fault ended (see
+	// runEnd); 0 means RecoveryWait, a minute. It is refused without a timed run with a
+	// process fault.
+	RecoveryWait time.Duration `json:"recovery_wait,omitempty"`
 	// MaxAnomalies bounds the anomalies and ground-truth items results.json lists
 	// (counts stay exact); 0 means results.DefaultMaxAnomalies, -1 lists all.
 	MaxAnomalies int `json:"max_anomalies,omitempty"`
@@ -383,7 +388,7 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	r := &run{cfg: cfg, wl: wl, hw: hw, scrub: sc, start: time.Now(), tally: newTally()}
 	wait := time.Duration(0)
 	if len(cfg.Faults.Processes()) > 0 {
-		wait = RecoveryWait
+		wait = cfg.RecoveryWait
 	}
 	r.end = newRunEnd(r.start, cfg.Duration, wait)
 	if tp != nil {
