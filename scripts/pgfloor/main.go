@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,16 +34,29 @@ func main() {
 	dsn := flag.String("dsn", "", "PostgreSQL DSN")
 	clients := flag.Int("clients", 16, "goroutines, each holding its own connection")
 	d := flag.Duration("time", 10*time.Second, "how long to call")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole command to this file")
 	flag.Parse()
 	if *dsn == "" || *clients < 1 || *d <= 0 {
-		fmt.Fprintln(os.Stderr, "usage: pgfloor -dsn DSN [-clients N] [-time D]")
+		fmt.Fprintln(os.Stderr, "usage: pgfloor -dsn DSN [-clients N] [-time D] [-cpuprofile FILE]")
 		os.Exit(3)
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pgfloor:", err)
+			os.Exit(3)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, took, err := run(ctx, *dsn, *clients, *d)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pgfloor:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 	fmt.Printf("%d calls in %.3f s\n", n, took.Seconds())
