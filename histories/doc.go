@@ -17,7 +17,9 @@
 //	{"index":7,"time":1843021,"process":3,"type":"invoke","f":"decrement","op_id":"3-41","conn":"127.0.0.1:51514"}
 //	{"index":9,"time":2901554,"process":3,"type":"info","f":"decrement","op_id":"3-41","error":"conn closed"}
 //
-// schemas/history.schema.json in the repository is the JSON Schema of a line. Writer
+// schemas/history.schema.json in the repository is the JSON Schema of a line, and
+// docs/history-format.md the format as a program in another language writes it (for
+// indoubt exec, with recorders for Python and JavaScript beside it). Writer
 // streams a history to a file and survives a crash up to its last complete line;
 // Reader and ReadFile read one back, refusing input that is not a history (ErrEmpty),
 // a line that is not an event, and an index that does not increase, with the file and

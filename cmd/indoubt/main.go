@@ -3,11 +3,13 @@
 //
 //	indoubt run      run a workload against a database (launched locally or --dsn)
 //	indoubt check    re-check a recorded history (indoubt JSONL, Jepsen EDN or log)
+//	indoubt exec     run any program through the proxy and judge the history it writes
 //	indoubt proxy    the commit-aware fault proxy in front of any application
 //	indoubt server   a throwaway local server until Ctrl-C, for scripts and benchmarks
 //	indoubt suite    run a suite file's cases with their expectations (CI: JUnit, annotations)
 //	indoubt report   re-render report.html and summary.html from recorded runs
 //	indoubt compare  two recorded runs' figures side by side
+//	indoubt clean    remove what killed launches left behind (temporary directories)
 //
 // Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run (also:
 // no command given). The first SIGINT or SIGTERM stops a command cleanly; a second stops

@@ -50,6 +50,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -109,6 +110,9 @@ func effectOf(tag string) effect {
 	case strings.Contains(tag, "[applied]=false"):
 		return effectNone
 	}
+	if strings.HasPrefix(tag, "{") {
+		return mongoEffect(tag)
+	}
 	f := strings.Fields(tag)
 	if len(f) < 2 {
 		return effectUnknown
@@ -126,6 +130,30 @@ func effectOf(tag string) effect {
 		return effectRows
 	}
 	return effectNone
+}
+
+// mongoCount finds the counts of a MongoDB reply as the proxy renders it (the shell's
+// style): nModified of an update, n of a findAndModify's lastErrorObject, n of an
+// insert or a delete.
+var (
+	mongoModified = regexp.MustCompile(`(?:^\{|, )nModified: (\d+)`)
+	mongoLastN    = regexp.MustCompile(`^\{lastErrorObject: \{n: (\d+)`)
+	mongoN        = regexp.MustCompile(`^\{n: (\d+)`)
+)
+
+// mongoEffect reads what a MongoDB write's reply says it changed: documents modified
+// (an update), matched and written (findAndModify: n), inserted or deleted (n). A
+// reply the proxy shortened before the count, or of another command, says nothing.
+func mongoEffect(tag string) effect {
+	for _, re := range []*regexp.Regexp{mongoModified, mongoLastN, mongoN} {
+		if m := re.FindStringSubmatch(tag); m != nil {
+			if m[1] == "0" {
+				return effectNone
+			}
+			return effectRows
+		}
+	}
+	return effectUnknown
 }
 
 // effect is what the event's commit is known to have changed: nothing when the
@@ -230,11 +258,26 @@ func finalCounts(ops []histories.Op) map[string]int64 {
 	if !applies || last == nil {
 		return nil
 	}
-	var st map[string]int64
+	// An exactly-once final read holds a count per op id; an exactly-once-response one
+	// the list of responses stored with each effect, whose length is the count.
+	var st map[string]json.RawMessage
 	if json.Unmarshal(last, &st) != nil {
 		return nil
 	}
-	return st
+	counts := make(map[string]int64, len(st))
+	for id, raw := range st {
+		var n int64
+		var list []json.RawMessage
+		switch {
+		case json.Unmarshal(raw, &n) == nil:
+			counts[id] = n
+		case json.Unmarshal(raw, &list) == nil:
+			counts[id] = int64(len(list))
+		default:
+			return nil // not a final state the evidence can count
+		}
+	}
+	return counts
 }
 
 // spansByConn returns the spans by connection, in time order.
@@ -430,7 +473,7 @@ func (j *join) claims() {
 				j.ev.AppliedTwice = append(j.ev.AppliedTwice, a)
 			case n == 1 && ack != ackNone:
 				a.Truth = "replayed"
-				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %s, and it was retried and acknowledged; the final state holds it once: the retry changed nothing, a replay, not a second application", id, f.invoke, cut)
+				a.Sentence = fmt.Sprintf("operation %s (invoked at history event %d): %s, and %s; the final state holds it once: %s changed nothing, a replay, not a second application", id, f.invoke, cut, ackedAfter(comp), laterAttempt(comp))
 				j.ev.Replays = append(j.ev.Replays, a)
 			}
 			continue
@@ -466,7 +509,7 @@ func (j *join) claims() {
 			j.ev.Replays = append(j.ev.Replays, a)
 		case ack != ackNone || rows+unseen >= 2:
 			a.Truth = "committed"
-			what := "it was retried and acknowledged, and what the retry changed neither its reply nor the final state shows"
+			what := ackedAfter(comp) + ", and what " + laterAttempt(comp) + " changed neither its reply nor the final state shows"
 			if ack == ackNone {
 				what = "none of its attempts was acknowledged (it ended " + completionOf(comp) + "), and what the other commits changed their replies do not show"
 			}
@@ -510,6 +553,25 @@ func pronoun(n int) string {
 		return "its commit"
 	}
 	return "their commits"
+}
+
+// ackedAfter says how an operation that a cut met came to be acknowledged: "retried"
+// only when the history records the attempts before the acknowledged one. A program
+// that retries inside its own code, or goes on after a cut, records none; then the
+// sentence says that the history does not show a retry.
+func ackedAfter(comp *histories.Op) string {
+	if comp != nil && len(comp.Failed) > 0 {
+		return fmt.Sprintf("it was retried and acknowledged (%d earlier attempt(s) recorded)", len(comp.Failed))
+	}
+	return "it was acknowledged afterwards, though the history records no other attempt"
+}
+
+// laterAttempt names what came after the cut: the retry, when the history records one.
+func laterAttempt(comp *histories.Op) string {
+	if comp != nil && len(comp.Failed) > 0 {
+		return "the retry"
+	}
+	return "the operation after the cut"
 }
 
 // completionOf names how an operation ended: ok, fail, info, or open.

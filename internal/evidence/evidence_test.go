@@ -213,7 +213,10 @@ func TestClaimsNeedTheirProof(t *testing.T) {
 			histories.Op{Type: histories.OK, Value: []byte(`{"applied":true}`)}, "", want{}},
 		{"a COMMIT that wrote, retried and acknowledged", []FaultEvent{cut(10, "COMMIT", &yes)},
 			histories.Op{Type: histories.OK}, "",
-			want{"committed", "the proxy cut an attempt after its commit applied (COMMIT); it was retried and acknowledged, and what the retry changed neither its reply nor the final state shows: a second application is possible, not proven"}},
+			want{"committed", "the proxy cut an attempt after its commit applied (COMMIT); it was retried and acknowledged (1 earlier attempt(s) recorded), and what the retry changed neither its reply nor the final state shows: a second application is possible, not proven"}},
+		{"a cut COMMIT, acknowledged with no other attempt in the history", []FaultEvent{cut(10, "COMMIT", &yes)},
+			histories.Op{Type: histories.OK, Failed: []histories.FailedAttempt{}}, "",
+			want{"committed", "it was acknowledged afterwards, though the history records no other attempt, and what the operation after the cut changed neither its reply nor the final state shows"}},
 		{"a retry that met the duplicate key", []FaultEvent{cut(10, "INSERT 0 1", nil)},
 			histories.Op{Type: histories.OK, Failed: []histories.FailedAttempt{
 				{Conn: "c:1", Start: 5, End: 20, Error: "unexpected EOF", Class: "unknown"},
@@ -227,6 +230,12 @@ func TestClaimsNeedTheirProof(t *testing.T) {
 		{"the final state holds it once", []FaultEvent{cut(10, "INSERT 0 1", nil)},
 			histories.Op{Type: histories.OK}, `{"p-1":1}`,
 			want{"replayed", "the final state holds it once: the retry changed nothing, a replay"}},
+		{"the final state of responses holds it twice", []FaultEvent{cut(10, "INSERT 0 1", nil)},
+			histories.Op{Type: histories.OK}, `{"p-1":["order-1","order-2"]}`,
+			want{"applied", "is present 2 times in the final state: it took effect 2 times"}},
+		{"the final state of responses holds it once", []FaultEvent{cut(10, "INSERT 0 1", nil)},
+			histories.Op{Type: histories.OK}, `{"p-1":["order-1"]}`,
+			want{"replayed", "the final state holds it once"}},
 		{"the final state holds it three times", []FaultEvent{cut(10, "COMMIT", nil)},
 			histories.Op{Type: histories.OK}, `{"p-1":3}`,
 			want{"applied", "is present 3 times in the final state: it took effect 3 times"}},
@@ -238,7 +247,7 @@ func TestClaimsNeedTheirProof(t *testing.T) {
 			}
 			comp := tc.comp
 			comp.Index, comp.Time, comp.Process, comp.F, comp.OpID, comp.Conn = 1, 100, 0, f, "p-1", "c:9"
-			if comp.Failed == nil {
+			if comp.Failed == nil { // an empty, non-nil list keeps the operation without attempts
 				comp.Failed = []histories.FailedAttempt{{Conn: "c:1", Start: 5, End: 35, Error: "unexpected EOF", Class: "unknown"}}
 			}
 			ops := []histories.Op{{Index: 0, Time: 0, Process: 0, Type: histories.Invoke, F: f, OpID: "p-1", Conn: "c:1"}, comp}
@@ -264,5 +273,25 @@ func TestClaimsNeedTheirProof(t *testing.T) {
 				t.Errorf("an operation never acknowledged is said to be: %q", l[0].Sentence)
 			}
 		})
+	}
+}
+
+// A MongoDB reply's counts say what its write changed, as a PostgreSQL tag's do.
+func TestMongoReplyEffect(t *testing.T) {
+	for tag, want := range map[string]effect{
+		`{n: 1, ok: 1}`:                  effectRows,
+		`{n: 0, ok: 1}`:                  effectNone,
+		`{n: 1, nModified: 1, ok: 1}`:    effectRows,
+		`{n: 1, nModified: 0, ok: 1}`:    effectNone,
+		`{n: 1, writeErrors: [], ok: 1}`: effectRows,
+		`{lastErrorObject: {n: 1, updatedExisting: true}, value: {_id: "budget"}, ok: 1.0}`: effectRows,
+		`{lastErrorObject: {n: 0, updatedExisting: false}, value: null, ok: 1.0}`:           effectNone,
+		`{ok: 1}`:             effectUnknown,
+		`{cursor: {id: 0, n`:  effectUnknown,
+		`{lastErrorObject: {`: effectUnknown,
+	} {
+		if got := effectOf(tag); got != want {
+			t.Errorf("%s: %v, want %v", tag, got, want)
+		}
 	}
 }

@@ -273,17 +273,20 @@ func WriteVerdict(w io.Writer, r *results.Results) {
 			return
 		}
 		fmt.Fprintf(w, "  ground truth: %s\n", head)
-		k := 0
+		k, above := 0, 0
 		for _, a := range list {
-			if k == ConsoleExamples {
-				break
-			}
-			if !shown[a.OpID] {
+			switch {
+			case shown[a.OpID]:
+				above++ // printed under the checker's anomaly that names it
+			case k < ConsoleExamples:
 				fmt.Fprintf(w, "    %s\n", a.Sentence)
 				k++
 			}
 		}
-		more(len(list), k, total)
+		if above > 0 {
+			fmt.Fprintf(w, "    (%d shown under the checker's anomalies above)\n", above)
+		}
+		more(len(list), k+above, total)
 	}
 	n := e.AppliedTwiceTotal()
 	group(n, fmt.Sprintf("%d %s took effect more than once: %s", n, plural(n, "operation", "operations"), e.Grouped()), e.AppliedTwice)
