@@ -19,6 +19,7 @@ import (
 // operation is acknowledged after the kill (the account is gone), so the run waits out
 // --recovery-wait past --time.
 func TestRecheckOfAKilledRunAgrees(t *testing.T) {
+	t.Parallel()
 	if err := runner.Available(runner.Redis); err != nil {
 		servertest.SkipOrFail(t, err)
 	}
