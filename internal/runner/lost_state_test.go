@@ -17,6 +17,7 @@ import (
 // applied is a lost write named with the kill (exit 1, not "could not run"). While the
 // server is down the workers back off instead of spinning through refused dials.
 func TestProcessFaultsRedisNoneBudgetAccountLost(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
 	cfg := budgetConfig(t)
 	cfg.Store, cfg.Persistence = "redis", redis.NoPersistence
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, 3500*time.Millisecond, 1_000_000_000
