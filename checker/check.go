@@ -25,6 +25,12 @@ type Options struct {
 	FailMeans FailMeaning
 	// Timeout bounds a search checker; when it runs out the verdict is Unknown.
 	Timeout time.Duration
+	// MaxMemory bounds the live heap of the process while a search checker runs, in
+	// bytes (0: no bound); when the heap reaches three quarters of it the search stops and
+	// the verdict is Unknown, its summary saying the memory bound ran out. The heap is
+	// as the garbage collector last measured it: a caller that wants the process's
+	// memory to stay near the bound also sets runtime/debug.SetMemoryLimit to it.
+	MaxMemory int64
 	// VisualizePath, when set, receives porcupine's HTML visualization (register models).
 	VisualizePath string
 	// Txn configures the transactional models, list-append and rw-register: the
@@ -36,6 +42,9 @@ type Options struct {
 	// exactly-once an ExactlyOnceState, bank Balances). Check appends it as a read that
 	// begins after every event of the history.
 	Final json.RawMessage
+
+	// bounds are the bounds of a check CheckStream began, which the search inherits.
+	bounds *searchBounds
 }
 
 // checkEvery is how many events the exact checkers handle between looks at their
@@ -121,7 +130,8 @@ func checkModel(ctx context.Context, model string, h *histories.Header, ops []hi
 				initial = &v
 			}
 		}
-		return CheckRegister(ctx, ops, RegisterOptions{Model: model, Initial: initial, FailMeans: opt.FailMeans, Timeout: opt.Timeout, VisualizePath: opt.VisualizePath})
+		return CheckRegister(ctx, ops, RegisterOptions{Model: model, Initial: initial, FailMeans: opt.FailMeans, Timeout: opt.Timeout,
+			MaxMemory: opt.MaxMemory, VisualizePath: opt.VisualizePath, bounds: opt.bounds})
 	case "counter":
 		before, err := counterParam(h, opt)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -349,7 +350,9 @@ func (c *counterCheck) highest() int64 {
 	var m int64
 	for i := range c.all.len() {
 		if o := c.all.at(i); o.kind == counterAcked || o.kind == counterRead {
-			m = max(m, o.value-c.before)
+			if k, ok := counterSlotOf(o.value, c.before); ok {
+				m = max(m, k)
+			}
 		}
 	}
 	return m
@@ -378,11 +381,16 @@ func (c *counterCheck) tally() counterTally {
 		switch o.kind {
 		case counterAcked:
 			c.acked++
-			if o.hasReadVal && o.readVal != o.value-1 {
+			if o.hasReadVal && (o.value == math.MinInt64 || o.readVal != o.value-1) {
 				c.anomaly("inconsistent-increment", o.events(), fmt.Sprintf(
 					"%s read %d but wrote %d: an increment writes what it read plus 1", o.name(), o.readVal, o.value))
 			}
-			k := o.value - c.before
+			k, ok := counterSlotOf(o.value, c.before)
+			if !ok && o.value > c.before {
+				c.anomaly("impossible-write", o.events(), fmt.Sprintf(
+					"%s wrote %d, more than 2^63 increments above the start %d: no history counts that far", o.name(), o.value, c.before))
+				continue
+			}
 			if k < 1 {
 				c.anomaly("impossible-write", o.events(), fmt.Sprintf(
 					"%s wrote %d, but the counter started at %d and an increment writes more than that", o.name(), o.value, c.before))
@@ -417,8 +425,13 @@ func (c *counterCheck) tally() counterTally {
 			if c.final == nil || o.ret > c.final.ret {
 				c.final = o
 			}
-			m := o.value - c.before
-			if m < 0 {
+			m, ok := counterSlotOf(o.value, c.before)
+			if !ok && o.value > c.before {
+				c.anomaly("impossible-read", o.events(), fmt.Sprintf(
+					"%s returned %d, more than 2^63 increments above the start %d: no history counts that far", o.name(), o.value, c.before))
+				continue
+			}
+			if !ok {
 				c.anomaly("impossible-read", o.events(), fmt.Sprintf(
 					"%s returned %d, below the value %d the counter started at", o.name(), o.value, c.before))
 				continue
@@ -443,7 +456,7 @@ func (c *counterCheck) reportLostUpdates() {
 	groups := map[int64][]*counterOp{}
 	for i := range c.all.len() {
 		o := c.all.at(i)
-		if k := o.value - c.before; o.kind == counterAcked && k >= 1 && c.slots.at(k).claims > 1 {
+		if k, ok := counterSlotOf(o.value, c.before); ok && o.kind == counterAcked && k >= 1 && c.slots.at(k).claims > 1 {
 			groups[k] = append(groups[k], o)
 		}
 	}
@@ -490,14 +503,14 @@ func (c *counterCheck) fillHoles(t counterTally) {
 func (c *counterCheck) constrainByReads(readsOK []int32) {
 	for _, i := range readsOK {
 		r := c.all.at(int(i))
-		m := r.value - c.before
+		m, _ := counterSlotOf(r.value, c.before) // a usable read's is valid
 		if m >= 1 {
 			s := c.slots.at(m)
 			if s.deadline < 0 || r.ret-1 < s.deadline {
 				s.deadline, s.dlFrom = r.ret-1, i
 			}
 		}
-		if m+1 <= c.k {
+		if m < c.k {
 			s := c.slots.at(m + 1)
 			if r.inv > s.release {
 				s.release, s.relFrom, s.filledHole = r.inv, i, false
@@ -625,4 +638,16 @@ func counterPlural(n int64, noun string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// counterSlotOf is the slot a value of the counter names, v - before, computed without
+// wrapping: false when v is below before, or so far above it that the difference
+// overflows (no history holds that many increments). A counter that wrapped past the
+// largest integer to the smallest wrote a value below its start.
+func counterSlotOf(v, before int64) (int64, bool) {
+	if v < before {
+		return 0, false
+	}
+	k := v - before
+	return k, k >= 0
 }

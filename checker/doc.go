@@ -39,8 +39,10 @@
 //     applied; nothing left prepared. Exact, one rule per transfer, no search beyond
 //     the bank model's. TransferModel says what each function holds.
 //   - register and cas-register (CheckRegister): integer registers, one per key,
-//     checked for linearizability with porcupine. A search: bounded by
-//     Options.Timeout, and Unknown when it runs out.
+//     checked for linearizability by a search that linearizes each operation just in
+//     time (linear in a long history of few concurrent operations), held to porcupine,
+//     which draws the visualization. A search: bounded by Options.Timeout and
+//     Options.MaxMemory, and Unknown, naming the bound, when one runs out.
 //   - list-append and rw-register (CheckListAppend, CheckRWRegister): transactions
 //     over lists and registers, checked for consistency models from read
 //     uncommitted to strict serializability in the manner of Jepsen's Elle: version

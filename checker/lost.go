@@ -299,12 +299,19 @@ func (c *countingLoss) lost(initial int64) []LostWrite {
 	}
 	var n int64
 	noun, plural := c.effect, c.effect+"s"
+	went := c.final - initial // what the final state says took effect
+	if c.model == "budget" {
+		went = initial - c.final
+	}
+	if (went < 0) != (c.model == "budget" && initial < c.final || c.model != "budget" && c.final < initial) {
+		return nil // the difference overflows: the model's checker refuses the values
+	}
 	if c.model == "budget" {
 		// Each acknowledged decrement took a unit (a replayed one took it earlier);
 		// the balance cannot be higher than that allows, whatever else happened.
-		n = (int64(len(c.acks)) - c.replayed) - (initial - c.final)
+		n = (int64(len(c.acks)) - c.replayed) - went
 	} else {
-		n = int64(len(c.acks)) - (c.final - initial)
+		n = int64(len(c.acks)) - went
 	}
 	if n <= 0 || fi < 0 {
 		return nil
@@ -384,6 +391,10 @@ func (c *countingLoss) lostAccount(budget int64, fi int) LostWrite {
 // write in any linearization, so the write is gone. (An unknown write may apply at any
 // time, so its value always counts as one that may follow.)
 func lostRegisterWrites(ops []histories.Op) []LostWrite {
+	faults := ProcessFaults(ops)
+	if !slices.ContainsFunc(faults, ProcessFault.LosesData) {
+		return nil // nothing can have been lost: no need to pair a long history
+	}
 	all, err := histories.Pair(ops)
 	if err != nil {
 		return nil
@@ -398,7 +409,6 @@ func lostRegisterWrites(ops []histories.Op) []LostWrite {
 		byKey[k] = append(byKey[k], o)
 	}
 	slices.Sort(keys)
-	faults := ProcessFaults(ops)
 	var out []LostWrite
 	for fi, f := range faults {
 		if !f.LosesData() || f.End < 0 {

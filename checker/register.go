@@ -57,6 +57,10 @@ type RegisterOptions struct {
 	// no bound. Keys left undecided when it expires make the verdict Unknown, unless
 	// another key is already known not to be linearizable.
 	Timeout time.Duration
+	// MaxMemory bounds the process's live heap while the check runs, in bytes; 0 means
+	// no bound. When the heap reaches three quarters of it the search stops, as at the
+	// Timeout, and the summary says the memory bound ran out (see Options.MaxMemory).
+	MaxMemory int64
 	// FailMeans is what a failed cas means; empty means FailCompareFailed.
 	FailMeans FailMeaning
 	// Workers is how many keys are searched at once; 0 means GOMAXPROCS.
@@ -67,7 +71,17 @@ type RegisterOptions struct {
 	Visualize io.Writer
 	// VisualizePath, when not empty, is a file the same visualization is written to.
 	VisualizePath string
+
+	// bounds, when set, are the bounds of a check that began before (CheckStream's,
+	// which bound the reading of the history too); else CheckRegister makes its own.
+	bounds *searchBounds
 }
+
+// registerExplainMax is the longest key whose failure porcupine explains (its partial
+// linearizations: the longest order found, the state it leaves). Its search costs
+// memory quadratic in the key's length; longer keys are explained by the register
+// search's own finding, the operation at which every order fails.
+const registerExplainMax = 20_000
 
 // CheckRegister checks that a history of integer registers is linearizable, each Key
 // being an independent register, with porcupine.
@@ -90,18 +104,25 @@ type RegisterOptions struct {
 // are skipped, except as annotations of the visualization. The history is taken in
 // slice order, which must be real-time order.
 //
+// Each key is decided by a search that linearizes operations just in time (see
+// register_jit.go): a long history of few concurrent operations takes time and memory
+// linear in its length. porcupine draws the visualization and explains a key of up to
+// registerExplainMax operations that cannot be linearized.
+//
 // An invalid history is a Result with one anomaly per key that cannot be linearized,
 // naming the key and the history indices of the operations at which every
 // linearization fails. An error means the history is not a register history
 // (unknown functions, malformed values, a completion without invocation), or that
 // the visualization could not be written; in the latter case the Result is complete.
 //
-// When ctx ends during the search, CheckRegister returns within moments an Unknown
-// Result whose Summary says it was interrupted, and writes no visualization.
-// porcupine v1.3.1 takes no context, so the model stops it: once ctx has ended every
-// step of the model refuses, and porcupine's depth-first search unwinds at the cost of
-// one refused step per candidate on its stack. The verdict it then returns means
-// nothing and is discarded. While ctx is live the cost is one atomic load per step.
+// The search runs within opt.Timeout and opt.MaxMemory: keys left undecided when one
+// runs out make the verdict Unknown (unless another key is invalid), and the summary
+// says which bound ran out. When ctx ends during the search, CheckRegister returns
+// within moments an Unknown Result whose Summary says it was interrupted, and writes
+// no visualization. porcupine v1.3.1 takes no context, so the model stops it: once a
+// bound has run out every step of the model refuses, and porcupine's depth-first
+// search unwinds at the cost of one refused step per candidate on its stack. While
+// the bounds hold, the cost is one atomic load per step.
 func CheckRegister(ctx context.Context, ops []histories.Op, opt RegisterOptions) (Result, error) {
 	start := time.Now()
 	if opt.Model == "" {
@@ -117,6 +138,11 @@ func CheckRegister(ctx context.Context, ops []histories.Op, opt RegisterOptions)
 	default:
 		return Result{}, fmt.Errorf("check register: unknown meaning of fail %q (want %s or %s)", opt.FailMeans, FailNotApplied, FailCompareFailed)
 	}
+	b := opt.bounds
+	if b == nil {
+		b = newSearchBounds(ctx, opt.Timeout, opt.MaxMemory)
+		defer b.close()
+	}
 	h, err := registerHistory(ops, opt.Model, opt.FailMeans)
 	if err != nil {
 		return Result{}, fmt.Errorf("check register: %w", err)
@@ -125,30 +151,24 @@ func CheckRegister(ctx context.Context, ops []histories.Op, opt RegisterOptions)
 	if opt.Initial != nil {
 		init = registerState{v: *opt.Initial, present: true}
 	}
-	var deadline time.Time
-	if opt.Timeout > 0 {
-		deadline = start.Add(opt.Timeout)
-	}
-	var stop atomic.Bool
-	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
-	model := registerPorcupineModel(init, &stop)
+	model := registerPorcupineModel(init, &b.stop)
 
-	verdicts := registerSearch(model, h, deadline, opt.Workers)
+	found := registerSearch(h, init, b, opt.Workers)
 	if ctx.Err() != nil {
 		return interrupted(opt.Model, ctx.Err()), nil
 	}
 	res := Result{Checker: opt.Model, Anomalies: []Anomaly{}}
 	var invalid, unknown []string
 	for i, key := range h.keys {
-		switch verdicts[i] {
-		case porcupine.Illegal:
+		switch {
+		case !found[i].decided:
+			unknown = append(unknown, key)
+		case !found[i].ok:
 			invalid = append(invalid, key)
-			res.Anomalies = append(res.Anomalies, registerExplain(model, init, key, h.byKey[key], deadline))
+			res.Anomalies = append(res.Anomalies, registerExplain(model, init, key, h.byKey[key], found[i], b))
 			if ctx.Err() != nil {
 				return interrupted(opt.Model, ctx.Err()), nil
 			}
-		case porcupine.Unknown:
-			unknown = append(unknown, key)
 		}
 	}
 	total := 0
@@ -161,20 +181,23 @@ func CheckRegister(ctx context.Context, ops []histories.Op, opt RegisterOptions)
 		res.Summary = fmt.Sprintf("%s not linearizable as a %s (%d of %d keys)",
 			registerKeyList(invalid), opt.Model, len(invalid), len(h.keys))
 		if len(unknown) > 0 {
-			res.Summary += fmt.Sprintf("; %d more keys were undecided when the %v timeout expired", len(unknown), opt.Timeout)
+			res.Summary += fmt.Sprintf("; %d more keys were undecided when %s", len(unknown), b.ranOut())
 		}
 	case len(unknown) > 0:
 		res.Verdict = Unknown
-		res.Summary = fmt.Sprintf("the %v timeout expired before %s could be decided (%d of %d keys)",
-			opt.Timeout, registerKeyList(unknown), len(unknown), len(h.keys))
+		res.Summary = fmt.Sprintf("%s before %s could be decided (%d of %d keys)",
+			b.ranOut(), registerKeyNames(unknown), len(unknown), len(h.keys))
 	default:
 		res.Verdict = Valid
 		res.Summary = fmt.Sprintf("all %d operations on %d keys are linearizable as a %s", total, len(h.keys), opt.Model)
 	}
 	res.Details = registerDetails(opt, h, total, invalid, unknown, time.Since(start))
+	if len(unknown) > 0 {
+		res.Details["bound"] = histories.Value(b.boundName())
+	}
 
 	if opt.Visualize != nil || opt.VisualizePath != "" {
-		if err := registerVisualize(model, h, deadline, opt); err != nil {
+		if err := registerVisualize(init, h, b, opt); err != nil {
 			return res, fmt.Errorf("check register: %w", err)
 		}
 	}
@@ -199,11 +222,11 @@ func registerDetails(opt RegisterOptions, h *registerHist, total int, invalid, u
 }
 
 // registerSearch decides each key, at most workers keys at a time.
-func registerSearch(model porcupine.Model, h *registerHist, deadline time.Time, workers int) []porcupine.CheckResult {
+func registerSearch(h *registerHist, init registerState, b *searchBounds, workers int) []jitResult {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	verdicts := make([]porcupine.CheckResult, len(h.keys))
+	found := make([]jitResult, len(h.keys))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(workers, len(h.keys)) {
@@ -211,12 +234,9 @@ func registerSearch(model porcupine.Model, h *registerHist, deadline time.Time, 
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				timeout, ok := registerRemaining(deadline)
-				if !ok {
-					verdicts[i] = porcupine.Unknown
-					continue
+				if !b.stopped() {
+					found[i] = registerJIT(h.byKey[h.keys[i]], init, b)
 				}
-				verdicts[i] = porcupine.CheckOperationsTimeout(model, h.porcupineOps(h.keys[i]), timeout)
 			}
 		}()
 	}
@@ -225,20 +245,12 @@ func registerSearch(model porcupine.Model, h *registerHist, deadline time.Time, 
 	}
 	close(next)
 	wg.Wait()
-	return verdicts
+	return found
 }
 
-// registerRemaining returns the porcupine timeout left before deadline (0 = none), and
-// false once it has passed: porcupine reads a zero timeout as no limit at all.
-func registerRemaining(deadline time.Time) (time.Duration, bool) {
-	if deadline.IsZero() {
-		return 0, true
-	}
-	left := time.Until(deadline)
-	return left, left > 0
-}
-
-func registerKeyList(keys []string) string {
+// registerKeyNames names keys in a sentence: "the register", "key a, key b and 3
+// more".
+func registerKeyNames(keys []string) string {
 	const show = 5
 	names := make([]string, 0, show+1)
 	for i, k := range keys {
@@ -248,11 +260,14 @@ func registerKeyList(keys []string) string {
 		}
 		names = append(names, registerKeyName(k))
 	}
-	verb := " is"
+	return strings.Join(names, ", ")
+}
+
+func registerKeyList(keys []string) string {
 	if len(keys) > 1 {
-		verb = " are"
+		return registerKeyNames(keys) + " are"
 	}
-	return strings.Join(names, ", ") + verb
+	return registerKeyNames(keys) + " is"
 }
 
 // registerKeyName names a key in a sentence.
@@ -600,19 +615,40 @@ func registerEvents(op *registerOp) string {
 
 // registerExplain turns porcupine's partial linearizations of a key that cannot be
 // linearized into an anomaly: the longest linearizable prefix found, the state it
-// leaves, and the operation that had to come next and could not.
-func registerExplain(model porcupine.Model, init registerState, key string, ops []registerOp, deadline time.Time) Anomaly {
+// leaves, and the operation that had to come next and could not. A key longer than
+// registerExplainMax, or one porcupine could not search within the bounds, is
+// explained by the register search's own finding (registerExplainJIT).
+func registerExplain(model porcupine.Model, init registerState, key string, ops []registerOp, found jitResult, bounds *searchBounds) Anomaly {
 	a := Anomaly{Kind: "not-linearizable", Ops: []int64{}}
-	timeout, ok := registerRemaining(deadline)
 	var partials [][]int
 	verdict := porcupine.Unknown
-	if ok {
+	if len(ops) <= registerExplainMax && !bounds.stopped() {
 		h := &registerHist{byKey: map[string][]registerOp{key: ops}}
 		var info porcupine.LinearizationInfo
-		verdict, info = porcupine.CheckOperationsVerbose(model, h.porcupineOps(key), timeout)
+		// porcupine's search of a key the register search found invalid at once may
+		// still take exponential time, and memory for each step: it gets a budget of
+		// steps, which keeps the explanation the same from run to run.
+		var spent atomic.Bool
+		budget := registerExplainSteps(len(ops))
+		steps := 0
+		m := model
+		m.Step = func(state, input, output any) (bool, any) {
+			if steps++; steps > budget {
+				spent.Store(true)
+				return false, state
+			}
+			return model.Step(state, input, output)
+		}
+		verdict, info = porcupine.CheckOperationsVerbose(m, h.porcupineOps(key), 0)
+		if bounds.stopped() || spent.Load() {
+			verdict = porcupine.Unknown // the model refused once out of bounds
+		}
 		if p := info.PartialLinearizations(); len(p) == 1 {
 			partials = p[0]
 		}
+	}
+	if verdict != porcupine.Illegal {
+		return registerExplainJIT(key, ops, found)
 	}
 	// The longest prefix; ties go to the lexicographically first so that the
 	// explanation does not depend on map order inside porcupine.
@@ -621,10 +657,6 @@ func registerExplain(model porcupine.Model, init registerState, key string, ops 
 		if len(p) > len(best) || len(p) == len(best) && slices.Compare(p, best) < 0 {
 			best = p
 		}
-	}
-	if verdict != porcupine.Illegal {
-		a.Explanation = fmt.Sprintf("%s: its %d operations cannot be linearized; the time limit expired before the checker could say where", registerKeyName(key), len(ops))
-		return a
 	}
 	done := make([]bool, len(ops))
 	state := init
@@ -685,4 +717,30 @@ func registerAppendEvents(dst []int64, op *registerOp) []int64 {
 		dst = append(dst, op.complete)
 	}
 	return dst
+}
+
+// registerExplainSteps is the budget of porcupine's steps for explaining a key of n
+// operations: at most a few million, and fewer for a long key, each of whose steps may
+// keep a bitset of n bits.
+func registerExplainSteps(n int) int {
+	return min(4<<20, (256<<20)/(n/8+64))
+}
+
+// registerExplainJIT explains a key by the operation at whose completion the register
+// search found no configuration left: every order of what had been invoked by then
+// fails there.
+func registerExplainJIT(key string, ops []registerOp, found jitResult) Anomaly {
+	s := &ops[found.failed]
+	before := 0
+	for i := range ops {
+		if ops[i].call < s.ret {
+			before++
+		}
+	}
+	return Anomaly{
+		Kind: "not-linearizable",
+		Ops:  registerAppendEvents([]int64{}, s),
+		Explanation: fmt.Sprintf("%s: %s by process %d (%s) cannot be linearized: no order of the %d operations of the key invoked before it completed, those of unknown outcome taking effect or not, lets it complete as it did",
+			registerKeyName(key), registerDescribe(s.in, s.out), s.process, registerEvents(s), before),
+	}
 }

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -10,8 +11,35 @@ import (
 )
 
 // registerVisualize writes porcupine's HTML visualization of every key, with the
-// nemesis events as annotations on their own row.
-func registerVisualize(model porcupine.Model, h *registerHist, deadline time.Time, opt RegisterOptions) error {
+// nemesis events as annotations on their own row. Its search runs within the check's
+// bounds; when they have run out already, a moment's search still gives a page, with
+// partial orders. When they run out during it the page is written as far as it got,
+// and the error says the page is partial; when ctx ends, no page is written.
+func registerVisualize(init registerState, h *registerHist, b *searchBounds, opt RegisterOptions) error {
+	stop := &b.stop
+	spent := b.stopped()
+	if spent {
+		stop = new(atomic.Bool)
+		defer time.AfterFunc(time.Millisecond, func() { stop.Store(true) }).Stop()
+	}
+	model := registerPorcupineModel(init, stop)
+	// porcupine's search of a long history costs memory quadratic in each key's length:
+	// it gets a budget of steps, as an explanation does, and the page shows the orders
+	// found within it.
+	total := 0
+	for _, key := range h.keys {
+		total += len(h.byKey[key])
+	}
+	budget, steps := int64(registerExplainSteps(total)), atomic.Int64{}
+	var overBudget atomic.Bool
+	step := model.Step
+	model.Step = func(state, input, output any) (bool, any) {
+		if steps.Add(1) > budget {
+			overBudget.Store(true)
+			return false, state
+		}
+		return step(state, input, output)
+	}
 	var all []porcupine.Operation
 	for _, key := range h.keys {
 		all = append(all, h.porcupineOps(key)...)
@@ -31,13 +59,17 @@ func registerVisualize(model porcupine.Model, h *registerHist, deadline time.Tim
 		}
 		return parts
 	}
-	timeout, ok := registerRemaining(deadline)
-	if !ok {
-		// Out of time: a moment's search still gives a page, with partial orders.
-		timeout = time.Millisecond
+	_, info := porcupine.CheckOperationsVerbose(vm, all, 0)
+	if b.reason() == boundContext {
+		return fmt.Errorf("visualization not written: the check was interrupted")
 	}
-	_, info := porcupine.CheckOperationsVerbose(vm, all, timeout)
 	info.AddAnnotations(registerAnnotations(h))
+	// porcupine steps the model again through the orders it found to draw them, and
+	// panics on a refusal: the page is drawn with the model that never refuses.
+	var never atomic.Bool
+	plain := registerPorcupineModel(init, &never)
+	plain.Partition = vm.Partition
+	vm = plain
 	if opt.Visualize != nil {
 		if err := porcupine.Visualize(vm, info, opt.Visualize); err != nil {
 			return fmt.Errorf("write visualization: %w", err)
@@ -55,6 +87,12 @@ func registerVisualize(model porcupine.Model, h *registerHist, deadline time.Tim
 		if err := f.Close(); err != nil {
 			return fmt.Errorf("write visualization %s: %w", opt.VisualizePath, err)
 		}
+	}
+	switch {
+	case !spent && b.stopped():
+		return fmt.Errorf("the visualization is partial: %s while it was drawn", b.ranOut())
+	case overBudget.Load():
+		return fmt.Errorf("the visualization is partial: the %d operations are too many for porcupine to draw every order it tries", total)
 	}
 	return nil
 }

@@ -14,8 +14,11 @@ import (
 // in order and io.EOF at the end. The budget and counter checkers take the events as
 // they come, so memory grows with the operations a checker keeps (budget: those still
 // open; counter: one small record each), not with the history's bytes; the other
-// models, and a check with Options.Final, read the whole history first. An error of next other than io.EOF is returned
-// as it is, and the check ends there.
+// models, and a check with Options.Final, read the whole history first. An error of
+// next other than io.EOF is returned as it is, and the check ends there, except after
+// ctx has ended: then it is taken for the interruption (a reader that stops when ctx
+// does), and the Result is Unknown, interrupted. ctx is looked at every few thousand
+// events, while the history is read and while it is checked.
 func CheckStream(ctx context.Context, h *histories.Header, next func() (histories.Op, error), opt Options) (Result, error) {
 	model := opt.Model
 	if model == "" && h != nil {
@@ -52,15 +55,34 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		return checkTxnStream(ctx, model, h, next, opt)
 	}
 	var ops []histories.Op
-	for {
-		op, err := next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	add := func(op histories.Op) error {
+		ops = append(ops, op)
+		return nil
+	}
+	if model == RegisterModel || model == CASRegisterModel {
+		// A search: its bounds begin now, and bound the reading of the history too.
+		b := newSearchBounds(ctx, opt.Timeout, opt.MaxMemory)
+		defer b.close()
+		opt.bounds = b
+		done, err := feedWithin(ctx, b.stopped, next, add)
 		if err != nil {
 			return Result{}, err
 		}
-		ops = append(ops, op)
+		if !done && ctx.Err() == nil {
+			return Result{Verdict: Unknown, Checker: model, Anomalies: []Anomaly{}, Details: map[string]json.RawMessage{"bound": histories.Value(b.boundName())},
+				Summary: fmt.Sprintf("%s while the history was read (%d events): nothing was decided", b.ranOut(), len(ops))}, nil
+		}
+		if !done {
+			return interrupted(model, ctx.Err()), nil
+		}
+		return Check(ctx, h, ops, opt)
+	}
+	done, err := feed(ctx, next, add)
+	if err != nil {
+		return Result{}, err
+	}
+	if !done {
+		return interrupted(model, ctx.Err()), nil
 	}
 	return Check(ctx, h, ops, opt)
 }
@@ -90,13 +112,21 @@ func stream(ctx context.Context, next func() (histories.Op, error), model string
 // events and at the end. done is false when ctx stopped it; an error of next or add
 // ends it there.
 func feed(ctx context.Context, next func() (histories.Op, error), add func(histories.Op) error) (done bool, err error) {
+	return feedWithin(ctx, nil, next, add)
+}
+
+// feedWithin is feed that also stops when stopped (when not nil) says so.
+func feedWithin(ctx context.Context, stopped func() bool, next func() (histories.Op, error), add func(histories.Op) error) (done bool, err error) {
 	for i := 0; ; i++ {
-		if i%checkEvery == 0 && ctx.Err() != nil {
+		if i%checkEvery == 0 && (ctx.Err() != nil || stopped != nil && stopped()) {
 			return false, nil
 		}
 		op, err := next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil && ctx.Err() != nil {
+			return false, nil // the reader stopped because ctx did
 		}
 		if err != nil {
 			return false, err
@@ -105,7 +135,7 @@ func feed(ctx context.Context, next func() (histories.Op, error), add func(histo
 			return false, err
 		}
 	}
-	return ctx.Err() == nil, nil
+	return ctx.Err() == nil && (stopped == nil || !stopped()), nil
 }
 
 // budgetParam is the initial balance: opt.Budget, or the header's.

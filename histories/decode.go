@@ -215,6 +215,8 @@ func internF(s []byte) string {
 		return "write"
 	case "cas":
 		return "cas"
+	case "txn":
+		return "txn"
 	}
 	return string(s)
 }

@@ -22,8 +22,11 @@
 // indoubt exec, with recorders for Python and JavaScript beside it). Writer
 // streams a history to a file and survives a crash up to its last complete line;
 // Reader and ReadFile read one back, refusing input that is not a history (ErrEmpty),
-// a line that is not an event, and an index that does not increase, with the file and
-// the line.
+// a line that is not an event, an index that is negative or does not increase, a
+// process below -1, and a completion whose time is earlier than its invocation's, with
+// the file and the line. A line may be MaxLine bytes long, or as long as the history
+// before it: the final read of a long run, which names every operation, is read back
+// however long the run was.
 //
 // Events of the nemesis (fault windows opened and closed by the schedule, faults the
 // proxy fired with their ground truth) carry process Nemesis (-1) and type info;
@@ -83,6 +86,7 @@
 //
 // ReadJepsenEDN and ReadJepsenLog import Jepsen's histories (history.edn as Jepsen and
 // Knossos write it; the jepsen.util op lines of a test's log, as in the etcd logs
-// porcupine is tested against), and WriteJepsenEDN exports to EDN, so that indoubt's
-// histories can be checked by Knossos or Elle too.
+// porcupine is tested against), JepsenEDNReader reads history.edn one op at a time as
+// Reader reads JSONL, and WriteJepsenEDN exports to EDN, so that indoubt's histories
+// can be checked by Knossos or Elle too.
 package histories

@@ -3,9 +3,11 @@ package histories_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/indoubt/indoubt/histories"
 )
@@ -90,4 +92,29 @@ func ExamplePair() {
 	// write by process 0: info
 	// read by process 1: info
 	// read by process 2: ok 1
+}
+
+// A JepsenEDNReader hands over a Jepsen history one op at a time, however long the
+// file: nemesis ops come as events of the Nemesis process, and an independent
+// [key value] tuple sets Key.
+func ExampleJepsenEDNReader() {
+	edn := `[{:type :invoke, :f :write, :value [:x 3], :process 0, :time 10, :index 0}
+ {:type :info, :f :start, :process :nemesis, :time 15, :index 1}
+ {:type :ok, :f :write, :value [:x 3], :process 0, :time 20, :index 2}]`
+	r := histories.NewJepsenEDNReader(strings.NewReader(edn), "history.edn", histories.JepsenOptions{})
+	for {
+		op, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%d at %d: process %d %s %s key %q value %q\n", op.Index, op.Time, op.Process, op.Type, op.F, op.Key, op.Value)
+	}
+	// Output:
+	// 0 at 10: process 0 invoke write key "x" value "3"
+	// 1 at 15: process -1 info start key "" value ""
+	// 2 at 20: process 0 ok write key "x" value "3"
 }

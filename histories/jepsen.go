@@ -58,108 +58,11 @@ type JepsenOptions struct {
 	SkipBadLines bool
 }
 
-// ReadJepsenEDN reads a Jepsen history in EDN: a vector or list of op maps, or op maps
-// one after another, with or without commas. name is used in errors, which give the
-// line. Keys other than :type, :f, :process, :value, :time, :index, :error, :op-id,
-// :conn and :attempt are ignored. Ops of the nemesis (a :process that is a keyword or
-// string, such as :nemesis, with :f :start, :stop or any other) are kept as events of
-// the Nemesis process with their own type: checkers skip them, and show them as fault
-// annotations. Index is the file's :index when every op has one, else the position;
-// indices given for every op must increase, or the history is refused at the line of
-// the first that does not. Time is :time when every op has one, else the position.
-//
-// Input with no op at all (empty, only values that are not ops under
-// opt.SkipBadLines) is refused with an error wrapping ErrEmpty. A history of nemesis
-// events alone is a history: its check says nothing was checked.
-func ReadJepsenEDN(r io.Reader, name string, opt JepsenOptions) ([]Op, error) {
-	src, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	p := newJepsenParser(name, src)
-	var ops []Op
-	var meta []jepsenMeta
-	add := func(v jepsenValue) error {
-		op, m, err := jepsenOp(p, v)
-		if err != nil && opt.SkipBadLines {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		ops = append(ops, op)
-		meta = append(meta, m)
-		return nil
-	}
-	// A single top-level vector or list holds the ops; otherwise the file is a
-	// sequence of ops. The collection is walked element by element so that one bad op
-	// is reported at its own line.
-	closer := byte(0)
-	switch p.peek() {
-	case '[':
-		closer = ']'
-	case '(':
-		closer = ')'
-	}
-	if closer != 0 {
-		p.pos++
-	}
-	for {
-		v, err := p.next(closer, 1)
-		if err == errJepsenEnd {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := add(v); err != nil {
-			return nil, err
-		}
-	}
-	if closer != 0 {
-		p.pos++
-		if !p.atEnd() {
-			return nil, p.errAt(p.line, "data after the history's closing %q", closer)
-		}
-	}
-	if len(ops) == 0 {
-		return nil, fmt.Errorf("%s: %w: expected Jepsen op maps in EDN (--format jepsen-edn) such as {:type :invoke, :f :read, :process 0}", name, ErrEmpty)
-	}
-	if err := jepsenNumber(p, ops, meta); err != nil {
-		return nil, err
-	}
-	return ops, nil
-}
-
 // jepsenMeta is what an op map said about its own position.
 type jepsenMeta struct {
 	index, time       int64
 	hasIndex, hasTime bool
 	line              int
-}
-
-// jepsenNumber sets Index and Time from the file when every op gave them, and from
-// positions otherwise. Indices given must increase: duplicated or reordered ops make a
-// history whose order cannot be trusted.
-func jepsenNumber(p *jepsenParser, ops []Op, meta []jepsenMeta) error {
-	useIndex, useTime := true, true
-	for i, m := range meta {
-		useIndex = useIndex && m.hasIndex
-		useTime = useTime && m.hasTime
-		if i > 0 && m.hasIndex && meta[i-1].hasIndex && m.index <= meta[i-1].index {
-			return p.errAt(m.line, ":index %d does not increase on :index %d of line %d: duplicated or reordered ops", m.index, meta[i-1].index, meta[i-1].line)
-		}
-	}
-	for i := range ops {
-		ops[i].Index, ops[i].Time = int64(i), int64(i)
-		if useIndex {
-			ops[i].Index = meta[i].index
-		}
-		if useTime {
-			ops[i].Time = meta[i].time
-		}
-	}
-	return nil
 }
 
 // jepsenOp turns one op map into an Op.
@@ -203,6 +106,9 @@ func jepsenOp(p *jepsenParser, v jepsenValue) (Op, jepsenMeta, error) {
 				}
 				op.Process = int(n)
 			case jepsenKeyword, jepsenString, jepsenSymbol:
+				if val.text != jepsenNemesisProcess {
+					return op, m, p.errAt(val.line, ":process %s is neither a worker's number nor :nemesis", val)
+				}
 				op.Process = Nemesis
 			default:
 				return op, m, p.errAt(val.line, ":process must be an integer or :nemesis, found %s", val)

@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -61,51 +62,109 @@ const jepsenMaxDepth = 256
 var errJepsenEnd = errors.New("end of input")
 
 // jepsenParser reads EDN values from a byte slice, counting lines for errors.
+//
+// The slice may be a window on a longer input (JepsenEDNReader): then final is false,
+// and every look at the window's end sets short, because what the parser made of the
+// bytes it had (a token cut in two, a collection not yet closed) may not be what the
+// input holds. The reader then gives the parser a longer window and parses the value
+// again from its start.
 type jepsenParser struct {
-	name string
-	src  []byte
-	pos  int
-	line int
+	name  string
+	src   []byte
+	pos   int
+	line  int
+	final bool // src ends where the input ends
+	short bool // the parser looked past src's end, which is not the input's
 }
 
 func newJepsenParser(name string, src []byte) *jepsenParser {
-	return &jepsenParser{name: name, src: src, line: 1}
+	return &jepsenParser{name: name, src: src, line: 1, final: true}
+}
+
+// more reports whether a byte is left at pos, and notes when the window, not the
+// input, ran out.
+func (p *jepsenParser) more() bool {
+	if p.pos < len(p.src) {
+		return true
+	}
+	if !p.final {
+		p.short = true
+	}
+	return false
+}
+
+// has reports whether n bytes are left at pos, like more.
+func (p *jepsenParser) has(n int) bool {
+	if p.pos+n <= len(p.src) {
+		return true
+	}
+	if !p.final {
+		p.short = true
+	}
+	return false
+}
+
+// isJepsenControl reports whether c is a control byte that is not EDN whitespace: no
+// EDN value holds one outside a string.
+func isJepsenControl(c byte) bool {
+	return c < 0x20 && c != '\n' && c != '\t' && c != '\r' && c != '\f' && c != '\v' || c == 0x7f
 }
 
 func (p *jepsenParser) errAt(line int, format string, a ...any) error {
 	return fmt.Errorf("%s line %d: %s", p.name, line, fmt.Sprintf(format, a...))
 }
 
-// skip moves past whitespace, commas and comments.
+// skip moves past whitespace, commas and comments. Most calls find none: that case
+// is small enough to be inlined.
 func (p *jepsenParser) skip() {
-	for p.pos < len(p.src) {
-		c := p.src[p.pos]
-		switch {
-		case c == '\n':
+	if p.pos < len(p.src) && !jepsenSpace[p.src[p.pos]] {
+		return
+	}
+	p.skipSpace()
+}
+
+func (p *jepsenParser) skipSpace() {
+	src, i := p.src, p.pos
+	for i < len(src) && jepsenSpace[src[i]] {
+		switch src[i] {
+		case '\n':
 			p.line++
-			p.pos++
-		case c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '\f' || c == '\v':
-			p.pos++
-		case c == ';':
-			for p.pos < len(p.src) && p.src[p.pos] != '\n' {
-				p.pos++
+		case ';':
+			j := bytes.IndexByte(src[i:], '\n')
+			if j < 0 {
+				i = len(src)
+				continue
 			}
-		default:
-			return
+			i += j
+			continue
 		}
+		i++
+	}
+	p.pos = i
+	if i == len(src) && !p.final {
+		p.short = true
 	}
 }
+
+// jepsenSpace marks the bytes skip moves past: whitespace, commas, and the semicolon
+// that starts a comment.
+var jepsenSpace = func() (t [256]bool) {
+	for _, c := range []byte(" \t\n\r,\f\v;") {
+		t[c] = true
+	}
+	return t
+}()
 
 // atEnd reports whether only whitespace and comments remain.
 func (p *jepsenParser) atEnd() bool {
 	p.skip()
-	return p.pos >= len(p.src)
+	return !p.more()
 }
 
 // peek returns the next significant byte, or 0 at the end.
 func (p *jepsenParser) peek() byte {
 	p.skip()
-	if p.pos >= len(p.src) {
+	if !p.more() {
 		return 0
 	}
 	return p.src[p.pos]
@@ -116,15 +175,18 @@ func (p *jepsenParser) peek() byte {
 func (p *jepsenParser) next(closer byte, depth int) (jepsenValue, error) {
 	for {
 		p.skip()
-		if p.pos >= len(p.src) {
+		if !p.more() {
 			if closer != 0 {
 				return jepsenValue{}, p.errAt(p.line, "unexpected end of input, missing %q", closer)
 			}
 			return jepsenValue{}, errJepsenEnd
 		}
 		c := p.src[p.pos]
-		if c == closer {
+		if c == closer && closer != 0 {
 			return jepsenValue{}, errJepsenEnd
+		}
+		if isJepsenControl(c) {
+			return jepsenValue{}, p.errAt(p.line, "byte 0x%02x is not EDN", c)
 		}
 		if depth > jepsenMaxDepth {
 			return jepsenValue{}, p.errAt(p.line, "values nested deeper than %d", jepsenMaxDepth)
@@ -150,7 +212,7 @@ func (p *jepsenParser) next(closer byte, depth int) (jepsenValue, error) {
 			return p.char(line)
 		case '#':
 			p.pos++
-			if p.pos >= len(p.src) {
+			if !p.more() {
 				return jepsenValue{}, p.errAt(line, "unexpected end of input after #")
 			}
 			switch d := p.src[p.pos]; {
@@ -204,14 +266,23 @@ func (p *jepsenParser) next(closer byte, depth int) (jepsenValue, error) {
 	}
 }
 
-// isJepsenDelimiter reports whether c ends a token.
+// isJepsenDelimiter reports whether c ends a token: EDN's delimiters, and the control
+// bytes that no token holds (next refuses them).
 func isJepsenDelimiter(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', '\f', '\v', ',', ';', '(', ')', '[', ']', '{', '}', '"', '\\':
-		return true
-	}
-	return false
+	return jepsenDelimiters[c]
 }
+
+var jepsenDelimiters = func() (t [256]bool) {
+	for _, c := range []byte(" \t\n\r\f\v,;()[]{}\"\\") {
+		t[c] = true
+	}
+	for c := range t {
+		if isJepsenControl(byte(c)) {
+			t[c] = true
+		}
+	}
+	return t
+}()
 
 func isJepsenSymbolStart(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '*' ||
@@ -222,7 +293,7 @@ func isJepsenSymbolStart(c byte) bool {
 // token reads bytes up to the next delimiter.
 func (p *jepsenParser) token() string {
 	start := p.pos
-	for p.pos < len(p.src) && !isJepsenDelimiter(p.src[p.pos]) {
+	for p.more() && !isJepsenDelimiter(p.src[p.pos]) {
 		p.pos++
 	}
 	return string(p.src[start:p.pos])
@@ -302,7 +373,7 @@ func (p *jepsenParser) collection(kind jepsenKind, closer byte, line, depth int)
 
 func (p *jepsenParser) str(line int) (jepsenValue, error) {
 	var b strings.Builder
-	for p.pos < len(p.src) {
+	for p.more() {
 		c := p.src[p.pos]
 		p.pos++
 		switch c {
@@ -312,7 +383,7 @@ func (p *jepsenParser) str(line int) (jepsenValue, error) {
 			p.line++
 			b.WriteByte(c)
 		case '\\':
-			if p.pos >= len(p.src) {
+			if !p.more() {
 				return jepsenValue{}, p.errAt(line, "unterminated string")
 			}
 			e := p.src[p.pos]
@@ -331,7 +402,7 @@ func (p *jepsenParser) str(line int) (jepsenValue, error) {
 			case 'f':
 				b.WriteByte('\f')
 			case 'u':
-				if p.pos+4 > len(p.src) {
+				if !p.has(4) {
 					return jepsenValue{}, p.errAt(p.line, "truncated \\u escape")
 				}
 				n, err := strconv.ParseUint(string(p.src[p.pos:p.pos+4]), 16, 32)
@@ -355,14 +426,17 @@ var jepsenNamedChars = map[string]string{
 }
 
 func (p *jepsenParser) char(line int) (jepsenValue, error) {
-	if p.pos >= len(p.src) {
+	if !p.more() {
 		return jepsenValue{}, p.errAt(line, "character literal without a character")
 	}
 	// The first character may itself be a delimiter, as in \( or \space.
 	r, size := utf8.DecodeRune(p.src[p.pos:])
 	start := p.pos
+	if !utf8.FullRune(p.src[p.pos:]) {
+		p.has(utf8.UTFMax) // a character cut by the window's end
+	}
 	p.pos += size
-	for p.pos < len(p.src) && !isJepsenDelimiter(p.src[p.pos]) {
+	for p.more() && !isJepsenDelimiter(p.src[p.pos]) {
 		p.pos++
 	}
 	tok := string(p.src[start:p.pos])

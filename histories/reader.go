@@ -10,8 +10,21 @@ import (
 	"os"
 )
 
-// MaxLine is the longest history line the Reader accepts.
+// MaxLine is the longest line the readers accept at the start of a history. Further
+// on, a line may be as long as everything before it: the longest line indoubt writes,
+// a final read that lists every effect of the run (exactly-once, insert), names each
+// operation in fewer bytes than the operation's own two lines took, so that what
+// indoubt writes is always read back, however long the run. Input that is one endless
+// line (/dev/zero, a file of no newlines) is refused after MaxLine bytes, and a long
+// line costs memory in proportion to the history read before it, never more.
+// ReadJepsenEDN and JepsenEDNReader hold each value to the same rule.
 const MaxLine = 4 << 20
+
+// lineLimit is the longest line allowed after read bytes of a history: MaxLine, or as
+// long as what came before it.
+func lineLimit(read int64) int64 {
+	return max(MaxLine, read)
+}
 
 // ErrTruncated reports a last line without its newline that does not parse: the file was
 // cut while it was being written.
@@ -28,7 +41,9 @@ var ErrEmpty = errors.New("no history in it")
 // whose order cannot be trusted cannot be checked.
 type Reader struct {
 	name   string
-	sc     *bufio.Scanner
+	br     *bufio.Reader
+	long   []byte // a line longer than br's buffer, put together
+	read   int64  // bytes of the lines before the current one
 	line   int
 	header *Header
 	// Partial makes a truncated last line end the history instead of failing with
@@ -40,31 +55,52 @@ type Reader struct {
 	last, lastLine int64
 	seen           bool
 	dec            decoder
+	times          openTimes
 }
 
 // NewReader returns a Reader of r; name is used in errors. It reads the header line, if
 // any, at once.
 func NewReader(r io.Reader, name string) (*Reader, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), MaxLine)
-	sc.Split(scanLines)
-	rd := &Reader{name: name, sc: sc}
+	rd := &Reader{name: name, br: bufio.NewReaderSize(r, 64<<10)}
 	if err := rd.readFirst(); err != nil {
 		return nil, err
 	}
 	return rd, nil
 }
 
-// scanLines is bufio.ScanLines, except that it remembers nothing: the Reader tells a
-// final line without newline apart by looking at the data itself.
-func scanLines(data []byte, atEOF bool) (int, []byte, error) {
-	if i := bytes.IndexByte(data, '\n'); i >= 0 {
-		return i + 1, data[:i+1], nil
+// nextLine returns the next line, its newline included when it has one, and io.EOF
+// after the last. A line longer than lineLimit allows is an error. The line is valid
+// until the next call.
+func (r *Reader) nextLine() ([]byte, error) {
+	if len(r.long) > MaxLine {
+		r.long = nil // a long line's memory goes with it
 	}
-	if atEOF && len(data) > 0 {
-		return len(data), data, nil
+	b, err := r.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		limit := lineLimit(r.read)
+		r.long = append(r.long[:0], b...)
+		for err == bufio.ErrBufferFull {
+			if int64(len(r.long)) > limit {
+				return nil, fmt.Errorf("%s line %d: line longer than %d bytes", r.name, r.line+1, limit)
+			}
+			b, err = r.br.ReadSlice('\n')
+			r.long = append(r.long, b...)
+		}
+		b = r.long
+		if int64(len(b)) > limit+1 {
+			return nil, fmt.Errorf("%s line %d: line longer than %d bytes", r.name, r.line+1, limit)
+		}
 	}
-	return 0, nil, nil
+	r.read += int64(len(b))
+	switch {
+	case err == io.EOF && len(b) > 0:
+		return b, nil
+	case err == io.EOF:
+		return nil, io.EOF
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", r.name, err)
+	}
+	return b, nil
 }
 
 // Header returns the header line, or nil for a history without one.
@@ -109,10 +145,23 @@ func (r *Reader) readFirst() error {
 	return nil
 }
 
-// order refuses an event whose Index does not increase on the previous event's.
+// order refuses an event whose Index is negative or does not increase on the previous
+// event's, a process that is neither a worker's nor the nemesis's, and a completion
+// earlier than its invocation (see order.go).
 func (r *Reader) order(op Op) error {
+	if op.Index < 0 {
+		return r.errf("event index %d is negative", op.Index)
+	}
 	if r.seen && op.Index <= r.last {
 		return r.errf("event index %d does not increase on index %d of line %d: duplicated or reordered events", op.Index, r.last, r.lastLine)
+	}
+	if err := checkProcess(int64(op.Process)); err != nil {
+		return r.errf("%v", err)
+	}
+	if op.Type == Invoke {
+		r.times.invoke(op.Process, op.Time, int64(r.line))
+	} else if err := r.times.complete(op.Process, op.Time); err != nil {
+		return r.errf("%v", err)
 	}
 	r.last, r.lastLine, r.seen = op.Index, int64(r.line), true
 	return nil
@@ -127,22 +176,21 @@ func jsonErr(err error) error {
 
 // rawLine returns the next non-blank line.
 func (r *Reader) rawLine() ([]byte, bool, error) {
-	for r.sc.Scan() {
+	for {
+		b, err := r.nextLine()
+		if err == io.EOF {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
 		r.line++
-		b := r.sc.Bytes()
-		r.eofNoNL = len(b) > 0 && b[len(b)-1] != '\n'
+		r.eofNoNL = b[len(b)-1] != '\n'
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
 		return b, true, nil
 	}
-	if err := r.sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, false, fmt.Errorf("%s line %d: line longer than %d bytes", r.name, r.line+1, MaxLine)
-		}
-		return nil, false, fmt.Errorf("read %s: %w", r.name, err)
-	}
-	return nil, false, nil
 }
 
 func (r *Reader) decode(raw []byte) (Op, error) {

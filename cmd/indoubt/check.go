@@ -1,18 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
@@ -43,6 +47,12 @@ such a history must record time in Unix nanoseconds. --final gives the final sta
 when the history has no final read (exactly-once, bank, budget, counter), as the JSON
 value the model's read would return: {"p-1":1,...}, {"alice":10,...}, {"balance":n},
 {"value":n}.
+
+The register models search for an order of the operations, which can take time and
+memory exponential in how many ran at once. The search stops when --timeout expires
+or when the check's memory reaches --max-memory (default: half of this machine's
+memory, or of the cgroup's limit when that is lower), and the verdict is then unknown
+(exit 2), saying which bound ran out. Both bound the reading of the history too.
 
 Transactional histories (--model list-append or rw-register; values as in Elle's
 histories, [["append","x",1],["r","y",[1,2]]]) are checked for the consistency models
@@ -76,14 +86,23 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	if a.opt.MaxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		// Garbage is collected before the heap grows past the bound, so that the
+		// bound the search stops at is the memory the process holds.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(a.opt.MaxMemory))
+	}
 	res, ops, err := a.check(ctx)
 	var fatal fatalCheck
 	if errors.As(err, &fatal) {
 		return fatal.err
 	}
 	if err != nil && res.Verdict != 0 {
-		// Only the visualization failed: the verdict stands, with a warning.
-		fmt.Fprintf(stderr, "indoubt: warning: %s\n", oneLine(err.Error()))
+		// Only the visualization failed: the verdict stands, with a warning, and the part
+		// of the page porcupine wrote (a full disk) is not left as if it were the page.
+		if fi, serr := os.Stat(a.opt.VisualizePath); serr == nil && fi.Mode().IsRegular() {
+			os.Remove(a.opt.VisualizePath)
+		}
+		console.Fprintf(stderr, "indoubt: warning: %s\n", oneLine(err.Error()))
 		err = nil
 	}
 	if err != nil {
@@ -134,6 +153,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		initial = fs.String("initial", "", "register models: initial value of every register (default: absent)")
 		budget  = fs.String("budget", "", "budget model: initial balance, overriding the header")
 		timeout = fs.Duration("timeout", 0, "longest the search may take; then the verdict is unknown (default: none)")
+		maxMem  = fs.String("max-memory", "", "most memory the search may hold, as 512MiB, 4GiB or bytes (0: no bound); then the verdict is unknown (default: half of this machine's memory)")
 		partial = fs.Bool("partial", false, "indoubt format: accept a history cut short by a crash (drop a truncated last line)")
 		viz     = fs.String("html", "", "register models: write porcupine's visualization to this file")
 		jsonOut = fs.Bool("json", false, "print the result as JSON")
@@ -163,6 +183,10 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	if *timeout < 0 {
 		return a, fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
 	}
+	var err error
+	if a.opt.MaxMemory, err = parseMaxMemory(*maxMem); err != nil {
+		return a, fmt.Errorf("check: --max-memory: %v", err)
+	}
 	if err := checkWritable(*viz); err != nil {
 		return a, fmt.Errorf("check: --html: %v", err)
 	}
@@ -177,6 +201,9 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	}
 	if err := a.parseValues(*initial, *budget, *failMns); err != nil {
 		return a, err
+	}
+	if a.format != "indoubt" && a.opt.Model == "" {
+		return a, fmt.Errorf("check: Jepsen histories name no model: give --model register, cas-register, list-append or rw-register")
 	}
 	if a.skipBad && a.format == "indoubt" {
 		return a, fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
@@ -292,16 +319,16 @@ func (a checkArgs) check(ctx context.Context) (checker.Result, []histories.Op, e
 	var h *histories.Header
 	var ops []histories.Op
 	var err error
+	if a.faults == "" && a.format != "jepsen-log" {
+		// Nothing else needs the events: check them as they are read.
+		res, err, fatal := a.checkStreamed(ctx)
+		if fatal != nil {
+			return checker.Result{}, nil, fatalCheck{fatal}
+		}
+		return res, nil, err
+	}
 	switch a.format {
 	case "indoubt":
-		if a.faults == "" {
-			// Nothing else needs the events: check them as they are read.
-			res, err, fatal := checkIndoubt(ctx, a.path, a.partial, a.opt)
-			if fatal != nil {
-				return checker.Result{}, nil, fatalCheck{fatal}
-			}
-			return res, nil, err
-		}
 		if h, ops, err = histories.ReadFile(a.path, a.partial); err != nil {
 			return checker.Result{}, nil, fatalCheck{err}
 		}
@@ -339,9 +366,6 @@ func (a checkArgs) readJepsen() ([]histories.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.opt.Model == "" {
-		return nil, fmt.Errorf("check: Jepsen histories name no model: give --model register, cas-register, list-append or rw-register")
-	}
 	return ops, nil
 }
 
@@ -373,7 +397,7 @@ func printCheckJSON(w io.Writer, res checker.Result, truth *groundTruth) {
 		}{res, truth}
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
-	fmt.Fprintf(w, "%s\n", b)
+	fmt.Fprintf(w, "%s\n", console.JSON(b))
 }
 
 // printCheck prints the verdict line, up to 20 anomalies with what the proxy says of
@@ -383,16 +407,16 @@ func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.O
 	if res.Checker == checker.RegisterModel || res.Checker == checker.CASRegisterModel {
 		checked += ", a failed cas read as " + string(a.opt.FailMeans)
 	}
-	fmt.Fprintf(w, "%s: %s (%s): %s\n", a.path, res.Verdict, checked, res.Summary)
+	console.Fprintf(w, "%s: %s (%s): %s\n", a.path, res.Verdict, checked, res.Summary)
 	for i, an := range res.Anomalies {
 		if i == 20 {
-			fmt.Fprintf(w, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
+			console.Fprintf(w, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
 			break
 		}
-		fmt.Fprintf(w, "  %s: %s\n", an.Kind, strings.ReplaceAll(an.Explanation, "\n", "\n    "))
+		console.Fprintf(w, "  %s: %s\n", an.Kind, console.Lines(an.Explanation, "    "))
 		if truth != nil {
 			for _, s := range truth.about(an, ops) {
-				fmt.Fprintf(w, "    the proxy: %s\n", s)
+				console.Fprintf(w, "    the proxy: %s\n", s)
 			}
 		}
 	}
@@ -401,31 +425,45 @@ func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.O
 	}
 }
 
-// checkIndoubt checks an indoubt history as it reads it, so that a long history need not
-// fit in memory (checker.CheckStream). Its errors come in the order reading the whole
-// file first gave them: the file's own (a bad line anywhere), then the checker's. The checker's result and error are returned as
-// checker.Check returns them (a visualization error comes with a verdict); fatal is
-// an error of the file, to return as it is.
-func checkIndoubt(ctx context.Context, path string, partial bool, opt checker.Options) (res checker.Result, err, fatal error) {
-	f, err := os.Open(path)
+// checkStreamed checks an indoubt or Jepsen EDN history as it reads it, so that a long
+// history need not fit in memory (checker.CheckStream), and so that reading stops
+// within moments of ctx ending (SIGINT), however long the file. Its errors come in the
+// order reading the whole file first gave them: the file's own (a bad line anywhere),
+// then the checker's. The checker's result and error are returned as checker.Check
+// returns them (a visualization error comes with a verdict); fatal is an error of the
+// file, to return as it is.
+func (a checkArgs) checkStreamed(ctx context.Context) (res checker.Result, err, fatal error) {
+	f, err := os.Open(a.path)
 	if err != nil {
 		return checker.Result{}, nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	rd, err := histories.NewReader(f, path)
-	if err != nil {
-		return checker.Result{}, nil, err
+	src := ctxReader{ctx, f}
+	var h *histories.Header
+	var read func() (histories.Op, error)
+	if a.format == "indoubt" {
+		rd, err := histories.NewReader(src, a.path)
+		if err != nil {
+			return checker.Result{}, nil, err
+		}
+		rd.Partial = a.partial
+		h, read = rd.Header(), rd.Next
+	} else {
+		read = histories.NewJepsenEDNReader(src, a.path, histories.JepsenOptions{SkipBadLines: a.skipBad}).Next
 	}
-	rd.Partial = partial
 	var readErr error
 	next := func() (histories.Op, error) {
-		op, err := rd.Next()
+		op, err := read()
 		if err != nil && err != io.EOF {
 			readErr = err
 		}
 		return op, err
 	}
-	res, err = checker.CheckStream(ctx, rd.Header(), next, opt)
+	res, err = checker.CheckStream(ctx, h, next, a.opt)
+	if ctx.Err() != nil {
+		// Interrupted: what was not read is not the file's fault.
+		return res, err, nil
+	}
 	if err != nil && res.Verdict == 0 && readErr == nil {
 		// The checker stopped early: the rest of the file is read for an error of its
 		// own, which comes first.
@@ -441,6 +479,20 @@ func checkIndoubt(ctx context.Context, path string, partial bool, opt checker.Op
 	// A header with no operation after it is a history of nothing: the checker says
 	// nothing was checked (unknown), as of one whose operations never completed.
 	return res, err, nil
+}
+
+// ctxReader reads r until ctx ends, and then fails every read with ctx's error: a
+// reader of the file stops at its next read, within a window of the file.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // groundTruth is what the proxy's events prove about a checked history.
@@ -479,16 +531,16 @@ func (g *groundTruth) about(a checker.Anomaly, ops []histories.Op) []string {
 // write prints the ground truth after the verdict.
 func (g *groundTruth) write(w io.Writer) {
 	e := g.Evidence
-	fmt.Fprintf(w, "ground truth (%s): %d fault events, %d joined to operations of the history\n", g.File, e.Events, e.Joined)
+	console.Fprintf(w, "ground truth (%s): %d fault events, %d joined to operations of the history\n", g.File, e.Events, e.Joined)
 	for _, s := range g.Unjoined {
-		fmt.Fprintf(w, "  not joined: %s\n", s)
+		console.Fprintf(w, "  not joined: %s\n", s)
 	}
-	fmt.Fprintf(w, "  commit faults: %s\n", g.Commits)
+	console.Fprintf(w, "  commit faults: %s\n", g.Commits)
 	g.list(w, "applied more than once", "operations proven to have taken effect more than once", e.AppliedTwice)
 	g.list(w, "replayed", "operations committed by a cut whose retry is proven to have changed nothing", e.Replays)
 	g.list(w, "committed and retried", "operations committed by a cut and retried, a second application possible, not proven", e.CommittedTwice)
 	for _, d := range e.Disagreements {
-		fmt.Fprintf(w, "  ground truth vs checker: %s\n", d)
+		console.Fprintf(w, "  ground truth vs checker: %s\n", d)
 	}
 }
 
@@ -508,13 +560,13 @@ func (g *groundTruth) list(w io.Writer, name, what string, ops []results.Ambiguo
 	if n := len(ops) - len(rest); n > 0 {
 		shown = fmt.Sprintf(" (%d shown above)", n)
 	}
-	fmt.Fprintf(w, "  %s: %d %s%s\n", name, len(ops), what, shown)
+	console.Fprintf(w, "  %s: %d %s%s\n", name, len(ops), what, shown)
 	for i, s := range rest {
 		if i == 20 {
-			fmt.Fprintf(w, "    ... and %d more (--json lists them)\n", len(rest)-20)
+			console.Fprintf(w, "    ... and %d more (--json lists them)\n", len(rest)-20)
 			break
 		}
-		fmt.Fprintf(w, "    %s\n", s)
+		console.Fprintf(w, "    %s\n", s)
 	}
 }
 
@@ -538,4 +590,60 @@ func checkWritable(path string) error {
 		os.Remove(path)
 	}
 	return nil
+}
+
+// parseMaxMemory reads --max-memory: a size in bytes with an optional unit (K, M, G, T,
+// with or without i and B, all powers of 1024), 0 or "none" for no bound, and the
+// default when empty.
+func parseMaxMemory(s string) (int64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
+		return defaultMaxMemory(), nil
+	case "0", "none":
+		return 0, nil
+	}
+	num := strings.TrimRight(s, "KkMmGgTtIiBb")
+	unit := strings.ToLower(strings.TrimSpace(s[len(num):]))
+	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "b"), "i")
+	shift, ok := map[string]uint{"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[unit]
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a size (512MiB, 4GiB, or bytes)", s)
+	}
+	n := v * float64(uint64(1)<<shift)
+	if n >= math.MaxInt64 {
+		return 0, fmt.Errorf("%q is larger than any memory", s)
+	}
+	if n < 1<<20 && n != 0 {
+		return 0, fmt.Errorf("%q is less than 1 MiB: no check fits", s)
+	}
+	return int64(n), nil
+}
+
+// defaultMaxMemory is half of the machine's memory, or of the cgroup's limit when that
+// is lower; 4 GiB when neither can be read.
+func defaultMaxMemory() int64 {
+	var total int64
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var kb int64
+			if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); n == 1 {
+				total = kb << 10
+				break
+			}
+		}
+		f.Close()
+	}
+	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		if b, err := os.ReadFile(path); err == nil {
+			if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && v > 0 && (total == 0 || v < total) {
+				total = v
+			}
+		}
+	}
+	if total == 0 {
+		return 4 << 30
+	}
+	return total / 2
 }

@@ -42,8 +42,9 @@ func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes
 func TestRunAsBinary(t *testing.T) { asBinary() }
 
 // hardRegisterHistory writes a cas-register history whose search runs for minutes:
-// writers writes left open, concurrent with a read of a value none of them wrote, so
-// that every order of every subset of the writes is tried before it is refused.
+// writers concurrent writes that all succeed, concurrent with a read of a value none of
+// them wrote, so that every order of every subset of the writes is kept before the
+// read refuses them all.
 func hardRegisterHistory(t *testing.T, writers int) string {
 	t.Helper()
 	var b strings.Builder
@@ -53,14 +54,14 @@ func hardRegisterHistory(t *testing.T, writers int) string {
 		fmt.Fprintf(&b, `{"index":%d,"time":%d,`+format+"}\n", append([]any{i, i}, a...)...)
 		i++
 	}
-	for w := range writers {
-		ev(`"process":%d,"type":"invoke","f":"write","value":%d`, w, w+1)
+	ev(`"process":0,"type":"invoke","f":"read"`)
+	for w := 1; w <= writers; w++ {
+		ev(`"process":%d,"type":"invoke","f":"write","value":%d`, w, w)
 	}
-	for w := range writers {
-		ev(`"process":%d,"type":"info","f":"write","error":"conn closed"`, w)
+	for w := 1; w <= writers; w++ {
+		ev(`"process":%d,"type":"ok","f":"write","value":%d`, w, w)
 	}
-	ev(`"process":%d,"type":"invoke","f":"read"`, writers)
-	ev(`"process":%d,"type":"ok","f":"read","value":-5`, writers)
+	ev(`"process":0,"type":"ok","f":"read","value":-5`)
 	path := filepath.Join(t.TempDir(), "hard.jsonl")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

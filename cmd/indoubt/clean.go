@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/servers"
 )
 
-const cleanHelp = `indoubt clean: remove what launched servers left behind.
+const cleanHelp = `indoubt clean: remove what killed runs and launched servers left behind.
 
 A launched server lives in a temporary directory (indoubt-postgres-PID-...,
 indoubt-redis-PID-..., ...) that indoubt removes when it stops the server. When indoubt
@@ -19,17 +24,25 @@ whose launching process is gone are touched; a server process still running from
 (its parent-death signal failed) is killed first. Directories kept on purpose (Keep)
 are removed too.
 
-Usage: indoubt clean [--dry-run] [--dir DIR]
+A run writes its directory as --out/.NAME.partial and renames it NAME when complete; a
+run killed before that leaves the hidden .partial directory, which no reader takes for
+a result. clean removes those of indoubt's own runs whose process is gone (each holds
+a marker naming its process and start time) from --out (default: runs, when it
+exists); a live run's, and any other directory, are left alone.
+
+Usage: indoubt clean [--dry-run] [--dir DIR] [--out DIR]
 
 Example:
   indoubt clean --dry-run     # list only
   indoubt clean
+  indoubt clean --out /data/runs
 `
 
 func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("clean", cleanHelp, stdout)
 	dryRun := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
 	dir := fs.String("dir", "", "the parent directory of the servers' directories (default: the system's temporary directory)")
+	out := fs.String("out", "", "the runs directory whose killed runs' .partial directories to remove (default: runs, when it exists)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -39,6 +52,24 @@ func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	left, err := servers.FindLeftovers(*dir)
 	if err != nil {
 		return fmt.Errorf("clean: %w", err)
+	}
+	runs := *out
+	if runs == "" {
+		if fi, err := os.Stat("runs"); err == nil && fi.IsDir() {
+			runs = "runs"
+		}
+	}
+	if runs != "" {
+		partial, err := servers.FindLeftovers(runs)
+		if err != nil {
+			return fmt.Errorf("clean: --out: %w", err)
+		}
+		for _, l := range partial {
+			// Only unpublished runs: the servers' directories are --dir's.
+			if strings.HasSuffix(filepath.Base(l.Dir), ".partial") && !slices.ContainsFunc(left, func(o servers.Leftover) bool { return o.Dir == l.Dir }) {
+				left = append(left, l)
+			}
+		}
 	}
 	if len(left) == 0 {
 		fmt.Fprintln(stdout, "nothing to clean")
@@ -54,6 +85,9 @@ func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return fmt.Errorf("clean: %w", err)
 		}
 		what := fmt.Sprintf("%s (%s, launched by gone pid %d", l.Dir, byteSize(l.Bytes), l.Owner)
+		if strings.HasSuffix(filepath.Base(l.Dir), ".partial") {
+			what = fmt.Sprintf("%s (%s, an unfinished run of gone pid %d", l.Dir, byteSize(l.Bytes), l.Owner)
+		}
 		if l.Kept {
 			what += ", kept"
 		}
@@ -67,7 +101,7 @@ func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 				continue
 			}
 		}
-		fmt.Fprintf(stdout, "%s %s\n", verb, what)
+		console.Fprintf(stdout, "%s %s\n", verb, what)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("clean: %w", err)

@@ -111,3 +111,69 @@ func TestCleanFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanAfterKilledRun SIGKILLs a run mid-way: its hidden .partial directory stays in
+// --out. While the run lived, clean listed nothing; after, clean --dry-run lists it
+// (and removes nothing), clean removes it, and neither touches a published run or a
+// .partial directory that is not indoubt's.
+func TestCleanAfterKilledRun(t *testing.T) {
+	srv := startPostgres(t)
+	out, tmp := t.TempDir(), t.TempDir()
+	published := filepath.Join(out, "20260101-000000.000-budget-postgres-nofault-none")
+	foreign := filepath.Join(out, ".someone-elses.partial")
+	for _, d := range []string{published, foreign} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd, _, stderr := startBinary(t, "run", "--dsn", srv.DSN, "--out", out, "--time", "2m", "--workers", "2", "--quiet")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var partial string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		hist, _ := filepath.Glob(filepath.Join(out, ".*-budget-postgres-*.partial", "history.jsonl"))
+		if len(hist) == 1 {
+			if fi, err := os.Stat(hist[0]); err == nil && fi.Size() > 10_000 {
+				partial = filepath.Dir(hist[0])
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no history grew; stderr %q", stderr)
+		}
+	}
+	if code, stdout, _ := invoke(t, "clean", "--dry-run", "--dir", tmp, "--out", out); code != 0 || stdout != "nothing to clean\n" {
+		t.Errorf("clean --dry-run while the run lives: exit %d, stdout %q; want nothing to clean", code, stdout)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	code, stdout, errs := invoke(t, "clean", "--dry-run", "--dir", tmp, "--out", out)
+	if code != 0 || !strings.HasPrefix(stdout, "would remove "+partial+" (") || !strings.Contains(stdout, "an unfinished run of gone pid "+strconv.Itoa(cmd.Process.Pid)) ||
+		strings.Count(stdout, "\n") != 1 || errs != "" {
+		t.Errorf("clean --dry-run: exit %d, stdout %q, stderr %q; want the killed run's %s alone", code, stdout, errs, partial)
+	}
+	if _, err := os.Stat(partial); err != nil {
+		t.Fatalf("after --dry-run: %v", err)
+	}
+	code, stdout, errs = invoke(t, "clean", "--dir", tmp, "--out", out)
+	if code != 0 || !strings.HasPrefix(stdout, "removed "+partial+" (") || strings.Count(stdout, "\n") != 1 || errs != "" {
+		t.Errorf("clean: exit %d, stdout %q, stderr %q", code, stdout, errs)
+	}
+	if _, err := os.Stat(partial); !os.IsNotExist(err) {
+		t.Errorf("%s after clean: %v", partial, err)
+	}
+	for _, d := range []string{published, foreign} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("clean touched %s: %v", d, err)
+		}
+	}
+	if code, stdout, _ := invoke(t, "clean", "--dir", tmp, "--out", out); code != 0 || stdout != "nothing to clean\n" {
+		t.Errorf("clean again: exit %d, stdout %q", code, stdout)
+	}
+	if code, _, errs := invoke(t, "clean", "--dir", tmp, "--out", filepath.Join(out, "missing")); code != 3 || strings.Count(errs, "\n") != 1 {
+		t.Errorf("clean --out of a missing directory: exit %d, stderr %q; want exit 3 and one line", code, errs)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 )
@@ -44,7 +45,7 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 
 // writeComparison prints the runs' settings, verdicts and every figure either run has.
 func writeComparison(w io.Writer, a, b *results.Results) {
-	fmt.Fprintf(w, "A: %s\nB: %s\n\n", a.RunDir, b.RunDir)
+	console.Fprintf(w, "A: %s\nB: %s\n\n", a.RunDir, b.RunDir)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tA\tB\tB/A")
 	for _, row := range [][3]string{
@@ -56,7 +57,7 @@ func writeComparison(w io.Writer, a, b *results.Results) {
 		{"workers", fmt.Sprint(a.Workers), fmt.Sprint(b.Workers)},
 		{"verdict", a.Verdict.String(), b.Verdict.String()},
 	} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", row[0], row[1], row[2])
+		console.Fprintf(tw, "%s\t%s\t%s\t\n", row[0], row[1], row[2])
 	}
 	for _, f := range results.FigureNames() {
 		va, oka := results.Figure(a, f[0])
@@ -77,8 +78,8 @@ func writeComparison(w io.Writer, a, b *results.Results) {
 		case oka && okb && vb == 0:
 			ratio = "="
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f[0], sa, sb, ratio)
+		console.Fprintf(tw, "%s\t%s\t%s\t%s\n", f[0], sa, sb, ratio)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nA verdict: %s\nB verdict: %s\n", report.Headline(a), report.Headline(b))
+	console.Fprintf(w, "\nA verdict: %s\nB verdict: %s\n", report.Headline(a), report.Headline(b))
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -31,11 +32,14 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/atomicfile"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
 	"github.com/indoubt/indoubt/workloads"
 )
@@ -133,7 +137,7 @@ func execCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if a.jsonOut {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintf(stdout, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", console.JSON(b))
 	}
 	if code != 0 {
 		return verdictExit{code}
@@ -410,7 +414,7 @@ type execRun struct {
 
 func (r *execRun) progressf(format string, a ...any) {
 	if r.progress != nil {
-		fmt.Fprintf(r.progress, "indoubt exec: "+format+"\n", a...)
+		console.Fprintf(r.progress, "indoubt exec: "+format+"\n", a...)
 	}
 }
 
@@ -429,6 +433,12 @@ func (a execArgs) run(ctx context.Context, human, stderr io.Writer) (*results.Re
 	if err := os.Mkdir(r.dir, 0o700); err != nil {
 		return nil, 0, fmt.Errorf("exec: create run directory: %v", err)
 	}
+	// A run killed before it publishes leaves its .partial directory: the marker lets
+	// indoubt clean tell it from a live run's.
+	if err := servers.MarkOwned(r.dir); err != nil {
+		os.RemoveAll(r.dir)
+		return nil, 0, fmt.Errorf("exec: create run directory: %v", err)
+	}
 	res, code, err := r.do(ctx, human)
 	if err != nil {
 		os.RemoveAll(r.dir)
@@ -437,16 +447,32 @@ func (a execArgs) run(ctx context.Context, human, stderr io.Writer) (*results.Re
 	final := filepath.Join(a.out, r.name)
 	res.RunDir = final
 	res.Trim(results.DefaultMaxAnomalies)
+	// Nothing is published half-written: every file whole or not at all (atomicfile),
+	// the directory fsynced before its rename. The report is a view of results.json:
+	// one that does not fit (a full disk) is left out and said in not_written.
+	if err := report.WriteHTML(filepath.Join(r.dir, "report.html"), res); err != nil {
+		why := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err.Error()
+		}
+		res.NotWritten = append(res.NotWritten, "report.html: "+why)
+		console.Fprintf(stderr, "indoubt exec: warning: report.html not written (%s): the run is published without it, results.json says so in not_written; indoubt report %s writes it\n", why, final)
+	}
 	if err := writeRunJSON(filepath.Join(r.dir, "results.json"), res); err != nil {
 		os.RemoveAll(r.dir)
 		return nil, 0, fmt.Errorf("exec: write results: %v", err)
 	}
-	if err := report.WriteHTML(filepath.Join(r.dir, "report.html"), res); err != nil {
-		fmt.Fprintf(stderr, "indoubt exec: warning: report.html not written: %v\n", err)
-	}
-	if err := os.Rename(r.dir, final); err != nil {
+	if err := atomicfile.SyncDir(r.dir); err != nil {
+		os.RemoveAll(r.dir)
 		return nil, 0, fmt.Errorf("exec: publish run directory: %v", err)
 	}
+	if err := os.Rename(r.dir, final); err != nil {
+		os.RemoveAll(r.dir)
+		return nil, 0, fmt.Errorf("exec: publish run directory: %v", err)
+	}
+	_ = servers.Unmark(final)
+	_ = atomicfile.SyncDir(a.out)
 	report.WriteSummary(human, res)
 	return res, code, nil
 }
@@ -484,7 +510,7 @@ func (r *execRun) do(ctx context.Context, human io.Writer) (*results.Results, in
 		}
 	}
 	stop()
-	fmt.Fprintf(human, "indoubt exec: %s %s after %.1fs\n", programName(r.a.argv), exit, elapsed.Seconds())
+	console.Fprintf(human, "indoubt exec: %s %s after %.1fs\n", programName(r.a.argv), exit, elapsed.Seconds())
 	if err := writeRunJSON(filepath.Join(r.dir, "program.json"), struct {
 		Argv        []string `json:"argv"`
 		Interrupted bool     `json:"interrupted"`
@@ -502,11 +528,11 @@ func (r *execRun) do(ctx context.Context, human io.Writer) (*results.Results, in
 		return nil, 0, err
 	}
 	for _, s := range unjoined {
-		fmt.Fprintf(human, "not joined: %s\n", s)
+		console.Fprintf(human, "not joined: %s\n", s)
 	}
 	code := res.Verdict.ExitCode()
 	if code == exitValid && (!exit.ok() || interrupted) {
-		fmt.Fprintf(human, "indoubt exec: the program %s: the verdict covers only what it recorded (exit 2)\n", exit)
+		console.Fprintf(human, "indoubt exec: the program %s: the verdict covers only what it recorded (exit 2)\n", exit)
 		code = exitUnknown
 	}
 	return res, code, nil
@@ -823,7 +849,7 @@ func (r *execRun) judge(ctx context.Context, h *histories.Header, ops []historie
 	lines := r.events
 	r.mu.Unlock()
 	faultsPath := filepath.Join(r.dir, "faults.jsonl")
-	if err := os.WriteFile(faultsPath, lines, 0o644); err != nil {
+	if err := atomicfile.Write(faultsPath, lines, 0o644); err != nil {
 		return nil, nil, fmt.Errorf("exec: write faults.jsonl: %v", err)
 	}
 	f, err := os.Open(faultsPath)
@@ -1043,7 +1069,7 @@ func writeRunJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	return atomicfile.Write(path, append(b, '\n'), 0o600)
 }
 
 // queryFinal runs query on the server at dsn and returns its rows as the model's final

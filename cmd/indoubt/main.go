@@ -29,6 +29,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/indoubt/indoubt/internal/console"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 func main() {
@@ -133,10 +136,11 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &v):
 		return v.code
 	case errors.As(err, &intr):
-		fmt.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
+		console.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
 		return exitUnknown
 	}
-	fmt.Fprintf(stderr, "indoubt: %s\n", oneLine(err.Error()))
+	// A decoding error says the field and the JSON it holds, never a Go type.
+	console.Fprintf(stderr, "indoubt: %s\n", oneLine(results.JSONErrorText(err.Error())))
 	return exitCouldNot
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 )
@@ -22,7 +23,8 @@ Examples:
   indoubt report --summary runs/stand.html runs/*-budget-*
 
 Every run directory (its results.json and history.jsonl) is read and every output path
-checked before any page is rendered.
+checked before any page is rendered. Each page is written whole or not at all: on a
+disk without room it is left as it was.
 
 Exit codes: 0 rendered, 3 a run directory could not be read or an output written.
 `
@@ -69,13 +71,13 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err := report.WriteHTML(path, r); err != nil {
 			return fmt.Errorf("report: %s: %v", fs.Arg(i), err)
 		}
-		fmt.Fprintln(stdout, path)
+		console.Fprintf(stdout, "%s\n", path)
 	}
 	if len(all) > 1 {
 		if err := report.WriteSummaryHTML(summaryPath, all); err != nil {
 			return fmt.Errorf("report: %v", err)
 		}
-		fmt.Fprintln(stdout, summaryPath)
+		console.Fprintf(stdout, "%s\n", summaryPath)
 	}
 	return nil
 }
@@ -89,7 +91,7 @@ func readResults(dir string) (*results.Results, error) {
 	}
 	var r results.Results
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: results.json: %v", dir, err)
+		return nil, fmt.Errorf("%s: results.json: %v", dir, results.JSONError(err))
 	}
 	r.RunDir = dir
 	return &r, nil

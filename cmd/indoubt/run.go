@@ -18,6 +18,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/choice"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
@@ -154,7 +155,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			v = all
 		}
 		b, _ := json.MarshalIndent(v, "", "  ")
-		fmt.Fprintf(stdout, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", console.JSON(b))
 	}
 	return verdictOf(all, ctx.Err() != nil)
 }
@@ -497,7 +498,7 @@ func printRuns(w io.Writer, cfg runner.Config, all []*results.Results, stores in
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "summary: %s\n", path)
+	console.Fprintf(w, "summary: %s\n", path)
 	return nil
 }
 
@@ -617,24 +618,24 @@ func writeTwoPhase(w io.Writer, r *results.Results) {
 		return
 	}
 	tx := tp.Transactions
-	fmt.Fprintf(w, "two-phase commit: %s over %d servers, coordinator %s: %d transactions committed, %d aborted, %d abandoned; %.0f committed/s, mean %.2f ms, p99 %.2f ms\n",
+	console.Fprintf(w, "two-phase commit: %s over %d servers, coordinator %s: %d transactions committed, %d aborted, %d abandoned; %.0f committed/s, mean %.2f ms, p99 %.2f ms\n",
 		tp.Placement, tp.Servers, tp.Coordinator, tx.Committed, tx.Aborted, tx.Abandoned, tp.CommittedPerSecond, tp.LatencyMs.Mean, tp.LatencyMs.P99)
 	if f, ok := r.Final.(transfer.Final); ok && r.Workload == workloads.Transfer {
 		total := "none read"
 		if f.Total != nil {
 			total = strconv.FormatInt(*f.Total, 10)
 		}
-		fmt.Fprintf(w, "  total %s (want %d); transfers ok %d, failed %d, unknown %d (%d of them applied); %d reads of the total, %d fractured\n",
+		console.Fprintf(w, "  total %s (want %d); transfers ok %d, failed %d, unknown %d (%d of them applied); %d reads of the total, %d fractured\n",
 			total, f.Expected, f.Applied, f.Rejected, f.Unknown, f.UnknownApplied, f.Reads, f.FracturedReads)
 	}
 	if c := tp.Crash; c != nil {
-		fmt.Fprintf(w, "  coordinator crash at %.2fs: abandoned %v; %d branches in doubt\n", c.AtS, counts(c.Stops), len(c.InDoubt))
+		console.Fprintf(w, "  coordinator crash at %.2fs: abandoned %v; %d branches in doubt\n", c.AtS, counts(c.Stops), len(c.InDoubt))
 		for i, d := range c.InDoubt {
 			if i == 10 {
-				fmt.Fprintf(w, "    ... and %d more in results.json\n", len(c.InDoubt)-10)
+				console.Fprintf(w, "    ... and %d more in results.json\n", len(c.InDoubt)-10)
 				break
 			}
-			fmt.Fprintf(w, "    %s on server %d: prepared %.0f ms before, %d locks\n", d.GID, d.Server, d.AgeMs, d.Locks)
+			console.Fprintf(w, "    %s on server %d: prepared %.0f ms before, %d locks\n", d.GID, d.Server, d.AgeMs, d.Locks)
 		}
 		var worst float64
 		blocked := 0
@@ -644,7 +645,7 @@ func writeTwoPhase(w io.Writer, r *results.Results) {
 				worst = max(worst, p.BlockedMs)
 			}
 		}
-		fmt.Fprintf(w, "  %d of %d writers blocked by in-doubt rows, longest %.0f ms; recovery took %.1f ms, %.0f ms after the crash\n",
+		console.Fprintf(w, "  %d of %d writers blocked by in-doubt rows, longest %.0f ms; recovery took %.1f ms, %.0f ms after the crash\n",
 			blocked, len(c.Probes), worst, c.RecoveryMs, c.ResolvedMs)
 	}
 	if len(tp.Recovery) > 0 {
@@ -652,7 +653,7 @@ func writeTwoPhase(w io.Writer, r *results.Results) {
 		for _, x := range tp.Recovery {
 			decided[x.Decision]++
 		}
-		fmt.Fprintf(w, "  recovery: %d committed, %d rolled back\n", decided["commit"], decided["abort"])
+		console.Fprintf(w, "  recovery: %d committed, %d rolled back\n", decided["commit"], decided["abort"])
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/choice"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
@@ -153,7 +154,7 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			continue
 		}
 		if !*quiet {
-			fmt.Fprintf(stderr, "[%d/%d] %s ...\n", i+1, len(runs), sr.name)
+			console.Fprintf(stderr, "[%d/%d] %s ...\n", i+1, len(runs), sr.name)
 		}
 		cases = append(cases, runCase(ctx, sr, ci))
 		if ctx.Err() != nil && i+1 < len(runs) {
@@ -173,7 +174,7 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err := report.WriteSummaryHTML(path, ran); err != nil {
 			return fmt.Errorf("suite: %v", err)
 		}
-		fmt.Fprintf(stdout, "summary: %s\n", path)
+		console.Fprintf(stdout, "summary: %s\n", path)
 	}
 	if *github {
 		writeAnnotations(stdout, path, name, cases)
@@ -287,11 +288,49 @@ func strictDecode(n *yaml.Node, v any) error {
 	return nil
 }
 
+// Bounds of a suite file. A suite is written by hand and each case is a run of its own
+// (seconds to minutes): the suites in suites/ are a few kB. A megabyte holds thousands of
+// cases, hours of runs; a file past it is refused before YAML sees it, so that a runaway
+// file costs neither minutes nor gigabytes. Each case is decoded on its own (strictly,
+// for its line numbers): more than maxSuiteCases (days of runs) is refused before the
+// first, which bounds that work too. A name is a line of the table and of the JUnit file: one longer than maxSuiteName is
+// refused without being echoed.
+const (
+	maxSuiteBytes = 1 << 20
+	maxSuiteName  = 200
+	maxSuiteCases = 1000
+)
+
+// readSuiteFile reads at most maxSuiteBytes of path, refusing a longer file.
+func readSuiteFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("suite: %v", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSuiteBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("suite: %v", err)
+	}
+	if len(b) > maxSuiteBytes {
+		return nil, suiteError(path, 0, "more than %d bytes (1 MiB), the most a suite file may hold", maxSuiteBytes)
+	}
+	return b, nil
+}
+
+// nameError says a name is too long without echoing it.
+func nameError(what, name string) error {
+	if len(name) > maxSuiteName {
+		return fmt.Errorf("%s is %d bytes long, at most %d", what, len(name), maxSuiteName)
+	}
+	return nil
+}
+
 // loadSuite reads and validates a suite file. Every error names the file and the line.
 func loadSuite(path string) (string, []*suiteRun, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSuiteFile(path)
 	if err != nil {
-		return "", nil, fmt.Errorf("suite: %v", err)
+		return "", nil, err
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
@@ -300,9 +339,15 @@ func loadSuite(path string) (string, []*suiteRun, error) {
 	if len(root.Content) == 0 {
 		return "", nil, suiteError(path, 0, "empty suite file")
 	}
+	if n := casesNode(root.Content[0]); n != nil && len(n.Content) > maxSuiteCases {
+		return "", nil, suiteError(path, n.Line, "%d cases, more than the %d a suite may hold", len(n.Content), maxSuiteCases)
+	}
 	var sf suiteFile
 	if err := strictDecode(root.Content[0], &sf); err != nil {
 		return "", nil, yamlError(path, err)
+	}
+	if err := nameError("the suite's name", sf.Name); err != nil {
+		return "", nil, suiteError(path, root.Content[0].Line, "%v", err)
 	}
 	if sf.Name == "" {
 		sf.Name = strings.TrimSuffix(strings.TrimSuffix(baseName(path), ".yaml"), ".yml")
@@ -319,6 +364,9 @@ func loadSuite(path string) (string, []*suiteRun, error) {
 		if err := strictDecode(n, &c); err != nil {
 			return "", nil, yamlError(path, err)
 		}
+		if err := nameError("the case's name", c.Name); err != nil {
+			return "", nil, suiteError(path, n.Line, "%v", err)
+		}
 		sr, err := buildCase(c, n.Line)
 		if err != nil {
 			return "", nil, suiteError(path, n.Line, "case %q: %v", c.Name, err)
@@ -330,6 +378,19 @@ func loadSuite(path string) (string, []*suiteRun, error) {
 		runs = append(runs, sr)
 	}
 	return sf.Name, runs, nil
+}
+
+// casesNode is the value of the document's cases: key, or nil.
+func casesNode(doc *yaml.Node) *yaml.Node {
+	if doc.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == "cases" {
+			return doc.Content[i+1]
+		}
+	}
+	return nil
 }
 
 func baseName(p string) string {
@@ -547,21 +608,21 @@ func writeSuiteTable(w io.Writer, name string, cases []caseResult, took time.Dur
 		if len(figs) == 0 {
 			figs = []string{"-"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", r.run.name, r.run.cfg.Store, r.run.expect, got,
+		console.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", r.run.name, r.run.cfg.Store, r.run.expect, got,
 			strings.Join(figs, " "), status, r.elapsed.Seconds(), dir)
 	}
 	tw.Flush()
 	for _, r := range cases {
 		if r.skipped != "" && r.interrupted {
-			fmt.Fprintf(w, "interrupted %s: %s\n", r.run.name, r.skipped)
+			console.Fprintf(w, "interrupted %s: %s\n", r.run.name, r.skipped)
 		} else if r.skipped != "" {
-			fmt.Fprintf(w, "skipped %s: %s\n", r.run.name, r.skipped)
+			console.Fprintf(w, "skipped %s: %s\n", r.run.name, r.skipped)
 		}
 		for _, f := range r.failed {
-			fmt.Fprintf(w, "FAIL %s: %s\n", r.run.name, f)
+			console.Fprintf(w, "FAIL %s: %s\n", r.run.name, f)
 		}
 	}
-	fmt.Fprintf(w, "suite %s: %d passed, %d failed, %d skipped in %.1fs\n", name, pass, fail, skip, took.Seconds())
+	console.Fprintf(w, "suite %s: %d passed, %d failed, %d skipped in %.1fs\n", name, pass, fail, skip, took.Seconds())
 }
 
 // ghEscape escapes a workflow command's message; ghProp also a property value.
@@ -587,9 +648,9 @@ func writeAnnotations(w io.Writer, path, suite string, cases []caseResult) {
 			if r.res != nil {
 				msg += "\nrun directory: " + r.res.RunDir
 			}
-			fmt.Fprintf(w, "::error %stitle=%s::%s\n", loc, ghProp("indoubt suite "+suite+": "+r.run.name), ghEscape(msg))
+			console.Fprintf(w, "::error %stitle=%s::%s\n", loc, ghProp("indoubt suite "+suite+": "+r.run.name), ghEscape(msg))
 		case r.skipped != "":
-			fmt.Fprintf(w, "::notice %stitle=%s::%s\n", loc, ghProp("skipped "+r.run.name), ghEscape(r.skipped))
+			console.Fprintf(w, "::notice %stitle=%s::%s\n", loc, ghProp("skipped "+r.run.name), ghEscape(r.skipped))
 		}
 	}
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -202,5 +204,57 @@ func TestSuiteMissingServer(t *testing.T) {
 				t.Errorf("outside CI: exit %d, want 0 with both cases skipped:\n%s%s", code, out, errs)
 			}
 		}
+	}
+}
+
+// A runaway suite file is refused in one line before it costs time or memory: past
+// 1 MiB before YAML reads it, past 1000 cases before the first is decoded, a name
+// past 200 bytes without echoing it. Run as a process of its own, for its peak memory.
+func TestSuiteFileBounds(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, parts ...string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(strings.Join(parts, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var many strings.Builder
+	for i := 0; many.Len() < 1<<20-200; i++ {
+		fmt.Fprintf(&many, "  - {name: c%d, store: postgres, expect: valid}\n", i)
+	}
+	long := strings.Repeat("A", 900_000)
+	big := make([]byte, 5<<20)
+	for i := range big {
+		big[i] = 'x'
+	}
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{write("big.yaml", "name: ", string(big), "\ncases: []\n"), ": more than 1048576 bytes (1 MiB), the most a suite file may hold"},
+		{write("many.yaml", "cases:\n", many.String(), "  - {name: bad, store: postgres, workers: -3, expect: valid}\n"), "cases, more than the 1000 a suite may hold"},
+		{write("name.yaml", "name: ", long, "\ncases:\n  - {name: x, store: postgres, expect: valid}\n"), "name.yaml:1: the suite's name is 900000 bytes long, at most 200"},
+		{write("case.yaml", "cases:\n  - {name: x, store: postgres, expect: valid}\n  - {name: ", long, ", store: postgres, expect: valid}\n"), "case.yaml:3: the case's name is 900000 bytes long, at most 200"},
+	} {
+		cmd, out, errb := startBinary(t, "suite", "--out", filepath.Join(dir, "runs"), tc.file)
+		err := cmd.Wait()
+		code := cmd.ProcessState.ExitCode()
+		if err != nil && code < 0 {
+			t.Fatal(err)
+		}
+		errs := errb.String()
+		if code != 3 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d, stderr %.300q; want exit 3 and one line holding %q\n%.300s", tc.file, code, errs, tc.want, out)
+		}
+		if strings.Contains(errs, "AAAAAAAA") || strings.Contains(errs, "xxxxxxxx") {
+			t.Errorf("%s: the refusal echoes the name (%d bytes)", tc.file, len(errs))
+		}
+		// Before the bounds a 4.6 MB suite took 1.26 GB; a refusal now stays small.
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 400<<10 {
+			t.Errorf("%s: peak memory %d MB, want under 400 MB", tc.file, ru.Maxrss>>10)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs")); err == nil {
+		t.Errorf("a refused suite created its --out directory")
 	}
 }

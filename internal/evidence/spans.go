@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -180,7 +181,7 @@ func ReadEvents(r io.Reader, name string) ([]FaultEvent, Clock, error) {
 		}
 		var l eventLine
 		if err := json.Unmarshal(b, &l); err != nil {
-			return nil, 0, fmt.Errorf("%s line %d: not a fault event: %v", name, n, err)
+			return nil, 0, fmt.Errorf("%s line %d: not a fault event: %v", name, n, results.JSONError(err))
 		}
 		if l.Kind == "" {
 			continue

@@ -9,19 +9,27 @@
 //	cql://user:PW@host:9042/keyspace?password=PW                 CQL (and any other scheme)
 //	host=h user=u password='a \'quoted\' value' sslpassword=PW    libpq keyword=value
 //
-// Drivers echo parts of a DSN in their errors, so Secrets extracts what DSN masks and
-// Text and Error scrub those secrets, in each of their encoded forms, from any text.
+// Drivers echo parts of a DSN in their errors, so Text and Error scrub messages too. A
+// secret is masked where it stands as a part of a DSN (the password of a URL's user
+// info, the value of a password parameter, user:password@host), never wherever its
+// characters happen to occur: a password "p" or "connect" must not turn "postgres" into
+// "xxxxxostgres" or "connection refused" into "xxxxxion refused", and a masked message
+// must not show which letters were the password. Every secret becomes the same Mask,
+// whatever its length.
 //
 // The parsers follow what the drivers do with the same bytes (pgx's keyword=value
 // scanner; net/url's "the last @ of the authority ends the user info"), so what a driver
 // would send as a password is what is masked. Where a malformed DSN leaves it unclear
 // which bytes are the password (an unquoted value with spaces, a raw '&' in a query
-// value), more is masked rather than less.
+// value, a raw '@' that pgx reads as the end of the user info), more is masked rather
+// than less.
 package redact
 
 import (
+	"net"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -37,52 +45,259 @@ const Mask = "xxxxx"
 // are what a reader needs to know where a run connected. A string that is neither a
 // URL nor has an '=' is returned unchanged. DSN never fails and never panics.
 func DSN(dsn string) string {
-	out, _ := scan(dsn)
-	return out
+	return scan(dsn)
 }
 
-// Secrets returns the secrets DSN masks in dsn, each as written and decoded (percent
-// escapes, libpq quotes and backslashes undone), longest first; nil when there are none.
-// Pass them to Text to scrub a driver's error message that quotes part of the DSN.
-func Secrets(dsn string) []string {
-	_, secrets := scan(dsn)
-	return uniqueLongestFirst(secrets)
-}
-
-// Text returns text with every occurrence of each non-empty secret replaced by Mask,
-// also in the encoded forms a DSN or an error message may carry it in (URL user info,
-// path and query escaping, libpq backslash escaping). Longer secrets are replaced first,
-// so a secret that contains another is masked whole.
-func Text(text string, secrets ...string) string {
-	var forms []string
-	for _, s := range secrets {
-		if s == "" {
-			continue
-		}
-		forms = append(forms, s, url.QueryEscape(s), url.PathEscape(s), userinfoEscape(s), libpqEscape(s))
+// Text returns text with every secret written as part of a DSN masked: in each URL in
+// it (scheme://...) the password of the user info and the values of secret parameters
+// (SecretKey), in each key=value pair of a secret key the value, and in each
+// user:password@host the password. For each dsn given, the DSN the run was asked to
+// use, text is also scrubbed of the forms drivers quote that DSN in whatever it holds:
+// the DSN as written and Go-quoted (net/url's `parse "..."`), net/url's `invalid URL
+// escape "%zz"` when the escape is in a secret, and the host pgx reads after a raw '@'
+// in a password (postgres://u:a@b@h: host "b@h"). Nothing else is touched, so a short
+// or common password garbles nothing and the masking says nothing of it.
+func Text(text string, dsns ...string) string {
+	for _, d := range dsns {
+		text = scrubKnown(text, d)
 	}
-	forms = uniqueLongestFirst(forms)
-	if len(forms) == 0 {
+	spans := textSpans(text)
+	if len(spans) == 0 {
 		return text
 	}
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, Mask)
-	}
-	// strings.Replacer tries the pairs in argument order at each position, so the
-	// longest form wins where forms overlap.
-	return strings.NewReplacer(pairs...).Replace(text)
+	return apply(text, spans)
 }
 
-// Error returns err with the secrets of dsn scrubbed from its message (Text over
-// Secrets(dsn)), or err itself when its message holds none. The result unwraps to err,
-// so errors.Is and errors.As (the store error contract's classifications) still see
-// through it.
-func Error(err error, dsn string) error {
+// Error returns err with its message scrubbed as Text scrubs it, or err itself when its
+// message holds no secret. The result unwraps to err, so errors.Is and errors.As (the
+// store error contract's classifications) still see through it.
+func Error(err error, dsns ...string) error {
 	if err == nil {
 		return nil
 	}
-	return Reword(err, Text(err.Error(), Secrets(dsn)...))
+	return Reword(err, Text(err.Error(), dsns...))
+}
+
+// scrubKnown replaces in text the forms a driver quotes dsn in.
+func scrubKnown(text, dsn string) string {
+	spans := dsnSpans(dsn)
+	if len(spans) == 0 {
+		return text
+	}
+	masked := apply(dsn, spans)
+	var pairs []string
+	add := func(from, to string) {
+		if from != "" && from != to && strings.Contains(text, from) {
+			pairs = append(pairs, from, to)
+		}
+	}
+	add(dsn, masked)
+	add(quoteInner(dsn), quoteInner(masked))
+	if t := strings.TrimSpace(dsn); t != dsn {
+		add(t, strings.TrimSpace(masked))
+	}
+	for _, sp := range spans {
+		for i := sp.from; i < sp.to; i++ {
+			switch dsn[i] {
+			case '%':
+				// net/url's EscapeError quotes up to three bytes from the bad '%', of
+				// the whole DSN or (a driver unescaping the password alone) of the
+				// password.
+				for _, end := range []int{len(dsn), sp.to} {
+					frag := dsn[i:min(i+3, end)]
+					add("invalid URL escape "+strconv.Quote(frag), "invalid URL escape "+strconv.Quote(Mask))
+				}
+			case '@':
+				// pgx ends the user info at the first '@': the rest of the password
+				// becomes part of the host it names in its errors.
+				if host, ok := urlHost(dsn, sp.to); ok {
+					add(dsn[i+1:sp.to]+"@"+host, Mask+"@"+host)
+					if h, _, err := net.SplitHostPort(host); err == nil {
+						add(dsn[i+1:sp.to]+"@"+h, Mask+"@"+h)
+					}
+				}
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return text
+	}
+	// strings.Replacer tries the pairs in argument order at each position: the whole
+	// DSN before any part of it.
+	return strings.NewReplacer(pairs...).Replace(text)
+}
+
+// urlHost returns the host[:port] list that follows the user info ending at at (the
+// '@' of a URL DSN).
+func urlHost(dsn string, at int) (string, bool) {
+	if at >= len(dsn) || dsn[at] != '@' {
+		return "", false
+	}
+	rest := dsn[at+1:]
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest, rest != ""
+}
+
+// quoteInner is s as Go's %q writes it, without the quotes.
+func quoteInner(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+// textSpans finds the secrets written as parts of DSNs anywhere in text: URLs,
+// key=value pairs and user:password@host.
+func textSpans(text string) []span {
+	var spans, urls []span
+	// URLs: from each scheme to the end of its token. Inside one, only the URL's own
+	// rules find secrets: a password that holds "password=" is a password.
+	for off := 0; ; {
+		i := strings.Index(text[off:], "://")
+		if i < 0 {
+			break
+		}
+		i += off
+		from := i
+		for from > 0 && isSchemeByte(text[from-1]) {
+			from--
+		}
+		end := tokenEnd(text, i+3, from)
+		if from < i && isLetter(text[from]) {
+			urls = append(urls, span{from, end})
+			tok := text[from:end]
+			ss := scanURL(tok, i-from+3)
+			for _, sp := range ss {
+				spans = append(spans, span{from + sp.from, from + sp.to})
+			}
+		}
+		off = max(i+3, end)
+	}
+	inURL := func(i int) bool {
+		for _, u := range urls {
+			if u.from <= i && i < u.to {
+				return true
+			}
+		}
+		return false
+	}
+	spans = append(spans, pairSpans(text, inURL)...)
+	spans = append(spans, userinfoSpans(text)...)
+	return spans
+}
+
+// tokenEnd returns where a token that begins at start ends: at white space, or at the
+// quote or bracket that closes the one just before the token (at open-1).
+func tokenEnd(text string, start, open int) int {
+	closer := byte(0)
+	if open > 0 {
+		switch c := text[open-1]; c {
+		case '"', '\'', '`':
+			closer = c
+		case '(':
+			closer = ')'
+		case '[':
+			closer = ']'
+		case '<':
+			closer = '>'
+		case '{':
+			closer = '}'
+		}
+	}
+	for i := start; i < len(text); i++ {
+		c := text[i]
+		if strings.IndexByte(space, c) >= 0 || closer != 0 && c == closer {
+			return i
+		}
+	}
+	return len(text)
+}
+
+// pairSpans finds the values of secret keys written key=value outside URLs (skip), in
+// single or double quotes (to the closing quote, a backslash escaping one byte) or bare
+// (to white space, a quote, a bracket, ',', ';' or '&'). A quote with no closing one
+// after it closes whatever the pair was quoted in: the value is empty.
+func pairSpans(text string, skip func(int) bool) []span {
+	var spans []span
+	for off := 0; off < len(text); {
+		eq := strings.IndexByte(text[off:], '=')
+		if eq < 0 {
+			break
+		}
+		eq += off
+		off = eq + 1
+		k := eq
+		for k > 0 && isKeyByte(text[k-1]) {
+			k--
+		}
+		if k == eq || skip(k) || !SecretKey(text[k:eq]) {
+			continue
+		}
+		from := eq + 1
+		to := from
+		if from < len(text) && (text[from] == '\'' || text[from] == '"') {
+			q := text[from]
+			to = from + 1
+			for to < len(text) && text[to] != q {
+				if text[to] == '\\' {
+					to++
+				}
+				to++
+			}
+			if to >= len(text) {
+				continue
+			}
+			to++
+		} else {
+			for to < len(text) && strings.IndexByte(space+"\"'`)]}>,;&", text[to]) < 0 {
+				if text[to] == '\\' {
+					to++
+				}
+				to++
+			}
+			to = min(to, len(text))
+		}
+		if to > from {
+			spans = append(spans, span{from, to})
+			off = to
+		}
+	}
+	return spans
+}
+
+// userinfoSpans finds user:password@host written without a scheme (an address a driver
+// took a DSN's user info into, a proxy's upstream): in each token holding an '@'
+// followed by a host, the text from the first ':' to the last '@'.
+func userinfoSpans(text string) []span {
+	var spans []span
+	for i := 0; i < len(text); {
+		for i < len(text) && isTokenSep(text[i]) {
+			i++
+		}
+		j := i
+		for j < len(text) && !isTokenSep(text[j]) {
+			j++
+		}
+		tok := text[i:j]
+		if at := strings.LastIndexByte(tok, '@'); at > 0 && at+1 < len(tok) && (isLetter(tok[at+1]) || isDigit(tok[at+1]) || tok[at+1] == '[') &&
+			!strings.Contains(tok, "://") {
+			if colon := strings.IndexByte(tok[:at], ':'); colon >= 0 {
+				spans = append(spans, span{i + colon + 1, i + at})
+			}
+		}
+		i = j
+	}
+	return spans
+}
+
+func isTokenSep(c byte) bool { return strings.IndexByte(space+"\"'`()[]<>{},;", c) >= 0 }
+
+func isSchemeByte(c byte) bool {
+	return isLetter(c) || isDigit(c) || c == '+' || c == '-' || c == '.'
+}
+
+func isKeyByte(c byte) bool {
+	return isLetter(c) || isDigit(c) || c == '_' || c == '-' || c == '.' || c == '%'
 }
 
 // Reword returns err with the message msg, or err itself when msg is already its
@@ -105,19 +320,24 @@ func (e *reworded) Unwrap() error { return e.err }
 // span is a half-open byte range of the input to mask.
 type span struct{ from, to int }
 
-// scan finds the secret spans of s and returns s with them masked, and the secrets.
-func scan(s string) (string, []string) {
-	var spans []span
-	var secrets []string
-	if start, ok := urlStart(s); ok {
-		spans, secrets = scanURL(s, start)
-	} else if strings.IndexByte(s, '=') >= 0 {
-		spans, secrets = scanKeywordValue(s)
-	}
+// scan returns s with its secret spans masked.
+func scan(s string) string {
+	spans := dsnSpans(s)
 	if len(spans) == 0 {
-		return s, nil
+		return s
 	}
-	return apply(s, spans), secrets
+	return apply(s, spans)
+}
+
+// dsnSpans finds the secret spans of the DSN s.
+func dsnSpans(s string) []span {
+	if start, ok := urlStart(s); ok {
+		return scanURL(s, start)
+	}
+	if strings.IndexByte(s, '=') >= 0 {
+		return scanKeywordValue(s)
+	}
+	return nil
 }
 
 // apply masks spans of s; spans may overlap and come in any order.
@@ -164,9 +384,8 @@ func urlStart(s string) (int, bool) {
 
 // scanURL finds the password of the user info and the secret query parameters of the
 // URL whose authority begins at start.
-func scanURL(s string, start int) ([]span, []string) {
+func scanURL(s string, start int) []span {
 	var spans []span
-	var secrets []string
 	rest := s[start:]
 	// The user info ends at the last '@' before the first '/', '?' or '#' that follows
 	// an '@': net/url's rule, which also lets a raw '/' or '?' in a password stay inside
@@ -178,9 +397,7 @@ func scanURL(s string, start int) ([]span, []string) {
 		}
 		at := strings.LastIndexByte(rest[:end], '@')
 		if colon := strings.IndexByte(rest[:at], ':'); colon >= 0 {
-			raw := rest[colon+1 : at]
 			spans = append(spans, span{start + colon + 1, start + at})
-			secrets = appendDecoded(secrets, raw, url.PathUnescape)
 		}
 	}
 	// Query parameters: every key=value that follows '?', '&' or ';' anywhere after the
@@ -201,10 +418,9 @@ func scanURL(s string, start int) ([]span, []string) {
 		from := i + 1 + keyEnd + 1
 		to := queryValueEnd(rest, from)
 		spans = append(spans, span{start + from, start + to})
-		secrets = appendDecoded(secrets, rest[from:to], url.QueryUnescape)
 		i = to - 1
 	}
-	return spans, secrets
+	return spans
 }
 
 // queryValueEnd returns where the query value starting at from ends: at an '&' or ';'
@@ -234,9 +450,8 @@ const space = " \t\n\r\v\f"
 // scanKeywordValue finds secret values in a libpq keyword=value string, read as pgx
 // reads it: a keyword, '=', optional space, then a value either in single quotes or
 // up to the next space, with backslash escaping one character in both.
-func scanKeywordValue(s string) ([]span, []string) {
+func scanKeywordValue(s string) []span {
 	var spans []span
-	var secrets []string
 	i := skipSpace(s, 0)
 	for i < len(s) {
 		eq := strings.IndexByte(s[i:], '=')
@@ -252,7 +467,6 @@ func scanKeywordValue(s string) ([]span, []string) {
 		}
 		from := skipSpace(s, i+eq+1)
 		var to, next int
-		var val string
 		quoted := from < len(s) && s[from] == '\''
 		if quoted {
 			end := from + 1
@@ -263,7 +477,6 @@ func scanKeywordValue(s string) ([]span, []string) {
 				end++
 			}
 			end = min(end, len(s))
-			val = unescapeLibpq(s[from+1 : end])
 			to = min(end+1, len(s)) // the closing quote, when there is one
 			next = to
 		} else {
@@ -275,7 +488,6 @@ func scanKeywordValue(s string) ([]span, []string) {
 				end++
 			}
 			to = min(end, len(s))
-			val = unescapeLibpq(s[from:to])
 			next = to
 		}
 		if SecretKey(key) {
@@ -285,34 +497,29 @@ func scanKeywordValue(s string) ([]span, []string) {
 			for to < len(s) && strings.IndexByte(space, s[to]) < 0 {
 				to++
 			}
-			var raw string
-			to, raw = absorbWords(s, from, to, &secrets)
+			to = absorbWords(s, to)
 			next = to
 			spans = append(spans, span{from, to})
-			secrets = append(secrets, raw, val)
 		}
 		i = skipSpace(s, next)
 	}
-	return spans, secrets
+	return spans
 }
 
-// absorbWords extends the value s[from:to] over the following words that hold
-// no '=', adding each word to secrets (a driver's error may quote one alone).
-func absorbWords(s string, from, to int, secrets *[]string) (int, string) {
+// absorbWords extends a value ending at to over the following words that hold no '='.
+func absorbWords(s string, to int) int {
 	for {
 		w := skipSpace(s, to)
 		if w >= len(s) {
-			return to, s[from:to]
+			return to
 		}
 		end := w
 		for end < len(s) && strings.IndexByte(space, s[end]) < 0 {
 			end++
 		}
-		word := s[w:end]
-		if strings.IndexByte(word, '=') >= 0 {
-			return to, s[from:to]
+		if strings.IndexByte(s[w:end], '=') >= 0 {
+			return to
 		}
-		*secrets = append(*secrets, word)
 		to = end
 	}
 }
@@ -345,52 +552,6 @@ func skipSpace(s string, i int) int {
 		i++
 	}
 	return i
-}
-
-// unescapeLibpq undoes libpq's backslash escaping: a backslash keeps the next byte.
-func unescapeLibpq(s string) string {
-	if strings.IndexByte(s, '\\') < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func libpqEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s)
-}
-
-// userinfoEscape is how net/url writes s as the password of a URL's user info.
-func userinfoEscape(s string) string {
-	u := url.UserPassword("", s).String()
-	return strings.TrimPrefix(u, ":")
-}
-
-func appendDecoded(secrets []string, raw string, decode func(string) (string, error)) []string {
-	secrets = append(secrets, raw)
-	if d, err := decode(raw); err == nil && d != raw {
-		secrets = append(secrets, d)
-	}
-	return secrets
-}
-
-func uniqueLongestFirst(ss []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range ss {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
 }
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

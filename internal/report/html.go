@@ -21,10 +21,10 @@ import (
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
-	"github.com/go-echarts/go-echarts/v2/render"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/results"
 )
 
@@ -71,8 +71,9 @@ type runData struct {
 	procs []results.ProcessFault
 }
 
-// WriteHTML writes report.html for one run. It reads history.jsonl and faults.jsonl from
-// the directory it writes into, when they are there, for the charts and the timeline.
+// WriteHTML writes report.html for one run, whole or not at all (atomicfile): on error
+// the file at path is as it was. It reads history.jsonl and faults.jsonl from the
+// directory it writes into, when they are there, for the charts and the timeline.
 func WriteHTML(path string, r *results.Results) error {
 	data, err := loadRunData(filepath.Dir(path))
 	if err != nil {
@@ -82,7 +83,7 @@ func WriteHTML(path string, r *results.Results) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	return atomicfile.Write(path, b, 0o644)
 }
 
 // workerOf reads the worker from an op id ("3-41": worker 3): a worker keeps its number
@@ -548,10 +549,75 @@ func sortedKeysOf[K cmp.Ordered, V any](m map[K]V) []K {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// chartHTML renders a chart as the element and the script that draws it.
-func chartHTML(c interface{ RenderSnippet() render.ChartSnippet }) template.HTML {
-	s := c.RenderSnippet()
-	return template.HTML(s.Element + s.Script)
+// Escaping. Every string report.html and summary.html show comes from a run directory
+// (op ids, keys, fault names and kinds, statements, tags, errors, the store, mechanism,
+// workload and server, the checker's explanations and the ground truth's sentences), and
+// a run directory is a file anyone can edit: none of it may become markup or code. So:
+//
+//   - text and attributes go through html/template's contextual escaping, and nothing
+//     from a run directory is ever converted to template.HTML, template.JS or
+//     template.URL (only the embedded ECharts and the charts' JSON below are);
+//   - a chart's options are JSON written by encoding/json with its HTML escaping on: <,
+//     > and & inside strings become \u003c, \u003e and \u0026, and U+2028 and U+2029
+//     \u2028 and \u2029, so neither "</script" nor "<!--" can occur inside the script
+//     element, and the script parses as the JSON it was given whatever a string holds;
+//   - go-echarts' own script template is not used: it writes that JSON unescaped
+//     (SetEscapeHTML(false)) and turns any string holding its "__f__" marker into code;
+//   - what ECharts shows on the canvas (titles, legends, axis labels, mark areas) is
+//     drawn, not parsed, and its tooltips escape names and values as HTML themselves.
+//
+// cmd/indoubt's TestHostileRunDirectoryInBrowser holds this in a real browser with every
+// string field of a run directory carrying a script.
+
+// echart is a go-echarts chart: Validate fills in its axes' data before its options
+// are read.
+type echart interface{ Validate() }
+
+// chartHTML renders a chart as its element and the script that draws it, with the
+// options escaped as the rule above says.
+func chartHTML(c echart) (template.HTML, error) {
+	c.Validate()
+	var base *charts.BaseConfiguration
+	switch c := c.(type) {
+	case *charts.Line:
+		base = &c.BaseConfiguration
+	case *charts.Bar:
+		base = &c.BaseConfiguration
+	default:
+		return "", fmt.Errorf("report: no renderer for chart %T", c)
+	}
+	option, err := json.Marshal(base.JSON())
+	if err != nil {
+		return "", fmt.Errorf("report: chart %s: %v", base.ChartID, err)
+	}
+	in := base.Initialization
+	init, err := json.Marshal([]string{in.ChartID, in.Theme, in.Renderer})
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	err = chartTpl.Execute(&buf, struct {
+		ID, Width, Height string
+		Init, Option      template.JS
+	}{in.ChartID, in.Width, in.Height, template.JS(init), template.JS(option)})
+	return template.HTML(buf.String()), err
+}
+
+var chartTpl = template.Must(template.New("chart").Parse(`<div class="container"><div class="item" id="{{.ID}}" style="width:{{.Width}};height:{{.Height}}"></div></div>
+<script>(function(a){echarts.init(document.getElementById(a[0]),a[1],{renderer:a[2]}).setOption({{.Option}});})({{.Init}});</script>
+`))
+
+// renderCharts renders each chart; the first error stops it.
+func renderCharts(cs ...echart) ([]template.HTML, error) {
+	out := make([]template.HTML, 0, len(cs))
+	for _, c := range cs {
+		h, err := chartHTML(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 // finalRows shows the final state as a table: its JSON's fields, in order.
@@ -624,7 +690,10 @@ func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 		JS: template.JS(echartsJS),
 	}
 	if len(d.spans) > 0 {
-		p.Charts = []template.HTML{chartHTML(rateChart(d, o)), chartHTML(latencyChart(d, o)), chartHTML(tl)}
+		var err error
+		if p.Charts, err = renderCharts(rateChart(d, o), latencyChart(d, o), tl); err != nil {
+			return nil, err
+		}
 	}
 	p.Named = order[:min(len(order), 50)]
 	if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err == nil || r.Workload == "register" {

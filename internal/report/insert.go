@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads/insert"
 )
@@ -65,7 +66,7 @@ func WriteInsertTable(w io.Writer, runs []*results.Results) {
 		return
 	}
 	first := cells[0].runs[0]
-	fmt.Fprintf(w, "insert on %s (%s), retry %s, %d round(s), about %.0f s per run; figures are means over the rounds\n",
+	console.Fprintf(w, "insert on %s (%s), retry %s, %d round(s), about %.0f s per run; figures are means over the rounds\n",
 		first.Store, cells[0].finals[0].Server, first.Retry, rounds, first.DurationS)
 	identity := map[int]float64{}
 	for _, c := range cells {
@@ -190,7 +191,7 @@ func writeInsertNotes(w io.Writer, cells []*insertCell, faulted bool) {
 		for _, f := range c.finals {
 			if !seen[f.Key] {
 				seen[f.Key] = true
-				fmt.Fprintf(w, "  %s: %s\n", f.Key, f.Generated)
+				console.Fprintf(w, "  %s: %s\n", f.Key, f.Generated)
 			}
 			if f.Duplicates > 0 {
 				ids := make([]string, 0, len(f.DuplicateOps))
@@ -198,13 +199,13 @@ func writeInsertNotes(w io.Writer, cells []*insertCell, faulted bool) {
 					ids = append(ids, fmt.Sprintf("%s (%d rows)", id, n))
 				}
 				sort.Strings(ids)
-				fmt.Fprintf(w, "  %s, %d workers: %d duplicated rows, e.g. op %s\n", f.Key, c.workers, f.Duplicates, strings.Join(ids[:min(len(ids), 3)], ", "))
+				console.Fprintf(w, "  %s, %d workers: %d duplicated rows, e.g. op %s\n", f.Key, c.workers, f.Duplicates, strings.Join(ids[:min(len(ids), 3)], ", "))
 			}
 			if f.GapsCause != "" && faulted {
-				fmt.Fprintf(w, "  %s, %d workers: %s\n", f.Key, c.workers, f.GapsCause)
+				console.Fprintf(w, "  %s, %d workers: %s\n", f.Key, c.workers, f.GapsCause)
 			}
 			if f.MeasureError != "" {
-				fmt.Fprintf(w, "  %s, %d workers: figures missing: %s\n", f.Key, c.workers, f.MeasureError)
+				console.Fprintf(w, "  %s, %d workers: figures missing: %s\n", f.Key, c.workers, f.MeasureError)
 			}
 		}
 	}

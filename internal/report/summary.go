@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 )
@@ -35,7 +35,8 @@ type summaryPage struct {
 
 // WriteSummaryHTML writes summary.html for several runs: the stand's table, a bar chart
 // of throughput per store, and for counter runs at several worker counts the contention
-// sweep's curves (tx/s, p99 latency, retries per success against workers).
+// sweep's curves (tx/s, p99 latency, retries per success against workers). The file is
+// written whole or not at all (atomicfile).
 func WriteSummaryHTML(path string, runs []*results.Results) error {
 	p := summaryPage{JS: template.JS(echartsJS)}
 	base := filepath.Dir(path)
@@ -57,17 +58,21 @@ func WriteSummaryHTML(path string, runs []*results.Results) error {
 		}
 		p.Rows = append(p.Rows, row)
 	}
-	p.Charts = append(p.Charts, chartHTML(storeBars(runs)))
+	cs := []echart{storeBars(runs)}
 	if sweep := sweepRuns(runs); len(sweep) > 1 {
 		for _, c := range sweepCharts(sweep) {
-			p.Charts = append(p.Charts, chartHTML(c))
+			cs = append(cs, c)
 		}
+	}
+	var err error
+	if p.Charts, err = renderCharts(cs...); err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	if err := summaryTpl.Execute(&buf, p); err != nil {
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	return atomicfile.Write(path, buf.Bytes(), 0o644)
 }
 
 // storeBars is the stand's chart: one bar per run, labelled by store (and workers and

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
 )
@@ -31,9 +32,9 @@ func WriteSweep(w io.Writer, runs []*results.Results) {
 		return
 	}
 	first := runs[0]
-	fmt.Fprintf(w, "%s on %s: %s, retry %s", first.Workload, first.Store, first.Mechanism, first.Retry)
+	console.Fprintf(w, "%s on %s: %s, retry %s", first.Workload, first.Store, first.Mechanism, first.Retry)
 	if first.DurationS > 0 {
-		fmt.Fprintf(w, ", about %.0f s per level", first.DurationS)
+		console.Fprintf(w, ", about %.0f s per level", first.DurationS)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -60,7 +61,7 @@ func WriteSweep(w io.Writer, runs []*results.Results) {
 		if r.Interrupted {
 			verdict += " (interrupted)"
 		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%.2f\t%.2f\t%d\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t\n", r.Workers, tps, r.LatencyMs.P50, r.LatencyMs.P99,
+		console.Fprintf(tw, "%d\t%.0f\t%.2f\t%.2f\t%d\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t\n", r.Workers, tps, r.LatencyMs.P50, r.LatencyMs.P99,
 			r.Retries.Total, rps, o.Failed(), lost, extra, o.Unknown.Ops, o.Deadline.Ops, verdict)
 	}
 	tw.Flush()
@@ -69,11 +70,11 @@ func WriteSweep(w io.Writer, runs []*results.Results) {
 	fmt.Fprintln(w, "retries/success: those of committed transactions only, per committed transaction.")
 	for _, r := range runs {
 		o := r.Outcomes
-		fmt.Fprintf(w, "%d workers: retries by outcome: succeeded %d, failed %d, unknown %d, cut by deadline %d; failures by reason: %s",
+		console.Fprintf(w, "%d workers: retries by outcome: succeeded %d, failed %d, unknown %d, cut by deadline %d; failures by reason: %s",
 			r.Workers, o.Succeeded.Retries(), o.Exhausted.Retries()+o.NonRetryable.Retries(), o.Unknown.Retries(), o.Deadline.Retries(),
 			counts(o.FailedByReason()))
 		if o.Exhausted.Ops > 0 || o.NonRetryable.Ops > 0 {
-			fmt.Fprintf(w, " (%d exhausted, %d non-retryable)", o.Exhausted.Ops, o.NonRetryable.Ops)
+			console.Fprintf(w, " (%d exhausted, %d non-retryable)", o.Exhausted.Ops, o.NonRetryable.Ops)
 		}
 		fmt.Fprintln(w)
 	}
@@ -82,7 +83,7 @@ func WriteSweep(w io.Writer, runs []*results.Results) {
 	}
 	for _, r := range runs {
 		if r.RunDir != "" {
-			fmt.Fprintf(w, "run directory %d workers: %s\n", r.Workers, r.RunDir)
+			console.Fprintf(w, "run directory %d workers: %s\n", r.Workers, r.RunDir)
 		}
 	}
 }
@@ -99,16 +100,16 @@ func WriteCounterFinal(w io.Writer, r *results.Results) {
 	if f.After != nil {
 		after = fmt.Sprintf("%d", *f.After)
 	}
-	fmt.Fprintf(w, "final %d workers: before %d, after %s, acknowledged %d, lost %d, extra %d", r.Workers, f.Before, after, f.Acknowledged, f.Lost, f.Extra)
+	console.Fprintf(w, "final %d workers: before %d, after %s, acknowledged %d, lost %d, extra %d", r.Workers, f.Before, after, f.Acknowledged, f.Lost, f.Extra)
 	if f.Cause != "" {
-		fmt.Fprintf(w, ": %s", f.Cause)
+		console.Fprintf(w, ": %s", f.Cause)
 	}
 	fmt.Fprintln(w)
 	if len(f.ServerRestarts) > 0 {
-		fmt.Fprintf(w, "  server restarts during the run (deltas): %s\n", restartDeltas(f.ServerRestarts))
+		console.Fprintf(w, "  server restarts during the run (deltas): %s\n", restartDeltas(f.ServerRestarts))
 	}
 	if f.ServerRestartsError != "" {
-		fmt.Fprintf(w, "  server restart counters unavailable: %s\n", f.ServerRestartsError)
+		console.Fprintf(w, "  server restart counters unavailable: %s\n", f.ServerRestartsError)
 	}
 }
 

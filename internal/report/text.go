@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/results"
 )
 
@@ -60,10 +61,10 @@ func RowOf(r *results.Results) Row {
 // latency, retries, faults and anomalies.
 func WriteSummary(w io.Writer, r *results.Results) {
 	WriteTable(w, []*results.Results{r})
-	fmt.Fprintf(w, "\nops: %d invoked, %d ok, %d fail, %d info   latency ms: p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n",
+	console.Fprintf(w, "\nops: %d invoked, %d ok, %d fail, %d info   latency ms: p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n",
 		r.Ops.Invoked, r.Ops.OK, r.Ops.Fail, r.Ops.Info, r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99, r.LatencyMs.Max)
 	if r.Retries.Total > 0 {
-		fmt.Fprintf(w, "retries: %d (ok %d, fail %d, info %d, deadline %d) by reason: %s\n", r.Retries.Total,
+		console.Fprintf(w, "retries: %d (ok %d, fail %d, info %d, deadline %d) by reason: %s\n", r.Retries.Total,
 			r.Retries.ByOutcome.OK, r.Retries.ByOutcome.Fail, r.Retries.ByOutcome.Info, r.Retries.ByOutcome.Deadline,
 			counts(r.Retries.ByReason))
 	}
@@ -72,15 +73,15 @@ func WriteSummary(w io.Writer, r *results.Results) {
 		if fig := r.FinalFigures(); fig.PerApplied != "" && fig.Applied != nil && *fig.Applied != 0 {
 			per = fmt.Sprintf(" (%.2f per %s)", float64(r.Conflicts)/float64(*fig.Applied), fig.PerApplied)
 		}
-		fmt.Fprintf(w, "CAS conflicts: %d%s\n", r.Conflicts, per)
+		console.Fprintf(w, "CAS conflicts: %d%s\n", r.Conflicts, per)
 	}
 	if len(r.Errors) > 0 {
-		fmt.Fprintf(w, "errors (last attempt): %s\n", counts(r.Errors))
+		console.Fprintf(w, "errors (last attempt): %s\n", counts(r.Errors))
 	}
 	writeFaults(w, r)
 	WriteVerdict(w, r)
 	if r.RunDir != "" {
-		fmt.Fprintf(w, "run directory: %s\n", r.RunDir)
+		console.Fprintf(w, "run directory: %s\n", r.RunDir)
 	}
 }
 
@@ -91,28 +92,28 @@ func writeFaults(w io.Writer, r *results.Results) {
 	proxy := proxySchedule(r)
 	if len(proxy) > 0 && (r.Proxied || len(r.ProcessFaults) == 0) || len(r.Faults.ByKind) > 0 {
 		if c := r.Faults.Commits; c != nil {
-			fmt.Fprintf(w, "faults: %s  fired: %s\ncommit faults: %s\n", strings.Join(proxy, " "), counts(r.Faults.ByKind), c)
+			console.Fprintf(w, "faults: %s  fired: %s\ncommit faults: %s\n", strings.Join(proxy, " "), counts(r.Faults.ByKind), c)
 		} else {
-			fmt.Fprintf(w, "faults: %s  fired: %s  truth: %s\n", strings.Join(proxy, " "), counts(r.Faults.ByKind), counts(r.Faults.ByTruth))
+			console.Fprintf(w, "faults: %s  fired: %s  truth: %s\n", strings.Join(proxy, " "), counts(r.Faults.ByKind), counts(r.Faults.ByTruth))
 		}
 	}
 	if len(r.ProcessFaults) > 0 {
-		fmt.Fprintf(w, "process faults:\n")
+		console.Fprintf(w, "process faults:\n")
 		for _, f := range r.ProcessFaults {
-			fmt.Fprintf(w, "  %s\n", f)
+			console.Fprintf(w, "  %s\n", f)
 		}
 	}
 	if len(r.LostWrites) == 0 {
 		return
 	}
 	n := r.LostTotal()
-	fmt.Fprintf(w, "lost writes: %d acknowledged %s missing from the final state\n", n, plural(int(n), "write", "writes"))
+	console.Fprintf(w, "lost writes: %d acknowledged %s missing from the final state\n", n, plural(int(n), "write", "writes"))
 	rows := lostRows(r)
 	for _, l := range rows[:min(ConsoleExamples, len(rows))] {
-		fmt.Fprintf(w, "  %s\n", l)
+		console.Fprintf(w, "  %s\n", l)
 	}
 	if len(rows) > ConsoleExamples {
-		fmt.Fprintf(w, "  ... and %d more in results.json\n", len(rows)-ConsoleExamples)
+		console.Fprintf(w, "  ... and %d more in results.json\n", len(rows)-ConsoleExamples)
 	}
 }
 
@@ -171,7 +172,7 @@ func WriteTable(w io.Writer, runs []*results.Results) {
 		if fastest > 0 {
 			ratio = fmt.Sprintf("%.2fx", r.Throughput/fastest)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Store, row.Mechanism, row.TxPerSec, ratio,
+		console.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Store, row.Mechanism, row.TxPerSec, ratio,
 			row.Applied, row.Rejected, row.Final, row.Retries, row.Ambiguous, row.Verdict)
 	}
 	tw.Flush()
@@ -252,14 +253,14 @@ const ConsoleExamples = 3
 // and the ground truth disagree. Counts are exact; the examples come from what
 // results.json lists (--max-anomalies).
 func WriteVerdict(w io.Writer, r *results.Results) {
-	fmt.Fprintf(w, "verdict: %s\n", Headline(r))
+	console.Fprintf(w, "verdict: %s\n", Headline(r))
 	more := func(listed, shown, total int) {
 		if total > shown {
 			where := "in results.json"
 			if listed < total {
 				where = fmt.Sprintf("(results.json lists %d; --max-anomalies)", listed)
 			}
-			fmt.Fprintf(w, "    ... and %d more %s\n", total-shown, where)
+			console.Fprintf(w, "    ... and %d more %s\n", total-shown, where)
 		}
 	}
 	shown := map[string]bool{} // op ids whose ground truth was printed under an anomaly
@@ -272,14 +273,14 @@ func WriteVerdict(w io.Writer, r *results.Results) {
 		if total == 0 {
 			return
 		}
-		fmt.Fprintf(w, "  ground truth: %s\n", head)
+		console.Fprintf(w, "  ground truth: %s\n", head)
 		k, above := 0, 0
 		for _, a := range list {
 			switch {
 			case shown[a.OpID]:
 				above++ // printed under the checker's anomaly that names it
 			case k < ConsoleExamples:
-				fmt.Fprintf(w, "    %s\n", a.Sentence)
+				console.Fprintf(w, "    %s\n", a.Sentence)
 				k++
 			}
 		}
@@ -295,7 +296,7 @@ func WriteVerdict(w io.Writer, r *results.Results) {
 	n = e.CommittedTwiceTotal()
 	group(n, fmt.Sprintf("%d %s committed by a cut and retried, a second application possible but not proven", n, plural(n, "operation", "operations")), e.CommittedTwice)
 	for _, d := range e.Disagreements {
-		fmt.Fprintf(w, "  ground truth vs checker: %s\n", d)
+		console.Fprintf(w, "  ground truth vs checker: %s\n", d)
 	}
 }
 
@@ -317,16 +318,16 @@ func writeAnomalies(w io.Writer, r *results.Results, more func(listed, shown, to
 		sum += n
 	}
 	if sum < r.AnomalyTotal() {
-		fmt.Fprintf(w, "  checker: %d anomalies; it lists the first %d, by kind:\n", r.AnomalyTotal(), sum)
+		console.Fprintf(w, "  checker: %d anomalies; it lists the first %d, by kind:\n", r.AnomalyTotal(), sum)
 	}
 	for _, kind := range sortedKeysOf(kinds) {
 		n := kinds[kind]
 		if kind == results.LostWriteKind && len(r.LostWrites) > 0 {
 			// Found by reconciling the final state, and listed with the faults above.
-			fmt.Fprintf(w, "  reconciliation: %d %s (lost writes above)\n", n, kind)
+			console.Fprintf(w, "  reconciliation: %d %s (lost writes above)\n", n, kind)
 			continue
 		}
-		fmt.Fprintf(w, "  checker: %d %s\n", n, kind)
+		console.Fprintf(w, "  checker: %d %s\n", n, kind)
 		k, listed := 0, 0
 		for _, a := range r.Anomalies {
 			if a.Kind != kind {
@@ -334,9 +335,9 @@ func writeAnomalies(w io.Writer, r *results.Results, more func(listed, shown, to
 			}
 			listed++
 			if k < ConsoleExamples {
-				fmt.Fprintf(w, "    %s\n", a.Explanation)
+				console.Fprintf(w, "    %s\n", a.Explanation)
 				for _, c := range ClaimsAbout(r.Evidence, a) {
-					fmt.Fprintf(w, "      the proxy: %s\n", c.Sentence)
+					console.Fprintf(w, "      the proxy: %s\n", c.Sentence)
 					shown[c.OpID] = true
 				}
 				k++

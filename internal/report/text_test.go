@@ -124,3 +124,37 @@ func TestSummaryOfProcessFaults(t *testing.T) {
 		t.Errorf("the proxy's line is missing or names the kill:\n%s", b.String())
 	}
 }
+
+// The console shows every string of results.json with its control characters escaped:
+// a store, an error, a fault, an anomaly's explanation, a ground-truth sentence, a lost
+// write and a process fault that carry clear-screen, set-title and bidi sequences.
+func TestConsoleEscapesControls(t *testing.T) {
+	evil := "\x1b[2J\x1b]0;pwned\x07\u202e\u009b\tcol\nline"
+	r := &results.Results{Verdict: checker.Invalid, Summary: "summary" + evil, Workload: workloads.Register,
+		Store: "store" + evil, Mechanism: "mech" + evil, Retry: "retry" + evil, RunDir: "dir" + evil,
+		Errors:    map[string]int64{"error" + evil: 2},
+		Anomalies: []checker.Anomaly{{Kind: "kind" + evil, Ops: []int64{1}, Explanation: "explanation" + evil}},
+		Evidence: &results.Evidence{
+			AppliedTwice:      []results.AmbiguousOp{{OpID: "1-1" + evil, Invoke: 1, Sentence: "sentence" + evil}},
+			AppliedTwiceCount: 1, Disagreements: []string{"disagreement" + evil},
+		},
+		ProcessFaults: []results.ProcessFault{{Fault: "fault" + evil, Action: "kill", Error: "pf" + evil}},
+		LostWrites:    []results.LostWrite{{OpID: "2-1" + evil, Key: "key" + evil, Value: []byte(`1`), Fault: "fault" + evil}},
+	}
+	r.Faults.Schedule = []string{"commit-cut" + evil}
+	r.Faults.ByKind = map[string]int64{"commit-cut" + evil: 1}
+	r.Retries.Total, r.Retries.ByReason = 1, map[string]int64{"reason" + evil: 1}
+	var b bytes.Buffer
+	WriteSummary(&b, r)
+	out := b.String()
+	for i, c := range out {
+		if c < 0x20 && c != '\n' || c == 0x7f || 0x80 <= c && c <= 0x9f || c == 0x202e {
+			t.Fatalf("the console shows %U raw at %d:\n%q", c, i, out)
+		}
+	}
+	for _, field := range []string{"store", "summary", "error", "explanation", "sentence", "disagreement", "fault", "pf", "key", "reason", "dir"} {
+		if !strings.Contains(out, field+`\x1b[2J\x1b]0;pwned\a\u202e\u009b\tcol\nline`) {
+			t.Errorf("%s is not shown escaped:\n%q", field, out)
+		}
+	}
+}

@@ -83,10 +83,16 @@ type Results struct {
 	RunDir  string          `json:"run_dir"`
 	Server  string          `json:"server"`
 	Proxied bool            `json:"proxied"`
+	// NotWritten lists the files of the run directory that could not be written when
+	// it was published, each as "file: why" ("report.html: no space left on device").
+	// A view of the results (report.html) that cannot be written costs a line here,
+	// not the verdict; the run is published without it, never with part of it.
+	NotWritten []string `json:"not_written,omitempty"`
 }
 
 // UnmarshalJSON reads results.json back, with its `final` section as the typed final
-// state of the run's workload.
+// state of the run's workload. Its errors name the field and the JSON it holds
+// (JSONError), never a Go type.
 func (r *Results) UnmarshalJSON(b []byte) error {
 	type plain Results
 	aux := struct {
@@ -94,11 +100,11 @@ func (r *Results) UnmarshalJSON(b []byte) error {
 		Final json.RawMessage `json:"final"`
 	}{plain: (*plain)(r)}
 	if err := json.Unmarshal(b, &aux); err != nil {
-		return err
+		return JSONError(err)
 	}
 	f, err := catalog.DecodeFinal(r.Workload, aux.Final)
 	if err != nil {
-		return err
+		return jsonError(err, "final.")
 	}
 	r.Final = f
 	return nil

@@ -260,16 +260,24 @@ func (n *nemesis) onProcess(op histories.Op) {
 	n.write(map[string]any{"process_fault": op.F, "value": op.Value, "run_time": op.Time}, &op)
 }
 
-func (n *nemesis) close() {
+// close ends the open windows, stops the proxy and closes faults.jsonl. Its error is
+// the file's first (bufio's errors are sticky): a faults.jsonl that could not be written
+// whole (a full disk) must not be published as the run's ground truth.
+func (n *nemesis) close() error {
 	n.end()
 	for _, px := range n.pxs {
 		px.Close()
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.w.Flush()
-	n.file.Sync()
-	n.file.Close()
+	err := n.w.Flush()
+	if serr := n.file.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := n.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // account adds the fault counts and the evidence to the results, and reconciles the

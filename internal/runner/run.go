@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -20,7 +21,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/indoubt/indoubt/internal/atomicfile"
+	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/servers"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -193,6 +197,12 @@ func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 	if err := os.Mkdir(partial, 0o700); err != nil {
 		return nil, couldNotRun("create run directory: %w", err)
 	}
+	// A run killed before it publishes leaves its .partial directory: the marker lets
+	// indoubt clean tell it from a live run's.
+	if err := servers.MarkOwned(partial); err != nil {
+		os.RemoveAll(partial)
+		return nil, couldNotRun("create run directory: %v", err)
+	}
 	sc := &scrubber{}
 	sc.add(cfg.DSN)
 	for _, d := range cfg.DSNs {
@@ -209,19 +219,51 @@ func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 		maxA = results.DefaultMaxAnomalies
 	}
 	res.Trim(maxA)
-	if err := writeJSON(filepath.Join(partial, "results.json"), res); err != nil {
+	if err := publish(cfg, res, partial, final, sc); err != nil {
 		os.RemoveAll(partial)
-		return nil, couldNotRun("write results: %w", err)
-	}
-	// The report is a view of results.json: a verdict is published without it rather
-	// than thrown away.
-	if err := report.WriteHTML(filepath.Join(partial, "report.html"), res); err != nil {
-		cfg.progressf("warning: report.html not written: %v", sc.err(err))
-	}
-	if err := os.Rename(partial, final); err != nil {
-		return nil, couldNotRun("publish run directory: %w", err)
+		return nil, err
 	}
 	return res, nil
+}
+
+// publish writes report.html and results.json into the run directory and renames it
+// from .NAME.partial to NAME. Nothing is published half-written: each file is written
+// whole or not at all (atomicfile), and the directory is fsynced before the rename and
+// its parent after. The report is a view of results.json: when it cannot be written
+// (a full disk) the run is published without it, results.json listing it in
+// not_written and a warning saying so, rather than the verdict thrown away. When
+// results.json cannot be written, nothing is published: the run could not run.
+func publish(cfg Config, res *results.Results, partial, final string, sc *scrubber) error {
+	if err := report.WriteHTML(filepath.Join(partial, "report.html"), res); err != nil {
+		why := sc.text(cause(err))
+		res.NotWritten = append(res.NotWritten, "report.html: "+why)
+		cfg.progressf("warning: report.html not written (%s): the run is published without it, results.json says so in not_written; indoubt report %s writes it", why, final)
+	}
+	if err := writeJSON(filepath.Join(partial, "results.json"), res); err != nil {
+		return couldNotRun("write results: %w", sc.err(err))
+	}
+	if err := atomicfile.SyncDir(partial); err != nil {
+		return couldNotRun("publish run directory: %w", err)
+	}
+	if err := os.Rename(partial, final); err != nil {
+		return couldNotRun("publish run directory: %w", err)
+	}
+	// Published: no longer a leftover should this process die now.
+	_ = servers.Unmark(final)
+	if err := atomicfile.SyncDir(filepath.Dir(final)); err != nil {
+		cfg.progressf("warning: fsync %s: %v", filepath.Dir(final), err)
+	}
+	return nil
+}
+
+// cause is why err's file could not be written, without the path (which, inside the
+// run directory, names it before it was published).
+func cause(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // scrubber masks the secrets of the DSNs a run uses (the user's, the launched server's,
@@ -235,25 +277,17 @@ func (s *scrubber) add(dsn string) {
 	}
 }
 
-func (s *scrubber) text(t string) string {
-	for _, d := range s.dsns {
-		t = redact.Text(t, redact.Secrets(d)...)
-	}
-	return t
-}
+// text masks the secrets written as parts of DSNs in t, and the forms drivers quote
+// the run's DSNs in (redact.Text).
+func (s *scrubber) text(t string) string { return redact.Text(t, s.dsns...) }
 
 // err scrubs err's message; the result still unwraps to err (ErrCouldNotRun, the error
 // contract's classes).
-func (s *scrubber) err(err error) error {
-	for _, d := range s.dsns {
-		err = redact.Error(err, d)
-	}
-	return err
-}
+func (s *scrubber) err(err error) error { return redact.Error(err, s.dsns...) }
 
 func (c Config) progressf(format string, a ...any) {
 	if c.Progress != nil {
-		fmt.Fprintf(c.Progress, format+"\n", a...)
+		console.Fprintf(c.Progress, format+"\n", a...)
 	}
 }
 
@@ -263,13 +297,13 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	// config.json and results.json carry the configuration: the owner's only, like
-	// the run directory.
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	// the run directory. Whole or not at all.
+	return atomicfile.Write(path, append(b, '\n'), 0o600)
 }
 
 // runIn does the run with dir as its (not yet published) run directory.
 // Every DSN it dials is added to sc before any error can quote it.
-func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber) (*results.Results, error) {
+func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber) (res *results.Results, err error) {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, couldNotRun("write config: %w", err)
 	}
@@ -300,7 +334,13 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 		if err != nil {
 			return nil, couldNotRun("%w", err)
 		}
-		defer n.close()
+		// What close writes (the windows' ends, the last events) must reach the file
+		// too: a faults.jsonl that could not be written whole fails the run.
+		defer func() {
+			if cerr := n.close(); cerr != nil && err == nil {
+				res, err = nil, couldNotRun("write faults.jsonl: %w", cerr)
+			}
+		}()
 		nem, dsns = n, pdsns
 		for _, d := range dsns {
 			sc.add(d)
@@ -333,11 +373,12 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 		return nil, couldNotRun("write faults.jsonl: %w", err)
 	}
 	took(&ph.Workload, &cpu.Workload)
-	ops, verdict, err := check(ctx, cfg, wl, dir)
+	ops, verdict, notWritten, err := check(ctx, cfg, wl, dir)
 	if err != nil {
 		return nil, couldNotRun("%w", err)
 	}
-	res := r.results(verdict, ops, serverDesc, nem.proxied())
+	res = r.results(verdict, ops, serverDesc, nem.proxied())
+	res.NotWritten = notWritten
 	if nem != nil {
 		nem.account(res, ops)
 	}
@@ -425,26 +466,29 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	return r, hw.Close()
 }
 
-// check reads the history back from the run directory and checks it.
-func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string) ([]histories.Op, checker.Result, error) {
+// check reads the history back from the run directory and checks it. notWritten names
+// porcupine's visualization when it could not be written (results.json's not_written).
+func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string) (ops []histories.Op, verdict checker.Result, notWritten []string, err error) {
 	h, ops, err := histories.ReadFile(filepath.Join(dir, "history.jsonl"), false)
 	if err != nil {
-		return nil, checker.Result{}, fmt.Errorf("reread history: %w", err)
+		return nil, checker.Result{}, nil, fmt.Errorf("reread history: %w", err)
 	}
 	vizPath := ""
 	if wl.Model() == checker.RegisterModel || wl.Model() == checker.CASRegisterModel {
 		vizPath = filepath.Join(dir, "linearizability.html")
 	}
-	verdict, err := checker.Check(context.WithoutCancel(ctx), h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
+	verdict, err = checker.Check(context.WithoutCancel(ctx), h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
 	if err != nil && verdict.Verdict != 0 {
-		// The verdict was reached and only the visualization failed: keep the verdict.
+		// The verdict was reached and only the visualization failed: keep the verdict,
+		// and not the part of the page porcupine wrote.
+		os.Remove(vizPath)
 		cfg.progressf("warning: %v", err)
-		err = nil
+		return ops, verdict, []string{"linearizability.html: " + cause(err)}, nil
 	}
 	if err != nil {
-		return nil, checker.Result{}, fmt.Errorf("check: %w", err)
+		return nil, checker.Result{}, nil, fmt.Errorf("check: %w", err)
 	}
-	return ops, verdict, nil
+	return ops, verdict, nil, nil
 }
 
 // results assembles results.json from the run's counts, the history and the verdict.

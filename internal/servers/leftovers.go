@@ -96,10 +96,20 @@ type Leftover struct {
 	Bytes  int64  // the size of the files in it
 }
 
+// MarkOwned records in dir, a directory this process writes (a run directory before
+// it is published), that this process owns it: should the process die first, a later
+// FindLeftovers lists dir as a leftover when its name is that of an unpublished run
+// (.NAME.partial). Unmark removes the record.
+func MarkOwned(dir string) error { return writeOwner(dir, false, nil) }
+
+// Unmark removes the record MarkOwned wrote in dir.
+func Unmark(dir string) error { return os.Remove(filepath.Join(dir, ownerFile)) }
+
 // FindLeftovers lists the temporary directories of launched servers in parent ("" means
-// os.TempDir()) whose launching process is gone. Directories without an owner marker
-// (made by an older indoubt, or still being created) and those of live processes are
-// not listed.
+// os.TempDir()) whose launching process is gone, and the unpublished run directories
+// (.NAME.partial, MarkOwned) of runs killed before they were published. Directories
+// without an owner marker (made by an older indoubt or another program, or still being
+// created) and those of live processes are not listed.
 func FindLeftovers(parent string) ([]Leftover, error) {
 	if parent == "" {
 		parent = os.TempDir()
@@ -110,7 +120,8 @@ func FindLeftovers(parent string) ([]Leftover, error) {
 	}
 	var out []Leftover
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "indoubt-") {
+		partialRun := strings.HasPrefix(e.Name(), ".") && strings.HasSuffix(e.Name(), ".partial")
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "indoubt-") && !partialRun {
 			continue
 		}
 		dir := filepath.Join(parent, e.Name())

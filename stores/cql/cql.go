@@ -58,6 +58,9 @@ type Config struct {
 	Hosts []string
 	// Keyspace holds the adapter's tables; "" means "indoubt". Reset creates it if missing.
 	Keyspace string
+	// Username and Password, when Username is set, answer a cluster that asks for
+	// authentication (PasswordAuthenticator); a cluster that does not ask ignores them.
+	Username, Password string
 	// Replication is the replication map of a keyspace Reset creates; "" means
 	// "{'class': 'SimpleStrategy', 'replication_factor': 1}".
 	Replication string
@@ -86,9 +89,10 @@ type Config struct {
 
 var keyspaceName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
-// ParseDSN reads "cql://host1:9042,host2:9042/keyspace?consistency=quorum&serial=serial
-// &timeout=5s&replication={...}" into a Config. Only the hosts are required. Its errors
-// never quote a secret of dsn (net/url's errors quote the text they refused).
+// ParseDSN reads "cql://[user:password@]host1:9042,host2:9042/keyspace?consistency=quorum
+// &serial=serial&timeout=5s&replication={...}" into a Config (username= and password=
+// parameters also give the credentials). Only the hosts are required. Its errors never
+// quote a secret of dsn (net/url's errors quote the text they refused).
 func ParseDSN(dsn string) (Config, error) {
 	cfg, err := parseDSN(dsn)
 	return cfg, redact.Error(err, dsn)
@@ -111,6 +115,18 @@ func parseDSN(dsn string) (Config, error) {
 		return Config{}, fmt.Errorf("cql dsn: %w", err)
 	}
 	var cfg Config
+	// The user info ends at the last '@' of the host list, as net/url reads a URL's
+	// authority: a raw '@' in the password stays in the password.
+	if at := strings.LastIndexByte(hosts, '@'); at >= 0 {
+		user, pw, _ := strings.Cut(hosts[:at], ":")
+		hosts = hosts[at+1:]
+		if cfg.Username, err = url.PathUnescape(user); err != nil {
+			return Config{}, errors.New("cql dsn: the user name has a bad percent escape")
+		}
+		if cfg.Password, err = url.PathUnescape(pw); err != nil {
+			return Config{}, errors.New("cql dsn: the password has a bad percent escape")
+		}
+	}
 	for _, h := range strings.Split(hosts, ",") {
 		if h != "" {
 			cfg.Hosts = append(cfg.Hosts, h)
@@ -135,6 +151,12 @@ func parseDSN(dsn string) (Config, error) {
 		if cfg.Timeout, err = time.ParseDuration(v); err != nil {
 			return Config{}, fmt.Errorf("cql dsn: timeout: %w", err)
 		}
+	}
+	if v := q.Get("username"); v != "" {
+		cfg.Username = v
+	}
+	if q.Has("password") {
+		cfg.Password = q.Get("password")
 	}
 	cfg.Replication = q.Get("replication")
 	cfg.DriverRetry, _ = strconv.ParseBool(q.Get("driver_retry"))
@@ -196,6 +218,9 @@ func (c *Client) cluster(dialer gocql.Dialer) *gocql.ClusterConfig {
 	// connection gocql otherwise opens to discover the version.
 	cl.ProtoVersion = 4
 	cl.NumConns = 1
+	if c.cfg.Username != "" {
+		cl.Authenticator = gocql.PasswordAuthenticator{Username: c.cfg.Username, Password: c.cfg.Password}
+	}
 	cl.Consistency = c.cfg.Consistency
 	cl.SerialConsistency = c.cfg.SerialConsistency
 	// Only the configured hosts: peers discovered from system.peers would be dialed

@@ -107,7 +107,18 @@ func TestParseDSN(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("ParseDSN = %+v, want %+v", got, want)
 	}
-	for _, bad := range []string{"postgres://x/y", "cql:///ks", "cql://h/ks?consistency=most", "cql://h/ks?timeout=soon"} {
+	// User info is the credentials, not part of a host: to its last '@', as net/url.
+	for dsn, want := range map[string][3]string{
+		"cql://u:a:b@c@127.0.0.1:1/ks":                 {"u", "a:b@c", "127.0.0.1:1"},
+		"cql://cassandra:p%40ss@h1:9042,h2:9042/ks":    {"cassandra", "p@ss", "h1:9042"},
+		"cassandra://h:9042/ks?username=c&password=pw": {"c", "pw", "h:9042"},
+	} {
+		got, err := cql.ParseDSN(dsn)
+		if err != nil || got.Username != want[0] || got.Password != want[1] || got.Hosts[0] != want[2] {
+			t.Errorf("ParseDSN(%q) = user %q password %q hosts %q (%v), want %q", dsn, got.Username, got.Password, got.Hosts, err, want)
+		}
+	}
+	for _, bad := range []string{"postgres://x/y", "cql:///ks", "cql://h/ks?consistency=most", "cql://h/ks?timeout=soon", "cql://u:%zz@h/ks", "cql://u:pw@/ks"} {
 		if _, err := cql.ParseDSN(bad); err == nil {
 			t.Errorf("ParseDSN(%q) accepted", bad)
 		}
