@@ -101,6 +101,28 @@
 //	limit_data:BYTES           close after BYTES bytes
 //	partition@START-END        stop listening and close every connection for the window
 //
+// # Listed faults
+//
+// A commit fault can also be listed at one commit point instead of armed for a window.
+// It fires there exactly once, whatever the seeded rolls say, so a run that lists its
+// faults fails the same way without the random decisions of the seed that found it
+// (indoubt shrink writes its reproducers so):
+//
+//	commit-cut@commit:N        at the N-th commit point the proxy counts, from 1
+//	commit-drop@commit:N
+//	commit-cut@conn:C/txn:T    at the T-th transaction (from 1) of the C-th connection
+//	commit-drop@conn:C/txn:T   the proxy accepted (from 0)
+//
+// Every event names its point both ways (toxics.Event's point, conn_index and txn.seq),
+// so any fault of faults.jsonl can be listed again. The counted points are the ones the
+// seeded rolls are made for (toxics.Pin), from the proxy's start: what a client does
+// before the schedule starts (a workload's setup) is counted too, and with one client
+// the N-th is that client's N-th write or commit; with several, whichever client makes
+// the N-th. A connection's
+// accept index depends on the order clients connect in, which several clients race;
+// the commit number does not. A listed entry takes no probability, max or window, and
+// two entries may not list one point.
+//
 // ParseSchedule also takes the process faults that indoubt run applies to a server it
 // launched (kill, pause, restart, failover, power-loss; see indoubt run --help), marked
 // Fault.Process, so that one schedule holds all of a run's faults. This package cannot

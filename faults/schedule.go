@@ -54,6 +54,10 @@ type Fault struct {
 	// Coordinator is set for coordinator-crash@T: the two-phase commit coordinator of a
 	// transfer run dies at T. The runner applies it; Schedule.Run leaves it alone.
 	Coordinator bool
+	// Pin is set for a commit fault listed at one commit point, NAME@commit:N or
+	// NAME@conn:C/txn:T (listed.go): it fires there, once, and nowhere else. Such an
+	// entry has no window and no probability.
+	Pin *toxics.Pin
 }
 
 // PrepareStatement is the statement of prepare-cut and prepare-drop.
@@ -93,8 +97,11 @@ func ParseSchedule(specs []string) (Schedule, error) {
 		}
 		s = append(s, f)
 	}
+	if err := s.checkPins(); err != nil {
+		return nil, err
+	}
 	for i, a := range s {
-		if a.Toxic != nil {
+		if a.Toxic != nil || a.Pin != nil {
 			continue
 		}
 		for _, b := range s[:i] {
@@ -108,7 +115,7 @@ func ParseSchedule(specs []string) (Schedule, error) {
 				}
 				continue
 			}
-			if (b.Name == a.Name || a.knob() != "" && a.knob() == b.knob()) && overlap(a, b) {
+			if b.Pin == nil && (b.Name == a.Name || a.knob() != "" && a.knob() == b.knob()) && overlap(a, b) {
 				return nil, fmt.Errorf("fault %q: its window overlaps %q", a.Spec, b.Spec)
 			}
 		}
@@ -137,6 +144,9 @@ func overlap(a, b Fault) bool {
 
 // ParseFault parses one schedule entry, NAME[:PARAMS][@START-END].
 func ParseFault(spec string) (Fault, error) {
+	if f, ok, err := parsePinned(spec); ok {
+		return f, err
+	}
 	f := Fault{Spec: spec}
 	bad := func(format string, args ...any) (Fault, error) {
 		return Fault{}, fmt.Errorf("fault %q: %s", spec, fmt.Sprintf(format, args...))
@@ -536,6 +546,12 @@ func (s Schedule) Run(ctx context.Context, p *Proxy, start time.Time, report fun
 func (s Schedule) apply(p *Proxy, i int, open bool) error {
 	f := s[i]
 	switch {
+	case f.Pin != nil:
+		if open {
+			return p.Faults().Listed.Add(*f.Pin)
+		}
+		p.Faults().Listed.Remove(*f.Pin)
+		return nil
 	case f.Toxic != nil:
 		name := fmt.Sprintf("schedule_%d_%s", i, f.Toxic.Type)
 		if !open {

@@ -198,7 +198,7 @@ func evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
 	}
 	rep.Verdict, rep.Summary, rep.Anomalies = res.Verdict, res.Summary, res.Anomalies
 	rep.Claims = claims(r.Evidence)
-	rep.Text = explain(tb, model, r, ops, sd, rec.srv != nil, keep)
+	rep.Text = explain(tb, model, r, ops, sd, events, rec.srv != nil, keep)
 	if keep {
 		tb.Logf("indoubttest: run directory %s", dir)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/report"
@@ -161,8 +162,9 @@ func cmpOr(s, or string) string {
 // by the proxy's claims about its operations (report.WriteVerdict, as indoubt run
 // prints it), then what the helper knows beside it: operations left unknown by the
 // worst of their attempts, faults no operation could be tied to, no final state, the
-// fault seed and the command that reproduces it, the run directory.
-func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd seed, proxied, keep bool) string {
+// fault seed and the command that reproduces it, the commit faults met as listed
+// faults, the run directory.
+func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd seed, events []toxics.Event, proxied, keep bool) string {
 	var b strings.Builder
 	switch r.Verdict {
 	case checker.Valid:
@@ -178,6 +180,9 @@ func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd 
 	}
 	if proxied && r.Verdict != checker.Valid {
 		fmt.Fprintf(&b, "fault seed %d; the same fault decisions again: %s\n", sd.n, reproduce(tb, sd))
+		if l := listedFaults(events); l != "" {
+			fmt.Fprintf(&b, "%s\n", l)
+		}
 	}
 	if r.Verdict != checker.Valid || keep {
 		fmt.Fprintf(&b, "run directory: %s (re-check: indoubt check --faults %s/faults.jsonl %s/history.jsonl)", r.RunDir, r.RunDir, r.RunDir)

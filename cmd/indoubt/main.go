@@ -10,6 +10,7 @@
 //	indoubt report   re-render report.html and summary.html from recorded runs
 //	indoubt compare  two recorded runs' figures side by side
 //	indoubt clean    remove what killed launches left behind (temporary directories)
+//	indoubt shrink   reduce a failing run to the smallest that still fails, with its command
 //
 // Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run (also:
 // no command given). The first SIGINT or SIGTERM stops a command cleanly; a second stops
@@ -172,6 +173,7 @@ func commands() []command {
 		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
 		{"compare", "print two recorded runs' figures side by side with ratios", compareCommand},
 		{"exec", "run any program under commit faults and check the history it records", execCommand},
+		{"shrink", "reduce a failing run to the smallest run that still fails", shrinkCommand},
 	}
 }
 

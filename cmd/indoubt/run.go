@@ -79,6 +79,17 @@ Examples of distributed transactions:
   indoubt run --workload transfer --fault prepare-cut:0.1@1s-3s --time 4s
   indoubt run --workload two-rows --placement local --servers 5 --workers 32 --time 10s
 
+Listed faults fire exactly where listed, with no random decision: --fault
+commit-cut@commit:N cuts the N-th commit point the proxy counts (from 1: the writes and
+commits a fault can hit, in the order they reach the proxy, the workload's setup
+included: the budget workload's makes points 1 to 3), and
+commit-cut@conn:C/txn:T the T-th transaction (from 1) of the C-th connection the proxy
+accepted (from 0); commit-drop likewise. faults.jsonl names every fault both ways
+(point, conn_index, txn.seq), so a fault of one run can be listed in the next;
+indoubt shrink writes its reproducers with them. With one worker the N-th commit point
+is the same operation in every run.
+  indoubt run --workers 1 --ops 5 --budget 3 --retry naive --fault commit-cut@commit:5   # exits 1
+
 Flags that do not apply to the workload or store (--persistence on PostgreSQL, --fsync
 on Redis, --rounds on budget, --servers on budget, ...) are refused by name, and so is a
 fault that starts after a --time run has ended; with --ops the run's length is not
@@ -221,6 +232,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
 	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
 	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
+	fs.IntVar(&cfg.Keys, "keys", 0, "register workload: the number of registers (default 8)")
 	fs.IntVar(&cfg.MaxAnomalies, "max-anomalies", results.DefaultMaxAnomalies, "list at most this many anomalies and ground-truth items in results.json and the console (counts stay exact; -1 lists all)")
 	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T, power-loss[:tear]@T; transfer, two-rows: prepare-cut, prepare-drop, coordinator-crash@T")
 	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
@@ -335,7 +347,7 @@ func applies(set map[string]bool, w workloads.Name) error {
 var runFlags = map[string]string{
 	"Workload": "workload", "Store": "store", "DSN": "dsn", "DSNs": "dsn", "Workers": "workers", "Ops": "ops",
 	"Duration": "time", "Seed": "seed", "Out": "out", "Retry": "retry", "Mechanism": "mechanism",
-	"Isolation": "isolation", "Budget": "budget", "Key": "key", "Persistence": "persistence",
+	"Isolation": "isolation", "Budget": "budget", "Key": "key", "Keys": "keys", "Persistence": "persistence",
 	"SynchronousCommit": "synchronous-commit", "Fsync": "fsync", "PowerFS": "powerfs",
 	"CommitLogSync": "commitlog-sync", "PowerFSEntries": "powerfs-entries", "Topology": "topology",
 	"Replication": "replication", "PGVersion": "pg-version", "Faults": "fault", "Proxy": "proxy",

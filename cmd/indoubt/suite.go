@@ -43,6 +43,13 @@ Usage: indoubt suite [flags] FILE.yaml
 Examples:
   indoubt suite suites/smoke.yaml
   indoubt suite --junit junit.xml --github suites/smoke.yaml
+  indoubt suite --shrink --shrink-budget 2m --junit junit.xml suites/smoke.yaml
+
+With --shrink, each case whose run was invalid when it expected otherwise is shrunk
+after the cases have run (indoubt shrink, within --shrink-budget each), and the one-line
+indoubt run command of its smallest failing run is added to its failure: the table's FAIL
+lines, the JUnit failure message and the annotations. The smallest run is kept in
+RUNDIR.shrink beside the case's run directory.
 
 Every case is validated, and --junit and --out checked, before the first case runs.
 SIGINT or SIGTERM stops the case running: the table of what ran is printed and the JUnit
@@ -121,6 +128,8 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	github := fs.Bool("github", false, "write GitHub Actions annotations (::error) for failed cases to stdout")
 	out := fs.String("out", "runs", "parent directory of the run directories")
 	quiet := fs.Bool("quiet", false, "no line per case on stderr while the suite runs")
+	shrinkCases := fs.Bool("shrink", false, "shrink each case whose run was invalid against its expectation (indoubt shrink) and put the reproducing command in its failure")
+	shrinkBudget := fs.Duration("shrink-budget", 5*time.Minute, "with --shrink: the time budget of each case's shrink")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -133,6 +142,9 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if err := checkDirWritable(*out); err != nil {
 		return fmt.Errorf("suite: --out: %v", err)
+	}
+	if *shrinkBudget <= 0 {
+		return fmt.Errorf("suite: --shrink-budget must be positive (got %v)", *shrinkBudget)
 	}
 	path := fs.Arg(0)
 	name, runs, err := loadSuite(path)
@@ -160,6 +172,9 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if ctx.Err() != nil && i+1 < len(runs) {
 			fmt.Fprintf(stderr, "suite: interrupted after %d of %d cases\n", i+1, len(runs))
 		}
+	}
+	if *shrinkCases {
+		shrinkFailedCases(ctx, cases, *shrinkBudget, stderr, *quiet)
 	}
 	writeSuiteTable(stdout, name, cases, time.Since(started))
 	var ran []*results.Results

@@ -74,6 +74,10 @@ type Point struct {
 	// (see Txn.Wrote).
 	Wrote bool
 
+	// number is the point's number among the proxy's counted points (Event.Point),
+	// given when it is decided.
+	number uint64
+
 	// render, when set, makes Statement and Text. A protocol that finds a point in
 	// every request (RESP) defers rendering them to the points that need them: for a
 	// match function, or for a fault. It may read the bytes given to Request, so it is
@@ -156,6 +160,8 @@ type Commits struct {
 	mu      sync.Mutex
 	next    uint64 // accept-order index of the next connection
 	streams uint64 // generators handed out so far
+
+	points atomic.Uint64 // counted commit points so far (Event.Point)
 }
 
 // NewCommits returns the commit faults for cfg, all disarmed. It fails without a
@@ -273,6 +279,7 @@ func (c *Commits) emit(s *Session, k Kind, p Point, tag string) {
 		Time:      time.Now(),
 		Conn:      s.addr,
 		ConnIndex: s.index,
+		Point:     p.number,
 		Protocol:  c.cfg.Protocol.Name(),
 		Kind:      k,
 		Truth:     t,
@@ -312,9 +319,13 @@ func (c *Commits) decide(s *Session, p *Point) (Kind, *Knob) {
 		c.streams++
 		c.mu.Unlock()
 	}
+	p.number = c.points.Add(1)
 	// Roll even when nothing is armed, so that the draws stay aligned with the
 	// commit points whatever the schedule did.
 	u := s.rng.Float64()
+	if k, knob := c.Faults.Listed.match(p.number, s.index, p.Txn); k != 0 {
+		return k, knob
+	}
 	return c.Faults.choose(u, func() bool { return s.rng.IntN(2) == 0 })
 }
 

@@ -100,7 +100,7 @@ func enumParse(names []string, b []byte) (uint8, bool) {
 // Event is one commit fault that fired, with its ground truth. One JSON object per
 // event is the faults.jsonl line format (schemas/faults.schema.json in the repository):
 //
-//	{"time":"2025-01-02T15:04:05.123456789Z","conn":"127.0.0.1:51514","conn_index":3,"protocol":"postgres","kind":"commit-cut","truth":"applied","statement":"commit","tag":"COMMIT","txn":{"seq":8,"wrote":true,"digest":"5d2f0c4b9a81e637","text":"insert into orders (id) values ($1); commit"}}
+//	{"time":"2025-01-02T15:04:05.123456789Z","conn":"127.0.0.1:51514","conn_index":3,"point":41,"protocol":"postgres","kind":"commit-cut","truth":"applied","statement":"commit","tag":"COMMIT","txn":{"seq":8,"wrote":true,"digest":"5d2f0c4b9a81e637","text":"insert into orders (id) values ($1); commit"}}
 type Event struct {
 	// Time is when the fault fired; it carries a monotonic reading for in-process use.
 	Time time.Time `json:"time"`
@@ -109,6 +109,9 @@ type Event struct {
 	Conn string `json:"conn"`
 	// ConnIndex is the connection's position in the proxy's accept order, from 0.
 	ConnIndex uint64 `json:"conn_index"`
+	// Point is the commit point's number among the points the proxy counted, from 1
+	// (see Pin): commit-cut@commit:N fires at the point numbered N.
+	Point uint64 `json:"point,omitempty"`
 	// Protocol names the wire protocol (postgres, ...).
 	Protocol string `json:"protocol"`
 	// Kind is the fault: commit-cut or commit-drop.
@@ -216,10 +219,15 @@ func (k *Knob) untake() { k.taken.Add(-1) }
 // fair coin from the same generator picks drop or cut. So the faults never both fire on
 // one commit, and with only Mixed armed at P, each commit point fires with P and then
 // splits half and half. Probabilities whose sum exceeds 1 are cut at 1 in that order.
+//
+// Listed holds the faults pinned to one commit point each (see Pin); a pinned point
+// takes its fault whatever the knobs say.
 type Faults struct {
 	Drop  Knob // drops the commit: not applied
 	Cut   Knob // cuts the proof of the commit: applied
 	Mixed Knob // a drop or a cut, by a fair coin
+
+	Listed Listed
 }
 
 // choose makes the decision for one commit point. It returns the fault to apply (0 for

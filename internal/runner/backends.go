@@ -19,7 +19,6 @@ import (
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/counter"
 	"github.com/indoubt/indoubt/workloads/insert"
-	"github.com/indoubt/indoubt/workloads/register"
 )
 
 // StoreName names a store. The names are defined here, once; everything else refers
@@ -260,7 +259,7 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 		if err != nil {
 			return nil, nil, err
 		}
-		return register.New(c.Register()), c.Close, nil
+		return cfg.register(c.Register()), c.Close, nil
 	case workloads.Counter:
 		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {

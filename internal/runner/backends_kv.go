@@ -116,7 +116,7 @@ func bindKV(cfg Config, name StoreName, b budget.Store, r register.Store, closer
 	case workloads.Budget:
 		return budget.New(b, cfg.Budget), closer, nil
 	case workloads.Register:
-		return register.New(r), closer, nil
+		return cfg.register(r), closer, nil
 	}
 	closer()
 	return nil, nil, unbound(name, cfg.Workload)

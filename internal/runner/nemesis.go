@@ -177,7 +177,12 @@ func (n *nemesis) onWindow(w faults.Window) {
 	if !w.Open {
 		f = "stop"
 	}
-	n.write(map[string]any{"window": f, "fault": w.Fault, "run_time": at, "time": w.Time},
+	line := map[string]any{"window": f, "fault": w.Fault, "run_time": at, "time": w.Time}
+	if w.Open && len(n.pxs) > 0 {
+		// Where the numbers of the points after it begin (listed faults, indoubt shrink).
+		line["points"] = n.pxs[0].CommitPoints()
+	}
+	n.write(line,
 		&histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: f, Value: histories.Value(map[string]string{"fault": w.Fault})})
 	if w.Open {
 		select {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -124,7 +125,11 @@ func runName(cfg Config, start time.Time) string {
 	if len(cfg.Faults) > 0 {
 		var ns []string
 		for _, f := range cfg.Faults {
-			ns = append(ns, f.Name)
+			// Each name once: a list of many faults of one kind still names a
+			// directory the filesystem takes.
+			if !slices.Contains(ns, f.Name) {
+				ns = append(ns, f.Name)
+			}
 		}
 		fault = strings.Join(ns, "+")
 	}

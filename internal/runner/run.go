@@ -55,6 +55,9 @@ type Config struct {
 	Budget    int64  `json:"budget,omitempty"`
 	// Key is the insert workload's primary-key shape (insert.Key).
 	Key string `json:"key,omitempty"`
+	// Keys is the register workload's number of registers; 0 for its default
+	// (register.DefaultKeys). See keys.go.
+	Keys int `json:"keys,omitempty"`
 	// Persistence is a launched Redis's durability: none, everysec or always.
 	Persistence string `json:"persistence,omitempty"`
 	// SynchronousCommit and Fsync are a launched PostgreSQL's settings of those names,

@@ -76,6 +76,9 @@ func (c *Config) defaults() error {
 	if err := c.checkApplies(); err != nil {
 		return err
 	}
+	if err := c.checkKeys(); err != nil {
+		return err
+	}
 	if c.Workers <= 0 {
 		return refuse("Workers", "must be at least 1 (got %d)", c.Workers)
 	}
