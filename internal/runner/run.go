@@ -433,6 +433,11 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	wait := time.Duration(0)
 	if len(cfg.Faults.Processes()) > 0 {
 		wait = cfg.RecoveryWait
+		if wait == 0 {
+			// Left at zero, not filled in by defaults: a configuration validated once
+			// is validated again as it is (indoubt shrink re-runs it).
+			wait = RecoveryWait
+		}
 	}
 	r.end = newRunEnd(r.start, cfg.Duration, wait)
 	if tp != nil {

@@ -126,8 +126,6 @@ func (c *Config) defaults() error {
 		return refuse("RecoveryWait", "must not be negative (got %v)", c.RecoveryWait)
 	case c.RecoveryWait > 0 && (c.Duration == 0 || len(c.Faults.Processes()) == 0):
 		return refuse("RecoveryWait", "applies to a timed run with a process fault (%s)", faults.ProcessFaults)
-	case c.RecoveryWait == 0:
-		c.RecoveryWait = RecoveryWait
 	}
 	if c.CheckTimeout < 0 {
 		return refuse("CheckTimeout", "must not be negative (got %v)", c.CheckTimeout)
