@@ -67,10 +67,11 @@ type ProcessFault struct {
 }
 
 // LosesData reports whether the fault can lose what the server acknowledged: a kill,
-// a restart, a failover or a power loss (a pause loses nothing).
+// a restart, a failover, a power loss (a pause loses nothing), or a partition between
+// nodes (partitions.go), through the failover it lets a system make on its own.
 func (f ProcessFault) LosesData() bool {
 	switch f.Action {
-	case "kill", "restart", "failover", "power-loss":
+	case "kill", "restart", "failover", "power-loss", PartitionAction:
 		return true
 	}
 	return false
@@ -106,6 +107,18 @@ func processEventOf(op histories.Op) (processEvent, bool) {
 // order they were applied. Events the nemesis records beside them (a rejoin, the
 // proxy's faults, fault windows) are not process faults and are skipped.
 func ProcessFaults(ops []histories.Op) []ProcessFault {
+	var out []ProcessFault
+	for _, f := range losingFaults(ops) {
+		if f.Action != PartitionAction {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// losingFaults is ProcessFaults with the partitions between nodes among them, in the
+// order they began: every fault a lost write may be attributed to.
+func losingFaults(ops []histories.Op) []ProcessFault {
 	var t processTimeline
 	for _, op := range ops {
 		t.add(op)
@@ -121,6 +134,9 @@ type processTimeline struct {
 
 // add takes the next event; started reports whether it applied a process fault.
 func (t *processTimeline) add(op histories.Op) (started bool) {
+	if p, ok := partitionEventOf(op); ok {
+		return t.addPartition(op, p)
+	}
 	e, ok := processEventOf(op)
 	if !ok {
 		return false
@@ -160,6 +176,9 @@ func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
 
 // describe names a fault as the explanations do: "kill@1s-2s (kill of pid 7 at 1.00s)".
 func (f ProcessFault) describe() string {
+	if f.Action == PartitionAction {
+		return fmt.Sprintf("%s (%s at %.2fs)", f.Fault, f.Server, float64(f.Start)/1e9)
+	}
 	return fmt.Sprintf("%s (%s of pid %d at %.2fs)", f.Fault, f.Action, f.Pid, float64(f.Start)/1e9)
 }
 
@@ -320,6 +339,10 @@ func (c *countingLoss) lost(initial int64) []LostWrite {
 	l := LostWrite{Count: n, Fault: fault.Fault}
 	l.Explanation = fmt.Sprintf("%d acknowledged %s missing from the final state after %s", n, plural, fault.describe())
 	before := c.acksBefore(fault.Start)
+	if fault.Action == PartitionAction && fault.End >= 0 {
+		during := len(c.acksBefore(fault.End)) - len(before)
+		l.Explanation += fmt.Sprintf("; %d %s were acknowledged while it lasted (%.2fs to %.2fs)", during, plural, float64(fault.Start)/1e9, float64(fault.End)/1e9)
+	}
 	if last, ok := c.beforeFault[fi]; ok {
 		l.OpID, l.Index, l.AckBeforeFaultS = last.opID, last.index, secs(fault.Start-last.time)
 		l.Explanation += fmt.Sprintf("; the last %s acknowledged before it, %s, was acknowledged %.3fs before the fault", noun, last.opID, l.AckBeforeFaultS)
@@ -391,7 +414,7 @@ func (c *countingLoss) lostAccount(budget int64, fi int) LostWrite {
 // write in any linearization, so the write is gone. (An unknown write may apply at any
 // time, so its value always counts as one that may follow.)
 func lostRegisterWrites(ops []histories.Op) []LostWrite {
-	faults := ProcessFaults(ops)
+	faults := losingFaults(ops)
 	if !slices.ContainsFunc(faults, ProcessFault.LosesData) {
 		return nil // nothing can have been lost: no need to pair a long history
 	}
@@ -413,6 +436,12 @@ func lostRegisterWrites(ops []histories.Op) []LostWrite {
 	for fi, f := range faults {
 		if !f.LosesData() || f.End < 0 {
 			continue
+		}
+		if f.Action == PartitionAction {
+			// What a partition loses was acknowledged while it lasted (by a side that
+			// went on as primary): the last write acknowledged before the heal, and the
+			// first read invoked after it.
+			f.Start = f.End
 		}
 		next := int64(math.MaxInt64)
 		if fi+1 < len(faults) {
@@ -548,7 +577,7 @@ func equalExact(x, y any) bool {
 // the fault took. (The exactly-once checker names every absent one as lost; this names
 // the fault beside it.)
 func lostEffects(ops []histories.Op) []LostWrite {
-	faults := ProcessFaults(ops)
+	faults := losingFaults(ops)
 	fault := lastLosing(faults)
 	if fault == nil {
 		return nil
@@ -610,6 +639,9 @@ func withLostWrites(res Result, lost []LostWrite) Result {
 	if res.Verdict != Invalid {
 		res.Verdict = Invalid
 		res.Summary = "acknowledged writes were lost after a process fault: " + lost[0].Explanation
+		if strings.HasPrefix(lost[0].Fault, "partition") {
+			res.Summary = "acknowledged writes were lost after a partition: " + lost[0].Explanation
+		}
 		if lost[0].Fault == "" {
 			res.Summary = "acknowledged writes were lost: " + lost[0].Explanation
 		}

@@ -133,6 +133,26 @@
 //
 //	coordinator-crash@T        the coordinator dies at T, leaving its transactions in doubt
 //
+// Partitions between nodes, and slow or lossy links between them, act on a topology
+// indoubt launched with a network of its own (each node in a network namespace); the
+// runner applies them (Schedule.Run leaves them alone), each change a nemesis event
+// with who could reach whom. A partition is a grudge, as Jepsen's: each node drops
+// what it receives from the nodes it has a grudge against, and from the clients that
+// stand beside them. The shapes that shuffle draw from the run's seed; every
+// partition is healed at its END, and one runs at a time:
+//
+//	partition:isolate-primary@START-END   the primary alone | every other node
+//	partition:isolate:NODE@START-END      NODE alone | the others ("isolate:n2")
+//	partition:halves@START-END            two shuffled halves
+//	partition:majority@START-END          the primary in a minority | a majority
+//	partition:majorities-ring@START-END   each node sees its own majority (4+ nodes)
+//	partition:bridge@START-END            two halves and one node that sees both
+//	partition:one-way[:NODE]@START-END    the others drop what the primary (or NODE)
+//	                                      sends; it still hears them
+//
+// A standard toxic with ",link=replication" is put on the replication path between
+// nodes instead (a proxy the standby streams through): "latency:200ms,link=replication@2s-6s".
+//
 // The standard toxics apply to server-to-client bytes (toxiproxy's default); add
 // ",stream=up" for client-to-server. Hyphens and underscores are the same in names
 // (reset-peer = reset_peer). Examples: "commit-cut:0.2@5s-15s", "commit-mixed:0.1,max=5",

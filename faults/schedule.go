@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,15 @@ type Fault struct {
 	// Rejoin is set for failover:rejoin: the old primary is started again after the
 	// promotion, as it would come back in production, instead of staying down.
 	Rejoin bool
+	// Shape is set for a partition between the nodes of a launched topology,
+	// partition:SHAPE@START-END (one of PartitionShapes); Target is the node of
+	// partition:isolate:NODE and partition:one-way:NODE. The runner applies it;
+	// Schedule.Run leaves it alone.
+	Shape, Target string
+	// Link is set for a standard toxic on the links between nodes
+	// (",link=replication"): the runner puts it on the topology's link proxies;
+	// Schedule.Run leaves it alone.
+	Link string
 	// Statement, when set, is the one statement a commit fault acts on: PREPARE
 	// TRANSACTION for prepare-cut and prepare-drop, which are the cut and drop knobs
 	// restricted to the first phase of two-phase commit. A proxy has one matcher
@@ -76,6 +86,27 @@ func (f Fault) knob() string {
 	}
 	return ""
 }
+
+// The shapes of a partition between nodes (Fault.Shape).
+const (
+	IsolatePrimary = "isolate-primary"
+	Isolate        = "isolate"
+	Halves         = "halves"
+	Majority       = "majority"
+	MajoritiesRing = "majorities-ring"
+	Bridge         = "bridge"
+	OneWay         = "one-way"
+)
+
+// PartitionShapes lists the shapes of partition:SHAPE.
+var PartitionShapes = []string{IsolatePrimary, Isolate, Halves, Majority, MajoritiesRing, Bridge, OneWay}
+
+// Links are the paths between nodes a standard toxic can be put on (link=LINK).
+var Links = []string{"replication"}
+
+// BetweenNodes reports whether the fault acts between the nodes of a topology (a
+// partition with a shape, or a toxic on a link): the runner applies it.
+func (f Fault) BetweenNodes() bool { return f.Shape != "" || f.Link != "" }
 
 // DefaultKillDowntime is how long kill@T keeps the server down before it starts again.
 const DefaultKillDowntime = 2 * time.Second
@@ -220,11 +251,23 @@ func ParseFault(spec string) (Fault, error) {
 		}
 	case "partition":
 		f.Name = name
-		if first != "" {
-			return bad("partition takes no parameter, only a window: partition@5s-7s")
-		}
 		if !f.Bounded {
-			return bad("partition needs a window with an end, as in partition@5s-7s")
+			return bad("partition needs a window with an end, as in partition@5s-7s or partition:halves@5s-7s")
+		}
+		if first != "" {
+			shape, target, _ := strings.Cut(first, ":")
+			shape = strings.ToLower(strings.TrimSpace(shape))
+			switch {
+			case !slices.Contains(PartitionShapes, shape):
+				return bad("partition shape %q: want one of %s (isolate:NODE, one-way[:NODE])", shape, strings.Join(PartitionShapes, ", "))
+			case shape == Isolate && target == "":
+				return bad("partition:isolate needs a node, as in partition:isolate:n2@5s-7s")
+			case target != "" && shape != Isolate && shape != OneWay:
+				return bad("partition:%s takes no node (only isolate:NODE and one-way:NODE do)", shape)
+			case target != "" && !nodeName(target):
+				return bad("node %q: want a node's name, as in n2", target)
+			}
+			f.Shape, f.Target = shape, target
 		}
 	case "latency", "bandwidth", "timeout", "reset_peer", "slow_close", "limit_data":
 		f.Name = name
@@ -232,7 +275,13 @@ func ParseFault(spec string) (Fault, error) {
 		if err != nil {
 			return bad("%v", err)
 		}
-		allowed["stream"] = true
+		allowed["stream"], allowed["link"] = true, true
+		if v, ok := opts["link"]; ok {
+			if !slices.Contains(Links, v) {
+				return bad("link=%q: want one of %s", v, strings.Join(Links, ", "))
+			}
+			f.Link = v
+		}
 		switch v := opts["stream"]; v {
 		case "", "down", "downstream":
 		case "up", "upstream":
@@ -295,6 +344,19 @@ func ParseFault(spec string) (Fault, error) {
 	return f, nil
 }
 
+// nodeName reports whether s can name a node: letters and digits, as n2.
+func nodeName(s string) bool {
+	if s == "" || len(s) > 12 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // atInstant reports whether the fault named name (underscored) may be written NAME@T: a
 // process fault or the coordinator's crash.
 func atInstant(name string) bool {
@@ -305,12 +367,24 @@ var processExample = map[string]string{
 	"kill": "kill@5s-8s or kill@5s", "pause": "pause@5s-8s", "restart": "restart@5s", "failover": "failover@5s or failover:rejoin@5s", "power_loss": "power-loss@5s",
 }
 
+// BetweenNodes returns the schedule's faults between nodes (BetweenNodes), in order.
+func (s Schedule) BetweenNodes() Schedule {
+	var out Schedule
+	for _, f := range s {
+		if f.BetweenNodes() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // OnProxy returns the entries Schedule.Run applies to a proxy, in order: every entry
-// but the process faults and the coordinator crash, which the runner applies.
+// but the process faults, the coordinator crash and the faults between nodes, which
+// the runner applies.
 func (s Schedule) OnProxy() Schedule {
 	var out Schedule
 	for _, f := range s {
-		if !f.Process && !f.Coordinator {
+		if !f.Process && !f.Coordinator && !f.BetweenNodes() {
 			out = append(out, f)
 		}
 	}
@@ -479,8 +553,8 @@ func (s Schedule) Run(ctx context.Context, p *Proxy, start time.Time, report fun
 	}
 	var acts []action
 	for i, f := range s {
-		if f.Process || f.Coordinator {
-			// Applied by the runner (to the server, or to its coordinator), not to the proxy.
+		if f.Process || f.Coordinator || f.BetweenNodes() {
+			// Applied by the runner (to the server, its nodes or its coordinator), not to the proxy.
 			continue
 		}
 		acts = append(acts, action{at: f.Start, i: i, open: true})

@@ -27,6 +27,13 @@ func TestParseFault(t *testing.T) {
 		{"slow_close:100ms", Fault{Name: "slow_close", Toxic: &Toxic{Type: "slow_close", Attributes: map[string]int64{"delay": 100}}}},
 		{"limit_data:1000", Fault{Name: "limit_data", Toxic: &Toxic{Type: "limit_data", Attributes: map[string]int64{"bytes": 1000}}}},
 		{"partition@5s-7s", Fault{Name: "partition", Start: 5 * time.Second, End: 7 * time.Second, Bounded: true}},
+		{"partition:halves@1s-2s", Fault{Name: "partition", Shape: Halves, Start: time.Second, End: 2 * time.Second, Bounded: true}},
+		{"partition:isolate:n2@1s-2s", Fault{Name: "partition", Shape: Isolate, Target: "n2", Start: time.Second, End: 2 * time.Second, Bounded: true}},
+		{"partition:one-way@1s-2s", Fault{Name: "partition", Shape: OneWay, Start: time.Second, End: 2 * time.Second, Bounded: true}},
+		{"partition:one-way:n3@1s-2s", Fault{Name: "partition", Shape: OneWay, Target: "n3", Start: time.Second, End: 2 * time.Second, Bounded: true}},
+		{"partition:majorities-ring@0s-9s", Fault{Name: "partition", Shape: MajoritiesRing, End: 9 * time.Second, Bounded: true}},
+		{"latency:200ms,link=replication@2s-6s", Fault{Name: "latency", Link: "replication", Toxic: &Toxic{Type: "latency", Attributes: map[string]int64{"latency": 200}},
+			Start: 2 * time.Second, End: 6 * time.Second, Bounded: true}},
 		{"prepare-cut", Fault{Name: "prepare-cut", P: 1, Statement: PrepareStatement}},
 		{"prepare_drop:0.3@1s-2s", Fault{Name: "prepare-drop", P: 0.3, Statement: PrepareStatement, Start: time.Second, End: 2 * time.Second, Bounded: true}},
 		{"coordinator-crash@2s", Fault{Name: "coordinator-crash", Coordinator: true, Start: 2 * time.Second, Point: true}},
@@ -68,7 +75,13 @@ func TestParseFaultErrors(t *testing.T) {
 		{"slow_close", "needs a delay"},
 		{"partition", "needs a window"},
 		{"partition@5s-", "needs a window with an end"},
-		{"partition:1@1s-2s", "no parameter"},
+		{"partition:1@1s-2s", "partition shape"},
+		{"partition:square@1s-2s", "want one of isolate-primary"},
+		{"partition:isolate@1s-2s", "needs a node"},
+		{"partition:halves:n1@1s-2s", "takes no node"},
+		{"partition:isolate:N_1@1s-2s", "a node's name"},
+		{"partition:halves@1s-", "needs a window with an end"},
+		{"latency:5ms,link=gossip", "link="},
 		{"coordinator-crash", "give a time"},
 		{"coordinator-crash@1s-2s", "happens at an instant"},
 		{"coordinator-crash:0.5@1s", "takes no parameter"},
@@ -96,6 +109,7 @@ func TestParseScheduleOverlap(t *testing.T) {
 		{"commit-cut:0.1@0s-10s", "commit-cut:0.5@9s-20s"},
 		{"commit-drop", "commit-drop@5s-6s"},
 		{"partition@1s-3s", "partition@2s-4s"},
+		{"partition:halves@1s-3s", "partition:isolate-primary@2s-4s"},
 		{"commit-mixed@5s-", "commit-mixed@100s-200s"},
 		// prepare-cut arms the same knob as commit-cut.
 		{"commit-cut@0s-10s", "prepare-cut@5s-15s"},
@@ -103,6 +117,20 @@ func TestParseScheduleOverlap(t *testing.T) {
 		if _, err := ParseSchedule(specs); err == nil || !strings.Contains(err.Error(), "overlaps") {
 			t.Errorf("%q: error %v, want an overlap", specs, err)
 		}
+	}
+}
+
+func TestBetweenNodesAreLeftToTheRunner(t *testing.T) {
+	s, err := ParseSchedule([]string{"partition:majority@1s-2s", "latency:5ms,link=replication", "latency:5ms", "partition@3s-4s", "kill@5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range s.BetweenNodes() {
+		got = append(got, f.Spec)
+	}
+	if want := []string{"partition:majority@1s-2s", "latency:5ms,link=replication"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("BetweenNodes %q, want %q", got, want)
 	}
 }
 

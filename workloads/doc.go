@@ -12,7 +12,9 @@
 //   - insert: single-row inserts under one primary-key shape, with what the shape costs
 //     and whether a retried insert stays exactly once;
 //   - transfer: the distributed-transaction workloads transfer and two-rows over
-//     several PostgreSQL servers, local or with two-phase commit.
+//     several PostgreSQL servers, local or with two-phase commit;
+//   - txn: list-append and rw-register, transactions of several micro-ops checked for
+//     isolation (G0 to G2, lost update, ...) from what their reads returned.
 //
 // catalog is the one table of them that the runner and the reports look names up in.
 //

@@ -16,6 +16,10 @@ const (
 	// two-phase commit: the Schism paper's workload.
 	TwoRows Name = "two-rows"
 	Insert  Name = "insert"
+	// ListAppend and RWRegister run transactions of several micro-ops, checked for
+	// isolation by the Elle-class checkers (package workloads/txn).
+	ListAppend Name = "list-append"
+	RWRegister Name = "rw-register"
 )
 
 // Final is a workload's final state after a run: the `final` section of results.json,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/internal/console"
+	"github.com/indoubt/indoubt/internal/netns"
 	"github.com/indoubt/indoubt/internal/servers"
 )
 
@@ -22,7 +23,9 @@ itself is killed (SIGKILL, a crash) the server dies with it but the directory st
 the next launch removes such directories, and clean does it now. Only directories
 whose launching process is gone are touched; a server process still running from one
 (its parent-death signal failed) is killed first. Directories kept on purpose (Keep)
-are removed too.
+are removed too. So are the network namespaces of a topology launched with --network
+isolated (indoubt-PID-...: its nodes, their nftables rules, the bridge and its veths)
+whose process is gone, with any process still running in them.
 
 A run writes its directory as --out/.NAME.partial and renames it NAME when complete; a
 run killed before that leaves the hidden .partial directory, which no reader takes for
@@ -71,7 +74,11 @@ func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 		}
 	}
-	if len(left) == 0 {
+	nets, err := netns.FindLeftovers()
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	if len(left) == 0 && len(nets) == 0 {
 		fmt.Fprintln(stdout, "nothing to clean")
 		return nil
 	}
@@ -80,6 +87,15 @@ func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		verb = "would remove"
 	}
 	var errs []error
+	for _, l := range nets {
+		if !*dryRun {
+			if err := l.Remove(); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		fmt.Fprintf(stdout, "%s %s\n", verb, l)
+	}
 	for _, l := range left {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("clean: %w", err)

@@ -11,6 +11,7 @@
 //	indoubt compare  two recorded runs' figures side by side
 //	indoubt clean    remove what killed launches left behind (temporary directories)
 //	indoubt shrink   reduce a failing run to the smallest that still fails, with its command
+//	indoubt isolation Hermitage's table measured on PostgreSQL, with each level's cost
 //
 // Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run (also:
 // no command given). The first SIGINT or SIGTERM stops a command cleanly; a second stops
@@ -172,8 +173,10 @@ func commands() []command {
 		{"suite", "run a suite file's cases and check their expectations (CI)", suiteCommand},
 		{"report", "re-render report.html (and summary.html) from recorded runs", reportCommand},
 		{"compare", "print two recorded runs' figures side by side with ratios", compareCommand},
+		{"chaos-mesh", "the fault schedule as Chaos Mesh objects for a cluster on Kubernetes", chaosMeshCommand},
 		{"exec", "run any program under commit faults and check the history it records", execCommand},
 		{"shrink", "reduce a failing run to the smallest run that still fails", shrinkCommand},
+		{"isolation", "measure Hermitage's table of anomalies per isolation level on PostgreSQL", isolationCommand},
 	}
 }
 

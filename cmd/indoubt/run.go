@@ -199,7 +199,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
 		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s); with process faults, until an operation is acknowledged after the last one ended, at most --recovery-wait longer")
 		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
-		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter, insert; transfer and two-rows (two-phase commit over several servers)")
+		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter, insert; list-append and rw-register (transactions of micro-ops, checked for isolation); transfer and two-rows (two-phase commit over several servers)")
 		specs    multiFlag
 		dsns     multiFlag
 		place    = fs.String("placement", "", "transfer, two-rows: local (both rows on one server) or distributed (on two, two-phase commit; the default)")
@@ -208,7 +208,15 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		quiet    = fs.Bool("quiet", false, "no progress on stderr (neither launch lines nor the live line)")
 		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
 		keys     = fs.String("key", string(insert.Identity), "insert workload: primary-key shape, a comma list, or all: "+choice.List(insert.Keys))
+		models   = fs.String("consistency-models", "", "list-append, rw-register: the models the history is checked for, comma-separated (default: the store's promise, e.g. serializable)")
 	)
+	fs.IntVar(&cfg.Txn.Keys, "txn-keys", 0, "list-append, rw-register: keys active at a time (default 10)")
+	fs.IntVar(&cfg.Txn.MaxOps, "txn-ops", 0, "list-append, rw-register: at most this many micro-ops a transaction (default 4)")
+	fs.Float64Var(&cfg.Txn.ReadFraction, "read-fraction", 0, "list-append, rw-register: probability that a micro-op is a read (default 0.5)")
+	fs.StringVar((*string)(&cfg.Txn.Distribution), "distribution", "", "list-append, rw-register: key distribution, uniform (default) or zipf")
+	fs.StringVar((*string)(&cfg.Txn.Pattern), "pattern", "", "list-append, rw-register: random (default) or read-modify-write transactions")
+	fs.IntVar(&cfg.Txn.MaxWritesPerKey, "max-writes-per-key", 0, "list-append, rw-register: writes to a key before a fresh key replaces it")
+	fs.StringVar(&cfg.ReadFrom, "read-from", "", "list-append, rw-register on --topology replicated PostgreSQL: where read-only transactions run, primary (default) or standby")
 	fs.IntVar(&a.rounds, "rounds", 1, "insert workload: rounds of every key shape, each round in a rotated order")
 	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print results.json to stdout (the summary goes to stderr)")
@@ -225,6 +233,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.PowerFSEntries, "powerfs-entries", "posix", "powerfs's rule for new, removed and renamed names: posix (durable once their directory is fsynced) or ordered (a journaling filesystem's: any fsync makes earlier ones durable; launched Cassandra only)")
 	fs.StringVar(&cfg.Topology, "topology", "single", "launched server: single, or replicated (PostgreSQL: a primary and a streaming standby; Redis: a primary, a replica and 3 Sentinels; --fault failover@T)")
 	fs.StringVar(&cfg.Replication, "replication", "async", "replicated topology: async, or sync (every commit waits for the standby; PostgreSQL only)")
+	fs.StringVar(&cfg.Network, "network", "", "isolated: every launched node in a network namespace of its own (root and nftables; implied by --fault partition:SHAPE@START-END; Redis replicated is then Jepsen's five nodes)")
 	fs.Var(&dsns, "dsn", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db); transfer, two-rows: once per server, 2 to 5, prepared transactions on")
 	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
@@ -247,6 +256,11 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		return a, fmt.Errorf("run: %v", err)
 	}
 	cfg.Workload = w
+	if *models != "" {
+		for _, m := range strings.Split(*models, ",") {
+			cfg.Txn.ConsistencyModels = append(cfg.Txn.ConsistencyModels, strings.TrimSpace(m))
+		}
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := applies(set, w); err != nil {
@@ -353,7 +367,11 @@ var runFlags = map[string]string{
 	"Replication": "replication", "PGVersion": "pg-version", "Faults": "fault", "Proxy": "proxy",
 	"CheckTimeout": "check-timeout", "MaxAnomalies": "max-anomalies", "Servers": "servers",
 	"Placement": "placement", "Coordinator": "coordinator", "Reads": "reads",
-	"RowsPerWorker": "rows-per-worker", "RecoverAfter": "recover-after", "RecoveryWait": "recovery-wait",
+	"ReadFrom": "read-from", "Txn": "txn-keys", "Txn.Keys": "txn-keys", "Txn.MaxOps": "txn-ops",
+	"Txn.ReadFraction": "read-fraction", "Txn.Distribution": "distribution", "Txn.Pattern": "pattern",
+	"Txn.MaxWritesPerKey": "max-writes-per-key", "Txn.ConsistencyModels": "consistency-models",
+	"RowsPerWorker": "rows-per-worker", "RecoverAfter": "recover-after", "Network": "network",
+	"RecoveryWait": "recovery-wait",
 }
 
 // flagError says a runner.FieldError in the command line's words: the flag of its field.

@@ -69,6 +69,10 @@ type runData struct {
 	end     float64
 	// procs is results.json's process-fault timeline.
 	procs []results.ProcessFault
+	// parts are results.json's partitions between nodes, splits its split-brain
+	// windows.
+	parts  []results.Partition
+	splits []results.SplitBrain
 }
 
 // WriteHTML writes report.html for one run, whole or not at all (atomicfile): on error
@@ -330,6 +334,10 @@ func chartInit(id, height string) charts.GlobalOpts {
 const (
 	proxyWindowColor   = "rgba(255,152,0,0.12)"
 	processWindowColor = "rgba(55,71,79,0.22)"
+	// A partition between nodes in blue, and a split brain (two nodes reporting
+	// primary) in red over it: neither is a fault of the proxy's or of a process.
+	partitionWindowColor  = "rgba(21,101,192,0.16)"
+	splitBrainWindowColor = "rgba(198,40,40,0.18)"
 )
 
 // windowAreas shades the fault windows on a chart whose x axis is seconds: the proxy's,
@@ -346,6 +354,18 @@ func windowAreas(d runData) charts.SeriesOpts {
 		items = append(items, opts.MarkAreaNameCoordItem{
 			Name: fmt.Sprintf("%s: server %s", f.Fault, f.Verb()), Coordinate0: []interface{}{f.StartS, "min"}, Coordinate1: []interface{}{f.EndS, "max"},
 			ItemStyle: &opts.ItemStyle{Color: processWindowColor},
+		})
+	}
+	for _, p := range d.parts {
+		items = append(items, opts.MarkAreaNameCoordItem{
+			Name: fmt.Sprintf("%s: nodes partitioned", p.Fault), Coordinate0: []interface{}{p.StartS, "min"}, Coordinate1: []interface{}{p.EndS, "max"},
+			ItemStyle: &opts.ItemStyle{Color: partitionWindowColor},
+		})
+	}
+	for _, s := range d.splits {
+		items = append(items, opts.MarkAreaNameCoordItem{
+			Name: fmt.Sprintf("split brain: %s each primary", strings.Join(s.Primaries, ", ")), Coordinate0: []interface{}{s.StartS, "min"}, Coordinate1: []interface{}{s.EndS, "max"},
+			ItemStyle: &opts.ItemStyle{Color: splitBrainWindowColor},
 		})
 	}
 	return charts.WithMarkAreaNameCoordItemOpts(items...)
@@ -401,7 +421,7 @@ func secondsChart(d runData, id string, title opts.Title, y opts.YAxis) *charts.
 // rateChart is completions per second by outcome, with the fault windows shaded and the
 // faults the proxy fired per second on a second axis.
 func rateChart(d runData, o overTime) *charts.Line {
-	c := secondsChart(d, "chart_rate", opts.Title{Title: "Operations completed per second", Subtitle: "shaded: the proxy's fault windows (orange), the server down or paused by a process fault (grey); faults fired per second on the right axis"},
+	c := secondsChart(d, "chart_rate", opts.Title{Title: "Operations completed per second", Subtitle: "shaded: the proxy's fault windows (orange), the server down or paused by a process fault (grey), nodes partitioned (blue), split brain (red); faults fired per second on the right axis"},
 		opts.YAxis{Type: "value", Name: "ops/s"})
 	c.ExtendYAxis(opts.YAxis{Type: "value", Name: "faults/s", Position: "right"})
 	for i, s := range []struct {
@@ -440,7 +460,7 @@ func rateChart(d runData, o overTime) *charts.Line {
 }
 
 func latencyChart(d runData, o overTime) *charts.Line {
-	c := secondsChart(d, "chart_latency", opts.Title{Title: "Latency by time of completion (ms, retries included)", Subtitle: "shaded: the proxy's fault windows (orange), process faults (grey)"},
+	c := secondsChart(d, "chart_latency", opts.Title{Title: "Latency by time of completion (ms, retries included)", Subtitle: "shaded: the proxy's fault windows (orange), process faults (grey), partitions (blue), split brain (red)"},
 		opts.YAxis{Type: "log", Name: "ms"})
 	for i, s := range []struct {
 		name string
@@ -514,7 +534,7 @@ func timelineChart(d runData, namedOps map[string]bool) (*charts.Line, int, int)
 		}
 		c.AddSeries("reconnect gap", pts, charts.WithLineChartOpts(opts.LineChart{ConnectNulls: opts.Bool(false), ShowSymbol: opts.Bool(false)}),
 			charts.WithLineStyleOpts(opts.LineStyle{Color: "#37474f", Width: 2, Type: "dashed"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#37474f"}),
-			windowAreas(runData{procs: d.procs}))
+			windowAreas(runData{procs: d.procs, parts: d.parts, splits: d.splits}))
 	}
 	byKind := map[string][]opts.LineData{}
 	for _, m := range d.marks {
@@ -682,6 +702,7 @@ type anomalyView struct {
 
 func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 	d.procs = r.ProcessFaults
+	d.parts, d.splits = r.Partitions, r.SplitBrain
 	namedOps, order := named(r, d)
 	o := perSecond(d)
 	tl, drawn, hl := timelineChart(d, namedOps)
@@ -779,6 +800,15 @@ code{background:#f3f3f3;padding:0 .2em}
 <p>Shaded grey on the charts from the fault to the server answering again. In flight: operations invoked before the fault and not completed when it was applied, by how they ended. First ack after: from the fault to the first operation acknowledged after the server answered again.</p>
 <table id="process-faults"><tr><th>fault</th><th>action</th><th>pid</th><th>at</th><th>downtime</th><th>in flight</th><th>info</th><th>ok</th><th>first ack after</th><th>lost</th></tr>
 {{range .R.ProcessFaults}}<tr><td><code>{{.Fault}}</code></td><td>{{.Action}}</td><td>{{.Pid}}</td><td>{{printf "%.2f" .StartS}} s</td><td>{{printf "%.2f" .DowntimeS}} s</td><td>{{.InFlight}}</td><td>{{.InFlightInfo}}</td><td>{{.InFlightOK}}</td><td>{{orNone .FirstAckS}}</td><td>{{.LostWrites}}</td></tr>{{if .Error}}<tr><td colspan="10">error: {{.Error}}</td></tr>{{end}}
+{{end}}</table>{{end}}
+{{if .R.Partitions}}<h3>Partitions between nodes</h3>
+<p>Shaded blue on the charts while the grudge was in force; red where two or more nodes each reported themselves primary (a split brain). Receives from: who each node heard (the clients beside a node are cut with it). Heal: from the heal until one node alone reported primary.</p>
+<table id="partitions"><tr><th>fault</th><th>shape</th><th>from</th><th>to</th><th>receives from</th><th>acknowledged during, by side</th><th>lost</th><th>split brain</th><th>heal</th><th>first ack after</th></tr>
+{{range .R.Partitions}}<tr><td><code>{{.Fault}}</code></td><td>{{.Shape}}</td><td>{{printf "%.2f" .StartS}} s</td><td>{{printf "%.2f" .EndS}} s</td><td>{{range $n, $r := .Reach}}{{$n}}: {{range $r}}{{.}} {{end}}<br>{{end}}</td><td>{{range $n, $c := .AckedDuring}}{{$n}}: {{$c}}<br>{{end}}</td><td>{{.LostWrites}}</td><td>{{printf "%.2f" .SplitBrainS}} s</td><td>{{orNone .HealS}}</td><td>{{orNone .FirstAckS}}</td></tr>{{if .Error}}<tr><td colspan="10">error: {{.Error}}</td></tr>{{end}}
+{{end}}</table>{{end}}
+{{if .R.SplitBrain}}<h3>Split brain</h3>
+<table id="split-brain"><tr><th>from</th><th>to</th><th>primaries</th><th>acknowledged through each (first)</th><th>writes on both sides</th></tr>
+{{range $s := .R.SplitBrain}}<tr><td>{{printf "%.2f" $s.StartS}} s</td><td>{{printf "%.2f" $s.EndS}} s</td><td>{{range $s.Primaries}}{{.}} {{end}}</td><td>{{range $p, $c := $s.Acked}}{{$p}}: {{$c}} (first {{index $s.Examples $p}})<br>{{end}}</td><td>{{$s.WritesOnBoth}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Lost}}<h3>Acknowledged writes lost: {{.LostTotal}}</h3>
 <table id="lost-writes"><tr><th>operation</th><th>worker</th><th>what</th><th>acknowledged at</th><th>fault</th><th>ack to fault</th></tr>

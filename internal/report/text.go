@@ -103,6 +103,15 @@ func writeFaults(w io.Writer, r *results.Results) {
 			console.Fprintf(w, "  %s\n", f)
 		}
 	}
+	if len(r.Partitions) > 0 || len(r.SplitBrain) > 0 {
+		fmt.Fprintf(w, "partitions between nodes:\n")
+		for _, p := range r.Partitions {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+		for _, s := range r.SplitBrain {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
 	if len(r.LostWrites) == 0 {
 		return
 	}
@@ -124,12 +133,16 @@ func proxySchedule(r *results.Results) []string {
 	for _, f := range r.ProcessFaults {
 		procs[f.Fault] = true
 	}
+	// Partitions between nodes and links are the runner's, not the proxy's.
+	for _, p := range r.Partitions {
+		procs[p.Fault] = true
+	}
 	var out []string
 	for _, s := range r.Faults.Schedule {
 		if strings.HasPrefix(s, "coordinator-crash") {
 			continue // the coordinator's, not the proxy's: see the two-phase commit section
 		}
-		if !procs[s] {
+		if !procs[s] && !strings.Contains(s, "link=") {
 			out = append(out, s)
 		}
 	}

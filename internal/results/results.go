@@ -75,9 +75,18 @@ type Results struct {
 	// their figures; LostWrites the acknowledged writes found missing after them.
 	ProcessFaults []ProcessFault `json:"process_faults,omitempty"`
 	LostWrites    []LostWrite    `json:"lost_writes,omitempty"`
+	// Partitions is the timeline of the partitions between the nodes of a topology
+	// launched with a network of its own (partitions.go), and SplitBrain the windows in
+	// which two or more of its nodes reported themselves primary.
+	Partitions []Partition  `json:"partitions,omitempty"`
+	SplitBrain []SplitBrain `json:"split_brain,omitempty"`
 	// TwoPhase is the two-phase commit section of a transfer or two-rows run; nil for
 	// the other workloads.
 	TwoPhase *TwoPhase `json:"two_phase_commit,omitempty"`
+	// Txn is what the transactional checker reported of a list-append or rw-register
+	// history beside its anomalies (the models ruled out, the cycles as data); nil for
+	// the other workloads.
+	Txn *TxnCheck `json:"transactions,omitempty"`
 	// Final is the workload's final state; nil when the run has none.
 	Final   workloads.Final `json:"final"`
 	RunDir  string          `json:"run_dir"`

@@ -15,6 +15,7 @@ import (
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/stores/cockroach"
 	"github.com/indoubt/indoubt/stores/postgres"
+	redisstore "github.com/indoubt/indoubt/stores/redis"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/counter"
@@ -68,6 +69,10 @@ type launched struct {
 	stop func() error
 	// ctl applies process faults to the server; nil when it has none.
 	ctl processCtl
+	// standby is the DSN of a replicated PostgreSQL's standby, "" for others.
+	standby string
+	// topo is the topology when its nodes have a network of their own (partitions.go).
+	topo *topology
 }
 
 // kv are the workloads of a store that has budget and register (bindKV).
@@ -77,7 +82,7 @@ var backends = []backend{
 	{
 		name: Postgres, schemes: []string{"postgres", "postgresql"}, protocol: toxics.Postgres{},
 		// transfer and two-rows run over several servers (twophase.go).
-		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter, workloads.Insert, workloads.Transfer, workloads.TwoRows},
+		workloads: []workloads.Name{workloads.Budget, workloads.Register, workloads.Counter, workloads.Insert, workloads.Transfer, workloads.TwoRows, workloads.ListAppend, workloads.RWRegister},
 		launch:    launchPostgres,
 		available: func() error { _, err := pgserver.Bin(""); return err },
 		addr:      urlAddr,
@@ -87,16 +92,20 @@ var backends = []backend{
 			workloads.Budget:  {string(postgres.Autocommit), string(postgres.Transaction)},
 			workloads.Counter: names(postgres.CounterMechanisms),
 		},
-		isolations: map[workloads.Name][]string{workloads.Counter: names(postgres.Isolations)},
+		isolations: map[workloads.Name][]string{workloads.Counter: names(postgres.Isolations),
+			workloads.ListAppend: names(postgres.Isolations), workloads.RWRegister: names(postgres.Isolations)},
 	},
 	{
 		name: Redis, schemes: []string{"redis", "rediss"}, protocol: toxics.Resp{},
-		workloads: kv,
+		workloads: append(slices.Clone(kv), workloads.ListAppend, workloads.RWRegister),
 		launch:    launchRedis,
 		available: func() error { _, err := redisserver.Find(); return err },
 		addr:      redisAddr,
 		rewrite:   urlRewrite,
 		open:      openRedis,
+		mechanisms: map[workloads.Name][]string{
+			workloads.ListAppend: names(redisstore.TxnMechanisms), workloads.RWRegister: names(redisstore.TxnMechanisms),
+		},
 	},
 	{
 		// Locally, FerretDB (a MongoDB-wire server, in process); --dsn reaches MongoDB.
@@ -249,19 +258,19 @@ func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, erro
 func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
 	switch cfg.Workload {
 	case workloads.Budget:
-		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Mechanism: postgres.Mechanism(cfg.Mechanism), MaxConns: int32(cfg.Workers + 4)})
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Dial: cfg.dial, Mechanism: postgres.Mechanism(cfg.Mechanism), MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}
 		return budget.New(c, cfg.Budget), c.Close, nil
 	case workloads.Register:
-		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Dial: cfg.dial, MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}
 		return cfg.register(c.Register()), c.Close, nil
 	case workloads.Counter:
-		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Dial: cfg.dial, MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -272,11 +281,13 @@ func openPostgres(ctx context.Context, cfg Config, dsn string) (workloads.Worklo
 		}
 		return counter.New(k), c.Close, nil
 	case workloads.Insert:
-		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, MaxConns: int32(cfg.Workers + 4)})
+		c, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Dial: cfg.dial, MaxConns: int32(cfg.Workers + 4)})
 		if err != nil {
 			return nil, nil, err
 		}
 		return insert.New(c, insert.Key(cfg.Key)), c.Close, nil
+	case workloads.ListAppend, workloads.RWRegister:
+		return openPostgresTxn(ctx, cfg, dsn)
 	}
 	return nil, nil, unbound(Postgres, cfg.Workload)
 }

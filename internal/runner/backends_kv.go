@@ -46,9 +46,18 @@ func openRedis(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 		return nil, nil, err
 	}
 	rc.DriverRetry = cfg.Retry.DriverRetry()
+	rc.Dial = cfg.dial
 	c, err := redis.Open(ctx, rc)
 	if err != nil {
 		return nil, nil, err
+	}
+	if isTxn(cfg.Workload) {
+		store, err := redis.NewTxns(c, redis.TxnConfig{Model: cfg.Workload, Mechanism: redis.TxnMechanism(cfg.Mechanism)})
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return bindTxn(cfg, store, func() { c.Close() })
 	}
 	return bindKV(cfg, Redis, c, c.Register(), func() { c.Close() })
 }
@@ -191,12 +200,24 @@ func openCQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, f
 		return nil, nil, err
 	}
 	cc.DriverRetry = cfg.Retry.DriverRetry()
+	cc.Dial = cfg.dial
+	if r := cfg.ring; r != nil && r.admin != nil {
+		c := r.admin.Beside(cc.Hosts, cc.Dial)
+		return bindKV(cfg, CQL, c, c.Register(), c.Close)
+	}
 	c, err := cql.Open(ctx, cc)
 	if err != nil {
 		return nil, nil, err
 	}
+	if cfg.ring != nil {
+		cfg.ring.admin = c
+	}
 	return bindKV(cfg, CQL, c, c.Register(), c.Close)
 }
+
+// cqlRing is the admin's client of a Cassandra ring on nodes of its own: the first
+// client opened with it (the admin's) is kept, the others stand beside it.
+type cqlRing struct{ admin *cql.Client }
 
 // cassandraAvailable says why no Cassandra can be launched here: its jars are not in
 // the cache scripts/prepare-cassandra fills.

@@ -32,6 +32,9 @@ type nemesis struct {
 	sched faults.Schedule
 	// procs applies the process faults to the launched server; nil when there are none.
 	procs *procNemesis
+	// nodes applies the partitions and links between the nodes of a topology with a
+	// network of its own, and records their roles; nil otherwise (partitions.go).
+	nodes *nodeNemesis
 
 	mu     sync.Mutex
 	file   *os.File
@@ -66,6 +69,9 @@ func startNemesis(ctx context.Context, cfg Config, b backend, dsns []string, dir
 			return nil, nil, fmt.Errorf("process faults: the %s server cannot be killed, paused or restarted", b.name)
 		}
 		n.procs = newProcNemesis(cfg, srv.ctl, srv.desc)
+	}
+	if srv.topo != nil {
+		n.nodes = newNodeNemesis(cfg, srv.topo)
 	}
 	if !cfg.proxied() {
 		return n, dsns, nil
@@ -203,6 +209,9 @@ func (n *nemesis) begin(r *run) {
 	if n.procs != nil {
 		n.procs.begin(r, n.onProcess)
 	}
+	if n.nodes != nil {
+		n.nodes.begin(r, n.onProcess)
+	}
 	if len(n.pxs) == 0 {
 		n.done <- nil
 		return
@@ -254,6 +263,9 @@ func (n *nemesis) end() error {
 	if n.procs != nil {
 		n.procs.end()
 	}
+	if n.nodes != nil {
+		n.nodes.end()
+	}
 	n.cancel = nil
 	return err
 }
@@ -292,6 +304,9 @@ func (n *nemesis) account(res *results.Results, ops []histories.Op) {
 	defer n.mu.Unlock()
 	if n.procs != nil {
 		n.procs.account(res, ops)
+	}
+	if n.nodes != nil {
+		n.nodes.account(res, ops)
 	}
 	if len(n.pxs) == 0 {
 		return

@@ -233,8 +233,10 @@ func checkTopology(c Config) error {
 		return refuse("Replication", "%q: want async or sync", c.Replication)
 	case c.DSN != "":
 		return refuse("Topology", "replicated launches its servers: drop {DSN} (compose/ has replicated topologies to point {DSN} at)")
+	case c.Store == CQL && c.isolated():
+		// A three-node ring, each node in a namespace of its own (partitions.go).
 	case c.Store != Postgres && c.Store != Redis:
-		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis, not %s", c.Store)
+		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis (or, with {Network} isolated, a three-node Cassandra ring), not %s", c.Store)
 	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:
 		// WAIT after each write would report how many replicas have it, not make a
 		// failover keep it: Redis documents that WAIT does not make it strongly consistent.
@@ -254,7 +256,7 @@ func launchReplicatedPostgres(ctx context.Context, cfg Config, dir string) (laun
 		return launched{}, err
 	}
 	desc := fmt.Sprintf("PostgreSQL %s primary at %s with a %s streaming standby at %s", rp.Primary.Version, rp.Primary.Addr, rp.Replication, rp.Standby.Addr)
-	return launched{dsn: rp.DSN, desc: desc, stop: rp.Stop, ctl: replicatedCtl{rp}}, nil
+	return launched{dsn: rp.DSN, desc: desc, stop: rp.Stop, ctl: replicatedCtl{rp}, standby: rp.Standby.DSN}, nil
 }
 
 func launchReplicatedRedis(ctx context.Context, cfg Config, dir string) (launched, error) {

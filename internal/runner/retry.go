@@ -44,9 +44,10 @@ const (
 var policyNames = []PolicyName{NoRetry, Conflict, Naive, Idempotent, Driver}
 
 // DefaultPolicy is the retry policy of a workload when none is asked for: the counter
-// measures the retry loop a serializable client must write; the others retry nothing.
+// and the transactional workloads measure the retry loop a serializable client must
+// write; the others retry nothing.
 func DefaultPolicy(w workloads.Name) PolicyName {
-	if w == workloads.Counter {
+	if w == workloads.Counter || isTxn(w) {
 		return Conflict
 	}
 	return NoRetry

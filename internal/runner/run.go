@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,7 @@ import (
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // Config is one run.
@@ -50,9 +52,15 @@ type Config struct {
 	Out       string         `json:"out"`
 	Retry     Policy         `json:"retry"`
 	Mechanism string         `json:"mechanism,omitempty"`
-	// Isolation is the transaction isolation level of workloads that take one (counter).
+	// Isolation is the transaction isolation level of workloads that take one (counter,
+	// list-append, rw-register).
 	Isolation string `json:"isolation,omitempty"`
-	Budget    int64  `json:"budget,omitempty"`
+	// Txn shapes the transactions of list-append and rw-register and names the models
+	// their history is checked for; ReadFrom is where a replicated PostgreSQL's
+	// read-only transactions run: primary (also "") or standby. See backends_txn.go.
+	Txn      txn.Options `json:"txn,omitzero"`
+	ReadFrom string      `json:"read_from,omitempty"`
+	Budget   int64       `json:"budget,omitempty"`
 	// Key is the insert workload's primary-key shape (insert.Key).
 	Key string `json:"key,omitempty"`
 	// Keys is the register workload's number of registers; 0 for its default
@@ -101,6 +109,17 @@ type Config struct {
 	// OnProgress, when set, receives a snapshot of the run a few times a second while
 	// its workers run.
 	OnProgress func(Progress) `json:"-"`
+	// Network is "" (the servers on loopback) or isolated: every node of the topology
+	// in a network namespace of its own, as partitions between nodes need (implied by
+	// them). See partitions.go.
+	Network string `json:"network,omitempty"`
+	// dial, when set, dials the store's connections: the clients beside one node of an
+	// isolated topology (partitions.go).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
+	// ring, on the admin's and the sides' Configs of a Cassandra ring on nodes of its
+	// own, holds the admin's client, which the sides' clients stand beside (the data of
+	// its Reset is theirs).
+	ring *cqlRing `json:"-"`
 
 	// The two-phase commit workloads (transfer, two-rows) run over several PostgreSQL
 	// servers: Servers launched ones (2 to 5; 2 when 0), or the servers DSNs name (DSN
@@ -119,6 +138,9 @@ type Config struct {
 	Reads         float64            `json:"reads,omitempty"`
 	RowsPerWorker int                `json:"rows_per_worker,omitempty"`
 	RecoverAfter  time.Duration      `json:"recover_after,omitempty"`
+
+	// standbyDSN is the launched standby's, for ReadFrom standby.
+	standbyDSN string `json:"-"`
 }
 
 // ErrCouldNotRun wraps every error that kept a run from producing a verdict: bad
@@ -331,8 +353,10 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	for _, d := range dsns {
 		sc.add(d)
 	}
+	cfg.standbyDSN = srv.standby
+	sc.add(srv.standby)
 	var nem *nemesis
-	if cfg.proxied() || len(cfg.Faults) > 0 {
+	if cfg.proxied() || len(cfg.Faults) > 0 || srv.topo != nil {
 		n, pdsns, err := startNemesis(ctx, cfg, b, dsns, dir, srv)
 		if err != nil {
 			return nil, couldNotRun("%w", err)
@@ -356,7 +380,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if cfg.twoPhase() {
 		tp, wl, closeStore, err = openTwoPhase(ctx, cfg, dsns, dir)
 	} else {
-		wl, closeStore, err = b.open(ctx, cfg, dsns[0])
+		wl, closeStore, err = openWorkload(ctx, cfg, b, dsns[0], srv.topo)
 	}
 	if err != nil {
 		return nil, couldNotRun("%w", err)
@@ -405,7 +429,11 @@ func serve(ctx context.Context, cfg Config, b backend, dir string) (dsns []strin
 		return []string{cfg.DSN}, "external", launched{stop: func() error { return nil }}, nil
 	}
 	cfg.progressf("launching a local %s ...", b.name)
-	srv, err = b.launch(ctx, cfg, dir)
+	if cfg.isolated() {
+		srv, err = launchIsolated(ctx, cfg, dir)
+	} else {
+		srv, err = b.launch(ctx, cfg, dir)
+	}
 	if err != nil {
 		return nil, "", launched{}, err
 	}
@@ -516,6 +544,7 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 		res.Anomalies = []checker.Anomaly{}
 	}
 	res.AnomalyCount = results.AnomalyCountOf(verdict)
+	res.Txn = results.TxnCheckOf(verdict, checkedModels(r.wl))
 	res.Ops = countOps(ops)
 	if r.elapsed > 0 {
 		res.Throughput = float64(r.completed.Load()) / r.elapsed.Seconds()

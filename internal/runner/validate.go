@@ -76,6 +76,9 @@ func (c *Config) defaults() error {
 	if err := c.checkApplies(); err != nil {
 		return err
 	}
+	if err := c.checkTxn(); err != nil {
+		return err
+	}
 	if err := c.checkKeys(); err != nil {
 		return err
 	}
@@ -114,6 +117,9 @@ func (c *Config) defaults() error {
 		if err := c.twoPhaseDefaults(); err != nil {
 			return err
 		}
+	}
+	if err := checkNetwork(*c); err != nil {
+		return err
 	}
 	if err := checkProcessFaults(*c); err != nil {
 		return err

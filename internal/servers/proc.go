@@ -249,6 +249,14 @@ type Process struct {
 // it). name labels errors. The caller must end the process with Stop or Wait. On systems
 // other than Linux it returns an error.
 func StartProcess(name string, cmd *exec.Cmd, a Account) (*Process, error) {
+	return StartProcessOn(nil, name, cmd, a)
+}
+
+// StartProcessOn is StartProcess for a process of a server on node: it runs in the
+// node's network namespace (a nil node: the caller's, as StartProcess). The fork is
+// made from the spawner thread after it entered the namespace, which it leaves again
+// before it forks anything else.
+func StartProcessOn(node *Node, name string, cmd *exec.Cmd, a Account) (*Process, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -260,7 +268,13 @@ func StartProcess(name string, cmd *exec.Cmd, a Account) (*Process, error) {
 		cmd.SysProcAttr.Credential = c
 	}
 	var err error
-	onSpawnerThread(func() { err = cmd.Start() })
+	onSpawnerThread(func() {
+		if node == nil {
+			err = cmd.Start()
+			return
+		}
+		err = inNetns(node.Netns, cmd.Start)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -85,6 +85,16 @@ type Config struct {
 	// instead of gocql's 60 s (ReconnectInterval), so that a restarted node is used
 	// again as soon as it serves.
 	DriverRetry bool
+	// Dial, when set, dials every connection to the nodes (gocql's Dialer): from a
+	// given local address, for example. nil: a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// dialFunc is a Dial as gocql's Dialer.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+func (f dialFunc) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f(ctx, network, addr)
 }
 
 var keyspaceName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
@@ -168,7 +178,14 @@ func parseDSN(dsn string) (Config, error) {
 type Client struct {
 	cfg   Config
 	admin *gocql.Session
+	// beside is set on a client made by Beside: its admin is its leader's.
+	beside bool
 
+	*generationState
+}
+
+// generationState is the data of the latest Reset, shared by a client and those Beside it.
+type generationState struct {
 	mu        sync.Mutex
 	account   string // the budget partition of the current generation, "" before Reset
 	registers string // the prefix of register partitions of the current generation
@@ -195,8 +212,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.SerialConsistency == 0 {
 		cfg.SerialConsistency = gocql.Serial
 	}
-	c := &Client{cfg: cfg}
-	admin, err := c.cluster(nil).CreateSession()
+	c := &Client{cfg: cfg, generationState: &generationState{}}
+	var adminDialer gocql.Dialer
+	if cfg.Dial != nil {
+		adminDialer = dialFunc(cfg.Dial)
+	}
+	admin, err := c.cluster(adminDialer).CreateSession()
 	if err != nil {
 		return nil, fmt.Errorf("open cql %s: %w", strings.Join(cfg.Hosts, ","), err)
 	}
@@ -208,8 +229,24 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the administrative session. Sessions are closed by their owners.
-func (c *Client) Close() { c.admin.Close() }
+// Close closes the administrative session. Sessions are closed by their owners. On a
+// client made by Beside it does nothing: the session is c's.
+func (c *Client) Close() {
+	if !c.beside {
+		c.admin.Close()
+	}
+}
+
+// Beside returns a client of the same keyspace and data as c (the account and
+// registers of c's latest Reset, made before or after), whose sessions connect to
+// hosts and dial with dial (nil: a net.Dialer): the clients that stand beside another
+// node of a ring, coordinating through it. Reset and Balance on it go through c's
+// administrative session. It opens no connection itself.
+func (c *Client) Beside(hosts []string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Client {
+	cfg := c.cfg
+	cfg.Hosts, cfg.Dial = append([]string(nil), hosts...), dial
+	return &Client{cfg: cfg, admin: c.admin, beside: true, generationState: c.generationState}
+}
 
 // cluster builds the gocql configuration; dialer, when not nil, replaces gocql's.
 func (c *Client) cluster(dialer gocql.Dialer) *gocql.ClusterConfig {
@@ -284,7 +321,7 @@ func (c *Client) newSession(ctx context.Context) (*session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cql session: %w", err)
 	}
-	t := &connTracker{}
+	t := &connTracker{dial: c.cfg.Dial}
 	gs, err := c.connect(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("cql session: %w", err)
@@ -380,7 +417,9 @@ func (s *session) reopen(ctx context.Context) {
 // sends QUERY frames (of system tables), which is why it is recognised by REGISTER and
 // why queries of system tables never count as the session's requests.
 type connTracker struct {
-	d     net.Dialer
+	d net.Dialer
+	// dial replaces d when set (Config.Dial).
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
 	mu    sync.Mutex
 	conns []*trackedConn // open ones, in dial order
 	// last is the connection that carried the latest request of the session. It stays
@@ -389,7 +428,11 @@ type connTracker struct {
 }
 
 func (t *connTracker) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	c, err := t.d.DialContext(ctx, network, addr)
+	dial := t.d.DialContext
+	if t.dial != nil {
+		dial = t.dial
+	}
+	c, err := dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}

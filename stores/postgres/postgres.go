@@ -49,6 +49,9 @@ type Config struct {
 	Mechanism Mechanism
 	// MaxConns bounds the pool; 0 means 64.
 	MaxConns int32
+	// Dial, when set, dials every connection (pgx's DialFunc): from a given local
+	// address, for example. nil: pgx's own dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Client is a pool of connections to one PostgreSQL database. It is safe for concurrent
@@ -70,6 +73,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	pc, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse dsn: %w", redactErr(err))
+	}
+	if cfg.Dial != nil {
+		pc.ConnConfig.DialFunc = cfg.Dial
 	}
 	pc.MaxConns = cfg.MaxConns
 	if pc.MaxConns <= 0 {

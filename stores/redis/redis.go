@@ -62,6 +62,10 @@ type Config struct {
 	// Timeout bounds each command's read and write on the socket; 0 keeps go-redis's
 	// default (3 s). A context deadline applies as well.
 	Timeout time.Duration
+	// Dial, when set, dials every connection, to the servers and the Sentinels alike
+	// (go-redis's Dialer): from a given local address, for example. nil: a
+	// net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Client is an open adapter. It implements budget.Store; Register returns the register
@@ -91,7 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("open redis: key prefix %q holds glob characters", prefix)
 	}
 	c := &Client{cfg: cfg, prefix: prefix, bkeys: budgetKeysOf(prefix)}
-	opts := c.options(nil)
+	opts := c.options(cfg.Dial)
 	opts.PoolSize = 2
 	c.admin = c.newClient(opts)
 	if err := c.admin.Ping(ctx).Err(); err != nil {
@@ -161,8 +165,12 @@ type session struct {
 func (c *Client) newSession(ctx context.Context) (*session, error) {
 	s := &session{c: c}
 	var d net.Dialer
+	dial := d.DialContext
+	if c.cfg.Dial != nil {
+		dial = c.cfg.Dial
+	}
 	opts := c.options(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, addr)
+		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}

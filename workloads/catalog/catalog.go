@@ -14,6 +14,7 @@ import (
 	"github.com/indoubt/indoubt/workloads/insert"
 	"github.com/indoubt/indoubt/workloads/register"
 	"github.com/indoubt/indoubt/workloads/transfer"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // entry is one workload of the table.
@@ -29,6 +30,8 @@ var table = []entry{
 	{workloads.Insert, decode[insert.Final]},
 	{workloads.Transfer, decode[transfer.Final]},
 	{workloads.TwoRows, decode[transfer.Final]},
+	{workloads.ListAppend, decode[txn.Final]},
+	{workloads.RWRegister, decode[txn.Final]},
 }
 
 func decode[F workloads.Final](raw json.RawMessage) (workloads.Final, error) {

@@ -59,6 +59,16 @@ type Options struct {
 	LogPath string
 	// Log, if set, receives one line per startup step, for humans.
 	Log io.Writer
+	// Node, when set, launches the node on a node of a topology with a network of its
+	// own: in the node's namespace, listening on its address at NodePort (CQL) and
+	// NodeStoragePort (gossip). Seeds are the addresses of the ring's seeds (nil: the
+	// node is its own); a node given seeds joins the ring without bootstrapping, as a
+	// node of a ring started empty. nil Node: 127.0.0.1, free ports, a ring of one.
+	Node  *servers.Node
+	Seeds []string
+	// Token is the node's one token (initial_token, Murmur3): each node of a ring needs
+	// its own. "" means 0, a ring of one.
+	Token string
 	// CommitLogSync is the commit log's sync mode: CommitLogPeriodic (also ""),
 	// CommitLogBatch or CommitLogGroup. Settings may not set commitlog_sync or its
 	// companions itself.
@@ -222,6 +232,14 @@ var yamlKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // settings, then the commit log sync mode's entries and the placement entries, one line
 // each in name order.
 func cassandraYAML(dir, dataDir string, nativePort, storagePort int, settings map[string]string, commitLogSync string) (string, error) {
+	return cassandraYAMLAt("127.0.0.1", nil, "", dir, dataDir, nativePort, storagePort, settings, commitLogSync)
+}
+
+// cassandraYAMLAt is cassandraYAML for a node listening on host, with seeds (hosts,
+// at storagePort) as the ring's seeds; nil seeds means the node itself; token is the
+// node's one token ("" is 0). A node of a ring starts on an empty ring: it does not
+// bootstrap (stream data it cannot have).
+func cassandraYAMLAt(host string, seedHosts []string, token string, dir, dataDir string, nativePort, storagePort int, settings map[string]string, commitLogSync string) (string, error) {
 	entries := map[string]string{
 		"cluster_name": "indoubt",
 		// One token and no bootstrap: a lone seed owns the whole ring at once, without
@@ -261,9 +279,23 @@ func cassandraYAML(dir, dataDir string, nativePort, storagePort int, settings ma
 		entries[name] = value
 	}
 	quote := strconv.Quote
-	seeds := fmt.Sprintf("127.0.0.1:%d", storagePort)
-	entries["listen_address"] = "127.0.0.1"
-	entries["rpc_address"] = "127.0.0.1"
+	if token != "" {
+		if _, err := strconv.ParseInt(token, 10, 64); err != nil {
+			return "", fmt.Errorf("cassandra: token %q is not a Murmur3 token", token)
+		}
+		entries["initial_token"] = token
+	}
+	seeds := fmt.Sprintf("%s:%d", host, storagePort)
+	if len(seedHosts) > 0 {
+		var ss []string
+		for _, h := range seedHosts {
+			ss = append(ss, fmt.Sprintf("%s:%d", h, storagePort))
+		}
+		seeds = strings.Join(ss, ",")
+		entries["auto_bootstrap"] = "false"
+	}
+	entries["listen_address"] = host
+	entries["rpc_address"] = host
 	entries["native_transport_port"] = strconv.Itoa(nativePort)
 	entries["storage_port"] = strconv.Itoa(storagePort)
 	entries["seed_provider"] = "[{class_name: org.apache.cassandra.locator.SimpleSeedProvider, parameters: [{seeds: " + quote(seeds) + "}]}]"
@@ -390,6 +422,9 @@ func (c *Server) start(ctx context.Context, java, lib string, opt Options) error
 	if err := c.inst.OpenLog(c.LogPath); err != nil {
 		return err
 	}
+	if opt.Node != nil {
+		return c.launch(ctx, java, lib, NodePort, NodeStoragePort, opt, say)
+	}
 	for attempt := 1; ; attempt++ {
 		native, storage, err := twoFreePorts()
 		if err != nil {
@@ -467,10 +502,20 @@ func twoFreePorts() (native, storage int, err error) {
 
 var errPortTaken = errors.New("address already in use")
 
+// The ports of a node on a Node: each node has its own.
+const (
+	NodePort        = 9042
+	NodeStoragePort = 7000
+)
+
 // launch starts the JVM on the given ports and data directory and waits until it serves
 // CQL: the first start, and every start after a process fault.
 func (c *Server) launch(ctx context.Context, java, lib string, native, storage int, opt Options, say func(string, ...any)) error {
-	conf, err := cassandraYAML(c.Dir, c.DataDir, native, storage, opt.Settings, opt.CommitLogSync)
+	host := "127.0.0.1"
+	if opt.Node != nil {
+		host = opt.Node.IP
+	}
+	conf, err := cassandraYAMLAt(host, opt.Seeds, opt.Token, c.Dir, c.DataDir, native, storage, opt.Settings, opt.CommitLogSync)
 	if err != nil {
 		return err
 	}
@@ -510,9 +555,9 @@ func (c *Server) launch(ctx context.Context, java, lib string, native, storage i
 	cmd.Stderr = c.inst.Log()
 	// The log may already hold an earlier attempt; remember where this one starts.
 	logStart, _ := c.inst.Log().Seek(0, io.SeekEnd)
-	say("starting %s on 127.0.0.1:%d (storage %d), log %s", c.Version, native, storage, c.LogPath)
+	say("starting %s on %s:%d (storage %d), log %s", c.Version, host, native, storage, c.LogPath)
 	began := time.Now()
-	proc, err := servers.StartProcess("cassandra", cmd, servers.Account{})
+	proc, err := servers.StartProcessOn(opt.Node, "cassandra", cmd, servers.Account{})
 	if err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
@@ -522,7 +567,7 @@ func (c *Server) launch(ctx context.Context, java, lib string, native, storage i
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", native)
+	addr := net.JoinHostPort(host, strconv.Itoa(native))
 	// The native port opens last in Cassandra's startup, but a SUPPORTED answer to OPTIONS
 	// is what proves the CQL server is serving.
 	if err := servers.Poll(ctx, 100*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
@@ -538,7 +583,7 @@ func (c *Server) launch(ctx context.Context, java, lib string, native, storage i
 		return fmt.Errorf("cassandra: %w: %s", err, complaint(tail))
 	}
 	c.inst.SetProcess(proc)
-	c.Port, c.StoragePort, c.Addr = native, storage, addr
+	c.Port, c.StoragePort, c.Addr, c.Host = native, storage, addr, host
 	c.Startup = time.Since(began)
 	say("ready on %s after %v", addr, c.Startup.Round(time.Millisecond))
 	return nil
@@ -621,6 +666,9 @@ func complaint(log string) string {
 
 // Pid returns the process id of the JVM, which leads its process group.
 func (c *Server) Pid() int { return c.inst.Process().Pid() }
+
+// Exited is closed when the JVM has exited.
+func (c *Server) Exited() <-chan struct{} { return c.inst.Process().Exited() }
 
 // RSS returns the resident memory of the JVM in bytes, read from /proc.
 func (c *Server) RSS() (int64, error) {

@@ -42,3 +42,21 @@ func TestCassandraCommitLogSettings(t *testing.T) {
 		t.Error("commitlog_sync accepted in Settings")
 	}
 }
+
+// A node of a ring listens on its own address, names the ring's seeds, and has its
+// own token; a token that is no Murmur3 token is refused.
+func TestCassandraRingNodeYAML(t *testing.T) {
+	conf, err := cassandraYAMLAt("198.18.3.12", []string{"198.18.3.11"}, "-3074457345618258603", "/d", "/d", 9042, 7000, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`listen_address: 198.18.3.12`, `rpc_address: 198.18.3.12`, `initial_token: -3074457345618258603`,
+		`seeds: "198.18.3.11:7000"`, `auto_bootstrap: false`} {
+		if !strings.Contains(conf, w) {
+			t.Errorf("no %q in\n%s", w, conf)
+		}
+	}
+	if _, err := cassandraYAMLAt("198.18.3.12", nil, "0x10", "/d", "/d", 9042, 7000, nil, ""); err == nil {
+		t.Error("token 0x10 accepted")
+	}
+}

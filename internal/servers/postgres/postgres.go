@@ -63,11 +63,19 @@ type Options struct {
 	// powerloss.FS, for powerloss.Cut (it needs root and /dev/fuse, and the start fails
 	// with powerfs.ErrUnavailable otherwise). nil keeps it in the temporary directory.
 	DataFS servers.Mounter
+	// Node, when set, launches the server on a node of a topology with a network of
+	// its own: in the node's namespace, listening on its address at port 5432
+	// (NodePort), with pg_hba.conf letting in SCRAM-SHA-256 logins and replication
+	// from the node's subnet. nil: 127.0.0.1 of the caller's namespace, a free port.
+	Node *servers.Node
 }
+
+// NodePort is the port a server on a Node listens on: each node has its own.
+const NodePort = 5432
 
 // Server is a running throwaway PostgreSQL. Its fields are read-only. Stop ends it.
 type Server struct {
-	Addr      string // "127.0.0.1:PORT"
+	Addr      string // "127.0.0.1:PORT", or the node's address and NodePort
 	Port      int
 	DSN       string // "postgres://indoubt:PASSWORD@127.0.0.1:PORT/indoubt?sslmode=disable"
 	Password  string // User's password: random per launch, URL-safe (hex)
@@ -79,6 +87,8 @@ type Server struct {
 	LogPath   string // the server log
 
 	inst servers.Instance
+	// node is the node the server runs on; nil for loopback.
+	node *servers.Node
 	// mountBacking and mountPoint are the DataFS's directories when the launch asked
 	// for one, set before initdb.
 	mountBacking, mountPoint string
@@ -326,9 +336,15 @@ func Start(ctx context.Context, opt Options) (*Server, error) {
 	if bin, err = reachableBin(bin, acct); err != nil {
 		return nil, err
 	}
+	if opt.Node != nil {
+		if err := opt.Node.Check(); err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+	}
 	p := &Server{
 		BinDir:  bin,
 		LogPath: opt.LogPath,
+		node:    opt.Node,
 		inst:    servers.Instance{Name: "postgres", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: stopGrace},
 	}
 	if p.Password, err = servers.NewPassword(); err != nil {
@@ -398,19 +414,53 @@ func (p *Server) start(ctx context.Context, acct servers.Account, extra []string
 		p.Version = strings.TrimSpace(string(v))
 	}
 	say("initdb %s in %v", p.DataDir, time.Since(t0).Round(time.Millisecond))
+	if err := p.allowSubnet(); err != nil {
+		return err
+	}
 	if err := p.mountData(opt.DataFS); err != nil {
 		return err
 	}
 
-	var t1 time.Time
-	if err := p.inst.ListenOnFreePort(say, func(port int) error {
-		t1 = time.Now()
-		return p.listen(ctx, acct, port, extra)
-	}); err != nil {
+	t1 := time.Now()
+	if err := p.listenSomewhere(ctx, acct, extra, say); err != nil {
 		return err
 	}
 	say("pid %d ready on %s in %v", p.inst.Process().Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
 	return nil
+}
+
+// listenSomewhere starts the server on its node's port, or on a free loopback port.
+func (p *Server) listenSomewhere(ctx context.Context, acct servers.Account, extra []string, say func(string, ...any)) error {
+	if p.node != nil {
+		return p.listen(ctx, acct, NodePort, extra)
+	}
+	return p.inst.ListenOnFreePort(say, func(port int) error { return p.listen(ctx, acct, port, extra) })
+}
+
+// allowSubnet lets the node's subnet in, with a password, for queries and
+// replication (initdb's lines name loopback only).
+func (p *Server) allowSubnet() error {
+	if p.node == nil {
+		return nil
+	}
+	lines := fmt.Sprintf("host all all %[1]s scram-sha-256\nhost replication all %[1]s scram-sha-256\n", p.node.Subnet)
+	f, err := os.OpenFile(filepath.Join(p.DataDir, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(lines)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: pg_hba.conf: %w", err)
+	}
+	return nil
+}
+
+// host is the address the server listens on: its node's, or 127.0.0.1.
+func (p *Server) host() string {
+	if p.node != nil {
+		return p.node.IP
+	}
+	return "127.0.0.1"
 }
 
 // A unix socket path is limited to 107 bytes, which a Dir such as t.TempDir() can exceed.
@@ -444,12 +494,12 @@ func (p *Server) makeSocketDir() error {
 // listen starts the server on port and waits until it answers a query.
 func (p *Server) listen(ctx context.Context, acct servers.Account, port int, extra []string) error {
 	args := []string{"-D", p.DataDir, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=127.0.0.1",
+		"-c", "listen_addresses=" + p.host(),
 		"-c", "unix_socket_directories=" + p.SocketDir}
 	args = append(args, extra...)
 	cmd := p.command(acct, nil, "postgres", args...)
 	logStart, _ := p.inst.Log().Seek(0, io.SeekEnd)
-	proc, err := servers.StartProcess("postgres", cmd, acct)
+	proc, err := servers.StartProcessOn(p.node, "postgres", cmd, acct)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -459,7 +509,7 @@ func (p *Server) listen(ctx context.Context, acct servers.Account, port int, ext
 		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
 		return err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := net.JoinHostPort(p.host(), strconv.Itoa(port))
 	err = servers.Poll(ctx, 25*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
 		return probe(ctx, addr, User, p.Password, Database)
 	})
@@ -481,7 +531,7 @@ func (p *Server) listen(ctx context.Context, acct servers.Account, port int, ext
 // run runs one of the cluster's short-lived programs to completion.
 func (p *Server) run(ctx context.Context, acct servers.Account, stdin io.Reader, prog string, args ...string) error {
 	logStart, _ := p.inst.Log().Seek(0, io.SeekEnd)
-	proc, err := servers.StartProcess(prog, p.command(acct, stdin, prog, args...), acct)
+	proc, err := servers.StartProcessOn(p.node, prog, p.command(acct, stdin, prog, args...), acct)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}

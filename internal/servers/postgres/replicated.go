@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,6 +33,13 @@ type ReplicatedOptions struct {
 	Postgres Options
 	// Replication is ReplicationAsync (also "") or ReplicationSync.
 	Replication string
+	// StandbyNode is the standby's node when Postgres.Node places the primary on one
+	// (both or neither); see Options.Node.
+	StandbyNode *servers.Node
+	// PrimaryVia, when set, is the host:port the standby streams from in place of the
+	// primary's own address: a link proxy in front of the primary, for slow or lossy
+	// replication. pg_basebackup copies the primary directly.
+	PrimaryVia string
 }
 
 // Replicated is a primary and a streaming standby made from it with
@@ -73,6 +81,9 @@ func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, e
 	default:
 		return nil, fmt.Errorf("postgres: replication %q is not async or sync", opt.Replication)
 	}
+	if (opt.Postgres.Node == nil) != (opt.StandbyNode == nil) {
+		return nil, errors.New("postgres: a primary and standby on nodes need a node each")
+	}
 	popt := opt.Postgres
 	popt.Settings = map[string]string{}
 	for k, v := range rewindSettings {
@@ -105,7 +116,8 @@ func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, e
 	if sopt.LogPath != "" {
 		sopt.LogPath += ".standby"
 	}
-	rp.Standby, err = startStandby(ctx, primary, sopt)
+	sopt.Node = opt.StandbyNode
+	rp.Standby, err = startStandby(ctx, primary, sopt, opt.PrimaryVia)
 	if err != nil {
 		_ = primary.Stop()
 		return nil, err
@@ -122,7 +134,9 @@ func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, e
 }
 
 // startStandby makes a standby of primary in a temporary directory of its own.
-func startStandby(ctx context.Context, primary *Server, opt Options) (*Server, error) {
+// via, when not empty, is the host:port the standby streams from in place of the
+// primary's (ReplicatedOptions.PrimaryVia).
+func startStandby(ctx context.Context, primary *Server, opt Options, via string) (*Server, error) {
 	extra, err := settingArgs(opt.Settings)
 	if err != nil {
 		return nil, err
@@ -132,7 +146,7 @@ func startStandby(ctx context.Context, primary *Server, opt Options) (*Server, e
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Server{BinDir: primary.BinDir, Version: primary.Version, Password: primary.Password, LogPath: opt.LogPath,
-		inst: servers.Instance{Name: "pgstandby", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: stopGrace}}
+		node: opt.Node, inst: servers.Instance{Name: "pgstandby", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: stopGrace}}
 	dir, err := s.inst.MakeTempDir(opt.Dir, acct)
 	if err != nil {
 		return nil, err
@@ -157,11 +171,22 @@ func startStandby(ctx context.Context, primary *Server, opt Options) (*Server, e
 	if err != nil {
 		return fail(err)
 	}
-	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=%s passfile=%s application_name=standby", primary.Port, User, passfile)
+	conn := fmt.Sprintf("host=%s port=%d user=%s passfile=%s application_name=standby", primary.host(), primary.Port, User, passfile)
 	if err := s.run(ctx, acct, nil, "pg_basebackup", "-d", conn, "-D", s.DataDir, "-R", "-c", "fast", "-X", "stream", "--no-sync"); err != nil {
 		return fail(err)
 	}
-	if err := s.inst.ListenOnFreePort(func(string, ...any) {}, func(port int) error { return s.listen(ctx, acct, port, extra) }); err != nil {
+	if via != "" {
+		host, port, err := net.SplitHostPort(via)
+		if err != nil {
+			return fail(fmt.Errorf("postgres: primary via %q: %w", via, err))
+		}
+		// Set after pg_basebackup's -R: the last primary_conninfo in the file wins.
+		vconn := fmt.Sprintf("primary_conninfo = 'host=%s port=%s user=%s passfile=%s application_name=standby'", host, port, User, passfile)
+		if err := appendAutoConf(s, vconn); err != nil {
+			return fail(err)
+		}
+	}
+	if err := s.listenSomewhere(ctx, acct, extra, func(string, ...any) {}); err != nil {
 		return fail(err)
 	}
 	s.inst.SetRelaunch(func(ctx context.Context) error { return s.listen(ctx, acct, s.Port, extra) })
@@ -196,11 +221,26 @@ func appendConf(p *Server, lines string) error {
 	return nil
 }
 
+// appendAutoConf appends a line to s's postgresql.auto.conf, where pg_basebackup -R
+// and pg_rewind -R write primary_conninfo.
+func appendAutoConf(s *Server, line string) error {
+	f, err := os.OpenFile(filepath.Join(s.DataDir, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(line + "\n")
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return nil
+}
+
 // writePassfile writes dir/pgpass, readable by acct alone, with the password of
 // server, for a client or standby of it run as acct, and returns its path.
 func writePassfile(dir string, server *Server, acct servers.Account) (string, error) {
 	passfile := filepath.Join(dir, "pgpass")
-	line := fmt.Sprintf("127.0.0.1:%d:*:%s:%s\n", server.Port, User, server.Password)
+	// Any host and port: the standby may reach the server through a link proxy.
+	line := fmt.Sprintf("*:*:*:%s:%s\n", User, server.Password)
 	if err := os.WriteFile(passfile, []byte(line), 0o600); err != nil {
 		return "", fmt.Errorf("postgres: %w", err)
 	}
@@ -282,8 +322,8 @@ func (rp *Replicated) Rejoin(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		conn := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=%s passfile=%s application_name=%s",
-			primary.Port, User, Database, passfile, rejoinedName)
+		conn := fmt.Sprintf("host=%s port=%d user=%s dbname=%s passfile=%s application_name=%s",
+			primary.host(), primary.Port, User, Database, passfile, rejoinedName)
 		// --no-sync as for pg_basebackup: the cluster goes with its directory, and
 		// the server itself keeps fsync on from here.
 		if err := old.run(ctx, acct, nil, "pg_rewind", "-D", old.DataDir, "--source-server="+conn, "-R", "--no-sync"); err != nil {
@@ -347,4 +387,19 @@ func (rp *Replicated) Stop() error {
 	}
 	errs = append(errs, rp.Primary.Stop())
 	return errors.Join(errs...)
+}
+
+// Role asks server s for its own view of its role: "primary" when it takes writes,
+// "standby" while it replays WAL (pg_is_in_recovery). After a failover inside a
+// partition the old primary still answers "primary" until it is stopped: two servers
+// that each say so are a split brain.
+func (s *Server) Role(ctx context.Context) (string, error) {
+	v, err := queryFirst(ctx, time.Second, s.Addr, User, s.Password, Database, "select pg_is_in_recovery()")
+	if err != nil {
+		return "", err
+	}
+	if v == "t" {
+		return "standby", nil
+	}
+	return "primary", nil
 }

@@ -53,11 +53,21 @@ type Options struct {
 	// AOF) is kept on: powerloss.FS, for powerloss.Cut (it needs root and /dev/fuse,
 	// and the start fails with powerfs.ErrUnavailable otherwise).
 	DataFS servers.Mounter
+	// Node, when set, launches the server on a node of a topology with a network of
+	// its own: in the node's namespace, listening on its address at NodePort (a
+	// Sentinel at SentinelPort). nil: 127.0.0.1 of the caller's namespace, a free port.
+	Node *servers.Node
 }
+
+// The ports of servers on a Node: each node has its own.
+const (
+	NodePort     = 6379
+	SentinelPort = 26379
+)
 
 // Server is a running throwaway Redis. Its fields are read-only. Stop ends it.
 type Server struct {
-	Addr        string // "127.0.0.1:PORT"
+	Addr        string // "127.0.0.1:PORT", or the node's address and NodePort (SentinelPort)
 	Port        int
 	DSN         string // "redis://:PASSWORD@127.0.0.1:PORT/0", as indoubt run --dsn takes it
 	Password    string // the default user's password (requirepass): random per launch, hex
@@ -70,6 +80,8 @@ type Server struct {
 
 	node redisNode
 	inst servers.Instance
+	// on is the node the server runs on; nil for loopback.
+	on *servers.Node
 }
 
 const installHint = "install Debian package redis-server, or set INDOUBT_REDIS_SERVER"
@@ -109,10 +121,10 @@ var redisReserved = map[string]bool{
 }
 
 // redisArgs returns the command line for a server on port in dir.
-func redisArgs(port int, dir, persistence string, settings map[string]string) ([]string, error) {
+func redisArgs(host string, port int, dir, persistence string, settings map[string]string) ([]string, error) {
 	args := []string{
 		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
+		"--bind", host,
 		"--dir", dir,
 		"--daemonize", "no",
 		"--logfile", "", // stdout, which is the log file
@@ -173,8 +185,13 @@ func startRedis(ctx context.Context, opt Options, node redisNode) (*Server, erro
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	// Validate the options before touching the disk.
-	if _, err := redisArgs(0, "", opt.Persistence, opt.Settings); err != nil {
+	if _, err := redisArgs("", 0, "", opt.Persistence, opt.Settings); err != nil {
 		return nil, err
+	}
+	if opt.Node != nil {
+		if err := opt.Node.Check(); err != nil {
+			return nil, fmt.Errorf("redis: %w", err)
+		}
 	}
 	bin, err := Find()
 	if err != nil {
@@ -184,7 +201,7 @@ func startRedis(ctx context.Context, opt Options, node redisNode) (*Server, erro
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
-	r := &Server{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence, node: node,
+	r := &Server{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence, node: node, on: opt.Node,
 		inst: servers.Instance{Name: node.name, Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: stopGrace}}
 	r.Password = node.password
 	if r.Password == "" {
@@ -234,8 +251,16 @@ func (r *Server) start(ctx context.Context, acct servers.Account, opt Options) e
 	}
 	r.Version = redisVersion(ctx, r.Binary)
 
-	var t0 time.Time
-	if err := r.inst.ListenOnFreePort(say, func(port int) error {
+	t0 := time.Now()
+	if r.on != nil {
+		port := NodePort
+		if r.node.sentinel {
+			port = SentinelPort
+		}
+		if err := r.listen(ctx, acct, port, opt); err != nil {
+			return err
+		}
+	} else if err := r.inst.ListenOnFreePort(say, func(port int) error {
 		t0 = time.Now()
 		return r.listen(ctx, acct, port, opt)
 	}); err != nil {
@@ -246,7 +271,7 @@ func (r *Server) start(ctx context.Context, acct servers.Account, opt Options) e
 }
 
 func (r *Server) listen(ctx context.Context, acct servers.Account, port int, opt Options) error {
-	args, err := redisArgs(port, r.DataDir, opt.Persistence, opt.Settings)
+	args, err := redisArgs(r.host(), port, r.DataDir, opt.Persistence, opt.Settings)
 	if err != nil {
 		return err
 	}
@@ -262,7 +287,7 @@ func (r *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 	cmd.Stderr = r.inst.Log()
 	cmd.Env = []string{"HOME=" + r.Dir, "LC_ALL=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	logStart, _ := r.inst.Log().Seek(0, io.SeekEnd)
-	proc, err := servers.StartProcess("redis-server", cmd, acct)
+	proc, err := servers.StartProcessOn(r.on, "redis-server", cmd, acct)
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
@@ -272,7 +297,7 @@ func (r *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := net.JoinHostPort(r.host(), strconv.Itoa(port))
 	err = servers.Poll(ctx, 20*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
 		return probeRedis(ctx, addr, r.Password)
 	})
@@ -289,6 +314,14 @@ func (r *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 	r.Addr = addr
 	r.DSN = "redis://:" + r.Password + "@" + addr + "/0"
 	return nil
+}
+
+// host is the address the server listens on: its node's, or 127.0.0.1.
+func (r *Server) host() string {
+	if r.on != nil {
+		return r.on.IP
+	}
+	return "127.0.0.1"
 }
 
 // redisVersion returns the version redis-server reports ("v=7.0.15 ..."), or "".

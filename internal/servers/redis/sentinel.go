@@ -42,27 +42,38 @@ type ReplicatedOptions struct {
 	// DownAfter and FailoverTimeout are the Sentinels' down-after-milliseconds and
 	// failover-timeout; 0 means DefaultSentinelDownAfter, DefaultSentinelFailoverTimeout.
 	DownAfter, FailoverTimeout time.Duration
+	// Replicas is the number of replicas of the primary (0 means 1), Sentinels the
+	// number of Sentinels (0 means 3), Quorum how many Sentinels must find the
+	// primary down to start a failover (0 means a majority of them). Jepsen's layout
+	// is 2 replicas and 5 Sentinels, quorum 3.
+	Replicas, Sentinels, Quorum int
+	// Nodes, when set, places the data nodes (the primary first, then each replica)
+	// and SentinelNodes the Sentinels on nodes of a network of their own
+	// (Options.Node), one each; a Sentinel may share a node with a data node. Both or
+	// neither.
+	Nodes, SentinelNodes []*servers.Node
 }
 
-// Replicated is a Redis primary, one replica of it (replicaof) and three Sentinels
-// that monitor it under MasterName with a quorum of two, each launched like Start's
-// server (one password for all, masterauth and Sentinel auth-pass included). Which data
-// node is primary changes with failovers: Primary asks the Sentinels. Its fields are
-// read-only; Stop ends all five processes.
+// Replicated is a Redis primary, replicas of it (replicaof; one by default) and
+// Sentinels (three by default) that monitor it under MasterName with a quorum of a
+// majority, each launched like Start's server (one password for all, masterauth and
+// Sentinel auth-pass included). Which data node is primary changes with failovers:
+// Primary asks the Sentinels. Its fields are read-only; Stop ends every process.
 //
 // Replication is asynchronous, Redis's only mode: the primary acknowledges a write
 // before the replica has it, so a failover can lose acknowledged writes.
 type Replicated struct {
-	// Nodes are the data nodes as launched: Nodes[0] was the first primary, Nodes[1]
-	// its replica.
-	Nodes     [2]*Server
+	// Nodes are the data nodes as launched: Nodes[0] was the first primary, the
+	// others its replicas.
+	Nodes     []*Server
 	Sentinels []*Server
 	Password  string
 	// DSN names the Sentinels and the master name, as indoubt run --dsn takes it:
 	// redis://:PASSWORD@SENTINEL1/0?master_name=indoubt&addr=SENTINEL2&addr=SENTINEL3.
 	DSN string
-	// DownAfter and FailoverTimeout are the Sentinels' settings.
+	// DownAfter, FailoverTimeout and Quorum are the Sentinels' settings.
 	DownAfter, FailoverTimeout time.Duration
+	Quorum                     int
 
 	mu      sync.Mutex
 	primary int     // index in Nodes of the primary, as last seen
@@ -70,11 +81,35 @@ type Replicated struct {
 	paused  *Server // the node a Pause stopped
 }
 
-// StartReplicated starts a primary, a replica of it and three Sentinels, and returns
-// when the replica's link to the primary is up and every Sentinel knows the
-// replica and the other two Sentinels. On error nothing is left running.
+// StartReplicated starts a primary, its replicas and the Sentinels, and returns when
+// every replica's link to the primary is up and every Sentinel knows every replica
+// and every other Sentinel. On error nothing is left running.
 func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, error) {
-	rr := &Replicated{DownAfter: opt.DownAfter, FailoverTimeout: opt.FailoverTimeout}
+	replicas, sentinels := opt.Replicas, opt.Sentinels
+	if replicas <= 0 {
+		replicas = 1
+	}
+	if sentinels <= 0 {
+		sentinels = 3
+	}
+	quorum := opt.Quorum
+	if quorum <= 0 {
+		quorum = sentinels/2 + 1
+	}
+	if quorum > sentinels {
+		return nil, fmt.Errorf("redis: quorum %d of %d Sentinels", quorum, sentinels)
+	}
+	if (opt.Nodes == nil) != (opt.SentinelNodes == nil) ||
+		opt.Nodes != nil && (len(opt.Nodes) != 1+replicas || len(opt.SentinelNodes) != sentinels) {
+		return nil, fmt.Errorf("redis: %d data nodes and %d Sentinel nodes for a primary, %d replicas and %d Sentinels", len(opt.Nodes), len(opt.SentinelNodes), replicas, sentinels)
+	}
+	node := func(nodes []*servers.Node, i int) *servers.Node {
+		if nodes == nil {
+			return nil
+		}
+		return nodes[i]
+	}
+	rr := &Replicated{DownAfter: opt.DownAfter, FailoverTimeout: opt.FailoverTimeout, Quorum: quorum}
 	if rr.DownAfter <= 0 {
 		rr.DownAfter = DefaultSentinelDownAfter
 	}
@@ -93,25 +128,37 @@ func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, e
 	// at once, not after the 5 s Redis waits by default for more replicas to share it.
 	auth := "masterauth " + rr.Password + "\nrepl-diskless-sync-delay 0\n"
 	popt := opt.Redis
-	if rr.Nodes[0], err = startRedis(ctx, popt, redisNode{name: "redis", password: rr.Password, conf: auth}); err != nil {
+	popt.Node = node(opt.Nodes, 0)
+	primary, err := startRedis(ctx, popt, redisNode{name: "redis", password: rr.Password, conf: auth})
+	if err != nil {
 		return fail(err)
 	}
-	primary := rr.Nodes[0]
-	ropt := opt.Redis
-	ropt.LogPath = suffixed(ropt.LogPath, ".replica")
-	replicaOf := fmt.Sprintf("replicaof 127.0.0.1 %d\n", primary.Port)
-	if rr.Nodes[1], err = startRedis(ctx, ropt, redisNode{name: "redis-replica", password: rr.Password, conf: auth + replicaOf}); err != nil {
-		return fail(err)
+	rr.Nodes = append(rr.Nodes, primary)
+	replicaOf := fmt.Sprintf("replicaof %s %d\n", primary.host(), primary.Port)
+	for i := 1; i <= replicas; i++ {
+		ropt := opt.Redis
+		ropt.LogPath = suffixed(ropt.LogPath, ".replica")
+		if i > 1 {
+			ropt.LogPath += strconv.Itoa(i)
+		}
+		ropt.Node = node(opt.Nodes, i)
+		r, err := startRedis(ctx, ropt, redisNode{name: "redis-replica", password: rr.Password, conf: auth + replicaOf})
+		if err != nil {
+			return fail(err)
+		}
+		rr.Nodes = append(rr.Nodes, r)
 	}
-	if err := waitLinked(ctx, rr.Nodes[1], rr.Password); err != nil {
-		return fail(err)
+	for _, r := range rr.Nodes[1:] {
+		if err := waitLinked(ctx, r, rr.Password); err != nil {
+			return fail(err)
+		}
 	}
-	sconf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\nsentinel auth-pass %[1]s %[3]s\n"+
+	sconf := fmt.Sprintf("sentinel monitor %[1]s %[6]s %[2]d %[7]d\nsentinel auth-pass %[1]s %[3]s\n"+
 		"sentinel down-after-milliseconds %[1]s %[4]d\nsentinel failover-timeout %[1]s %[5]d\n",
-		MasterName, primary.Port, rr.Password, rr.DownAfter.Milliseconds(), rr.FailoverTimeout.Milliseconds())
-	for i := 1; i <= 3; i++ {
+		MasterName, primary.Port, rr.Password, rr.DownAfter.Milliseconds(), rr.FailoverTimeout.Milliseconds(), primary.host(), quorum)
+	for i := 1; i <= sentinels; i++ {
 		sopt := Options{Dir: opt.Redis.Dir, Keep: opt.Redis.Keep, Log: opt.Redis.Log,
-			LogPath: suffixed(opt.Redis.LogPath, ".sentinel"+strconv.Itoa(i))}
+			LogPath: suffixed(opt.Redis.LogPath, ".sentinel"+strconv.Itoa(i)), Node: node(opt.SentinelNodes, i-1)}
 		s, err := startRedis(ctx, sopt, redisNode{name: "sentinel", password: rr.Password, conf: sconf, sentinel: true})
 		if err != nil {
 			return fail(err)
@@ -119,13 +166,25 @@ func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, e
 		rr.Sentinels = append(rr.Sentinels, s)
 	}
 	for _, s := range rr.Sentinels {
-		if err := waitSentinelKnows(ctx, s, rr.Password); err != nil {
+		if err := waitSentinelKnows(ctx, s, rr.Password, replicas, sentinels-1); err != nil {
 			return fail(err)
 		}
 	}
-	rr.DSN = fmt.Sprintf("redis://:%s@%s/0?master_name=%s&addr=%s&addr=%s",
-		rr.Password, rr.Sentinels[0].Addr, MasterName, rr.Sentinels[1].Addr, rr.Sentinels[2].Addr)
+	rr.DSN = rr.SentinelDSN(0)
 	return rr, nil
+}
+
+// SentinelDSN is the DSN that names every Sentinel, starting with Sentinels[first]
+// (a client asks them in that order): redis://:PASSWORD@SENTINEL/0?master_name=
+// indoubt&addr=SENTINEL..., as indoubt run --dsn takes it. A client beside a node
+// starts with the Sentinel on its node.
+func (rr *Replicated) SentinelDSN(first int) string {
+	n := len(rr.Sentinels)
+	dsn := fmt.Sprintf("redis://:%s@%s/0?master_name=%s", rr.Password, rr.Sentinels[first%n].Addr, MasterName)
+	for i := 1; i < n; i++ {
+		dsn += "&addr=" + rr.Sentinels[(first+i)%n].Addr
+	}
+	return dsn
 }
 
 func suffixed(path, suffix string) string {
@@ -146,10 +205,10 @@ func waitLinked(ctx context.Context, replica *Server, password string) error {
 	return nil
 }
 
-// waitSentinelKnows waits until Sentinel s knows the replica and the two other
+// waitSentinelKnows waits until Sentinel s knows the replicas and the other
 // Sentinels (from their hello messages, every 2 s): before that a failover could not
 // be agreed on, or would leave a Sentinel behind that still names the old primary.
-func waitSentinelKnows(ctx context.Context, s *Server, password string) error {
+func waitSentinelKnows(ctx context.Context, s *Server, password string, replicas, others int) error {
 	err := servers.Poll(ctx, 50*time.Millisecond, s.Exited(), func(ctx context.Context) error {
 		reply, err := redisCall(ctx, s.Addr, password, "SENTINEL", "MASTER", MasterName)
 		if err != nil {
@@ -160,7 +219,7 @@ func waitSentinelKnows(ctx context.Context, s *Server, password string) error {
 		for i := 0; i+1 < len(reply); i += 2 {
 			fields[reply[i]] = reply[i+1]
 		}
-		if fields["num-slaves"] != "1" || fields["num-other-sentinels"] != "2" {
+		if fields["num-slaves"] != strconv.Itoa(replicas) || fields["num-other-sentinels"] != strconv.Itoa(others) {
 			return fmt.Errorf("knows %s replicas and %s other Sentinels", fields["num-slaves"], fields["num-other-sentinels"])
 		}
 		return nil
@@ -264,19 +323,20 @@ func (rr *Replicated) actOnMarked(mark **Server, none string, act func(*Server) 
 func (rr *Replicated) Restart(ctx context.Context) error { return rr.Primary().Restart(ctx) }
 
 // Failover kills the primary (SIGKILL) and returns once the Sentinels, on their own,
-// have promoted the replica: they name it as the primary and it answers as one. The
-// old primary stays down until Rejoin. It fails when the replica is down too, or the
-// promotion takes longer than a minute.
+// have promoted a replica: they name it as the primary and it answers as one. The
+// old primary stays down until Rejoin. It fails when every replica is down too, or
+// the promotion takes longer than a minute.
 func (rr *Replicated) Failover(ctx context.Context) error {
 	old := rr.Primary()
-	next := rr.Nodes[0]
-	if next == old {
-		next = rr.Nodes[1]
-	}
 	rr.mu.Lock()
-	nextDown := rr.killed == next
+	up := 0
+	for _, n := range rr.Nodes {
+		if n != old && rr.killed != n {
+			up++
+		}
+	}
 	rr.mu.Unlock()
-	if nextDown {
+	if up == 0 {
 		return errors.New("redis: failover: the replica is down: nothing to promote")
 	}
 	if err := rr.Kill(); err != nil {
@@ -284,18 +344,18 @@ func (rr *Replicated) Failover(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, sentinelPromoteWait)
 	defer cancel()
-	err := servers.Poll(ctx, 20*time.Millisecond, next.Exited(), func(ctx context.Context) error {
+	err := servers.Poll(ctx, 20*time.Millisecond, nil, func(ctx context.Context) error {
 		addr, err := rr.masterAddr(ctx)
 		if err != nil {
 			return err
 		}
-		if addr != next.Addr {
+		if addr == old.Addr {
 			return fmt.Errorf("the Sentinels still name %s", addr)
 		}
-		return replicationHas(ctx, next.Addr, rr.Password, "named by the Sentinels, not yet a master", "role:master")
+		return replicationHas(ctx, addr, rr.Password, "named by the Sentinels, not yet a master", "role:master")
 	})
 	if err != nil {
-		return fmt.Errorf("redis: failover: the Sentinels did not promote %s: %w", next.Addr, err)
+		return fmt.Errorf("redis: failover: the Sentinels did not promote a replica of %s: %w", old.Addr, err)
 	}
 	rr.Primary()
 	return nil
@@ -307,24 +367,44 @@ func (rr *Replicated) Failover(ctx context.Context) error {
 // Rejoin returns when it answers PING, before that. WaitReplica waits for the rest.
 func (rr *Replicated) Rejoin(ctx context.Context) error { return rr.Start(ctx) }
 
-// WaitReplica waits until the data node that is not the primary is a replica of it
+// WaitReplica waits until every data node that is not the primary is a replica of it
 // with its replication link up: after a Rejoin, once the Sentinels have demoted the old
 // primary (they look every 10 s) and it has synced. The primary is asked for anew at
 // each look: on a loaded machine the Sentinels may fail over again meanwhile.
 func (rr *Replicated) WaitReplica(ctx context.Context) error {
 	var p, other *Server
 	err := servers.Poll(ctx, 50*time.Millisecond, nil, func(ctx context.Context) error {
-		p, other = rr.Primary(), rr.Nodes[0]
-		if other == p {
-			other = rr.Nodes[1]
+		p = rr.Primary()
+		for _, other = range rr.Nodes {
+			if other == p {
+				continue
+			}
+			if err := replicationHas(ctx, other.Addr, rr.Password, "not yet a linked replica of the primary",
+				"role:slave", "master_host:"+p.host(), fmt.Sprintf("master_port:%d", p.Port), "master_link_status:up"); err != nil {
+				return err
+			}
 		}
-		return replicationHas(ctx, other.Addr, rr.Password, "not yet a linked replica of the primary",
-			"role:slave", fmt.Sprintf("master_port:%d", p.Port), "master_link_status:up")
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("redis: %s as a replica of %s: %w", other.Addr, p.Addr, err)
 	}
 	return nil
+}
+
+// Role asks data node n for its role ("master" or "slave", from INFO replication):
+// its own report, which during a partition may disagree with the Sentinels'.
+func (rr *Replicated) Role(ctx context.Context, n *Server) (string, error) {
+	reply, err := redisCall(ctx, n.Addr, rr.Password, "INFO", "replication")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(strings.Join(reply, "\n"), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "role:"); ok {
+			return v, nil
+		}
+	}
+	return "", errors.New("redis: no role in INFO replication")
 }
 
 // Stop stops the Sentinels first, so that they fail nothing over while the data nodes

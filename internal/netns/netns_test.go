@@ -1,0 +1,315 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+)
+
+// needNetwork skips (or fails under CI=true) where no Network can be made.
+func needNetwork(t *testing.T) {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// listenIn opens a TCP listener on ip:0 inside n's namespace, answering each
+// connection with one byte.
+func listenIn(t *testing.T, n *Node) string {
+	t.Helper()
+	var ln net.Listener
+	if err := onThreadIn(n.ns, func() error {
+		var err error
+		ln, err = net.Listen("tcp4", net.JoinHostPort(n.IP.String(), "0"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte{'!'})
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// reaches reports whether a connection dialled by dial to addr gets the listener's
+// byte within a second.
+func reaches(dial func(context.Context, string, string) (net.Conn, error), addr string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	b := make([]byte, 1)
+	_, err = c.Read(b)
+	return err == nil && b[0] == '!'
+}
+
+// dialIn dials from inside n's namespace (the socket stays there once made).
+func dialIn(n *Node) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := onThreadIn(n.ns, func() error {
+			var err error
+			d := net.Dialer{Timeout: 500 * time.Millisecond}
+			c, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
+}
+
+func TestGrudgeCutsNodesAndTheirClientsAndHeals(t *testing.T) {
+	needNetwork(t)
+	nw, err := New([]string{"n1", "n2", "n3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Close()
+	n1, n2, n3 := nw.Nodes[0], nw.Nodes[1], nw.Nodes[2]
+	addr1 := listenIn(t, n1)
+	addr2 := listenIn(t, n2)
+	check := func(what string, dial func(context.Context, string, string) (net.Conn, error), addr string, want bool) {
+		t.Helper()
+		if got := reaches(dial, addr); got != want {
+			t.Errorf("%s: reaches %v, want %v", what, got, want)
+		}
+	}
+	check("n2 to n1 before", dialIn(n2), addr1, true)
+	check("admin to n1 before", DialFrom(nw.Admin), addr1, true)
+	check("client of n3 to n1 before", DialFrom(n3.Client), addr1, true)
+
+	g := Complete([]string{"n1"}, []string{"n2", "n3"})
+	if err := nw.Apply(g); err != nil {
+		t.Fatal(err)
+	}
+	got, err := n1.Grudge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{n2.IP.String(), n3.IP.String(), n2.Client.String(), n3.Client.String()}
+	slices.Sort(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("n1 drops %v, want %v", got, want)
+	}
+	check("n2 to n1 isolated", dialIn(n2), addr1, false)
+	check("n1 to n2 isolated", dialIn(n1), addr2, false)
+	check("n3 to n2 same side", dialIn(n3), addr2, true)
+	check("client of n3 to n1 isolated", DialFrom(n3.Client), addr1, false)
+	check("client of n1 to n1, beside it", DialFrom(n1.Client), addr1, true)
+	check("client of n1 to n2, cut with n1", DialFrom(n1.Client), addr2, false)
+	check("admin to n1, never partitioned", DialFrom(nw.Admin), addr1, true)
+
+	if err := nw.Apply(nil); err != nil {
+		t.Fatal(err)
+	}
+	check("n2 to n1 healed", dialIn(n2), addr1, true)
+	check("client of n3 to n1 healed", DialFrom(n3.Client), addr1, true)
+
+	// One way: n2 drops what n1 sends; n1 still hears n2, but no TCP connection works.
+	if err := nw.Apply(Grudge{"n2": {"n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := n1.Grudge(); len(got) != 0 {
+		t.Errorf("one-way: n1 drops %v, want nothing", got)
+	}
+	check("n1 to n2 one-way", dialIn(n1), addr2, false)
+}
+
+func TestLinkAddressIsCutWithItsNodes(t *testing.T) {
+	needNetwork(t)
+	nw, err := New([]string{"n1", "n2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Close()
+	n1 := nw.Nodes[0]
+	addr1 := listenIn(t, n1)
+	lip, err := nw.AddLink("n2", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := nw.Relay(lip, addr1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	if !reaches(plain, r.Addr()) {
+		t.Fatal("relay does not reach n1")
+	}
+	if err := nw.Apply(Complete([]string{"n1"}, []string{"n2"})); err != nil {
+		t.Fatal(err)
+	}
+	if reaches(plain, r.Addr()) {
+		t.Error("the link from n2 to n1 still carries while they are partitioned")
+	}
+	if err := nw.Apply(nil); err != nil {
+		t.Fatal(err)
+	}
+	if !reaches(plain, r.Addr()) {
+		t.Error("the link does not carry after the heal")
+	}
+}
+
+func TestCloseLeavesNothing(t *testing.T) {
+	needNetwork(t)
+	nw, err := New([]string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, link := nw.Names(), nw.RootLink()
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(namedDir, n)); err != nil {
+			t.Fatalf("namespace %s not made: %v", n, err)
+		}
+	}
+	if err := nw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(namedDir, n)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("namespace %s left: %v", n, err)
+		}
+	}
+	// The root veth goes with the hub, once the kernel has torn the namespace down.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := netlink.LinkByName(link); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("veth %s left after Close", link)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := nw.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestShapes(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3", "n4", "n5"}
+	rng := func() *rand.Rand { return rand.New(rand.NewPCG(7, 7)) }
+	for _, tc := range []struct {
+		shape, target string
+		// check judges the grudge: who each node hears.
+		check func(t *testing.T, g Grudge)
+	}{
+		{IsolatePrimary, "", func(t *testing.T, g Grudge) {
+			comps := g.Components(nodes)
+			if len(comps) != 2 || !reflect.DeepEqual(comps[0], []string{"n1"}) {
+				t.Errorf("components %v, want [n1] and the rest", comps)
+			}
+		}},
+		{Isolate, "n3", func(t *testing.T, g Grudge) {
+			if g.Reach(nodes)["n3"][0] != "n3" || len(g.Reach(nodes)["n3"]) != 1 {
+				t.Errorf("n3 hears %v, want itself alone", g.Reach(nodes)["n3"])
+			}
+		}},
+		{Halves, "", func(t *testing.T, g Grudge) {
+			comps := g.Components(nodes)
+			if len(comps) != 2 || len(comps[0])+len(comps[1]) != 5 || min(len(comps[0]), len(comps[1])) != 2 {
+				t.Errorf("components %v, want 2 and 3", comps)
+			}
+		}},
+		{Majority, "", func(t *testing.T, g Grudge) {
+			comps := g.Components(nodes)
+			for _, c := range comps {
+				if slices.Contains(c, "n1") && len(c) != 2 {
+					t.Errorf("the primary's component %v, want a minority of 2", c)
+				}
+			}
+			if len(comps) != 2 {
+				t.Errorf("components %v", comps)
+			}
+		}},
+		{MajoritiesRing, "", func(t *testing.T, g Grudge) {
+			seen := map[string]bool{}
+			for _, r := range g.Reach(nodes) {
+				if len(r) != 3 {
+					t.Errorf("a node hears %v, want a majority of 3", r)
+				}
+				k := fmtList(r)
+				if seen[k] {
+					t.Errorf("two nodes hear the same majority %v", r)
+				}
+				seen[k] = true
+			}
+			if g.Components(nodes) != nil {
+				t.Error("a ring is not a partition into components")
+			}
+		}},
+		{Bridge, "", func(t *testing.T, g Grudge) {
+			hearsAll := 0
+			for _, r := range g.Reach(nodes) {
+				if len(r) == 5 {
+					hearsAll++
+				}
+			}
+			if hearsAll != 1 {
+				t.Errorf("%d nodes hear everyone, want the bridge alone", hearsAll)
+			}
+		}},
+		{OneWay, "", func(t *testing.T, g Grudge) {
+			if len(g.Reach(nodes)["n1"]) != 5 {
+				t.Errorf("the primary hears %v, want everyone", g.Reach(nodes)["n1"])
+			}
+			if g.Receives("n2", "n1") {
+				t.Error("n2 hears the primary")
+			}
+		}},
+	} {
+		t.Run(tc.shape, func(t *testing.T) {
+			g, err := MakeGrudge(tc.shape, tc.target, nodes, "n1", rng())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, g)
+			again, _ := MakeGrudge(tc.shape, tc.target, nodes, "n1", rng())
+			if !reflect.DeepEqual(g, again) {
+				t.Errorf("same seed, another grudge: %v then %v", g, again)
+			}
+		})
+	}
+	for _, tc := range []struct{ shape, target string }{
+		{MajoritiesRing, ""}, {Bridge, ""}, {Majority, ""}, {Isolate, "n9"}, {"square", ""},
+	} {
+		if _, err := MakeGrudge(tc.shape, tc.target, []string{"n1", "n2"}, "n1", rng()); err == nil {
+			t.Errorf("%s %s on two nodes: no error", tc.shape, tc.target)
+		}
+	}
+}
+
+func fmtList(xs []string) string {
+	s := ""
+	for _, x := range xs {
+		s += x + ","
+	}
+	return s
+}
