@@ -282,6 +282,7 @@ func TestTxnDifferential(t *testing.T) {
 			model = RWRegisterModel
 		}
 		t.Run(model, func(t *testing.T) {
+			t.Parallel() // each model has its random source: the two run on two cores
 			rng := rand.New(rand.NewPCG(7, 11))
 			agree := map[string]int{}
 			violated := map[string]int{}

@@ -83,3 +83,26 @@ func BenchmarkReadFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriterParallel writes events from 16 goroutines at once, as a run's workers
+// do: the Writer's cost per event, its lock included.
+func BenchmarkWriterParallel(b *testing.B) {
+	w, err := Create(filepath.Join(b.TempDir(), "history.jsonl"), Header{Workload: "budget", Model: "budget"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	op := Op{Time: 987654321, Process: 12, Type: OK, F: "decrement", Value: Value(map[string]any{"applied": true, "balance": -1}), OpID: "12-345", Conn: "127.0.0.1:51514", Attempt: 1}
+	b.SetParallelism(8) // 16 goroutines on 2 cores
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := w.Write(op); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -3,12 +3,14 @@ package histories_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/indoubt/indoubt/histories"
 )
@@ -70,13 +72,21 @@ func TestWriterIsSafeForConcurrentUseAndIndexesInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each event says who wrote it (process) and which of its writes it was (time):
+	// the index Write returned must be the line that holds that event.
 	var wg sync.WaitGroup
+	given := make([][]int64, 8)
 	for p := 0; p < 8; p++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
-				w.Write(histories.Op{Process: p, Type: histories.Invoke, F: "decrement"})
+				index, err := w.Write(histories.Op{Time: int64(i), Process: p, Type: histories.Invoke, F: "decrement", OpID: fmt.Sprintf("%d-%d", p, i)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				given[p] = append(given[p], index)
 			}
 		}()
 	}
@@ -95,6 +105,49 @@ func TestWriterIsSafeForConcurrentUseAndIndexesInOrder(t *testing.T) {
 		if op.Index != int64(i) {
 			t.Fatalf("event %d has index %d", i, op.Index)
 		}
+	}
+	for p, indexes := range given {
+		for i, index := range indexes {
+			if op := ops[index]; op.Process != p || op.Time != int64(i) || op.OpID != fmt.Sprintf("%d-%d", p, i) {
+				t.Fatalf("write %d of process %d was given index %d, which holds %+v", i, p, index, op)
+			}
+		}
+	}
+}
+
+func TestWriterSyncsInTheBackground(t *testing.T) {
+	// Without Sync or Close, what was written reaches the file within SyncInterval.
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	w, err := histories.Create(path, histories.Header{Model: "budget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := 0; i < 3; i++ {
+		if _, err := w.Write(histories.Op{Process: i, Type: histories.Invoke, F: "decrement"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(3 * histories.SyncInterval)
+	for {
+		_, ops, err := histories.ReadFile(path, false)
+		if err == nil && len(ops) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v after the writes: %d events, %v", 3*histories.SyncInterval, len(ops), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// And the writer still works after the background sync.
+	if _, err := w.Write(histories.Op{Process: 3, Type: histories.Invoke, F: "decrement"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ops, err := histories.ReadFile(path, false); err != nil || len(ops) != 4 {
+		t.Fatalf("after Close: %d events, %v", len(ops), err)
 	}
 }
 

@@ -158,6 +158,7 @@ func TestSignalDuringLaunchExits2(t *testing.T) {
 // TestSuiteInterrupted: SIGINT during the first of two cases prints the table of what
 // ran, writes the JUnit file with both cases skipped as interrupted, and exits 2.
 func TestSuiteInterrupted(t *testing.T) {
+	t.Parallel()
 	suite := writeSuite(t, `name: cut
 defaults: {store: postgres, workers: 2, time: 2m}
 cases:
@@ -223,6 +224,7 @@ cases:
 // TestSuiteTwoPhaseCase: a suite runs a transfer case on servers it launches (as indoubt run --store postgres --servers 2 --workload transfer does), with
 // the two-phase commit figures to bound.
 func TestSuiteTwoPhaseCase(t *testing.T) {
+	t.Parallel()
 	suite := writeSuite(t, `name: twopc
 defaults: {store: postgres, workers: 2, ops: 10, rows_per_worker: 20}
 cases:

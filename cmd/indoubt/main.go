@@ -29,6 +29,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/indoubt/indoubt/internal/console"
@@ -239,26 +240,27 @@ func newFlags(name, description string, stdout io.Writer) *flag.FlagSet {
 	// The flag package calls Usage on every parse error too; help is printed only
 	// when asked for, by parseFlags.
 	fs.Usage = func() {}
-	helps[fs] = func() {
+	helps.Store(fs, func() {
 		fmt.Fprint(stdout, description)
 		fmt.Fprintln(stdout, "\nFlags:")
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
-	}
+	})
 	return fs
 }
 
-// helps holds each flag set's help printer. Subcommands run one at a time.
-var helps = map[*flag.FlagSet]func(){}
+// helps holds each flag set's help printer (*flag.FlagSet to func()). A sync.Map, for
+// the tests run commands in parallel, each in a goroutine of its own.
+var helps sync.Map
 
 // parseFlags parses args, turning flag errors into one-line errors and --help into
 // flag.ErrHelp after printing the help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		if h, ok := helps[fs]; ok {
-			h()
+		if h, ok := helps.Load(fs); ok {
+			h.(func())()
 		}
 		return err
 	}

@@ -93,20 +93,38 @@ func TestProxyBadFlags(t *testing.T) {
 	}
 }
 
+// startPostgres returns the package's shared PostgreSQL, launching it on first use.
 func startPostgres(t *testing.T) *postgres.Server {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := postgres.Start(ctx, postgres.Options{})
-	if err != nil {
-		servertest.SkipOrFail(t, err)
-		t.Fatal(err)
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared.pg, shared.err = postgres.Start(ctx, postgres.Options{})
+	})
+	if shared.err != nil {
+		servertest.SkipOrFail(t, shared.err)
+		t.Fatal(shared.err)
 	}
-	t.Cleanup(func() { srv.Stop() })
-	return srv
+	return shared.pg
 }
 
-// startPostgresWith starts a server and runs setup on it through a direct connection,
+// shared is the PostgreSQL of startPostgres, launched by the first test that needs it
+// and stopped by TestMain: each launch is an initdb, seconds on a loaded machine. The
+// tests that run a workload on it (the budget's tables) do not run in parallel; the
+// proxy's tests each use a table of their own.
+var shared struct {
+	once sync.Once
+	pg   *postgres.Server
+	err  error
+}
+
+func stopShared() {
+	if shared.pg != nil {
+		shared.pg.Stop()
+	}
+}
+
+// startPostgresWith runs setup on the shared server through a direct connection,
 // which it returns for the test to look at the server's own state.
 func startPostgresWith(t *testing.T, ctx context.Context, setup string) (*postgres.Server, *pgx.Conn) {
 	t.Helper()
@@ -132,6 +150,7 @@ func proxiedDSN(srv *postgres.Server, proxyAddr string) string {
 // probability 1: psql's COMMIT fails either way; the proxy's event says whether it
 // applied, and the server agrees.
 func TestProxyPsql(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv, direct := startPostgresWith(t, ctx, "create table account (id int primary key, balance int not null)")
 	psql := filepath.Join(srv.BinDir, "psql")
@@ -385,6 +404,7 @@ func TestProxyEventsFileStartsAnew(t *testing.T) {
 // TestProxyTotalsOnStop: stopping prints the totals, telling a cut that changed rows
 // from one that changed nothing and from a COMMIT whose reply does not say.
 func TestProxyTotalsOnStop(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv, _ := startPostgresWith(t, ctx, "create table totals (id int primary key, n int not null); insert into totals values (1, 0)")
 	events := filepath.Join(t.TempDir(), "faults.jsonl")
@@ -423,6 +443,7 @@ var apiRE = regexp.MustCompile(`toxiproxy API on (\S+)\)`)
 // TestProxyAPICommitToxic steers `indoubt proxy` from toxiproxy's Go client: a
 // commit_cut toxic arms the cut, a second is refused, removing it disarms.
 func TestProxyAPICommitToxic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv, _ := startPostgresWith(t, ctx, "create table steered (id int primary key, n int not null); insert into steered values (1, 0)")
 	rp := startProxyCommand(t, "--upstream", srv.Addr, "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0")

@@ -15,14 +15,17 @@ import (
 
 // The run that lost its Redis account in a kill (persistence none) exits 1 naming the
 // lost writes, and `indoubt check` of its history.jsonl, from the file alone, exits 1
-// with the same anomalies and lost writes: the run directory is the evidence.
+// with the same anomalies and lost writes: the run directory is the evidence. No
+// operation is acknowledged after the kill (the account is gone), so the run waits out
+// --recovery-wait past --time.
 func TestRecheckOfAKilledRunAgrees(t *testing.T) {
+	t.Parallel()
 	if err := runner.Available(runner.Redis); err != nil {
 		servertest.SkipOrFail(t, err)
 	}
 	dir := t.TempDir()
 	code, out, errs := invoke(t, "run", "--store", "redis", "--workload", "budget", "--persistence", "none", "--budget", "1000000000",
-		"--workers", "4", "--time", "3s", "--fault", "kill@1s-2s", "--out", dir, "--quiet", "--json")
+		"--workers", "4", "--time", "3s", "--fault", "kill@1s-2s", "--recovery-wait", "1s", "--out", dir, "--quiet", "--json")
 	if code != 1 {
 		t.Fatalf("run: exit %d, want 1\n%s%s", code, out, errs)
 	}

@@ -197,7 +197,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		a        runArgs
 		cfg      = &a.cfg
 		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
-		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s); with process faults, until an operation is acknowledged after the last one ended, at most a minute longer")
+		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s); with process faults, until an operation is acknowledged after the last one ended, at most --recovery-wait longer")
 		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
 		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter, insert; list-append and rw-register (transactions of micro-ops, checked for isolation); transfer and two-rows (two-phase commit over several servers)")
 		specs    multiFlag
@@ -224,6 +224,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.StringVar(&cfg.Persistence, "persistence", "", "a launched Redis's durability: none (the default), everysec, always")
 	fs.IntVar(&cfg.Servers, "servers", 0, "transfer, two-rows: PostgreSQL servers to launch, 2 to 5 (default 2)")
 	fs.IntVar(&cfg.RowsPerWorker, "rows-per-worker", 0, "transfer, two-rows: rows of the table per worker (default 1000)")
+	fs.DurationVar(&cfg.RecoveryWait, "recovery-wait", 0, "a --time run with process faults: how long past --time it goes on, at most, for an operation acknowledged after the last fault (default 1m)")
 	fs.DurationVar(&cfg.RecoverAfter, "recover-after", 0, "transfer, two-rows: after coordinator-crash@T, how long its transactions stay in doubt before recovery (default 1s)")
 	fs.StringVar(&cfg.SynchronousCommit, "synchronous-commit", "", "a launched PostgreSQL's synchronous_commit: on or off (default PostgreSQL's, on)")
 	fs.StringVar(&cfg.Fsync, "fsync", "", "a launched PostgreSQL's fsync: on or off (default PostgreSQL's, on)")
@@ -296,6 +297,9 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		return a, fmt.Errorf("run: --check-timeout must be positive (got %v)", *checkTO)
 	}
 	cfg.CheckTimeout = *checkTO
+	if set["recovery-wait"] && cfg.RecoveryWait <= 0 {
+		return a, fmt.Errorf("run: --recovery-wait must be positive (got %v)", cfg.RecoveryWait)
+	}
 	if set["time"] && *timeFlag <= 0 {
 		return a, fmt.Errorf("run: --time must be positive (got %v)", *timeFlag)
 	}
@@ -367,6 +371,7 @@ var runFlags = map[string]string{
 	"Txn.ReadFraction": "read-fraction", "Txn.Distribution": "distribution", "Txn.Pattern": "pattern",
 	"Txn.MaxWritesPerKey": "max-writes-per-key", "Txn.ConsistencyModels": "consistency-models",
 	"RowsPerWorker": "rows-per-worker", "RecoverAfter": "recover-after", "Network": "network",
+	"RecoveryWait": "recovery-wait",
 }
 
 // flagError says a runner.FieldError in the command line's words: the flag of its field.

@@ -39,6 +39,7 @@ func writeSuite(t *testing.T, body string) string {
 // the JUnit schema (checked by xmllint, a real schema validator) and names the failing
 // case with the verdict's explanation as the failure message.
 func TestSuiteFailingExpectation(t *testing.T) {
+	t.Parallel()
 	xmllint := needTool(t, "xmllint", "libxml2-utils")
 	suite := writeSuite(t, `name: failing
 defaults: {store: postgres, workers: 4, ops: 25, budget: 50}
@@ -137,6 +138,7 @@ func TestSuiteBadFile(t *testing.T) {
 
 // The smoke suite CI runs: every store launchable here, under three retry policies.
 func TestSmokeSuite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the smoke suite runs servers for about two minutes")
 	}

@@ -24,7 +24,7 @@ import (
 // TestMain runs the child processes of startBinary as the command itself (and lets the
 // test binary stand in for indoubt as exec's supervisor: indoubt exec starts its own
 // binary again, os.Executable, with supervisorEnv set), and stops the servers the tests
-// shared.
+// shared (the pair, and startPostgres's).
 func TestMain(m *testing.M) {
 	if os.Getenv(supervisorEnv) != "" {
 		main()
@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	asBinary()
 	code := m.Run()
 	stopPair()
+	stopShared()
 	os.Exit(code)
 }
 

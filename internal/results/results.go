@@ -43,8 +43,13 @@ type Results struct {
 	DurationS     float64         `json:"duration_s"`
 	// Phases is where the run's wall time went, apart from writing its results; absent
 	// in results written before it was added.
-	Phases *Phases  `json:"phases_s,omitempty"`
-	Ops    OpCounts `json:"ops"`
+	Phases *Phases `json:"phases_s,omitempty"`
+	// PhasesCPU is the CPU time (user and system, every thread) the process used in
+	// each of those phases, in seconds: what the harness itself cost, the workload
+	// apart from the check. It counts whatever else the process did meanwhile; absent
+	// in results written before it was added.
+	PhasesCPU *Phases  `json:"phases_cpu_s,omitempty"`
+	Ops       OpCounts `json:"ops"`
 	// Throughput is completed operations (ok, fail and info) per second of the run.
 	Throughput float64 `json:"throughput"`
 	// PerSecond is completed operations in each second of the run.

@@ -37,6 +37,7 @@ func longCassandra(t *testing.T) {
 // the workers' gocql sessions reconnect once the JVM serves again (10 to 45 s here).
 // The power-loss test below covers a kill and a start on the same data and ports too.
 func TestProcessFaultsCassandraBatchValid(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
 	longCassandra(t)
 	cfg := cassandraPowerConfig(t, cassandra.CommitLogBatch, 40*time.Second, "pause@1s-2s", "kill@3s-4s")
 	cfg.PowerFSEntries = ""

@@ -7,7 +7,7 @@ import (
 )
 
 // RecoveryWait is how long past --time a timed run goes on, at most, waiting to see
-// the server it faulted answer again (see runEnd).
+// the server it faulted answer again (see runEnd), unless Config.RecoveryWait says.
 const RecoveryWait = time.Minute
 
 // runEnd decides when a timed run's workers stop. At the deadline, unless a process

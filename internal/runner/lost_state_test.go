@@ -17,10 +17,14 @@ import (
 // applied is a lost write named with the kill (exit 1, not "could not run"). While the
 // server is down the workers back off instead of spinning through refused dials.
 func TestProcessFaultsRedisNoneBudgetAccountLost(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
 	cfg := budgetConfig(t)
 	cfg.Store, cfg.Persistence = "redis", redis.NoPersistence
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, 3500*time.Millisecond, 1_000_000_000
 	cfg.Faults = schedule(t, "kill@1s-2s")
+	// No operation is acknowledged after the kill, so the run goes on past its time
+	// for RecoveryWait: a second here, not the default minute.
+	cfg.RecoveryWait = time.Second
 	res := processRun(t, cfg)
 	if res.Verdict != checker.Invalid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
@@ -63,6 +67,10 @@ func TestProcessFaultsRedisNoneBudgetAccountLost(t *testing.T) {
 			}
 		case op.IsClient() && op.Type != histories.Invoke && kill >= 0 && start < 0:
 			inDowntime++
+		}
+		// A worker invokes nothing past the time and the recovery wait.
+		if op.IsClient() && op.Type == histories.Invoke && !strings.HasPrefix(op.OpID, "final-") && time.Duration(op.Time) > cfg.Duration+cfg.RecoveryWait {
+			t.Errorf("%s invoked at %v, past the run's %v and its recovery wait of %v", op.OpID, time.Duration(op.Time), cfg.Duration, cfg.RecoveryWait)
 		}
 	}
 	// Without a backoff each worker completed about a thousand refused operations per

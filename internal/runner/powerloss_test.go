@@ -60,6 +60,7 @@ func lostFigures(res *results.Results) (n int64, explanation string) {
 // acknowledge: across seeds (which also tear the unsynced pages differently), a power
 // loss loses no acknowledged write and the server recovers.
 func TestPowerLossDurableSettingsValid(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
 	needFuse(t)
 	for _, tc := range []struct {
 		name  string

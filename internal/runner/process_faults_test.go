@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,7 @@ func faultsHappened(t *testing.T, res *results.Results, actions ...string) {
 // budget reconciles, the operations cut by the kill end as info, and the workers carry
 // on after each fault.
 func TestProcessFaultsPostgresBudgetValid(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
 	cfg := budgetConfig(t)
 	// PostgreSQL syncs its data directory before crash recovery, seconds on a busy
 	// machine: the kill comes last, so that its recovery delays no other fault.
@@ -122,6 +124,7 @@ func redisRegister(t *testing.T, persistence string, specs ...string) runner.Con
 
 // Redis with persistence always loses nothing to a kill or a restart.
 func TestProcessFaultsRedisAlwaysValid(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
 	res := processRun(t, redisRegister(t, redis.Always, "kill@500ms-1500ms", "pause@2s-2500ms", "restart@3s"))
 	if res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
@@ -135,6 +138,7 @@ func TestProcessFaultsRedisAlwaysValid(t *testing.T) {
 // Redis without persistence forgets everything when killed: the writes acknowledged
 // before the kill are named, with the fault and the time from acknowledgement to fault.
 func TestProcessFaultsRedisNoneLosesWrites(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
 	res := processRun(t, redisRegister(t, redis.NoPersistence, "kill@1s-2s"))
 	if res.Verdict != checker.Invalid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
@@ -181,6 +185,36 @@ func TestProcessFaultsRefused(t *testing.T) {
 	}
 }
 
+// RecoveryWait is refused where there is nothing to wait for: a run without process
+// faults, or one sized by operations.
+func TestRecoveryWaitRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		set   func(*runner.Config)
+		field string
+	}{
+		{"no process fault", func(c *runner.Config) { c.Ops, c.Duration, c.Faults = 0, 2*time.Second, schedule(t, "commit-cut:0.1") }, "RecoveryWait"},
+		{"by operations", func(c *runner.Config) { c.DSN, c.Faults = "", schedule(t, "kill@1s-2s") }, "RecoveryWait"},
+		{"negative", func(c *runner.Config) {
+			c.DSN, c.Ops, c.Duration, c.Faults = "", 0, 2*time.Second, schedule(t, "kill@1s-2s")
+		}, "RecoveryWait"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := budgetConfig(t)
+			tc.set(&cfg)
+			cfg.RecoveryWait = time.Second
+			if tc.name == "negative" {
+				cfg.RecoveryWait = -time.Second
+			}
+			_, err := runner.Run(context.Background(), cfg)
+			var fe *runner.FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Fatalf("got %v, want a FieldError of %s", err, tc.field)
+			}
+		})
+	}
+}
+
 func failoverRun(t *testing.T, replication string, seed int64) *results.Results {
 	cfg := budgetConfig(t)
 	cfg.Topology, cfg.Replication, cfg.Seed = runner.TopologyReplicated, replication, seed
@@ -194,6 +228,7 @@ func failoverRun(t *testing.T, replication string, seed int64) *results.Results 
 // A synchronous standby holds every acknowledged commit: after a failover the budget
 // reconciles, run after run.
 func TestFailoverSyncStandbyLosesNothing(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
 	for seed := int64(1); seed <= 3; seed++ {
 		res := failoverRun(t, "sync", seed)
 		if res.Verdict != checker.Valid || len(res.LostWrites) != 0 {
@@ -233,6 +268,7 @@ func TestFailoverAsyncStandbyCanLoseWrites(t *testing.T) {
 // loses nothing; with an asynchronous one the commits pg_rewind throws away are lost
 // decrements, which the run must name if there are any.
 func TestFailoverPostgresRejoin(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
 	for _, replication := range []string{"sync", "async"} {
 		t.Run(replication, func(t *testing.T) {
 			cfg := budgetConfig(t)

@@ -98,6 +98,11 @@ type Config struct {
 	Progress io.Writer `json:"-"`
 	// CheckTimeout bounds a search checker; 0 means a minute.
 	CheckTimeout time.Duration `json:"check_timeout"`
+	// RecoveryWait is how long past Duration a timed run with process faults goes on,
+	// at most, waiting for an operation acknowledged after the last fault ended (see
+	// runEnd); 0 means RecoveryWait, a minute. It is refused without a timed run with a
+	// process fault.
+	RecoveryWait time.Duration `json:"recovery_wait,omitempty"`
 	// MaxAnomalies bounds the anomalies and ground-truth items results.json lists
 	// (counts stay exact); 0 means results.DefaultMaxAnomalies, -1 lists all.
 	MaxAnomalies int `json:"max_anomalies,omitempty"`
@@ -327,12 +332,13 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, couldNotRun("write config: %w", err)
 	}
-	ph := &results.Phases{}
-	lap := time.Now()
-	took := func(into *float64) {
-		now := time.Now()
-		*into = now.Sub(lap).Seconds()
-		lap = now
+	ph, cpu := &results.Phases{}, &results.Phases{}
+	lap, cpuLap := time.Now(), processCPU()
+	// took ends a phase: its wall time into wall, the process's CPU time into used.
+	took := func(wall, used *float64) {
+		now, c := time.Now(), processCPU()
+		*wall, *used = now.Sub(lap).Seconds(), (c - cpuLap).Seconds()
+		lap, cpuLap = now, c
 	}
 	dsns, serverDesc, srv, err := serve(ctx, cfg, b, dir)
 	if err != nil {
@@ -342,7 +348,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	// proxy as well as stopping the server.
 	defer func() {
 		srv.stop()
-		took(&ph.Stop)
+		took(&ph.Stop, &cpu.Stop)
 	}()
 	for _, d := range dsns {
 		sc.add(d)
@@ -367,7 +373,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 			sc.add(d)
 		}
 	}
-	took(&ph.Launch)
+	took(&ph.Launch, &cpu.Launch)
 	var tp *twoPhase
 	var wl workloads.Workload
 	var closeStore func()
@@ -383,7 +389,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if err := wl.Setup(ctx); err != nil {
 		return nil, couldNotRun("set up %s on %s: %w", cfg.Workload, cfg.Store, err)
 	}
-	took(&ph.Setup)
+	took(&ph.Setup, &cpu.Setup)
 	r, err := record(ctx, cfg, wl, nem, tp, dir, sc)
 	if err != nil {
 		return nil, couldNotRun("%w", nem.explain(err))
@@ -393,7 +399,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if err := nem.flush(); err != nil {
 		return nil, couldNotRun("write faults.jsonl: %w", err)
 	}
-	took(&ph.Workload)
+	took(&ph.Workload, &cpu.Workload)
 	ops, verdict, notWritten, err := check(ctx, cfg, wl, dir)
 	if err != nil {
 		return nil, couldNotRun("%w", err)
@@ -406,9 +412,9 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	if tp != nil {
 		res.TwoPhase = tp.section(r)
 	}
-	took(&ph.Check)
+	took(&ph.Check, &cpu.Check)
 	// Stop is filled in when the server has stopped, before Run writes the results.
-	res.Phases = ph
+	res.Phases, res.PhasesCPU = ph, cpu
 	return res, nil
 }
 
@@ -454,7 +460,12 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	r := &run{cfg: cfg, wl: wl, hw: hw, scrub: sc, start: time.Now(), tally: newTally()}
 	wait := time.Duration(0)
 	if len(cfg.Faults.Processes()) > 0 {
-		wait = RecoveryWait
+		wait = cfg.RecoveryWait
+		if wait == 0 {
+			// Left at zero, not filled in by defaults: a configuration validated once
+			// is validated again as it is (indoubt shrink re-runs it).
+			wait = RecoveryWait
+		}
 	}
 	r.end = newRunEnd(r.start, cfg.Duration, wait)
 	if tp != nil {

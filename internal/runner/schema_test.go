@@ -87,6 +87,10 @@ func TestResultsMatchTheSchema(t *testing.T) {
 				ph.Workload < res.DurationS || ph.Check <= 0 || ph.Stop <= 0 || sum > wall {
 				t.Errorf("phases %+v (sum %.3f s) in a call of %.3f s, a workload of %.3f s", *ph, sum, wall, res.DurationS)
 			}
+			// The workers' CPU is counted: a workload of operations used some.
+			if c := res.PhasesCPU; c == nil || c.Workload <= 0 {
+				t.Errorf("phases_cpu_s %+v: want the workload's CPU time", c)
+			}
 			b, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
 			if err != nil {
 				t.Fatal(err)

@@ -127,6 +127,12 @@ func (c *Config) defaults() error {
 	if err := checkDurability(*c); err != nil {
 		return err
 	}
+	switch {
+	case c.RecoveryWait < 0:
+		return refuse("RecoveryWait", "must not be negative (got %v)", c.RecoveryWait)
+	case c.RecoveryWait > 0 && (c.Duration == 0 || len(c.Faults.Processes()) == 0):
+		return refuse("RecoveryWait", "applies to a timed run with a process fault (%s)", faults.ProcessFaults)
+	}
 	if c.CheckTimeout < 0 {
 		return refuse("CheckTimeout", "must not be negative (got %v)", c.CheckTimeout)
 	}
