@@ -11,7 +11,7 @@
 // stop the server when the tests end.
 //
 // FerretDB is a real server with guarantees of its own: version 1.24.2 loses concurrent
-// updates of one document (see the README's Findings). A test of your code on it finds
+// updates of one document (see docs/findings.md in the repository). A test of your code on it finds
 // that too; give each worker its own documents when that is not what is under test.
 package mongotest
 

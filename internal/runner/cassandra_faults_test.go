@@ -14,7 +14,7 @@ import (
 
 // cassandraPowerConfig is a budget run on a launched Cassandra whose data directories sit
 // on powerfs with a journaling filesystem's rule for directory entries (under the POSIX
-// rule Cassandra 5.0 keeps nothing through a power loss: README, Findings).
+// rule Cassandra 5.0 keeps nothing through a power loss: docs/findings.md).
 func cassandraPowerConfig(t *testing.T, sync string, d time.Duration, specs ...string) runner.Config {
 	cfg := budgetConfig(t)
 	cfg.Store, cfg.CommitLogSync, cfg.PowerFSEntries = runner.CQL, sync, runner.EntriesOrdered
@@ -54,7 +54,7 @@ func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 // With batch, a pause and a power loss lose no acknowledged write: the operations the
 // power loss cut end as info and the workers reconnect after the start. The power loss
 // comes 8 s into the run: one while the node is still compacting its system tables
-// after a start can leave it unable to start at all (README, Findings), which is not
+// after a start can leave it unable to start at all (docs/findings.md), which is not
 // what this tests.
 func TestPowerLossCassandraBatchValid(t *testing.T) {
 	needFuse(t)

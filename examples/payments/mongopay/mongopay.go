@@ -6,7 +6,7 @@
 //
 // Why a ledger rather than a balance field decremented with $inc: the examples run on
 // FerretDB 1.24, which has no multi-document transactions and loses concurrent updates
-// of one document (README, Findings). A balance document updated by every worker
+// of one document (docs/findings.md). A balance document updated by every worker
 // would fail the check for that reason alone, idempotent or not. One insert per charge
 // is atomic on its own and is never a concurrent update, so only the retries are under
 // test. The price: nothing refuses a charge when the credits run out.
