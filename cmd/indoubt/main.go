@@ -1,17 +1,18 @@
 // Command indoubt makes ambiguous commits happen on demand and proves what a database
 // and its clients did about them.
 //
-//	indoubt run      run a workload against a database (launched locally or --dsn)
-//	indoubt check    re-check a recorded history (indoubt JSONL, Jepsen EDN or log)
-//	indoubt exec     run any program through the proxy and judge the history it writes
-//	indoubt proxy    the commit-aware fault proxy in front of any application
-//	indoubt server   a throwaway local server until Ctrl-C, for scripts and benchmarks
-//	indoubt suite    run a suite file's cases with their expectations (CI: JUnit, annotations)
-//	indoubt report   re-render report.html and summary.html from recorded runs
-//	indoubt compare  two recorded runs' figures side by side
-//	indoubt clean    remove what killed launches left behind (temporary directories)
-//	indoubt shrink   reduce a failing run to the smallest that still fails, with its command
-//	indoubt isolation Hermitage's table measured on PostgreSQL, with each level's cost
+//	indoubt run        run a workload against a database (launched locally or --dsn)
+//	indoubt check      re-check a recorded history (indoubt JSONL, Jepsen EDN or log)
+//	indoubt exec       run any program through the proxy and judge the history it writes
+//	indoubt proxy      the commit-aware fault proxy in front of any application
+//	indoubt server     a throwaway local server until Ctrl-C, for scripts and benchmarks
+//	indoubt suite      run a suite file's cases with their expectations (CI: JUnit, annotations)
+//	indoubt report     re-render report.html and summary.html from recorded runs
+//	indoubt compare    two recorded runs' figures side by side
+//	indoubt clean      remove what killed launches left behind (temporary directories)
+//	indoubt shrink     reduce a failing run to the smallest that still fails, with its command
+//	indoubt isolation  Hermitage's table measured on PostgreSQL, with each level's cost
+//	indoubt chaos-mesh the fault schedule as Chaos Mesh objects for a cluster on Kubernetes
 //
 // Exit codes: 0 valid, 1 invalid, 2 unknown (also: interrupted), 3 could not run (also:
 // no command given). The first SIGINT or SIGTERM stops a command cleanly; a second stops
@@ -200,8 +201,12 @@ Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time) or interrupt
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var list string
+	width := 0
 	for _, c := range commands() {
-		list += fmt.Sprintf("  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		list += fmt.Sprintf("  %-*s %s\n", width, c.name, c.summary)
 	}
 	if len(args) == 0 {
 		// Asked for nothing: the usage, and exit 3, so that a script that lost its
