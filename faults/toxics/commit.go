@@ -479,6 +479,12 @@ func (s *Session) Replies(b []byte, send func([]byte) error) bool {
 				st.holding = true
 			}
 		case Release:
+			// The reservation is returned before the reply goes out: a client that
+			// sends its next commit as soon as it reads this reply must find the fault
+			// armed again (a reply sent first let that commit through unfaulted).
+			if v.Pending != nil {
+				v.Pending.knob.untake()
+			}
 			if st.holding {
 				st.held = append(st.held, data[fwd:off+n]...)
 				out.send(st.held)
@@ -488,9 +494,6 @@ func (s *Session) Replies(b []byte, send func([]byte) error) bool {
 				out.send(data[fwd : off+n])
 			}
 			fwd = off + n
-			if v.Pending != nil {
-				v.Pending.knob.untake()
-			}
 		case Cut:
 			if !st.holding {
 				out.send(data[fwd:off])
