@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -451,9 +452,24 @@ func (f *file) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 func (fsys *FS) handle(f *file, flags uint32) (fs.FileHandle, syscall.Errno) {
 	fsys.hmu.Lock()
 	defer fsys.hmu.Unlock()
+	appendOnly := flags&syscall.O_APPEND != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	passing := len(fsys.appending[f.ino])
 	others := fsys.opened[f.ino] - passing
-	appendOnly := flags&syscall.O_APPEND != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	// The kernel sends the release of a closed descriptor after close has returned: a
+	// program that closes its last appending descriptor and opens the file to
+	// overwrite it can be here before that release. Such an open waits for releases
+	// a moment (the lock is let go meanwhile) and is refused only if passthrough
+	// descriptors are still open then.
+	refused := func() bool {
+		return passing > 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY && !(appendOnly && !fsys.opts.NoPassthrough && others == 0)
+	}
+	for deadline := time.Now().Add(releaseWait); refused() && time.Now().Before(deadline); {
+		fsys.hmu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		fsys.hmu.Lock()
+		passing = len(fsys.appending[f.ino])
+		others = fsys.opened[f.ino] - passing
+	}
 	switch {
 	case appendOnly && !fsys.opts.NoPassthrough && others == 0:
 		if err := fsys.j.appendBase(f.ino, f.fd); err != nil {
@@ -474,6 +490,10 @@ func (fsys *FS) handle(f *file, flags uint32) (fs.FileHandle, syscall.Errno) {
 	fsys.opened[f.ino]++
 	return f, 0
 }
+
+// releaseWait is how long an open that passthrough descriptors would refuse waits for
+// their releases, which the kernel sends after close has returned.
+const releaseWait = time.Second
 
 // readFile is a read-only descriptor of a file that has passthrough descriptors open:
 // it passes through as well, as the kernel requires.
