@@ -457,7 +457,15 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	}
 	defer hw.Close()
 
-	r := &run{cfg: cfg, wl: wl, hw: hw, scrub: sc, start: time.Now(), tally: newTally()}
+	r := &run{cfg: cfg, wl: wl, hw: hw, scrub: sc, tally: newTally()}
+	// The sessions open before the run's clock starts: the schedule's times and
+	// --time count from when every worker can work, not from a loaded machine's
+	// connecting (a failover at 1 s once struck while the tenth session opened).
+	workers, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.start = time.Now()
 	wait := time.Duration(0)
 	if len(cfg.Faults.Processes()) > 0 {
 		wait = cfg.RecoveryWait
@@ -476,7 +484,7 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	}
 	stopCrash := tp.arm(r, nem)
 	stopWatch := r.watch(nem)
-	interrupted, err := r.drive(ctx)
+	interrupted, err := r.drive(ctx, workers)
 	stopWatch()
 	stopCrash()
 	if nem != nil {
@@ -611,9 +619,8 @@ func (r *run) startWall() time.Time { return r.start.UTC() }
 
 func (r *run) now() int64 { return int64(time.Since(r.start)) }
 
-// drive runs the workers until each has done its operations or the deadline passes.
-// It reports whether ctx ended the run early.
-func (r *run) drive(ctx context.Context) (bool, error) {
+// open opens every worker's session; on an error it closes those it opened.
+func (r *run) open(ctx context.Context) ([]workloads.Worker, error) {
 	workers := make([]workloads.Worker, r.cfg.Workers)
 	for i := range workers {
 		w, err := r.wl.Worker(ctx, i)
@@ -621,10 +628,16 @@ func (r *run) drive(ctx context.Context) (bool, error) {
 			for _, o := range workers[:i] {
 				o.Close()
 			}
-			return false, fmt.Errorf("open session %d: %w", i, err)
+			return nil, fmt.Errorf("open session %d: %w", i, err)
 		}
 		workers[i] = w
 	}
+	return workers, nil
+}
+
+// drive runs the workers until each has done its operations or the deadline passes,
+// and closes them. It reports whether ctx ended the run early.
+func (r *run) drive(ctx context.Context, workers []workloads.Worker) (bool, error) {
 	r.nextProc = r.cfg.Workers
 	var wg sync.WaitGroup
 	errc := make(chan error, len(workers))
