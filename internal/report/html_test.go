@@ -246,7 +246,7 @@ func TestReportOfTwoPhaseCrashInBrowser(t *testing.T) {
 	res := faultedRun(t, "none", runner.Config{
 		Workload: workloads.Transfer, Store: runner.Postgres, Placement: transfer.Distributed,
 		Workers: 12, Duration: 5 * time.Second, RecoverAfter: 500 * time.Millisecond, Seed: 3,
-	}, "coordinator-crash@300ms")
+	}, "coordinator-crash@1s")
 	b, err := os.ReadFile(filepath.Join(res.RunDir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
