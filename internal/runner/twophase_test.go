@@ -142,9 +142,9 @@ func TestTwoPhaseCommitCutRecovers(t *testing.T) {
 // locks and block writers until recovery, which finishes every gid the same way on
 // every participant, from the log: valid.
 func TestTwoPhaseCrashLogged(t *testing.T) {
-	// At 1 s, not sooner: every worker has connected and has a transaction in flight,
-	// so the crash leaves some prepared whatever the load (at 300 ms a loaded machine
-	// had two workers past their connections, and both stopped before preparing).
+	// At 1 s, not sooner: every worker has a transaction in flight by then, so the
+	// crash leaves some prepared whatever the load (at 300 ms a loaded machine had
+	// begun two transactions, and both stopped before preparing).
 	cfg := twoPhaseConfig(t, workloads.Transfer, transfer.Distributed, "coordinator-crash@1s")
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.RecoverAfter, cfg.Seed = 12, 0, 5*time.Second, 500*time.Millisecond, 3
 	res := runTwoPhase(t, cfg)
