@@ -452,33 +452,35 @@ func (f *file) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 func (fsys *FS) handle(f *file, flags uint32) (fs.FileHandle, syscall.Errno) {
 	fsys.hmu.Lock()
 	defer fsys.hmu.Unlock()
-	appendOnly := flags&syscall.O_APPEND != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY
-	passing := len(fsys.appending[f.ino])
-	others := fsys.opened[f.ino] - passing
-	// The kernel sends the release of a closed descriptor after close has returned: a
-	// program that closes its last appending descriptor and opens the file to
-	// overwrite it can be here before that release. Such an open waits for releases
-	// a moment (the lock is let go meanwhile) and is refused only if passthrough
-	// descriptors are still open then.
-	refused := func() bool {
-		return passing > 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY && !(appendOnly && !fsys.opts.NoPassthrough && others == 0)
-	}
-	for deadline := time.Now().Add(releaseWait); refused() && time.Now().Before(deadline); {
-		fsys.hmu.Unlock()
-		time.Sleep(2 * time.Millisecond)
-		fsys.hmu.Lock()
+	readOnly := flags&syscall.O_ACCMODE == syscall.O_RDONLY
+	appendOnly := flags&syscall.O_APPEND != 0 && !readOnly
+	var passing, others int
+	count := func() {
 		passing = len(fsys.appending[f.ino])
 		others = fsys.opened[f.ino] - passing
 	}
+	passes := func() bool { return appendOnly && !fsys.opts.NoPassthrough && others == 0 }
+	count()
+	// The kernel sends the release of a closed descriptor after close has returned: a
+	// program that closes its last appending descriptor and opens the file to
+	// overwrite it can be here before that release. Such an open (the switch's last
+	// case) waits for releases a moment, the lock let go meanwhile, and is refused
+	// only if passthrough descriptors are still open then.
+	for deadline := time.Now().Add(releaseWait); passing > 0 && !readOnly && !passes() && time.Now().Before(deadline); {
+		fsys.hmu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		fsys.hmu.Lock()
+		count()
+	}
 	switch {
-	case appendOnly && !fsys.opts.NoPassthrough && others == 0:
+	case passes():
 		if err := fsys.j.appendBase(f.ino, f.fd); err != nil {
 			break
 		}
 		fsys.opened[f.ino]++
 		fsys.appending[f.ino] = append(fsys.appending[f.ino], f)
 		return &appendFile{f}, 0
-	case passing > 0 && flags&syscall.O_ACCMODE == syscall.O_RDONLY:
+	case passing > 0 && readOnly:
 		fsys.opened[f.ino]++
 		return &readFile{f}, 0
 	case passing > 0:
