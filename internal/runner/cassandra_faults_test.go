@@ -35,11 +35,13 @@ func longCassandra(t *testing.T) {
 // A Cassandra that syncs its commit log before it acknowledges (batch) loses nothing to
 // a pause or a kill: the budget reconciles, operations cut by the kill end as info, and
 // the workers' gocql sessions reconnect once the JVM serves again (10 to 45 s here).
+// The run ends at its deadline only once an operation was acknowledged after the start
+// (runner.RecoveryWait), so the deadline need not leave room for the JVM's start.
 // The power-loss test below covers a kill and a start on the same data and ports too.
 func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 	t.Parallel() // a server of its own, launched by the run
 	longCassandra(t)
-	cfg := cassandraPowerConfig(t, cassandra.CommitLogBatch, 40*time.Second, "pause@1s-2s", "kill@3s-4s")
+	cfg := cassandraPowerConfig(t, cassandra.CommitLogBatch, 5*time.Second, "pause@1s-2s", "kill@3s-4s")
 	cfg.PowerFSEntries = ""
 	res := processRun(t, cfg)
 	batchLosesNothing(t, res, "pause", "resume", "kill", "start")
@@ -58,7 +60,7 @@ func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 // what this tests.
 func TestPowerLossCassandraBatchValid(t *testing.T) {
 	needFuse(t)
-	res := processRun(t, cassandraPowerConfig(t, cassandra.CommitLogBatch, 40*time.Second, "pause@1s-2s", "power-loss@8s"))
+	res := processRun(t, cassandraPowerConfig(t, cassandra.CommitLogBatch, 9*time.Second, "pause@1s-2s", "power-loss@8s"))
 	batchLosesNothing(t, res, "pause", "resume", "power-loss", "start")
 }
 
@@ -88,7 +90,7 @@ func TestPowerLossCassandraPeriodicNamesLosses(t *testing.T) {
 	needFuse(t)
 	// 15 s in: a sync (every 10 s) has made the budget's row durable. Earlier, the
 	// power loss can take the row itself, and no final state can be read (Findings).
-	res := processRun(t, cassandraPowerConfig(t, cassandra.CommitLogPeriodic, 40*time.Second, "power-loss@15s"))
+	res := processRun(t, cassandraPowerConfig(t, cassandra.CommitLogPeriodic, 16*time.Second, "power-loss@15s"))
 	faultsHappened(t, res, "power-loss", "start")
 	n, explanation := lostFigures(res)
 	t.Logf("verdict %v, %d acknowledged decrements lost: %s", res.Verdict, n, explanation)
