@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -105,88 +106,6 @@ func (o *counterOp) what() string {
 	return fmt.Sprintf("%s (wrote %d)", o.name(), o.value)
 }
 
-// counterOps pairs a counter history's events into operations, in completion order
-// followed by the operations left open (unknown increments, reads without a value). It
-// also returns the number of client events.
-func counterOps(ops []histories.Op) (*counterOpList, int64, error) {
-	var p counterPairer
-	for _, op := range ops {
-		if err := p.add(op); err != nil {
-			return nil, 0, err
-		}
-	}
-	all, pos := p.close()
-	return all, pos, nil
-}
-
-// counterPairer is counterOps one event at a time, for a history read as a stream: it
-// keeps the operations, not the events.
-type counterPairer struct {
-	p    histories.Pairer[counterOp]
-	done counterOpList
-	pos  int64
-}
-
-func (c *counterPairer) add(op histories.Op) error {
-	if !op.IsClient() {
-		return nil
-	}
-	p := c.pos
-	c.pos++
-	if op.Type == histories.Invoke {
-		if op.F != "increment" && op.F != "read" {
-			return fmt.Errorf("history index %d: counter history has unknown function %q", op.Index, op.F)
-		}
-		return c.p.Invoke(op, counterOp{opRef: invoked(op), read: op.F == "read", inv: p, ret: -1})
-	}
-	o, err := c.p.Complete(op)
-	if err != nil {
-		return err
-	}
-	if err := o.complete(op); err != nil {
-		return fmt.Errorf("history index %d: %w", op.Index, err)
-	}
-	o.ret, o.retIndex = p, op.Index
-	c.done.add(o)
-	return nil
-}
-
-// close ends the history and returns the operations and the number of client events.
-func (c *counterPairer) close() (*counterOpList, int64) {
-	for _, o := range c.p.Open() {
-		o.kind = counterUnknown
-		if o.read {
-			o.kind = counterNoRead
-		}
-		c.done.add(o)
-	}
-	return &c.done, c.pos
-}
-
-// counterOpList is a list of operations kept in blocks: appending never moves what is
-// already there (at millions of operations, growing one slice spent a tenth of the
-// check copying), and the spare room is at most one block.
-type counterOpList struct {
-	blocks [][]counterOp
-	n      int
-}
-
-const counterBlock = 1 << 12
-
-func (l *counterOpList) add(o counterOp) {
-	if l.n%counterBlock == 0 {
-		l.blocks = append(l.blocks, make([]counterOp, 0, counterBlock))
-	}
-	b := &l.blocks[len(l.blocks)-1]
-	*b = append(*b, o)
-	l.n++
-}
-
-// at returns operation i, 0 <= i < len.
-func (l *counterOpList) at(i int) *counterOp { return &l.blocks[i/counterBlock][i%counterBlock] }
-
-func (l *counterOpList) len() int { return l.n }
-
 func (o *counterOp) complete(op histories.Op) error {
 	switch op.Type {
 	case histories.Fail, histories.Info:
@@ -239,393 +158,341 @@ func (o *counterOp) complete(op histories.Op) error {
 //     raised (a read that is not n-1 is an "inconsistent-increment").
 //   - read: an ok completion's value is {"value":n}.
 //
-// It needs no search; ctx is looked at before the check and after reading the history:
-// a check whose ctx has ended returns an Unknown Result saying it was interrupted.
+// It needs no search, so ctx is only looked at every few thousand events: a check
+// whose ctx has ended returns an Unknown Result saying it was interrupted.
 func CheckCounter(ctx context.Context, ops []histories.Op, before int64) (Result, error) {
+	c := newCounterChecker(before)
+	defer c.close()
+	for i, op := range ops {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return interrupted("counter", ctx.Err()), nil
+		}
+		if err := c.add(op); err != nil {
+			return Result{}, err
+		}
+	}
 	if ctx.Err() != nil {
 		return interrupted("counter", ctx.Err()), nil
 	}
-	all, _, err := counterOps(ops)
+	return c.result()
+}
+
+// counterChecker is the exact check of CheckCounter, fed one event at a time in history
+// order (add), then ended (result). It keeps the operations in flight, the figures, the
+// unknown increments, and the slots, whose memory stays flat however long the history
+// (counterSlots); close releases what the slots wrote out. It is not safe for
+// concurrent use.
+type counterChecker struct {
+	before int64
+	pairs  histories.Pairer[counterOp]
+	pos    int64 // client events so far
+	slots  *counterSlots
+	ended  bool
+
+	acked, failed, unknown, reads, readsLost int64
+	final                                    int64 // the last ok read's value, when hasFinal
+	hasFinal                                 bool
+	maxSlot                                  int64     // the highest slot an operation shows
+	maxBy                                    counterOp // the first to show it, in completion order
+	// unknowns are the unknown increments, which fill the slots no acknowledged
+	// increment wrote: only what names them and their invocations.
+	unknowns []counterUnknownOp
+	single   findings // what is wrong with one operation, in completion order
+}
+
+// counterUnknownOp is an unknown increment, as the check keeps it.
+type counterUnknownOp struct {
+	opRef
+	inv int64
+}
+
+func newCounterChecker(before int64) *counterChecker {
+	return &counterChecker{before: before, slots: newCounterSlots(before)}
+}
+
+// add takes the next event of the history; nemesis events are skipped. It errs when the
+// event cannot belong to a counter history (see CheckCounter); the checker must not be
+// used after an error.
+func (c *counterChecker) add(op histories.Op) error {
+	if c.ended {
+		return errors.New("counter checker: event added after the result")
+	}
+	if !op.IsClient() {
+		return nil
+	}
+	p := c.pos
+	c.pos++
+	if op.Type == histories.Invoke {
+		if op.F != "increment" && op.F != "read" {
+			return fmt.Errorf("history index %d: counter history has unknown function %q", op.Index, op.F)
+		}
+		return c.pairs.Invoke(op, counterOp{opRef: invoked(op), read: op.F == "read", inv: p, ret: -1})
+	}
+	o, err := c.pairs.Complete(op)
+	if err != nil {
+		return err
+	}
+	if err := o.complete(op); err != nil {
+		return fmt.Errorf("history index %d: %w", op.Index, err)
+	}
+	o.ret, o.retIndex = p, op.Index
+	c.tally(&o)
+	return nil
+}
+
+// tally counts an operation by kind, reports what is wrong with it alone, and puts its
+// constraints on the slots: an acknowledged increment claims the slot it wrote (claims
+// beyond the first are lost updates); a read that returned B + m bounds slot m (it took
+// effect before the read completed) and slot m+1 (after the read began).
+func (c *counterChecker) tally(o *counterOp) {
+	switch o.kind {
+	case counterAcked:
+		c.acked++
+		if o.hasReadVal && (o.value == math.MinInt64 || o.readVal != o.value-1) {
+			c.single.anomaly("inconsistent-increment", o.events(), fmt.Sprintf(
+				"%s read %d but wrote %d: an increment writes what it read plus 1", o.name(), o.readVal, o.value))
+		}
+		k, ok := counterSlotOf(o.value, c.before)
+		if !ok && o.value > c.before {
+			c.single.anomaly("impossible-write", o.events(), fmt.Sprintf(
+				"%s wrote %d, more than 2^63 increments above the start %d: no history counts that far", o.name(), o.value, c.before))
+			return
+		}
+		if k < 1 {
+			c.single.anomaly("impossible-write", o.events(), fmt.Sprintf(
+				"%s wrote %d, but the counter started at %d and an increment writes more than that", o.name(), o.value, c.before))
+			return
+		}
+		c.slots.at(k).claim(o)
+		if k > c.maxSlot {
+			c.maxSlot, c.maxBy = k, *o
+		}
+	case counterFailed:
+		c.failed++
+	case counterUnknown:
+		c.unknown++
+		c.unknowns = append(c.unknowns, counterUnknownOp{opRef: o.opRef, inv: o.inv})
+	case counterRead:
+		c.reads++
+		c.final, c.hasFinal = o.value, true
+		m, ok := counterSlotOf(o.value, c.before)
+		if !ok && o.value > c.before {
+			c.single.anomaly("impossible-read", o.events(), fmt.Sprintf(
+				"%s returned %d, more than 2^63 increments above the start %d: no history counts that far", o.name(), o.value, c.before))
+			return
+		}
+		if !ok {
+			c.single.anomaly("impossible-read", o.events(), fmt.Sprintf(
+				"%s returned %d, below the value %d the counter started at", o.name(), o.value, c.before))
+			return
+		}
+		if m >= 1 {
+			c.slots.at(m).readAt(o)
+		}
+		if m < math.MaxInt64 {
+			c.slots.at(m + 1).readBelow(o)
+		}
+		if m > c.maxSlot {
+			c.maxSlot, c.maxBy = m, *o
+		}
+	case counterNoRead:
+		c.readsLost++
+	}
+}
+
+// result ends the history and returns the verdict: the operations still open are
+// unknown increments and reads that observed nothing. It errs when the slots written
+// out cannot be read back.
+func (c *counterChecker) result() (Result, error) {
+	c.ended = true
+	for _, o := range c.pairs.Open() {
+		o.kind = counterUnknown
+		if o.read {
+			o.kind = counterNoRead
+		}
+		c.tally(&o)
+	}
+	slices.SortFunc(c.unknowns, func(a, b counterUnknownOp) int { return cmp.Compare(a.inv, b.inv) })
+	s := counterSweep{c: c, rel: -1}
+	err := c.slots.each(c.maxSlot, func() bool { return s.used < len(c.unknowns) }, s.slot)
 	if err != nil {
 		return Result{}, err
 	}
-	if ctx.Err() != nil {
-		return interrupted("counter", ctx.Err()), nil
-	}
-	c := counterCheck{before: before}
-	c.run(all)
-	return c.build(), nil
+	return s.build(), nil
 }
 
-// counterCheck is one run of the exact checker.
-type counterCheck struct {
-	before int64
-	findings
+// close releases the slots written out.
+func (c *counterChecker) close() { c.slots.close() }
 
-	acked, failed, unknown, reads, readsLost int64
-	lostUpdates                              int64 // acknowledged increments beyond the first per written value
-	unexplained                              int64 // holes no unknown increment could fill
-	unknownUsed                              int64 // unknown increments that must have taken effect
-	final                                    *counterOp
-	k                                        int64 // slots: increments that must have taken effect
-	all                                      *counterOpList
-	slots                                    counterSlots
+// counterSweep walks the slots 1..K in order (K the highest slot any operation shows:
+// fewer increments cannot explain the history, more only add constraints). It fills the
+// slots no acknowledged increment claimed (holes) with the unknown increments in
+// invocation order, which makes every slot's largest release as small as any filling
+// can; holes left over are increments no operation accounts for. And it reports each
+// slot whose deadline comes before the latest release of a slot at or below it, once per
+// releasing operation.
+type counterSweep struct {
+	c                    *counterChecker
+	claimed, lostUpdates int64
+	used                 int // unknown increments that filled a hole
+	// The latest release so far: its slot, the operation, whether that is an unknown
+	// increment filling a hole, and whether a violation was reported for it.
+	rel       int64
+	relK      int64
+	relOp     counterOp
+	relFilled bool
+	reported  bool
+	lost      findings // lost updates, in slot order
+	order     findings // ordering violations, in slot order
 }
 
-// counterSlot gathers the constraints on one slot. Operations are named by their
-// position in the check's operations, which a slot outlives no longer than they do.
-type counterSlot struct {
-	release    int64 // -1 for none
-	deadline   int64 // -1 for none
-	relFrom    int32
-	dlFrom     int32
-	claims     int32 // acknowledged increments that wrote this slot's value
-	filledHole bool  // the release is an unknown increment's, filling a hole
-}
-
-// counterSlots holds the slots by number. Every slot a valid history constrains is at
-// most the number of its operations (each slot up to K is an increment that took
-// effect), so those sit in a slice; the map keeps the few that only an invalid
-// history's outlandish values reach, so that memory follows the operations and never
-// the values written.
-type counterSlots struct {
-	dense  []counterSlot // slot k at dense[k]; dense[0] is unused
-	sparse map[int64]*counterSlot
-}
-
-func newCounterSlots(n int64) counterSlots {
-	s := counterSlots{dense: make([]counterSlot, n+1)}
-	for i := range s.dense {
-		s.dense[i] = counterSlot{release: -1, deadline: -1}
+// slot takes slot k's record (nil for a slot no operation touched).
+func (s *counterSweep) slot(k int64, r *counterRec) {
+	release, deadline := int64(-1), int64(-1)
+	var relOp, dlOp *counterOp
+	filled := false
+	switch {
+	case r != nil && r.claims > 0:
+		s.claimed++
+		s.lostUpdates += r.claims - 1
+		if r.claims > 1 {
+			s.lostUpdate(k, r)
+		}
+		relOp, dlOp = r.claimRel(), r.claimDl()
+		release, deadline = relOp.inv, dlOp.ret-1
+	case s.used < len(s.c.unknowns):
+		u := &s.c.unknowns[s.used]
+		s.used++
+		relOp = &counterOp{opRef: u.opRef, inv: u.inv, kind: counterUnknown}
+		release, filled = u.inv, true
 	}
-	return s
-}
-
-// at returns the constraints of slot k (k >= 1), creating them unconstrained.
-func (s *counterSlots) at(k int64) *counterSlot {
-	if k < int64(len(s.dense)) {
-		return &s.dense[k]
-	}
-	if s.sparse == nil {
-		s.sparse = map[int64]*counterSlot{}
-	}
-	sl, ok := s.sparse[k]
-	if !ok {
-		sl = &counterSlot{release: -1, deadline: -1}
-		s.sparse[k] = sl
-	}
-	return sl
-}
-
-// each calls fn on every slot in order, the unconstrained ones included.
-func (s *counterSlots) each(fn func(k int64, sl *counterSlot)) {
-	for k := 1; k < len(s.dense); k++ {
-		fn(int64(k), &s.dense[k])
-	}
-	keys := make([]int64, 0, len(s.sparse))
-	for k := range s.sparse {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		fn(k, s.sparse[k])
-	}
-}
-
-// run is the exact check: slots are the values 1..k above the start an increment may
-// write; acknowledged increments and unknown ones fill them, reads bound when, and
-// the slots are then walked in order for a write or read that came too early.
-func (c *counterCheck) run(all *counterOpList) {
-	c.all = all
-	c.slots = newCounterSlots(min(c.highest(), int64(all.len())))
-	t := c.tally()
-	c.reportLostUpdates()
-	c.fillHoles(t)
-	c.constrainByReads(t.readsOK)
-	c.checkOrder()
-}
-
-// highest is the highest slot an acknowledged increment or a read names.
-func (c *counterCheck) highest() int64 {
-	var m int64
-	for i := range c.all.len() {
-		if o := c.all.at(i); o.kind == counterAcked || o.kind == counterRead {
-			if k, ok := counterSlotOf(o.value, c.before); ok {
-				m = max(m, k)
-			}
+	if r != nil && r.reads != nil {
+		if rd := &r.reads.rel; r.reads.hasRel && rd.inv > release {
+			relOp, release, filled = rd, rd.inv, false
+		}
+		if rd := &r.reads.dl; r.reads.hasDl && (deadline < 0 || rd.ret-1 < deadline) {
+			dlOp, deadline = rd, rd.ret-1
 		}
 	}
-	return m
-}
-
-// counterTally is what one pass over the operations finds: how many slots
-// acknowledged increments claim, the unknown increments and usable reads (as positions
-// in the operations), and the highest slot any operation shows (with the operation
-// that shows it).
-type counterTally struct {
-	claimed           int64
-	unknowns, readsOK []int32
-	maxSlot           int64
-	maxBy             *counterOp
-}
-
-// tally counts the operations by kind, reports those that are wrong on their own, and
-// constrains the slots acknowledged increments wrote. Slots claimed more than once are
-// lost updates (reported by reportLostUpdates); the rest of the check keeps one
-// lenient stand-in per slot (the earliest invocation, the latest completion) so that
-// the loss is reported once, not again as an ordering violation.
-func (c *counterCheck) tally() counterTally {
-	var t counterTally
-	for i := range c.all.len() {
-		o := c.all.at(i)
-		switch o.kind {
-		case counterAcked:
-			c.acked++
-			if o.hasReadVal && (o.value == math.MinInt64 || o.readVal != o.value-1) {
-				c.anomaly("inconsistent-increment", o.events(), fmt.Sprintf(
-					"%s read %d but wrote %d: an increment writes what it read plus 1", o.name(), o.readVal, o.value))
-			}
-			k, ok := counterSlotOf(o.value, c.before)
-			if !ok && o.value > c.before {
-				c.anomaly("impossible-write", o.events(), fmt.Sprintf(
-					"%s wrote %d, more than 2^63 increments above the start %d: no history counts that far", o.name(), o.value, c.before))
-				continue
-			}
-			if k < 1 {
-				c.anomaly("impossible-write", o.events(), fmt.Sprintf(
-					"%s wrote %d, but the counter started at %d and an increment writes more than that", o.name(), o.value, c.before))
-				continue
-			}
-			s := c.slots.at(k)
-			switch {
-			case s.claims == 0:
-				t.claimed++
-				s.release, s.relFrom = o.inv, int32(i)
-				s.deadline, s.dlFrom = o.ret-1, int32(i)
-			default:
-				c.lostUpdates++
-				if o.inv < s.release {
-					s.release, s.relFrom = o.inv, int32(i)
-				}
-				if o.ret-1 > s.deadline {
-					s.deadline, s.dlFrom = o.ret-1, int32(i)
-				}
-			}
-			s.claims++
-			if k > t.maxSlot {
-				t.maxSlot, t.maxBy = k, o
-			}
-		case counterFailed:
-			c.failed++
-		case counterUnknown:
-			c.unknown++
-			t.unknowns = append(t.unknowns, int32(i))
-		case counterRead:
-			c.reads++
-			if c.final == nil || o.ret > c.final.ret {
-				c.final = o
-			}
-			m, ok := counterSlotOf(o.value, c.before)
-			if !ok && o.value > c.before {
-				c.anomaly("impossible-read", o.events(), fmt.Sprintf(
-					"%s returned %d, more than 2^63 increments above the start %d: no history counts that far", o.name(), o.value, c.before))
-				continue
-			}
-			if !ok {
-				c.anomaly("impossible-read", o.events(), fmt.Sprintf(
-					"%s returned %d, below the value %d the counter started at", o.name(), o.value, c.before))
-				continue
-			}
-			t.readsOK = append(t.readsOK, int32(i))
-			if m > t.maxSlot {
-				t.maxSlot, t.maxBy = m, o
-			}
-		case counterNoRead:
-			c.readsLost++
-		}
+	if release > s.rel {
+		s.rel, s.relK, s.relOp, s.relFilled, s.reported = release, k, *relOp, filled, false
 	}
-	return t
-}
-
-// reportLostUpdates reports, in slot order, the acknowledged increments that wrote one
-// value, in the order of the operations.
-func (c *counterCheck) reportLostUpdates() {
-	if c.lostUpdates == 0 {
+	if deadline < 0 || s.rel <= deadline || s.reported {
 		return
 	}
-	groups := map[int64][]*counterOp{}
-	for i := range c.all.len() {
-		o := c.all.at(i)
-		if k, ok := counterSlotOf(o.value, c.before); ok && o.kind == counterAcked && k >= 1 && c.slots.at(k).claims > 1 {
-			groups[k] = append(groups[k], o)
-		}
-	}
-	keys := make([]int64, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		c.lostUpdate(k, groups[k])
-	}
+	s.reported = true
+	s.explainOrder(dlOp, k)
 }
 
-// fillHoles fills the slots no acknowledged increment claimed, in slot order, with
-// the unknown increments in invocation order; holes left over are increments no
-// operation accounts for.
-func (c *counterCheck) fillHoles(t counterTally) {
-	c.k = t.maxSlot
-	holes := c.k - t.claimed
-	unknowns := t.unknowns
-	slices.SortFunc(unknowns, func(a, b int32) int { return cmp.Compare(c.all.at(int(a)).inv, c.all.at(int(b)).inv) })
-	if holes > int64(len(unknowns)) {
-		c.unexplained = holes - int64(len(unknowns))
-		c.anomaly("unexplained-increments", t.maxBy.events(), fmt.Sprintf(
-			"%s shows the counter at %d, %d above the start %d, but only %s wrote distinct values and %d had an unknown outcome: %s took effect that no operation accounts for",
-			t.maxBy.what(), c.before+c.k, c.k, c.before, counterPlural(t.claimed, "acknowledged increment"), len(unknowns), counterPlural(c.unexplained, "increment")))
-	}
-	fill := min(holes, int64(len(unknowns)))
-	c.unknownUsed = fill
-	next := int64(1)
-	for i := int64(0); i < fill; i++ {
-		for c.slots.at(next).claims > 0 {
-			next++
-		}
-		u := unknowns[i]
-		s := c.slots.at(next)
-		s.release, s.relFrom, s.filledHole = c.all.at(int(u)).inv, u, true
-		next++
-	}
-}
-
-// constrainByReads puts a deadline on the slot each read counted up to, and a release
-// on the one above it.
-func (c *counterCheck) constrainByReads(readsOK []int32) {
-	for _, i := range readsOK {
-		r := c.all.at(int(i))
-		m, _ := counterSlotOf(r.value, c.before) // a usable read's is valid
-		if m >= 1 {
-			s := c.slots.at(m)
-			if s.deadline < 0 || r.ret-1 < s.deadline {
-				s.deadline, s.dlFrom = r.ret-1, i
-			}
-		}
-		if m < c.k {
-			s := c.slots.at(m + 1)
-			if r.inv > s.release {
-				s.release, s.relFrom, s.filledHole = r.inv, i, false
-			}
-		}
-	}
-}
-
-// checkOrder walks the slots in order and reports each slot whose deadline comes
-// before the latest release of a slot at or below it, once per releasing operation.
-func (c *counterCheck) checkOrder() {
-	var rel int64 = -1
-	var relK int64
-	var relSlot *counterSlot
-	var reported map[int32]bool
-	c.slots.each(func(k int64, s *counterSlot) {
-		if s.release > rel {
-			rel, relK, relSlot = s.release, k, s
-		}
-		if s.deadline < 0 || rel <= s.deadline || reported[relSlot.relFrom] {
-			return
-		}
-		if reported == nil {
-			reported = map[int32]bool{}
-		}
-		reported[relSlot.relFrom] = true
-		c.order(relK, relSlot, k, s)
-	})
-}
-
-// lostUpdate reports the acknowledged increments that wrote one value.
-func (c *counterCheck) lostUpdate(k int64, group []*counterOp) {
+// lostUpdate reports the acknowledged increments that wrote slot k's value.
+func (s *counterSweep) lostUpdate(k int64, r *counterRec) {
 	var ev []int64
 	var names []string
-	for i, o := range group {
-		if i < counterMaxOps {
-			ev = append(ev, o.events()...)
-			names = append(names, o.what())
-		}
+	r.listed(func(o *counterOp) {
+		ev = append(ev, o.events()...)
+		names = append(names, o.what())
+	})
+	if r.claims > counterMaxOps {
+		names = append(names, fmt.Sprintf("%d more", r.claims-counterMaxOps))
 	}
-	if len(group) > counterMaxOps {
-		names = append(names, fmt.Sprintf("%d more", len(group)-counterMaxOps))
-	}
-	w := c.before + k
-	c.anomaly("lost-update", ev, fmt.Sprintf(
+	w := s.c.before + k
+	s.lost.anomaly("lost-update", ev, fmt.Sprintf(
 		"%d acknowledged increments each wrote %d: %s; only one of them can have taken effect, so %d acknowledged updates were lost",
-		len(group), w, strings.Join(names, ", "), len(group)-1))
+		r.claims, w, strings.Join(names, ", "), r.claims-1))
 }
 
-// order explains why slot at's deadline comes before the release that reached it from
-// slot from (fromK <= atK).
-func (c *counterCheck) order(fromK int64, from *counterSlot, atK int64, at *counterSlot) {
-	rel, dl := c.all.at(int(from.relFrom)), c.all.at(int(at.dlFrom))
+// explainOrder explains why slot atK's deadline, set by dl, comes before the latest
+// release, of slot s.relK <= atK.
+func (s *counterSweep) explainOrder(dl *counterOp, atK int64) {
+	rel := &s.relOp
 	ev := append(rel.events(), dl.events()...)
-	vFrom, vAt := c.before+fromK, c.before+atK
+	fromK := s.relK
+	vFrom, vAt := s.c.before+fromK, s.c.before+atK
 	switch {
-	case from.filledHole:
-		c.anomaly("unexplained-increments", ev, fmt.Sprintf(
+	case s.relFilled:
+		s.order.anomaly("unexplained-increments", ev, fmt.Sprintf(
 			"%s completed when the counter had reached at least %d, but no acknowledged increment wrote %d, and the unknown increments that could have (the earliest, %s) were invoked only after it completed",
 			dl.what(), vAt, vFrom, rel.name()))
 	case rel.read && dl.read:
-		c.anomaly("stale-read", ev, fmt.Sprintf(
+		s.order.anomaly("stale-read", ev, fmt.Sprintf(
 			"%s was invoked after %s had completed, yet returned less: the counter only grows", rel.what(), dl.what()))
 	case rel.read:
-		c.anomaly("stale-read", ev, fmt.Sprintf(
+		s.order.anomaly("stale-read", ev, fmt.Sprintf(
 			"%s was invoked after %s had completed, so it must count that increment, yet returned less than %d", rel.what(), dl.what(), vAt))
 	case dl.read:
-		c.anomaly("future-read", ev, fmt.Sprintf(
+		s.order.anomaly("future-read", ev, fmt.Sprintf(
 			"%s counted %d increments, including the one that wrote %d, but %s was invoked only after the read completed",
 			dl.what(), atK, vFrom, rel.what()))
 	default:
-		c.anomaly("stale-write", ev, fmt.Sprintf(
+		s.order.anomaly("stale-write", ev, fmt.Sprintf(
 			"%s wrote %d, but %s had completed before it was invoked: it read a value already overwritten",
 			rel.name(), vFrom, dl.what()))
 	}
 }
 
-func (c *counterCheck) build() Result {
-	r := Result{Checker: "counter", Anomalies: c.anomalies}
+// build puts the findings together: those of one operation, the lost updates, the
+// increments no operation accounts for, the ordering violations.
+func (s *counterSweep) build() Result {
+	c := s.c
+	k := c.maxSlot
+	var f findings
+	for _, a := range c.single.anomalies {
+		f.add(a)
+	}
+	for _, a := range s.lost.anomalies {
+		f.add(a)
+	}
+	var unexplained int64
+	if holes := k - s.claimed; holes > int64(len(c.unknowns)) {
+		unexplained = holes - int64(len(c.unknowns))
+		f.anomaly("unexplained-increments", c.maxBy.events(), fmt.Sprintf(
+			"%s shows the counter at %d, %d above the start %d, but only %s wrote distinct values and %d had an unknown outcome: %s took effect that no operation accounts for",
+			c.maxBy.what(), c.before+k, k, c.before, counterPlural(s.claimed, "acknowledged increment"), len(c.unknowns), counterPlural(unexplained, "increment")))
+	}
+	for _, a := range s.order.anomalies {
+		f.add(a)
+	}
+	found := f.found - len(c.single.anomalies) - len(s.lost.anomalies) - len(s.order.anomalies) +
+		c.single.found + s.lost.found + s.order.found
+	unknownUsed := int64(s.used)
+
+	r := Result{Checker: "counter", Anomalies: f.anomalies}
 	d := map[string]any{
 		"before":              c.before,
 		"acknowledged":        c.acked,
 		"failed":              c.failed,
 		"unknown":             c.unknown,
-		"unknown_applied_min": c.unknownUsed,
-		"lost_updates":        c.lostUpdates,
-		"unexplained":         c.unexplained,
-		"increments_min":      c.k,
+		"unknown_applied_min": unknownUsed,
+		"lost_updates":        s.lostUpdates,
+		"unexplained":         unexplained,
+		"increments_min":      k,
 		"reads":               c.reads,
 		"reads_unknown":       c.readsLost,
-		"anomalies":           c.found,
+		"anomalies":           found,
 	}
-	if c.final != nil {
-		d["final_read"] = c.final.value
+	if c.hasFinal {
+		d["final_read"] = c.final
 	}
 	r.Details = encodeDetails(d)
-	if c.found == 0 {
+	if found == 0 {
 		r.Verdict = Valid
 		r.Anomalies = []Anomaly{}
 		var b strings.Builder
 		fmt.Fprintf(&b, "linearizable: %s acknowledged, each writing a value of its own, %d failed, %d unknown (at least %d of them applied)",
-			counterPlural(c.acked, "increment"), c.failed, c.unknown, c.unknownUsed)
-		if c.final != nil {
-			fmt.Fprintf(&b, "; the counter went from %d to %d", c.before, c.final.value)
+			counterPlural(c.acked, "increment"), c.failed, c.unknown, unknownUsed)
+		if c.hasFinal {
+			fmt.Fprintf(&b, "; the counter went from %d to %d", c.before, c.final)
 		}
 		r.Summary = b.String()
 		return r
 	}
 	r.Verdict = Invalid
-	if c.lostUpdates > 0 {
+	if s.lostUpdates > 0 {
 		r.Summary = fmt.Sprintf("%s lost: of %s, some wrote a value another had already written (%s in all)",
-			counterPlural(c.lostUpdates, "update"), counterPlural(c.acked, "acknowledged increment"), counterPlural(int64(c.found), "anomal"))
+			counterPlural(s.lostUpdates, "update"), counterPlural(c.acked, "acknowledged increment"), counterPlural(int64(found), "anomal"))
 		return r
 	}
-	r.Summary = firstOf(r.Anomalies[0], c.found)
+	r.Summary = firstOf(r.Anomalies[0], found)
 	return r
 }
 

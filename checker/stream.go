@@ -38,19 +38,15 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 		if err != nil {
 			return Result{}, err
 		}
-		return stream(ctx, next, model, b, c.Add, c.Result)
+		return stream(ctx, next, model, b, c.Add, func() (Result, error) { return c.Result(), nil })
 	case "counter":
 		before, err := counterParam(h, opt)
 		if err != nil {
 			return Result{}, err
 		}
-		var p counterPairer
-		return stream(ctx, next, model, before, p.add, func() Result {
-			all, _ := p.close()
-			c := counterCheck{before: before}
-			c.run(all)
-			return c.build()
-		})
+		c := newCounterChecker(before)
+		defer c.close()
+		return stream(ctx, next, model, before, c.add, c.result)
 	case ListAppendModel, RWRegisterModel:
 		return checkTxnStream(ctx, model, h, next, opt)
 	}
@@ -90,8 +86,9 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 // stream checks a history of a counting model (budget, counter) as it is read: each
 // event goes to add, and to what every check keeps beside its model's (the lost
 // writes of the process faults, what was checked); result builds the model's Result
-// once the history has been read. initial is the budget or the counter's value before.
-func stream(ctx context.Context, next func() (histories.Op, error), model string, initial int64, add func(histories.Op) error, result func() Result) (Result, error) {
+// once the history has been read (its error: what the model's checker wrote out
+// could not be read back). initial is the budget or the counter's value before.
+func stream(ctx context.Context, next func() (histories.Op, error), model string, initial int64, add func(histories.Op) error, result func() (Result, error)) (Result, error) {
 	lost := newCountingLoss(model)
 	var checked completions
 	done, err := feed(ctx, next, func(op histories.Op) error {
@@ -105,7 +102,11 @@ func stream(ctx context.Context, next func() (histories.Op, error), model string
 	if !done {
 		return interrupted(model, ctx.Err()), nil
 	}
-	return checked.unlessNothing(withLostWrites(result(), lost.lost(initial))), nil
+	res, err := result()
+	if err != nil {
+		return Result{}, err
+	}
+	return checked.unlessNothing(withLostWrites(res, lost.lost(initial))), nil
 }
 
 // feed hands each event from next to add until io.EOF, looking at ctx every checkEvery
