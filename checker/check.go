@@ -86,7 +86,11 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 	for _, op := range ops {
 		c.add(op)
 	}
-	return c.unlessNothing(withLostWrites(res, lostWritesOf(model, h, ops, opt))), err
+	lost, lerr := lostWritesOf(model, h, ops, opt)
+	if lerr != nil {
+		return Result{}, lerr
+	}
+	return c.unlessNothing(withLostWrites(res, lost)), err
 }
 
 // checkModel runs the model's checker.
@@ -146,8 +150,9 @@ func checkModel(ctx context.Context, model string, h *histories.Header, ops []hi
 }
 
 // lostWritesOf finds the acknowledged writes the history's process faults lost, by
-// model; the model's parameters have been read once already, by its checker.
-func lostWritesOf(model string, h *histories.Header, ops []histories.Op, opt Options) []LostWrite {
+// model; the model's parameters have been read once already, by its checker. It errs
+// when what it wrote out cannot be read back (countingLoss).
+func lostWritesOf(model string, h *histories.Header, ops []histories.Op, opt Options) ([]LostWrite, error) {
 	switch model {
 	case "budget", "counter":
 		initial, err := budgetParam(h, opt)
@@ -155,19 +160,20 @@ func lostWritesOf(model string, h *histories.Header, ops []histories.Op, opt Opt
 			initial, err = counterParam(h, opt)
 		}
 		if err != nil {
-			return nil
+			return nil, nil
 		}
 		c := newCountingLoss(model)
+		defer c.close()
 		for _, op := range ops {
 			c.add(op)
 		}
 		return c.lost(initial)
 	case RegisterModel, CASRegisterModel:
-		return lostRegisterWrites(ops)
+		return lostRegisterWrites(ops), nil
 	case ExactlyOnceModel:
-		return lostEffects(ops)
+		return lostEffects(ops), nil
 	}
-	return nil
+	return nil, nil
 }
 
 // WithFinalRead returns ops followed by an ok read of value final (op id "final"), by a

@@ -187,7 +187,8 @@ const lostExamples = 5
 
 // countingLoss finds the acknowledged effects a counting final state (a budget's
 // balance, a counter's value) is missing, one event at a time, so that a streamed
-// check keeps a time per acknowledged effect and nothing more.
+// check keeps a time per acknowledged effect, written out (ackTimes), and nothing
+// more; close releases them.
 type countingLoss struct {
 	model string // budget or counter
 	// effect is the function whose acknowledgements count: decrement or increment.
@@ -197,7 +198,7 @@ type countingLoss struct {
 	// acks are the times of the acknowledged effects, in history order; first names
 	// the first few, recent the latest (a ring), and beforeFault the last one
 	// acknowledged before each process fault, by the fault's place in procs.
-	acks        []int64
+	acks        ackTimes
 	first       []ack
 	recent      [1024]ack
 	nrecent     int
@@ -262,7 +263,7 @@ func (c *countingLoss) add(op histories.Op) {
 		if bytes.Contains(op.Value, []byte(`"replayed":true`)) {
 			c.replayed++
 		}
-		c.acks = append(c.acks, op.Time)
+		c.acks.add(op.Time)
 		a := ack{opID: op.OpID, index: op.Index, time: op.Time}
 		if len(c.first) < lostExamples {
 			c.first = append(c.first, a)
@@ -302,10 +303,10 @@ func budgetTookUnit(v []byte) bool {
 }
 
 // lost returns what the final state is missing; initial is the budget or the counter's
-// value before the run.
-func (c *countingLoss) lost(initial int64) []LostWrite {
+// value before the run. It errs when the acknowledgement times cannot be read back.
+func (c *countingLoss) lost(initial int64) ([]LostWrite, error) {
 	if !c.read {
-		return nil
+		return nil, nil
 	}
 	fi := -1
 	for i := range c.procs.faults {
@@ -314,7 +315,11 @@ func (c *countingLoss) lost(initial int64) []LostWrite {
 		}
 	}
 	if c.model == "budget" && c.missing {
-		return []LostWrite{c.lostAccount(initial, fi)}
+		l, err := c.lostAccount(initial, fi)
+		if err != nil {
+			return nil, err
+		}
+		return []LostWrite{l}, nil
 	}
 	var n int64
 	noun, plural := c.effect, c.effect+"s"
@@ -323,24 +328,31 @@ func (c *countingLoss) lost(initial int64) []LostWrite {
 		went = initial - c.final
 	}
 	if (went < 0) != (c.model == "budget" && initial < c.final || c.model != "budget" && c.final < initial) {
-		return nil // the difference overflows: the model's checker refuses the values
+		return nil, nil // the difference overflows: the model's checker refuses the values
 	}
 	if c.model == "budget" {
 		// Each acknowledged decrement took a unit (a replayed one took it earlier);
 		// the balance cannot be higher than that allows, whatever else happened.
-		n = (int64(len(c.acks)) - c.replayed) - went
+		n = (c.acks.n - c.replayed) - went
 	} else {
-		n = int64(len(c.acks)) - went
+		n = c.acks.n - went
 	}
 	if n <= 0 || fi < 0 {
-		return nil
+		return nil, nil
 	}
 	fault := c.procs.faults[fi]
 	l := LostWrite{Count: n, Fault: fault.Fault}
 	l.Explanation = fmt.Sprintf("%d acknowledged %s missing from the final state after %s", n, plural, fault.describe())
-	before := c.acksBefore(fault.Start)
+	before, err := c.acks.countBefore(fault.Start)
+	if err != nil {
+		return nil, err
+	}
 	if fault.Action == PartitionAction && fault.End >= 0 {
-		during := len(c.acksBefore(fault.End)) - len(before)
+		untilEnd, err := c.acks.countBefore(fault.End)
+		if err != nil {
+			return nil, err
+		}
+		during := untilEnd - before
 		l.Explanation += fmt.Sprintf("; %d %s were acknowledged while it lasted (%.2fs to %.2fs)", during, plural, float64(fault.Start)/1e9, float64(fault.End)/1e9)
 	}
 	if last, ok := c.beforeFault[fi]; ok {
@@ -348,32 +360,28 @@ func (c *countingLoss) lost(initial int64) []LostWrite {
 		l.Explanation += fmt.Sprintf("; the last %s acknowledged before it, %s, was acknowledged %.3fs before the fault", noun, last.opID, l.AckBeforeFaultS)
 		// The likeliest lost are the last acknowledged (a log loses its tail): how far
 		// back they reach is the window of acknowledged work the fault took.
-		if n > 1 && n <= int64(len(before)) {
-			l.Explanation += fmt.Sprintf("; the last %d acknowledged span the %.3fs before it", n, secs(fault.Start-before[int64(len(before))-n]))
+		if n > 1 && n <= before {
+			from, err := c.acks.nthBefore(fault.Start, before-n)
+			if err != nil {
+				return nil, err
+			}
+			l.Explanation += fmt.Sprintf("; the last %d acknowledged span the %.3fs before it", n, secs(fault.Start-from))
 		}
 	}
-	return []LostWrite{l}
+	return []LostWrite{l}, nil
 }
 
-// acksBefore returns the acknowledgement times before t, which are in history order:
-// sorted but for the few written after a later one.
-func (c *countingLoss) acksBefore(t int64) []int64 {
-	if !slices.IsSorted(c.acks) {
-		slices.Sort(c.acks)
-	}
-	i, _ := slices.BinarySearch(c.acks, t)
-	return c.acks[:i]
-}
+func (c *countingLoss) close() { c.acks.close() }
 
 // lostAccount names what is lost when the budget's final read found no account at all:
 // the balance the run set up and every decrement acknowledged as applied, each of which
 // took a unit from it. It names the last data-losing fault (fi, -1 for none), the first
 // few acknowledged decrements and the last one before the fault. With no such fault the
 // account vanished by itself, which is as much a loss.
-func (c *countingLoss) lostAccount(budget int64, fi int) LostWrite {
+func (c *countingLoss) lostAccount(budget int64, fi int) (LostWrite, error) {
 	at := int64(math.MaxInt64)
 	cause := "with no process fault before it"
-	l := LostWrite{Count: int64(len(c.acks))}
+	l := LostWrite{Count: c.acks.n}
 	last, hasLast := c.recent[(c.nrecent-1+len(c.recent))%len(c.recent)], c.nrecent > 0
 	if fi >= 0 {
 		f := c.procs.faults[fi]
@@ -381,10 +389,10 @@ func (c *countingLoss) lostAccount(budget int64, fi int) LostWrite {
 		cause = "after " + f.describe()
 		last, hasLast = c.beforeFault[fi]
 	}
-	l.Explanation = fmt.Sprintf("the account is gone %s: the final read found no balance at all, so the budget of %d the run set up and all %d decrements acknowledged as applied are lost", cause, budget, len(c.acks))
-	acked := c.acksBefore(at)
-	if !hasLast || len(acked) == 0 {
-		return l
+	l.Explanation = fmt.Sprintf("the account is gone %s: the final read found no balance at all, so the budget of %d the run set up and all %d decrements acknowledged as applied are lost", cause, budget, c.acks.n)
+	acked, err := c.acks.countBefore(at)
+	if err != nil || !hasLast || acked == 0 {
+		return l, err
 	}
 	l.OpID, l.Index = last.opID, last.index
 	if fi >= 0 {
@@ -397,7 +405,7 @@ func (c *countingLoss) lostAccount(budget int64, fi int) LostWrite {
 		}
 	}
 	l.Explanation += ", from " + strings.Join(ids, ", ")
-	if n := len(acked) - len(ids); n > 1 {
+	if n := int(acked) - len(ids); n > 1 {
 		l.Explanation += fmt.Sprintf(" and %d more, to %s", n-1, last.opID)
 	} else if n == 1 {
 		l.Explanation += " and " + last.opID
@@ -405,7 +413,7 @@ func (c *countingLoss) lostAccount(budget int64, fi int) LostWrite {
 	if fi >= 0 {
 		l.Explanation += fmt.Sprintf(" (acknowledged %.3fs before the fault)", l.AckBeforeFaultS)
 	}
-	return l
+	return l, nil
 }
 
 // lostRegisterWrites names, per data-losing fault and key, the last write acknowledged

@@ -182,3 +182,75 @@ func (r *spillReader) fail() {
 	r.err = errSpillCorrupt
 	r.b = nil
 }
+
+// ackTimes are the times of a history's acknowledged effects, in history order, written
+// out as differences to a spillLog (a byte or three each), so that a streamed check
+// keeps none of them in memory: what the lost writes need of them, at the end, is how
+// many came before a time and the i-th earliest of those, each a walk over them.
+type ackTimes struct {
+	log  spillLog
+	n    int64 // how many
+	prev int64 // the last one added
+}
+
+func (a *ackTimes) add(t int64) {
+	a.log.buf = binary.AppendVarint(a.log.buf, t-a.prev)
+	a.prev = t
+	a.n++
+	a.log.record()
+}
+
+// each calls fn on every time, in the order they were added.
+func (a *ackTimes) each(fn func(t int64)) error {
+	var t int64
+	return a.log.each(func(chunk []byte) error {
+		in := spillReader{b: chunk}
+		for len(in.b) > 0 {
+			t += in.varint()
+			if in.err != nil {
+				return in.err
+			}
+			fn(t)
+		}
+		return nil
+	})
+}
+
+// countBefore is how many times are before t.
+func (a *ackTimes) countBefore(t int64) (int64, error) {
+	var n int64
+	err := a.each(func(x int64) {
+		if x < t {
+			n++
+		}
+	})
+	return n, err
+}
+
+// nthBefore is the i-th earliest (from 0) of the times before t, of which there are
+// more than i: found 16 bits at a time, by counting the times in each of the 65536
+// ranges the bits found so far leave.
+func (a *ackTimes) nthBefore(t, i int64) (int64, error) {
+	var counts [1 << 16]int64
+	var prefix uint64 // the bits found, of the time with its sign bit flipped
+	for shift := 48; shift >= 0; shift -= 16 {
+		clear(counts[:])
+		err := a.each(func(x int64) {
+			u := uint64(x) ^ 1<<63
+			if x < t && (shift == 48 || u>>(shift+16) == prefix) {
+				counts[u>>shift&0xffff]++
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+		b := 0
+		for ; b < len(counts)-1 && i >= counts[b]; b++ {
+			i -= counts[b]
+		}
+		prefix = prefix<<16 | uint64(b)
+	}
+	return int64(prefix ^ 1<<63), nil
+}
+
+func (a *ackTimes) close() { a.log.close() }

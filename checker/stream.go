@@ -90,6 +90,7 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 // could not be read back). initial is the budget or the counter's value before.
 func stream(ctx context.Context, next func() (histories.Op, error), model string, initial int64, add func(histories.Op) error, result func() (Result, error)) (Result, error) {
 	lost := newCountingLoss(model)
+	defer lost.close()
 	var checked completions
 	done, err := feed(ctx, next, func(op histories.Op) error {
 		lost.add(op)
@@ -106,7 +107,11 @@ func stream(ctx context.Context, next func() (histories.Op, error), model string
 	if err != nil {
 		return Result{}, err
 	}
-	return checked.unlessNothing(withLostWrites(res, lost.lost(initial))), nil
+	lw, err := lost.lost(initial)
+	if err != nil {
+		return Result{}, err
+	}
+	return checked.unlessNothing(withLostWrites(res, lw)), nil
 }
 
 // feed hands each event from next to add until io.EOF, looking at ctx every checkEvery
