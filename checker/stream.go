@@ -13,8 +13,13 @@ import (
 // CheckStream is Check for a history read one event at a time: next returns the events
 // in order and io.EOF at the end. The budget and counter checkers take the events as
 // they come, so memory grows with the operations a checker keeps (budget: those still
-// open; counter: one small record each), not with the history's bytes; the other
-// models, and a check with Options.Final, read the whole history first. An error of
+// open; counter: those in flight, the slots near the highest value seen, and the
+// unknown increments), not with the history's bytes. What both must keep for every
+// operation until the end (the counter's slots below that window, the times of the
+// acknowledged effects the lost writes are counted from) is written out to a
+// temporary file, removed as soon as it is created, and read back once at the end
+// (or kept in memory when no file can be written). The other models, and a check with
+// Options.Final, read the whole history first. An error of
 // next other than io.EOF is returned as it is, and the check ends there, except after
 // ctx has ended: then it is taken for the interruption (a reader that stops when ctx
 // does), and the Result is Unknown, interrupted. ctx is looked at every few thousand
