@@ -398,7 +398,21 @@ func TestPostgresDiesWithHarness(t *testing.T) {
 	}
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()
-		t.Errorf("%s still accepts connections", addr)
+		// The freed port may already be another test binary's server: only a listener
+		// of this server's group, or one naming its directory, is this server.
+		_, p, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(p)
+		ls := servertest.Listeners(port)
+		if len(ls) == 0 {
+			t.Errorf("%s still accepts connections, and no process was found listening there", addr)
+		}
+		for _, l := range ls {
+			if l.Pgid == pid || strings.Contains(l.Cmdline, dir) {
+				t.Errorf("%s still accepts connections: pid %d (%s) of the killed harness's server", addr, l.Pid, l.Cmdline)
+			} else {
+				t.Logf("%s was taken again after the server died, by pid %d (%s)", addr, l.Pid, l.Cmdline)
+			}
+		}
 	}
 }
 

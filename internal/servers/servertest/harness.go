@@ -125,3 +125,59 @@ func NothingLeft(tb testing.TB, dir string) {
 		tb.Errorf("left behind: %v", left)
 	}
 }
+
+// Listener is a live process holding a listening TCP socket.
+type Listener struct {
+	Pid     int
+	Pgid    int
+	Cmdline string // its arguments, joined by spaces
+}
+
+// Listeners returns the live processes holding a socket that listens on TCP port, found
+// through /proc/net/tcp and tcp6 and each process's descriptors. A port a killed server
+// freed can be taken at once by another server launched on the machine (another test
+// binary's): this tells the two apart.
+func Listeners(port int) []Listener {
+	inodes := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			// sl local_address rem_address st ... inode (the 10th field); 0A is LISTEN.
+			if len(fs) < 10 || fs[3] != "0A" {
+				continue
+			}
+			_, hexPort, ok := strings.Cut(fs[1], ":")
+			if p, err := strconv.ParseUint(hexPort, 16, 16); ok && err == nil && int(p) == port {
+				inodes["socket:["+fs[9]+"]"] = true
+			}
+		}
+	}
+	var out []Listener
+	if len(inodes) == 0 {
+		return nil
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir(filepath.Join("/proc", e.Name(), "fd"))
+		for _, fd := range fds {
+			if target, err := os.Readlink(filepath.Join("/proc", e.Name(), "fd", fd.Name())); err == nil && inodes[target] {
+				st, pgid := procState(pid)
+				if st == "" || st == "Z" {
+					break
+				}
+				b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+				out = append(out, Listener{Pid: pid, Pgid: pgid, Cmdline: strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))})
+				break
+			}
+		}
+	}
+	return out
+}

@@ -263,3 +263,20 @@ func TestInterruptStopsServers(t *testing.T) {
 		t.Errorf("%s still accepts connections", addr)
 	}
 }
+
+// Listeners finds the process that listens on a port, and nobody on a port closed.
+func TestListeners(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ls := Listeners(port)
+	if len(ls) != 1 || ls[0].Pid != os.Getpid() || ls[0].Pgid == 0 || !strings.Contains(ls[0].Cmdline, filepath.Base(os.Args[0])) {
+		t.Errorf("Listeners(%d) = %+v, want this process (pid %d)", port, ls, os.Getpid())
+	}
+	ln.Close()
+	if ls := Listeners(port); len(ls) != 0 {
+		t.Errorf("Listeners(%d) after Close = %+v", port, ls)
+	}
+}
