@@ -71,16 +71,21 @@ func (d *decoder) decode(b []byte, op *Op) bool {
 	}
 	var seen uint16
 	for {
-		key, j, ok := plainString(b, i)
-		if !ok {
-			return false
-		}
-		i = skipSpace(b, j)
-		if i >= len(b) || b[i] != ':' {
-			return false
+		f, j := writtenKey(b, i)
+		if f < 0 {
+			key, j, ok := plainString(b, i)
+			if !ok {
+				return false
+			}
+			i = skipSpace(b, j)
+			if i >= len(b) || b[i] != ':' {
+				return false
+			}
+			f = fieldOf(key)
+		} else {
+			i = j - 1 // the colon
 		}
 		i = skipSpace(b, i+1)
-		f := fieldOf(key)
 		if f < 0 || seen&(1<<f) != 0 {
 			// An unknown key may name a field case-insensitively, and a repeated one
 			// is resolved by encoding/json's rules: both are left to it.
@@ -173,6 +178,53 @@ const (
 	fAttempt
 )
 
+// keyLits are the keys of the fields as the Writer writes them: quoted, the colon
+// straight after.
+var keyLits = [...]string{fIndex: `"index":`, fTime: `"time":`, fProcess: `"process":`, fType: `"type":`,
+	fF: `"f":`, fKey: `"key":`, fValue: `"value":`, fOpID: `"op_id":`, fConn: `"conn":`, fError: `"error":`, fAttempt: `"attempt":`}
+
+// writtenKey returns the field of the key at b[i] when it is written exactly as the
+// Writer writes it, and the index after its colon; -1 for any other key, or the same
+// key written otherwise, which the general reading takes.
+func writtenKey(b []byte, i int) (int, int) {
+	if len(b)-i < 5 {
+		return -1, 0
+	}
+	f := -1
+	switch b[i+1] {
+	case 'i':
+		f = fIndex
+	case 't':
+		f = fTime
+		if b[i+2] == 'y' {
+			f = fType
+		}
+	case 'p':
+		f = fProcess
+	case 'f':
+		f = fF
+	case 'k':
+		f = fKey
+	case 'v':
+		f = fValue
+	case 'o':
+		f = fOpID
+	case 'c':
+		f = fConn
+	case 'e':
+		f = fError
+	case 'a':
+		f = fAttempt
+	default:
+		return -1, 0
+	}
+	lit := keyLits[f]
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1, 0
+	}
+	return f, i + len(lit)
+}
+
 func fieldOf(key []byte) int {
 	switch string(key) {
 	case "index":
@@ -221,25 +273,10 @@ func internF(s []byte) string {
 	return string(s)
 }
 
-// afterMember reads what may follow a member of an object or an element of an array at
-// b[i], spaces first: a comma, and then j is where the next member starts (more), or
-// end, the closing brace or bracket, and then j is just after it. Anything else is not
-// JSON (ok false).
-func afterMember(b []byte, i int, end byte) (j int, more, ok bool) {
-	i = skipSpace(b, i)
-	if i >= len(b) {
-		return 0, false, false
-	}
-	switch b[i] {
-	case ',':
-		return skipSpace(b, i+1), true, true
-	case end:
-		return i + 1, false, true
-	}
-	return 0, false, false
-}
-
 func skipSpace(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i // the usual case: no space at all
+	}
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
@@ -319,60 +356,114 @@ const maxDepth = 64
 
 // skipValue checks that a valid JSON value starts at b[i] and returns the index after
 // it. It follows the JSON grammar strictly, as encoding/json's scanner does: a value it
-// accepts is one encoding/json accepts, byte for byte the same.
+// accepts is one encoding/json accepts, byte for byte the same. depth is how deeply the
+// value is nested already; containers nested deeper than maxDepth are declined. It
+// reads without recursion, the open containers a stack of bits: a transaction's value,
+// an array of arrays of short tokens, costs a few comparisons a byte.
 func skipValue(b []byte, i, depth int) (int, bool) {
-	if i >= len(b) || depth > maxDepth {
+	// open holds a bit for each container open around i, the innermost lowest: 1 for
+	// an object, 0 for an array; n is how many are open.
+	var open uint64
+	n := 0
+	for {
+		// A value starts at b[i].
+		if i >= len(b) {
+			return 0, false
+		}
+		var ok bool
+		switch c := b[i]; {
+		case c == '[' || c == '{':
+			if depth+n >= maxDepth {
+				return 0, false
+			}
+			obj := c == '{'
+			open <<= 1
+			if obj {
+				open |= 1
+			}
+			n++
+			i = skipSpace(b, i+1)
+			if i < len(b) && (b[i] == ']' && !obj || b[i] == '}' && obj) {
+				i++
+				n--
+				open >>= 1
+				break
+			}
+			if obj {
+				if i, ok = skipKey(b, i); !ok {
+					return 0, false
+				}
+			}
+			continue
+		case c >= '0' && c <= '9' || c == '-':
+			if i, ok = skipNumber(b, i); !ok {
+				return 0, false
+			}
+		case c == '"':
+			if i, ok = skipString(b, i); !ok {
+				return 0, false
+			}
+		case c == 'n':
+			if i, ok = literal(b, i, "null"); !ok {
+				return 0, false
+			}
+		case c == 't':
+			if i, ok = literal(b, i, "true"); !ok {
+				return 0, false
+			}
+		case c == 'f':
+			if i, ok = literal(b, i, "false"); !ok {
+				return 0, false
+			}
+		default:
+			return 0, false
+		}
+		// A value ended at b[i]: what follows it in the containers open around it.
+	after:
+		for {
+			if n == 0 {
+				return i, true
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			obj := open&1 != 0
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+				if obj {
+					if i, ok = skipKey(b, i); !ok {
+						return 0, false
+					}
+				}
+				break after
+			case ']', '}':
+				if (b[i] == '}') != obj {
+					return 0, false
+				}
+				i++
+				n--
+				open >>= 1
+			default:
+				return 0, false
+			}
+		}
+	}
+}
+
+// skipKey reads an object member's key and its colon at b[i], and returns the index of
+// the member's value.
+func skipKey(b []byte, i int) (int, bool) {
+	j, ok := skipString(b, i)
+	if !ok {
 		return 0, false
 	}
-	switch c := b[i]; {
-	case c == '{':
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, true
-		}
-		for {
-			j, ok := skipString(b, i)
-			if !ok {
-				return 0, false
-			}
-			i = skipSpace(b, j)
-			if i >= len(b) || b[i] != ':' {
-				return 0, false
-			}
-			if i, ok = skipValue(b, skipSpace(b, i+1), depth+1); !ok {
-				return 0, false
-			}
-			var more bool
-			if i, more, ok = afterMember(b, i, '}'); !more {
-				return i, ok
-			}
-		}
-	case c == '[':
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			var ok, more bool
-			if i, ok = skipValue(b, i, depth+1); !ok {
-				return 0, false
-			}
-			if i, more, ok = afterMember(b, i, ']'); !more {
-				return i, ok
-			}
-		}
-	case c == '"':
-		return skipString(b, i)
-	case c == '-' || c >= '0' && c <= '9':
-		return skipNumber(b, i)
-	case c == 't':
-		return literal(b, i, "true")
-	case c == 'f':
-		return literal(b, i, "false")
-	case c == 'n':
-		return literal(b, i, "null")
+	i = skipSpace(b, j)
+	if i >= len(b) || b[i] != ':' {
+		return 0, false
 	}
-	return 0, false
+	return skipSpace(b, i+1), true
 }
 
 func literal(b []byte, i int, lit string) (int, bool) {
@@ -389,7 +480,11 @@ func skipString(b []byte, i int) (int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, false
 	}
-	for j := i + 1; j < len(b); j++ {
+	j := i + 1
+	for j < len(b) && !strStop[b[j]] {
+		j++ // plain ASCII: one table look-up a byte
+	}
+	for ; j < len(b); j++ {
 		c := b[j]
 		switch {
 		case c == '"':

@@ -2,10 +2,13 @@ package histories
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 // decodeSeeds are event lines as indoubt writes them, and near misses of that form.
@@ -148,4 +151,62 @@ func TestReaderStillRefuses(t *testing.T) {
 	if _, err := readAllOf([]byte(decodeSeeds[0]+"\n"+`{"index":9,"type":"ok"`), true); err != nil && !errors.Is(err, io.EOF) {
 		t.Errorf("partial: %v", err)
 	}
+}
+
+// BenchmarkReaderTxn reads a transactional history of 100,000 transactions (200,001
+// lines) as scripts/txngen writes them, event by event, as `indoubt check` does: the
+// reader's share of checking a list-append history.
+func BenchmarkReaderTxn(b *testing.B) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"header":{"format":"indoubt-history/1","workload":"list-append","model":"list-append"}}` + "\n")
+	for i := range 100_000 {
+		p, k := i%16, i%13
+		fmt.Fprintf(&buf, `{"index":%d,"time":%d,"process":%d,"type":"invoke","f":"txn","value":[["r",%d,null],["append",%d,%d],["r",%d,null]]}`+"\n", 2*i, 2000*i, p, k, k+1, i, k+2)
+		fmt.Fprintf(&buf, `{"index":%d,"time":%d,"process":%d,"type":"ok","f":"txn","value":[["r",%d,[1,2,3,4,5,6,7,8,9,10,11,12]],["append",%d,%d],["r",%d,[]]]}`+"\n", 2*i+1, 2000*i+1000, p, k, k+1, i, k+2)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := NewReader(bytes.NewReader(data), "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for {
+			_, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != 200_000 {
+			b.Fatalf("%d events", n)
+		}
+	}
+}
+
+// FuzzSkipValue holds skipValue to encoding/json's grammar: a value it accepts whole is
+// valid JSON, and a valid value of valid UTF-8, nested less deeply than maxDepth, it
+// accepts.
+func FuzzSkipValue(f *testing.F) {
+	for _, s := range []string{`[["r",3,null],["append",6,1]]`, `{"a":[true,false,null],"b":{}}`, `[{]}`, `{"a" : [ 1 , -2.5e+3 ] }`,
+		`[[[[[]]]]]`, `{"a":1,}`, `[1,]`, `"\u00e9\n"`, `{"a"}`, `[}`, `{]`, `-`, `01`, `[1 2]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		end, ok := skipValue(b, 0, 0)
+		if ok && end == len(b) && !json.Valid(b) {
+			t.Fatalf("skipValue accepted %q, which is not JSON", b)
+		}
+		if ok && end < len(b) && json.Valid(b[:end]) == false {
+			t.Fatalf("skipValue accepted %q of %q, which is not JSON", b[:end], b)
+		}
+		if json.Valid(b) && utf8.Valid(b) && bytes.Count(b, []byte("["))+bytes.Count(b, []byte("{")) < maxDepth && len(bytes.TrimSpace(b)) == len(b) && (!ok || end != len(b)) {
+			t.Fatalf("skipValue declined %q, valid JSON", b)
+		}
+	})
 }
