@@ -147,13 +147,14 @@ func (la *listAppend) intern(k uint32, e int64) int32 {
 
 func (la *listAppend) key(k uint32) *laKey {
 	for int(k) >= len(la.keys) {
+		la.keys = grown(la.keys, 1)
 		la.keys = append(la.keys, laKey{dupAt: -1})
 	}
 	return &la.keys[k]
 }
 
 // take records a completed transaction.
-func (la *listAppend) take(h *txnHistory, id int32, d *txnDecoder) error {
+func (la *listAppend) take(h *txnHistory, id int32, d *txnValue) error {
 	status := h.txns[id].status
 	for _, m := range d.mops {
 		switch {
@@ -300,7 +301,7 @@ type laFirst struct {
 // checkTxn looks within one committed transaction: internal consistency, future
 // reads, and the reads that lost-update compares. None of them can happen in a
 // transaction that touches every key once.
-func (la *listAppend) checkTxn(h *txnHistory, id int32, d *txnDecoder) {
+func (la *listAppend) checkTxn(h *txnHistory, id int32, d *txnValue) {
 	repeated := false
 	for i := 1; i < len(d.mops) && !repeated; i++ {
 		for j := 0; j < i; j++ {

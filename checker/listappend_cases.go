@@ -295,7 +295,7 @@ func (la *listAppend) explainEdge(h *txnHistory, a, b int32, rel edgeBits, an, b
 			}
 			l := la.readList(r)
 			last := l[len(l)-1]
-			step.Key, step.Value, step.ToMop = h.in.keyText[m.key], h.in.valueJSON(last), i
+			step.Key, step.Value, step.ToMop = h.in.keyJSON(m.key), h.in.valueJSON(last), i
 			step.FromMop = la.appendMop(h, a, m.key, last)
 			return fmt.Sprintf("%s read %s = %s, which ends with %s's append of %s", bn, key, listText(h, l, r.null), an, h.in.valueString(last)), step
 		case (rel == relWW || rel == relRW) && m.kind == mopAppend:
@@ -309,7 +309,7 @@ func (la *listAppend) explainEdge(h *txnHistory, a, b int32, rel edgeBits, an, b
 					continue
 				}
 				prev := ks.order[p]
-				step.Key, step.Value, step.Value2 = h.in.keyText[m.key], h.in.valueJSON(prev), h.in.valueJSON(m.val)
+				step.Key, step.Value, step.Value2 = h.in.keyJSON(m.key), h.in.valueJSON(prev), h.in.valueJSON(m.val)
 				step.FromMop, step.ToMop = la.appendMop(h, a, m.key, prev), i
 				if unread {
 					return fmt.Sprintf("%s appended %s to %s, which no read saw, so after %s's append of %s, the last any read of %s saw", bn, v, key, an, h.in.valueString(prev), key), step
@@ -319,7 +319,7 @@ func (la *listAppend) explainEdge(h *txnHistory, a, b int32, rel edgeBits, an, b
 			if !slices.Contains(la.readersOf(m.key, p), a) {
 				continue
 			}
-			step.Key, step.Value2, step.ToMop = h.in.keyText[m.key], h.in.valueJSON(m.val), i
+			step.Key, step.Value2, step.ToMop = h.in.keyJSON(m.key), h.in.valueJSON(m.val), i
 			seen := "[]"
 			if p >= 0 {
 				step.Value = h.in.valueJSON(ks.order[p])

@@ -93,7 +93,7 @@ func group(n int, ents, txns []int32) (at, members []int32) {
 func newRWRegister() *rwRegister { return &rwRegister{} }
 
 // take records a completed transaction.
-func (rr *rwRegister) take(h *txnHistory, id int32, d *txnDecoder) error {
+func (rr *rwRegister) take(h *txnHistory, id int32, d *txnValue) error {
 	status := h.txns[id].status
 	for _, m := range d.mops {
 		switch {
@@ -693,7 +693,7 @@ func (rr *rwRegister) explainEdge(h *txnHistory, a, b int32, rel edgeBits, an, b
 	case relWR:
 		for _, r := range br {
 			if v, ok := lookup(aw, r.key); ok && v == r.val && r.val != valueNil {
-				step.Key, step.Value = h.in.keyText[r.key], h.in.valueJSON(r.val)
+				step.Key, step.Value = h.in.keyJSON(r.key), h.in.valueJSON(r.val)
 				step.FromMop, step.ToMop = mopOf(am, mopWrite, r.key, r.val), mopOf(bm, mopRead, r.key, r.val)
 				return fmt.Sprintf("%s read %s = %s, which %s wrote", bn, h.in.keyString(r.key), h.in.valueString(r.val), an), step
 			}
@@ -708,7 +708,7 @@ func (rr *rwRegister) explainEdge(h *txnHistory, a, b int32, rel edgeBits, an, b
 			if !ok || !(x.val == valueNil && v2 != valueNil || rr.vg[versionEdge{x.key, x.val, v2}]) {
 				continue
 			}
-			step.Key, step.Value, step.Value2 = h.in.keyText[x.key], h.in.valueJSON(x.val), h.in.valueJSON(v2)
+			step.Key, step.Value, step.Value2 = h.in.keyJSON(x.key), h.in.valueJSON(x.val), h.in.valueJSON(v2)
 			step.FromMop, step.ToMop = mopOf(am, kind, x.key, x.val), mopOf(bm, mopWrite, x.key, v2)
 			verb := "wrote"
 			if rel == relRW {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/indoubt/indoubt/histories"
@@ -87,4 +89,34 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestTxnStreamEqualsCheck: a transactional history checks the same streamed, its values
+// decoded a batch ahead on goroutines of their own, as read whole and decoded in line:
+// histories cut short with transactions open, planted anomalies, a value that is no
+// transaction and a micro-op the model refuses, far into the history.
+func TestTxnStreamEqualsCheck(t *testing.T) {
+	for _, model := range []string{ListAppendModel, RWRegisterModel} {
+		full := genTxnHistory(model, 5000, 16, 8, 0.01, 7)
+		bad := slices.Clone(full)
+		bad[7001].Value = []byte(`[["r",1,[1,2]],["x",1,2]]`)
+		wrong := slices.Clone(full)
+		wrong[8001].Value = []byte(`[["append",1,99999],["w",1,99998]]`)
+		for name, ops := range map[string][]histories.Op{"whole": full, "cut": full[:6001], "cut early": full[:1500],
+			"bad value": bad, "wrong micro-op": wrong} {
+			opt := Options{Model: model}
+			want, werr := Check(context.Background(), nil, ops, opt)
+			got, gerr := CheckStream(context.Background(), nil, sliceNext(ops), opt)
+			delete(got.Details, "check_ms")
+			delete(want.Details, "check_ms")
+			if strings.HasPrefix(name, "bad") || strings.HasPrefix(name, "wrong") {
+				if werr == nil {
+					t.Fatalf("%s %s: no error", model, name)
+				}
+			}
+			if errString(werr) != errString(gerr) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s %s:\nstream: %v %+v\nwhole: %v %+v", model, name, gerr, got, werr, want)
+			}
+		}
+	}
 }

@@ -120,16 +120,23 @@ type txnMop struct {
 // transactions: take each completed transaction's micro-ops, then decide.
 type txnModel interface {
 	// take records transaction id, whose micro-ops d holds.
-	take(h *txnHistory, id int32, d *txnDecoder) error
+	take(h *txnHistory, id int32, d *txnValue) error
 }
 
 // txnHistory reads a transactional history one event at a time.
 type txnHistory struct {
 	model string
 	in    *txnInterner
-	dec   txnDecoder
-	txns  []txnRec
-	mops  []txnMop
+	// prep decodes the values, here, as each event is added (add), or a batch ahead
+	// on a goroutine of its own (feedTxnAhead, addPrepared); val holds the micro-ops
+	// its records point into, view those of the transaction being taken, and closing,
+	// when set, the records of the transactions never completed (txnPrep.close).
+	prep    txnPrep
+	val     *txnValue
+	view    txnValue
+	closing []txnPrepared
+	txns    []txnRec
+	mops    []txnMop
 	// pending holds each process's open transactions, oldest first.
 	pending pendingTxns
 	m       txnModel
@@ -139,7 +146,8 @@ type txnHistory struct {
 	clients int64
 }
 
-// pendingTxn is an invoked transaction not yet completed.
+// pendingTxn is an invoked transaction not yet completed: its id, or for txnPrep its
+// number among the invocations and its value.
 type pendingTxn struct {
 	id    int32
 	value []byte
@@ -217,11 +225,95 @@ func (q *pendingTxns) all() []pendingTxn {
 
 func newTxnHistory(model string, m txnModel) *txnHistory {
 	in := newTxnInterner()
-	return &txnHistory{model: model, in: in, dec: txnDecoder{in: in}, m: m}
+	h := &txnHistory{model: model, in: in, prep: txnPrep{dec: txnDecoder{in: in}}, m: m}
+	h.val = &h.prep.dec.txnValue
+	return h
 }
 
-// add takes the next event of the history. Events of the nemesis are skipped.
+// txnPrepared is what txnPrep made of one event: for a completion, the micro-ops of the
+// value that says what its transaction did (mops[mop:mop+n] of the txnValue they were
+// decoded into), or the error that value is; nothing for another event.
+type txnPrepared struct {
+	mop, n int32
+	err    error
+}
+
+// txnPrep decodes the values of a transactional history. It pairs each completion with
+// its invocation as txnHistory.add does, to decode the value that says what the
+// transaction did: the completion's, or for a failed or unknown one without a value,
+// the invocation's. The interner is its own while the history is read, so that it can
+// run ahead of the checking on a goroutine of its own (feedTxnAhead): decoding the
+// values is a good part of the cost of reading a history.
+type txnPrep struct {
+	dec     txnDecoder
+	pending pendingTxns // each process's open invocations, numbered in order, with their values
+	seq     int32       // invocations so far
+}
+
+// prepare decodes, for a completion, its transaction's value, appending the micro-ops to
+// p.dec's. An event txnHistory.add skips or refuses gets no record.
+func (p *txnPrep) prepare(op histories.Op) txnPrepared {
+	if !op.IsClient() || op.F != TxnFunction || op.Process > math.MaxInt32 {
+		return txnPrepared{}
+	}
+	var status txnStatus
+	switch op.Type {
+	case histories.Invoke:
+		p.pending.push(op.Process, pendingTxn{id: p.seq, value: op.Value})
+		p.seq++
+		return txnPrepared{}
+	case histories.OK:
+		status = txnOK
+	case histories.Info:
+		status = txnInfo
+	case histories.Fail:
+		status = txnFail
+	default:
+		return txnPrepared{}
+	}
+	inv, _ := p.pending.pop(op.Process)
+	value := op.Value
+	if status != txnOK && (len(value) == 0 || string(value) == "null") {
+		value = inv.value
+	}
+	if status == txnOK && len(value) == 0 {
+		return txnPrepared{}
+	}
+	return p.decode(value)
+}
+
+// decode appends the micro-ops of value to p.dec's, all of them or none.
+func (p *txnPrep) decode(value []byte) txnPrepared {
+	mop, list := len(p.dec.mops), len(p.dec.list)
+	if err := p.dec.decodeMore(value); err != nil {
+		p.dec.mops, p.dec.list = p.dec.mops[:mop], p.dec.list[:list]
+		return txnPrepared{err: err}
+	}
+	return txnPrepared{mop: int32(mop), n: int32(len(p.dec.mops) - mop)}
+}
+
+// close decodes the values of the transactions never completed, in invocation order:
+// the order in which txnHistory.close takes them.
+func (p *txnPrep) close() []txnPrepared {
+	open := p.pending.all()
+	slices.SortFunc(open, func(a, b pendingTxn) int { return int(a.id - b.id) })
+	out := make([]txnPrepared, len(open))
+	for i, o := range open {
+		out[i] = p.decode(o.value)
+	}
+	return out
+}
+
+// add takes the next event of the history, decoding its value here. Events of the
+// nemesis are skipped.
 func (h *txnHistory) add(op histories.Op) error {
+	h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
+	return h.addPrepared(op, h.prep.prepare(op))
+}
+
+// addPrepared takes the next event of the history, whose value h.prep has decoded into
+// rec (and *h.val). Events of the nemesis are skipped.
+func (h *txnHistory) addPrepared(op histories.Op, rec txnPrepared) error {
 	h.events++
 	if !op.IsClient() {
 		return nil
@@ -242,7 +334,7 @@ func (h *txnHistory) add(op histories.Op) error {
 			return err
 		}
 		h.txns[id] = txnRec{inv: op.Index, comp: -1, okPos: -1, rtLo: h.rtStart, rtHi: h.okCount, process: int32(op.Process)}
-		h.pending.push(op.Process, pendingTxn{id: id, value: op.Value})
+		h.pending.push(op.Process, pendingTxn{id: id})
 		return nil
 	}
 	var status txnStatus
@@ -269,16 +361,12 @@ func (h *txnHistory) add(op histories.Op) error {
 		}
 		h.txns[id] = txnRec{inv: -1, okPos: -1, process: int32(op.Process)}
 	}
-	value := op.Value
-	if status != txnOK && (len(value) == 0 || string(value) == "null") {
-		// A failed or unknown completion usually carries no value: what it was asked
-		// is all that is known.
-		value = p.value
-	}
-	if status == txnOK && len(value) == 0 {
+	// A failed or unknown completion usually carries no value: what it was asked is
+	// all that is known, and h.prep decoded the invocation's.
+	if status == txnOK && len(op.Value) == 0 {
 		return fmt.Errorf("history index %d: ok transaction without a value: what it read is unknown", op.Index)
 	}
-	return h.complete(id, op.Index, status, value)
+	return h.complete(id, op.Index, status, rec)
 }
 
 func (h *txnHistory) newTxn() (int32, error) {
@@ -290,8 +378,8 @@ func (h *txnHistory) newTxn() (int32, error) {
 	return int32(len(h.txns) - 1), nil
 }
 
-// complete records how transaction id ended and takes its micro-ops.
-func (h *txnHistory) complete(id int32, index int64, status txnStatus, value []byte) error {
+// complete records how transaction id ended and takes its micro-ops, decoded into rec.
+func (h *txnHistory) complete(id int32, index int64, status txnStatus, rec txnPrepared) error {
 	t := &h.txns[id]
 	t.comp, t.status = index, status
 	if status == txnOK {
@@ -303,10 +391,18 @@ func (h *txnHistory) complete(id int32, index int64, status txnStatus, value []b
 			h.rtStart = max(h.rtStart, t.rtHi)
 		}
 	}
-	if err := h.dec.decode(value); err != nil {
-		return fmt.Errorf("history index %d: %w", h.at(id), err)
+	if rec.err != nil {
+		return fmt.Errorf("history index %d: %w", h.at(id), rec.err)
 	}
-	return h.m.take(h, id, &h.dec)
+	return h.take(id, rec)
+}
+
+// take hands transaction id's micro-ops, decoded into rec, to the model.
+func (h *txnHistory) take(id int32, rec txnPrepared) error {
+	h.view = txnValue{mops: h.val.mops[rec.mop : rec.mop+rec.n], list: h.val.list}
+	err := h.m.take(h, id, &h.view)
+	h.view = txnValue{}
+	return err
 }
 
 // at is the history index that names transaction id in errors: its completion, or its
@@ -323,13 +419,23 @@ func (h *txnHistory) close() error {
 	open := h.pending.all()
 	// In invocation order, so that what the check reports does not depend on a map's.
 	slices.SortFunc(open, func(a, b pendingTxn) int { return int(a.id - b.id) })
-	for _, p := range open {
+	recs := h.closing
+	if recs == nil {
+		h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
+		h.val = &h.prep.dec.txnValue
+		recs = h.prep.close()
+	}
+	h.closing = nil
+	if len(recs) != len(open) {
+		return fmt.Errorf("internal error: %d transactions open, %d decoded", len(open), len(recs))
+	}
+	for i, p := range open {
 		t := &h.txns[p.id]
 		t.status = txnInfo
-		if err := h.dec.decode(p.value); err != nil {
+		if err := recs[i].err; err != nil {
 			return fmt.Errorf("history index %d: %w", t.inv, err)
 		}
-		if err := h.m.take(h, p.id, &h.dec); err != nil {
+		if err := h.take(p.id, recs[i]); err != nil {
 			return err
 		}
 	}
@@ -338,7 +444,7 @@ func (h *txnHistory) close() error {
 
 // appendMops stores the micro-ops of d for transaction id, the value of each list read
 // given by readIndex (nil for registers).
-func (h *txnHistory) appendMops(id int32, d *txnDecoder, readIndex func(i int, m rawMop) int64) {
+func (h *txnHistory) appendMops(id int32, d *txnValue, readIndex func(i int, m rawMop) int64) {
 	t := &h.txns[id]
 	t.mop, t.nmop = int32(len(h.mops)), int32(len(d.mops))
 	h.mops = grown(h.mops, len(d.mops))
@@ -544,10 +650,7 @@ func checkTxnStream(ctx context.Context, model string, h *histories.Header, next
 	ctx, cancel := txnDeadline(ctx, to)
 	defer cancel()
 	var checked completions
-	done, err := feedAhead(ctx, next, func(op histories.Op) error {
-		checked.add(op)
-		return tc.add(op)
-	})
+	done, err := feedTxnAhead(ctx, next, tc.h, func(op histories.Op) { checked.add(op) })
 	if err != nil {
 		return Result{}, err
 	}
@@ -558,43 +661,74 @@ func checkTxnStream(ctx context.Context, model string, h *histories.Header, next
 	return checked.unlessNothing(res), err
 }
 
-// feedAhead is feed with next called on a goroutine of its own, a batch of events
-// ahead: reading and decoding a history's lines takes about as long as checking them,
-// and so the two share the machine's cores. next is never called after feedAhead
-// returns.
-func feedAhead(ctx context.Context, next func() (histories.Op, error), add func(histories.Op) error) (bool, error) {
+// txnBatch is a batch of events read ahead, with their values decoded.
+type txnBatch struct {
+	ops  []histories.Op
+	recs []txnPrepared // recs[i] is what h.prep made of ops[i], in val
+	val  txnValue
+	open []txnPrepared // after the last event: the transactions never completed
+	err  error         // of next, after ops; io.EOF at the end
+}
+
+// feedTxnAhead adds the events from next to h, each also to seen, with next and h's
+// decoding of the values (h.prep) on goroutines of their own, a few batches of events
+// ahead: reading a history's lines, decoding its values and checking them take about
+// as long each, and so the three share the machine's cores. next is never called after
+// feedTxnAhead returns, and h.prep is h's again by then. done is false when ctx ended
+// first.
+func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txnHistory, seen func(histories.Op)) (done bool, err error) {
 	const batch = 1024
-	type events struct {
-		ops []histories.Op
-		err error // of next, after ops; io.EOF at the end
-	}
-	full := make(chan events, 4)
-	free := make(chan []histories.Op, 6)
+	read := make(chan *txnBatch, 4)
+	full := make(chan *txnBatch, 4)
+	free := make(chan *txnBatch, 10)
 	stop := make(chan struct{})
+	readDone := make(chan struct{})
+	prep := &h.prep
 	go func() {
-		defer close(full)
-		buf := make([]histories.Op, 0, batch)
+		defer close(readDone)
+		defer close(read)
 		for {
-			op, err := next()
-			if err == nil {
-				buf = append(buf, op)
-				if len(buf) < batch {
-					continue
-				}
-			}
+			var b *txnBatch
 			select {
-			case full <- events{buf, err}:
+			case b = <-free:
+			default:
+				b = &txnBatch{}
+			}
+			var err error
+			for len(b.ops) < batch {
+				var op histories.Op
+				if op, err = next(); err != nil {
+					break
+				}
+				b.ops = append(b.ops, op)
+			}
+			b.err = err
+			select {
+			case read <- b:
 			case <-stop:
 				return
 			}
 			if err != nil {
 				return
 			}
+		}
+	}()
+	go func() {
+		defer close(full)
+		for b := range read {
+			prep.dec.txnValue = txnValue{b.val.mops[:0], b.val.list[:0]}
+			b.recs = b.recs[:0]
+			for _, op := range b.ops {
+				b.recs = append(b.recs, prep.prepare(op))
+			}
+			if errors.Is(b.err, io.EOF) {
+				b.open = prep.close()
+			}
+			b.val = prep.dec.txnValue
 			select {
-			case buf = <-free:
-				buf = buf[:0]
-			default:
-				buf = make([]histories.Op, 0, batch)
+			case full <- b:
+			case <-stop:
+				return
 			}
 		}
 	}()
@@ -602,16 +736,20 @@ func feedAhead(ctx context.Context, next func() (histories.Op, error), add func(
 		close(stop)
 		for range full {
 		}
+		<-readDone
+		prep.dec.txnValue = txnValue{}
 	}
 	n := 0
 	for b := range full {
-		for _, op := range b.ops {
+		h.val = &b.val
+		for i, op := range b.ops {
 			if n%checkEvery == 0 && ctx.Err() != nil {
 				finish()
 				return false, nil
 			}
 			n++
-			if err := add(op); err != nil {
+			seen(op)
+			if err := h.addPrepared(op, b.recs[i]); err != nil {
 				finish()
 				return false, err
 			}
@@ -619,16 +757,19 @@ func feedAhead(ctx context.Context, next func() (histories.Op, error), add func(
 		if b.err != nil {
 			finish()
 			if errors.Is(b.err, io.EOF) {
+				h.closing = b.open
 				return ctx.Err() == nil, nil
 			}
 			return false, b.err
 		}
 		clear(b.ops)
+		b.ops = b.ops[:0]
 		select {
-		case free <- b.ops:
+		case free <- b:
 		default:
 		}
 	}
+	<-readDone
 	return ctx.Err() == nil, nil
 }
 

@@ -46,6 +46,7 @@ func (t *elemTable) get(key uint32, elem int64) int32 {
 
 // add appends an entry for (key, elem), without indexing it, and returns its index.
 func (t *elemTable) add(key uint32, elem int64) int32 {
+	t.entries = grown(t.entries, 1)
 	t.entries = append(t.entries, elemEntry{elem: elem, key: key, pos: -1, writer: -1, im: -1})
 	return int32(len(t.entries) - 1)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -54,7 +55,11 @@ func (k mopKind) String() string {
 }
 
 // txnInterner numbers keys and non-integer values in the order it first sees them.
+//
+// Its maps belong to the one goroutine that decodes; mu guards the texts, which the
+// checking goroutine reads, for an error message, while the decoding one appends.
 type txnInterner struct {
+	mu        sync.Mutex
 	intKeys   map[int64]uint32
 	strKeys   map[string]uint32 // plain strings, by their bytes
 	otherKeys map[string]uint32 // anything else, by canonical JSON text
@@ -69,9 +74,15 @@ func newTxnInterner() *txnInterner {
 }
 
 // nkeys is the number of keys seen.
-func (in *txnInterner) nkeys() int { return len(in.keyText) }
+func (in *txnInterner) nkeys() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.keyText)
+}
 
 func (in *txnInterner) newKey(text string) uint32 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	id := uint32(len(in.keyText))
 	in.keyText = append(in.keyText, text)
 	return id
@@ -83,6 +94,8 @@ func (in *txnInterner) valueJSON(v int64) string {
 	case v == valueNil:
 		return "null"
 	case v >= valueCodeBase && v < valueCodeLimit:
+		in.mu.Lock()
+		defer in.mu.Unlock()
 		return in.valueText[v-valueCodeBase]
 	}
 	return strconv.FormatInt(v, 10)
@@ -94,7 +107,14 @@ func (in *txnInterner) valueString(v int64) string {
 }
 
 // keyString names key k in a sentence: "key x", "key 7".
-func (in *txnInterner) keyString(k uint32) string { return "key " + plainJSON(in.keyText[k]) }
+func (in *txnInterner) keyString(k uint32) string { return "key " + plainJSON(in.keyJSON(k)) }
+
+// keyJSON returns the JSON text of key k.
+func (in *txnInterner) keyJSON(k uint32) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.keyText[k]
+}
 
 // plainJSON shows a JSON string without its quotes when it needs no escapes, and any
 // other JSON text as it is.
@@ -112,8 +132,10 @@ func (in *txnInterner) code(text string) int64 {
 	if c, ok := in.values[text]; ok {
 		return c
 	}
+	in.mu.Lock()
 	c := valueCodeBase + int64(len(in.valueText))
 	in.valueText = append(in.valueText, text)
+	in.mu.Unlock()
 	in.values[text] = c
 	return c
 }
@@ -130,13 +152,19 @@ type rawMop struct {
 	list, len int  // elements of a list argument, in txnDecoder.list
 }
 
-// txnDecoder decodes transaction values into micro-ops, reusing its buffers.
-type txnDecoder struct {
-	in   *txnInterner
+// txnValue is decoded micro-ops: those of one transaction, or of a batch of them, each
+// list read's elements in list from mops[i].list to mops[i].list+mops[i].len.
+type txnValue struct {
 	mops []rawMop
 	list []int64
-	b    []byte
-	i    int
+}
+
+// txnDecoder decodes transaction values into micro-ops, reusing its buffers.
+type txnDecoder struct {
+	in *txnInterner
+	txnValue
+	b []byte
+	i int
 }
 
 var errNotTxn = errors.New("not a transaction")
@@ -144,7 +172,13 @@ var errNotTxn = errors.New("not a transaction")
 // decode reads value b into d.mops and d.list, replacing what they held. An empty or
 // null value is a transaction of no micro-ops.
 func (d *txnDecoder) decode(b []byte) error {
-	d.mops, d.list, d.b, d.i = d.mops[:0], d.list[:0], b, 0
+	d.mops, d.list = d.mops[:0], d.list[:0]
+	return d.decodeMore(b)
+}
+
+// decodeMore is decode that appends to what d.mops and d.list hold.
+func (d *txnDecoder) decodeMore(b []byte) error {
+	d.b, d.i = b, 0
 	d.ws()
 	if d.i == len(b) {
 		return nil
