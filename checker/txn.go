@@ -256,19 +256,13 @@ func (p *txnPrep) prepare(op histories.Op) txnPrepared {
 	if !op.IsClient() || op.F != TxnFunction || op.Process > math.MaxInt32 {
 		return txnPrepared{}
 	}
-	var status txnStatus
-	switch op.Type {
-	case histories.Invoke:
+	if op.Type == histories.Invoke {
 		p.pending.push(op.Process, pendingTxn{id: p.seq, value: op.Value})
 		p.seq++
 		return txnPrepared{}
-	case histories.OK:
-		status = txnOK
-	case histories.Info:
-		status = txnInfo
-	case histories.Fail:
-		status = txnFail
-	default:
+	}
+	status, ok := txnStatusOf(op.Type)
+	if !ok {
 		return txnPrepared{}
 	}
 	inv, _ := p.pending.pop(op.Process)
@@ -337,15 +331,8 @@ func (h *txnHistory) addPrepared(op histories.Op, rec txnPrepared) error {
 		h.pending.push(op.Process, pendingTxn{id: id})
 		return nil
 	}
-	var status txnStatus
-	switch op.Type {
-	case histories.OK:
-		status = txnOK
-	case histories.Info:
-		status = txnInfo
-	case histories.Fail:
-		status = txnFail
-	default:
+	status, ok := txnStatusOf(op.Type)
+	if !ok {
 		return fmt.Errorf("history index %d: event type %s is not a completion", op.Index, op.Type)
 	}
 	p, invoked := h.pending.pop(op.Process)
@@ -862,4 +849,18 @@ func CheckListAppend(ctx context.Context, ops []histories.Op, opt TxnOptions) (R
 // takes part once a read has seen one of its writes, which proves it committed.
 func CheckRWRegister(ctx context.Context, ops []histories.Op, opt TxnOptions) (Result, error) {
 	return checkTxn(ctx, RWRegisterModel, ops, opt)
+}
+
+// txnStatusOf is the status a completion of type t gives its transaction; false for a
+// type that completes nothing.
+func txnStatusOf(t histories.Type) (txnStatus, bool) {
+	switch t {
+	case histories.OK:
+		return txnOK, true
+	case histories.Info:
+		return txnInfo, true
+	case histories.Fail:
+		return txnFail, true
+	}
+	return 0, false
 }
