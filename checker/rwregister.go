@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -508,45 +509,114 @@ func (rr *rwRegister) orderEdges(h *txnHistory, x *rwIndex, succ func(int32) []i
 		}
 		return ks
 	}
+	// A key's entry matters at id only if id or a transaction before it touches the
+	// key: only those read first[id] (ids before id are the only ones that reach it).
+	// Keeping the others made the maps hold every key touched later, n times over,
+	// quadratic in a history whose keys are retired as Elle's generator retires them.
+	// firstTouch[k] is the smallest id touching k; lastPred[b] the smallest id with b
+	// as a successor, after which first[b] is read no more and is dropped.
+	firstTouch := map[uint32]int32{}
+	lastPred := make([]int32, n)
+	for id := int32(n - 1); id >= 0; id-- {
+		for _, k := range touches(id) {
+			firstTouch[k] = id
+		}
+		for _, b := range succ(id) {
+			if b >= 0 {
+				lastPred[b] = id
+			}
+		}
+	}
+	needed := func(k uint32, id int32) bool {
+		f, ok := firstTouch[k]
+		return ok && f <= id
+	}
 	// first[id][k]: the first transactions after id to touch k. Computed in reverse
 	// id order, which is a topological order of both orders.
 	first := make([]map[uint32][]int32, n)
+	var es []versionEdge
+	seen := map[versionEdge]struct{}{}
+	// The union of the successors' lists for a key takes each transaction once: mark[y]
+	// is the stamp of the last (transaction, key) whose list y joined.
+	mark := make([]int32, n)
+	stamp := int32(0)
+	type succTouch struct {
+		b   int32
+		own []uint32
+	}
+	var succs []succTouch
+	var keys []uint32
 	for id := int32(n - 1); id >= 0; id-- {
-		m := map[uint32][]int32{}
+		succs, keys = succs[:0], keys[:0]
 		for _, b := range succ(id) {
 			if b < 0 {
 				continue
 			}
-			own := touches(b)
-			for _, k := range own {
-				if !slices.Contains(m[k], b) {
-					m[k] = append(m[k], b)
+			st := succTouch{b, touches(b)}
+			succs = append(succs, st)
+			for _, k := range st.own {
+				if needed(k, id) && !slices.Contains(keys, k) {
+					keys = append(keys, k)
 				}
 			}
-			for k, bs := range first[b] {
-				if slices.Contains(own, k) {
-					continue
-				}
-				for _, y := range bs {
-					if !slices.Contains(m[k], y) {
-						m[k] = append(m[k], y)
-					}
+			for k := range first[b] {
+				if needed(k, id) && !slices.Contains(keys, k) {
+					keys = append(keys, k)
 				}
 			}
 		}
-		first[id] = m
-	}
-	var es []versionEdge
-	for id := range h.txns {
-		a := int32(id)
-		for k, bs := range first[a] {
-			v1, ok := rr.lastValue(h, x, a, k)
-			if !ok {
-				continue
+		m := make(map[uint32][]int32, len(keys))
+		for _, k := range keys {
+			if stamp == math.MaxInt32 {
+				clear(mark)
+				stamp = 0
 			}
-			for _, b := range bs {
-				if v2, ok := rr.firstValue(h, x, b, k); ok && v2 != v1 {
-					es = append(es, versionEdge{k, v1, v2})
+			stamp++
+			var list []int32
+			add := func(y int32) {
+				if mark[y] != stamp {
+					mark[y] = stamp
+					list = append(list, y)
+				}
+			}
+			for _, st := range succs {
+				if slices.Contains(st.own, k) {
+					add(st.b)
+					continue
+				}
+				for _, y := range first[st.b][k] {
+					add(y)
+				}
+			}
+			m[k] = list
+		}
+		for _, st := range succs {
+			if lastPred[st.b] == id {
+				first[st.b] = nil
+			}
+		}
+		first[id] = m
+		es = rr.appendOrderEdges(es, seen, h, x, id, m)
+	}
+	return es
+}
+
+// appendOrderEdges appends the version edges from transaction a's last value of each
+// key to the first values of the transactions first[a] names for it, each edge once:
+// readers of one version share its edges, three to four times over in Elle's
+// histories.
+func (rr *rwRegister) appendOrderEdges(es []versionEdge, seen map[versionEdge]struct{}, h *txnHistory, x *rwIndex, a int32, first map[uint32][]int32) []versionEdge {
+	for k, bs := range first {
+		v1, ok := rr.lastValue(h, x, a, k)
+		if !ok {
+			continue
+		}
+		for _, b := range bs {
+			if v2, ok := rr.firstValue(h, x, b, k); ok && v2 != v1 {
+				e := versionEdge{k, v1, v2}
+				if _, dup := seen[e]; !dup {
+					seen[e] = struct{}{}
+					es = append(es, e)
 				}
 			}
 		}
