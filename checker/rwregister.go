@@ -268,7 +268,10 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 			}
 		}
 	}
-	edges := rr.versionOrders(h, c, an, x)
+	edges := rr.versionOrders(ctx, h, c, an, x)
+	if ctx.Err() != nil {
+		return an, nil // the caller says the check was interrupted
+	}
 	rr.vg = make(map[versionEdge]bool, len(edges))
 	for _, e := range edges {
 		rr.vg[e] = true
@@ -312,7 +315,10 @@ func (x *rwIndex) entry(v kv) int32 {
 // of c's options allow, besides the initial state's (before every value, implicit):
 // each assumption whose edges keep every key's order acyclic. An assumption that does
 // not is left out and each cycle it would make is reported as cyclic-versions.
-func (rr *rwRegister) versionOrders(h *txnHistory, c *txnCheck, an *txnAnalysis, x *rwIndex) []versionEdge {
+//
+// Inference from an order takes time in proportion to the history times the keys
+// live at once; it stops early, its edges incomplete, when ctx ends.
+func (rr *rwRegister) versionOrders(ctx context.Context, h *txnHistory, c *txnCheck, an *txnAnalysis, x *rwIndex) []versionEdge {
 	type source struct {
 		name  string
 		edges func() []versionEdge
@@ -336,18 +342,21 @@ func (rr *rwRegister) versionOrders(h *txnHistory, c *txnCheck, an *txnAnalysis,
 	}
 	if c.opt.SequentialKeys {
 		sources = append(sources, source{"sequential-keys", func() []versionEdge {
-			return rr.orderEdges(h, x, processSuccessors(h))
+			return rr.orderEdges(ctx, h, x, processSuccessors(h))
 		}})
 	}
 	if c.opt.LinearizableKeys {
 		sources = append(sources, source{"linearizable-keys", func() []versionEdge {
-			return rr.orderEdges(h, x, realtimeSuccessors(h))
+			return rr.orderEdges(ctx, h, x, realtimeSuccessors(h))
 		}})
 	}
 	var accepted []versionEdge
 	names := []string{"initial-state"}
 	for _, s := range sources {
 		merged := append(slices.Clone(accepted), s.edges()...)
+		if ctx.Err() != nil {
+			return nil
+		}
 		cycles := versionCycles(merged)
 		if len(cycles) == 0 {
 			accepted = merged
@@ -490,7 +499,9 @@ func realtimeSuccessors(h *txnHistory) func(id int32) []int32 {
 // and both touched key k, the version T1 left k at precedes the one T2 first saw or
 // wrote. For each transaction and key, only the first transactions after it (along
 // each path of the order) to touch the key count; later ones follow from those.
-func (rr *rwRegister) orderEdges(h *txnHistory, x *rwIndex, succ func(int32) []int32) []versionEdge {
+//
+// It returns early, with the edges found so far, when ctx ends.
+func (rr *rwRegister) orderEdges(ctx context.Context, h *txnHistory, x *rwIndex, succ func(int32) []int32) []versionEdge {
 	n := len(h.txns)
 	touches := func(id int32) []uint32 {
 		var ks []uint32
@@ -547,6 +558,9 @@ func (rr *rwRegister) orderEdges(h *txnHistory, x *rwIndex, succ func(int32) []i
 	var succs []succTouch
 	var keys []uint32
 	for id := int32(n - 1); id >= 0; id-- {
+		if id%4096 == 0 && ctx.Err() != nil {
+			return es
+		}
 		succs, keys = succs[:0], keys[:0]
 		for _, b := range succ(id) {
 			if b < 0 {

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -149,7 +150,7 @@ func TestOrderEdgesEqualTheirDefinition(t *testing.T) {
 			succ func(int32) []int32
 		}{{"process", processSuccessors(tc.h)}, {"realtime", realtimeSuccessors(tc.h)}} {
 			var got []string
-			for _, e := range dedupEdges(rr.orderEdges(tc.h, x, order.succ)) {
+			for _, e := range dedupEdges(rr.orderEdges(context.Background(), tc.h, x, order.succ)) {
 				got = append(got, fmt.Sprintf("%d:%d->%d", e.key, e.from, e.to))
 			}
 			slices.Sort(got)
