@@ -348,7 +348,9 @@ func writeAnomalies(w io.Writer, r *results.Results, more func(listed, shown, to
 			}
 			listed++
 			if k < ConsoleExamples {
-				console.Fprintf(w, "    %s\n", a.Explanation)
+				// A cycle's explanation has a line an edge: kept, indented under
+				// its first, as indoubt check shows it.
+				console.Fprintf(w, "    %s\n", console.Lines(a.Explanation, "      "))
 				for _, c := range ClaimsAbout(r.Evidence, a) {
 					console.Fprintf(w, "      the proxy: %s\n", c.Sentence)
 					shown[c.OpID] = true

@@ -152,9 +152,14 @@ func TestConsoleEscapesControls(t *testing.T) {
 			t.Fatalf("the console shows %U raw at %d:\n%q", c, i, out)
 		}
 	}
-	for _, field := range []string{"store", "summary", "error", "explanation", "sentence", "disagreement", "fault", "pf", "key", "reason", "dir"} {
+	for _, field := range []string{"store", "summary", "error", "sentence", "disagreement", "fault", "pf", "key", "reason", "dir"} {
 		if !strings.Contains(out, field+`\x1b[2J\x1b]0;pwned\a\u202e\u009b\tcol\nline`) {
 			t.Errorf("%s is not shown escaped:\n%q", field, out)
 		}
+	}
+	// An explanation keeps its lines (a cycle's, one an edge), each escaped and
+	// indented under the first, as indoubt check shows them.
+	if want := "    explanation" + `\x1b[2J\x1b]0;pwned\a\u202e\u009b\tcol` + "\n      line\n"; !strings.Contains(out, want) {
+		t.Errorf("the explanation is not shown escaped line by line (%q):\n%q", want, out)
 	}
 }
