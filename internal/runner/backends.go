@@ -110,7 +110,7 @@ var backends = []backend{
 	{
 		// Locally, FerretDB (a MongoDB-wire server, in process); --dsn reaches MongoDB.
 		name: Mongo, schemes: []string{"mongodb", "mongodb+srv"}, protocol: toxics.Mongo{},
-		workloads: kv,
+		workloads: append(slices.Clone(kv), workloads.ListAppend, workloads.RWRegister),
 		launch:    launchFerretDB,
 		available: func() error { return nil }, // FerretDB runs in this process
 		addr:      urlAddr,
