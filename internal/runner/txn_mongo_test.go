@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
@@ -20,10 +21,17 @@ import (
 // mongoTxnRun runs a transactional workload on a launched FerretDB, one document a
 // transaction, and checks that the history was checked for strict serializability
 // and that every transaction touched one key.
-func mongoTxnRun(t *testing.T, w workloads.Name, workers, txns int, opt txn.Options) *results.Results {
+func mongoTxnRun(t *testing.T, w workloads.Name, workers, txns int, opt txn.Options, fault ...string) *results.Results {
 	t.Helper()
 	cfg := runner.Config{Workload: w, Store: runner.Mongo, Workers: workers, Ops: txns, Seed: 1,
 		Out: t.TempDir(), Retry: policy(t, "conflict"), Txn: opt}
+	if len(fault) > 0 {
+		sched, err := faults.ParseSchedule(fault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Faults, cfg.Proxy = sched, "auto"
+	}
 	res, err := runner.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +77,21 @@ func TestMongoTxnsAlone(t *testing.T) {
 				t.Fatalf("%v: %s\n%v", res.Verdict, res.Summary, res.Anomalies)
 			}
 		})
+	}
+}
+
+// Under commit-mixed, commands cut after FerretDB applied them or dropped before it saw
+// them leave transactions in doubt (info); one session's history is still strictly
+// serializable, the checker deciding from the reads which of them happened.
+func TestMongoTxnsUnderCommitMixed(t *testing.T) {
+	res := mongoTxnRun(t, workloads.ListAppend, 1, 60, txn.Options{}, "commit-mixed:0.2")
+	f := txnFinal(t, res)
+	t.Logf("%s; committed %d, unknown %d; faults %v", res.Summary, f.Committed, f.Unknown, res.Faults.ByKind)
+	if res.Verdict != checker.Valid {
+		t.Fatalf("%v: %s\n%v", res.Verdict, res.Summary, res.Anomalies)
+	}
+	if f.Unknown == 0 || res.Faults.ByKind["commit-cut"] == 0 {
+		t.Errorf("no transaction in doubt under commit-mixed: %+v, faults %+v", f, res.Faults.ByKind)
 	}
 }
 
