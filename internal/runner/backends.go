@@ -121,7 +121,7 @@ var backends = []backend{
 		// Locally, Apache Cassandra from the jars scripts/prepare-cassandra resolves;
 		// --dsn reaches ScyllaDB or Cassandra.
 		name: CQL, schemes: []string{"cql", "cassandra"}, protocol: toxics.CQL{},
-		workloads: kv,
+		workloads: append(slices.Clone(kv), workloads.ListAppend, workloads.RWRegister),
 		launch:    launchCassandra,
 		available: cassandraAvailable,
 		addr:      cqlAddr,

@@ -209,16 +209,24 @@ func openCQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, f
 	}
 	cc.DriverRetry = cfg.Retry.DriverRetry()
 	cc.Dial = cfg.dial
+	var c *cql.Client
 	if r := cfg.ring; r != nil && r.admin != nil {
-		c := r.admin.Beside(cc.Hosts, cc.Dial)
-		return bindKV(cfg, CQL, c, c.Register(), c.Close)
+		c = r.admin.Beside(cc.Hosts, cc.Dial)
+	} else {
+		if c, err = cql.Open(ctx, cc); err != nil {
+			return nil, nil, err
+		}
+		if cfg.ring != nil {
+			cfg.ring.admin = c
+		}
 	}
-	c, err := cql.Open(ctx, cc)
-	if err != nil {
-		return nil, nil, err
-	}
-	if cfg.ring != nil {
-		cfg.ring.admin = c
+	if isTxn(cfg.Workload) {
+		store, err := c.Txns(cfg.Workload)
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return bindTxn(cfg, store, c.Close)
 	}
 	return bindKV(cfg, CQL, c, c.Register(), c.Close)
 }

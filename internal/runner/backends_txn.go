@@ -16,7 +16,8 @@ import (
 // on every store that has them: PostgreSQL at the three isolation levels, optionally
 // with read-only transactions on a hot standby (ReadFrom); Redis by WATCH and
 // MULTI/EXEC, a Lua script, or MULTI/EXEC without WATCH; MongoDB (FerretDB here) one
-// document a transaction. Cassandra has none yet.
+// document a transaction; Cassandra one partition a transaction, by lightweight
+// transactions.
 
 // txnWorkloads are the transactional workloads.
 var txnWorkloads = []workloads.Name{workloads.ListAppend, workloads.RWRegister}

@@ -1,7 +1,9 @@
 package runner_test
 
 import (
+	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/cassandra"
+	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // cassandraPowerConfig is a budget run on a launched Cassandra whose data directories sit
@@ -102,5 +106,32 @@ func TestPowerLossCassandraPeriodicNamesLosses(t *testing.T) {
 		if l.Fault != "power-loss@15s" || l.OpID == "" || !strings.Contains(l.Explanation, "acknowledged") {
 			t.Errorf("lost write not named with its fault and last acknowledged operation: %+v", l)
 		}
+	}
+}
+
+// The transactional workloads on a launched Cassandra, one partition a transaction by
+// lightweight transactions, under commit-mixed on a hot key: transactions in doubt, lost
+// compare-and-set rounds counted, and the history strictly serializable, the checker
+// deciding from the reads which of the doubtful ones happened.
+func TestCassandraTxnsUnderCommitMixed(t *testing.T) {
+	t.Parallel() // a server of its own, launched by the run
+	cfg := runner.Config{Workload: workloads.ListAppend, Store: runner.CQL, Workers: 4, Ops: 40, Seed: 1,
+		Out: t.TempDir(), Retry: policy(t, "conflict"), Faults: schedule(t, "commit-mixed:0.1"), Proxy: "auto",
+		Txn: txn.Options{Keys: 1, MaxWritesPerKey: 1000}}
+	res, err := runner.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recheck(t, res)
+	f := txnFinal(t, res)
+	t.Logf("%s; committed %d, unknown %d, failed %d; faults %v; CAS conflicts %d", res.Summary, f.Committed, f.Unknown, f.Failed, res.Faults.ByKind, res.Conflicts)
+	if res.Verdict != checker.Valid {
+		t.Fatalf("%v: %s\n%v", res.Verdict, res.Summary, res.Anomalies)
+	}
+	if !slices.Equal(f.Models, []string{"strict-serializable"}) {
+		t.Errorf("checked for %v, want [strict-serializable]", f.Models)
+	}
+	if f.Unknown == 0 {
+		t.Errorf("no transaction in doubt under commit-mixed: %+v, faults %+v", f, res.Faults.ByKind)
 	}
 }

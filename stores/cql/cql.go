@@ -10,6 +10,10 @@
 //     register), because Cassandra does not order plain writes with Paxos writes on the
 //     same cells: a non-LWT write carries a client timestamp and can be lost behind, or
 //     overtake, a Paxos round, which would break the register's linearizability.
+//   - list-append and rw-register: one partition a transaction (single-key
+//     transactions), a serial read of the key's state, then an UPDATE of the state the
+//     transaction makes of it IF the state is still the one read, round after round
+//     until one applies (see Txns).
 //
 // Idempotent operations record their op id as a clustering row of the same partition as
 // the value (the value is a static column), written by the same LWT as the effect, so a
@@ -18,6 +22,7 @@
 //
 //	budget   (account text, op text, balance bigint static, after bigint, PRIMARY KEY (account, op))
 //	register (key text, op text, value bigint static, PRIMARY KEY (key, op))
+//	txn      (key text PRIMARY KEY, list list<bigint>, value bigint)
 //
 // Reset starts a fresh generation of partitions (the partition key carries it) instead of
 // truncating: TRUNCATE does not clear Paxos state, and a proposal left in progress by an
@@ -189,6 +194,7 @@ type generationState struct {
 	mu        sync.Mutex
 	account   string // the budget partition of the current generation, "" before Reset
 	registers string // the prefix of register partitions of the current generation
+	txns      string // the prefix of the transactional workloads' partitions
 }
 
 // Open checks the configuration and connects an administrative session (for Reset and
@@ -290,7 +296,7 @@ func (c *Client) cluster(dialer gocql.Dialer) *gocql.ClusterConfig {
 // table returns keyspace.name.
 func (c *Client) table(name string) string { return c.cfg.Keyspace + "." + name }
 
-// ensureSchema creates the keyspace and both tables if they are missing.
+// ensureSchema creates the keyspace and its tables if they are missing.
 func (c *Client) ensureSchema(ctx context.Context) error {
 	stmts := []string{
 		"CREATE KEYSPACE IF NOT EXISTS " + c.cfg.Keyspace + " WITH replication = " + c.cfg.Replication,
@@ -298,6 +304,7 @@ func (c *Client) ensureSchema(ctx context.Context) error {
 			" (account text, op text, balance bigint static, after bigint, PRIMARY KEY (account, op))",
 		"CREATE TABLE IF NOT EXISTS " + c.table("register") +
 			" (key text, op text, value bigint static, PRIMARY KEY (key, op))",
+		"CREATE TABLE IF NOT EXISTS " + c.table("txn") + " (key text PRIMARY KEY, list list<bigint>, value bigint)",
 	}
 	for _, s := range stmts {
 		if err := c.admin.Query(s).WithContext(ctx).Exec(); err != nil {
