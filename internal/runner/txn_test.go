@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/internal/results"
@@ -126,5 +127,27 @@ func TestTxnTablesApartFromRegister(t *testing.T) {
 	}
 	if res.Verdict != checker.Valid {
 		t.Fatalf("%v: %s", res.Verdict, res.Summary)
+	}
+}
+
+// Failover to a synchronous standby under the list-append workload at SERIALIZABLE,
+// checked for strict serializability: the transactions the failover cut end in doubt,
+// and the promoted standby holds every commit, so the reads after it show every
+// acknowledged append where real time puts it: valid.
+func TestTxnFailoverToSyncStandby(t *testing.T) {
+	t.Parallel() // servers of its own, launched by the run
+	cfg := txnConfig(t, workloads.ListAppend, "serializable", 8, 0)
+	cfg.DSN, cfg.Topology, cfg.Replication = "", runner.TopologyReplicated, "sync"
+	cfg.Duration, cfg.Faults = 3500*time.Millisecond, schedule(t, "failover@1500ms")
+	cfg.Txn = txn.Options{ConsistencyModels: []string{"strict-serializable"}}
+	res := processRun(t, cfg)
+	faultsHappened(t, res, "failover", "promoted")
+	f := txnFinal(t, res)
+	t.Logf("%s; committed %d, unknown %d, failed %d", res.Summary, f.Committed, f.Unknown, f.Failed)
+	if res.Verdict != checker.Valid {
+		t.Fatalf("%v: %s\n%v", res.Verdict, res.Summary, res.Anomalies)
+	}
+	if f.Committed == 0 || f.Unknown == 0 {
+		t.Errorf("transactions %+v: want commits, and the ones the failover cut in doubt", f)
 	}
 }
