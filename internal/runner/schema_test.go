@@ -15,6 +15,7 @@ import (
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // resultsSchema compiles schemas/results.schema.json, with formats asserted.
@@ -61,6 +62,15 @@ func TestResultsMatchTheSchema(t *testing.T) {
 			c.Workload, c.Key, c.Workers, c.Ops = "insert", "bigserial", 4, 20
 			c.Retry, c.Faults = policy(t, "naive"), schedule(t, "commit-cut:0.2")
 		}},
+		{"list-append on postgres losing updates at read committed", func(c *runner.Config) {
+			c.Workload, c.Isolation, c.Workers, c.Ops = "list-append", "read-committed", 8, 15
+			c.Retry = policy(t, "conflict")
+			c.Txn = txn.Options{Keys: 1, Pattern: txn.ReadModifyWrite, MaxWritesPerKey: 1000, ConsistencyModels: []string{"serializable"}}
+		}},
+		{"rw-register on postgres under commit faults", func(c *runner.Config) {
+			c.Workload, c.Isolation, c.Workers, c.Ops = "rw-register", "serializable", 4, 20
+			c.Retry, c.Faults = policy(t, "conflict"), schedule(t, "commit-mixed:0.2")
+		}},
 		{"budget on a launched redis", func(c *runner.Config) {
 			if err := runner.Available(runner.Redis); err != nil {
 				servertest.SkipOrFail(t, err)
@@ -97,6 +107,10 @@ func TestResultsMatchTheSchema(t *testing.T) {
 			}
 			if err := validate(s, b); err != nil {
 				t.Fatalf("results.json does not match the schema: %v", err)
+			}
+			if cfg.Workload == "list-append" && (res.Txn == nil || len(res.Txn.Cycles) == 0) {
+				// The case is there for the cycles' part of the schema.
+				t.Errorf("no cycle in the transactions section (%+v): %s", res.Txn, res.Summary)
 			}
 			var back results.Results
 			if err := json.Unmarshal(b, &back); err != nil {
