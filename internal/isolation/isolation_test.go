@@ -175,12 +175,20 @@ func conflictPolicy(t *testing.T) runner.Policy {
 // cycle, on a hot key with read-modify-write transactions).
 func TestRedisTransactions(t *testing.T) {
 	dsn := rds.Get(t).DSN
-	run := func(t *testing.T, w workloads.Name, mech string, opt txn.Options) *results.Results {
+	run := func(t *testing.T, w workloads.Name, mech string, opt txn.Options, fault ...string) *results.Results {
 		t.Helper()
-		res, err := runner.Run(context.Background(), runner.Config{
+		cfg := runner.Config{
 			Workload: w, Store: runner.Redis, DSN: dsn, Mechanism: mech, Txn: opt,
 			Workers: 6, Ops: 40, Seed: 4, Out: t.TempDir(), Retry: conflictPolicy(t),
-		})
+		}
+		if len(fault) > 0 {
+			sched, err := faults.ParseSchedule(fault)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Faults, cfg.Proxy = sched, "auto"
+		}
+		res, err := runner.Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,6 +207,20 @@ func TestRedisTransactions(t *testing.T) {
 				}
 			})
 		}
+		// Under commit-mixed: EXEC or the script cut after Redis ran it, or dropped
+		// before, leaves the transaction in doubt; the reads decide, and the history is
+		// still strictly serializable.
+		t.Run(string(w)+" watch under commit-mixed", func(t *testing.T) {
+			res := run(t, w, "watch", txn.Options{Keys: 3, ConsistencyModels: []string{"strict-serializable"}}, "commit-mixed:0.2")
+			f, _ := res.Final.(txn.Final)
+			t.Logf("%s; committed %d, unknown %d; faults %v", res.Summary, f.Committed, f.Unknown, res.Faults.ByKind)
+			if res.Verdict != checker.Valid {
+				t.Fatalf("%v: %s\n%v", res.Verdict, res.Summary, res.Anomalies)
+			}
+			if f.Unknown == 0 || res.Faults.ByKind["commit-cut"] == 0 {
+				t.Errorf("no transaction in doubt under commit-mixed: %+v, faults %v", f, res.Faults.ByKind)
+			}
+		})
 		t.Run(string(w)+" multi without watch", func(t *testing.T) {
 			res := run(t, w, "multi", txn.Options{Keys: 1, Pattern: txn.ReadModifyWrite, MaxWritesPerKey: 1000, ConsistencyModels: []string{"serializable"}})
 			t.Logf("%s", res.Summary)
