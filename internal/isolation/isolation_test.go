@@ -234,15 +234,24 @@ func TestRedisTransactions(t *testing.T) {
 	}
 }
 
-// Reads from a hot standby: a launched PostgreSQL 15 primary with its streaming
+// Reads from a hot standby: a launched PostgreSQL 15 or 18 primary with its streaming
 // standby, list-append at SERIALIZABLE with the read-only transactions on the standby
 // (READ ONLY, REPEATABLE READ: the standby refuses SERIALIZABLE). The result is
 // reported either way: a finding with its cycle, or how many transactions, how many of
 // them read on the standby, were checked without one. The same history checked for
 // strict serializability counts what the replication lag makes stale.
 func TestStandbyReads(t *testing.T) {
+	for _, version := range []string{"15", "18"} {
+		t.Run("PostgreSQL "+version, func(t *testing.T) { standbyReads(t, version) })
+	}
+}
+
+// standbyReads is TestStandbyReads on one version. PostgreSQL 18's binaries here have
+// no pg_basebackup: its standby is a copy of the primary stopped cleanly before the
+// run (servers/postgres).
+func standbyReads(t *testing.T, version string) {
 	res, err := runner.Run(context.Background(), runner.Config{
-		Workload: workloads.ListAppend, Store: runner.Postgres, PGVersion: "15", Topology: runner.TopologyReplicated,
+		Workload: workloads.ListAppend, Store: runner.Postgres, PGVersion: version, Topology: runner.TopologyReplicated,
 		ReadFrom: runner.ReadFromStandby, Isolation: "serializable",
 		Workers: 4, Ops: 50, Seed: 5, Out: t.TempDir(), Retry: conflictPolicy(t),
 	})

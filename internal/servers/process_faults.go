@@ -103,7 +103,11 @@ func (s *Instance) StartAgainAfter(ctx context.Context, prepare func(context.Con
 
 // Restart shuts the server down cleanly (StopSignal, within StopGrace) and starts it
 // again on its data and its port.
-func (s *Instance) Restart(ctx context.Context) error {
+func (s *Instance) Restart(ctx context.Context) error { return s.RestartAfter(ctx, nil) }
+
+// RestartAfter is Restart that runs prepare, when not nil, between the clean shutdown
+// and the start, on the data of the stopped server (see StartAgainAfter).
+func (s *Instance) RestartAfter(ctx context.Context, prepare func(context.Context) error) error {
 	s.mu.Lock()
 	if s.down {
 		s.mu.Unlock()
@@ -116,7 +120,7 @@ func (s *Instance) Restart(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: restart: %w", s.Name, err)
 	}
-	return s.StartAgain(ctx)
+	return s.StartAgainAfter(ctx, prepare)
 }
 
 // groupRunning reports whether a process of group pgid is still running: not a zombie,

@@ -172,7 +172,11 @@ func startStandby(ctx context.Context, primary *Server, opt Options, via string)
 		return fail(err)
 	}
 	conn := fmt.Sprintf("host=%s port=%d user=%s passfile=%s application_name=standby", primary.host(), primary.Port, User, passfile)
-	if err := s.run(ctx, acct, nil, "pg_basebackup", "-d", conn, "-D", s.DataDir, "-R", "-c", "fast", "-X", "stream", "--no-sync"); err != nil {
+	if _, err := os.Stat(filepath.Join(primary.BinDir, "pg_basebackup")); err == nil {
+		if err := s.run(ctx, acct, nil, "pg_basebackup", "-d", conn, "-D", s.DataDir, "-R", "-c", "fast", "-X", "stream", "--no-sync"); err != nil {
+			return fail(err)
+		}
+	} else if err := coldCopy(ctx, primary, s, acct, conn); err != nil {
 		return fail(err)
 	}
 	if via != "" {
@@ -191,6 +195,82 @@ func startStandby(ctx context.Context, primary *Server, opt Options, via string)
 	}
 	s.inst.SetRelaunch(func(ctx context.Context) error { return s.listen(ctx, acct, s.Port, extra) })
 	return s, nil
+}
+
+// coldCopy makes standby's data directory a copy of primary's without pg_basebackup,
+// which the server binaries from Maven Central (PostgreSQL 18 here) do not have: the
+// primary, which has no client yet, is shut down cleanly, its directory copied whole
+// (WAL included, the shutdown checkpoint last in it), and started again; the copy gets
+// standby.signal and conn as its primary_conninfo, as pg_basebackup -R writes them, and
+// streams from that checkpoint on. It is PostgreSQL's documented way to make a standby
+// from a stopped primary.
+func coldCopy(ctx context.Context, primary, standby *Server, acct servers.Account, conn string) error {
+	copyData := func(context.Context) error {
+		if err := copyTree(primary.DataDir, standby.DataDir, acct); err != nil {
+			return fmt.Errorf("postgres: copy the primary for its standby: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(standby.DataDir, "standby.signal"), nil, 0o600); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		if err := acct.Own(filepath.Join(standby.DataDir, "standby.signal")); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		return appendAutoConf(standby, fmt.Sprintf("primary_conninfo = '%s'", conn))
+	}
+	if err := primary.inst.RestartAfter(ctx, copyData); err != nil {
+		return fmt.Errorf("postgres: standby by a copy of the stopped primary: %w", err)
+	}
+	return nil
+}
+
+// copyTree copies directory src to dst (which must not exist), files with their
+// modes, everything given to acct; a server's lock and options files
+// (postmaster.pid, postmaster.opts) are left out.
+func copyTree(src, dst string, acct servers.Account) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if rel == "postmaster.pid" || rel == "postmaster.opts" {
+			return nil
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if err := os.Mkdir(to, 0o700); err != nil {
+				return err
+			}
+		case info.Mode().IsRegular():
+			if err := copyFile(path, to, info.Mode().Perm()); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: not a file or directory", path)
+		}
+		return acct.Own(to)
+	})
+}
+
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Close())
 }
 
 // requireSyncStandby makes every commit on p wait until a standby has flushed it
