@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -92,4 +93,38 @@ func (n *Node) Grudge() ([]string, error) {
 	}
 	slices.Sort(ips)
 	return ips, nil
+}
+
+// Redirect makes the connections the node's own processes open to address to
+// (host:port) go to via instead, by destination NAT in its namespace's output hook:
+// the processes keep the address they were told (a replica still names its primary,
+// and a Sentinel that checks it finds it right), while the harness stands on the path
+// (a link proxy listening at via). Connections made before the call are not moved,
+// so it must come before the node's server dials to. It adds to the node's rules and
+// goes with its namespace.
+func (n *Node) Redirect(to, via string) error {
+	host, port, err := net.SplitHostPort(to)
+	if err != nil {
+		return fmt.Errorf("netns: redirect %q: %w", to, err)
+	}
+	vhost, vport, err := net.SplitHostPort(via)
+	if err != nil {
+		return fmt.Errorf("netns: redirect to %q: %w", via, err)
+	}
+	tip, vip := net.ParseIP(host).To4(), net.ParseIP(vhost).To4()
+	if tip == nil || vip == nil {
+		return fmt.Errorf("netns: redirect %s to %s: IPv4 addresses only", to, via)
+	}
+	tp, err1 := strconv.Atoi(port)
+	vp, err2 := strconv.Atoi(vport)
+	if err1 != nil || err2 != nil || tp <= 0 || tp > 65535 || vp <= 0 || vp > 65535 {
+		return fmt.Errorf("netns: redirect %s to %s: bad port", to, via)
+	}
+	return n.nftables(fmt.Sprintf(`table ip indoubt_link {
+	chain output {
+		type nat hook output priority -100; policy accept;
+		ip daddr %s tcp dport %d dnat to %s:%d
+	}
+}
+`, tip, tp, vip, vp))
 }

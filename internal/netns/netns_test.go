@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,4 +313,61 @@ func fmtList(xs []string) string {
 		s += x + ","
 	}
 	return s
+}
+
+// A redirect sends what a node's own processes dial to another node through the
+// harness: n2's connection to n1's address lands on a listener of the harness, which
+// dialled n1 itself (as a link proxy does), and one from n3 still goes straight to n1.
+func TestRedirectPutsTheHarnessOnTheNodesPath(t *testing.T) {
+	needNetwork(t)
+	nw, err := New([]string{"n1", "n2", "n3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Close()
+	n1, n2, n3 := nw.Nodes[0], nw.Nodes[1], nw.Nodes[2]
+	addr1 := listenIn(t, n1)
+	lip, err := nw.AddLink("n2", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	via, err := net.Listen("tcp4", net.JoinHostPort(lip.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer via.Close()
+	var through atomic.Int32
+	go func() {
+		for {
+			c, err := via.Accept()
+			if err != nil {
+				return
+			}
+			through.Add(1)
+			c.Write([]byte{'!'})
+			c.Close()
+		}
+	}()
+	if err := n2.Redirect(addr1, via.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	if !reaches(dialIn(n2), addr1) || through.Load() != 1 {
+		t.Fatalf("n2's dial of n1 (%s): %d through the harness, want it redirected there", addr1, through.Load())
+	}
+	if !reaches(dialIn(n3), addr1) || through.Load() != 1 {
+		t.Errorf("n3's dial of n1 went through the harness: only n2's is redirected")
+	}
+	// The link's address is cut with its nodes: partitioned, n2 cannot reach n1 even
+	// through the harness.
+	if err := nw.Apply(Complete([]string{"n1"}, []string{"n2"})); err != nil {
+		t.Fatal(err)
+	}
+	if reaches(dialIn(n2), addr1) {
+		t.Error("n2 reaches n1 through the redirect while they are partitioned")
+	}
+	for _, bad := range [][2]string{{"n1", via.Addr().String()}, {addr1, "[::1]:5"}, {addr1, "10.0.0.1:0"}} {
+		if err := n2.Redirect(bad[0], bad[1]); err == nil {
+			t.Errorf("Redirect(%q, %q): no error", bad[0], bad[1])
+		}
+	}
 }

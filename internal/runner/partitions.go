@@ -94,8 +94,8 @@ func checkNetwork(c Config) error {
 		switch {
 		case f.Shape != "" && c.Topology != TopologyReplicated:
 			return couldNotRun("fault %q: a partition between nodes needs several nodes: add --topology replicated", f.Spec)
-		case f.Link != "" && (c.Store != Postgres || c.Topology != TopologyReplicated):
-			return couldNotRun("fault %q: link=replication is the standby's path to the primary of --store postgres --topology replicated", f.Spec)
+		case f.Link != "" && (c.Store != Postgres && c.Store != Redis || c.Topology != TopologyReplicated):
+			return couldNotRun("fault %q: link=replication is the path from n2 to the primary on n1 (a standby's, a replica's) of --store postgres or redis with --topology replicated", f.Spec)
 		}
 	}
 	if err := netns.Available(); err != nil {
@@ -272,6 +272,22 @@ func (t *topology) launchRedis(ctx context.Context, cfg Config, dir string) (lau
 		}
 		sent = append(sent, serverNode(nw, n))
 	}
+	linkDesc := ""
+	if hasLink(cfg.Faults) {
+		// The replica on n2 replicates from n1 through the link proxy: its dial of
+		// n1 is redirected there, so that it (and the Sentinel beside it, which
+		// checks its primary's address) still names n1.
+		n1, n2 := nw.Nodes[0], nw.Nodes[1]
+		primary := net.JoinHostPort(n1.IP.String(), strconv.Itoa(redisserver.NodePort))
+		via, err := t.startLink(n2, n1, primary)
+		if err != nil {
+			return launched{}, err
+		}
+		if err := n2.Redirect(primary, via); err != nil {
+			return launched{}, err
+		}
+		linkDesc = ", n2's connections to n1 through a link proxy at " + via
+	}
 	rr, err := redisserver.StartReplicated(ctx, redisserver.ReplicatedOptions{
 		Redis:    redisserver.Options{Persistence: cfg.Persistence, LogPath: filepath.Join(dir, "redis.log")},
 		Replicas: 2, Sentinels: 5, Nodes: data, SentinelNodes: sent,
@@ -304,8 +320,8 @@ func (t *topology) launchRedis(ctx context.Context, cfg Config, dir string) (lau
 		return out
 	}
 	p := rr.Nodes[0]
-	desc := fmt.Sprintf("Redis %s primary on n1 (%s) with replicas on n2 and n3 (persistence %s, asynchronous) and 5 Sentinels on n1 to n5 (quorum %d, down after %v, failover timeout %v)",
-		p.Version, p.Addr, p.Persistence, rr.Quorum, rr.DownAfter, rr.FailoverTimeout)
+	desc := fmt.Sprintf("Redis %s primary on n1 (%s) with replicas on n2 and n3 (persistence %s, asynchronous) and 5 Sentinels on n1 to n5 (quorum %d, down after %v, failover timeout %v)%s",
+		p.Version, p.Addr, p.Persistence, rr.Quorum, rr.DownAfter, rr.FailoverTimeout, linkDesc)
 	return launched{dsn: rr.DSN, desc: desc, stop: rr.Stop, ctl: rr}, nil
 }
 

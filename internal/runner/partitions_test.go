@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -227,7 +228,7 @@ func TestPartitionRefusals(t *testing.T) {
 		{runner.Config{Store: "postgres", Faults: schedule(t, "partition:halves@1s-2s")}, "add --topology replicated"},
 		{runner.Config{Store: "postgres", DSN: "postgres://x@127.0.0.1:5432/x", Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s")}, "drop --dsn"},
 		{runner.Config{Store: "mongo", Faults: schedule(t, "partition:halves@1s-2s")}, "not mongo"},
-		{runner.Config{Store: "redis", Topology: runner.TopologyReplicated, Faults: schedule(t, "latency:5ms,link=replication@1s-2s")}, "link=replication"},
+		{runner.Config{Store: "cql", Topology: runner.TopologyReplicated, Faults: schedule(t, "latency:5ms,link=replication@1s-2s")}, "link=replication"},
 		{runner.Config{Store: "postgres", Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s", "commit-cut")}, "fault proxy"},
 		{runner.Config{Store: "postgres", Network: "bridged"}, "--network"},
 	} {
@@ -295,4 +296,67 @@ func TestPartitionCassandraRingQuorum(t *testing.T) {
 		t.Errorf("verdict %v, lost %d: %s", res.Verdict, res.LostTotal(), res.Summary)
 	}
 	t.Logf("acknowledged inside the partition, by client address: %v; %s", acked, p)
+}
+
+// A link fault on Redis's replication path: n2's replica dials n1 as it was told, and
+// the harness, redirecting that dial, stands between them. A reset_peer window on the
+// link resets the replication stream: n1's log shows its replica connecting from the
+// link's address, that connection lost inside the window and the replica syncing again
+// after it, while n3's replica, not on the link, is never lost.
+func TestLinkResetRedisReplication(t *testing.T) {
+	cfg := runner.Config{Workload: "budget", Store: "redis", Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
+		Workers: 2, Duration: 3 * time.Second, Seed: 1, Retry: policy(t, "none"),
+		Faults: schedule(t, "reset_peer:0s,link=replication@1s-2s")}
+	res := partitionRun(t, cfg)
+	if res.Verdict != checker.Valid {
+		t.Fatalf("%v: %s", res.Verdict, res.Summary)
+	}
+	m := regexp.MustCompile(`through a link proxy at ([0-9.]+):`).FindStringSubmatch(res.Server)
+	if m == nil {
+		t.Fatalf("server %q does not name the link", res.Server)
+	}
+	link := m[1]
+	var start, stop int64 = -1, -1
+	for _, op := range historyOps(t, res) {
+		if op.Process == histories.Nemesis && strings.Contains(string(op.Value), `"link":"replication"`) {
+			if strings.Contains(string(op.Value), `"error"`) {
+				t.Errorf("link event %s: %s", op.F, op.Value)
+			}
+			if op.F == "start" {
+				start = op.Time
+			} else {
+				stop = op.Time
+			}
+		}
+	}
+	if start < 0 || stop < start {
+		t.Fatalf("link window %d to %d: want its start and stop in the history", start, stop)
+	}
+	log, err := os.ReadFile(filepath.Join(res.RunDir, "redis.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Redis names a lost replica by its address, or by its client id when it lost it
+	// early in a sync: the resync after the window says whose it was.
+	syncs := regexp.MustCompile(`Replica ([0-9.]+):6379 asks for synchronization`).FindAllStringSubmatch(string(log), -1)
+	bySource := map[string]int{}
+	for _, m := range syncs {
+		bySource[m[1]]++
+	}
+	lost := len(regexp.MustCompile(`Connection with replica (`+regexp.QuoteMeta(link)+`:6379|client id #[0-9]+) lost`).FindAllString(string(log), -1))
+	for _, o := range regexp.MustCompile(`Connection with replica ([0-9.]+):6379 lost`).FindAllStringSubmatch(string(log), -1) {
+		if o[1] != link {
+			t.Errorf("replica %s, not on the link, lost its connection", o[1])
+		}
+	}
+	for src, n := range bySource {
+		if src != link && n != 1 {
+			t.Errorf("replica %s, not on the link, synced %d times", src, n)
+		}
+	}
+	if bySource[link] < 2 || lost < 1 || len(bySource) != 2 {
+		t.Fatalf("n1's log: syncs by replica %v and %d connections lost, want the replica at the link's %s reset and synced again:\n%s", bySource, lost, link, log)
+	}
+	syncsOnLink := bySource[link]
+	t.Logf("replica through the link %s: %d syncs, %d connections lost to the reset", link, syncsOnLink, lost)
 }
