@@ -31,7 +31,9 @@ earlier point, a window or a downtime shorter and earlier), then makes the run s
 fewer registers (--keys) or a smaller --budget first (a smaller state needs fewer
 operations to show the failure), then fewer workers, fewer operations per worker, a
 shorter --time; the last two phases repeat while they gain. Each accepted step is
-printed as it happens.
+printed as it happens. The smallest candidate is then run again: it must fail the same
+way in each of two more runs (in one of K when the baseline was flaky), or the one kept
+before it is tried so, down to the baseline; its command reproduces the failure.
 
 No run starts once --budget is spent (the run in flight finishes). The result is a
 directory (--out, default RUNDIR.shrink) holding the smallest failing run, a normal run
@@ -172,6 +174,9 @@ func writeShrink(w io.Writer, r *shrink.Result) {
 		fmt.Fprintln(w, "faults it needs: none")
 	}
 	fmt.Fprintf(w, "verdict: %s: %s\n", r.Smallest.Verdict, r.Smallest.Summary)
+	if r.Confirmed != "" {
+		fmt.Fprintf(w, "confirmed: %s\n", r.Confirmed)
+	}
 	fmt.Fprintf(w, "reproduce: %s\n", r.Smallest.Command)
 	fmt.Fprintf(w, "smallest run: %s\n", r.Smallest.RunDir)
 	fmt.Fprintf(w, "shrink.json: %s\n", filepath.Join(filepath.Dir(r.Smallest.RunDir), "shrink.json"))

@@ -228,6 +228,21 @@ cases:
 	if _, err := os.Stat(filepath.Join(after.RunDir, "report.html")); err != nil {
 		t.Errorf("the smallest run is not a run directory with its report: %v", err)
 	}
+	// The smallest candidate was run again and failed again, or the shrink fell back
+	// to one that did: either way shrink.json says so, and the run it names is the
+	// only one left beside it.
+	confirms := 0
+	for _, st := range sr.Steps {
+		if st.Phase == "confirm" {
+			confirms++
+		}
+	}
+	if sr.Confirmed == "" || confirms == 0 && !strings.Contains(sr.Confirmed, "baseline") {
+		t.Errorf("confirmed %q after %d confirm steps: want the reproducer run again", sr.Confirmed, confirms)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(filepath.Dir(shrunk[0]), "*", "history.jsonl")); len(runs) != 1 || filepath.Dir(runs[0]) != after.RunDir {
+		t.Errorf("run directories left beside shrink.json: %v, want only %s", runs, after.RunDir)
+	}
 	// Its faults.jsonl, listed faults and the points before its windows included, is
 	// of the schema.
 	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "schemas", "faults.schema.json"))

@@ -25,6 +25,12 @@
 // fails as often as the baseline is missed less than one time in twenty), at most 10.
 // Each candidate stops at its first failing run; a run that passes costs the most.
 //
+// The smallest candidate is then confirmed: run again, it must fail with the fingerprint
+// in each of two more runs (in one of K when the baseline was flaky), else the
+// candidate kept before it is tried the same way, down to the baseline; a search that
+// keeps a candidate on one failing run in K would otherwise print commands that fail
+// too seldom to reproduce anything.
+//
 // A time budget bounds the search: no run starts once it is spent (the run in flight
 // finishes). Every run is a normal run directory under Options.Out; the runs that did
 // not become the smallest failing one are removed as the search goes, so Out ends with
@@ -106,6 +112,9 @@ type Result struct {
 	// Smallest is the smallest failing run: its directory, the command that makes it,
 	// and the faults it needs.
 	Smallest Size `json:"smallest"`
+	// Confirmed says how the smallest run's configuration failed again when run once
+	// more after the search (see the package documentation).
+	Confirmed string `json:"confirmed,omitempty"`
 	// Reruns is K; Baseline how many runs the explicit baseline took to fail once.
 	Reruns   int `json:"reruns"`
 	Baseline int `json:"baseline_runs"`
@@ -250,6 +259,17 @@ type shrinker struct {
 	// needsFaults is set once the run without any fault was tried and passed: later
 	// passes do not try it again.
 	needsFaults bool
+	// kept are the candidates kept, the baseline first, for confirm to fall back on;
+	// baseRes is the baseline's failing run, kept until the end for the same reason.
+	kept    []candidate
+	baseRes *results.Results
+}
+
+// candidate is a configuration the search kept, with its faults as a list.
+type candidate struct {
+	cfg    runner.Config
+	list   []Fault
+	change string
 }
 
 // Shrink shrinks the failing run in dir (see the package documentation). It returns
@@ -308,6 +328,12 @@ func Shrink(ctx context.Context, dir string, opt Options) (*Result, error) {
 	if s.stopped == "" {
 		s.stopped = "done"
 	}
+	if s.stopped != "interrupted" {
+		s.confirm()
+	}
+	if s.curRes != s.baseRes {
+		s.remove(s.baseRes.RunDir)
+	}
 	if err := s.finish(); err != nil {
 		return nil, err
 	}
@@ -354,7 +380,8 @@ func (s *shrinker) baseline(cfg runner.Config, list []Fault) error {
 			s.k = rerunsFor(n)
 		}
 		s.res.Reruns = s.k
-		s.cur, s.curFs, s.curRes = c, list, res
+		s.cur, s.curFs, s.curRes, s.baseRes = c, list, res, res
+		s.kept = append(s.kept, candidate{c, list, "the baseline"})
 		s.res.Steps = append(s.res.Steps, Step{Phase: "baseline", Change: fmt.Sprintf("the run with its %d faults made explicit", len(list)), Kept: true, Runs: n, ElapsedS: time.Since(t0).Seconds()})
 		s.progressf("baseline: failed with %s at run %d of %d with its %d faults made explicit; a candidate gets %d runs to fail", s.fp, n, tries, len(list), s.k)
 		return nil
@@ -440,8 +467,11 @@ func (s *shrinker) try(phase, change string, cfg runner.Config, list []Fault) bo
 			s.remove(res.RunDir)
 			continue
 		}
-		s.remove(s.curRes.RunDir)
+		if s.curRes != s.baseRes {
+			s.remove(s.curRes.RunDir)
+		}
 		s.cur, s.curFs, s.curRes = cfg, list, res
+		s.kept = append(s.kept, candidate{cfg, list, phase + ": " + change})
 		step.Kept = true
 		s.progressf("%s: %s: fails with %s (run %d of %d; %d runs, %s so far)", phase, change, s.fp, step.Runs, s.k, s.res.Runs, time.Since(s.start).Round(time.Second))
 		return true
@@ -671,6 +701,88 @@ func (s *shrinker) size() {
 }
 
 // finish fills in the smallest run and writes shrink.json.
+// Confirmation: the search keeps a candidate on one failing run in K, so the smallest
+// one may fail too seldom for its command to reproduce the failure. confirm runs it
+// again: with a baseline that failed at its first run, it must fail in each of
+// confirmRuns more runs; with a flaky baseline, in one of K. One that does not is
+// dropped for the candidate kept before it, at most maxFallbacks times, and then for
+// the baseline, which failed and needs no confirming. It runs once the time budget is
+// spent too (a handful of the smallest runs), not once interrupted.
+const (
+	confirmRuns  = 2
+	maxFallbacks = 3
+)
+
+func (s *shrinker) confirm() {
+	if len(s.kept) <= 1 {
+		return // nothing smaller than the baseline was kept
+	}
+	need, runs := confirmRuns, confirmRuns
+	if s.res.Baseline > 1 {
+		need, runs = 1, s.k
+	}
+	for back := 0; len(s.kept) > 1; back++ {
+		c := s.kept[len(s.kept)-1]
+		if back == maxFallbacks {
+			break
+		}
+		step := Step{Phase: "confirm", Change: c.change}
+		t0 := time.Now()
+		fails := 0
+		var failed *results.Results
+		for step.Runs < runs && fails < need && need-fails <= runs-step.Runs && s.ctx.Err() == nil {
+			res, err := runner.Run(s.ctx, c.cfg)
+			step.Runs++
+			s.res.Runs++
+			switch {
+			case err != nil:
+				step.Note = err.Error()
+			case res.Interrupted || !s.fp.In(res):
+				s.remove(res.RunDir)
+			default:
+				fails++
+				if failed != nil {
+					s.remove(failed.RunDir)
+				}
+				failed = res
+			}
+		}
+		step.ElapsedS = time.Since(t0).Seconds()
+		if fails >= need {
+			step.Kept = true
+			s.res.Steps = append(s.res.Steps, step)
+			if s.curRes != s.baseRes {
+				s.remove(s.curRes.RunDir)
+			}
+			s.cur, s.curFs, s.curRes = c.cfg, c.list, failed
+			s.res.Confirmed = fmt.Sprintf("failed again in %d of %d runs", fails, step.Runs)
+			s.progressf("confirm: %s: failed again in %d of %d runs", c.change, fails, step.Runs)
+			return
+		}
+		if failed != nil {
+			s.remove(failed.RunDir)
+		}
+		step.Note = fmt.Sprintf("failed in %d of %d runs: too seldom to reproduce", fails, step.Runs)
+		s.res.Steps = append(s.res.Steps, step)
+		s.progressf("confirm: %s: %s; back to the candidate before it", c.change, step.Note)
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.kept = s.kept[:len(s.kept)-1]
+	}
+	if len(s.kept) > 1 {
+		s.kept = s.kept[:1]
+	}
+	// The baseline: it failed, as the original run did.
+	b := s.kept[0]
+	if s.curRes != s.baseRes {
+		s.remove(s.curRes.RunDir)
+	}
+	s.cur, s.curFs, s.curRes = b.cfg, b.list, s.baseRes
+	s.res.Confirmed = "no smaller candidate failed again: the baseline is the reproducer"
+	s.progressf("confirm: %s", s.res.Confirmed)
+}
+
 func (s *shrinker) finish() error {
 	r := s.res
 	r.Stopped = s.stopped
