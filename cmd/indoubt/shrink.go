@@ -31,9 +31,9 @@ earlier point, a window or a downtime shorter and earlier), then makes the run s
 fewer registers (--keys) or a smaller --budget first (a smaller state needs fewer
 operations to show the failure), then fewer workers, fewer operations per worker, a
 shorter --time; the last two phases repeat while they gain. Each accepted step is
-printed as it happens. The smallest candidate is then run again: it must fail the same
-way in each of two more runs (in one of K when the baseline was flaky), or the one kept
-before it is tried so, down to the baseline; its command reproduces the failure.
+printed as it happens. The smallest candidate is then run K more times: it must fail
+the same way in at least half of them, or the one kept before it is tried so, down to
+the baseline; how often the reproducer failed again is printed.
 
 No run starts once --budget is spent (the run in flight finishes). The result is a
 directory (--out, default RUNDIR.shrink) holding the smallest failing run, a normal run

@@ -25,11 +25,11 @@
 // fails as often as the baseline is missed less than one time in twenty), at most 10.
 // Each candidate stops at its first failing run; a run that passes costs the most.
 //
-// The smallest candidate is then confirmed: run again, it must fail with the fingerprint
-// in each of two more runs (in one of K when the baseline was flaky), else the
-// candidate kept before it is tried the same way, down to the baseline; a search that
-// keeps a candidate on one failing run in K would otherwise print commands that fail
-// too seldom to reproduce anything.
+// The smallest candidate is then confirmed: run K more times, it must fail with the
+// fingerprint in at least half of them, else the candidate kept before it is tried the
+// same way, down to the baseline; a search that keeps a candidate on one failing run
+// in K would otherwise print commands that fail too seldom to reproduce anything.
+// shrink.json says how often the reproducer failed again.
 //
 // A time budget bounds the search: no run starts once it is spent (the run in flight
 // finishes). Every run is a normal run directory under Options.Out; the runs that did
@@ -702,25 +702,20 @@ func (s *shrinker) size() {
 
 // finish fills in the smallest run and writes shrink.json.
 // Confirmation: the search keeps a candidate on one failing run in K, so the smallest
-// one may fail too seldom for its command to reproduce the failure. confirm runs it
-// again: with a baseline that failed at its first run, it must fail in each of
-// confirmRuns more runs; with a flaky baseline, in one of K. One that does not is
-// dropped for the candidate kept before it, at most maxFallbacks times, and then for
-// the baseline, which failed and needs no confirming. It runs once the time budget is
-// spent too (a handful of the smallest runs), not once interrupted.
-const (
-	confirmRuns  = 2
-	maxFallbacks = 3
-)
+// one may fail too seldom for its command to reproduce the failure. confirm runs it K
+// more times: it must fail the same way in at least half of them (K is 3 for a failure
+// the baseline showed at once, more for a flaky one). One that does not is dropped for
+// the candidate kept before it, at most maxFallbacks times, and then for the baseline,
+// which failed and needs no confirming. It runs once the time budget is spent too (a
+// few of the smallest runs), not once interrupted.
+const maxFallbacks = 8
 
 func (s *shrinker) confirm() {
 	if len(s.kept) <= 1 {
 		return // nothing smaller than the baseline was kept
 	}
-	need, runs := confirmRuns, confirmRuns
-	if s.res.Baseline > 1 {
-		need, runs = 1, s.k
-	}
+	runs := s.k
+	need := (runs + 1) / 2
 	for back := 0; len(s.kept) > 1; back++ {
 		c := s.kept[len(s.kept)-1]
 		if back == maxFallbacks {
@@ -730,7 +725,7 @@ func (s *shrinker) confirm() {
 		t0 := time.Now()
 		fails := 0
 		var failed *results.Results
-		for step.Runs < runs && fails < need && need-fails <= runs-step.Runs && s.ctx.Err() == nil {
+		for step.Runs < runs && need-fails <= runs-step.Runs && s.ctx.Err() == nil {
 			res, err := runner.Run(s.ctx, c.cfg)
 			step.Runs++
 			s.res.Runs++
