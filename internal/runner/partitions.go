@@ -94,8 +94,8 @@ func checkNetwork(c Config) error {
 		switch {
 		case f.Shape != "" && c.Topology != TopologyReplicated:
 			return couldNotRun("fault %q: a partition between nodes needs several nodes: add --topology replicated", f.Spec)
-		case f.Link != "" && (c.Store != Postgres && c.Store != Redis || c.Topology != TopologyReplicated):
-			return couldNotRun("fault %q: link=replication is the path from n2 to the primary on n1 (a standby's, a replica's) of --store postgres or redis with --topology replicated", f.Spec)
+		case f.Link != "" && c.Topology != TopologyReplicated:
+			return couldNotRun("fault %q: link=replication is the path from n2 to n1 (a standby's, a replica's, a Cassandra node's internode connections) of --topology replicated", f.Spec)
 		}
 	}
 	if err := netns.Available(); err != nil {
@@ -667,6 +667,22 @@ func (n *nodeNemesis) account(res *results.Results, ops []histories.Op) {
 func (t *topology) launchCassandra(ctx context.Context, cfg Config, dir string) (launched, error) {
 	nw := t.net
 	seed := nw.Nodes[0].IP.String()
+	linkDesc := ""
+	if hasLink(cfg.Faults) {
+		// n2's internode connections to n1 (gossip, and the messages n2 sends it)
+		// go through the link proxy, redirected in n2's namespace: n2 still names
+		// n1, and what n1 sends n2 goes on n1's own connections, not through it.
+		n1, n2 := nw.Nodes[0], nw.Nodes[1]
+		storage := net.JoinHostPort(n1.IP.String(), strconv.Itoa(cassandra.NodeStoragePort))
+		via, err := t.startLink(n2, n1, storage)
+		if err != nil {
+			return launched{}, err
+		}
+		if err := n2.Redirect(storage, via); err != nil {
+			return launched{}, err
+		}
+		linkDesc = "; n2's internode connections to n1 through a link proxy at " + via
+	}
 	var nodes []*cassandra.Server
 	stopAll := func() error {
 		var errs []error
@@ -724,7 +740,7 @@ func (t *topology) launchCassandra(ctx context.Context, cfg Config, dir string) 
 		}
 		rss += b
 	}
-	desc := fmt.Sprintf("Apache Cassandra %s ring of %d nodes on n1 to n%d (replication factor %d, seed n1; %d MiB resident at start)", first.Version, len(nodes), len(nodes), rf, rss>>20)
+	desc := fmt.Sprintf("Apache Cassandra %s ring of %d nodes on n1 to n%d (replication factor %d, seed n1; %d MiB resident at start%s)", first.Version, len(nodes), len(nodes), rf, rss>>20, linkDesc)
 	return launched{dsn: t.admin, desc: desc, stop: stopAll, ctl: first}, nil
 }
 

@@ -228,7 +228,7 @@ func TestPartitionRefusals(t *testing.T) {
 		{runner.Config{Store: "postgres", Faults: schedule(t, "partition:halves@1s-2s")}, "add --topology replicated"},
 		{runner.Config{Store: "postgres", DSN: "postgres://x@127.0.0.1:5432/x", Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s")}, "drop --dsn"},
 		{runner.Config{Store: "mongo", Faults: schedule(t, "partition:halves@1s-2s")}, "not mongo"},
-		{runner.Config{Store: "cql", Topology: runner.TopologyReplicated, Faults: schedule(t, "latency:5ms,link=replication@1s-2s")}, "link=replication"},
+		{runner.Config{Store: "redis", Faults: schedule(t, "latency:5ms,link=replication@1s-2s")}, "link=replication"},
 		{runner.Config{Store: "postgres", Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s", "commit-cut")}, "fault proxy"},
 		{runner.Config{Store: "postgres", Network: "bridged"}, "--network"},
 	} {
@@ -359,4 +359,68 @@ func TestLinkResetRedisReplication(t *testing.T) {
 	}
 	syncsOnLink := bySource[link]
 	t.Logf("replica through the link %s: %d syncs, %d connections lost to the reset", link, syncsOnLink, lost)
+}
+
+// A link fault on a Cassandra ring's internode path: n2's connections to n1 (its
+// gossip and the messages it sends n1) are redirected through the link proxy, and a
+// reset_peer window on what they carry to n1 (stream=up: n1 answers on connections of
+// its own, so downstream carries almost nothing) resets them. n1's log names each inbound connection
+// with its peer's address and the socket's: n2's come from the link's address, and new
+// ones are established once the reset began; n3's never come from it. The LWTs lose
+// nothing. Three JVMs, hence INDOUBT_CQL_LONG.
+func TestLinkResetCassandraInternode(t *testing.T) {
+	longCassandra(t)
+	cfg := runner.Config{Workload: "budget", Store: "cql", Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
+		Workers: 3, Duration: 8 * time.Second, Seed: 1, Retry: policy(t, "none"),
+		Faults: schedule(t, "reset_peer:0s,stream=up,link=replication@3s-5s")}
+	res := partitionRun(t, cfg)
+	if res.Verdict != checker.Valid || res.LostTotal() != 0 {
+		t.Fatalf("verdict %v, lost %d: %s", res.Verdict, res.LostTotal(), res.Summary)
+	}
+	m := regexp.MustCompile(`through a link proxy at ([0-9.]+):`).FindStringSubmatch(res.Server)
+	if m == nil {
+		t.Fatalf("server %q does not name the link", res.Server)
+	}
+	link := m[1]
+	log, err := os.ReadFile(filepath.Join(res.RunDir, "cassandra-n1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// /PEER:7000(/SOCKET:PORT)->/N1:7000-KIND-ID messaging connection established
+	conns := regexp.MustCompile(`InboundConnectionInitiator.* - /([0-9.]+):7000\(/([0-9.]+):\d+\)->/([0-9.]+):7000-([A-Z_]+)-`).FindAllStringSubmatch(string(log), -1)
+	peers := map[string]map[string]int{}
+	kinds := map[string]int{} // n2's connections through the link, by kind
+	for _, c := range conns {
+		peer, sock, self, kind := c[1], c[2], c[3], c[4]
+		if peer == self {
+			continue // n1 to itself
+		}
+		if peers[peer] == nil {
+			peers[peer] = map[string]int{}
+		}
+		peers[peer][sock]++
+		if sock == link {
+			kinds[kind]++
+		}
+	}
+	var n2 string
+	for peer, socks := range peers {
+		if socks[link] > 0 {
+			if len(socks) != 1 {
+				t.Errorf("peer %s connects from the link and from %v", peer, socks)
+			}
+			n2 = peer
+		}
+	}
+	if n2 == "" || len(peers) != 2 {
+		t.Fatalf("n1's inbound connections by peer and socket address %v: want n2's from the link's %s, n3's direct", peers, link)
+	}
+	again := false
+	for _, n := range kinds {
+		again = again || n > 1
+	}
+	if !again {
+		t.Errorf("n2's connections through the link by kind %v: want one established again after the reset", kinds)
+	}
+	t.Logf("n1's inbound connections by peer and source: %v (link %s); through the link by kind: %v", peers, link, kinds)
 }
