@@ -173,7 +173,9 @@ func (l Leftover) Remove() error {
 	}
 	if l.Link != "" {
 		if lk, err := netlink.LinkByName(l.Link); err == nil {
-			if err := netlink.LinkDel(lk); err != nil {
+			// The kernel deletes a veth whose peer's namespace went: after the
+			// namespaces above, it may be gone between the lookup and the delete.
+			if err := netlink.LinkDel(lk); err != nil && !errors.Is(err, syscall.ENODEV) {
 				errs = append(errs, fmt.Errorf("netns: delete %s: %w", l.Link, err))
 			}
 		}
