@@ -31,6 +31,11 @@ With --apply, and only when a kubeconfig (KUBECONFIG, or ~/.kube/config) names a
 current context, kubectl creates each object at its start and deletes it after its
 window, while you run indoubt run --dsn against the cluster alongside.
 
+Not tried: --apply has never run against a real cluster (the machine indoubt is
+developed on has no Kubernetes). The objects it writes are checked against Chaos Mesh's
+published CRD schemas for NetworkChaos and PodChaos; whether a given Chaos Mesh version
+applies them as indoubt applies the same faults on one machine is not known.
+
 Usage: indoubt chaos-mesh --namespace NS --pod NODE=POD ... --fault SPEC ... [--seed N] [--out FILE] [--apply]
 
 Example:
