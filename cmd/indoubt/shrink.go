@@ -23,13 +23,14 @@ It re-runs the run's configuration (its config.json) with the faults it recorded
 explicit, one listed fault per event (a commit fault at the commit point it hit:
 commit-cut@commit:57; a process fault or a window as written), and keeps a candidate
 only if it fails with the same fingerprint (the anomaly's kind, and for a lost write the
-kind of fault it followed) in at least one of K runs. K is chosen from how flaky the
+kind of fault it followed) in at least half of K runs. K is chosen from how flaky the
 failure is (the explicit baseline runs until it fails once: 3 when that took one run,
 more when it took several), or given with --reruns. In order, it removes faults by
 delta debugging (ddmin), makes each fault left simpler (a listed commit fault at an
 earlier point, a window or a downtime shorter and earlier), then makes the run smaller:
 fewer registers (--keys) or a smaller --budget first (a smaller state needs fewer
-operations to show the failure), then fewer workers, fewer operations per worker, a
+operations to show the failure; one whose run invokes more operations, as a smaller
+budget exhausted early in a run of a --time does, is not kept), then fewer workers, fewer operations per worker, a
 shorter --time; the last two phases repeat while they gain. Each accepted step is
 printed as it happens. The smallest candidate is then run K more times: it must fail
 the same way in at least half of them, or the one kept before it is tried so, down to

@@ -7,7 +7,7 @@
 // the recorded faults made explicit, one listed fault per event (faults' listed faults:
 // commit-cut@commit:57 fires at that commit point and nowhere else, whatever the seed),
 // then reduces it in this order, keeping a candidate only when it fails with the same
-// Fingerprint in at least one of K runs:
+// Fingerprint in at least half of K runs:
 //
 //  1. the faults, by delta debugging (ddmin, Zeller and Hildebrandt's minimizing
 //     algorithm, as DEMi applies it to the external events of a distributed run): no
@@ -17,19 +17,23 @@
 //  3. the run: fewer registers (a smaller budget for the budget workload), fewer
 //     workers, fewer operations per worker, a shorter duration. The state goes first:
 //     a smaller budget is exhausted by fewer operations, so the others can shrink
-//     after it.
+//     after it; a smaller state whose run invokes more operations (a run of a
+//     duration, whose workers then spend it on quick rejections) is not kept.
 //
 // Phases 2 and 3 are repeated while one of them still gains. K is chosen from how
 // flaky the failure is: the explicit baseline runs until it fails once, and K is 3
 // when it failed at the first run, more when it took several (so that a candidate that
 // fails as often as the baseline is missed less than one time in twenty), at most 10.
-// Each candidate stops at its first failing run; a run that passes costs the most.
+// A candidate stops at its runs as soon as the half is reached or out of reach.
+// Half, not one: a failure that is a race (an acknowledged write lost on failover to
+// an asynchronous standby) fails one run in three at a size where it fails every run
+// at a larger one, and a search that kept each candidate on one failing run in K went
+// down a path of such candidates, none of which reproduced the failure afterwards.
 //
 // The smallest candidate is then confirmed: run K more times, it must fail with the
-// fingerprint in at least half of them, else the candidate kept before it is tried the
-// same way, down to the baseline; a search that keeps a candidate on one failing run
-// in K would otherwise print commands that fail too seldom to reproduce anything.
-// shrink.json says how often the reproducer failed again.
+// fingerprint in at least half of them again, else the candidate kept before it is
+// tried the same way, down to the baseline. shrink.json says how often the reproducer
+// failed again.
 //
 // A time budget bounds the search: no run starts once it is spent (the run in flight
 // finishes). Every run is a normal run directory under Options.Out; the runs that did
@@ -430,9 +434,13 @@ func (s *shrinker) spent() bool {
 	return s.stopped != ""
 }
 
-// try runs a candidate up to K times and keeps it if one run fails with the
-// fingerprint. It reports whether it was kept.
-func (s *shrinker) try(phase, change string, cfg runner.Config, list []Fault) bool {
+// need is how many of K runs a candidate must fail in: half, rounded up.
+func (s *shrinker) need() int { return (s.k + 1) / 2 }
+
+// try runs a candidate up to K times and keeps it if at least need of them fail with
+// the fingerprint; refuse, when not nil, says why a failing run does not count as
+// smaller ("" when it does). It reports whether the candidate was kept.
+func (s *shrinker) try(phase, change string, cfg runner.Config, list []Fault, refuse func(*results.Results) string) bool {
 	if s.spent() {
 		return false
 	}
@@ -450,7 +458,9 @@ func (s *shrinker) try(phase, change string, cfg runner.Config, list []Fault) bo
 		step.Note = "not a run: " + err.Error()
 		return false
 	}
-	for step.Runs < s.k && !s.spent() {
+	need, fails := s.need(), 0
+	var failed *results.Results
+	for step.Runs < s.k && need-fails <= s.k-step.Runs && !s.spent() {
 		res, err := runner.Run(s.ctx, cfg)
 		step.Runs++
 		s.res.Runs++
@@ -467,14 +477,35 @@ func (s *shrinker) try(phase, change string, cfg runner.Config, list []Fault) bo
 			s.remove(res.RunDir)
 			continue
 		}
+		if refuse != nil {
+			if why := refuse(res); why != "" {
+				s.remove(res.RunDir)
+				step.Note = why
+				break
+			}
+		}
+		fails++
+		if failed != nil {
+			s.remove(failed.RunDir)
+		}
+		failed = res
+		if fails < need {
+			continue
+		}
 		if s.curRes != s.baseRes {
 			s.remove(s.curRes.RunDir)
 		}
 		s.cur, s.curFs, s.curRes = cfg, list, res
 		s.kept = append(s.kept, candidate{cfg, list, phase + ": " + change})
 		step.Kept = true
-		s.progressf("%s: %s: fails with %s (run %d of %d; %d runs, %s so far)", phase, change, s.fp, step.Runs, s.k, s.res.Runs, time.Since(s.start).Round(time.Second))
+		s.progressf("%s: %s: fails with %s (%d of %d runs; %d runs, %s so far)", phase, change, s.fp, fails, step.Runs, s.res.Runs, time.Since(s.start).Round(time.Second))
 		return true
+	}
+	if failed != nil {
+		s.remove(failed.RunDir)
+	}
+	if step.Note == "" && fails > 0 {
+		step.Note = fmt.Sprintf("failed in %d of %d runs, fewer than %d", fails, step.Runs, need)
 	}
 	if !s.spent() {
 		s.rejected[key] = true
@@ -514,7 +545,7 @@ func (s *shrinker) reduceFaults() {
 	}
 	if !s.needsFaults {
 		c, _ := withFaults(s.cur, nil)
-		if s.try("faults", fmt.Sprintf("all %d faults removed", len(base)), c, nil) {
+		if s.try("faults", fmt.Sprintf("all %d faults removed", len(base)), c, nil, nil) {
 			return
 		}
 		s.needsFaults = !s.spent()
@@ -531,7 +562,7 @@ func (s *shrinker) reduceFaults() {
 		if err != nil {
 			return false, false
 		}
-		kept := s.try("faults", fmt.Sprintf("kept %d of %d faults (%s)", len(sub), len(base), listSpan(base, sub)), c, list)
+		kept := s.try("faults", fmt.Sprintf("kept %d of %d faults (%s)", len(sub), len(base), listSpan(base, sub)), c, list, nil)
 		return kept, s.spent()
 	})
 }
@@ -620,7 +651,7 @@ func (s *shrinker) lower(phase string, cur, lo, gran int64, spec func(v int64) (
 		if err != nil {
 			return false
 		}
-		return s.try(phase, fmt.Sprintf("%s → %s", s.curFs[i].Spec, sp), c, list)
+		return s.try(phase, fmt.Sprintf("%s → %s", s.curFs[i].Spec, sp), c, list, nil)
 	})
 }
 
@@ -663,12 +694,20 @@ func (s *shrinker) bisect(cur, lo, gran int64, try func(v int64) bool) {
 // size is the third phase: fewer registers (a smaller budget), workers, operations per
 // worker, a shorter duration.
 func (s *shrinker) size() {
-	sizeOne := func(what string, cur, lo, gran int64, set func(c *runner.Config, v int64), show func(int64) string) {
+	sizeOne := func(what string, cur, lo, gran int64, set func(c *runner.Config, v int64), show func(int64) string, refuse func(*results.Results) string) {
 		s.bisect(cur, lo, gran, func(v int64) bool {
 			c := s.cur
 			set(&c, v)
-			return s.try("size", fmt.Sprintf("%s %s → %s", what, show(cur), show(v)), c, s.curFs)
+			return s.try("size", fmt.Sprintf("%s %s → %s", what, show(cur), show(v)), c, s.curFs, refuse)
 		})
+	}
+	// A smaller state must mean no more operations: a run of a duration spends it all
+	// the same, and a budget exhausted early turns the rest into quick rejections.
+	noMoreOps := func(res *results.Results) string {
+		if was := s.curRes.Ops.Invoked; res.Ops.Invoked > was {
+			return fmt.Sprintf("not smaller: %d operations invoked, %d before", res.Ops.Invoked, was)
+		}
+		return ""
 	}
 	num := func(v int64) string { return fmt.Sprint(v) }
 	// The state first: a smaller budget is exhausted, and fewer registers contended,
@@ -679,13 +718,13 @@ func (s *shrinker) size() {
 		if keys == 0 {
 			keys = register.DefaultKeys
 		}
-		sizeOne("registers", int64(keys), 1, 1, func(c *runner.Config, v int64) { c.Keys = int(v) }, num)
+		sizeOne("registers", int64(keys), 1, 1, func(c *runner.Config, v int64) { c.Keys = int(v) }, num, noMoreOps)
 	case workloads.Budget:
-		sizeOne("budget", s.cur.Budget, 1, 1, func(c *runner.Config, v int64) { c.Budget = v }, num)
+		sizeOne("budget", s.cur.Budget, 1, 1, func(c *runner.Config, v int64) { c.Budget = v }, num, noMoreOps)
 	}
-	sizeOne("workers", int64(s.cur.Workers), 1, 1, func(c *runner.Config, v int64) { c.Workers = int(v) }, num)
+	sizeOne("workers", int64(s.cur.Workers), 1, 1, func(c *runner.Config, v int64) { c.Workers = int(v) }, num, nil)
 	if s.cur.Ops > 0 {
-		sizeOne("operations per worker", int64(s.cur.Ops), 1, 1, func(c *runner.Config, v int64) { c.Ops = int(v) }, num)
+		sizeOne("operations per worker", int64(s.cur.Ops), 1, 1, func(c *runner.Config, v int64) { c.Ops = int(v) }, num, nil)
 	}
 	if s.cur.Duration > 0 {
 		const gran = int64(10 * time.Millisecond)
@@ -696,7 +735,7 @@ func (s *shrinker) size() {
 		lo = max(lo, 100*time.Millisecond)
 		lo = lo.Round(10 * time.Millisecond)
 		sizeOne("duration", int64(s.cur.Duration), int64(lo), gran, func(c *runner.Config, v int64) { c.Duration = time.Duration(v) },
-			func(v int64) string { return dur(time.Duration(v)) })
+			func(v int64) string { return dur(time.Duration(v)) }, nil)
 	}
 }
 
