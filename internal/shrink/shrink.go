@@ -434,8 +434,22 @@ func (s *shrinker) spent() bool {
 	return s.stopped != ""
 }
 
-// need is how many of K runs a candidate must fail in: half, rounded up.
-func (s *shrinker) need() int { return (s.k + 1) / 2 }
+// tally counts a candidate's runs against the rule: of k runs, at least half (rounded
+// up) must fail with the fingerprint. It asks for another run only while the half is
+// neither reached nor out of reach.
+type tally struct{ k, runs, fails int }
+
+func (t tally) need() int { return (t.k + 1) / 2 }
+
+// open reports whether runs are left and the half is still within reach.
+func (t tally) open() bool { return t.runs < t.k && t.need()-t.fails <= t.k-t.runs }
+
+// more reports whether another run can still change the outcome: open, and the half
+// not reached yet.
+func (t tally) more() bool { return t.open() && !t.kept() }
+
+// kept reports whether the runs so far reach the half.
+func (t tally) kept() bool { return t.fails >= t.need() }
 
 // try runs a candidate up to K times and keeps it if at least need of them fail with
 // the fingerprint; refuse, when not nil, says why a failing run does not count as
@@ -458,10 +472,11 @@ func (s *shrinker) try(phase, change string, cfg runner.Config, list []Fault, re
 		step.Note = "not a run: " + err.Error()
 		return false
 	}
-	need, fails := s.need(), 0
+	tl := tally{k: s.k}
 	var failed *results.Results
-	for step.Runs < s.k && need-fails <= s.k-step.Runs && !s.spent() {
+	for tl.more() && !s.spent() {
 		res, err := runner.Run(s.ctx, cfg)
+		tl.runs++
 		step.Runs++
 		s.res.Runs++
 		if err != nil {
@@ -484,12 +499,12 @@ func (s *shrinker) try(phase, change string, cfg runner.Config, list []Fault, re
 				break
 			}
 		}
-		fails++
+		tl.fails++
 		if failed != nil {
 			s.remove(failed.RunDir)
 		}
 		failed = res
-		if fails < need {
+		if !tl.kept() {
 			continue
 		}
 		if s.curRes != s.baseRes {
@@ -498,14 +513,14 @@ func (s *shrinker) try(phase, change string, cfg runner.Config, list []Fault, re
 		s.cur, s.curFs, s.curRes = cfg, list, res
 		s.kept = append(s.kept, candidate{cfg, list, phase + ": " + change})
 		step.Kept = true
-		s.progressf("%s: %s: fails with %s (%d of %d runs; %d runs, %s so far)", phase, change, s.fp, fails, step.Runs, s.res.Runs, time.Since(s.start).Round(time.Second))
+		s.progressf("%s: %s: fails with %s (%d of %d runs; %d runs, %s so far)", phase, change, s.fp, tl.fails, tl.runs, s.res.Runs, time.Since(s.start).Round(time.Second))
 		return true
 	}
 	if failed != nil {
 		s.remove(failed.RunDir)
 	}
-	if step.Note == "" && fails > 0 {
-		step.Note = fmt.Sprintf("failed in %d of %d runs, fewer than %d", fails, step.Runs, need)
+	if step.Note == "" && tl.fails > 0 {
+		step.Note = fmt.Sprintf("failed in %d of %d runs, fewer than %d", tl.fails, tl.runs, tl.need())
 	}
 	if !s.spent() {
 		s.rejected[key] = true
@@ -753,8 +768,6 @@ func (s *shrinker) confirm() {
 	if len(s.kept) <= 1 {
 		return // nothing smaller than the baseline was kept
 	}
-	runs := s.k
-	need := (runs + 1) / 2
 	for back := 0; len(s.kept) > 1; back++ {
 		c := s.kept[len(s.kept)-1]
 		if back == maxFallbacks {
@@ -762,10 +775,13 @@ func (s *shrinker) confirm() {
 		}
 		step := Step{Phase: "confirm", Change: c.change}
 		t0 := time.Now()
-		fails := 0
+		// All K runs while the half is within reach, so that the note says how often
+		// the reproducer fails, not only that it reached the half.
+		tl := tally{k: s.k}
 		var failed *results.Results
-		for step.Runs < runs && need-fails <= runs-step.Runs && s.ctx.Err() == nil {
+		for tl.open() && s.ctx.Err() == nil {
 			res, err := runner.Run(s.ctx, c.cfg)
+			tl.runs++
 			step.Runs++
 			s.res.Runs++
 			switch {
@@ -774,7 +790,7 @@ func (s *shrinker) confirm() {
 			case res.Interrupted || !s.fp.In(res):
 				s.remove(res.RunDir)
 			default:
-				fails++
+				tl.fails++
 				if failed != nil {
 					s.remove(failed.RunDir)
 				}
@@ -782,21 +798,21 @@ func (s *shrinker) confirm() {
 			}
 		}
 		step.ElapsedS = time.Since(t0).Seconds()
-		if fails >= need {
+		if tl.kept() {
 			step.Kept = true
 			s.res.Steps = append(s.res.Steps, step)
 			if s.curRes != s.baseRes {
 				s.remove(s.curRes.RunDir)
 			}
 			s.cur, s.curFs, s.curRes = c.cfg, c.list, failed
-			s.res.Confirmed = fmt.Sprintf("failed again in %d of %d runs", fails, step.Runs)
-			s.progressf("confirm: %s: failed again in %d of %d runs", c.change, fails, step.Runs)
+			s.res.Confirmed = fmt.Sprintf("failed again in %d of %d runs", tl.fails, tl.runs)
+			s.progressf("confirm: %s: failed again in %d of %d runs", c.change, tl.fails, tl.runs)
 			return
 		}
 		if failed != nil {
 			s.remove(failed.RunDir)
 		}
-		step.Note = fmt.Sprintf("failed in %d of %d runs: too seldom to reproduce", fails, step.Runs)
+		step.Note = fmt.Sprintf("failed in %d of %d runs: too seldom to reproduce", tl.fails, tl.runs)
 		s.res.Steps = append(s.res.Steps, step)
 		s.progressf("confirm: %s: %s; back to the candidate before it", c.change, step.Note)
 		if s.ctx.Err() != nil {
