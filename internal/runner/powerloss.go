@@ -143,9 +143,15 @@ func (p *procNemesis) powerLoss(ctx context.Context, i int, f faults.Fault) {
 	}
 	before, _ := powerloss.Stats(pc)
 	pid := p.ctl.Pid()
-	err := powerloss.Cut(ctx, pc, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
+	// The power loss is recorded once the server is down and before it starts again, as
+	// a kill is: recorded after the restart, it would follow in the history the
+	// acknowledgements of the restarted server, which a loaded machine can make many.
+	err := powerloss.Down(pc, powerfs.PowerLossOptions{Tear: f.Tear, Seed: uint64(p.cfg.Seed) + uint64(i)})
 	p.event(at, f, "power-loss", pid, nil)
 	p.cfg.progressf("fault %s: discarded what was not fsynced: up to %d bytes in %d files, %d directory entries", f.Spec, before.PendingBytes, before.PendingFiles, before.PendingEntries)
+	if err == nil {
+		err = pc.Start(ctx)
+	}
 	if err != nil {
 		p.startFailure = fmt.Errorf("the server did not start again after %s (a finding: it could not recover from what it had fsynced): %v", f.Spec, err)
 	}

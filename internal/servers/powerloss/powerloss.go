@@ -68,6 +68,17 @@ var ErrNotOnPowerFS = errors.New("the data directory is not on powerfs (launch i
 // its log's tail in the error. A server not launched with FS is left running, and the
 // error matches ErrNotOnPowerFS.
 func Cut(ctx context.Context, srv Server, opts powerfs.PowerLossOptions) error {
+	if err := Down(srv, opts); err != nil {
+		return err
+	}
+	return srv.Start(ctx)
+}
+
+// Down is the first half of Cut: the server killed and its data directory brought back
+// to what was fsynced, not started again. Whoever records the power loss does so here,
+// before the server answers again (and clients' acknowledgements follow), then calls
+// srv.Start.
+func Down(srv Server, opts powerfs.PowerLossOptions) error {
 	fs, ok := srv.DataMount().(*powerfs.FS)
 	if !ok {
 		return fmt.Errorf("power loss: %w", ErrNotOnPowerFS)
@@ -78,7 +89,7 @@ func Cut(ctx context.Context, srv Server, opts powerfs.PowerLossOptions) error {
 	if err := fs.PowerLoss(opts); err != nil {
 		return fmt.Errorf("power loss: %w", err)
 	}
-	return srv.Start(ctx)
+	return nil
 }
 
 // Stats returns the counts of the powerfs under srv's data directory: what a Cut now
