@@ -110,13 +110,21 @@ func dialIn(n *Node) func(context.Context, string, string) (net.Conn, error) {
 	}
 }
 
-func TestGrudgeCutsNodesAndTheirClientsAndHeals(t *testing.T) {
+// threeNodes is a network of n1, n2 and n3 for a test that needs root and nft, closed
+// when the test ends.
+func threeNodes(t *testing.T) *Network {
+	t.Helper()
 	needNetwork(t)
 	nw, err := New([]string{"n1", "n2", "n3"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nw.Close()
+	t.Cleanup(func() { nw.Close() })
+	return nw
+}
+
+func TestGrudgeCutsNodesAndTheirClientsAndHeals(t *testing.T) {
+	nw := threeNodes(t)
 	n1, n2, n3 := nw.Nodes[0], nw.Nodes[1], nw.Nodes[2]
 	addr1 := listenIn(t, n1)
 	addr2 := listenIn(t, n2)
@@ -349,12 +357,7 @@ func fmtList(xs []string) string {
 // harness: n2's connection to n1's address lands on a listener of the harness, which
 // dialled n1 itself (as a link proxy does), and one from n3 still goes straight to n1.
 func TestRedirectPutsTheHarnessOnTheNodesPath(t *testing.T) {
-	needNetwork(t)
-	nw, err := New([]string{"n1", "n2", "n3"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nw.Close()
+	nw := threeNodes(t)
 	n1, n2, n3 := nw.Nodes[0], nw.Nodes[1], nw.Nodes[2]
 	addr1 := listenIn(t, n1)
 	lip, err := nw.AddLink("n2", "n1")

@@ -277,13 +277,8 @@ func (t *topology) launchRedis(ctx context.Context, cfg Config, dir string) (lau
 		// The replica on n2 replicates from n1 through the link proxy: its dial of
 		// n1 is redirected there, so that it (and the Sentinel beside it, which
 		// checks its primary's address) still names n1.
-		n1, n2 := nw.Nodes[0], nw.Nodes[1]
-		primary := net.JoinHostPort(n1.IP.String(), strconv.Itoa(redisserver.NodePort))
-		via, err := t.startLink(n2, n1, primary)
+		via, err := t.redirectLink(redisserver.NodePort)
 		if err != nil {
-			return launched{}, err
-		}
-		if err := n2.Redirect(primary, via); err != nil {
 			return launched{}, err
 		}
 		linkDesc = ", n2's connections to n1 through a link proxy at " + via
@@ -348,6 +343,23 @@ func hasLink(s faults.Schedule) bool {
 		}
 	}
 	return false
+}
+
+// redirectLink puts a link proxy on n2's path to port on n1: the link started, and
+// n2's own dials of n1's address redirected to it in n2's namespace, so that n2 (and
+// whatever checks the address it was told) still names n1. It returns the link's
+// address.
+func (t *topology) redirectLink(port int) (string, error) {
+	n1, n2 := t.net.Nodes[0], t.net.Nodes[1]
+	target := net.JoinHostPort(n1.IP.String(), strconv.Itoa(port))
+	via, err := t.startLink(n2, n1, target)
+	if err != nil {
+		return "", err
+	}
+	if err := n2.Redirect(target, via); err != nil {
+		return "", err
+	}
+	return via, nil
 }
 
 // startLink starts the link proxy from node from to the server at to on node toNode:
@@ -672,13 +684,8 @@ func (t *topology) launchCassandra(ctx context.Context, cfg Config, dir string) 
 		// n2's internode connections to n1 (gossip, and the messages n2 sends it)
 		// go through the link proxy, redirected in n2's namespace: n2 still names
 		// n1, and what n1 sends n2 goes on n1's own connections, not through it.
-		n1, n2 := nw.Nodes[0], nw.Nodes[1]
-		storage := net.JoinHostPort(n1.IP.String(), strconv.Itoa(cassandra.NodeStoragePort))
-		via, err := t.startLink(n2, n1, storage)
+		via, err := t.redirectLink(cassandra.NodeStoragePort)
 		if err != nil {
-			return launched{}, err
-		}
-		if err := n2.Redirect(storage, via); err != nil {
 			return launched{}, err
 		}
 		linkDesc = "; n2's internode connections to n1 through a link proxy at " + via
