@@ -33,8 +33,15 @@ import (
 // replies held for an armed cut), so its parser is never skipped nor restarted mid-
 // stream: the bytes a direction read were all judged and written before it moves. A
 // connection never moves back; those accepted after the last standard toxic is removed
-// start direct again. A direction blocked writing to a peer that does not read moves
-// once its write completes.
+// start direct again.
+//
+// Adding the toxic returns once every direct direction has moved (or ended), so that,
+// as with toxiproxy's own links, every byte read after it returns goes through the
+// toxic: a direction woken by the deadline may still have had one read under way that
+// returned bytes which arrived after the deadline was set, and those are relayed
+// direct before it moves. A direction blocked writing to a peer that does not read
+// moves only once its write completes; the add waits for such a one at most
+// moveWait.
 
 // directBuf is the read buffer of a direct direction with a protocol: toxiproxy's link
 // reads 32 KiB at a time too.
@@ -55,21 +62,42 @@ func (p *Proxy) hasToxics() bool {
 	return false
 }
 
+// moveWait bounds how long a toxic's addition waits for the direct directions to move.
+const moveWait = time.Second
+
 // syncPaths applies the rule after the proxy's toxics changed: with a standard toxic,
-// new connections take links and direct ones move to links.
+// new connections take links and direct ones move to links. It returns once those
+// have moved, or after moveWait.
 func (p *Proxy) syncPaths() {
 	linked := p.hasToxics()
+	var moving []*conn
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.linked = linked
-	if !linked {
+	if linked {
+		for c := range p.conns {
+			if c.direct {
+				c.direct = false
+				c.move()
+				moving = append(moving, c)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if len(moving) == 0 {
 		return
 	}
-	for c := range p.conns {
-		if c.direct {
-			c.direct = false
-			c.move()
+	moved := make(chan struct{})
+	go func() {
+		for _, c := range moving {
+			c.pumping.Wait()
 		}
+		close(moved)
+	}()
+	t := time.NewTimer(moveWait)
+	defer t.Stop()
+	select {
+	case <-moved:
+	case <-t.C:
 	}
 }
 
@@ -91,6 +119,8 @@ func (p *Proxy) relayDirect(c *conn) {
 // moves to a link.
 func (c *conn) pump(dir stream.Direction, src, dst *net.TCPConn) {
 	defer c.p.pumps.Done()
+	// After the link has started: syncPaths waits for it.
+	defer c.pumping.Done()
 	var err error
 	if c.s == nil {
 		_, err = io.Copy(dst, src)

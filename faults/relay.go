@@ -137,6 +137,7 @@ func (p *Proxy) connect(ln net.Listener, client *net.TCPConn, s *toxics.Session)
 		// Counted under p.mu, so that Close, which stops the proxy under it, waits
 		// for them.
 		p.pumps.Add(2)
+		c.pumping.Add(2)
 	}
 	p.mu.Unlock()
 	if direct {
@@ -156,6 +157,7 @@ type conn struct {
 	ended          atomic.Int32    // directions whose source has ended
 	direct         bool            // on the direct path (direct.go); guarded by p.mu
 	moving         atomic.Bool     // asked to move from the direct path to links
+	pumping        sync.WaitGroup  // its direct directions, until each has moved or ended
 }
 
 func (c *conn) close() {

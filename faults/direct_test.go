@@ -1,0 +1,201 @@
+package faults
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// stampServer accepts connections and writes to each, until it fails, the time since
+// epoch in nanoseconds as 8 bytes, every 100 µs: a stream whose every record says
+// when it left the server.
+func stampServer(t *testing.T, epoch time.Time) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				var b [8]byte
+				for {
+					binary.BigEndian.PutUint64(b[:], uint64(time.Since(epoch)))
+					if _, err := c.Write(b[:]); err != nil {
+						return
+					}
+					time.Sleep(100 * time.Microsecond)
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestToxicActsOnEveryByteAfterItsAddition: connections on the direct path while
+// records stream from the server; once AddToxic has returned, every record the server
+// sent after that arrives at least the toxic's latency after it was sent, on every
+// open connection, as on toxiproxy's own links. A run records what it holds, so a
+// window recorded from AddToxic's return is one in which the toxic certainly acted.
+func TestToxicActsOnEveryByteAfterItsAddition(t *testing.T) {
+	epoch := time.Now()
+	px, err := Start(Options{Upstream: stampServer(t, epoch)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	const delay = 100 * time.Millisecond
+	type record struct{ sent, got time.Duration }
+	const conns = 8
+	got := make([][]record, conns)
+	var wg sync.WaitGroup
+	var clients []net.Conn
+	for i := range conns {
+		c, err := net.Dial("tcp", px.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b [8]byte
+			for {
+				if _, err := io.ReadFull(c, b[:]); err != nil {
+					return
+				}
+				got[i] = append(got[i], record{time.Duration(binary.BigEndian.Uint64(b[:])), time.Since(epoch)})
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := px.AddToxic(Toxic{Name: "slow", Type: "latency", Attributes: map[string]int64{"latency": delay.Milliseconds()}}); err != nil {
+		t.Fatal(err)
+	}
+	added := time.Since(epoch)
+	time.Sleep(3 * delay)
+	for _, c := range clients {
+		c.Close()
+	}
+	wg.Wait()
+	for i, rs := range got {
+		after := 0
+		for _, r := range rs {
+			if r.sent <= added {
+				continue
+			}
+			after++
+			if r.got-r.sent < delay {
+				t.Errorf("connection %d: a record sent %v after the toxic was added arrived %v after it was sent, under a %v latency",
+					i, r.sent-added, r.got-r.sent, delay)
+				break
+			}
+		}
+		if after == 0 {
+			t.Errorf("connection %d: no record sent after the toxic was added arrived (%d in all)", i, len(rs))
+		}
+	}
+}
+
+// floodServer accepts connections and writes 64 KiB blocks to each until the write
+// fails, counting the bytes written in all.
+func floodServer(t *testing.T, written *atomic.Int64) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				b := make([]byte, 64<<10)
+				for {
+					n, err := c.Write(b)
+					written.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestToxicAdditionDoesNotWaitForeverOnAStuckDirection: a direct connection whose
+// client reads nothing, so that its direction from the server is blocked writing
+// once the sockets' buffers are full. Adding a toxic returns all the same (that
+// direction moves once its write completes), and the proxy goes on: a new connection
+// reads what the server sends.
+func TestToxicAdditionDoesNotWaitForeverOnAStuckDirection(t *testing.T) {
+	var written atomic.Int64
+	px, err := Start(Options{Upstream: floodServer(t, &written)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	stuck, err := net.Dial("tcp", px.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	// The buffers are full when the server has written nothing for 200 ms.
+	for last := int64(-1); ; {
+		time.Sleep(200 * time.Millisecond)
+		n := written.Load()
+		if n > 0 && n == last {
+			break
+		}
+		last = n
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- px.AddToxic(Toxic{Name: "slow", Type: "latency", Attributes: map[string]int64{"latency": 10}})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("AddToxic has not returned after a minute beside a client that reads nothing")
+	}
+	c, err := net.Dial("tcp", px.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.ReadFull(c, make([]byte, 1<<20)); err != nil {
+		t.Errorf("a new connection after the toxic: %v, want what the server sends", err)
+	}
+	if err := px.RemoveToxic("slow"); err != nil {
+		t.Error(err)
+	}
+}
