@@ -32,8 +32,9 @@ type Partition struct {
 	// Fault is the schedule entry; Shape its shape (halves, isolate-primary ...).
 	Fault string `json:"fault"`
 	Shape string `json:"shape"`
-	// Start is when the grudge was in force on every node; End when the heal was, or
-	// -1 when the history has no heal.
+	// Start is when the grudge was in force on every node; End when its lifting
+	// began (the last time it was certainly in force everywhere), or -1 when the
+	// history has no heal.
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
 	// Grudge names, per node, the nodes whose packets it drops; Reach, per node, the

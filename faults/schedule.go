@@ -525,7 +525,10 @@ func parseWindow(w string) (start, end time.Duration, bounded bool, err error) {
 // Window is a fault window that opened or closed, as Schedule.Run reports it. The runner
 // records these as nemesis events.
 type Window struct {
-	// Time is when the fault was armed or disarmed.
+	// Time is when the fault was armed, or when its disarming began: the window from
+	// one to the other is one in which the fault certainly held. (Removing a latency
+	// toxic releases what it holds at once; a cut decided for a commit in flight
+	// still fires after the disarming, see toxics.Knob.Disarm.)
 	Time time.Time
 	// Fault is the schedule entry as written.
 	Fault string
@@ -597,17 +600,20 @@ func (s Schedule) Run(ctx context.Context, p *Proxy, start time.Time, report fun
 			closeAll()
 			return nil
 		}
+		began := time.Now()
 		if err := s.apply(p, a.i, a.open); err != nil {
 			closeAll()
 			return err
 		}
+		at := began
 		if a.open {
 			open[a.i] = true
+			at = time.Now()
 		} else {
 			delete(open, a.i)
 		}
 		if report != nil {
-			report(Window{Time: time.Now(), Fault: s[a.i].Spec, Open: a.open})
+			report(Window{Time: at, Fault: s[a.i].Spec, Open: a.open})
 		}
 	}
 	if len(open) > 0 {

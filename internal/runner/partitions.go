@@ -603,12 +603,16 @@ func (n *nodeNemesis) apply(i int, open bool) {
 		g = netns.Grudge{}
 	}
 	v["grudge"] = g
+	// The window recorded is one in which the grudge certainly held: a partition at the
+	// time it was in force on every node, its heal at the time the lifting began.
+	at := n.run.now()
 	err := nw.Apply(g)
 	if err != nil {
 		v["error"] = err.Error()
 	}
-	// The time the grudge was in force on every node.
-	at := n.run.now()
+	if open {
+		at = n.run.now()
+	}
 	action := checker.HealAction
 	if open {
 		action = checker.PartitionAction
@@ -633,8 +637,15 @@ func (n *nodeNemesis) apply(i int, open bool) {
 }
 
 // applyLink adds or removes a link toxic, recorded as a window of the fault.
+//
+// The window recorded is one in which the toxic certainly acted: its start at the time
+// AddToxic returned (bytes read after it go through the toxic), its stop at the time
+// the removal began. Removing a latency toxic releases what it holds at once, so a
+// commit acknowledged as the removal runs may have waited less than the latency; it
+// falls after the stop.
 func (n *nodeNemesis) applyLink(i int, f faults.Fault, open bool) {
 	px := n.topo.link
+	at := n.run.now()
 	var err error
 	switch {
 	case px == nil:
@@ -654,7 +665,9 @@ func (n *nodeNemesis) applyLink(i int, f faults.Fault, open bool) {
 	if err != nil {
 		v["error"] = err.Error()
 	}
-	at := n.run.now()
+	if open {
+		at = n.run.now()
+	}
 	n.record(histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: fn, Value: histories.Value(v)})
 	n.cfg.progressf("fault %s: link %s %s at %.2fs", f.Spec, f.Link, fn, time.Duration(at).Seconds())
 }
