@@ -480,14 +480,17 @@ func TestGarbageNeverPanics(t *testing.T) {
 	}
 }
 
+// TestScheduleRun: a schedule arms and disarms each fault at its window, reports each
+// change, and the proxy does what each fault says in between. Each step waits for the
+// report of the window it is about, and opens its connection before: one update on an
+// open connection is all that must fit in a window, whatever the load.
 func TestScheduleRun(t *testing.T) {
 	srv := pg.Get(t)
 	direct := connect(t, srv.DSN)
 	table := freshAccount(t, direct, 1000)
 	px, evs := startProxy(t, srv, 1)
-	// Each step opens a new connection, whose SCRAM login (the launched server wants a
-	// password) can take a good part of 100 ms on a busy machine: the windows leave room.
-	sched, err := ParseSchedule([]string{"commit-drop:1@600ms-1200ms", "partition@1800ms-2400ms", "latency:60ms@2600ms-"})
+	specs := []string{"commit-drop:1@600ms-1600ms", "partition@2200ms-2800ms", "latency:60ms@3200ms-"}
+	sched, err := ParseSchedule(specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,50 +498,73 @@ func TestScheduleRun(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var windows []Window
+	reported := make(chan Window, 16)
 	done := make(chan error, 1)
-	start := time.Now()
 	go func() {
-		done <- sched.Run(ctx, px, start, func(w Window) {
+		done <- sched.Run(ctx, px, time.Now(), func(w Window) {
 			mu.Lock()
 			windows = append(windows, w)
 			mu.Unlock()
+			reported <- w
 		})
 	}()
+	// until waits for the report that fault's window opened (or closed).
+	until := func(fault string, open bool) {
+		t.Helper()
+		for {
+			select {
+			case w := <-reported:
+				if w.Fault == fault && w.Open == open {
+					return
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no report of %s open=%v", fault, open)
+			}
+		}
+	}
 	dsn := dsnVia(t, srv, px.Addr())
-	exec := func() (time.Duration, error) {
-		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+	open := func() *pgx.Conn {
+		t.Helper()
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
 		defer ccancel()
-		t0 := time.Now()
 		c, err := pgx.Connect(cctx, dsn)
 		if err != nil {
-			return 0, err
+			t.Fatalf("connect through the proxy: %v", err)
 		}
-		defer c.Close(context.Background())
-		t0 = time.Now()
-		_, err = c.Exec(cctx, "update "+table+" set balance = balance - 1 where id = 1")
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
+	update := func(c *pgx.Conn) (time.Duration, error) {
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+		defer ccancel()
+		t0 := time.Now()
+		_, err := c.Exec(cctx, "update "+table+" set balance = balance - 1 where id = 1")
 		return time.Since(t0), err
 	}
-	at := func(d time.Duration) { time.Sleep(time.Until(start.Add(d))) }
 
-	if _, err := exec(); err != nil {
+	if _, err := update(open()); err != nil {
 		t.Fatalf("before the drop window: %v", err)
 	}
-	at(800 * time.Millisecond)
-	if _, err := exec(); !ambiguous(err) {
+	c := open()
+	until(specs[0], true)
+	if _, err := update(c); !ambiguous(err) {
 		t.Fatalf("in the drop window: error %v, want a dropped commit", err)
 	}
-	at(1400 * time.Millisecond)
-	if _, err := exec(); err != nil {
+	until(specs[0], false)
+	if _, err := update(open()); err != nil {
 		t.Fatalf("after the drop window: %v", err)
 	}
-	at(2000 * time.Millisecond)
-	if _, err := exec(); err == nil {
+	c = open()
+	until(specs[1], true)
+	if _, err := update(c); err == nil {
 		t.Fatalf("in the partition: no error")
 	}
-	at(2800 * time.Millisecond)
-	took, err := exec()
+	until(specs[1], false)
+	c = open()
+	until(specs[2], true)
+	took, err := update(c)
 	if err != nil {
-		t.Fatalf("after the partition: %v", err)
+		t.Fatalf("under the latency: %v", err)
 	}
 	if took < 60*time.Millisecond {
 		t.Errorf("with 60ms latency downstream the update took %v", took)
@@ -553,10 +579,9 @@ func TestScheduleRun(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s open=%v", w.Fault, w.Open))
 	}
 	mu.Unlock()
-	want := []string{
-		"commit-drop:1@600ms-1200ms open=true", "commit-drop:1@600ms-1200ms open=false",
-		"partition@1800ms-2400ms open=true", "partition@1800ms-2400ms open=false",
-		"latency:60ms@2600ms- open=true", "latency:60ms@2600ms- open=false",
+	var want []string
+	for _, f := range specs {
+		want = append(want, f+" open=true", f+" open=false")
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("windows %q, want %q", got, want)
