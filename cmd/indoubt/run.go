@@ -703,3 +703,16 @@ func counts(m map[string]int64) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// shareInitdb makes the PostgreSQL servers that a command launches, until the returned
+// function is called, copies of one initdb'd cluster (postgres.ShareInitdb): a suite
+// or a shrink launches one for every run. The function removes the template and says
+// on stderr when it could not.
+func shareInitdb(stderr io.Writer) func() {
+	release := postgres.ShareInitdb()
+	return func() {
+		if err := release(); err != nil {
+			fmt.Fprintf(stderr, "indoubt: %v\n", err)
+		}
+	}
+}

@@ -93,6 +93,7 @@ func shrinkCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if !*quiet {
 		opt.Progress = stderr
 	}
+	defer shareInitdb(stderr)()
 	res, err := shrink.Shrink(ctx, dir, opt)
 	switch {
 	case errors.Is(err, shrink.ErrNotReproduced):

@@ -157,6 +157,7 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := validateCases(path, runs); err != nil {
 		return err
 	}
+	defer shareInitdb(stderr)()
 	ci := os.Getenv("CI") == "true"
 	started := time.Now()
 	var cases []caseResult

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -30,9 +31,15 @@ func TestMain(m *testing.M) {
 		main()
 	}
 	asBinary()
+	// The servers the tests launch in this process are copies of one initdb'd cluster.
+	release := pgserver.ShareInitdb()
 	code := m.Run()
 	stopPair()
 	stopShared()
+	if err := release(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.Exit(code)
 }
 

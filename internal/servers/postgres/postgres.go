@@ -384,6 +384,43 @@ func (p *Server) start(ctx context.Context, acct servers.Account, extra []string
 	}
 
 	t0 := time.Now()
+	how := "initdb"
+	tmpl, err := sharedTemplate(ctx, p.BinDir, acct)
+	if err != nil {
+		return err
+	}
+	if tmpl != nil {
+		how = "copy of the template cluster"
+		err = tmpl.copyTo(ctx, p, acct)
+		tmpl.copying.RUnlock()
+	} else {
+		err = p.initCluster(ctx, acct)
+	}
+	if err != nil {
+		return err
+	}
+	if v, err := os.ReadFile(filepath.Join(p.DataDir, "PG_VERSION")); err == nil {
+		p.Version = strings.TrimSpace(string(v))
+	}
+	say("%s %s in %v", how, p.DataDir, time.Since(t0).Round(time.Millisecond))
+	if err := p.allowSubnet(); err != nil {
+		return err
+	}
+	if err := p.mountData(opt.DataFS); err != nil {
+		return err
+	}
+
+	t1 := time.Now()
+	if err := p.listenSomewhere(ctx, acct, extra, say); err != nil {
+		return err
+	}
+	say("pid %d ready on %s in %v", p.inst.Process().Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
+	return nil
+}
+
+// initCluster makes a fresh cluster in p.DataDir: initdb with p.Password for User,
+// then Database.
+func (p *Server) initCluster(ctx context.Context, acct servers.Account) error {
 	// initdb reads the password from a file (an argument would show in ps) that only the
 	// server's account may read, and that goes as soon as initdb has hashed it.
 	pwfile := filepath.Join(p.Dir, "pwfile")
@@ -406,27 +443,8 @@ func (p *Server) start(ctx context.Context, acct servers.Account, extra []string
 		return err
 	}
 	// Single-user mode creates the database before the server listens, without a client.
-	if err := p.run(ctx, acct, strings.NewReader("CREATE DATABASE "+Database+"\n"),
-		"postgres", "--single", "-D", p.DataDir, "postgres"); err != nil {
-		return err
-	}
-	if v, err := os.ReadFile(filepath.Join(p.DataDir, "PG_VERSION")); err == nil {
-		p.Version = strings.TrimSpace(string(v))
-	}
-	say("initdb %s in %v", p.DataDir, time.Since(t0).Round(time.Millisecond))
-	if err := p.allowSubnet(); err != nil {
-		return err
-	}
-	if err := p.mountData(opt.DataFS); err != nil {
-		return err
-	}
-
-	t1 := time.Now()
-	if err := p.listenSomewhere(ctx, acct, extra, say); err != nil {
-		return err
-	}
-	say("pid %d ready on %s in %v", p.inst.Process().Pid(), p.Addr, time.Since(t1).Round(time.Millisecond))
-	return nil
+	return p.run(ctx, acct, strings.NewReader("CREATE DATABASE "+Database+"\n"),
+		"postgres", "--single", "-D", p.DataDir, "postgres")
 }
 
 // listenSomewhere starts the server on its node's port, or on a free loopback port.

@@ -463,3 +463,92 @@ func TestPostgresVersionRefused(t *testing.T) {
 		t.Errorf("PostgresBin(99) = %v, want ErrNotInstalled naming the prepare script", err)
 	}
 }
+
+// TestShareInitdb: under ShareInitdb, servers start on copies of one template cluster,
+// each a cluster of its own with the launch's own password (the other's is refused),
+// in a template directory that nested releases keep and the last removes; a start
+// after it runs initdb again and makes no template.
+func TestShareInitdb(t *testing.T) {
+	if _, err := postgres.Find(); err != nil {
+		servertest.SkipOrFail(t, err)
+		t.Fatal(err)
+	}
+	templates := func() []string {
+		t.Helper()
+		dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "indoubt-postgres-template-"+strconv.Itoa(os.Getpid())+"-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dirs
+	}
+	release := postgres.ShareInitdb()
+	released := false
+	defer func() {
+		if !released {
+			_ = release()
+		}
+	}()
+	a := startPostgres(t, postgres.Options{})
+	b := startPostgres(t, postgres.Options{Settings: map[string]string{"work_mem": "8MB"}})
+	if got := templates(); len(got) != 1 {
+		t.Fatalf("template directories %v, want one", got)
+	}
+	if a.Password == b.Password {
+		t.Fatalf("both servers have the password %s", a.Password)
+	}
+	ca, cb := pgConnect(t, a.DSN), pgConnect(t, b.DSN)
+	for _, c := range []*pgx.Conn{ca, cb} {
+		var user, db string
+		if err := c.QueryRow(context.Background(), "select current_user, current_database()").Scan(&user, &db); err != nil || user != "indoubt" || db != "indoubt" {
+			t.Errorf("user %q, database %q, %v: want indoubt on indoubt", user, db, err)
+		}
+	}
+	if got := pgSetting(t, cb, "work_mem"); got != "8MB" {
+		t.Errorf("work_mem %s on the copy, want its setting 8MB", got)
+	}
+	// Each copy is a cluster of its own.
+	if _, err := ca.Exec(context.Background(), "create table only_in_a (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := cb.QueryRow(context.Background(), "select count(*) from pg_tables where tablename = 'only_in_a'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("a table of one copy seen in the other: n=%d err=%v", n, err)
+	}
+	// One server's password does not open the other.
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://indoubt@%s/indoubt?sslmode=disable", a.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Password = b.Password
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if c, err := pgx.ConnectConfig(ctx, cfg); err == nil {
+		c.Close(ctx)
+		t.Error("a copy accepted the other copy's password")
+	} else if !strings.Contains(err.Error(), "password") && !strings.Contains(err.Error(), "28P01") {
+		t.Errorf("the other copy's password: %v, want a password error", err)
+	}
+
+	inner := postgres.ShareInitdb()
+	if err := inner(); err != nil {
+		t.Fatal(err)
+	}
+	if got := templates(); len(got) != 1 {
+		t.Fatalf("after a nested release: template directories %v, want the one still", got)
+	}
+	released = true
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := templates(); len(got) != 0 {
+		t.Errorf("after the last release: template directories %v, want none", got)
+	}
+	if err := release(); err != nil {
+		t.Errorf("a second call of the same release: %v", err)
+	}
+	c := startPostgres(t, postgres.Options{})
+	pgConnect(t, c.DSN)
+	if got := templates(); len(got) != 0 {
+		t.Errorf("a start without ShareInitdb made template directories %v", got)
+	}
+}

@@ -128,7 +128,9 @@ func (h *Handle[S]) stop() error {
 // when CI is true, and otherwise makes its tests skip. A server that is installed but
 // does not start, or stops with an error (it died during the tests), fails the run.
 // On SIGINT or SIGTERM the servers are stopped and the signal is raised again, so the
-// test binary ends as it would have without Main. Messages go to stderr.
+// test binary ends as it would have without Main. Messages go to stderr. Until the
+// servers stop, every PostgreSQL server the package starts is a copy of one initdb'd
+// cluster (postgres.ShareInitdb).
 func Main(m *testing.M, launchers ...Launcher) int {
 	return run(m, os.Stderr, launchers)
 }
@@ -138,6 +140,9 @@ func run(m interface{ Run() int }, stderr io.Writer, launchers []Launcher) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
+	// The package's PostgreSQL servers, its own and those its tests start, are copies
+	// of one initdb'd cluster (postgres.ShareInitdb), removed with the servers.
+	release := postgres.ShareInitdb()
 	stopAll := func() int {
 		code := 0
 		for i := len(launchers) - 1; i >= 0; i-- {
@@ -145,6 +150,10 @@ func run(m interface{ Run() int }, stderr io.Writer, launchers []Launcher) int {
 				fmt.Fprintf(stderr, "servertest: stop %s: %v\n", launchers[i].label(), err)
 				code = 1
 			}
+		}
+		if err := release(); err != nil {
+			fmt.Fprintf(stderr, "servertest: %v\n", err)
+			code = 1
 		}
 		return code
 	}
