@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,11 +135,21 @@ func TestTimedRunStopsAtTheDeadline(t *testing.T) {
 	}
 }
 
+// A run interrupted once its workers have completed operations (the context
+// cancelled, as Ctrl-C does) is checked, valid and marked interrupted.
 func TestInterruptedRunIsCheckedAndMarked(t *testing.T) {
 	cfg := budgetConfig(t)
 	cfg.Ops, cfg.Duration, cfg.Workers, cfg.Budget = 0, time.Minute, 4, 1_000_000
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(700*time.Millisecond, cancel)
+	defer cancel()
+	// Cancelled after a hundred operations, not after a time, which a loaded machine
+	// can spend setting the run up.
+	var interrupt sync.Once
+	cfg.OnProgress = func(p runner.Progress) {
+		if p.Completed >= 100 {
+			interrupt.Do(cancel)
+		}
+	}
 	res, err := runner.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
