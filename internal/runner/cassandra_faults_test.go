@@ -66,6 +66,7 @@ func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 // what this tests.
 func TestPowerLossCassandraBatchValid(t *testing.T) {
 	needFuse(t)
+	t.Parallel() // a node of its own
 	res := processRun(t, cassandraPowerConfig(t, cassandra.CommitLogBatch, 9*time.Second, "pause@1s-2s", "power-loss@8s"))
 	batchLosesNothing(t, res, "pause", "resume", "power-loss", "start")
 }

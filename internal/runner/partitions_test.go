@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,10 @@ import (
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
+// networkRuns lets one run on namespaces at a time: partitionRun checks that the
+// process has none left after its run, which another's would break.
+var networkRuns sync.Mutex
+
 // partitionRun is processRun for a topology on a network of its own: it skips (fails
 // under CI) where no network can be made, and checks that the run left no namespace.
 func partitionRun(t *testing.T, cfg runner.Config) *results.Results {
@@ -26,6 +31,8 @@ func partitionRun(t *testing.T, cfg runner.Config) *results.Results {
 	if err := netns.Available(); err != nil {
 		servertest.SkipOrFail(t, err)
 	}
+	networkRuns.Lock()
+	defer networkRuns.Unlock()
 	res := processRun(t, cfg)
 	left, _ := filepath.Glob(filepath.Join("/run/netns", fmt.Sprintf("%s%d-*", netns.Prefix, os.Getpid())))
 	if len(left) != 0 {
@@ -61,6 +68,7 @@ func historyOps(t *testing.T, res *results.Results) []histories.Op {
 // the old primary could acknowledge nothing the standby did not have: none lost; and
 // before the partition a latency on the standby's link held every commit for it.
 func TestPartitionPostgresFailover(t *testing.T) {
+	t.Parallel() // a topology of its own
 	for _, repl := range []string{"async", "sync"} {
 		t.Run(repl, func(t *testing.T) {
 			specs, d := []string{"partition:isolate-primary@1s-2500ms", "failover@1500ms"}, 3*time.Second
@@ -304,6 +312,7 @@ func TestPartitionCassandraRingQuorum(t *testing.T) {
 // link's address, that connection lost inside the window and the replica syncing again
 // after it, while n3's replica, not on the link, is never lost.
 func TestLinkResetRedisReplication(t *testing.T) {
+	t.Parallel() // a topology of its own
 	cfg := runner.Config{Workload: "budget", Store: "redis", Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
 		Workers: 2, Duration: 3 * time.Second, Seed: 1, Retry: policy(t, "none"),
 		Faults: schedule(t, "reset_peer:0s,link=replication@1s-2s")}

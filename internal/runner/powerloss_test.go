@@ -94,6 +94,7 @@ func TestPowerLossDurableSettingsValid(t *testing.T) {
 // not tuned: each gets three tries (seeds) to show a loss.
 func TestPowerLossFindsLostWrites(t *testing.T) {
 	needFuse(t)
+	t.Parallel() // servers of its own
 	for _, tc := range []struct {
 		name  string
 		store runner.StoreName

@@ -242,6 +242,7 @@ func TestFailoverSyncStandbyLosesNothing(t *testing.T) {
 // number of tries, and every try must tell the truth (an invalid verdict names the lost
 // decrements and the failover; a valid one names none).
 func TestFailoverAsyncStandbyCanLoseWrites(t *testing.T) {
+	t.Parallel() // topologies of its own
 	const tries = 4
 	for try := int64(1); try <= tries; try++ {
 		res := failoverRun(t, "async", try)

@@ -109,6 +109,7 @@ func TestRecheckCounterAndInsert(t *testing.T) {
 	if err := runner.Available(runner.Postgres); err != nil {
 		servertest.SkipOrFail(t, err)
 	}
+	t.Parallel() // servers of its own
 	for _, tc := range []struct {
 		name string
 		cfg  runner.Config

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,6 +27,15 @@ import (
 var pg = servertest.Postgres(postgres.Options{})
 
 func TestMain(m *testing.M) {
+	// The parallel tests each run on servers of their own and spend most of their time
+	// waiting on them (a failover's promotion, a power loss's restart, a run's fixed
+	// length): four at a time, unless -test.parallel says otherwise.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "4")
+	}
 	code := servertest.Main(m, pg, pgs)
 	if code == 0 {
 		// Every worker, sync loop and pool goroutine must be gone once runs return.
