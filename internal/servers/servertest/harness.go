@@ -103,7 +103,9 @@ func Eventually(cond func() bool) bool {
 }
 
 // NothingLeft fails the test when dir holds anything, or a live process has dir on
-// its command line: what a failed start must not leave behind.
+// its command line: what a failed start must not leave behind. A process killed with
+// its group may still be exiting when the start returns (a child the leader had just
+// forked, on a loaded machine): it has 10 s to be gone.
 func NothingLeft(tb testing.TB, dir string) {
 	tb.Helper()
 	var left []string
@@ -111,19 +113,30 @@ func NothingLeft(tb testing.TB, dir string) {
 	for _, e := range ents {
 		left = append(left, e.Name())
 	}
+	var procs []string
+	Eventually(func() bool {
+		procs = processesNaming(dir)
+		return len(procs) == 0
+	})
+	if left = append(left, procs...); len(left) > 0 {
+		tb.Errorf("left behind: %v", left)
+	}
+}
+
+// processesNaming lists the live processes with s on their command line.
+func processesNaming(s string) []string {
+	var found []string
 	procs, _ := os.ReadDir("/proc")
 	for _, e := range procs {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || !Alive(pid) {
 			continue
 		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), dir) {
-			left = append(left, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), s) {
+			found = append(found, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
 		}
 	}
-	if len(left) > 0 {
-		tb.Errorf("left behind: %v", left)
-	}
+	return found
 }
 
 // Listener is a live process holding a listening TCP socket.
