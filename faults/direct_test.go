@@ -2,10 +2,11 @@ package faults
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -113,8 +114,10 @@ func TestToxicActsOnEveryByteAfterItsAddition(t *testing.T) {
 }
 
 // floodServer accepts connections and writes 64 KiB blocks to each until the write
-// fails, counting the bytes written in all.
-func floodServer(t *testing.T, written *atomic.Int64) string {
+// fails. The first write that has waited a second says that the buffers between the
+// server and a client that reads nothing are full: stuck is closed then, and that
+// connection is left open, unwritten.
+func floodServer(t *testing.T, stuck chan struct{}) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -122,6 +125,7 @@ func floodServer(t *testing.T, written *atomic.Int64) string {
 	}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	var once sync.Once
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -136,8 +140,14 @@ func floodServer(t *testing.T, written *atomic.Int64) string {
 				defer c.Close()
 				b := make([]byte, 64<<10)
 				for {
-					n, err := c.Write(b)
-					written.Add(int64(n))
+					c.SetWriteDeadline(time.Now().Add(time.Second))
+					_, err := c.Write(b)
+					if errors.Is(err, os.ErrDeadlineExceeded) {
+						once.Do(func() { close(stuck) })
+						// Held open until the test ends.
+						io.Copy(io.Discard, c)
+						return
+					}
 					if err != nil {
 						return
 					}
@@ -154,25 +164,21 @@ func floodServer(t *testing.T, written *atomic.Int64) string {
 // direction moves once its write completes), and the proxy goes on: a new connection
 // reads what the server sends.
 func TestToxicAdditionDoesNotWaitForeverOnAStuckDirection(t *testing.T) {
-	var written atomic.Int64
-	px, err := Start(Options{Upstream: floodServer(t, &written)})
+	stuck := make(chan struct{})
+	px, err := Start(Options{Upstream: floodServer(t, stuck)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer px.Close()
-	stuck, err := net.Dial("tcp", px.Addr())
+	c0, err := net.Dial("tcp", px.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stuck.Close()
-	// The buffers are full when the server has written nothing for 200 ms.
-	for last := int64(-1); ; {
-		time.Sleep(200 * time.Millisecond)
-		n := written.Load()
-		if n > 0 && n == last {
-			break
-		}
-		last = n
+	defer c0.Close()
+	select {
+	case <-stuck:
+	case <-time.After(time.Minute):
+		t.Fatal("the server's writes to a client that reads nothing never blocked")
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -190,12 +196,19 @@ func TestToxicAdditionDoesNotWaitForeverOnAStuckDirection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if _, err := io.ReadFull(c, make([]byte, 1<<20)); err != nil {
 		t.Errorf("a new connection after the toxic: %v, want what the server sends", err)
 	}
+	// Read until the toxic is removed, and closed after: toxiproxy v2.12.0's removal
+	// waits for every link that holds the toxic, and a link whose writer is blocked on
+	// a client that stopped reading, or is ending because its client closed, can hold
+	// it forever (toxiproxy issue 558).
+	drained := make(chan struct{})
+	go func() { io.Copy(io.Discard, c); close(drained) }()
 	if err := px.RemoveToxic("slow"); err != nil {
 		t.Error(err)
 	}
+	c.Close()
+	<-drained
 }
