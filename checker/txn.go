@@ -162,26 +162,32 @@ type pendingTxns struct {
 // maxSlot bounds the processes held in slot; those beyond, rare, are in more.
 const maxSlot = 1 << 20
 
+// push opens transaction t of process p, with a copy of its value: a slot keeps its
+// buffer from one transaction of its process to the next, so that the values of a
+// history's invocations cost no allocation each.
 func (q *pendingTxns) push(p int, t pendingTxn) {
 	if p < maxSlot {
 		for p >= len(q.slot) {
 			q.slot = append(q.slot, pendingTxn{id: -1})
 		}
 		if q.slot[p].id < 0 {
-			q.slot[p] = t
+			q.slot[p] = pendingTxn{id: t.id, value: append(q.slot[p].value[:0], t.value...)}
 			return
 		}
 	}
 	if q.more == nil {
 		q.more = map[int][]pendingTxn{}
 	}
+	t.value = append([]byte(nil), t.value...)
 	q.more[p] = append(q.more[p], t)
 }
 
+// pop closes process p's oldest open transaction and returns it. Its value is valid
+// until the next push of process p.
 func (q *pendingTxns) pop(p int) (pendingTxn, bool) {
 	if p < len(q.slot) && q.slot[p].id >= 0 {
 		t := q.slot[p]
-		q.slot[p] = pendingTxn{id: -1}
+		q.slot[p] = pendingTxn{id: -1, value: t.value[:0]}
 		if m := q.more[p]; len(m) > 0 {
 			q.slot[p] = m[0]
 			if len(m) == 1 {
@@ -276,6 +282,36 @@ func (p *txnPrep) prepare(op histories.Op) txnPrepared {
 	return p.decode(value)
 }
 
+// prepareRead is prepare for an event of a Reader whose values s reads: taken says s
+// read this event's value (histories.Reader.ValueRead), which its Op then lacks.
+func (p *txnPrep) prepareRead(op histories.Op, s *txnScan, taken bool) txnPrepared {
+	if !taken {
+		s.discard()
+		return p.prepare(op)
+	}
+	if !op.IsClient() || op.F != TxnFunction || op.Process > math.MaxInt32 {
+		s.discard()
+		return txnPrepared{}
+	}
+	if op.Type == histories.Invoke {
+		p.pending.push(op.Process, pendingTxn{id: p.seq, value: s.raw})
+		p.seq++
+		s.discard()
+		return txnPrepared{}
+	}
+	status, ok := txnStatusOf(op.Type)
+	if !ok {
+		s.discard()
+		return txnPrepared{}
+	}
+	inv, _ := p.pending.pop(op.Process)
+	if status != txnOK && s.null {
+		s.discard()
+		return p.decode(inv.value)
+	}
+	return s.commit()
+}
+
 // decode appends the micro-ops of value to p.dec's, all of them or none.
 func (p *txnPrep) decode(value []byte) txnPrepared {
 	mop, list := len(p.dec.mops), len(p.dec.list)
@@ -298,28 +334,43 @@ func (p *txnPrep) close() []txnPrepared {
 	return out
 }
 
+// txnEvent is what the checking keeps of an event once txnPrep has decoded its value.
+type txnEvent struct {
+	index   int64
+	process int
+	f       string
+	typ     histories.Type
+	value   bool // the event had a value
+}
+
+// eventOf returns what the checking keeps of op; taken says its value was read in
+// place of op.Value (histories.Reader.ValueRead).
+func eventOf(op histories.Op, taken bool) txnEvent {
+	return txnEvent{index: op.Index, process: op.Process, f: op.F, typ: op.Type, value: taken || len(op.Value) > 0}
+}
+
 // add takes the next event of the history, decoding its value here. Events of the
 // nemesis are skipped.
 func (h *txnHistory) add(op histories.Op) error {
 	h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
-	return h.addPrepared(op, h.prep.prepare(op))
+	return h.addPrepared(eventOf(op, false), h.prep.prepare(op))
 }
 
 // addPrepared takes the next event of the history, whose value h.prep has decoded into
 // rec (and *h.val). Events of the nemesis are skipped.
-func (h *txnHistory) addPrepared(op histories.Op, rec txnPrepared) error {
+func (h *txnHistory) addPrepared(op txnEvent, rec txnPrepared) error {
 	h.events++
-	if !op.IsClient() {
+	if op.process < 0 {
 		return nil
 	}
 	h.clients++
-	if op.F != TxnFunction {
-		return fmt.Errorf("history index %d: %s history has function %q (want %s)", op.Index, h.model, op.F, TxnFunction)
+	if op.f != TxnFunction {
+		return fmt.Errorf("history index %d: %s history has function %q (want %s)", op.index, h.model, op.f, TxnFunction)
 	}
-	if op.Process > math.MaxInt32 {
-		return fmt.Errorf("history index %d: process %d out of range", op.Index, op.Process)
+	if op.process > math.MaxInt32 {
+		return fmt.Errorf("history index %d: process %d out of range", op.index, op.process)
 	}
-	if op.Type == histories.Invoke {
+	if op.typ == histories.Invoke {
 		// A process runs one transaction at a time, but Elle's own tests build
 		// histories where one has several open: completions pair with its
 		// invocations in order.
@@ -327,15 +378,15 @@ func (h *txnHistory) addPrepared(op histories.Op, rec txnPrepared) error {
 		if err != nil {
 			return err
 		}
-		h.txns[id] = txnRec{inv: op.Index, comp: -1, okPos: -1, rtLo: h.rtStart, rtHi: h.okCount, process: int32(op.Process)}
-		h.pending.push(op.Process, pendingTxn{id: id})
+		h.txns[id] = txnRec{inv: op.index, comp: -1, okPos: -1, rtLo: h.rtStart, rtHi: h.okCount, process: int32(op.process)}
+		h.pending.push(op.process, pendingTxn{id: id})
 		return nil
 	}
-	status, ok := txnStatusOf(op.Type)
+	status, ok := txnStatusOf(op.typ)
 	if !ok {
-		return fmt.Errorf("history index %d: event type %s is not a completion", op.Index, op.Type)
+		return fmt.Errorf("history index %d: event type %s is not a completion", op.index, op.typ)
 	}
-	p, invoked := h.pending.pop(op.Process)
+	p, invoked := h.pending.pop(op.process)
 	var id int32
 	if invoked {
 		id = p.id
@@ -346,14 +397,14 @@ func (h *txnHistory) addPrepared(op histories.Op, rec txnPrepared) error {
 		if id, err = h.newTxn(); err != nil {
 			return err
 		}
-		h.txns[id] = txnRec{inv: -1, okPos: -1, process: int32(op.Process)}
+		h.txns[id] = txnRec{inv: -1, okPos: -1, process: int32(op.process)}
 	}
 	// A failed or unknown completion usually carries no value: what it was asked is
 	// all that is known, and h.prep decoded the invocation's.
-	if status == txnOK && len(op.Value) == 0 {
-		return fmt.Errorf("history index %d: ok transaction without a value: what it read is unknown", op.Index)
+	if status == txnOK && !op.value {
+		return fmt.Errorf("history index %d: ok transaction without a value: what it read is unknown", op.index)
 	}
-	return h.complete(id, op.Index, status, rec)
+	return h.complete(id, op.index, status, rec)
 }
 
 func (h *txnHistory) newTxn() (int32, error) {
@@ -626,6 +677,22 @@ func txnOptions(h *histories.Header, opt Options) (TxnOptions, error) {
 // checkTxnStream is CheckStream for a transactional model: the events are taken as
 // they come, and only what the checker keeps of each transaction stays in memory.
 func checkTxnStream(ctx context.Context, model string, h *histories.Header, next func() (histories.Op, error), opt Options) (Result, error) {
+	return checkTxnFed(ctx, model, h, opt, func(ctx context.Context, th *txnHistory, seen func(histories.Op)) (bool, error) {
+		return feedTxnAhead(ctx, next, th, seen)
+	})
+}
+
+// checkTxnReader is checkTxnStream for the events of rd, whose values are decoded as rd
+// reads its lines (feedTxnRead).
+func checkTxnReader(ctx context.Context, model string, rd *histories.Reader, opt Options) (Result, error) {
+	return checkTxnFed(ctx, model, rd.Header(), opt, func(ctx context.Context, th *txnHistory, seen func(histories.Op)) (bool, error) {
+		return feedTxnRead(ctx, rd, th, seen)
+	})
+}
+
+// checkTxnFed checks the transactional history that feed adds to th, each event also
+// to seen.
+func checkTxnFed(ctx context.Context, model string, h *histories.Header, opt Options, feed func(ctx context.Context, th *txnHistory, seen func(histories.Op)) (bool, error)) (Result, error) {
 	to, err := txnOptions(h, opt)
 	if err != nil {
 		return Result{}, err
@@ -637,7 +704,7 @@ func checkTxnStream(ctx context.Context, model string, h *histories.Header, next
 	ctx, cancel := txnDeadline(ctx, to)
 	defer cancel()
 	var checked completions
-	done, err := feedTxnAhead(ctx, next, tc.h, func(op histories.Op) { checked.add(op) })
+	done, err := feed(ctx, tc.h, checked.add)
 	if err != nil {
 		return Result{}, err
 	}
@@ -650,93 +717,88 @@ func checkTxnStream(ctx context.Context, model string, h *histories.Header, next
 
 // txnBatch is a batch of events read ahead, with their values decoded.
 type txnBatch struct {
-	ops  []histories.Op
-	recs []txnPrepared // recs[i] is what h.prep made of ops[i], in val
-	val  txnValue
-	open []txnPrepared // after the last event: the transactions never completed
-	err  error         // of next, after ops; io.EOF at the end
+	ops    []histories.Op // the events as read, before they are prepared (feedTxnAhead)
+	events []txnEvent
+	recs   []txnPrepared // recs[i] is what h.prep made of events[i], in val
+	val    txnValue
+	open   []txnPrepared // after the last event: the transactions never completed
+	err    error         // of reading, after the events; io.EOF at the end
 }
 
-// feedTxnAhead adds the events from next to h, each also to seen, with next and h's
-// decoding of the values (h.prep) on goroutines of their own, a few batches of events
-// ahead: reading a history's lines, decoding its values and checking them take about
-// as long each, and so the three share the machine's cores. next is never called after
-// feedTxnAhead returns, and h.prep is h's again by then. done is false when ctx ended
-// first.
-func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txnHistory, seen func(histories.Op)) (done bool, err error) {
-	const batch = 1024
-	read := make(chan *txnBatch, 4)
-	full := make(chan *txnBatch, 4)
-	free := make(chan *txnBatch, 10)
-	stop := make(chan struct{})
-	readDone := make(chan struct{})
-	prep := &h.prep
-	go func() {
-		defer close(readDone)
-		defer close(read)
-		for {
-			var b *txnBatch
-			select {
-			case b = <-free:
-			default:
-				b = &txnBatch{}
-			}
-			var err error
-			for len(b.ops) < batch {
-				var op histories.Op
-				if op, err = next(); err != nil {
-					break
-				}
-				b.ops = append(b.ops, op)
-			}
-			b.err = err
-			select {
-			case read <- b:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() {
-		defer close(full)
-		for b := range read {
-			prep.dec.txnValue = txnValue{b.val.mops[:0], b.val.list[:0]}
-			b.recs = b.recs[:0]
-			for _, op := range b.ops {
-				b.recs = append(b.recs, prep.prepare(op))
-			}
-			if errors.Is(b.err, io.EOF) {
-				b.open = prep.close()
-			}
-			b.val = prep.dec.txnValue
-			select {
-			case full <- b:
-			case <-stop:
-				return
-			}
-		}
-	}()
+// txnBatchSize is how many events a batch holds.
+const txnBatchSize = 1024
+
+// txnPipe carries batches of events from the goroutines that read and prepare them to
+// the one that checks them (txnPipe.check), and back for reuse.
+type txnPipe struct {
+	full chan *txnBatch
+	free chan *txnBatch
+	stop chan struct{}
+	// done closes once the goroutines have stopped.
+	done chan struct{}
+}
+
+func newTxnPipe() *txnPipe {
+	return &txnPipe{full: make(chan *txnBatch, 4), free: make(chan *txnBatch, 10), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// get returns a batch to fill, reused when one is free.
+func (p *txnPipe) get() *txnBatch {
+	select {
+	case b := <-p.free:
+		return b
+	default:
+		return &txnBatch{}
+	}
+}
+
+// send passes b on through ch, and false when the check has stopped.
+func (p *txnPipe) send(ch chan<- *txnBatch, b *txnBatch) bool {
+	select {
+	case ch <- b:
+		return true
+	case <-p.stop:
+		return false
+	}
+}
+
+// fill starts a batch: its events and records empty, prep's micro-ops decoded into its
+// buffers.
+func (b *txnBatch) fill(prep *txnPrep) {
+	b.events, b.recs = b.events[:0], b.recs[:0]
+	prep.dec.txnValue = txnValue{b.val.mops[:0], b.val.list[:0]}
+}
+
+// filled ends a batch that err ended (nil: it is full): at the end of the history it
+// takes the transactions never completed.
+func (b *txnBatch) filled(prep *txnPrep, err error) {
+	if errors.Is(err, io.EOF) {
+		b.open = prep.close()
+	}
+	b.val, b.err = prep.dec.txnValue, err
+}
+
+// check adds the events of the batches that come through p.full to h, and looks at ctx
+// every checkEvery events. On its return the goroutines have stopped, and h.prep is
+// h's again. done is false when ctx ended first.
+func (p *txnPipe) check(ctx context.Context, h *txnHistory) (done bool, err error) {
 	finish := func() {
-		close(stop)
-		for range full {
+		close(p.stop)
+		for range p.full {
 		}
-		<-readDone
-		prep.dec.txnValue = txnValue{}
+		<-p.done
+		h.prep.dec.txnValue = txnValue{}
 	}
 	n := 0
-	for b := range full {
+	for b := range p.full {
 		h.val = &b.val
-		for i, op := range b.ops {
+		for i, ev := range b.events {
 			if n%checkEvery == 0 && ctx.Err() != nil {
 				finish()
 				return false, nil
 			}
 			n++
-			seen(op)
-			if err := h.addPrepared(op, b.recs[i]); err != nil {
+			if err := h.addPrepared(ev, b.recs[i]); err != nil {
 				finish()
 				return false, err
 			}
@@ -749,15 +811,101 @@ func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txn
 			}
 			return false, b.err
 		}
-		clear(b.ops)
-		b.ops = b.ops[:0]
 		select {
-		case free <- b:
+		case p.free <- b:
 		default:
 		}
 	}
-	<-readDone
+	<-p.done
 	return ctx.Err() == nil, nil
+}
+
+// feedTxnAhead adds the events from next to h, each also to seen, with next and h's
+// decoding of the values (h.prep) on goroutines of their own, a few batches of events
+// ahead: reading a history's events, decoding its values and checking them take about
+// as long each, and so the three share the machine's cores. next is never called after
+// feedTxnAhead returns, and h.prep is h's again by then. done is false when ctx ended
+// first.
+func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txnHistory, seen func(histories.Op)) (done bool, err error) {
+	p := newTxnPipe()
+	read := make(chan *txnBatch, 4)
+	readDone := make(chan struct{})
+	prep := &h.prep
+	go func() {
+		defer close(readDone)
+		defer close(read)
+		for {
+			b := p.get()
+			var err error
+			for len(b.ops) < txnBatchSize {
+				var op histories.Op
+				if op, err = next(); err != nil {
+					break
+				}
+				b.ops = append(b.ops, op)
+			}
+			b.err = err
+			if !p.send(read, b) || err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		defer close(p.done)
+		defer func() { <-readDone }()
+		defer close(p.full)
+		for b := range read {
+			b.fill(prep)
+			for _, op := range b.ops {
+				seen(op)
+				b.events = append(b.events, eventOf(op, false))
+				b.recs = append(b.recs, prep.prepare(op))
+			}
+			clear(b.ops)
+			b.ops = b.ops[:0]
+			b.filled(prep, b.err)
+			if !p.send(p.full, b) {
+				return
+			}
+		}
+	}()
+	return p.check(ctx, h)
+}
+
+// feedTxnRead is feedTxnAhead for the events of rd, read and prepared on one goroutine,
+// the values read as rd reads the lines (txnScan), each once. rd's Values is its own
+// until feedTxnRead returns, and unset again then.
+func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen func(histories.Op)) (done bool, err error) {
+	p := newTxnPipe()
+	prep := &h.prep
+	scan := &txnScan{dec: &prep.dec}
+	rd.Values = scan
+	go func() {
+		defer close(p.done)
+		defer func() { rd.Values = nil }()
+		defer close(p.full)
+		for {
+			b := p.get()
+			b.fill(prep)
+			var err error
+			for len(b.events) < txnBatchSize {
+				var op histories.Op
+				if op, err = rd.Next(); err != nil {
+					scan.discard()
+					break
+				}
+				seen(op)
+				taken := rd.ValueRead()
+				b.events = append(b.events, eventOf(op, taken))
+				b.recs = append(b.recs, prep.prepareRead(op, scan, taken))
+			}
+			b.filled(prep, err)
+			if !p.send(p.full, b) || err != nil {
+				return
+			}
+		}
+	}()
+	return p.check(ctx, h)
 }
 
 // checkTxn runs model over ops.

@@ -23,6 +23,10 @@ func decodeFast(b []byte, op *Op) bool {
 type decoder struct {
 	conns map[string]string
 	slab  []byte
+	// values, when set, reads each value in place of skipValue and the copy into the
+	// slab (Reader.Values); taken says it read the last line's.
+	values ValueReader
+	taken  bool
 }
 
 // slabSize is the size of the blocks values are copied into; a value longer than
@@ -61,6 +65,7 @@ func (d *decoder) conn(s []byte) string {
 }
 
 func (d *decoder) decode(b []byte, op *Op) bool {
+	d.taken = false
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -110,6 +115,13 @@ func (d *decoder) decode(b []byte, op *Op) bool {
 				op.Attempt = int(n)
 			}
 		case fValue:
+			if d.values != nil {
+				if n, ok := d.values.ReadValue(b[i:]); ok && n > 0 && n <= len(b)-i {
+					i += n
+					d.taken = true
+					break
+				}
+			}
 			j, ok := skipValue(b, i, 0)
 			if !ok {
 				return false

@@ -49,6 +49,11 @@ type Reader struct {
 	// Partial makes a truncated last line end the history instead of failing with
 	// ErrTruncated, as after a harness crash.
 	Partial bool
+	// Values, when set, reads the values of the events Next returns (see ValueReader);
+	// ValueRead says of each event whether it did.
+	Values  ValueReader
+	taken   bool
+	err     error // the first error of Next
 	peeked  *Op
 	eofNoNL bool
 	// last is the Index and line of the previous event, for the order check.
@@ -57,6 +62,27 @@ type Reader struct {
 	dec            decoder
 	times          openTimes
 }
+
+// ValueReader reads the values of a Reader's events in its place (Reader.Values). A
+// consumer that decodes every value, as the transactional checkers do, would otherwise
+// parse each twice: once as the Reader checks that it is JSON and copies it into
+// Op.Value, and once as it decodes it.
+type ValueReader interface {
+	// ReadValue is given the bytes of an event's line from the first byte of its value
+	// to the end of the line. It returns the length of the JSON value they start with,
+	// having read it, or false to leave the value to the Reader, which then checks it
+	// and copies it into Op.Value as it does without a ValueReader. What it accepts
+	// must be a valid JSON value as encoding/json reads it: the Reader checks it no
+	// further. The line may yet be refused after it (a field after the value), or be
+	// read again by encoding/json, so what ReadValue keeps of it holds only once Next
+	// returns the event and ValueRead says so. b stays valid until the Reader's next
+	// call of Next.
+	ReadValue(b []byte) (n int, ok bool)
+}
+
+// ValueRead reports whether Values read the value of the event Next returned last: its
+// Op then has no Value, and what the value was is for Values to say.
+func (r *Reader) ValueRead() bool { return r.taken }
 
 // NewReader returns a Reader of r; name is used in errors. It reads the header line, if
 // any, at once.
@@ -195,7 +221,10 @@ func (r *Reader) rawLine() ([]byte, bool, error) {
 
 func (r *Reader) decode(raw []byte) (Op, error) {
 	var op Op
-	if !fastDecode || !r.dec.decode(raw, &op) {
+	r.dec.values, r.taken = r.Values, false
+	if fastDecode && r.dec.decode(raw, &op) {
+		r.taken = r.dec.taken
+	} else {
 		var err error
 		if op, err = decodeJSON(raw); err != nil {
 			if r.eofNoNL && !errors.Is(err, errTrailing) {
@@ -233,9 +262,22 @@ func decodeJSON(raw []byte) (Op, error) {
 
 // Next returns the next event; io.EOF at the end of the history.
 func (r *Reader) Next() (Op, error) {
+	op, err := r.next()
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return op, err
+}
+
+// Err returns the first error Next returned, other than io.EOF: the one to report of a
+// history whose events were taken by someone else (checker.CheckReader).
+func (r *Reader) Err() error { return r.err }
+
+func (r *Reader) next() (Op, error) {
 	if r.peeked != nil {
+		// Read by NewReader, before Values could be set.
 		op := *r.peeked
-		r.peeked = nil
+		r.peeked, r.taken = nil, false
 		return op, nil
 	}
 	raw, ok, err := r.rawLine()

@@ -1,0 +1,215 @@
+package checker
+
+// txnScan reads the values of a transactional history's events as histories.Reader
+// reads the lines (it is the Reader's ValueReader), straight into the micro-ops of the
+// batch being decoded. Without it each value is parsed twice: the Reader checks that
+// it is JSON and copies it, and txnDecoder parses the copy again; on a history of
+// millions of transactions the first reading alone took a third of the check.
+//
+// It reads only the form indoubt's workloads and scripts/txngen write: an array of
+// micro-ops over integer keys and values, without spaces,
+//
+//	[["append",3,7],["r",4,[1,2,5]],["w",5,9],["r",6,null],["r",7,2]]
+//
+// or null, and only values that txnDecoder decodes without error. Anything else it
+// declines, and the Reader and txnDecoder read it as they always did: what it accepts
+// is valid JSON, and decodes to exactly the micro-ops txnDecoder gives the same bytes
+// (FuzzTxnScan holds the two together). It interns nothing while it reads: a line can
+// still be refused after its value, and an invocation's value is decoded only if its
+// transaction ends without a value of its own, so the keys are interned (commit) only
+// once txnPrep knows the value is one txnDecoder would have decoded, in the same order.
+type txnScan struct {
+	dec *txnDecoder // the staged micro-ops go at the end of its mops and list
+	// The value read last, staged: its micro-ops are dec.mops[m0:] and their list
+	// elements dec.list[l0:], with their keys, not yet interned, in keys.
+	staged bool
+	m0, l0 int
+	keys   []int64
+	null   bool   // the value was null
+	raw    []byte // its bytes, valid until the Reader reads its next line
+}
+
+// ReadValue implements histories.ValueReader.
+func (s *txnScan) ReadValue(b []byte) (int, bool) {
+	s.discard()
+	d := s.dec
+	s.m0, s.l0, s.keys, s.null = len(d.mops), len(d.list), s.keys[:0], false
+	n, ok := s.scan(b)
+	if !ok {
+		d.mops, d.list = d.mops[:s.m0], d.list[:s.l0]
+		return 0, false
+	}
+	s.staged, s.raw = true, b[:n]
+	return n, true
+}
+
+// discard drops the staged value's micro-ops.
+func (s *txnScan) discard() {
+	if s.staged {
+		s.dec.mops, s.dec.list = s.dec.mops[:s.m0], s.dec.list[:s.l0]
+		s.staged = false
+	}
+}
+
+// commit interns the staged micro-ops' keys, in their order as txnDecoder would, and
+// keeps them: they become the record of a completion.
+func (s *txnScan) commit() txnPrepared {
+	in := s.dec.in
+	mops := s.dec.mops[s.m0:]
+	for i, k := range s.keys {
+		mops[i].key = in.intKey(k)
+	}
+	s.staged = false
+	return txnPrepared{mop: int32(s.m0), n: int32(len(mops))}
+}
+
+// scan reads a value at the start of b, appending its micro-ops to s.dec, and returns
+// its length; false for anything outside the form it reads.
+func (s *txnScan) scan(b []byte) (int, bool) {
+	if len(b) >= 4 && string(b[:4]) == "null" {
+		s.null = true
+		return 4, true
+	}
+	if len(b) < 2 || b[0] != '[' {
+		return 0, false
+	}
+	if b[1] == ']' {
+		return 2, true
+	}
+	d := s.dec
+	i := 1
+	for {
+		// A micro-op: ["append",k,v], ["w",k,v], or ["r",k,x] with x null, a list of
+		// integers or an integer.
+		var m rawMop
+		switch {
+		case hasAt(b, i, `["append",`):
+			m.kind, i = mopAppend, i+10
+		case hasAt(b, i, `["r",`):
+			m.kind, i = mopRead, i+5
+		case hasAt(b, i, `["w",`):
+			m.kind, i = mopWrite, i+5
+		default:
+			return 0, false
+		}
+		k, j, ok := scanInt(b, i)
+		if !ok || j >= len(b) || b[j] != ',' {
+			return 0, false
+		}
+		i = j + 1
+		if i >= len(b) {
+			return 0, false
+		}
+		switch {
+		case m.kind != mopRead:
+			if m.val, i, ok = scanInt(b, i); !ok {
+				return 0, false
+			}
+			m.hasValue = true
+		case b[i] == 'n':
+			if !hasAt(b, i, "null") {
+				return 0, false
+			}
+			m.val, i = valueNil, i+4
+		case b[i] == '[':
+			m.hasValue, m.isList, m.list = true, true, len(d.list)
+			i++
+			if i < len(b) && b[i] == ']' {
+				i++
+				break
+			}
+			for {
+				// The elements of a read are most of a history's bytes: a small
+				// non-negative one is read here, anything else by scanInt.
+				var v int64
+				start := i
+				for i < len(b) {
+					c := b[i] - '0'
+					if c > 9 {
+						break
+					}
+					v = v*10 + int64(c)
+					i++
+				}
+				if n := i - start; n == 0 || n > 18 || n > 1 && b[start] == '0' {
+					if v, i, ok = scanInt(b, start); !ok {
+						return 0, false
+					}
+				}
+				if i >= len(b) {
+					return 0, false
+				}
+				d.list = append(d.list, v)
+				m.len++
+				if b[i] == ']' {
+					i++
+					break
+				}
+				if b[i] != ',' {
+					return 0, false
+				}
+				i++
+			}
+		default:
+			if m.val, i, ok = scanInt(b, i); !ok {
+				return 0, false
+			}
+			m.hasValue = true
+		}
+		if i >= len(b) || b[i] != ']' {
+			return 0, false
+		}
+		i++
+		d.mops = append(d.mops, m)
+		s.keys = append(s.keys, k)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case ']':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// hasAt reports whether b holds lit at i.
+func hasAt(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// scanInt reads at b[i] an integer as txnDecoder.plainInt does: an optional minus, one
+// to 18 digits without a leading zero, and then neither a digit, a fraction nor an
+// exponent; -0 is 0. It returns the integer and the index after it.
+func scanInt(b []byte, i int) (int64, int, bool) {
+	j := i
+	neg := j < len(b) && b[j] == '-'
+	if neg {
+		j++
+	}
+	start := j
+	var n int64
+	for j < len(b) && j-start < 18 {
+		c := b[j] - '0'
+		if c > 9 {
+			break
+		}
+		n = n*10 + int64(c)
+		j++
+	}
+	if j == start || j-start > 1 && b[start] == '0' {
+		return 0, 0, false
+	}
+	if j < len(b) {
+		if c := b[j]; c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' {
+			return 0, 0, false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return n, j, true
+}
