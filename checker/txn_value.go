@@ -66,6 +66,14 @@ type txnInterner struct {
 	keyText   []string          // canonical JSON text of each key
 	values    map[string]int64  // canonical JSON text to code
 	valueText []string          // canonical JSON text of each code
+	// recent caches intKeys: the integer keys seen last, by the key's residue.
+	recent [256]recentKey
+}
+
+// recentKey is an integer key and its id + 1 (0: an empty entry).
+type recentKey struct {
+	key int64
+	id  uint32
 }
 
 func newTxnInterner() *txnInterner {
@@ -463,11 +471,19 @@ func (d *txnDecoder) key() (uint32, error) {
 }
 
 func (in *txnInterner) intKey(n int64) uint32 {
-	if id, ok := in.intKeys[n]; ok {
-		return id
+	// A history works on few keys at a time (Elle's generator retires a key after a
+	// few dozen writes for the next one): most look-ups find the key where it was put
+	// last, without the map's hashing.
+	c := &in.recent[uint64(n)%uint64(len(in.recent))]
+	if c.id != 0 && c.key == n {
+		return c.id - 1
 	}
-	id := in.newKey(strconv.FormatInt(n, 10))
-	in.intKeys[n] = id
+	id, ok := in.intKeys[n]
+	if !ok {
+		id = in.newKey(strconv.FormatInt(n, 10))
+		in.intKeys[n] = id
+	}
+	*c = recentKey{key: n, id: id + 1}
 	return id
 }
 
