@@ -166,8 +166,9 @@ func (la *listAppend) take(h *txnHistory, id int32, d *txnValue) error {
 		la.key(m.key)
 	}
 	first := len(h.mops)
-	la.reads = grown(la.reads, len(d.mops))
-	la.appendEnt = grown(la.appendEnt, len(d.mops))
+	la.reads = grownTo(la.reads, len(d.mops), h.expect(len(la.reads)+len(d.mops)))
+	la.appendEnt = grownTo(la.appendEnt, len(d.mops), h.expect(len(la.appendEnt)+len(d.mops)))
+	la.elems.entries = grownTo(la.elems.entries, len(d.mops), h.expect(len(la.elems.entries)+len(d.mops)))
 	h.appendMops(id, d, func(_ int, m rawMop) int64 {
 		if status == txnFail || status == txnInfo && !m.hasValue {
 			// What a failed transaction read says nothing; an unknown one's read of

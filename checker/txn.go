@@ -144,6 +144,8 @@ type txnHistory struct {
 	rtStart int32 // ok completions before this one are implied by a later completion
 	events  int64
 	clients int64
+	// progress is the share of the history read so far, when known (expect).
+	progress float64
 }
 
 // pendingTxn is an invoked transaction not yet completed: its id, or for txnPrep its
@@ -258,7 +260,7 @@ type txnPrep struct {
 
 // prepare decodes, for a completion, its transaction's value, appending the micro-ops to
 // p.dec's. An event txnHistory.add skips or refuses gets no record.
-func (p *txnPrep) prepare(op histories.Op) txnPrepared {
+func (p *txnPrep) prepare(op *histories.Op) txnPrepared {
 	if !op.IsClient() || op.F != TxnFunction || op.Process > math.MaxInt32 {
 		return txnPrepared{}
 	}
@@ -284,7 +286,7 @@ func (p *txnPrep) prepare(op histories.Op) txnPrepared {
 
 // prepareRead is prepare for an event of a Reader whose values s reads: taken says s
 // read this event's value (histories.Reader.ValueRead), which its Op then lacks.
-func (p *txnPrep) prepareRead(op histories.Op, s *txnScan, taken bool) txnPrepared {
+func (p *txnPrep) prepareRead(op *histories.Op, s *txnScan, taken bool) txnPrepared {
 	if !taken {
 		s.discard()
 		return p.prepare(op)
@@ -345,7 +347,7 @@ type txnEvent struct {
 
 // eventOf returns what the checking keeps of op; taken says its value was read in
 // place of op.Value (histories.Reader.ValueRead).
-func eventOf(op histories.Op, taken bool) txnEvent {
+func eventOf(op *histories.Op, taken bool) txnEvent {
 	return txnEvent{index: op.Index, process: op.Process, f: op.F, typ: op.Type, value: taken || len(op.Value) > 0}
 }
 
@@ -353,7 +355,7 @@ func eventOf(op histories.Op, taken bool) txnEvent {
 // nemesis are skipped.
 func (h *txnHistory) add(op histories.Op) error {
 	h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
-	return h.addPrepared(eventOf(op, false), h.prep.prepare(op))
+	return h.addPrepared(eventOf(&op, false), h.prep.prepare(&op))
 }
 
 // addPrepared takes the next event of the history, whose value h.prep has decoded into
@@ -411,7 +413,7 @@ func (h *txnHistory) newTxn() (int32, error) {
 	if len(h.txns) >= math.MaxInt32-1 {
 		return 0, errors.New("more transactions than the checker can hold")
 	}
-	h.txns = grown(h.txns, 1)
+	h.txns = grownTo(h.txns, 1, h.expect(len(h.txns)+1))
 	h.txns = append(h.txns, txnRec{})
 	return int32(len(h.txns) - 1), nil
 }
@@ -485,7 +487,7 @@ func (h *txnHistory) close() error {
 func (h *txnHistory) appendMops(id int32, d *txnValue, readIndex func(i int, m rawMop) int64) {
 	t := &h.txns[id]
 	t.mop, t.nmop = int32(len(h.mops)), int32(len(d.mops))
-	h.mops = grown(h.mops, len(d.mops))
+	h.mops = grownTo(h.mops, len(d.mops), h.expect(len(h.mops)+len(d.mops)))
 	for i, m := range d.mops {
 		tm := txnMop{key: m.key, kind: m.kind, null: !m.hasValue, val: m.val}
 		if readIndex != nil && m.kind == mopRead {
@@ -499,12 +501,37 @@ func (h *txnHistory) appendMops(id int32, d *txnValue, readIndex func(i int, m r
 // grow: append's growth by a quarter, on slices of millions of entries, copies each
 // several times over.
 func grown[T any](s []T, n int) []T {
+	return grownTo(s, n, 0)
+}
+
+// grownTo is grown for a table expected to reach want elements (0: not known): when it
+// must grow it grows to that at once, so that a table of millions of entries is
+// allocated about once rather than copied at each doubling, every copy a fresh
+// allocation whose pages the kernel must supply; by an eighth at least, should the
+// expectation fall short.
+func grownTo[T any](s []T, n, want int) []T {
 	if len(s)+n <= cap(s) {
 		return s
 	}
-	g := make([]T, len(s), max(2*cap(s), len(s)+n, 1024))
+	c := max(2*cap(s), len(s)+n, 1024)
+	if want > 0 {
+		c = max(len(s)+n, want, cap(s)+cap(s)/8)
+	}
+	g := make([]T, len(s), c)
 	copy(g, s)
 	return g
+}
+
+// expect returns the length a table of the history that holds n entries now is
+// expected to reach by the end of the history, from the share of it read so far; 0
+// when that is not known. Memory not yet written costs nothing: the kernel supplies a
+// page when it is first written, and an expectation a little too large costs only
+// address space.
+func (h *txnHistory) expect(n int) int {
+	if h.progress <= 0 || h.progress >= 1 {
+		return 0
+	}
+	return int(float64(n)/h.progress*1.05) + 1024
 }
 
 // txnMops returns transaction id's micro-ops.
@@ -677,7 +704,7 @@ func txnOptions(h *histories.Header, opt Options) (TxnOptions, error) {
 // checkTxnStream is CheckStream for a transactional model: the events are taken as
 // they come, and only what the checker keeps of each transaction stays in memory.
 func checkTxnStream(ctx context.Context, model string, h *histories.Header, next func() (histories.Op, error), opt Options) (Result, error) {
-	return checkTxnFed(ctx, model, h, opt, func(ctx context.Context, th *txnHistory, seen func(histories.Op)) (bool, error) {
+	return checkTxnFed(ctx, model, h, opt, func(ctx context.Context, th *txnHistory, seen *completions) (bool, error) {
 		return feedTxnAhead(ctx, next, th, seen)
 	})
 }
@@ -685,14 +712,14 @@ func checkTxnStream(ctx context.Context, model string, h *histories.Header, next
 // checkTxnReader is checkTxnStream for the events of rd, whose values are decoded as rd
 // reads its lines (feedTxnRead).
 func checkTxnReader(ctx context.Context, model string, rd *histories.Reader, opt Options) (Result, error) {
-	return checkTxnFed(ctx, model, rd.Header(), opt, func(ctx context.Context, th *txnHistory, seen func(histories.Op)) (bool, error) {
+	return checkTxnFed(ctx, model, rd.Header(), opt, func(ctx context.Context, th *txnHistory, seen *completions) (bool, error) {
 		return feedTxnRead(ctx, rd, th, seen)
 	})
 }
 
 // checkTxnFed checks the transactional history that feed adds to th, each event also
 // to seen.
-func checkTxnFed(ctx context.Context, model string, h *histories.Header, opt Options, feed func(ctx context.Context, th *txnHistory, seen func(histories.Op)) (bool, error)) (Result, error) {
+func checkTxnFed(ctx context.Context, model string, h *histories.Header, opt Options, feed func(ctx context.Context, th *txnHistory, seen *completions) (bool, error)) (Result, error) {
 	to, err := txnOptions(h, opt)
 	if err != nil {
 		return Result{}, err
@@ -704,7 +731,7 @@ func checkTxnFed(ctx context.Context, model string, h *histories.Header, opt Opt
 	ctx, cancel := txnDeadline(ctx, to)
 	defer cancel()
 	var checked completions
-	done, err := feed(ctx, tc.h, checked.add)
+	done, err := feed(ctx, tc.h, &checked)
 	if err != nil {
 		return Result{}, err
 	}
@@ -723,6 +750,9 @@ type txnBatch struct {
 	val    txnValue
 	open   []txnPrepared // after the last event: the transactions never completed
 	err    error         // of reading, after the events; io.EOF at the end
+	// progress is the share of the history read by the end of the batch, when known
+	// (histories.Reader.Progress).
+	progress float64
 }
 
 // txnBatchSize is how many events a batch holds.
@@ -791,7 +821,7 @@ func (p *txnPipe) check(ctx context.Context, h *txnHistory) (done bool, err erro
 	}
 	n := 0
 	for b := range p.full {
-		h.val = &b.val
+		h.val, h.progress = &b.val, b.progress
 		for i, ev := range b.events {
 			if n%checkEvery == 0 && ctx.Err() != nil {
 				finish()
@@ -826,7 +856,7 @@ func (p *txnPipe) check(ctx context.Context, h *txnHistory) (done bool, err erro
 // as long each, and so the three share the machine's cores. next is never called after
 // feedTxnAhead returns, and h.prep is h's again by then. done is false when ctx ended
 // first.
-func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txnHistory, seen func(histories.Op)) (done bool, err error) {
+func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txnHistory, seen *completions) (done bool, err error) {
 	p := newTxnPipe()
 	read := make(chan *txnBatch, 4)
 	readDone := make(chan struct{})
@@ -856,8 +886,9 @@ func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txn
 		defer close(p.full)
 		for b := range read {
 			b.fill(prep)
-			for _, op := range b.ops {
-				seen(op)
+			for i := range b.ops {
+				op := &b.ops[i]
+				seen.see(op)
 				b.events = append(b.events, eventOf(op, false))
 				b.recs = append(b.recs, prep.prepare(op))
 			}
@@ -875,7 +906,7 @@ func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txn
 // feedTxnRead is feedTxnAhead for the events of rd, read and prepared on one goroutine,
 // the values read as rd reads the lines (txnScan), each once. rd's Values is its own
 // until feedTxnRead returns, and unset again then.
-func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen func(histories.Op)) (done bool, err error) {
+func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen *completions) (done bool, err error) {
 	p := newTxnPipe()
 	prep := &h.prep
 	scan := &txnScan{dec: &prep.dec}
@@ -894,12 +925,13 @@ func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen 
 					scan.discard()
 					break
 				}
-				seen(op)
+				seen.see(&op)
 				taken := rd.ValueRead()
-				b.events = append(b.events, eventOf(op, taken))
-				b.recs = append(b.recs, prep.prepareRead(op, scan, taken))
+				b.events = append(b.events, eventOf(&op, taken))
+				b.recs = append(b.recs, prep.prepareRead(&op, scan, taken))
 			}
 			b.filled(prep, err)
+			b.progress = rd.Progress()
 			if !p.send(p.full, b) || err != nil {
 				return
 			}

@@ -51,7 +51,9 @@ type Reader struct {
 	Partial bool
 	// Values, when set, reads the values of the events Next returns (see ValueReader);
 	// ValueRead says of each event whether it did.
-	Values  ValueReader
+	Values ValueReader
+	// Size, when known, is the history's size in bytes, for Progress.
+	Size    int64
 	taken   bool
 	err     error // the first error of Next
 	peeked  *Op
@@ -78,6 +80,16 @@ type ValueReader interface {
 	// returns the event and ValueRead says so. b stays valid until the Reader's next
 	// call of Next.
 	ReadValue(b []byte) (n int, ok bool)
+}
+
+// Progress returns the share of Size that the lines read so far make up, from 0 to 1;
+// 0 when Size is unknown. A consumer sizes its tables from it once, rather than
+// doubling them as the history goes.
+func (r *Reader) Progress() float64 {
+	if r.Size <= 0 {
+		return 0
+	}
+	return min(1, float64(r.read)/float64(r.Size))
 }
 
 // ValueRead reports whether Values read the value of the event Next returned last: its
@@ -157,14 +169,14 @@ func (r *Reader) readFirst() error {
 		r.header = h.Header
 		return nil
 	}
-	op, err := r.decode(raw)
-	if err != nil {
+	var op Op
+	if err := r.decode(raw, &op); err != nil {
 		if r.eofNoNL && r.Partial {
 			return nil
 		}
 		return err
 	}
-	if err := r.order(op); err != nil {
+	if err := r.order(&op); err != nil {
 		return err
 	}
 	r.peeked = &op
@@ -174,7 +186,7 @@ func (r *Reader) readFirst() error {
 // order refuses an event whose Index is negative or does not increase on the previous
 // event's, a process that is neither a worker's nor the nemesis's, and a completion
 // earlier than its invocation (see order.go).
-func (r *Reader) order(op Op) error {
+func (r *Reader) order(op *Op) error {
 	if op.Index < 0 {
 		return r.errf("event index %d is negative", op.Index)
 	}
@@ -219,24 +231,24 @@ func (r *Reader) rawLine() ([]byte, bool, error) {
 	}
 }
 
-func (r *Reader) decode(raw []byte) (Op, error) {
-	var op Op
+// decode reads event line raw into op, the zero Op.
+func (r *Reader) decode(raw []byte, op *Op) error {
 	r.dec.values, r.taken = r.Values, false
-	if fastDecode && r.dec.decode(raw, &op) {
+	if fastDecode && r.dec.decode(raw, op) {
 		r.taken = r.dec.taken
 	} else {
 		var err error
-		if op, err = decodeJSON(raw); err != nil {
+		if *op, err = decodeJSON(raw); err != nil {
 			if r.eofNoNL && !errors.Is(err, errTrailing) {
-				return Op{}, r.errf("%v", ErrTruncated)
+				return r.errf("%v", ErrTruncated)
 			}
-			return Op{}, r.errf("malformed event: %v", err)
+			return r.errf("malformed event: %v", err)
 		}
 	}
 	if op.Type < Invoke || op.Type > Info {
-		return Op{}, r.errf("event has no type")
+		return r.errf("event has no type")
 	}
-	return op, nil
+	return nil
 }
 
 // fastDecode turns decodeFast on; the tests turn it off to hold the Reader's two paths
@@ -262,42 +274,44 @@ func decodeJSON(raw []byte) (Op, error) {
 
 // Next returns the next event; io.EOF at the end of the history.
 func (r *Reader) Next() (Op, error) {
-	op, err := r.next()
-	if err != nil && err != io.EOF && r.err == nil {
-		r.err = err
+	var op Op
+	if err := r.next(&op); err != nil {
+		if err != io.EOF && r.err == nil {
+			r.err = err
+		}
+		return Op{}, err
 	}
-	return op, err
+	return op, nil
 }
 
 // Err returns the first error Next returned, other than io.EOF: the one to report of a
 // history whose events were taken by someone else (checker.CheckReader).
 func (r *Reader) Err() error { return r.err }
 
-func (r *Reader) next() (Op, error) {
+// next reads the next event into op, the zero Op, which it leaves as it may on an error.
+// An event is some 170 bytes, and a history millions of them: it is read in place.
+func (r *Reader) next(op *Op) error {
 	if r.peeked != nil {
 		// Read by NewReader, before Values could be set.
-		op := *r.peeked
+		*op = *r.peeked
 		r.peeked, r.taken = nil, false
-		return op, nil
+		return nil
 	}
 	raw, ok, err := r.rawLine()
 	if err != nil {
-		return Op{}, err
+		return err
 	}
 	if !ok {
-		return Op{}, io.EOF
+		return io.EOF
 	}
-	op, err := r.decode(raw)
+	err = r.decode(raw, op)
 	if err != nil && r.eofNoNL && r.Partial {
-		return Op{}, io.EOF
+		return io.EOF
 	}
 	if err != nil {
-		return Op{}, err
+		return err
 	}
-	if err := r.order(op); err != nil {
-		return Op{}, err
-	}
-	return op, nil
+	return r.order(op)
 }
 
 // ReadAll reads the remaining events into memory.

@@ -450,6 +450,9 @@ func (a checkArgs) checkStreamed(ctx context.Context) (res checker.Result, err, 
 			return checker.Result{}, nil, err
 		}
 		rd.Partial = a.partial
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			rd.Size = fi.Size()
+		}
 		check = func() (checker.Result, error) { return checker.CheckReader(ctx, rd, a.opt) }
 		drain, readErr = rd.Next, rd.Err
 	} else {
