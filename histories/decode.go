@@ -66,100 +66,29 @@ func (d *decoder) conn(s []byte) string {
 
 func (d *decoder) decode(b []byte, op *Op) bool {
 	d.taken = false
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
 	var seen uint16
-	for {
-		f, j := writtenKey(b, i)
-		if f < 0 {
-			key, j, ok := plainString(b, i)
-			if !ok {
-				return false
-			}
-			i = skipSpace(b, j)
-			if i >= len(b) || b[i] != ':' {
-				return false
-			}
-			f = fieldOf(key)
-		} else {
-			i = j - 1 // the colon
-		}
-		i = skipSpace(b, i+1)
-		if f < 0 || seen&(1<<f) != 0 {
-			// An unknown key may name a field case-insensitively, and a repeated one
-			// is resolved by encoding/json's rules: both are left to it.
+	// after says i is after a field's value, where a comma or the end comes.
+	i, after := written(b, op)
+	if after {
+		seen = 1<<fIndex | 1<<fTime | 1<<fProcess | 1<<fType | 1<<fF
+	} else {
+		i = skipSpace(b, 0)
+		if i >= len(b) || b[i] != '{' {
 			return false
 		}
-		seen |= 1 << f
-		switch f {
-		case fIndex, fTime, fProcess, fAttempt:
-			n, j, ok := plainInt(b, i)
-			if !ok {
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return skipSpace(b, i+1) == len(b)
+		}
+	}
+	for {
+		if !after {
+			var ok bool
+			if i, ok = d.field(b, i, op, &seen); !ok {
 				return false
-			}
-			i = j
-			switch f {
-			case fIndex:
-				op.Index = n
-			case fTime:
-				op.Time = n
-			case fProcess:
-				op.Process = int(n)
-			case fAttempt:
-				op.Attempt = int(n)
-			}
-		case fValue:
-			if d.values != nil {
-				if n, ok := d.values.ReadValue(b[i:]); ok && n > 0 && n <= len(b)-i {
-					i += n
-					d.taken = true
-					break
-				}
-			}
-			j, ok := skipValue(b, i, 0)
-			if !ok {
-				return false
-			}
-			op.Value = d.value(b[i:j])
-			i = j
-		default:
-			s, j, ok := plainString(b, i)
-			if !ok {
-				return false
-			}
-			i = j
-			switch f {
-			case fType:
-				switch string(s) {
-				case "invoke":
-					op.Type = Invoke
-				case "ok":
-					op.Type = OK
-				case "fail":
-					op.Type = Fail
-				case "info":
-					op.Type = Info
-				default:
-					return false
-				}
-			case fF:
-				op.F = internF(s)
-			case fKey:
-				op.Key = string(s)
-			case fOpID:
-				op.OpID = string(s)
-			case fConn:
-				op.Conn = d.conn(s)
-			case fError:
-				op.Error = string(s)
 			}
 		}
+		after = false
 		i = skipSpace(b, i)
 		if i >= len(b) {
 			return false
@@ -173,6 +102,144 @@ func (d *decoder) decode(b []byte, op *Op) bool {
 			return false
 		}
 	}
+}
+
+// field reads the field at b[i], its key and value, into op, and returns the index
+// after the value; seen records the fields read, each at most once.
+func (d *decoder) field(b []byte, i int, op *Op, seen *uint16) (int, bool) {
+	f, j := writtenKey(b, i)
+	if f < 0 {
+		key, j, ok := plainString(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		f = fieldOf(key)
+	} else {
+		i = j - 1 // the colon
+	}
+	i = skipSpace(b, i+1)
+	if f < 0 || *seen&(1<<f) != 0 {
+		// An unknown key may name a field case-insensitively, and a repeated one
+		// is resolved by encoding/json's rules: both are left to it.
+		return 0, false
+	}
+	*seen |= 1 << f
+	switch f {
+	case fIndex, fTime, fProcess, fAttempt:
+		n, j, ok := plainInt(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = j
+		switch f {
+		case fIndex:
+			op.Index = n
+		case fTime:
+			op.Time = n
+		case fProcess:
+			op.Process = int(n)
+		case fAttempt:
+			op.Attempt = int(n)
+		}
+	case fValue:
+		if d.values != nil {
+			if n, ok := d.values.ReadValue(b[i:]); ok && n > 0 && n <= len(b)-i {
+				d.taken = true
+				return i + n, true
+			}
+		}
+		j, ok := skipValue(b, i, 0)
+		if !ok {
+			return 0, false
+		}
+		op.Value = d.value(b[i:j])
+		i = j
+	default:
+		s, j, ok := plainString(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = j
+		switch f {
+		case fType:
+			switch string(s) {
+			case "invoke":
+				op.Type = Invoke
+			case "ok":
+				op.Type = OK
+			case "fail":
+				op.Type = Fail
+			case "info":
+				op.Type = Info
+			default:
+				return 0, false
+			}
+		case fF:
+			op.F = internF(s)
+		case fKey:
+			op.Key = string(s)
+		case fOpID:
+			op.OpID = string(s)
+		case fConn:
+			op.Conn = d.conn(s)
+		case fError:
+			op.Error = string(s)
+		}
+	}
+	return i, true
+}
+
+// written reads the fields every line the Writer writes begins with, in its order and
+// spelling, as one: {"index":N,"time":N,"process":N,"type":"T","f":"F". It returns the
+// index after them, having set them in op, or false, having set nothing, for a line
+// that begins otherwise, which the field-by-field reading takes. The fields it reads
+// are read as that reading reads them (plainInt, plainString, internF).
+func written(b []byte, op *Op) (int, bool) {
+	const start = `{"index":`
+	if len(b) < len(start) || string(b[:len(start)]) != start {
+		return 0, false
+	}
+	index, i, ok := plainInt(b, len(start))
+	if !ok || !hasAt(b, i, `,"time":`) {
+		return 0, false
+	}
+	t, i, ok := plainInt(b, i+len(`,"time":`))
+	if !ok || !hasAt(b, i, `,"process":`) {
+		return 0, false
+	}
+	p, i, ok := plainInt(b, i+len(`,"process":`))
+	if !ok || !hasAt(b, i, `,"type":"`) {
+		return 0, false
+	}
+	i += len(`,"type":"`)
+	var typ Type
+	switch {
+	case hasAt(b, i, `invoke","f":`):
+		typ, i = Invoke, i+len(`invoke","f":`)
+	case hasAt(b, i, `ok","f":`):
+		typ, i = OK, i+len(`ok","f":`)
+	case hasAt(b, i, `fail","f":`):
+		typ, i = Fail, i+len(`fail","f":`)
+	case hasAt(b, i, `info","f":`):
+		typ, i = Info, i+len(`info","f":`)
+	default:
+		return 0, false
+	}
+	f, i, ok := plainString(b, i)
+	if !ok {
+		return 0, false
+	}
+	op.Index, op.Time, op.Process, op.Type, op.F = index, t, int(p), typ, internF(f)
+	return i, true
+}
+
+// hasAt reports whether b holds lit at i.
+func hasAt(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
 
 // The fields of Op, as bits of decodeFast's record of the keys seen.
