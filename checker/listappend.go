@@ -462,10 +462,8 @@ func (la *listAppend) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 	if ctx.Err() != nil {
 		return an, nil
 	}
-	la.readers()
-	la.edges(h, an)
 	// The anomalies of single reads and keys need no graph: they are found on
-	// another core while the graph's cycles are searched.
+	// another core while the graph is built and its cycles searched.
 	side := newTxnAnalysis(h, c, la)
 	done := make(chan struct{})
 	go func() {
@@ -479,6 +477,8 @@ func (la *listAppend) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 			an.merge(side)
 		})
 	}
+	la.readers()
+	an.graph = la.graph(h, c)
 	return an, nil
 }
 
@@ -593,35 +593,74 @@ func (la *listAppend) writer(h *txnHistory, ei int32) int32 {
 	return w
 }
 
-// edges adds the ww, wr and rw dependencies.
-func (la *listAppend) edges(h *txnHistory, an *txnAnalysis) {
-	for _, r := range la.reads {
-		if w := la.writer(h, la.lastEnt(r)); w >= 0 && w != r.txn {
-			an.edge(w, r.txn, relWR)
-		}
+// graph builds the dependency graph: the ww, wr and rw dependencies into each
+// transaction (incoming), with process or real-time order as the check needs.
+func (la *listAppend) graph(h *txnHistory, c *txnCheck) *txnGraph {
+	g := newTxnGraph(h)
+	okOrder := h.okOrder()
+	var prev []int32
+	if c.process {
+		prev = h.processPrev(okOrder)
 	}
+	rt := make(chan struct{})
+	go func() {
+		defer close(rt)
+		if c.realtime {
+			g.setRealtime(h, okOrder)
+		}
+	}()
+	in := la.incoming(h, g, prev)
+	g.setIncoming(in)
+	g.count = in.count
+	<-rt
+	return g
+}
+
+// incoming finds the dependencies into each transaction: wr from the append each of
+// its reads saw last, ww from the append before each of its own, rw from the reads of
+// the state each of its appends replaced; and from prev[id], when prev is given, the
+// process order.
+func (la *listAppend) incoming(h *txnHistory, g *txnGraph, prev []int32) *incoming {
+	n := len(h.txns)
+	in := &incoming{off: make([]int32, n+1)}
+	in.src = make([]int32, 0, len(la.reads)+2*len(la.elems.entries))
+	in.bits = make([]edgeBits, 0, cap(in.src))
 	for id := range h.txns {
-		t := h.txns[id]
+		t := &h.txns[id]
+		start := len(in.src)
+		in.off[id] = int32(start)
 		if t.status == txnFail {
 			continue
 		}
 		for i := t.mop; i < t.mop+t.nmop; i++ {
+			m := &h.mops[i]
+			if m.kind == mopRead {
+				if m.val >= 0 {
+					if w := la.writer(h, la.lastEnt(la.reads[m.val])); w >= 0 {
+						in.add(g, int32(id), start, w, relWR)
+					}
+				}
+				continue
+			}
 			ei := la.appendEnt[i]
 			if ei < 0 {
 				continue
 			}
-			k := h.mops[i].key
+			k := m.key
 			p := la.prevPos(k, ei)
 			if p >= 0 {
-				if w := la.writer(h, la.keys[k].orderEnt[p]); w >= 0 && w != int32(id) {
-					an.edge(w, int32(id), relWW)
+				if w := la.writer(h, la.keys[k].orderEnt[p]); w >= 0 {
+					in.add(g, int32(id), start, w, relWW)
 				}
 			}
 			for _, r := range la.readersOf(k, p) {
-				if r != int32(id) {
-					an.edge(r, int32(id), relRW)
-				}
+				in.add(g, int32(id), start, r, relRW)
 			}
 		}
+		if prev != nil && prev[id] >= 0 {
+			in.add(g, int32(id), start, prev[id], relProcess)
+		}
 	}
+	in.off[n] = int32(len(in.src))
+	return in
 }

@@ -33,8 +33,13 @@ func laGraph(t *testing.T, ops []histories.Op) []string {
 	}
 	an.join()
 	seen := map[string]bool{}
-	for i := range an.from {
-		seen[fmt.Sprintf("%d->%d", tc.h.at(an.from[i]), tc.h.at(an.to[i]))] = true
+	g := an.graph
+	for v := 0; v < g.n; v++ {
+		for j := g.off[v]; j < g.off[v+1]; j++ {
+			if g.bits[j]&relData != 0 {
+				seen[fmt.Sprintf("%d->%d", tc.h.at(int32(v)), tc.h.at(g.to[j]))] = true
+			}
+		}
 	}
 	var out []string
 	for e := range seen {

@@ -63,23 +63,17 @@ type txnGraph struct {
 	invoked  []int32 // invoked transactions, in invocation order
 	rtL, rtR []int32
 	dead     []bool // failed transactions: no vertex
+	// count is the edges inferred, before those between the same two transactions
+	// were merged (txnAnalysis.edges), when the graph was built from incoming edges.
+	count int
 }
 
 // buildGraph makes the graph of an analysis's edges, with process or real-time order
 // as the check needs.
 func (an *txnAnalysis) buildGraph() *txnGraph {
 	h, c := an.h, an.c
-	n := len(h.txns)
-	g := &txnGraph{n: n, dead: make([]bool, n)}
-	for i := range h.txns {
-		g.dead[i] = h.txns[i].status == txnFail
-	}
-	okOrder := make([]int32, h.okCount)
-	for i := range h.txns {
-		if p := h.txns[i].okPos; p >= 0 {
-			okOrder[p] = int32(i)
-		}
-	}
+	g := newTxnGraph(h)
+	okOrder := h.okOrder()
 	if c.process {
 		last := map[int32]int32{}
 		for _, id := range okOrder {
@@ -93,26 +87,127 @@ func (an *txnAnalysis) buildGraph() *txnGraph {
 	g.adjacency(an.from, an.to, an.bits)
 	an.from, an.to, an.bits = nil, nil, nil
 	if c.realtime {
-		g.realtime = true
-		for i := range h.txns {
-			if h.txns[i].inv >= 0 {
-				g.invoked = append(g.invoked, int32(i))
-			}
-		}
-		g.rtL, g.rtR = make([]int32, n), make([]int32, n)
-		l, r := 0, 0
-		for _, id := range okOrder {
-			p := h.txns[id].okPos
-			for l < len(g.invoked) && h.txns[g.invoked[l]].rtHi <= p {
-				l++
-			}
-			for r < len(g.invoked) && h.txns[g.invoked[r]].rtLo <= p {
-				r++
-			}
-			g.rtL[id], g.rtR[id] = int32(l), int32(max(l, r))
-		}
+		g.setRealtime(h, okOrder)
 	}
 	return g
+}
+
+// newTxnGraph returns the graph of h's transactions with no edge yet.
+func newTxnGraph(h *txnHistory) *txnGraph {
+	g := &txnGraph{n: len(h.txns), dead: make([]bool, len(h.txns))}
+	for i := range h.txns {
+		g.dead[i] = h.txns[i].status == txnFail
+	}
+	return g
+}
+
+// okOrder returns the ok transactions in the order of their completions.
+func (h *txnHistory) okOrder() []int32 {
+	okOrder := make([]int32, h.okCount)
+	for i := range h.txns {
+		if p := h.txns[i].okPos; p >= 0 {
+			okOrder[p] = int32(i)
+		}
+	}
+	return okOrder
+}
+
+// processPrev returns, for each transaction, the ok transaction its process completed
+// before it, when it is ok itself; -1 for none.
+func (h *txnHistory) processPrev(okOrder []int32) []int32 {
+	prev := make([]int32, len(h.txns))
+	for i := range prev {
+		prev[i] = -1
+	}
+	last := map[int32]int32{}
+	for _, id := range okOrder {
+		p := h.txns[id].process
+		if l, ok := last[p]; ok {
+			prev[id] = l
+		}
+		last[p] = id
+	}
+	return prev
+}
+
+// setRealtime adds real-time order to the graph: the invoked transactions and, for
+// each ok one, the run of them it precedes.
+func (g *txnGraph) setRealtime(h *txnHistory, okOrder []int32) {
+	g.realtime = true
+	for i := range h.txns {
+		if h.txns[i].inv >= 0 {
+			g.invoked = append(g.invoked, int32(i))
+		}
+	}
+	g.rtL, g.rtR = make([]int32, g.n), make([]int32, g.n)
+	l, r := 0, 0
+	for _, id := range okOrder {
+		p := h.txns[id].okPos
+		for l < len(g.invoked) && h.txns[g.invoked[l]].rtHi <= p {
+			l++
+		}
+		for r < len(g.invoked) && h.txns[g.invoked[r]].rtLo <= p {
+			r++
+		}
+		g.rtL[id], g.rtR[id] = int32(l), int32(max(l, r))
+	}
+}
+
+// incoming is the edges into each transaction, target by target: those into t come
+// from src[off[t]:off[t+1]], each source once with the relations of all its edges to
+// t merged, in the order first found.
+type incoming struct {
+	off  []int32
+	src  []int32
+	bits []edgeBits
+	// count is the edges found, before merging, but for process order: what
+	// txnAnalysis.edge counts.
+	count int
+}
+
+// add records, while the edges into target t are found (they begin at start), an edge
+// from a by rel; a self edge or one from a failed transaction is no edge.
+func (in *incoming) add(g *txnGraph, t int32, start int, a int32, rel edgeBits) {
+	if a == t || g.dead[a] {
+		return
+	}
+	if rel != relProcess {
+		in.count++
+	}
+	for j := start; j < len(in.src); j++ {
+		if in.src[j] == a {
+			in.bits[j] |= rel
+			return
+		}
+	}
+	in.src = append(in.src, a)
+	in.bits = append(in.bits, rel)
+}
+
+// setIncoming makes the graph's stored edges those of in. Going through the targets in
+// order, each source's edges come out sorted by target and, merged by in already,
+// each target once: the adjacency that adjacency makes of an edge list, without its
+// sorting.
+func (g *txnGraph) setIncoming(in *incoming) {
+	n := g.n
+	g.off = make([]int32, n+1)
+	for _, a := range in.src {
+		g.off[a+1]++
+	}
+	for i := 1; i <= n; i++ {
+		g.off[i] += g.off[i-1]
+	}
+	g.to = make([]int32, len(in.src))
+	g.bits = make([]edgeBits, len(in.src))
+	fill := slices.Clone(g.off[:n])
+	for t := 0; t < n; t++ {
+		for j := in.off[t]; j < in.off[t+1]; j++ {
+			a := in.src[j]
+			k := fill[a]
+			fill[a]++
+			g.to[k], g.bits[k] = int32(t), in.bits[j]
+		}
+	}
 }
 
 // adjacency builds the adjacency arrays from an edge list, merging the relations of
