@@ -127,15 +127,13 @@ type txnModel interface {
 type txnHistory struct {
 	model string
 	in    *txnInterner
-	// prep decodes the values, here, as each event is added (add), or a batch ahead
-	// on a goroutine of its own (feedTxnAhead, addPrepared); val holds the micro-ops
-	// its records point into, view those of the transaction being taken, and closing,
-	// when set, the records of the transactions never completed (txnPrep.close).
-	prep    txnPrep
-	val     *txnValue
-	view    txnValue
-	closing []txnPrepared
-	txns    []txnRec
+	// prep decodes the values as each event is added (add, addPrepared); val holds
+	// the micro-ops its records point into, view those of the transaction being
+	// taken.
+	prep txnPrep
+	val  *txnValue
+	view txnValue
+	txns []txnRec
 	mops    []txnMop
 	// pending holds each process's open transactions, oldest first.
 	pending pendingTxns
@@ -249,32 +247,37 @@ type txnPrepared struct {
 // txnPrep decodes the values of a transactional history. It pairs each completion with
 // its invocation as txnHistory.add does, to decode the value that says what the
 // transaction did: the completion's, or for a failed or unknown one without a value,
-// the invocation's. The interner is its own while the history is read, so that it can
-// run ahead of the checking on a goroutine of its own (feedTxnAhead): decoding the
-// values is a good part of the cost of reading a history.
+// the invocation's.
 type txnPrep struct {
 	dec     txnDecoder
 	pending pendingTxns // each process's open invocations, numbered in order, with their values
 	seq     int32       // invocations so far
 }
 
-// prepare decodes, for a completion, its transaction's value, appending the micro-ops to
-// p.dec's. An event txnHistory.add skips or refuses gets no record.
-func (p *txnPrep) prepare(op *histories.Op) txnPrepared {
-	if !op.IsClient() || op.F != TxnFunction || op.Process > math.MaxInt32 {
+// prepare decodes, for a completion, its transaction's value into p.dec's micro-ops:
+// those txnScan staged there (ev.taken), or the value the Reader read (ev.raw). An
+// event txnHistory.add skips or refuses gets no record.
+func (p *txnPrep) prepare(ev *txnEvent) txnPrepared {
+	if ev.process < 0 || ev.f != TxnFunction || ev.process > math.MaxInt32 {
 		return txnPrepared{}
 	}
-	if op.Type == histories.Invoke {
-		p.pending.push(op.Process, pendingTxn{id: p.seq, value: op.Value})
+	if ev.typ == histories.Invoke {
+		p.pending.push(ev.process, pendingTxn{id: p.seq, value: ev.raw})
 		p.seq++
 		return txnPrepared{}
 	}
-	status, ok := txnStatusOf(op.Type)
+	status, ok := txnStatusOf(ev.typ)
 	if !ok {
 		return txnPrepared{}
 	}
-	inv, _ := p.pending.pop(op.Process)
-	value := op.Value
+	inv, _ := p.pending.pop(ev.process)
+	if ev.taken {
+		if status != txnOK && ev.null {
+			return p.decode(inv.value)
+		}
+		return p.commit(ev)
+	}
+	value := ev.raw
 	if status != txnOK && (len(value) == 0 || string(value) == "null") {
 		value = inv.value
 	}
@@ -284,34 +287,14 @@ func (p *txnPrep) prepare(op *histories.Op) txnPrepared {
 	return p.decode(value)
 }
 
-// prepareRead is prepare for an event of a Reader whose values s reads: taken says s
-// read this event's value (histories.Reader.ValueRead), which its Op then lacks.
-func (p *txnPrep) prepareRead(op *histories.Op, s *txnScan, taken bool) txnPrepared {
-	if !taken {
-		s.discard()
-		return p.prepare(op)
+// commit interns the keys of the micro-ops txnScan staged for ev, in their order, as
+// txnDecoder would have as it read them.
+func (p *txnPrep) commit(ev *txnEvent) txnPrepared {
+	mops := p.dec.mops[ev.mop : ev.mop+ev.n]
+	for i := range mops {
+		mops[i].key = p.dec.in.intKey(mops[i].rawKey)
 	}
-	if !op.IsClient() || op.F != TxnFunction || op.Process > math.MaxInt32 {
-		s.discard()
-		return txnPrepared{}
-	}
-	if op.Type == histories.Invoke {
-		p.pending.push(op.Process, pendingTxn{id: p.seq, value: s.raw})
-		p.seq++
-		s.discard()
-		return txnPrepared{}
-	}
-	status, ok := txnStatusOf(op.Type)
-	if !ok {
-		s.discard()
-		return txnPrepared{}
-	}
-	inv, _ := p.pending.pop(op.Process)
-	if status != txnOK && s.null {
-		s.discard()
-		return p.decode(inv.value)
-	}
-	return s.commit()
+	return txnPrepared{mop: ev.mop, n: ev.n}
 }
 
 // decode appends the micro-ops of value to p.dec's, all of them or none.
@@ -336,31 +319,38 @@ func (p *txnPrep) close() []txnPrepared {
 	return out
 }
 
-// txnEvent is what the checking keeps of an event once txnPrep has decoded its value.
+// txnEvent is what the checking keeps of an event, and how its value was read: by the
+// Reader, into raw, or by txnScan (taken), its micro-ops staged in the batch's, their
+// keys not yet interned (mops[mop:mop+n]; null for a value of null), or for an
+// invocation its bytes copied into raw.
 type txnEvent struct {
 	index   int64
 	process int
 	f       string
+	raw     []byte
+	mop, n  int32
 	typ     histories.Type
 	value   bool // the event had a value
+	taken   bool
+	null    bool
 }
 
-// eventOf returns what the checking keeps of op; taken says its value was read in
-// place of op.Value (histories.Reader.ValueRead).
-func eventOf(op *histories.Op, taken bool) txnEvent {
-	return txnEvent{index: op.Index, process: op.Process, f: op.F, typ: op.Type, value: taken || len(op.Value) > 0}
+// eventOf returns what the checking keeps of op, its value read by the Reader.
+func eventOf(op *histories.Op) txnEvent {
+	return txnEvent{index: op.Index, process: op.Process, f: op.F, typ: op.Type, value: len(op.Value) > 0, raw: op.Value}
 }
 
 // add takes the next event of the history, decoding its value here. Events of the
 // nemesis are skipped.
 func (h *txnHistory) add(op histories.Op) error {
 	h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
-	return h.addPrepared(eventOf(&op, false), h.prep.prepare(&op))
+	ev := eventOf(&op)
+	return h.addPrepared(&ev, h.prep.prepare(&ev))
 }
 
 // addPrepared takes the next event of the history, whose value h.prep has decoded into
 // rec (and *h.val). Events of the nemesis are skipped.
-func (h *txnHistory) addPrepared(op txnEvent, rec txnPrepared) error {
+func (h *txnHistory) addPrepared(op *txnEvent, rec txnPrepared) error {
 	h.events++
 	if op.process < 0 {
 		return nil
@@ -459,13 +449,9 @@ func (h *txnHistory) close() error {
 	open := h.pending.all()
 	// In invocation order, so that what the check reports does not depend on a map's.
 	slices.SortFunc(open, func(a, b pendingTxn) int { return int(a.id - b.id) })
-	recs := h.closing
-	if recs == nil {
-		h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
-		h.val = &h.prep.dec.txnValue
-		recs = h.prep.close()
-	}
-	h.closing = nil
+	h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
+	h.val = &h.prep.dec.txnValue
+	recs := h.prep.close()
 	if len(recs) != len(open) {
 		return fmt.Errorf("internal error: %d transactions open, %d decoded", len(open), len(recs))
 	}
@@ -742,14 +728,12 @@ func checkTxnFed(ctx context.Context, model string, h *histories.Header, opt Opt
 	return checked.unlessNothing(res), err
 }
 
-// txnBatch is a batch of events read ahead, with their values decoded.
+// txnBatch is a batch of events read ahead.
 type txnBatch struct {
-	ops    []histories.Op // the events as read, before they are prepared (feedTxnAhead)
 	events []txnEvent
-	recs   []txnPrepared // recs[i] is what h.prep made of events[i], in val
-	val    txnValue
-	open   []txnPrepared // after the last event: the transactions never completed
-	err    error         // of reading, after the events; io.EOF at the end
+	val    txnValue // the micro-ops txnScan staged
+	raw    []byte   // the invocations' values txnScan read
+	err    error    // of reading, after the events; io.EOF at the end
 	// progress is the share of the history read by the end of the batch, when known
 	// (histories.Reader.Progress).
 	progress float64
@@ -758,13 +742,13 @@ type txnBatch struct {
 // txnBatchSize is how many events a batch holds.
 const txnBatchSize = 1024
 
-// txnPipe carries batches of events from the goroutines that read and prepare them to
-// the one that checks them (txnPipe.check), and back for reuse.
+// txnPipe carries batches of events from the goroutine that reads them to the one that
+// decodes and checks them (txnPipe.check), and back for reuse.
 type txnPipe struct {
 	full chan *txnBatch
 	free chan *txnBatch
 	stop chan struct{}
-	// done closes once the goroutines have stopped.
+	// done closes once the reading goroutine has stopped.
 	done chan struct{}
 }
 
@@ -772,63 +756,53 @@ func newTxnPipe() *txnPipe {
 	return &txnPipe{full: make(chan *txnBatch, 4), free: make(chan *txnBatch, 10), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// get returns a batch to fill, reused when one is free.
+// get returns an empty batch to fill, reused when one is free.
 func (p *txnPipe) get() *txnBatch {
+	var b *txnBatch
 	select {
-	case b := <-p.free:
-		return b
+	case b = <-p.free:
 	default:
-		return &txnBatch{}
+		b = &txnBatch{}
 	}
+	b.events, b.raw = b.events[:0], b.raw[:0]
+	b.val = txnValue{b.val.mops[:0], b.val.list[:0]}
+	return b
 }
 
-// send passes b on through ch, and false when the check has stopped.
-func (p *txnPipe) send(ch chan<- *txnBatch, b *txnBatch) bool {
+// send passes b on to the check, and false when the check has stopped.
+func (p *txnPipe) send(b *txnBatch) bool {
 	select {
-	case ch <- b:
+	case p.full <- b:
 		return true
 	case <-p.stop:
 		return false
 	}
 }
 
-// fill starts a batch: its events and records empty, prep's micro-ops decoded into its
-// buffers.
-func (b *txnBatch) fill(prep *txnPrep) {
-	b.events, b.recs = b.events[:0], b.recs[:0]
-	prep.dec.txnValue = txnValue{b.val.mops[:0], b.val.list[:0]}
-}
-
-// filled ends a batch that err ended (nil: it is full): at the end of the history it
-// takes the transactions never completed.
-func (b *txnBatch) filled(prep *txnPrep, err error) {
-	if errors.Is(err, io.EOF) {
-		b.open = prep.close()
-	}
-	b.val, b.err = prep.dec.txnValue, err
-}
-
-// check adds the events of the batches that come through p.full to h, and looks at ctx
-// every checkEvery events. On its return the goroutines have stopped, and h.prep is
-// h's again. done is false when ctx ended first.
+// check decodes the values of the events of the batches that come through p.full and
+// adds the events to h, looking at ctx every checkEvery events. On its return the
+// reading goroutine has stopped. done is false when ctx ended first.
 func (p *txnPipe) check(ctx context.Context, h *txnHistory) (done bool, err error) {
 	finish := func() {
 		close(p.stop)
 		for range p.full {
 		}
 		<-p.done
-		h.prep.dec.txnValue = txnValue{}
 	}
+	prep := &h.prep
 	n := 0
 	for b := range p.full {
-		h.val, h.progress = &b.val, b.progress
-		for i, ev := range b.events {
+		h.progress = b.progress
+		prep.dec.txnValue = b.val
+		h.val = &prep.dec.txnValue
+		for i := range b.events {
 			if n%checkEvery == 0 && ctx.Err() != nil {
 				finish()
 				return false, nil
 			}
 			n++
-			if err := h.addPrepared(ev, b.recs[i]); err != nil {
+			ev := &b.events[i]
+			if err := h.addPrepared(ev, prep.prepare(ev)); err != nil {
 				finish()
 				return false, err
 			}
@@ -836,11 +810,12 @@ func (p *txnPipe) check(ctx context.Context, h *txnHistory) (done bool, err erro
 		if b.err != nil {
 			finish()
 			if errors.Is(b.err, io.EOF) {
-				h.closing = b.open
 				return ctx.Err() == nil, nil
 			}
 			return false, b.err
 		}
+		b.val = prep.dec.txnValue
+		clear(b.events)
 		select {
 		case p.free <- b:
 		default:
@@ -850,52 +825,28 @@ func (p *txnPipe) check(ctx context.Context, h *txnHistory) (done bool, err erro
 	return ctx.Err() == nil, nil
 }
 
-// feedTxnAhead adds the events from next to h, each also to seen, with next and h's
-// decoding of the values (h.prep) on goroutines of their own, a few batches of events
-// ahead: reading a history's events, decoding its values and checking them take about
-// as long each, and so the three share the machine's cores. next is never called after
-// feedTxnAhead returns, and h.prep is h's again by then. done is false when ctx ended
-// first.
+// feedTxnAhead adds the events from next to h, each also to seen, next called on a
+// goroutine of its own a few batches of events ahead of the decoding of their values
+// and the checking. next is never called after feedTxnAhead returns. done is false
+// when ctx ended first.
 func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txnHistory, seen *completions) (done bool, err error) {
 	p := newTxnPipe()
-	read := make(chan *txnBatch, 4)
-	readDone := make(chan struct{})
-	prep := &h.prep
 	go func() {
-		defer close(readDone)
-		defer close(read)
+		defer close(p.done)
+		defer close(p.full)
 		for {
 			b := p.get()
 			var err error
-			for len(b.ops) < txnBatchSize {
+			for len(b.events) < txnBatchSize {
 				var op histories.Op
 				if op, err = next(); err != nil {
 					break
 				}
-				b.ops = append(b.ops, op)
+				seen.see(&op)
+				b.events = append(b.events, eventOf(&op))
 			}
 			b.err = err
-			if !p.send(read, b) || err != nil {
-				return
-			}
-		}
-	}()
-	go func() {
-		defer close(p.done)
-		defer func() { <-readDone }()
-		defer close(p.full)
-		for b := range read {
-			b.fill(prep)
-			for i := range b.ops {
-				op := &b.ops[i]
-				seen.see(op)
-				b.events = append(b.events, eventOf(op, false))
-				b.recs = append(b.recs, prep.prepare(op))
-			}
-			clear(b.ops)
-			b.ops = b.ops[:0]
-			b.filled(prep, b.err)
-			if !p.send(p.full, b) {
+			if !p.send(b) || err != nil {
 				return
 			}
 		}
@@ -903,13 +854,12 @@ func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txn
 	return p.check(ctx, h)
 }
 
-// feedTxnRead is feedTxnAhead for the events of rd, read and prepared on one goroutine,
-// the values read as rd reads the lines (txnScan), each once. rd's Values is its own
-// until feedTxnRead returns, and unset again then.
+// feedTxnRead is feedTxnAhead for the events of rd, their values read as rd reads the
+// lines (txnScan), each once. rd's Values is its own until feedTxnRead returns, and
+// unset again then.
 func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen *completions) (done bool, err error) {
 	p := newTxnPipe()
-	prep := &h.prep
-	scan := &txnScan{dec: &prep.dec}
+	scan := &txnScan{}
 	rd.Values = scan
 	go func() {
 		defer close(p.done)
@@ -917,7 +867,7 @@ func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen 
 		defer close(p.full)
 		for {
 			b := p.get()
-			b.fill(prep)
+			scan.val = &b.val
 			var err error
 			for len(b.events) < txnBatchSize {
 				var op histories.Op
@@ -926,13 +876,29 @@ func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen 
 					break
 				}
 				seen.see(&op)
-				taken := rd.ValueRead()
-				b.events = append(b.events, eventOf(&op, taken))
-				b.recs = append(b.recs, prep.prepareRead(&op, scan, taken))
+				ev := eventOf(&op)
+				if rd.ValueRead() {
+					ev.taken, ev.value = true, true
+					switch {
+					case !op.IsClient() || op.F != TxnFunction || op.Process > math.MaxInt32:
+						scan.discard()
+					case op.Type == histories.Invoke:
+						// Decoded only if its transaction ends without a value of its
+						// own: its bytes are kept, not its micro-ops.
+						start := len(b.raw)
+						b.raw = append(b.raw, scan.raw...)
+						ev.raw = b.raw[start:len(b.raw):len(b.raw)]
+						scan.discard()
+					default:
+						ev.mop, ev.n, ev.null = scan.keep()
+					}
+				} else {
+					scan.discard()
+				}
+				b.events = append(b.events, ev)
 			}
-			b.filled(prep, err)
-			b.progress = rd.Progress()
-			if !p.send(p.full, b) || err != nil {
+			b.err, b.progress = err, rd.Progress()
+			if !p.send(b) || err != nil {
 				return
 			}
 		}

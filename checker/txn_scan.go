@@ -19,12 +19,11 @@ package checker
 // transaction ends without a value of its own, so the keys are interned (commit) only
 // once txnPrep knows the value is one txnDecoder would have decoded, in the same order.
 type txnScan struct {
-	dec *txnDecoder // the staged micro-ops go at the end of its mops and list
-	// The value read last, staged: its micro-ops are dec.mops[m0:] and their list
-	// elements dec.list[l0:], with their keys, not yet interned, in keys.
+	val *txnValue // the staged micro-ops go at the end of its mops and list
+	// The value read last, staged: its micro-ops are val.mops[m0:], their keys in
+	// rawKey, not interned yet, and their list elements val.list[l0:].
 	staged bool
 	m0, l0 int
-	keys   []int64
 	null   bool   // the value was null
 	raw    []byte // its bytes, valid until the Reader reads its next line
 }
@@ -32,8 +31,8 @@ type txnScan struct {
 // ReadValue implements histories.ValueReader.
 func (s *txnScan) ReadValue(b []byte) (int, bool) {
 	s.discard()
-	d := s.dec
-	s.m0, s.l0, s.keys, s.null = len(d.mops), len(d.list), s.keys[:0], false
+	d := s.val
+	s.m0, s.l0, s.null = len(d.mops), len(d.list), false
 	n, ok := s.scan(b)
 	if !ok {
 		d.mops, d.list = d.mops[:s.m0], d.list[:s.l0]
@@ -46,21 +45,16 @@ func (s *txnScan) ReadValue(b []byte) (int, bool) {
 // discard drops the staged value's micro-ops.
 func (s *txnScan) discard() {
 	if s.staged {
-		s.dec.mops, s.dec.list = s.dec.mops[:s.m0], s.dec.list[:s.l0]
+		s.val.mops, s.val.list = s.val.mops[:s.m0], s.val.list[:s.l0]
 		s.staged = false
 	}
 }
 
-// commit interns the staged micro-ops' keys, in their order as txnDecoder would, and
-// keeps them: they become the record of a completion.
-func (s *txnScan) commit() txnPrepared {
-	in := s.dec.in
-	mops := s.dec.mops[s.m0:]
-	for i, k := range s.keys {
-		mops[i].key = in.intKey(k)
-	}
+// keep keeps the staged micro-ops, val.mops[mop:mop+n], for txnPrep.commit; null says
+// the value was null.
+func (s *txnScan) keep() (mop, n int32, null bool) {
 	s.staged = false
-	return txnPrepared{mop: int32(s.m0), n: int32(len(mops))}
+	return int32(s.m0), int32(len(s.val.mops) - s.m0), s.null
 }
 
 // scan reads a value at the start of b, appending its micro-ops to s.dec, and returns
@@ -76,19 +70,22 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 	if b[1] == ']' {
 		return 2, true
 	}
-	d := s.dec
+	d := s.val
 	i := 1
 	for {
 		// A micro-op: ["append",k,v], ["w",k,v], or ["r",k,x] with x null, a list of
 		// integers or an integer.
 		var m rawMop
+		if len(b)-i < 6 || b[i] != '[' || b[i+1] != '"' {
+			return 0, false
+		}
 		switch {
+		case b[i+2] == 'r' && b[i+3] == '"' && b[i+4] == ',':
+			m.kind, i = mopRead, i+5
+		case b[i+2] == 'w' && b[i+3] == '"' && b[i+4] == ',':
+			m.kind, i = mopWrite, i+5
 		case hasAt(b, i, `["append",`):
 			m.kind, i = mopAppend, i+10
-		case hasAt(b, i, `["r",`):
-			m.kind, i = mopRead, i+5
-		case hasAt(b, i, `["w",`):
-			m.kind, i = mopWrite, i+5
 		default:
 			return 0, false
 		}
@@ -160,8 +157,8 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 			return 0, false
 		}
 		i++
+		m.rawKey = k
 		d.mops = append(d.mops, m)
-		s.keys = append(s.keys, k)
 		if i >= len(b) {
 			return 0, false
 		}

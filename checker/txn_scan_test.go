@@ -32,13 +32,13 @@ func FuzzTxnScan(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		scanned := txnDecoder{in: newTxnInterner()}
-		scanned.mops = append(scanned.mops, rawMop{kind: mopRead}) // a micro-op before, as in a batch
-		s := txnScan{dec: &scanned}
+		scanned := txnPrep{dec: txnDecoder{in: newTxnInterner()}}
+		scanned.dec.mops = append(scanned.dec.mops, rawMop{kind: mopRead}) // a micro-op before, as in a batch
+		s := txnScan{val: &scanned.dec.txnValue}
 		n, ok := s.ReadValue(b)
 		if !ok {
-			if len(scanned.mops) != 1 || len(scanned.list) != 0 {
-				t.Fatalf("declined %q and left %d micro-ops, %d elements", b, len(scanned.mops), len(scanned.list))
+			if len(scanned.dec.mops) != 1 || len(scanned.dec.list) != 0 {
+				t.Fatalf("declined %q and left %d micro-ops, %d elements", b, len(scanned.dec.mops), len(scanned.dec.list))
 			}
 			return
 		}
@@ -49,7 +49,12 @@ func FuzzTxnScan(f *testing.F) {
 		if s.null != (string(v) == "null") {
 			t.Fatalf("%q: null %v", v, s.null)
 		}
-		rec := s.commit()
+		ev := txnEvent{taken: true}
+		ev.mop, ev.n, ev.null = s.keep()
+		rec := scanned.commit(&ev)
+		for i := range scanned.dec.mops {
+			scanned.dec.mops[i].rawKey = 0 // txnDecoder keeps none
+		}
 		plain := txnDecoder{in: newTxnInterner()}
 		plain.mops = append(plain.mops, rawMop{kind: mopRead})
 		if err := plain.decodeMore(v); err != nil {
@@ -58,11 +63,11 @@ func FuzzTxnScan(f *testing.F) {
 		if rec.mop != 1 || int(rec.n) != len(plain.mops)-1 {
 			t.Fatalf("%q: record %+v, txnDecoder has %d micro-ops", v, rec, len(plain.mops)-1)
 		}
-		if !reflect.DeepEqual(scanned.txnValue, plain.txnValue) {
-			t.Fatalf("%q:\nscan    %+v\ndecoder %+v", v, scanned.txnValue, plain.txnValue)
+		if !reflect.DeepEqual(scanned.dec.txnValue, plain.txnValue) {
+			t.Fatalf("%q:\nscan    %+v\ndecoder %+v", v, scanned.dec.txnValue, plain.txnValue)
 		}
-		if !reflect.DeepEqual(scanned.in.keyText, plain.in.keyText) {
-			t.Fatalf("%q: keys %v, txnDecoder's %v", v, scanned.in.keyText, plain.in.keyText)
+		if !reflect.DeepEqual(scanned.dec.in.keyText, plain.in.keyText) {
+			t.Fatalf("%q: keys %v, txnDecoder's %v", v, scanned.dec.in.keyText, plain.in.keyText)
 		}
 	})
 }
@@ -75,8 +80,7 @@ func TestTxnScanReadsWrittenValues(t *testing.T) {
 			if len(op.Value) == 0 {
 				continue
 			}
-			d := txnDecoder{in: newTxnInterner()}
-			s := txnScan{dec: &d}
+			s := txnScan{val: &txnValue{}}
 			if n, ok := s.ReadValue(append(op.Value, '}')); !ok || n != len(op.Value) {
 				t.Fatalf("%s: declined %s", model, op.Value)
 			}

@@ -155,6 +155,7 @@ type rawMop struct {
 	kind      mopKind
 	key       uint32
 	val       int64
+	rawKey    int64 // txnScan's: the key as read, before txnPrep.commit interns it
 	hasValue  bool // false for a missing or null argument
 	isList    bool // the argument was a JSON array
 	list, len int  // elements of a list argument, in txnDecoder.list
