@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // rwRegister is the rw-register model. A register's reads do not reveal the order of
@@ -17,6 +18,10 @@ type rwRegister struct {
 	// vg holds the version order's edges other than the initial state's, for
 	// explanations.
 	vg map[versionEdge]bool
+	// x indexes the external reads and writes as the transactions are taken.
+	x rwIndex
+	// states is take's scratch.
+	states []kv
 }
 
 type kv struct {
@@ -36,12 +41,16 @@ type rwInternal struct {
 }
 
 // rwIndex is every transaction's external reads and writes, flat, and for each (key,
-// value) the transactions that externally wrote and read it.
+// value) the transactions that externally wrote and read it. It is built as the
+// transactions are taken (rwRegister.take), in the order they complete.
 type rwIndex struct {
-	// The external reads of transaction t are r[rOff[t]:rOff[t+1]], its writes
-	// w[wOff[t]:wOff[t+1]].
-	rOff, wOff []int32
-	r, w       []kv
+	// The external reads of transaction t are r[ext[t].r:][:ext[t].nr], its writes
+	// w[ext[t].w:][:ext[t].nw].
+	ext  []rwExt
+	r, w []kv
+	// rEnt and wEnt are the entry of each read and write in vals: a committed
+	// transaction's reads and a write of one that did not fail have one; -1 else.
+	rEnt, wEnt []int32
 	vals       elemTable // (key, value) → entry
 	// writers[wAt[e]:wAt[e+1]] are the transactions that take part and wrote entry
 	// e's value; readers[rAt[e]:rAt[e+1]] the committed ones that read it.
@@ -51,8 +60,77 @@ type rwIndex struct {
 	kAt, keyEnts []int32
 }
 
-func (x *rwIndex) reads(t int32) []kv  { return x.r[x.rOff[t]:x.rOff[t+1]] }
-func (x *rwIndex) writes(t int32) []kv { return x.w[x.wOff[t]:x.wOff[t+1]] }
+// rwExt is where a transaction's external reads and writes are in rwIndex.r and w.
+type rwExt struct {
+	r, w   int32
+	nr, nw int32
+}
+
+func (x *rwIndex) reads(t int32) []kv {
+	e := x.ext[t]
+	return x.r[e.r : e.r+e.nr]
+}
+
+func (x *rwIndex) writes(t int32) []kv {
+	e := x.ext[t]
+	return x.w[e.w : e.w+e.nw]
+}
+
+// readEnts and writeEnts are the entries of reads(t) and writes(t).
+func (x *rwIndex) readEnts(t int32) []int32 {
+	e := x.ext[t]
+	return x.rEnt[e.r : e.r+e.nr]
+}
+
+func (x *rwIndex) writeEnts(t int32) []int32 {
+	e := x.ext[t]
+	return x.wEnt[e.w : e.w+e.nw]
+}
+
+// index returns the index of h's transactions, those never taken with nothing indexed.
+func (rr *rwRegister) index(h *txnHistory) *rwIndex {
+	for len(rr.x.ext) < len(h.txns) {
+		rr.x.ext = append(rr.x.ext, rwExt{})
+	}
+	return &rr.x
+}
+
+// take indexes transaction id, of status, its micro-ops mops: its external reads and
+// writes, and the entries of those a committed transaction's reads and the writes of
+// one that did not fail have.
+func (x *rwIndex) take(h *txnHistory, id int32, status txnStatus, mops []txnMop) {
+	for int(id) >= len(x.ext) {
+		x.ext = grownTo(x.ext, 1, h.expect(len(x.ext)+1))
+		x.ext = append(x.ext, rwExt{})
+	}
+	r0, w0 := len(x.r), len(x.w)
+	x.r = grownTo(x.r, len(mops), h.expect(len(x.r)+len(mops)))
+	x.w = grownTo(x.w, len(mops), h.expect(len(x.w)+len(mops)))
+	x.r, x.w = extOf(mops, x.r, x.w)
+	x.ext[id] = rwExt{r: int32(r0), w: int32(w0), nr: int32(len(x.r) - r0), nw: int32(len(x.w) - w0)}
+	x.rEnt = grownTo(x.rEnt, len(x.r)-r0, h.expect(len(x.r)))
+	x.wEnt = grownTo(x.wEnt, len(x.w)-w0, h.expect(len(x.w)))
+	want := h.expect(len(x.vals.entries) + len(mops))
+	x.vals.entries = grownTo(x.vals.entries, len(mops), want)
+	if len(x.vals.slots) > 0 && 2*(x.vals.indexed+len(mops)) > len(x.vals.slots) {
+		// The index would grow: to the size the history is expected to need.
+		x.vals.reserve(max(want, x.vals.indexed+len(mops)))
+	}
+	for _, v := range x.w[w0:] {
+		e := int32(-1)
+		if status != txnFail {
+			e = x.entry(v)
+		}
+		x.wEnt = append(x.wEnt, e)
+	}
+	for _, v := range x.r[r0:] {
+		e := int32(-1)
+		if status == txnOK {
+			e = x.entry(v)
+		}
+		x.rEnt = append(x.rEnt, e)
+	}
+}
 
 // writersOf returns the transactions that take part and wrote k = v.
 func (x *rwIndex) writersOf(k uint32, v int64) []int32 {
@@ -105,28 +183,32 @@ func (rr *rwRegister) take(h *txnHistory, id int32, d *txnValue) error {
 		}
 	}
 	h.appendMops(id, d, nil)
+	rr.x.take(h, id, status, h.txnMops(id))
 	if status != txnOK {
 		return nil
 	}
 	// Internal consistency: within a transaction a read sees the key's last value,
 	// once a micro-op has shown it (a first read of nothing shows nothing).
-	type state struct {
-		key uint32
-		val int64
-	}
-	var states []state
+	states := rr.states[:0]
 	for i, m := range h.txnMops(id) {
-		j := slices.IndexFunc(states, func(s state) bool { return s.key == m.key })
+		j := -1
+		for k := range states {
+			if states[k].key == m.key {
+				j = k
+				break
+			}
+		}
 		if m.kind == mopRead && j >= 0 && states[j].val != valueNil && states[j].val != m.val {
 			rr.internal = append(rr.internal, rwInternal{txn: id, mop: i, expected: states[j].val})
 			break
 		}
 		if j < 0 {
-			states = append(states, state{m.key, m.val})
+			states = append(states, kv{m.key, m.val})
 		} else {
 			states[j].val = m.val
 		}
 	}
+	rr.states = states
 	return nil
 }
 
@@ -174,24 +256,31 @@ func lookup(s []kv, key uint32) (int64, bool) {
 func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (*txnAnalysis, error) {
 	an := newTxnAnalysis(h, c, rr)
 	n := len(h.txns)
-	x := newRWIndex(h)
+	x := rr.index(h)
+	// The anomalies that need no graph are found on another core meanwhile.
+	side := newTxnAnalysis(h, c, rr)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rr.cases(h, side)
+	}()
+	var once sync.Once
+	an.join = func() {
+		once.Do(func() {
+			<-done
+			an.merge(side)
+		})
+	}
 	// Entries for every value written or read, and who wrote each (failed
-	// transactions aside).
+	// transactions aside), in the order of the transactions.
 	var wEnts, wTxns []int32
 	for id, t := range h.txns {
 		if t.status == txnFail {
 			continue
 		}
-		for _, w := range x.writes(int32(id)) {
-			wEnts = append(wEnts, x.entry(w))
+		for _, e := range x.writeEnts(int32(id)) {
+			wEnts = append(wEnts, e)
 			wTxns = append(wTxns, int32(id))
-		}
-	}
-	for id, t := range h.txns {
-		if t.status == txnOK {
-			for _, r := range x.reads(int32(id)) {
-				x.entry(r)
-			}
 		}
 	}
 	allAt, all := group(len(x.vals.entries), wEnts, wTxns)
@@ -206,8 +295,9 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 		if t.status != txnOK {
 			continue
 		}
-		for _, r := range x.reads(int32(id)) {
-			e := x.vals.get(r.key, r.val)
+		ents := x.readEnts(int32(id))
+		for i, r := range x.reads(int32(id)) {
+			e := ents[i]
 			rEnts = append(rEnts, e)
 			rTxns = append(rTxns, int32(id))
 			if r.val == valueNil {
@@ -285,20 +375,7 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 			}
 		}
 	}
-	rr.cases(h, an)
 	return an, nil
-}
-
-// newRWIndex returns the index of h's external reads and writes, its entries not yet
-// made.
-func newRWIndex(h *txnHistory) *rwIndex {
-	n := len(h.txns)
-	x := &rwIndex{rOff: make([]int32, n+1), wOff: make([]int32, n+1)}
-	for id := range h.txns {
-		x.r, x.w = extOf(h.txnMops(int32(id)), x.r, x.w)
-		x.rOff[id+1], x.wOff[id+1] = int32(len(x.r)), int32(len(x.w))
-	}
-	return x
 }
 
 // entry returns the entry of (key, value), adding it when absent.
@@ -675,8 +752,10 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 			text: fmt.Sprintf("%s read %s = %s, but its own earlier micro-ops mean it should have read %s",
 				h.name(c.txn), h.in.keyString(m.key), h.in.valueString(m.val), h.in.valueString(c.expected))})
 	}
-	failed := map[kv]int32{}
-	intermediate := map[kv]int32{}
+	// The writes of failed transactions, and the intermediate ones (a transaction
+	// that wrote the key again after), each (key, value) with the last transaction
+	// that made it so; Go maps of the same took a third of this on long histories.
+	var failed, intermediate kvOwners
 	for id, t := range h.txns {
 		mops := h.txnMops(int32(id))
 		for i, m := range mops {
@@ -684,19 +763,22 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 				continue
 			}
 			if t.status == txnFail {
-				failed[kv{m.key, m.val}] = int32(id)
+				failed.set(m.key, m.val, int32(id))
 			}
-			if slices.ContainsFunc(mops[i+1:], func(n txnMop) bool { return n.kind == mopWrite && n.key == m.key }) {
-				intermediate[kv{m.key, m.val}] = int32(id)
+			for _, n := range mops[i+1:] {
+				if n.kind == mopWrite && n.key == m.key {
+					intermediate.set(m.key, m.val, int32(id))
+					break
+				}
 			}
 		}
 	}
-	type luKey struct {
-		key uint32
-		val int64
-	}
-	lost := map[luKey][]int32{}
-	var lostOrder []luKey
+	// Lost update candidates: each (key, value) read before a write of the key, in
+	// the order first seen (lost.vals's entries), and the transactions, in order.
+	var lost kvOwners
+	var cands []kvOwner
+	var readFirst []kv
+	var written []uint32
 	for id, t := range h.txns {
 		if t.status != txnOK {
 			continue
@@ -706,30 +788,25 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 			if m.kind != mopRead || m.val == valueNil {
 				continue
 			}
-			if w, ok := failed[kv{m.key, m.val}]; ok {
+			if w := failed.get(m.key, m.val); w >= 0 {
 				an.add("G1a", txnAnomaly{txns: []int32{int32(id), w},
 					text: fmt.Sprintf("%s read %s = %s, which %s wrote, and that transaction failed: it read aborted state",
 						h.name(int32(id)), h.in.keyString(m.key), h.in.valueString(m.val), h.name(w))})
 			}
-			if w, ok := intermediate[kv{m.key, m.val}]; ok && w != int32(id) {
+			if w := intermediate.get(m.key, m.val); w >= 0 && w != int32(id) {
 				an.add("G1b", txnAnomaly{txns: []int32{int32(id), w},
 					text: fmt.Sprintf("%s read %s = %s, an intermediate write of %s, which wrote %s again after it",
 						h.name(int32(id)), h.in.keyString(m.key), h.in.valueString(m.val), h.name(w), h.in.keyString(m.key))})
 			}
 		}
 		// Lost update: the value read of a key before the transaction first wrote it.
-		var readFirst []kv
-		var written []uint32
+		readFirst, written = readFirst[:0], written[:0]
 		for _, m := range mops {
 			switch {
 			case m.kind == mopWrite && !slices.Contains(written, m.key):
 				written = append(written, m.key)
 				if v, ok := lookup(readFirst, m.key); ok {
-					k := luKey{m.key, v}
-					if lost[k] == nil {
-						lostOrder = append(lostOrder, k)
-					}
-					lost[k] = append(lost[k], int32(id))
+					cands = append(cands, kvOwner{lost.entry(m.key, v), int32(id)})
 				}
 			case m.kind == mopRead && !slices.Contains(written, m.key):
 				if _, ok := lookup(readFirst, m.key); !ok {
@@ -738,8 +815,9 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 			}
 		}
 	}
-	for _, k := range lostOrder {
-		txns := lost[k]
+	at, txnsOf := group(len(lost.vals.entries), kvEnts(cands), kvTxns(cands))
+	for e, en := range lost.vals.entries {
+		txns := txnsOf[at[e]:at[e+1]]
 		if len(txns) < 2 {
 			continue
 		}
@@ -747,10 +825,56 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 		for i, t := range txns {
 			names[i] = h.name(t)
 		}
-		an.add("lost-update", txnAnomaly{txns: txns,
+		an.add("lost-update", txnAnomaly{txns: slices.Clone(txns),
 			text: fmt.Sprintf("%s all read %s = %s and then wrote %s: each built on a version the others also replaced",
-				strings.Join(names, ", "), h.in.keyString(k.key), h.in.valueString(k.val), h.in.keyString(k.key))})
+				strings.Join(names, ", "), h.in.keyString(en.key), h.in.valueString(en.elem), h.in.keyString(en.key))})
 	}
+}
+
+// kvOwners maps (key, value) pairs to a transaction, the last one set.
+type kvOwners struct {
+	vals  elemTable
+	owner []int32
+}
+
+// entry returns the entry of (k, v), adding one when absent.
+func (o *kvOwners) entry(k uint32, v int64) int32 {
+	e := o.vals.get(k, v)
+	if e < 0 {
+		e = o.vals.add(k, v)
+		o.vals.index(e)
+		o.owner = append(o.owner, -1)
+	}
+	return e
+}
+
+func (o *kvOwners) set(k uint32, v int64, txn int32) { o.owner[o.entry(k, v)] = txn }
+
+// get returns the transaction set for (k, v), or -1.
+func (o *kvOwners) get(k uint32, v int64) int32 {
+	if e := o.vals.get(k, v); e >= 0 {
+		return o.owner[e]
+	}
+	return -1
+}
+
+// kvOwner is an entry of a kvOwners and a transaction.
+type kvOwner struct{ ent, txn int32 }
+
+func kvEnts(c []kvOwner) []int32 {
+	out := make([]int32, len(c))
+	for i, x := range c {
+		out[i] = x.ent
+	}
+	return out
+}
+
+func kvTxns(c []kvOwner) []int32 {
+	out := make([]int32, len(c))
+	for i, x := range c {
+		out[i] = x.txn
+	}
+	return out
 }
 
 // explainEdge says why a precedes b by rel.

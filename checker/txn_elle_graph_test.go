@@ -189,7 +189,7 @@ func TestElleRWRegisterVersionGraphs(t *testing.T) {
 				}
 			}
 			rr := tc.model.(*rwRegister)
-			es := rr.orderEdges(context.Background(), tc.h, newRWIndex(tc.h), func(id int32) []int32 { return c.succ[id] })
+			es := rr.orderEdges(context.Background(), tc.h, rr.index(tc.h), func(id int32) []int32 { return c.succ[id] })
 			var got []string
 			for _, e := range dedupEdges(es) {
 				got = append(got, fmt.Sprintf("%s:%s->%s", tc.h.in.keyText[e.key][1:2], tc.h.in.valueString(e.from), tc.h.in.valueString(e.to)))
