@@ -134,7 +134,7 @@ type txnHistory struct {
 	val  *txnValue
 	view txnValue
 	txns []txnRec
-	mops    []txnMop
+	mops []txnMop
 	// pending holds each process's open transactions, oldest first.
 	pending pendingTxns
 	m       txnModel

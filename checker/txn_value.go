@@ -156,9 +156,9 @@ type rawMop struct {
 	key       uint32
 	val       int64
 	rawKey    int64 // txnScan's: the key as read, before txnPrep.commit interns it
-	hasValue  bool // false for a missing or null argument
-	isList    bool // the argument was a JSON array
-	list, len int  // elements of a list argument, in txnDecoder.list
+	hasValue  bool  // false for a missing or null argument
+	isList    bool  // the argument was a JSON array
+	list, len int   // elements of a list argument, in txnDecoder.list
 }
 
 // txnValue is decoded micro-ops: those of one transaction, or of a batch of them, each
