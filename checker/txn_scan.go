@@ -1,5 +1,7 @@
 package checker
 
+import "encoding/binary"
+
 // txnScan reads the values of a transactional history's events as histories.Reader
 // reads the lines (it is the Reader's ValueReader), straight into the micro-ops of the
 // batch being decoded. Without it each value is parsed twice: the Reader checks that
@@ -60,7 +62,7 @@ func (s *txnScan) keep() (mop, n int32, null bool) {
 // scan reads a value at the start of b, appending its micro-ops to s.dec, and returns
 // its length; false for anything outside the form it reads.
 func (s *txnScan) scan(b []byte) (int, bool) {
-	if len(b) >= 4 && string(b[:4]) == "null" {
+	if isNull(b, 0) {
 		s.null = true
 		return 4, true
 	}
@@ -84,12 +86,12 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 			m.kind, i = mopRead, i+5
 		case b[i+2] == 'w' && b[i+3] == '"' && b[i+4] == ',':
 			m.kind, i = mopWrite, i+5
-		case hasAt(b, i, `["append",`):
+		case len(b)-i >= 10 && binary.LittleEndian.Uint64(b[i:]) == wordAppend && b[i+8] == '"' && b[i+9] == ',':
 			m.kind, i = mopAppend, i+10
 		default:
 			return 0, false
 		}
-		k, j, ok := scanInt(b, i)
+		k, j, ok := scanNum(b, i)
 		if !ok || j >= len(b) || b[j] != ',' {
 			return 0, false
 		}
@@ -99,12 +101,12 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 		}
 		switch {
 		case m.kind != mopRead:
-			if m.val, i, ok = scanInt(b, i); !ok {
+			if m.val, i, ok = scanNum(b, i); !ok {
 				return 0, false
 			}
 			m.hasValue = true
 		case b[i] == 'n':
-			if !hasAt(b, i, "null") {
+			if !isNull(b, i) {
 				return 0, false
 			}
 			m.val, i = valueNil, i+4
@@ -148,7 +150,7 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 				i++
 			}
 		default:
-			if m.val, i, ok = scanInt(b, i); !ok {
+			if m.val, i, ok = scanNum(b, i); !ok {
 				return 0, false
 			}
 			m.hasValue = true
@@ -173,9 +175,35 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 	}
 }
 
-// hasAt reports whether b holds lit at i.
-func hasAt(b []byte, i int, lit string) bool {
-	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+// isNull reports whether b holds null at i.
+func isNull(b []byte, i int) bool {
+	return len(b)-i >= 4 && b[i] == 'n' && b[i+1] == 'u' && b[i+2] == 'l' && b[i+3] == 'l'
+}
+
+// wordAppend is `["append` as a little-endian word: compared with a line's 8 bytes at
+// once (a comparison of strings called memequal).
+var wordAppend = binary.LittleEndian.Uint64([]byte(`["append`))
+
+// scanNum is scanInt, the digits of a non-negative integer, the usual case, read
+// without its checks for a sign, an overflow and a leading zero unless needed.
+func scanNum(b []byte, i int) (int64, int, bool) {
+	var v int64
+	start := i
+	for i < len(b) {
+		c := b[i] - '0'
+		if c > 9 {
+			break
+		}
+		v = v*10 + int64(c)
+		i++
+	}
+	if n := i - start; n == 0 || n > 18 || n > 1 && b[start] == '0' {
+		return scanInt(b, start)
+	}
+	if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
+		return 0, 0, false
+	}
+	return v, i, true
 }
 
 // scanInt reads at b[i] an integer as txnDecoder.plainInt does: an optional minus, one

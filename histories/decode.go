@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -197,35 +198,43 @@ func (d *decoder) field(b []byte, i int, op *Op, seen *uint16) (int, bool) {
 // spelling, as one: {"index":N,"time":N,"process":N,"type":"T","f":"F". It returns the
 // index after them, having set them in op, or false, having set nothing, for a line
 // that begins otherwise, which the field-by-field reading takes. The fields it reads
-// are read as that reading reads them (plainInt, plainString, internF).
+// are read as that reading reads them (plainInt, plainString, internF). The keys are
+// compared 8 bytes at a time: string comparisons with a slice of the line each called
+// memequal.
 func written(b []byte, op *Op) (int, bool) {
-	const start = `{"index":`
-	if len(b) < len(start) || string(b[:len(start)]) != start {
+	if word(b, 0) != wIndex || len(b) < 9 || b[8] != ':' {
 		return 0, false
 	}
-	index, i, ok := plainInt(b, len(start))
-	if !ok || !hasAt(b, i, `,"time":`) {
+	index, i, ok := plainInt(b, 9)
+	if !ok || word(b, i) != wTime {
 		return 0, false
 	}
-	t, i, ok := plainInt(b, i+len(`,"time":`))
-	if !ok || !hasAt(b, i, `,"process":`) {
+	t, i, ok := plainInt(b, i+8)
+	if !ok || word(b, i) != wProcess || len(b)-i < 11 || b[i+8] != 's' || b[i+9] != '"' || b[i+10] != ':' {
 		return 0, false
 	}
-	p, i, ok := plainInt(b, i+len(`,"process":`))
-	if !ok || !hasAt(b, i, `,"type":"`) {
+	p, i, ok := plainInt(b, i+11)
+	if !ok || word(b, i) != wType || len(b)-i < 9 || b[i+8] != '"' {
 		return 0, false
 	}
-	i += len(`,"type":"`)
+	i += 9
 	var typ Type
-	switch {
-	case hasAt(b, i, `invoke","f":`):
-		typ, i = Invoke, i+len(`invoke","f":`)
-	case hasAt(b, i, `ok","f":`):
-		typ, i = OK, i+len(`ok","f":`)
-	case hasAt(b, i, `fail","f":`):
-		typ, i = Fail, i+len(`fail","f":`)
-	case hasAt(b, i, `info","f":`):
-		typ, i = Info, i+len(`info","f":`)
+	switch word(b, i) {
+	case wInvoke: // invoke","f":
+		typ, i = Invoke, i+12
+		if len(b) < i || b[i-4] != '"' || b[i-3] != 'f' || b[i-2] != '"' || b[i-1] != ':' {
+			return 0, false
+		}
+	case wOK: // ok","f":
+		typ, i = OK, i+8
+	case wFail, wInfo: // fail","f": and info","f":
+		typ, i = Fail, i+10
+		if b[i-10+1] == 'n' {
+			typ = Info
+		}
+		if len(b) < i || b[i-2] != '"' || b[i-1] != ':' {
+			return 0, false
+		}
 	default:
 		return 0, false
 	}
@@ -237,10 +246,25 @@ func written(b []byte, op *Op) (int, bool) {
 	return i, true
 }
 
-// hasAt reports whether b holds lit at i.
-func hasAt(b []byte, i int, lit string) bool {
-	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+// word returns the 8 bytes of b at i as a little-endian word, 0 when b has fewer.
+func word(b []byte, i int) uint64 {
+	if i < 0 || len(b)-i < 8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b[i:])
 }
+
+// The words written compares lines with: the first 8 bytes of each literal.
+var (
+	wIndex   = word([]byte(`{"index"`), 0)
+	wTime    = word([]byte(`,"time":`), 0)
+	wProcess = word([]byte(`,"proces`), 0)
+	wType    = word([]byte(`,"type":`), 0)
+	wInvoke  = word([]byte(`invoke",`), 0)
+	wOK      = word([]byte(`ok","f":`), 0)
+	wFail    = word([]byte(`fail","f`), 0)
+	wInfo    = word([]byte(`info","f`), 0)
+)
 
 // The fields of Op, as bits of decodeFast's record of the keys seen.
 const (
