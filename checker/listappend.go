@@ -609,26 +609,24 @@ func (la *listAppend) graph(h *txnHistory, c *txnCheck) *txnGraph {
 			g.setRealtime(h, okOrder)
 		}
 	}()
-	in := la.incoming(h, g, prev)
-	g.setIncoming(in)
-	g.count = in.count
+	g.count = g.setIncoming(g.incomingOf(func(in *incoming) { la.incoming(h, g, prev, in) }))
 	<-rt
 	return g
 }
 
-// incoming finds the dependencies into each transaction: wr from the append each of
-// its reads saw last, ww from the append before each of its own, rw from the reads of
-// the state each of its appends replaced; and from prev[id], when prev is given, the
-// process order.
-func (la *listAppend) incoming(h *txnHistory, g *txnGraph, prev []int32) *incoming {
-	n := len(h.txns)
-	in := &incoming{off: make([]int32, n+1)}
-	in.src = make([]int32, 0, len(la.reads)+2*len(la.elems.entries))
+// incoming finds the dependencies into each transaction of in's range: wr from the
+// append each of its reads saw last, ww from the append before each of its own, rw
+// from the reads of the state each of its appends replaced; and from prev[id], when
+// prev is given, the process order.
+func (la *listAppend) incoming(h *txnHistory, g *txnGraph, prev []int32, in *incoming) {
+	in.off = make([]int32, in.hi-in.lo+1)
+	share := float64(in.hi-in.lo) / float64(max(1, len(h.txns)))
+	in.src = make([]int32, 0, int(share*float64(len(la.reads)+2*len(la.elems.entries))))
 	in.bits = make([]edgeBits, 0, cap(in.src))
-	for id := range h.txns {
+	for id := in.lo; id < in.hi; id++ {
 		t := &h.txns[id]
 		start := len(in.src)
-		in.off[id] = int32(start)
+		in.off[id-in.lo] = int32(start)
 		if t.status == txnFail {
 			continue
 		}
@@ -661,6 +659,5 @@ func (la *listAppend) incoming(h *txnHistory, g *txnGraph, prev []int32) *incomi
 			in.add(g, int32(id), start, prev[id], relProcess)
 		}
 	}
-	in.off[n] = int32(len(in.src))
-	return in
+	in.off[in.hi-in.lo] = int32(len(in.src))
 }

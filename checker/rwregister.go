@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -56,8 +57,6 @@ type rwIndex struct {
 	// e's value; readers[rAt[e]:rAt[e+1]] the committed ones that read it.
 	wAt, rAt         []int32
 	writers, readers []int32
-	// keyEnts[kAt[k]:kAt[k+1]] are key k's entries.
-	kAt, keyEnts []int32
 }
 
 // rwExt is where a transaction's external reads and writes are in rwIndex.r and w.
@@ -322,41 +321,8 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 	ne := len(x.vals.entries)
 	x.wAt, x.writers = group(ne, pEnts, pTxns)
 	x.rAt, x.readers = group(ne, rEnts, rTxns)
-	keyOf := make([]int32, ne)
-	idx := make([]int32, ne)
-	for e := range x.vals.entries {
-		keyOf[e], idx[e] = int32(x.vals.entries[e].key), int32(e)
-	}
-	x.kAt, x.keyEnts = group(h.in.nkeys(), keyOf, idx)
-	// wr: a read and the one write of what it saw.
-	for i, e := range rEnts {
-		if x.vals.entries[e].elem == valueNil {
-			continue
-		}
-		for _, w := range x.writers[x.wAt[e]:x.wAt[e+1]] {
-			an.edge(w, rTxns[i], relWR)
-		}
-	}
 	if ctx.Err() != nil {
 		return an, nil
-	}
-	// The initial state precedes every value: whoever read a key unset precedes
-	// every write of it.
-	for k := 0; k < h.in.nkeys(); k++ {
-		nilReaders := x.readersOf(uint32(k), valueNil)
-		if len(nilReaders) == 0 {
-			continue
-		}
-		for _, e := range x.keyEnts[x.kAt[k]:x.kAt[k+1]] {
-			if x.vals.entries[e].elem == valueNil {
-				continue
-			}
-			for _, b := range x.writers[x.wAt[e]:x.wAt[e+1]] {
-				for _, a := range nilReaders {
-					an.edge(a, b, relRW)
-				}
-			}
-		}
 	}
 	edges := rr.versionOrders(ctx, h, c, an, x)
 	if ctx.Err() != nil {
@@ -365,17 +331,108 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 	rr.vg = make(map[versionEdge]bool, len(edges))
 	for _, e := range edges {
 		rr.vg[e] = true
-		to := x.writersOf(e.key, e.to)
-		for _, b := range to {
-			for _, a := range x.writersOf(e.key, e.from) {
-				an.edge(a, b, relWW)
-			}
-			for _, a := range x.readersOf(e.key, e.from) {
-				an.edge(a, b, relRW)
+	}
+	an.graph = rr.graph(h, c, x, part, edges)
+	return an, nil
+}
+
+// graph builds the dependency graph: the wr, ww and rw dependencies into each
+// transaction (incoming), with process or real-time order as the check needs. part
+// says which transactions take part; edges is the version order beyond the initial
+// state's.
+func (rr *rwRegister) graph(h *txnHistory, c *txnCheck, x *rwIndex, part []bool, edges []versionEdge) *txnGraph {
+	// The version edges into each version, by key and version.
+	into := slices.Clone(edges)
+	slices.SortFunc(into, func(a, b versionEdge) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
+		}
+		return cmp.Compare(a.to, b.to)
+	})
+	// The entry of each key's initial state, read as null: -1 when no committed read
+	// saw it.
+	nilEnt := make([]int32, h.in.nkeys())
+	for k := range nilEnt {
+		nilEnt[k] = x.vals.get(uint32(k), valueNil)
+	}
+	g := newTxnGraph(h)
+	okOrder := h.okOrder()
+	var prev []int32
+	if c.process {
+		prev = h.processPrev(okOrder)
+	}
+	rt := make(chan struct{})
+	go func() {
+		defer close(rt)
+		if c.realtime {
+			g.setRealtime(h, okOrder)
+		}
+	}()
+	g.count = g.setIncoming(g.incomingOf(func(in *incoming) { rr.incoming(h, g, x, part, nilEnt, into, prev, in) }))
+	<-rt
+	return g
+}
+
+// incoming finds the dependencies into each transaction of in's range: wr from the one
+// write of what each of its external reads saw; and into one that takes part, for each
+// of its external writes, rw from the reads of the key's initial state, and ww and rw
+// from the writes and reads of the versions into (the version order) puts before it;
+// and from prev[id], when prev is given, the process order.
+func (rr *rwRegister) incoming(h *txnHistory, g *txnGraph, x *rwIndex, part []bool, nilEnt []int32, into []versionEdge, prev []int32, in *incoming) {
+	in.off = make([]int32, in.hi-in.lo+1)
+	for id := in.lo; id < in.hi; id++ {
+		t := int32(id)
+		start := len(in.src)
+		in.off[id-in.lo] = int32(start)
+		if h.txns[id].status == txnFail {
+			continue
+		}
+		if h.txns[id].status == txnOK {
+			ents := x.readEnts(t)
+			for i, r := range x.reads(t) {
+				if r.val == valueNil {
+					continue
+				}
+				e := ents[i]
+				for _, w := range x.writers[x.wAt[e]:x.wAt[e+1]] {
+					in.add(g, t, start, w, relWR)
+				}
 			}
 		}
+		if part[id] {
+			for _, w := range x.writes(t) {
+				if w.val == valueNil {
+					continue
+				}
+				if ne := nilEnt[w.key]; ne >= 0 {
+					for _, a := range x.readers[x.rAt[ne]:x.rAt[ne+1]] {
+						in.add(g, t, start, a, relRW)
+					}
+				}
+				if len(into) == 0 {
+					continue
+				}
+				i, _ := slices.BinarySearchFunc(into, versionEdge{key: w.key, to: w.val}, func(e, target versionEdge) int {
+					if e.key != target.key {
+						return cmp.Compare(e.key, target.key)
+					}
+					return cmp.Compare(e.to, target.to)
+				})
+				for ; i < len(into) && into[i].key == w.key && into[i].to == w.val; i++ {
+					for _, a := range x.writersOf(w.key, into[i].from) {
+						in.add(g, t, start, a, relWW)
+					}
+					for _, a := range x.readersOf(w.key, into[i].from) {
+						in.add(g, t, start, a, relRW)
+					}
+				}
+			}
+		}
+		if prev != nil && prev[id] >= 0 {
+			in.add(g, t, start, prev[id], relProcess)
+		}
 	}
-	return an, nil
+	in.off[in.hi-in.lo] = int32(len(in.src))
 }
 
 // entry returns the entry of (key, value), adding it when absent.

@@ -153,13 +153,14 @@ func (g *txnGraph) setRealtime(h *txnHistory, okOrder []int32) {
 	}
 }
 
-// incoming is the edges into each transaction, target by target: those into t come
-// from src[off[t]:off[t+1]], each source once with the relations of all its edges to
-// t merged, in the order first found.
+// incoming is the edges into transactions lo..hi-1, target by target: those into t
+// come from src[off[t-lo]:off[t-lo+1]], each source once with the relations of all its
+// edges to t merged, in the order first found.
 type incoming struct {
-	off  []int32
-	src  []int32
-	bits []edgeBits
+	lo, hi int
+	off    []int32
+	src    []int32
+	bits   []edgeBits
 	// count is the edges found, before merging, but for process order: what
 	// txnAnalysis.edge counts.
 	count int
@@ -184,30 +185,53 @@ func (in *incoming) add(g *txnGraph, t int32, start int, a int32, rel edgeBits) 
 	in.bits = append(in.bits, rel)
 }
 
-// setIncoming makes the graph's stored edges those of in. Going through the targets in
-// order, each source's edges come out sorted by target and, merged by in already,
-// each target once: the adjacency that adjacency makes of an edge list, without its
-// sorting.
-func (g *txnGraph) setIncoming(in *incoming) {
+// incomingOf finds the edges into every transaction of g, the two halves of them on
+// two goroutines: into(in) fills in, its range set, by in.add.
+func (g *txnGraph) incomingOf(into func(in *incoming)) []*incoming {
+	mid := g.n / 2
+	parts := []*incoming{{lo: 0, hi: mid}, {lo: mid, hi: g.n}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		into(parts[1])
+	}()
+	into(parts[0])
+	<-done
+	return parts
+}
+
+// setIncoming makes the graph's stored edges those of parts, which cover the targets
+// in order. Going through the targets in order, each source's edges come out sorted by
+// target and, merged by incoming already, each target once: the adjacency that
+// adjacency makes of an edge list, without its sorting. It returns the edges counted.
+func (g *txnGraph) setIncoming(parts []*incoming) int {
 	n := g.n
 	g.off = make([]int32, n+1)
-	for _, a := range in.src {
-		g.off[a+1]++
+	total, count := 0, 0
+	for _, in := range parts {
+		for _, a := range in.src {
+			g.off[a+1]++
+		}
+		total += len(in.src)
+		count += in.count
 	}
 	for i := 1; i <= n; i++ {
 		g.off[i] += g.off[i-1]
 	}
-	g.to = make([]int32, len(in.src))
-	g.bits = make([]edgeBits, len(in.src))
+	g.to = make([]int32, total)
+	g.bits = make([]edgeBits, total)
 	fill := slices.Clone(g.off[:n])
-	for t := 0; t < n; t++ {
-		for j := in.off[t]; j < in.off[t+1]; j++ {
-			a := in.src[j]
-			k := fill[a]
-			fill[a]++
-			g.to[k], g.bits[k] = int32(t), in.bits[j]
+	for _, in := range parts {
+		for t := in.lo; t < in.hi; t++ {
+			for j := in.off[t-in.lo]; j < in.off[t-in.lo+1]; j++ {
+				a := in.src[j]
+				k := fill[a]
+				fill[a]++
+				g.to[k], g.bits[k] = int32(t), in.bits[j]
+			}
 		}
 	}
+	return count
 }
 
 // adjacency builds the adjacency arrays from an edge list, merging the relations of
