@@ -337,7 +337,15 @@ type txnEvent struct {
 
 // eventOf returns what the checking keeps of op, its value read by the Reader.
 func eventOf(op *histories.Op) txnEvent {
-	return txnEvent{index: op.Index, process: op.Process, f: op.F, typ: op.Type, value: len(op.Value) > 0, raw: op.Value}
+	var ev txnEvent
+	ev.set(op)
+	return ev
+}
+
+// set makes ev what the checking keeps of op, its value read by the Reader.
+func (ev *txnEvent) set(op *histories.Op) {
+	ev.index, ev.process, ev.f, ev.typ = op.Index, op.Process, op.F, op.Type
+	ev.value, ev.raw = len(op.Value) > 0, op.Value
 }
 
 // add takes the next event of the history, decoding its value here. Events of the
@@ -869,14 +877,17 @@ func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen 
 			b := p.get()
 			scan.val = &b.val
 			var err error
+			var op histories.Op
 			for len(b.events) < txnBatchSize {
-				var op histories.Op
-				if op, err = rd.Next(); err != nil {
+				if err = rd.NextInto(&op); err != nil {
 					scan.discard()
 					break
 				}
 				seen.see(&op)
-				ev := eventOf(&op)
+				// The event is written in place: it and the Op are copied no more.
+				b.events = append(b.events, txnEvent{})
+				ev := &b.events[len(b.events)-1]
+				ev.set(&op)
 				if rd.ValueRead() {
 					ev.taken, ev.value = true, true
 					switch {
@@ -895,7 +906,6 @@ func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen 
 				} else {
 					scan.discard()
 				}
-				b.events = append(b.events, ev)
 			}
 			b.err, b.progress = err, rd.Progress()
 			if !p.send(b) || err != nil {

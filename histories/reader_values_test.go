@@ -22,8 +22,8 @@ func (k *keepValues) ReadValue(b []byte) (int, bool) {
 }
 
 // readWithValues reads data with a keepValues as the Reader's Values, putting back
-// each value it read, and returns the events, the error that ended the reading, Err,
-// and how many values it read.
+// each value it read, by NextInto into the same Op each time, and returns the events,
+// the error that ended the reading, Err, and how many values it read.
 func readWithValues(data []byte, partial bool) ([]Op, error, error, int) {
 	r, err := NewReader(bytes.NewReader(data), "fuzz")
 	if err != nil {
@@ -34,8 +34,9 @@ func readWithValues(data []byte, partial bool) ([]Op, error, error, int) {
 	r.Values = kv
 	var ops []Op
 	taken := 0
+	var op Op
 	for {
-		op, err := r.Next()
+		err := r.NextInto(&op)
 		if err == io.EOF {
 			return ops, nil, r.Err(), taken
 		}
@@ -53,9 +54,9 @@ func readWithValues(data []byte, partial bool) ([]Op, error, error, int) {
 	}
 }
 
-// FuzzReaderValues: a Reader whose values a ValueReader reads gives the same events,
-// once each value it read is put back, and the same errors, as one that reads them
-// itself; Err is the first error Next returned.
+// FuzzReaderValues: a Reader whose values a ValueReader reads gives the same events by
+// NextInto, once each value it read is put back, and the same errors, as one that
+// reads them itself by Next; Err is the first error either returned.
 func FuzzReaderValues(f *testing.F) {
 	f.Add([]byte(decodeSeeds[0] + "\n" + decodeSeeds[1] + "\n"))
 	f.Add([]byte(`{"index":0,"type":"invoke","f":"txn","value":[["r",1,null]]}` + "\n" +
