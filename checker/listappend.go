@@ -145,9 +145,11 @@ func (la *listAppend) intern(k uint32, e int64) int32 {
 	return ei
 }
 
-func (la *listAppend) key(k uint32) *laKey {
+// key returns key k's record, adding records up to it, the table grown to want
+// records when it must grow (grownTo).
+func (la *listAppend) key(k uint32, want int) *laKey {
 	for int(k) >= len(la.keys) {
-		la.keys = grown(la.keys, 1)
+		la.keys = grownTo(la.keys, 1, want)
 		la.keys = append(la.keys, laKey{dupAt: -1})
 	}
 	return &la.keys[k]
@@ -163,7 +165,7 @@ func (la *listAppend) take(h *txnHistory, id int32, d *txnValue) error {
 		case m.kind == mopRead && m.hasValue && !m.isList:
 			return fmt.Errorf("history index %d: list-append read of %s returned %s, not a list", h.at(id), h.in.keyString(m.key), h.in.valueString(m.val))
 		}
-		la.key(m.key)
+		la.key(m.key, h.expect(int(m.key)+1))
 	}
 	first := len(h.mops)
 	la.reads = grownTo(la.reads, len(d.mops), h.expect(len(la.reads)+len(d.mops)))

@@ -134,6 +134,7 @@ func (h *txnHistory) processPrev(okOrder []int32) []int32 {
 // each ok one, the run of them it precedes.
 func (g *txnGraph) setRealtime(h *txnHistory, okOrder []int32) {
 	g.realtime = true
+	g.invoked = make([]int32, 0, len(h.txns))
 	for i := range h.txns {
 		if h.txns[i].inv >= 0 {
 			g.invoked = append(g.invoked, int32(i))

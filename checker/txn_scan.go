@@ -117,9 +117,12 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 				i++
 				break
 			}
+			// The elements of a read are most of a history's bytes: a small
+			// non-negative one is read here, anything else by scanInt, into a list
+			// held in a local until the end (the batch's, through d, would be
+			// stored back at every element).
+			list := d.list
 			for {
-				// The elements of a read are most of a history's bytes: a small
-				// non-negative one is read here, anything else by scanInt.
 				var v int64
 				start := i
 				for i < len(b) {
@@ -138,8 +141,7 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 				if i >= len(b) {
 					return 0, false
 				}
-				d.list = append(d.list, v)
-				m.len++
+				list = append(list, v)
 				if b[i] == ']' {
 					i++
 					break
@@ -149,6 +151,8 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 				}
 				i++
 			}
+			m.len = len(list) - m.list
+			d.list = list
 		default:
 			if m.val, i, ok = scanNum(b, i); !ok {
 				return 0, false

@@ -246,3 +246,36 @@ func FuzzCheckReader(f *testing.F) {
 		checkReaderSame(t, "fuzz rw-register", data, RWRegisterModel)
 	})
 }
+
+// BenchmarkTxnScan reads the values of a list-append history as the Reader's
+// ValueReader does (scan), beside txnDecoder decoding the same values (decoder), the
+// reference it replaces: txnScan also checks them as JSON, which the Reader did before.
+func BenchmarkTxnScan(b *testing.B) {
+	var values [][]byte
+	for _, op := range genTxnHistory(ListAppendModel, 20000, 16, 16, 0, 1) {
+		if len(op.Value) > 0 {
+			values = append(values, append(op.Value, '}'))
+		}
+	}
+	b.Run("scan", func(b *testing.B) {
+		s := txnScan{val: &txnValue{}}
+		for b.Loop() {
+			for _, v := range values {
+				s.val.mops, s.val.list = s.val.mops[:0], s.val.list[:0]
+				if _, ok := s.ReadValue(v); !ok {
+					b.Fatalf("declined %s", v)
+				}
+			}
+		}
+	})
+	b.Run("decoder", func(b *testing.B) {
+		d := txnDecoder{in: newTxnInterner()}
+		for b.Loop() {
+			for _, v := range values {
+				if err := d.decode(v[:len(v)-1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
