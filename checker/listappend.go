@@ -611,7 +611,7 @@ func (la *listAppend) graph(h *txnHistory, c *txnCheck) *txnGraph {
 			g.setRealtime(h, okOrder)
 		}
 	}()
-	g.count = g.setIncoming(g.incomingOf(func(in *incoming) { la.incoming(h, g, prev, in) }))
+	g.count = g.incomingOf(h, func(in *incoming) { la.incoming(h, g, prev, in) })
 	<-rt
 	return g
 }

@@ -368,7 +368,7 @@ func (rr *rwRegister) graph(h *txnHistory, c *txnCheck, x *rwIndex, part []bool,
 			g.setRealtime(h, okOrder)
 		}
 	}()
-	g.count = g.setIncoming(g.incomingOf(func(in *incoming) { rr.incoming(h, g, x, part, nilEnt, into, prev, in) }))
+	g.count = g.incomingOf(h, func(in *incoming) { rr.incoming(h, g, x, part, nilEnt, into, prev, in) })
 	<-rt
 	return g
 }

@@ -34,6 +34,7 @@ func laGraph(t *testing.T, ops []histories.Op) []string {
 	an.join()
 	seen := map[string]bool{}
 	g := an.graph
+	g.adjacent()
 	for v := 0; v < g.n; v++ {
 		for j := g.off[v]; j < g.off[v+1]; j++ {
 			if g.bits[j]&relData != 0 {

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"math"
 	"slices"
 )
 
@@ -66,6 +67,17 @@ type txnGraph struct {
 	// count is the edges inferred, before those between the same two transactions
 	// were merged (txnAnalysis.edges), when the graph was built from incoming edges.
 	count int
+	// in holds the stored edges target by target (incomingOf) until the adjacency
+	// arrays are made of them (adjacent), and stored counts them.
+	in     []*incoming
+	stored int
+	// done orders the transactions by their completions: a transaction's position in
+	// the history, math.MaxInt64 for one never completed (incomingOf).
+	done []int64
+	// acyclic says every stored edge goes from a transaction that completed earlier to
+	// one that completed later, or never (incomingOf): then the graph has no cycle.
+	// Real-time and process order always do.
+	acyclic bool
 }
 
 // buildGraph makes the graph of an analysis's edges, with process or real-time order
@@ -165,6 +177,9 @@ type incoming struct {
 	// count is the edges found, before merging, but for process order: what
 	// txnAnalysis.edge counts.
 	count int
+	// backward says an edge goes from a transaction that did not complete before its
+	// target did (txnGraph.done).
+	backward bool
 }
 
 // add records, while the edges into target t are found (they begin at start), an edge
@@ -172,6 +187,9 @@ type incoming struct {
 func (in *incoming) add(g *txnGraph, t int32, start int, a int32, rel edgeBits) {
 	if a == t || g.dead[a] {
 		return
+	}
+	if g.done[a] >= g.done[t] {
+		in.backward = true
 	}
 	if rel != relProcess {
 		in.count++
@@ -187,34 +205,60 @@ func (in *incoming) add(g *txnGraph, t int32, start int, a int32, rel edgeBits) 
 }
 
 // incomingOf finds the edges into every transaction of g, the two halves of them on
-// two goroutines: into(in) fills in, its range set, by in.add.
-func (g *txnGraph) incomingOf(into func(in *incoming)) []*incoming {
+// two goroutines: into(in) fills in, its range set, by in.add. The edges are kept, to
+// be turned around into the adjacency only if the graph can have a cycle (adjacent):
+// when every edge goes forward in the order of the completions, as every one of a
+// history that its database applied in that order does, it cannot, and the search for
+// components is not needed. It returns the edges counted (incoming.count).
+func (g *txnGraph) incomingOf(h *txnHistory, into func(in *incoming)) int {
+	g.done = make([]int64, g.n)
+	for i := range h.txns {
+		g.done[i] = h.txns[i].comp
+		if g.done[i] < 0 {
+			g.done[i] = math.MaxInt64
+		}
+	}
 	mid := g.n / 2
 	parts := []*incoming{{lo: 0, hi: mid}, {lo: mid, hi: g.n}}
-	done := make(chan struct{})
+	fin := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(fin)
 		into(parts[1])
 	}()
 	into(parts[0])
-	<-done
-	return parts
+	<-fin
+	g.in, g.acyclic, g.stored = parts, true, 0
+	count := 0
+	for _, in := range parts {
+		g.acyclic = g.acyclic && !in.backward
+		g.stored += len(in.src)
+		count += in.count
+	}
+	g.done = nil
+	return count
+}
+
+// adjacent makes the adjacency arrays of the edges incomingOf found, once.
+func (g *txnGraph) adjacent() {
+	if g.in != nil {
+		g.setIncoming(g.in)
+		g.in = nil
+	}
 }
 
 // setIncoming makes the graph's stored edges those of parts, which cover the targets
 // in order. Going through the targets in order, each source's edges come out sorted by
 // target and, merged by incoming already, each target once: the adjacency that
-// adjacency makes of an edge list, without its sorting. It returns the edges counted.
-func (g *txnGraph) setIncoming(parts []*incoming) int {
+// adjacency makes of an edge list, without its sorting.
+func (g *txnGraph) setIncoming(parts []*incoming) {
 	n := g.n
 	g.off = make([]int32, n+1)
-	total, count := 0, 0
+	total := 0
 	for _, in := range parts {
 		for _, a := range in.src {
 			g.off[a+1]++
 		}
 		total += len(in.src)
-		count += in.count
 	}
 	for i := 1; i <= n; i++ {
 		g.off[i] += g.off[i-1]
@@ -232,7 +276,6 @@ func (g *txnGraph) setIncoming(parts []*incoming) int {
 			}
 		}
 	}
-	return count
 }
 
 // adjacency builds the adjacency arrays from an edge list, merging the relations of
@@ -327,9 +370,10 @@ func (g *txnGraph) neighbour(v, i int32) int32 {
 
 // empty reports whether the graph has no edge at all.
 func (g *txnGraph) empty() bool {
-	if len(g.to) > 0 {
+	if len(g.to) > 0 || g.stored > 0 {
 		return false
 	}
+	g.adjacent()
 	if g.realtime {
 		for v := 0; v < g.n; v++ {
 			for i := int32(0); i < g.degree(int32(v)); i++ {
@@ -347,6 +391,7 @@ func (g *txnGraph) empty() bool {
 // transactions would exhaust the stack of a recursive one), and comp, each vertex's
 // component among them (-1: in none).
 func (g *txnGraph) sccs(stop func() bool) (comps [][]int32, comp []int32) {
+	g.adjacent()
 	n := g.n
 	index := make([]int32, n) // 0: unvisited; else visit order + 1
 	low := make([]int32, n)

@@ -152,7 +152,11 @@ func (an *txnAnalysis) findCycles(ctx context.Context, h *txnHistory, c *txnChec
 		an.add("empty-transaction-graph", txnAnomaly{
 			text: "no dependency between any two transactions could be inferred: nothing in the history orders them, so nothing can be checked"})
 	}
-	comps, comp := g.sccs(func() bool { return ctx.Err() != nil })
+	var comps [][]int32
+	var comp []int32
+	if !g.acyclic {
+		comps, comp = g.sccs(func() bool { return ctx.Err() != nil })
+	}
 	an.components = len(comps)
 	for _, cc := range comps {
 		an.largest = max(an.largest, len(cc))
