@@ -177,9 +177,9 @@ type incoming struct {
 	// count is the edges found, before merging, but for process order: what
 	// txnAnalysis.edge counts.
 	count int
-	// backward says an edge goes from a transaction that did not complete before its
-	// target did (txnGraph.done).
-	backward bool
+	// backward holds the target of each edge from a transaction that did not
+	// complete before its target did (txnGraph.done).
+	backward []int32
 }
 
 // add records, while the edges into target t are found (they begin at start), an edge
@@ -189,7 +189,7 @@ func (in *incoming) add(g *txnGraph, t int32, start int, a int32, rel edgeBits) 
 		return
 	}
 	if g.done[a] >= g.done[t] {
-		in.backward = true
+		in.backward = append(in.backward, t)
 	}
 	if rel != relProcess {
 		in.count++
@@ -227,15 +227,40 @@ func (g *txnGraph) incomingOf(h *txnHistory, into func(in *incoming)) int {
 	}()
 	into(parts[0])
 	<-fin
-	g.in, g.acyclic, g.stored = parts, true, 0
-	count := 0
+	g.in, g.stored = parts, 0
+	count, backward := 0, 0
 	for _, in := range parts {
-		g.acyclic = g.acyclic && !in.backward
 		g.stored += len(in.src)
 		count += in.count
+		backward += len(in.backward)
 	}
 	g.done = nil
+	g.acyclic = backward == 0 || g.backwardIntoSinks(h)
 	return count
+}
+
+// backwardIntoSinks reports whether every backward edge incomingOf found goes into a
+// sink: a transaction with no edge out of it, stored or real-time, which no cycle can
+// pass through. A transaction that ended unknown or never completed and whose appends
+// no read saw is one: the edges into it from what was appended and read after its
+// completion go backward in the order of the completions, and ordering it last
+// instead puts them forward, so that the graph still has no cycle.
+func (g *txnGraph) backwardIntoSinks(h *txnHistory) bool {
+	hasOut := make([]bool, g.n)
+	for _, in := range g.in {
+		for _, a := range in.src {
+			hasOut[a] = true
+		}
+	}
+	for _, in := range g.in {
+		for _, t := range in.backward {
+			// Only an ok transaction is the source of real-time edges.
+			if hasOut[t] || h.txns[t].status == txnOK {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // adjacent makes the adjacency arrays of the edges incomingOf found, once.
