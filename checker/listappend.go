@@ -131,6 +131,11 @@ func (la *listAppend) intern(k uint32, e int64) int32 {
 	ks := &la.keys[k]
 	if !ks.big {
 		if len(ks.vals) < localElems {
+			if ks.vals == nil {
+				// Most keys take a few dozen elements: grown from one, each of its
+				// two slices was allocated six times.
+				ks.vals, ks.ents = make([]int64, 0, 8), make([]int32, 0, 8)
+			}
 			ks.vals = append(ks.vals, e)
 			ks.ents = append(ks.ents, ei)
 			return ei
@@ -234,6 +239,10 @@ func (la *listAppend) chainRef(k uint32, list []int64) int32 {
 		return 0
 	}
 	if isPrefix(ks.main, list) {
+		if ks.main == nil {
+			// As for intern's slices: a key's list grows a few elements at a time.
+			ks.main, ks.mainEnt = make([]int64, 0, max(8, len(list))), make([]int32, 0, max(8, len(list)))
+		}
 		for i := len(ks.main); i < len(list); i++ {
 			ei := la.intern(k, list[i])
 			ks.mainEnt = append(ks.mainEnt, ei)
