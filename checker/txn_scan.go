@@ -123,6 +123,26 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 			// stored back at every element).
 			list := d.list
 			for {
+				// Most elements are one or two digits long: those are read at once.
+				if len(b)-i >= 3 {
+					c0, c1 := b[i]-'0', b[i+1]
+					switch {
+					case c0 <= 9 && (c1 == ',' || c1 == ']'):
+						list = append(list, int64(c0))
+						i += 2
+						if c1 == ']' {
+							goto end
+						}
+						continue
+					case c0-1 <= 8 && c1-'0' <= 9 && (b[i+2] == ',' || b[i+2] == ']'):
+						list = append(list, int64(c0)*10+int64(c1-'0'))
+						i += 3
+						if b[i-1] == ']' {
+							goto end
+						}
+						continue
+					}
+				}
 				var v int64
 				start := i
 				for i < len(b) {
@@ -151,6 +171,7 @@ func (s *txnScan) scan(b []byte) (int, bool) {
 				}
 				i++
 			}
+		end:
 			m.len = len(list) - m.list
 			d.list = list
 		default:
