@@ -56,8 +56,9 @@ func (k mopKind) String() string {
 
 // txnInterner numbers keys and non-integer values in the order it first sees them.
 //
-// Its maps belong to the one goroutine that decodes; mu guards the texts, which the
-// checking goroutine reads, for an error message, while the decoding one appends.
+// Its maps belong to the one goroutine that decodes and checks (txnPrep runs beside
+// the model); mu guards the texts, which the analysis's goroutines also read when
+// they explain what they found.
 type txnInterner struct {
 	mu        sync.Mutex
 	intKeys   map[int64]uint32
