@@ -820,6 +820,10 @@ func (p *txnPipe) check(ctx context.Context, h *txnHistory) (done bool, err erro
 			if errors.Is(b.err, io.EOF) {
 				return ctx.Err() == nil, nil
 			}
+			if ctx.Err() != nil {
+				// The reader stopped because ctx did (CheckStream): interrupted.
+				return false, nil
+			}
 			return false, b.err
 		}
 		b.val = prep.dec.txnValue

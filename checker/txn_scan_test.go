@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -278,4 +279,55 @@ func BenchmarkTxnScan(b *testing.B) {
 			}
 		}
 	})
+}
+
+// cancelAfter reads r and, after n bytes, cancels and fails every read with ctx's
+// error, as indoubt check's reader of the file does on SIGINT.
+type cancelAfter struct {
+	r      io.Reader
+	n      int
+	cancel context.CancelFunc
+	ctx    context.Context
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		c.cancel()
+		return 0, c.ctx.Err()
+	}
+	if len(p) > c.n {
+		p = p[:c.n]
+	}
+	k, err := c.r.Read(p)
+	c.n -= k
+	return k, err
+}
+
+// TestTxnInterruptedWhileRead: a transactional check whose reader fails because ctx
+// ended, wherever in the history, is interrupted (Unknown, no error), as CheckStream
+// says, whether the checking goroutine saw ctx end first or the reader's error.
+func TestTxnInterruptedWhileRead(t *testing.T) {
+	for _, model := range []string{ListAppendModel, RWRegisterModel} {
+		data := txnJSONL(t, model, genTxnHistory(model, 20000, 16, 8, 0, 1))
+		for _, at := range []int{300, 64 << 10, len(data) / 2, len(data) - 100} {
+			for _, values := range []bool{true, false} {
+				ctx, cancel := context.WithCancel(context.Background())
+				src := &cancelAfter{r: bytes.NewReader(data), n: at, cancel: cancel, ctx: ctx}
+				rd, err := histories.NewReader(src, "h.jsonl")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var res Result
+				if values {
+					res, err = CheckReader(ctx, rd, Options{})
+				} else {
+					res, err = CheckStream(ctx, rd.Header(), rd.Next, Options{})
+				}
+				cancel()
+				if err != nil || res.Verdict != Unknown || !strings.Contains(res.Summary, "interrupted") {
+					t.Fatalf("%s cut at %d (values read once %v): %v %v %s", model, at, values, err, res.Verdict, res.Summary)
+				}
+			}
+		}
+	}
 }
