@@ -131,6 +131,11 @@ func (la *listAppend) intern(k uint32, e int64) int32 {
 	ks := &la.keys[k]
 	if !ks.big {
 		if len(ks.vals) < localElems {
+			if ks.vals == nil {
+				// Most keys take a few dozen elements: grown from one, each of its
+				// two slices was allocated six times.
+				ks.vals, ks.ents = make([]int64, 0, 8), make([]int32, 0, 8)
+			}
 			ks.vals = append(ks.vals, e)
 			ks.ents = append(ks.ents, ei)
 			return ei
@@ -145,9 +150,11 @@ func (la *listAppend) intern(k uint32, e int64) int32 {
 	return ei
 }
 
-func (la *listAppend) key(k uint32) *laKey {
+// key returns key k's record, adding records up to it, the table grown to want
+// records when it must grow (grownTo).
+func (la *listAppend) key(k uint32, want int) *laKey {
 	for int(k) >= len(la.keys) {
-		la.keys = grown(la.keys, 1)
+		la.keys = grownTo(la.keys, 1, want)
 		la.keys = append(la.keys, laKey{dupAt: -1})
 	}
 	return &la.keys[k]
@@ -163,11 +170,12 @@ func (la *listAppend) take(h *txnHistory, id int32, d *txnValue) error {
 		case m.kind == mopRead && m.hasValue && !m.isList:
 			return fmt.Errorf("history index %d: list-append read of %s returned %s, not a list", h.at(id), h.in.keyString(m.key), h.in.valueString(m.val))
 		}
-		la.key(m.key)
+		la.key(m.key, h.expect(int(m.key)+1))
 	}
 	first := len(h.mops)
-	la.reads = grown(la.reads, len(d.mops))
-	la.appendEnt = grown(la.appendEnt, len(d.mops))
+	la.reads = grownTo(la.reads, len(d.mops), h.expect(len(la.reads)+len(d.mops)))
+	la.appendEnt = grownTo(la.appendEnt, len(d.mops), h.expect(len(la.appendEnt)+len(d.mops)))
+	la.elems.entries = grownTo(la.elems.entries, len(d.mops), h.expect(len(la.elems.entries)+len(d.mops)))
 	h.appendMops(id, d, func(_ int, m rawMop) int64 {
 		if status == txnFail || status == txnInfo && !m.hasValue {
 			// What a failed transaction read says nothing; an unknown one's read of
@@ -231,6 +239,10 @@ func (la *listAppend) chainRef(k uint32, list []int64) int32 {
 		return 0
 	}
 	if isPrefix(ks.main, list) {
+		if ks.main == nil {
+			// As for intern's slices: a key's list grows a few elements at a time.
+			ks.main, ks.mainEnt = make([]int64, 0, max(8, len(list))), make([]int32, 0, max(8, len(list)))
+		}
 		for i := len(ks.main); i < len(list); i++ {
 			ei := la.intern(k, list[i])
 			ks.mainEnt = append(ks.mainEnt, ei)
@@ -461,10 +473,8 @@ func (la *listAppend) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 	if ctx.Err() != nil {
 		return an, nil
 	}
-	la.readers()
-	la.edges(h, an)
 	// The anomalies of single reads and keys need no graph: they are found on
-	// another core while the graph's cycles are searched.
+	// another core while the graph is built and its cycles searched.
 	side := newTxnAnalysis(h, c, la)
 	done := make(chan struct{})
 	go func() {
@@ -478,6 +488,8 @@ func (la *listAppend) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 			an.merge(side)
 		})
 	}
+	la.readers()
+	an.graph = la.graph(h, c)
 	return an, nil
 }
 
@@ -592,35 +604,71 @@ func (la *listAppend) writer(h *txnHistory, ei int32) int32 {
 	return w
 }
 
-// edges adds the ww, wr and rw dependencies.
-func (la *listAppend) edges(h *txnHistory, an *txnAnalysis) {
-	for _, r := range la.reads {
-		if w := la.writer(h, la.lastEnt(r)); w >= 0 && w != r.txn {
-			an.edge(w, r.txn, relWR)
-		}
+// graph builds the dependency graph: the ww, wr and rw dependencies into each
+// transaction (incoming), with process or real-time order as the check needs.
+func (la *listAppend) graph(h *txnHistory, c *txnCheck) *txnGraph {
+	g := newTxnGraph(h)
+	okOrder := h.okOrder()
+	var prev []int32
+	if c.process {
+		prev = h.processPrev(okOrder)
 	}
-	for id := range h.txns {
-		t := h.txns[id]
+	rt := make(chan struct{})
+	go func() {
+		defer close(rt)
+		if c.realtime {
+			g.setRealtime(h, okOrder)
+		}
+	}()
+	g.count = g.incomingOf(h, func(in *incoming) { la.incoming(h, g, prev, in) })
+	<-rt
+	return g
+}
+
+// incoming finds the dependencies into each transaction of in's range: wr from the
+// append each of its reads saw last, ww from the append before each of its own, rw
+// from the reads of the state each of its appends replaced; and from prev[id], when
+// prev is given, the process order.
+func (la *listAppend) incoming(h *txnHistory, g *txnGraph, prev []int32, in *incoming) {
+	in.off = make([]int32, in.hi-in.lo+1)
+	share := float64(in.hi-in.lo) / float64(max(1, len(h.txns)))
+	in.src = make([]int32, 0, int(share*float64(len(la.reads)+2*len(la.elems.entries))))
+	in.bits = make([]edgeBits, 0, cap(in.src))
+	for id := in.lo; id < in.hi; id++ {
+		t := &h.txns[id]
+		start := len(in.src)
+		in.off[id-in.lo] = int32(start)
 		if t.status == txnFail {
 			continue
 		}
 		for i := t.mop; i < t.mop+t.nmop; i++ {
+			m := &h.mops[i]
+			if m.kind == mopRead {
+				if m.val >= 0 {
+					if w := la.writer(h, la.lastEnt(la.reads[m.val])); w >= 0 {
+						in.add(g, int32(id), start, w, relWR)
+					}
+				}
+				continue
+			}
 			ei := la.appendEnt[i]
 			if ei < 0 {
 				continue
 			}
-			k := h.mops[i].key
+			k := m.key
 			p := la.prevPos(k, ei)
 			if p >= 0 {
-				if w := la.writer(h, la.keys[k].orderEnt[p]); w >= 0 && w != int32(id) {
-					an.edge(w, int32(id), relWW)
+				if w := la.writer(h, la.keys[k].orderEnt[p]); w >= 0 {
+					in.add(g, int32(id), start, w, relWW)
 				}
 			}
 			for _, r := range la.readersOf(k, p) {
-				if r != int32(id) {
-					an.edge(r, int32(id), relRW)
-				}
+				in.add(g, int32(id), start, r, relRW)
 			}
 		}
+		if prev != nil && prev[id] >= 0 {
+			in.add(g, int32(id), start, prev[id], relProcess)
+		}
 	}
+	in.off[in.hi-in.lo] = int32(len(in.src))
 }

@@ -39,21 +39,34 @@ func (la *listAppend) mopReadText(h *txnHistory, m txnMop) string {
 // readCases adds the anomalies of single reads: aborted reads (G1a), intermediate
 // reads (G1b), repeated elements, and elements nobody appended.
 func (la *listAppend) readCases(h *txnHistory, an *txnAnalysis) {
-	// Per list, the first position that repeats an element and the first that no
-	// transaction appended: a read no longer than that has neither.
-	type chainFacts struct{ dup, garbage int32 }
+	// Per list, the first position that repeats an element, the first that no
+	// transaction appended and the first that a failed one did: a read no longer
+	// than that has none of them.
+	type chainFacts struct{ dup, garbage, failed int32 }
+	facts := func(l []int64, ent func(i int) int32) chainFacts {
+		n := int32(len(l))
+		f := chainFacts{dup: n, garbage: n, failed: n}
+		for i := range l {
+			ei := ent(i)
+			w := int32(-1)
+			if ei >= 0 {
+				w = la.elems.entries[ei].writer
+			}
+			switch {
+			case w < 0 && f.garbage == n:
+				f.garbage = int32(i)
+			case w >= 0 && h.txns[w].status == txnFail && f.failed == n:
+				f.failed = int32(i)
+			}
+		}
+		return f
+	}
 	mainFacts := make([]chainFacts, len(la.keys))
 	for k := range la.keys {
 		ks := &la.keys[k]
-		f := chainFacts{dup: int32(len(ks.main)), garbage: int32(len(ks.main))}
+		f := facts(ks.main, func(i int) int32 { return ks.mainEnt[i] })
 		if ks.dupAt >= 0 {
 			f.dup = ks.dupAt
-		}
-		for i, ei := range ks.mainEnt {
-			if la.elems.entries[ei].writer < 0 {
-				f.garbage = int32(i)
-				break
-			}
 		}
 		mainFacts[k] = f
 	}
@@ -64,16 +77,14 @@ func (la *listAppend) readCases(h *txnHistory, an *txnAnalysis) {
 			return f
 		}
 		l := la.keys[k].chain(c)
-		f := chainFacts{dup: int32(len(l)), garbage: int32(len(l))}
+		f := facts(l, func(i int) int32 { return la.find(k, l[i]) })
 		seen := make(map[int64]bool, len(l))
 		for i, e := range l {
-			if seen[e] && f.dup == int32(len(l)) {
+			if seen[e] {
 				f.dup = int32(i)
+				break
 			}
 			seen[e] = true
-			if ei := la.find(k, e); (ei < 0 || la.elems.entries[ei].writer < 0) && f.garbage == int32(len(l)) {
-				f.garbage = int32(i)
-			}
 		}
 		altFacts[id] = f
 		return f
@@ -82,7 +93,6 @@ func (la *listAppend) readCases(h *txnHistory, an *txnAnalysis) {
 		if r.n == 0 {
 			continue
 		}
-		ks := &la.keys[r.key]
 		f := mainFacts[r.key]
 		if r.chain > 0 {
 			f = altFactsOf(r.key, r.chain)
@@ -93,7 +103,7 @@ func (la *listAppend) readCases(h *txnHistory, an *txnAnalysis) {
 		if h.txns[r.txn].status != txnOK {
 			continue
 		}
-		if f.garbage < r.n || ks.failed {
+		if f.garbage < r.n || f.failed < r.n {
 			la.badElements(h, an, r)
 		}
 		if ei := la.lastEnt(r); ei >= 0 {
@@ -179,9 +189,9 @@ func (la *listAppend) dirtyUpdates(h *txnHistory, an *txnAnalysis) {
 				an.add("dirty-update", txnAnomaly{txns: []int32{from, to},
 					text: fmt.Sprintf("%s's version order has %s, appended by %s, which committed, after %s, appended by %s, which failed: a committed append built on aborted state",
 						h.in.keyString(uint32(k)), h.in.valueString(e), h.name(to), valuesText(h, vals[:len(vals)-1]), h.name(from))})
-				from, fromStatus, since = to, toStatus, []int64{e}
+				from, fromStatus, since = to, toStatus, append(since[:0], e)
 			case toStatus == txnOK || toStatus == txnFail && fromStatus != txnFail:
-				from, fromStatus, since = to, toStatus, []int64{e}
+				from, fromStatus, since = to, toStatus, append(since[:0], e)
 			default:
 				// After an unknown transaction, or a failed one after a failed one, the
 				// walk stays on the state it was on.

@@ -109,14 +109,17 @@ type completions struct {
 	seen        bool
 }
 
-func (c *completions) add(op histories.Op) {
+func (c *completions) add(op histories.Op) { c.see(&op) }
+
+// see is add for an event in place.
+func (c *completions) see(op *histories.Op) {
 	if !op.IsClient() {
 		return
 	}
 	if !c.seen {
 		c.first, c.seen = op.Time, true
 	}
-	if isFinalRead(op) {
+	if isFinalID(op.OpID) {
 		// The final reads begin when the workers have stopped: the end of the span.
 		if op.Type == histories.Invoke {
 			c.last = max(c.last, op.Time)
@@ -132,8 +135,11 @@ func (c *completions) add(op histories.Op) {
 // isFinalRead reports whether an event belongs to the final reads indoubt records
 // after the workers stopped (op ids final-0, final-1, ...; "final" in a history another
 // program wrote, as `indoubt check --final` adds it).
-func isFinalRead(op histories.Op) bool {
-	return op.OpID == "final" || strings.HasPrefix(op.OpID, "final-")
+func isFinalRead(op histories.Op) bool { return isFinalID(op.OpID) }
+
+// isFinalID reports whether op id names a final read (isFinalRead).
+func isFinalID(id string) bool {
+	return id == "final" || strings.HasPrefix(id, "final-")
 }
 
 // unlessNothing makes a valid result Unknown when nothing was checked: no client

@@ -1,12 +1,14 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // rwRegister is the rw-register model. A register's reads do not reveal the order of
@@ -17,6 +19,10 @@ type rwRegister struct {
 	// vg holds the version order's edges other than the initial state's, for
 	// explanations.
 	vg map[versionEdge]bool
+	// x indexes the external reads and writes as the transactions are taken.
+	x rwIndex
+	// states is take's scratch.
+	states []kv
 }
 
 type kv struct {
@@ -36,23 +42,94 @@ type rwInternal struct {
 }
 
 // rwIndex is every transaction's external reads and writes, flat, and for each (key,
-// value) the transactions that externally wrote and read it.
+// value) the transactions that externally wrote and read it. It is built as the
+// transactions are taken (rwRegister.take), in the order they complete.
 type rwIndex struct {
-	// The external reads of transaction t are r[rOff[t]:rOff[t+1]], its writes
-	// w[wOff[t]:wOff[t+1]].
-	rOff, wOff []int32
-	r, w       []kv
+	// The external reads of transaction t are r[ext[t].r:][:ext[t].nr], its writes
+	// w[ext[t].w:][:ext[t].nw].
+	ext  []rwExt
+	r, w []kv
+	// rEnt and wEnt are the entry of each read and write in vals: a committed
+	// transaction's reads and a write of one that did not fail have one; -1 else.
+	rEnt, wEnt []int32
 	vals       elemTable // (key, value) → entry
 	// writers[wAt[e]:wAt[e+1]] are the transactions that take part and wrote entry
 	// e's value; readers[rAt[e]:rAt[e+1]] the committed ones that read it.
 	wAt, rAt         []int32
 	writers, readers []int32
-	// keyEnts[kAt[k]:kAt[k+1]] are key k's entries.
-	kAt, keyEnts []int32
 }
 
-func (x *rwIndex) reads(t int32) []kv  { return x.r[x.rOff[t]:x.rOff[t+1]] }
-func (x *rwIndex) writes(t int32) []kv { return x.w[x.wOff[t]:x.wOff[t+1]] }
+// rwExt is where a transaction's external reads and writes are in rwIndex.r and w.
+type rwExt struct {
+	r, w   int32
+	nr, nw int32
+}
+
+func (x *rwIndex) reads(t int32) []kv {
+	e := x.ext[t]
+	return x.r[e.r : e.r+e.nr]
+}
+
+func (x *rwIndex) writes(t int32) []kv {
+	e := x.ext[t]
+	return x.w[e.w : e.w+e.nw]
+}
+
+// readEnts and writeEnts are the entries of reads(t) and writes(t).
+func (x *rwIndex) readEnts(t int32) []int32 {
+	e := x.ext[t]
+	return x.rEnt[e.r : e.r+e.nr]
+}
+
+func (x *rwIndex) writeEnts(t int32) []int32 {
+	e := x.ext[t]
+	return x.wEnt[e.w : e.w+e.nw]
+}
+
+// index returns the index of h's transactions, those never taken with nothing indexed.
+func (rr *rwRegister) index(h *txnHistory) *rwIndex {
+	for len(rr.x.ext) < len(h.txns) {
+		rr.x.ext = append(rr.x.ext, rwExt{})
+	}
+	return &rr.x
+}
+
+// take indexes transaction id, of status, its micro-ops mops: its external reads and
+// writes, and the entries of those a committed transaction's reads and the writes of
+// one that did not fail have.
+func (x *rwIndex) take(h *txnHistory, id int32, status txnStatus, mops []txnMop) {
+	for int(id) >= len(x.ext) {
+		x.ext = grownTo(x.ext, 1, h.expect(len(x.ext)+1))
+		x.ext = append(x.ext, rwExt{})
+	}
+	r0, w0 := len(x.r), len(x.w)
+	x.r = grownTo(x.r, len(mops), h.expect(len(x.r)+len(mops)))
+	x.w = grownTo(x.w, len(mops), h.expect(len(x.w)+len(mops)))
+	x.r, x.w = extOf(mops, x.r, x.w)
+	x.ext[id] = rwExt{r: int32(r0), w: int32(w0), nr: int32(len(x.r) - r0), nw: int32(len(x.w) - w0)}
+	x.rEnt = grownTo(x.rEnt, len(x.r)-r0, h.expect(len(x.r)))
+	x.wEnt = grownTo(x.wEnt, len(x.w)-w0, h.expect(len(x.w)))
+	want := h.expect(len(x.vals.entries) + len(mops))
+	x.vals.entries = grownTo(x.vals.entries, len(mops), want)
+	if len(x.vals.slots) > 0 && 2*(x.vals.indexed+len(mops)) > len(x.vals.slots) {
+		// The index would grow: to the size the history is expected to need.
+		x.vals.reserve(max(want, x.vals.indexed+len(mops)))
+	}
+	for _, v := range x.w[w0:] {
+		e := int32(-1)
+		if status != txnFail {
+			e = x.entry(v)
+		}
+		x.wEnt = append(x.wEnt, e)
+	}
+	for _, v := range x.r[r0:] {
+		e := int32(-1)
+		if status == txnOK {
+			e = x.entry(v)
+		}
+		x.rEnt = append(x.rEnt, e)
+	}
+}
 
 // writersOf returns the transactions that take part and wrote k = v.
 func (x *rwIndex) writersOf(k uint32, v int64) []int32 {
@@ -105,28 +182,32 @@ func (rr *rwRegister) take(h *txnHistory, id int32, d *txnValue) error {
 		}
 	}
 	h.appendMops(id, d, nil)
+	rr.x.take(h, id, status, h.txnMops(id))
 	if status != txnOK {
 		return nil
 	}
 	// Internal consistency: within a transaction a read sees the key's last value,
 	// once a micro-op has shown it (a first read of nothing shows nothing).
-	type state struct {
-		key uint32
-		val int64
-	}
-	var states []state
+	states := rr.states[:0]
 	for i, m := range h.txnMops(id) {
-		j := slices.IndexFunc(states, func(s state) bool { return s.key == m.key })
+		j := -1
+		for k := range states {
+			if states[k].key == m.key {
+				j = k
+				break
+			}
+		}
 		if m.kind == mopRead && j >= 0 && states[j].val != valueNil && states[j].val != m.val {
 			rr.internal = append(rr.internal, rwInternal{txn: id, mop: i, expected: states[j].val})
 			break
 		}
 		if j < 0 {
-			states = append(states, state{m.key, m.val})
+			states = append(states, kv{m.key, m.val})
 		} else {
 			states[j].val = m.val
 		}
 	}
+	rr.states = states
 	return nil
 }
 
@@ -174,24 +255,31 @@ func lookup(s []kv, key uint32) (int64, bool) {
 func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (*txnAnalysis, error) {
 	an := newTxnAnalysis(h, c, rr)
 	n := len(h.txns)
-	x := newRWIndex(h)
+	x := rr.index(h)
+	// The anomalies that need no graph are found on another core meanwhile.
+	side := newTxnAnalysis(h, c, rr)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rr.cases(h, side)
+	}()
+	var once sync.Once
+	an.join = func() {
+		once.Do(func() {
+			<-done
+			an.merge(side)
+		})
+	}
 	// Entries for every value written or read, and who wrote each (failed
-	// transactions aside).
+	// transactions aside), in the order of the transactions.
 	var wEnts, wTxns []int32
 	for id, t := range h.txns {
 		if t.status == txnFail {
 			continue
 		}
-		for _, w := range x.writes(int32(id)) {
-			wEnts = append(wEnts, x.entry(w))
+		for _, e := range x.writeEnts(int32(id)) {
+			wEnts = append(wEnts, e)
 			wTxns = append(wTxns, int32(id))
-		}
-	}
-	for id, t := range h.txns {
-		if t.status == txnOK {
-			for _, r := range x.reads(int32(id)) {
-				x.entry(r)
-			}
 		}
 	}
 	allAt, all := group(len(x.vals.entries), wEnts, wTxns)
@@ -206,8 +294,9 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 		if t.status != txnOK {
 			continue
 		}
-		for _, r := range x.reads(int32(id)) {
-			e := x.vals.get(r.key, r.val)
+		ents := x.readEnts(int32(id))
+		for i, r := range x.reads(int32(id)) {
+			e := ents[i]
 			rEnts = append(rEnts, e)
 			rTxns = append(rTxns, int32(id))
 			if r.val == valueNil {
@@ -232,41 +321,8 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 	ne := len(x.vals.entries)
 	x.wAt, x.writers = group(ne, pEnts, pTxns)
 	x.rAt, x.readers = group(ne, rEnts, rTxns)
-	keyOf := make([]int32, ne)
-	idx := make([]int32, ne)
-	for e := range x.vals.entries {
-		keyOf[e], idx[e] = int32(x.vals.entries[e].key), int32(e)
-	}
-	x.kAt, x.keyEnts = group(h.in.nkeys(), keyOf, idx)
-	// wr: a read and the one write of what it saw.
-	for i, e := range rEnts {
-		if x.vals.entries[e].elem == valueNil {
-			continue
-		}
-		for _, w := range x.writers[x.wAt[e]:x.wAt[e+1]] {
-			an.edge(w, rTxns[i], relWR)
-		}
-	}
 	if ctx.Err() != nil {
 		return an, nil
-	}
-	// The initial state precedes every value: whoever read a key unset precedes
-	// every write of it.
-	for k := 0; k < h.in.nkeys(); k++ {
-		nilReaders := x.readersOf(uint32(k), valueNil)
-		if len(nilReaders) == 0 {
-			continue
-		}
-		for _, e := range x.keyEnts[x.kAt[k]:x.kAt[k+1]] {
-			if x.vals.entries[e].elem == valueNil {
-				continue
-			}
-			for _, b := range x.writers[x.wAt[e]:x.wAt[e+1]] {
-				for _, a := range nilReaders {
-					an.edge(a, b, relRW)
-				}
-			}
-		}
 	}
 	edges := rr.versionOrders(ctx, h, c, an, x)
 	if ctx.Err() != nil {
@@ -275,30 +331,108 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 	rr.vg = make(map[versionEdge]bool, len(edges))
 	for _, e := range edges {
 		rr.vg[e] = true
-		to := x.writersOf(e.key, e.to)
-		for _, b := range to {
-			for _, a := range x.writersOf(e.key, e.from) {
-				an.edge(a, b, relWW)
-			}
-			for _, a := range x.readersOf(e.key, e.from) {
-				an.edge(a, b, relRW)
-			}
-		}
 	}
-	rr.cases(h, an)
+	an.graph = rr.graph(h, c, x, part, edges)
 	return an, nil
 }
 
-// newRWIndex returns the index of h's external reads and writes, its entries not yet
-// made.
-func newRWIndex(h *txnHistory) *rwIndex {
-	n := len(h.txns)
-	x := &rwIndex{rOff: make([]int32, n+1), wOff: make([]int32, n+1)}
-	for id := range h.txns {
-		x.r, x.w = extOf(h.txnMops(int32(id)), x.r, x.w)
-		x.rOff[id+1], x.wOff[id+1] = int32(len(x.r)), int32(len(x.w))
+// graph builds the dependency graph: the wr, ww and rw dependencies into each
+// transaction (incoming), with process or real-time order as the check needs. part
+// says which transactions take part; edges is the version order beyond the initial
+// state's.
+func (rr *rwRegister) graph(h *txnHistory, c *txnCheck, x *rwIndex, part []bool, edges []versionEdge) *txnGraph {
+	// The version edges into each version, by key and version.
+	into := slices.Clone(edges)
+	slices.SortFunc(into, func(a, b versionEdge) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
+		}
+		return cmp.Compare(a.to, b.to)
+	})
+	// The entry of each key's initial state, read as null: -1 when no committed read
+	// saw it.
+	nilEnt := make([]int32, h.in.nkeys())
+	for k := range nilEnt {
+		nilEnt[k] = x.vals.get(uint32(k), valueNil)
 	}
-	return x
+	g := newTxnGraph(h)
+	okOrder := h.okOrder()
+	var prev []int32
+	if c.process {
+		prev = h.processPrev(okOrder)
+	}
+	rt := make(chan struct{})
+	go func() {
+		defer close(rt)
+		if c.realtime {
+			g.setRealtime(h, okOrder)
+		}
+	}()
+	g.count = g.incomingOf(h, func(in *incoming) { rr.incoming(h, g, x, part, nilEnt, into, prev, in) })
+	<-rt
+	return g
+}
+
+// incoming finds the dependencies into each transaction of in's range: wr from the one
+// write of what each of its external reads saw; and into one that takes part, for each
+// of its external writes, rw from the reads of the key's initial state, and ww and rw
+// from the writes and reads of the versions into (the version order) puts before it;
+// and from prev[id], when prev is given, the process order.
+func (rr *rwRegister) incoming(h *txnHistory, g *txnGraph, x *rwIndex, part []bool, nilEnt []int32, into []versionEdge, prev []int32, in *incoming) {
+	in.off = make([]int32, in.hi-in.lo+1)
+	for id := in.lo; id < in.hi; id++ {
+		t := int32(id)
+		start := len(in.src)
+		in.off[id-in.lo] = int32(start)
+		if h.txns[id].status == txnFail {
+			continue
+		}
+		if h.txns[id].status == txnOK {
+			ents := x.readEnts(t)
+			for i, r := range x.reads(t) {
+				if r.val == valueNil {
+					continue
+				}
+				e := ents[i]
+				for _, w := range x.writers[x.wAt[e]:x.wAt[e+1]] {
+					in.add(g, t, start, w, relWR)
+				}
+			}
+		}
+		if part[id] {
+			for _, w := range x.writes(t) {
+				if w.val == valueNil {
+					continue
+				}
+				if ne := nilEnt[w.key]; ne >= 0 {
+					for _, a := range x.readers[x.rAt[ne]:x.rAt[ne+1]] {
+						in.add(g, t, start, a, relRW)
+					}
+				}
+				if len(into) == 0 {
+					continue
+				}
+				i, _ := slices.BinarySearchFunc(into, versionEdge{key: w.key, to: w.val}, func(e, target versionEdge) int {
+					if e.key != target.key {
+						return cmp.Compare(e.key, target.key)
+					}
+					return cmp.Compare(e.to, target.to)
+				})
+				for ; i < len(into) && into[i].key == w.key && into[i].to == w.val; i++ {
+					for _, a := range x.writersOf(w.key, into[i].from) {
+						in.add(g, t, start, a, relWW)
+					}
+					for _, a := range x.readersOf(w.key, into[i].from) {
+						in.add(g, t, start, a, relRW)
+					}
+				}
+			}
+		}
+		if prev != nil && prev[id] >= 0 {
+			in.add(g, t, start, prev[id], relProcess)
+		}
+	}
+	in.off[in.hi-in.lo] = int32(len(in.src))
 }
 
 // entry returns the entry of (key, value), adding it when absent.
@@ -675,8 +809,10 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 			text: fmt.Sprintf("%s read %s = %s, but its own earlier micro-ops mean it should have read %s",
 				h.name(c.txn), h.in.keyString(m.key), h.in.valueString(m.val), h.in.valueString(c.expected))})
 	}
-	failed := map[kv]int32{}
-	intermediate := map[kv]int32{}
+	// The writes of failed transactions, and the intermediate ones (a transaction
+	// that wrote the key again after), each (key, value) with the last transaction
+	// that made it so; Go maps of the same took a third of this on long histories.
+	var failed, intermediate kvOwners
 	for id, t := range h.txns {
 		mops := h.txnMops(int32(id))
 		for i, m := range mops {
@@ -684,19 +820,22 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 				continue
 			}
 			if t.status == txnFail {
-				failed[kv{m.key, m.val}] = int32(id)
+				failed.set(m.key, m.val, int32(id))
 			}
-			if slices.ContainsFunc(mops[i+1:], func(n txnMop) bool { return n.kind == mopWrite && n.key == m.key }) {
-				intermediate[kv{m.key, m.val}] = int32(id)
+			for _, n := range mops[i+1:] {
+				if n.kind == mopWrite && n.key == m.key {
+					intermediate.set(m.key, m.val, int32(id))
+					break
+				}
 			}
 		}
 	}
-	type luKey struct {
-		key uint32
-		val int64
-	}
-	lost := map[luKey][]int32{}
-	var lostOrder []luKey
+	// Lost update candidates: each (key, value) read before a write of the key, in
+	// the order first seen (lost.vals's entries), and the transactions, in order.
+	var lost kvOwners
+	var cands []kvOwner
+	var readFirst []kv
+	var written []uint32
 	for id, t := range h.txns {
 		if t.status != txnOK {
 			continue
@@ -706,30 +845,25 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 			if m.kind != mopRead || m.val == valueNil {
 				continue
 			}
-			if w, ok := failed[kv{m.key, m.val}]; ok {
+			if w := failed.get(m.key, m.val); w >= 0 {
 				an.add("G1a", txnAnomaly{txns: []int32{int32(id), w},
 					text: fmt.Sprintf("%s read %s = %s, which %s wrote, and that transaction failed: it read aborted state",
 						h.name(int32(id)), h.in.keyString(m.key), h.in.valueString(m.val), h.name(w))})
 			}
-			if w, ok := intermediate[kv{m.key, m.val}]; ok && w != int32(id) {
+			if w := intermediate.get(m.key, m.val); w >= 0 && w != int32(id) {
 				an.add("G1b", txnAnomaly{txns: []int32{int32(id), w},
 					text: fmt.Sprintf("%s read %s = %s, an intermediate write of %s, which wrote %s again after it",
 						h.name(int32(id)), h.in.keyString(m.key), h.in.valueString(m.val), h.name(w), h.in.keyString(m.key))})
 			}
 		}
 		// Lost update: the value read of a key before the transaction first wrote it.
-		var readFirst []kv
-		var written []uint32
+		readFirst, written = readFirst[:0], written[:0]
 		for _, m := range mops {
 			switch {
 			case m.kind == mopWrite && !slices.Contains(written, m.key):
 				written = append(written, m.key)
 				if v, ok := lookup(readFirst, m.key); ok {
-					k := luKey{m.key, v}
-					if lost[k] == nil {
-						lostOrder = append(lostOrder, k)
-					}
-					lost[k] = append(lost[k], int32(id))
+					cands = append(cands, kvOwner{lost.entry(m.key, v), int32(id)})
 				}
 			case m.kind == mopRead && !slices.Contains(written, m.key):
 				if _, ok := lookup(readFirst, m.key); !ok {
@@ -738,8 +872,9 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 			}
 		}
 	}
-	for _, k := range lostOrder {
-		txns := lost[k]
+	at, txnsOf := group(len(lost.vals.entries), kvEnts(cands), kvTxns(cands))
+	for e, en := range lost.vals.entries {
+		txns := txnsOf[at[e]:at[e+1]]
 		if len(txns) < 2 {
 			continue
 		}
@@ -747,10 +882,56 @@ func (rr *rwRegister) cases(h *txnHistory, an *txnAnalysis) {
 		for i, t := range txns {
 			names[i] = h.name(t)
 		}
-		an.add("lost-update", txnAnomaly{txns: txns,
+		an.add("lost-update", txnAnomaly{txns: slices.Clone(txns),
 			text: fmt.Sprintf("%s all read %s = %s and then wrote %s: each built on a version the others also replaced",
-				strings.Join(names, ", "), h.in.keyString(k.key), h.in.valueString(k.val), h.in.keyString(k.key))})
+				strings.Join(names, ", "), h.in.keyString(en.key), h.in.valueString(en.elem), h.in.keyString(en.key))})
 	}
+}
+
+// kvOwners maps (key, value) pairs to a transaction, the last one set.
+type kvOwners struct {
+	vals  elemTable
+	owner []int32
+}
+
+// entry returns the entry of (k, v), adding one when absent.
+func (o *kvOwners) entry(k uint32, v int64) int32 {
+	e := o.vals.get(k, v)
+	if e < 0 {
+		e = o.vals.add(k, v)
+		o.vals.index(e)
+		o.owner = append(o.owner, -1)
+	}
+	return e
+}
+
+func (o *kvOwners) set(k uint32, v int64, txn int32) { o.owner[o.entry(k, v)] = txn }
+
+// get returns the transaction set for (k, v), or -1.
+func (o *kvOwners) get(k uint32, v int64) int32 {
+	if e := o.vals.get(k, v); e >= 0 {
+		return o.owner[e]
+	}
+	return -1
+}
+
+// kvOwner is an entry of a kvOwners and a transaction.
+type kvOwner struct{ ent, txn int32 }
+
+func kvEnts(c []kvOwner) []int32 {
+	out := make([]int32, len(c))
+	for i, x := range c {
+		out[i] = x.ent
+	}
+	return out
+}
+
+func kvTxns(c []kvOwner) []int32 {
+	out := make([]int32, len(c))
+	for i, x := range c {
+		out[i] = x.txn
+	}
+	return out
 }
 
 // explainEdge says why a precedes b by rel.

@@ -144,7 +144,7 @@ func TestOrderEdgesEqualTheirDefinition(t *testing.T) {
 			t.Fatal(err)
 		}
 		rr := tc.model.(*rwRegister)
-		x := newRWIndex(tc.h)
+		x := rr.index(tc.h)
 		for _, order := range []struct {
 			name string
 			succ func(int32) []int32

@@ -88,6 +88,23 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 	return Check(ctx, h, ops, opt)
 }
 
+// CheckReader is CheckStream for the indoubt JSONL history rd reads, with rd's header:
+// the same Result and error as CheckStream(ctx, rd.Header(), rd.Next, opt). The values
+// of a transactional history are read as rd reads its lines, once each (txnScan is
+// rd's Values while the check reads). An error of rd is returned as it is, as
+// CheckStream returns one of next; rd.Err says whether the error was rd's.
+func CheckReader(ctx context.Context, rd *histories.Reader, opt Options) (Result, error) {
+	h := rd.Header()
+	model := opt.Model
+	if model == "" && h != nil {
+		model = h.Model
+	}
+	if (model == ListAppendModel || model == RWRegisterModel) && opt.Final == nil {
+		return checkTxnReader(ctx, model, rd, opt)
+	}
+	return CheckStream(ctx, h, rd.Next, opt)
+}
+
 // stream checks a history of a counting model (budget, counter) as it is read: each
 // event goes to add, and to what every check keeps beside its model's (the lost
 // writes of the process faults, what was checked); result builds the model's Result

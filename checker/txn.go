@@ -127,16 +127,14 @@ type txnModel interface {
 type txnHistory struct {
 	model string
 	in    *txnInterner
-	// prep decodes the values, here, as each event is added (add), or a batch ahead
-	// on a goroutine of its own (feedTxnAhead, addPrepared); val holds the micro-ops
-	// its records point into, view those of the transaction being taken, and closing,
-	// when set, the records of the transactions never completed (txnPrep.close).
-	prep    txnPrep
-	val     *txnValue
-	view    txnValue
-	closing []txnPrepared
-	txns    []txnRec
-	mops    []txnMop
+	// prep decodes the values as each event is added (add, addPrepared); val holds
+	// the micro-ops its records point into, view those of the transaction being
+	// taken.
+	prep txnPrep
+	val  *txnValue
+	view txnValue
+	txns []txnRec
+	mops []txnMop
 	// pending holds each process's open transactions, oldest first.
 	pending pendingTxns
 	m       txnModel
@@ -144,6 +142,8 @@ type txnHistory struct {
 	rtStart int32 // ok completions before this one are implied by a later completion
 	events  int64
 	clients int64
+	// progress is the share of the history read so far, when known (expect).
+	progress float64
 }
 
 // pendingTxn is an invoked transaction not yet completed: its id, or for txnPrep its
@@ -162,26 +162,32 @@ type pendingTxns struct {
 // maxSlot bounds the processes held in slot; those beyond, rare, are in more.
 const maxSlot = 1 << 20
 
+// push opens transaction t of process p, with a copy of its value: a slot keeps its
+// buffer from one transaction of its process to the next, so that the values of a
+// history's invocations cost no allocation each.
 func (q *pendingTxns) push(p int, t pendingTxn) {
 	if p < maxSlot {
 		for p >= len(q.slot) {
 			q.slot = append(q.slot, pendingTxn{id: -1})
 		}
 		if q.slot[p].id < 0 {
-			q.slot[p] = t
+			q.slot[p] = pendingTxn{id: t.id, value: append(q.slot[p].value[:0], t.value...)}
 			return
 		}
 	}
 	if q.more == nil {
 		q.more = map[int][]pendingTxn{}
 	}
+	t.value = append([]byte(nil), t.value...)
 	q.more[p] = append(q.more[p], t)
 }
 
+// pop closes process p's oldest open transaction and returns it. Its value is valid
+// until the next push of process p.
 func (q *pendingTxns) pop(p int) (pendingTxn, bool) {
 	if p < len(q.slot) && q.slot[p].id >= 0 {
 		t := q.slot[p]
-		q.slot[p] = pendingTxn{id: -1}
+		q.slot[p] = pendingTxn{id: -1, value: t.value[:0]}
 		if m := q.more[p]; len(m) > 0 {
 			q.slot[p] = m[0]
 			if len(m) == 1 {
@@ -241,32 +247,37 @@ type txnPrepared struct {
 // txnPrep decodes the values of a transactional history. It pairs each completion with
 // its invocation as txnHistory.add does, to decode the value that says what the
 // transaction did: the completion's, or for a failed or unknown one without a value,
-// the invocation's. The interner is its own while the history is read, so that it can
-// run ahead of the checking on a goroutine of its own (feedTxnAhead): decoding the
-// values is a good part of the cost of reading a history.
+// the invocation's.
 type txnPrep struct {
 	dec     txnDecoder
 	pending pendingTxns // each process's open invocations, numbered in order, with their values
 	seq     int32       // invocations so far
 }
 
-// prepare decodes, for a completion, its transaction's value, appending the micro-ops to
-// p.dec's. An event txnHistory.add skips or refuses gets no record.
-func (p *txnPrep) prepare(op histories.Op) txnPrepared {
-	if !op.IsClient() || op.F != TxnFunction || op.Process > math.MaxInt32 {
+// prepare decodes, for a completion, its transaction's value into p.dec's micro-ops:
+// those txnScan staged there (ev.taken), or the value the Reader read (ev.raw). An
+// event txnHistory.add skips or refuses gets no record.
+func (p *txnPrep) prepare(ev *txnEvent) txnPrepared {
+	if ev.process < 0 || ev.f != TxnFunction || ev.process > math.MaxInt32 {
 		return txnPrepared{}
 	}
-	if op.Type == histories.Invoke {
-		p.pending.push(op.Process, pendingTxn{id: p.seq, value: op.Value})
+	if ev.typ == histories.Invoke {
+		p.pending.push(ev.process, pendingTxn{id: p.seq, value: ev.raw})
 		p.seq++
 		return txnPrepared{}
 	}
-	status, ok := txnStatusOf(op.Type)
+	status, ok := txnStatusOf(ev.typ)
 	if !ok {
 		return txnPrepared{}
 	}
-	inv, _ := p.pending.pop(op.Process)
-	value := op.Value
+	inv, _ := p.pending.pop(ev.process)
+	if ev.taken {
+		if status != txnOK && ev.null {
+			return p.decode(inv.value)
+		}
+		return p.commit(ev)
+	}
+	value := ev.raw
 	if status != txnOK && (len(value) == 0 || string(value) == "null") {
 		value = inv.value
 	}
@@ -274,6 +285,16 @@ func (p *txnPrep) prepare(op histories.Op) txnPrepared {
 		return txnPrepared{}
 	}
 	return p.decode(value)
+}
+
+// commit interns the keys of the micro-ops txnScan staged for ev, in their order, as
+// txnDecoder would have as it read them.
+func (p *txnPrep) commit(ev *txnEvent) txnPrepared {
+	mops := p.dec.mops[ev.mop : ev.mop+ev.n]
+	for i := range mops {
+		mops[i].key = p.dec.in.intKey(mops[i].rawKey)
+	}
+	return txnPrepared{mop: ev.mop, n: ev.n}
 }
 
 // decode appends the micro-ops of value to p.dec's, all of them or none.
@@ -298,28 +319,58 @@ func (p *txnPrep) close() []txnPrepared {
 	return out
 }
 
+// txnEvent is what the checking keeps of an event, and how its value was read: by the
+// Reader, into raw, or by txnScan (taken), its micro-ops staged in the batch's, their
+// keys not yet interned (mops[mop:mop+n]; null for a value of null), or for an
+// invocation its bytes copied into raw.
+type txnEvent struct {
+	index   int64
+	process int
+	f       string
+	raw     []byte
+	mop, n  int32
+	typ     histories.Type
+	value   bool // the event had a value
+	taken   bool
+	null    bool
+}
+
+// eventOf returns what the checking keeps of op, its value read by the Reader.
+func eventOf(op *histories.Op) txnEvent {
+	var ev txnEvent
+	ev.set(op)
+	return ev
+}
+
+// set makes ev what the checking keeps of op, its value read by the Reader.
+func (ev *txnEvent) set(op *histories.Op) {
+	ev.index, ev.process, ev.f, ev.typ = op.Index, op.Process, op.F, op.Type
+	ev.value, ev.raw = len(op.Value) > 0, op.Value
+}
+
 // add takes the next event of the history, decoding its value here. Events of the
 // nemesis are skipped.
 func (h *txnHistory) add(op histories.Op) error {
 	h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
-	return h.addPrepared(op, h.prep.prepare(op))
+	ev := eventOf(&op)
+	return h.addPrepared(&ev, h.prep.prepare(&ev))
 }
 
 // addPrepared takes the next event of the history, whose value h.prep has decoded into
 // rec (and *h.val). Events of the nemesis are skipped.
-func (h *txnHistory) addPrepared(op histories.Op, rec txnPrepared) error {
+func (h *txnHistory) addPrepared(op *txnEvent, rec txnPrepared) error {
 	h.events++
-	if !op.IsClient() {
+	if op.process < 0 {
 		return nil
 	}
 	h.clients++
-	if op.F != TxnFunction {
-		return fmt.Errorf("history index %d: %s history has function %q (want %s)", op.Index, h.model, op.F, TxnFunction)
+	if op.f != TxnFunction {
+		return fmt.Errorf("history index %d: %s history has function %q (want %s)", op.index, h.model, op.f, TxnFunction)
 	}
-	if op.Process > math.MaxInt32 {
-		return fmt.Errorf("history index %d: process %d out of range", op.Index, op.Process)
+	if op.process > math.MaxInt32 {
+		return fmt.Errorf("history index %d: process %d out of range", op.index, op.process)
 	}
-	if op.Type == histories.Invoke {
+	if op.typ == histories.Invoke {
 		// A process runs one transaction at a time, but Elle's own tests build
 		// histories where one has several open: completions pair with its
 		// invocations in order.
@@ -327,15 +378,15 @@ func (h *txnHistory) addPrepared(op histories.Op, rec txnPrepared) error {
 		if err != nil {
 			return err
 		}
-		h.txns[id] = txnRec{inv: op.Index, comp: -1, okPos: -1, rtLo: h.rtStart, rtHi: h.okCount, process: int32(op.Process)}
-		h.pending.push(op.Process, pendingTxn{id: id})
+		h.txns[id] = txnRec{inv: op.index, comp: -1, okPos: -1, rtLo: h.rtStart, rtHi: h.okCount, process: int32(op.process)}
+		h.pending.push(op.process, pendingTxn{id: id})
 		return nil
 	}
-	status, ok := txnStatusOf(op.Type)
+	status, ok := txnStatusOf(op.typ)
 	if !ok {
-		return fmt.Errorf("history index %d: event type %s is not a completion", op.Index, op.Type)
+		return fmt.Errorf("history index %d: event type %s is not a completion", op.index, op.typ)
 	}
-	p, invoked := h.pending.pop(op.Process)
+	p, invoked := h.pending.pop(op.process)
 	var id int32
 	if invoked {
 		id = p.id
@@ -346,21 +397,21 @@ func (h *txnHistory) addPrepared(op histories.Op, rec txnPrepared) error {
 		if id, err = h.newTxn(); err != nil {
 			return err
 		}
-		h.txns[id] = txnRec{inv: -1, okPos: -1, process: int32(op.Process)}
+		h.txns[id] = txnRec{inv: -1, okPos: -1, process: int32(op.process)}
 	}
 	// A failed or unknown completion usually carries no value: what it was asked is
 	// all that is known, and h.prep decoded the invocation's.
-	if status == txnOK && len(op.Value) == 0 {
-		return fmt.Errorf("history index %d: ok transaction without a value: what it read is unknown", op.Index)
+	if status == txnOK && !op.value {
+		return fmt.Errorf("history index %d: ok transaction without a value: what it read is unknown", op.index)
 	}
-	return h.complete(id, op.Index, status, rec)
+	return h.complete(id, op.index, status, rec)
 }
 
 func (h *txnHistory) newTxn() (int32, error) {
 	if len(h.txns) >= math.MaxInt32-1 {
 		return 0, errors.New("more transactions than the checker can hold")
 	}
-	h.txns = grown(h.txns, 1)
+	h.txns = grownTo(h.txns, 1, h.expect(len(h.txns)+1))
 	h.txns = append(h.txns, txnRec{})
 	return int32(len(h.txns) - 1), nil
 }
@@ -406,13 +457,9 @@ func (h *txnHistory) close() error {
 	open := h.pending.all()
 	// In invocation order, so that what the check reports does not depend on a map's.
 	slices.SortFunc(open, func(a, b pendingTxn) int { return int(a.id - b.id) })
-	recs := h.closing
-	if recs == nil {
-		h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
-		h.val = &h.prep.dec.txnValue
-		recs = h.prep.close()
-	}
-	h.closing = nil
+	h.prep.dec.mops, h.prep.dec.list = h.prep.dec.mops[:0], h.prep.dec.list[:0]
+	h.val = &h.prep.dec.txnValue
+	recs := h.prep.close()
 	if len(recs) != len(open) {
 		return fmt.Errorf("internal error: %d transactions open, %d decoded", len(open), len(recs))
 	}
@@ -434,7 +481,7 @@ func (h *txnHistory) close() error {
 func (h *txnHistory) appendMops(id int32, d *txnValue, readIndex func(i int, m rawMop) int64) {
 	t := &h.txns[id]
 	t.mop, t.nmop = int32(len(h.mops)), int32(len(d.mops))
-	h.mops = grown(h.mops, len(d.mops))
+	h.mops = grownTo(h.mops, len(d.mops), h.expect(len(h.mops)+len(d.mops)))
 	for i, m := range d.mops {
 		tm := txnMop{key: m.key, kind: m.kind, null: !m.hasValue, val: m.val}
 		if readIndex != nil && m.kind == mopRead {
@@ -448,12 +495,37 @@ func (h *txnHistory) appendMops(id int32, d *txnValue, readIndex func(i int, m r
 // grow: append's growth by a quarter, on slices of millions of entries, copies each
 // several times over.
 func grown[T any](s []T, n int) []T {
+	return grownTo(s, n, 0)
+}
+
+// grownTo is grown for a table expected to reach want elements (0: not known): when it
+// must grow it grows to that at once, so that a table of millions of entries is
+// allocated about once rather than copied at each doubling, every copy a fresh
+// allocation whose pages the kernel must supply; by an eighth at least, should the
+// expectation fall short.
+func grownTo[T any](s []T, n, want int) []T {
 	if len(s)+n <= cap(s) {
 		return s
 	}
-	g := make([]T, len(s), max(2*cap(s), len(s)+n, 1024))
+	c := max(2*cap(s), len(s)+n, 1024)
+	if want > 0 {
+		c = max(len(s)+n, want, cap(s)+cap(s)/8)
+	}
+	g := make([]T, len(s), c)
 	copy(g, s)
 	return g
+}
+
+// expect returns the length a table of the history that holds n entries now is
+// expected to reach by the end of the history, from the share of it read so far; 0
+// when that is not known. Memory not yet written costs nothing: the kernel supplies a
+// page when it is first written, and an expectation a little too large costs only
+// address space.
+func (h *txnHistory) expect(n int) int {
+	if h.progress <= 0 || h.progress >= 1 {
+		return 0
+	}
+	return int(float64(n)/h.progress*1.05) + 1024
 }
 
 // txnMops returns transaction id's micro-ops.
@@ -626,6 +698,22 @@ func txnOptions(h *histories.Header, opt Options) (TxnOptions, error) {
 // checkTxnStream is CheckStream for a transactional model: the events are taken as
 // they come, and only what the checker keeps of each transaction stays in memory.
 func checkTxnStream(ctx context.Context, model string, h *histories.Header, next func() (histories.Op, error), opt Options) (Result, error) {
+	return checkTxnFed(ctx, model, h, opt, func(ctx context.Context, th *txnHistory, seen *completions) (bool, error) {
+		return feedTxnAhead(ctx, next, th, seen)
+	})
+}
+
+// checkTxnReader is checkTxnStream for the events of rd, whose values are decoded as rd
+// reads its lines (feedTxnRead).
+func checkTxnReader(ctx context.Context, model string, rd *histories.Reader, opt Options) (Result, error) {
+	return checkTxnFed(ctx, model, rd.Header(), opt, func(ctx context.Context, th *txnHistory, seen *completions) (bool, error) {
+		return feedTxnRead(ctx, rd, th, seen)
+	})
+}
+
+// checkTxnFed checks the transactional history that feed adds to th, each event also
+// to seen.
+func checkTxnFed(ctx context.Context, model string, h *histories.Header, opt Options, feed func(ctx context.Context, th *txnHistory, seen *completions) (bool, error)) (Result, error) {
 	to, err := txnOptions(h, opt)
 	if err != nil {
 		return Result{}, err
@@ -637,7 +725,7 @@ func checkTxnStream(ctx context.Context, model string, h *histories.Header, next
 	ctx, cancel := txnDeadline(ctx, to)
 	defer cancel()
 	var checked completions
-	done, err := feedTxnAhead(ctx, next, tc.h, func(op histories.Op) { checked.add(op) })
+	done, err := feed(ctx, tc.h, &checked)
 	if err != nil {
 		return Result{}, err
 	}
@@ -648,95 +736,81 @@ func checkTxnStream(ctx context.Context, model string, h *histories.Header, next
 	return checked.unlessNothing(res), err
 }
 
-// txnBatch is a batch of events read ahead, with their values decoded.
+// txnBatch is a batch of events read ahead.
 type txnBatch struct {
-	ops  []histories.Op
-	recs []txnPrepared // recs[i] is what h.prep made of ops[i], in val
-	val  txnValue
-	open []txnPrepared // after the last event: the transactions never completed
-	err  error         // of next, after ops; io.EOF at the end
+	events []txnEvent
+	val    txnValue // the micro-ops txnScan staged
+	raw    []byte   // the invocations' values txnScan read
+	err    error    // of reading, after the events; io.EOF at the end
+	// progress is the share of the history read by the end of the batch, when known
+	// (histories.Reader.Progress).
+	progress float64
 }
 
-// feedTxnAhead adds the events from next to h, each also to seen, with next and h's
-// decoding of the values (h.prep) on goroutines of their own, a few batches of events
-// ahead: reading a history's lines, decoding its values and checking them take about
-// as long each, and so the three share the machine's cores. next is never called after
-// feedTxnAhead returns, and h.prep is h's again by then. done is false when ctx ended
-// first.
-func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txnHistory, seen func(histories.Op)) (done bool, err error) {
-	const batch = 1024
-	read := make(chan *txnBatch, 4)
-	full := make(chan *txnBatch, 4)
-	free := make(chan *txnBatch, 10)
-	stop := make(chan struct{})
-	readDone := make(chan struct{})
-	prep := &h.prep
-	go func() {
-		defer close(readDone)
-		defer close(read)
-		for {
-			var b *txnBatch
-			select {
-			case b = <-free:
-			default:
-				b = &txnBatch{}
-			}
-			var err error
-			for len(b.ops) < batch {
-				var op histories.Op
-				if op, err = next(); err != nil {
-					break
-				}
-				b.ops = append(b.ops, op)
-			}
-			b.err = err
-			select {
-			case read <- b:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() {
-		defer close(full)
-		for b := range read {
-			prep.dec.txnValue = txnValue{b.val.mops[:0], b.val.list[:0]}
-			b.recs = b.recs[:0]
-			for _, op := range b.ops {
-				b.recs = append(b.recs, prep.prepare(op))
-			}
-			if errors.Is(b.err, io.EOF) {
-				b.open = prep.close()
-			}
-			b.val = prep.dec.txnValue
-			select {
-			case full <- b:
-			case <-stop:
-				return
-			}
-		}
-	}()
-	finish := func() {
-		close(stop)
-		for range full {
-		}
-		<-readDone
-		prep.dec.txnValue = txnValue{}
+// txnBatchSize is how many events a batch holds.
+const txnBatchSize = 1024
+
+// txnPipe carries batches of events from the goroutine that reads them to the one that
+// decodes and checks them (txnPipe.check), and back for reuse.
+type txnPipe struct {
+	full chan *txnBatch
+	free chan *txnBatch
+	stop chan struct{}
+	// done closes once the reading goroutine has stopped.
+	done chan struct{}
+}
+
+func newTxnPipe() *txnPipe {
+	return &txnPipe{full: make(chan *txnBatch, 4), free: make(chan *txnBatch, 10), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// get returns an empty batch to fill, reused when one is free.
+func (p *txnPipe) get() *txnBatch {
+	var b *txnBatch
+	select {
+	case b = <-p.free:
+	default:
+		b = &txnBatch{}
 	}
+	b.events, b.raw = b.events[:0], b.raw[:0]
+	b.val = txnValue{b.val.mops[:0], b.val.list[:0]}
+	return b
+}
+
+// send passes b on to the check, and false when the check has stopped.
+func (p *txnPipe) send(b *txnBatch) bool {
+	select {
+	case p.full <- b:
+		return true
+	case <-p.stop:
+		return false
+	}
+}
+
+// check decodes the values of the events of the batches that come through p.full and
+// adds the events to h, looking at ctx every checkEvery events. On its return the
+// reading goroutine has stopped. done is false when ctx ended first.
+func (p *txnPipe) check(ctx context.Context, h *txnHistory) (done bool, err error) {
+	finish := func() {
+		close(p.stop)
+		for range p.full {
+		}
+		<-p.done
+	}
+	prep := &h.prep
 	n := 0
-	for b := range full {
-		h.val = &b.val
-		for i, op := range b.ops {
+	for b := range p.full {
+		h.progress = b.progress
+		prep.dec.txnValue = b.val
+		h.val = &prep.dec.txnValue
+		for i := range b.events {
 			if n%checkEvery == 0 && ctx.Err() != nil {
 				finish()
 				return false, nil
 			}
 			n++
-			seen(op)
-			if err := h.addPrepared(op, b.recs[i]); err != nil {
+			ev := &b.events[i]
+			if err := h.addPrepared(ev, prep.prepare(ev)); err != nil {
 				finish()
 				return false, err
 			}
@@ -744,20 +818,106 @@ func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txn
 		if b.err != nil {
 			finish()
 			if errors.Is(b.err, io.EOF) {
-				h.closing = b.open
 				return ctx.Err() == nil, nil
+			}
+			if ctx.Err() != nil {
+				// The reader stopped because ctx did (CheckStream): interrupted.
+				return false, nil
 			}
 			return false, b.err
 		}
-		clear(b.ops)
-		b.ops = b.ops[:0]
+		b.val = prep.dec.txnValue
+		clear(b.events)
 		select {
-		case free <- b:
+		case p.free <- b:
 		default:
 		}
 	}
-	<-readDone
+	<-p.done
 	return ctx.Err() == nil, nil
+}
+
+// feedTxnAhead adds the events from next to h, each also to seen, next called on a
+// goroutine of its own a few batches of events ahead of the decoding of their values
+// and the checking. next is never called after feedTxnAhead returns. done is false
+// when ctx ended first.
+func feedTxnAhead(ctx context.Context, next func() (histories.Op, error), h *txnHistory, seen *completions) (done bool, err error) {
+	p := newTxnPipe()
+	go func() {
+		defer close(p.done)
+		defer close(p.full)
+		for {
+			b := p.get()
+			var err error
+			for len(b.events) < txnBatchSize {
+				var op histories.Op
+				if op, err = next(); err != nil {
+					break
+				}
+				seen.see(&op)
+				b.events = append(b.events, eventOf(&op))
+			}
+			b.err = err
+			if !p.send(b) || err != nil {
+				return
+			}
+		}
+	}()
+	return p.check(ctx, h)
+}
+
+// feedTxnRead is feedTxnAhead for the events of rd, their values read as rd reads the
+// lines (txnScan), each once. rd's Values is its own until feedTxnRead returns, and
+// unset again then.
+func feedTxnRead(ctx context.Context, rd *histories.Reader, h *txnHistory, seen *completions) (done bool, err error) {
+	p := newTxnPipe()
+	scan := &txnScan{}
+	rd.Values = scan
+	go func() {
+		defer close(p.done)
+		defer func() { rd.Values = nil }()
+		defer close(p.full)
+		for {
+			b := p.get()
+			scan.val = &b.val
+			var err error
+			var op histories.Op
+			for len(b.events) < txnBatchSize {
+				if err = rd.NextInto(&op); err != nil {
+					scan.discard()
+					break
+				}
+				seen.see(&op)
+				// The event is written in place: it and the Op are copied no more.
+				b.events = append(b.events, txnEvent{})
+				ev := &b.events[len(b.events)-1]
+				ev.set(&op)
+				if rd.ValueRead() {
+					ev.taken, ev.value = true, true
+					switch {
+					case !op.IsClient() || op.F != TxnFunction || op.Process > math.MaxInt32:
+						scan.discard()
+					case op.Type == histories.Invoke:
+						// Decoded only if its transaction ends without a value of its
+						// own: its bytes are kept, not its micro-ops.
+						start := len(b.raw)
+						b.raw = append(b.raw, scan.raw...)
+						ev.raw = b.raw[start:len(b.raw):len(b.raw)]
+						scan.discard()
+					default:
+						ev.mop, ev.n, ev.null = scan.keep()
+					}
+				} else {
+					scan.discard()
+				}
+			}
+			b.err, b.progress = err, rd.Progress()
+			if !p.send(b) || err != nil {
+				return
+			}
+		}
+	}()
+	return p.check(ctx, h)
 }
 
 // checkTxn runs model over ops.

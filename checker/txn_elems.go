@@ -22,9 +22,14 @@ type elemEntry struct {
 	im     int32 // a transaction that appended it and then appended to the key again; -1 if none
 }
 
+// elemHash mixes the key and all but the low six bits of the element, and adds those
+// bits back unmixed: the elements of a key that are close together, as the values a
+// history appends or writes to one key mostly are, are then in neighbouring slots, a
+// cache line or two rather than one each, while any other elements spread as well as
+// before.
 func elemHash(key uint32, elem int64) uint64 {
-	h := uint64(elem)*0x9e3779b97f4a7c15 ^ uint64(key)*0xc2b2ae3d27d4eb4f
-	return h ^ h>>29
+	h := uint64(elem>>6)*0x9e3779b97f4a7c15 ^ uint64(key)*0xc2b2ae3d27d4eb4f
+	return (h ^ h>>29) + uint64(elem&63)
 }
 
 // get returns the index of (key, elem)'s entry, or -1.
@@ -71,8 +76,24 @@ func (t *elemTable) put(ei int32) {
 }
 
 func (t *elemTable) grow() {
+	t.resize(max(1024, 2*len(t.slots)))
+}
+
+// reserve sizes the index for n entries at once, rather than doubling it as they come.
+func (t *elemTable) reserve(n int) {
+	if 2*n > len(t.slots) {
+		size := 1024
+		for size < 2*n {
+			size *= 2
+		}
+		t.resize(size)
+	}
+}
+
+// resize makes the index size slots, a power of two, and indexes every entry again.
+func (t *elemTable) resize(size int) {
 	old := t.slots
-	t.slots = make([]int32, max(1024, 2*len(old)))
+	t.slots = make([]int32, size)
 	for _, s := range old {
 		if s != 0 {
 			t.put(s - 1)

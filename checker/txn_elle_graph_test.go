@@ -33,8 +33,14 @@ func laGraph(t *testing.T, ops []histories.Op) []string {
 	}
 	an.join()
 	seen := map[string]bool{}
-	for i := range an.from {
-		seen[fmt.Sprintf("%d->%d", tc.h.at(an.from[i]), tc.h.at(an.to[i]))] = true
+	g := an.graph
+	g.adjacent()
+	for v := 0; v < g.n; v++ {
+		for j := g.off[v]; j < g.off[v+1]; j++ {
+			if g.bits[j]&relData != 0 {
+				seen[fmt.Sprintf("%d->%d", tc.h.at(int32(v)), tc.h.at(g.to[j]))] = true
+			}
+		}
 	}
 	var out []string
 	for e := range seen {
@@ -184,7 +190,7 @@ func TestElleRWRegisterVersionGraphs(t *testing.T) {
 				}
 			}
 			rr := tc.model.(*rwRegister)
-			es := rr.orderEdges(context.Background(), tc.h, newRWIndex(tc.h), func(id int32) []int32 { return c.succ[id] })
+			es := rr.orderEdges(context.Background(), tc.h, rr.index(tc.h), func(id int32) []int32 { return c.succ[id] })
 			var got []string
 			for _, e := range dedupEdges(es) {
 				got = append(got, fmt.Sprintf("%s:%s->%s", tc.h.in.keyText[e.key][1:2], tc.h.in.valueString(e.from), tc.h.in.valueString(e.to)))

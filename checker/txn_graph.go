@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"math"
 	"slices"
 )
 
@@ -63,23 +64,28 @@ type txnGraph struct {
 	invoked  []int32 // invoked transactions, in invocation order
 	rtL, rtR []int32
 	dead     []bool // failed transactions: no vertex
+	// count is the edges inferred, before those between the same two transactions
+	// were merged (txnAnalysis.edges), when the graph was built from incoming edges.
+	count int
+	// in holds the stored edges target by target (incomingOf) until the adjacency
+	// arrays are made of them (adjacent), and stored counts them.
+	in     []*incoming
+	stored int
+	// done orders the transactions by their completions: a transaction's position in
+	// the history, math.MaxInt64 for one never completed (incomingOf).
+	done []int64
+	// acyclic says every stored edge goes from a transaction that completed earlier to
+	// one that completed later, or never (incomingOf): then the graph has no cycle.
+	// Real-time and process order always do.
+	acyclic bool
 }
 
 // buildGraph makes the graph of an analysis's edges, with process or real-time order
 // as the check needs.
 func (an *txnAnalysis) buildGraph() *txnGraph {
 	h, c := an.h, an.c
-	n := len(h.txns)
-	g := &txnGraph{n: n, dead: make([]bool, n)}
-	for i := range h.txns {
-		g.dead[i] = h.txns[i].status == txnFail
-	}
-	okOrder := make([]int32, h.okCount)
-	for i := range h.txns {
-		if p := h.txns[i].okPos; p >= 0 {
-			okOrder[p] = int32(i)
-		}
-	}
+	g := newTxnGraph(h)
+	okOrder := h.okOrder()
 	if c.process {
 		last := map[int32]int32{}
 		for _, id := range okOrder {
@@ -93,26 +99,208 @@ func (an *txnAnalysis) buildGraph() *txnGraph {
 	g.adjacency(an.from, an.to, an.bits)
 	an.from, an.to, an.bits = nil, nil, nil
 	if c.realtime {
-		g.realtime = true
-		for i := range h.txns {
-			if h.txns[i].inv >= 0 {
-				g.invoked = append(g.invoked, int32(i))
-			}
-		}
-		g.rtL, g.rtR = make([]int32, n), make([]int32, n)
-		l, r := 0, 0
-		for _, id := range okOrder {
-			p := h.txns[id].okPos
-			for l < len(g.invoked) && h.txns[g.invoked[l]].rtHi <= p {
-				l++
-			}
-			for r < len(g.invoked) && h.txns[g.invoked[r]].rtLo <= p {
-				r++
-			}
-			g.rtL[id], g.rtR[id] = int32(l), int32(max(l, r))
-		}
+		g.setRealtime(h, okOrder)
 	}
 	return g
+}
+
+// newTxnGraph returns the graph of h's transactions with no edge yet.
+func newTxnGraph(h *txnHistory) *txnGraph {
+	g := &txnGraph{n: len(h.txns), dead: make([]bool, len(h.txns))}
+	for i := range h.txns {
+		g.dead[i] = h.txns[i].status == txnFail
+	}
+	return g
+}
+
+// okOrder returns the ok transactions in the order of their completions.
+func (h *txnHistory) okOrder() []int32 {
+	okOrder := make([]int32, h.okCount)
+	for i := range h.txns {
+		if p := h.txns[i].okPos; p >= 0 {
+			okOrder[p] = int32(i)
+		}
+	}
+	return okOrder
+}
+
+// processPrev returns, for each transaction, the ok transaction its process completed
+// before it, when it is ok itself; -1 for none.
+func (h *txnHistory) processPrev(okOrder []int32) []int32 {
+	prev := make([]int32, len(h.txns))
+	for i := range prev {
+		prev[i] = -1
+	}
+	last := map[int32]int32{}
+	for _, id := range okOrder {
+		p := h.txns[id].process
+		if l, ok := last[p]; ok {
+			prev[id] = l
+		}
+		last[p] = id
+	}
+	return prev
+}
+
+// setRealtime adds real-time order to the graph: the invoked transactions and, for
+// each ok one, the run of them it precedes.
+func (g *txnGraph) setRealtime(h *txnHistory, okOrder []int32) {
+	g.realtime = true
+	g.invoked = make([]int32, 0, len(h.txns))
+	for i := range h.txns {
+		if h.txns[i].inv >= 0 {
+			g.invoked = append(g.invoked, int32(i))
+		}
+	}
+	g.rtL, g.rtR = make([]int32, g.n), make([]int32, g.n)
+	l, r := 0, 0
+	for _, id := range okOrder {
+		p := h.txns[id].okPos
+		for l < len(g.invoked) && h.txns[g.invoked[l]].rtHi <= p {
+			l++
+		}
+		for r < len(g.invoked) && h.txns[g.invoked[r]].rtLo <= p {
+			r++
+		}
+		g.rtL[id], g.rtR[id] = int32(l), int32(max(l, r))
+	}
+}
+
+// incoming is the edges into transactions lo..hi-1, target by target: those into t
+// come from src[off[t-lo]:off[t-lo+1]], each source once with the relations of all its
+// edges to t merged, in the order first found.
+type incoming struct {
+	lo, hi int
+	off    []int32
+	src    []int32
+	bits   []edgeBits
+	// count is the edges found, before merging, but for process order: what
+	// txnAnalysis.edge counts.
+	count int
+	// backward holds the target of each edge from a transaction that did not
+	// complete before its target did (txnGraph.done).
+	backward []int32
+}
+
+// add records, while the edges into target t are found (they begin at start), an edge
+// from a by rel; a self edge or one from a failed transaction is no edge.
+func (in *incoming) add(g *txnGraph, t int32, start int, a int32, rel edgeBits) {
+	if a == t || g.dead[a] {
+		return
+	}
+	if g.done[a] >= g.done[t] {
+		in.backward = append(in.backward, t)
+	}
+	if rel != relProcess {
+		in.count++
+	}
+	for j := start; j < len(in.src); j++ {
+		if in.src[j] == a {
+			in.bits[j] |= rel
+			return
+		}
+	}
+	in.src = append(in.src, a)
+	in.bits = append(in.bits, rel)
+}
+
+// incomingOf finds the edges into every transaction of g, the two halves of them on
+// two goroutines: into(in) fills in, its range set, by in.add. The edges are kept, to
+// be turned around into the adjacency only if the graph can have a cycle (adjacent):
+// when every edge goes forward in the order of the completions, as every one of a
+// history that its database applied in that order does, it cannot, and the search for
+// components is not needed. It returns the edges counted (incoming.count).
+func (g *txnGraph) incomingOf(h *txnHistory, into func(in *incoming)) int {
+	g.done = make([]int64, g.n)
+	for i := range h.txns {
+		g.done[i] = h.txns[i].comp
+		if g.done[i] < 0 {
+			g.done[i] = math.MaxInt64
+		}
+	}
+	mid := g.n / 2
+	parts := []*incoming{{lo: 0, hi: mid}, {lo: mid, hi: g.n}}
+	fin := make(chan struct{})
+	go func() {
+		defer close(fin)
+		into(parts[1])
+	}()
+	into(parts[0])
+	<-fin
+	g.in, g.stored = parts, 0
+	count, backward := 0, 0
+	for _, in := range parts {
+		g.stored += len(in.src)
+		count += in.count
+		backward += len(in.backward)
+	}
+	g.done = nil
+	g.acyclic = backward == 0 || g.backwardIntoSinks(h)
+	return count
+}
+
+// backwardIntoSinks reports whether every backward edge incomingOf found goes into a
+// sink: a transaction with no edge out of it, stored or real-time, which no cycle can
+// pass through. A transaction that ended unknown or never completed and whose appends
+// no read saw is one: the edges into it from what was appended and read after its
+// completion go backward in the order of the completions, and ordering it last
+// instead puts them forward, so that the graph still has no cycle.
+func (g *txnGraph) backwardIntoSinks(h *txnHistory) bool {
+	hasOut := make([]bool, g.n)
+	for _, in := range g.in {
+		for _, a := range in.src {
+			hasOut[a] = true
+		}
+	}
+	for _, in := range g.in {
+		for _, t := range in.backward {
+			// Only an ok transaction is the source of real-time edges.
+			if hasOut[t] || h.txns[t].status == txnOK {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// adjacent makes the adjacency arrays of the edges incomingOf found, once.
+func (g *txnGraph) adjacent() {
+	if g.in != nil {
+		g.setIncoming(g.in)
+		g.in = nil
+	}
+}
+
+// setIncoming makes the graph's stored edges those of parts, which cover the targets
+// in order. Going through the targets in order, each source's edges come out sorted by
+// target and, merged by incoming already, each target once: the adjacency that
+// adjacency makes of an edge list, without its sorting.
+func (g *txnGraph) setIncoming(parts []*incoming) {
+	n := g.n
+	g.off = make([]int32, n+1)
+	total := 0
+	for _, in := range parts {
+		for _, a := range in.src {
+			g.off[a+1]++
+		}
+		total += len(in.src)
+	}
+	for i := 1; i <= n; i++ {
+		g.off[i] += g.off[i-1]
+	}
+	g.to = make([]int32, total)
+	g.bits = make([]edgeBits, total)
+	fill := slices.Clone(g.off[:n])
+	for _, in := range parts {
+		for t := in.lo; t < in.hi; t++ {
+			for j := in.off[t-in.lo]; j < in.off[t-in.lo+1]; j++ {
+				a := in.src[j]
+				k := fill[a]
+				fill[a]++
+				g.to[k], g.bits[k] = int32(t), in.bits[j]
+			}
+		}
+	}
 }
 
 // adjacency builds the adjacency arrays from an edge list, merging the relations of
@@ -207,9 +395,10 @@ func (g *txnGraph) neighbour(v, i int32) int32 {
 
 // empty reports whether the graph has no edge at all.
 func (g *txnGraph) empty() bool {
-	if len(g.to) > 0 {
+	if len(g.to) > 0 || g.stored > 0 {
 		return false
 	}
+	g.adjacent()
 	if g.realtime {
 		for v := 0; v < g.n; v++ {
 			for i := int32(0); i < g.degree(int32(v)); i++ {
@@ -227,6 +416,7 @@ func (g *txnGraph) empty() bool {
 // transactions would exhaust the stack of a recursive one), and comp, each vertex's
 // component among them (-1: in none).
 func (g *txnGraph) sccs(stop func() bool) (comps [][]int32, comp []int32) {
+	g.adjacent()
 	n := g.n
 	index := make([]int32, n) // 0: unvisited; else visit order + 1
 	low := make([]int32, n)

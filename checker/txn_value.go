@@ -56,8 +56,9 @@ func (k mopKind) String() string {
 
 // txnInterner numbers keys and non-integer values in the order it first sees them.
 //
-// Its maps belong to the one goroutine that decodes; mu guards the texts, which the
-// checking goroutine reads, for an error message, while the decoding one appends.
+// Its maps belong to the one goroutine that decodes and checks (txnPrep runs beside
+// the model); mu guards the texts, which the analysis's goroutines also read when
+// they explain what they found.
 type txnInterner struct {
 	mu        sync.Mutex
 	intKeys   map[int64]uint32
@@ -66,6 +67,14 @@ type txnInterner struct {
 	keyText   []string          // canonical JSON text of each key
 	values    map[string]int64  // canonical JSON text to code
 	valueText []string          // canonical JSON text of each code
+	// recent caches intKeys: the integer keys seen last, by the key's residue.
+	recent [256]recentKey
+}
+
+// recentKey is an integer key and its id + 1 (0: an empty entry).
+type recentKey struct {
+	key int64
+	id  uint32
 }
 
 func newTxnInterner() *txnInterner {
@@ -147,9 +156,10 @@ type rawMop struct {
 	kind      mopKind
 	key       uint32
 	val       int64
-	hasValue  bool // false for a missing or null argument
-	isList    bool // the argument was a JSON array
-	list, len int  // elements of a list argument, in txnDecoder.list
+	rawKey    int64 // txnScan's: the key as read, before txnPrep.commit interns it
+	hasValue  bool  // false for a missing or null argument
+	isList    bool  // the argument was a JSON array
+	list, len int   // elements of a list argument, in txnDecoder.list
 }
 
 // txnValue is decoded micro-ops: those of one transaction, or of a batch of them, each
@@ -463,11 +473,19 @@ func (d *txnDecoder) key() (uint32, error) {
 }
 
 func (in *txnInterner) intKey(n int64) uint32 {
-	if id, ok := in.intKeys[n]; ok {
-		return id
+	// A history works on few keys at a time (Elle's generator retires a key after a
+	// few dozen writes for the next one): most look-ups find the key where it was put
+	// last, without the map's hashing.
+	c := &in.recent[uint64(n)%uint64(len(in.recent))]
+	if c.id != 0 && c.key == n {
+		return c.id - 1
 	}
-	id := in.newKey(strconv.FormatInt(n, 10))
-	in.intKeys[n] = id
+	id, ok := in.intKeys[n]
+	if !ok {
+		id = in.newKey(strconv.FormatInt(n, 10))
+		in.intKeys[n] = id
+	}
+	*c = recentKey{key: n, id: id + 1}
 	return id
 }
 

@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -23,6 +24,10 @@ func decodeFast(b []byte, op *Op) bool {
 type decoder struct {
 	conns map[string]string
 	slab  []byte
+	// values, when set, reads each value in place of skipValue and the copy into the
+	// slab (Reader.Values); taken says it read the last line's.
+	values ValueReader
+	taken  bool
 }
 
 // slabSize is the size of the blocks values are copied into; a value longer than
@@ -61,93 +66,30 @@ func (d *decoder) conn(s []byte) string {
 }
 
 func (d *decoder) decode(b []byte, op *Op) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
+	d.taken = false
 	var seen uint16
-	for {
-		f, j := writtenKey(b, i)
-		if f < 0 {
-			key, j, ok := plainString(b, i)
-			if !ok {
-				return false
-			}
-			i = skipSpace(b, j)
-			if i >= len(b) || b[i] != ':' {
-				return false
-			}
-			f = fieldOf(key)
-		} else {
-			i = j - 1 // the colon
-		}
-		i = skipSpace(b, i+1)
-		if f < 0 || seen&(1<<f) != 0 {
-			// An unknown key may name a field case-insensitively, and a repeated one
-			// is resolved by encoding/json's rules: both are left to it.
+	// after says i is after a field's value, where a comma or the end comes.
+	i, after := written(b, op)
+	if after {
+		seen = 1<<fIndex | 1<<fTime | 1<<fProcess | 1<<fType | 1<<fF
+	} else {
+		i = skipSpace(b, 0)
+		if i >= len(b) || b[i] != '{' {
 			return false
 		}
-		seen |= 1 << f
-		switch f {
-		case fIndex, fTime, fProcess, fAttempt:
-			n, j, ok := plainInt(b, i)
-			if !ok {
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return skipSpace(b, i+1) == len(b)
+		}
+	}
+	for {
+		if !after {
+			var ok bool
+			if i, ok = d.field(b, i, op, &seen); !ok {
 				return false
-			}
-			i = j
-			switch f {
-			case fIndex:
-				op.Index = n
-			case fTime:
-				op.Time = n
-			case fProcess:
-				op.Process = int(n)
-			case fAttempt:
-				op.Attempt = int(n)
-			}
-		case fValue:
-			j, ok := skipValue(b, i, 0)
-			if !ok {
-				return false
-			}
-			op.Value = d.value(b[i:j])
-			i = j
-		default:
-			s, j, ok := plainString(b, i)
-			if !ok {
-				return false
-			}
-			i = j
-			switch f {
-			case fType:
-				switch string(s) {
-				case "invoke":
-					op.Type = Invoke
-				case "ok":
-					op.Type = OK
-				case "fail":
-					op.Type = Fail
-				case "info":
-					op.Type = Info
-				default:
-					return false
-				}
-			case fF:
-				op.F = internF(s)
-			case fKey:
-				op.Key = string(s)
-			case fOpID:
-				op.OpID = string(s)
-			case fConn:
-				op.Conn = d.conn(s)
-			case fError:
-				op.Error = string(s)
 			}
 		}
+		after = false
 		i = skipSpace(b, i)
 		if i >= len(b) {
 			return false
@@ -162,6 +104,167 @@ func (d *decoder) decode(b []byte, op *Op) bool {
 		}
 	}
 }
+
+// field reads the field at b[i], its key and value, into op, and returns the index
+// after the value; seen records the fields read, each at most once.
+func (d *decoder) field(b []byte, i int, op *Op, seen *uint16) (int, bool) {
+	f, j := writtenKey(b, i)
+	if f < 0 {
+		key, j, ok := plainString(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		f = fieldOf(key)
+	} else {
+		i = j - 1 // the colon
+	}
+	i = skipSpace(b, i+1)
+	if f < 0 || *seen&(1<<f) != 0 {
+		// An unknown key may name a field case-insensitively, and a repeated one
+		// is resolved by encoding/json's rules: both are left to it.
+		return 0, false
+	}
+	*seen |= 1 << f
+	switch f {
+	case fIndex, fTime, fProcess, fAttempt:
+		n, j, ok := plainInt(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = j
+		switch f {
+		case fIndex:
+			op.Index = n
+		case fTime:
+			op.Time = n
+		case fProcess:
+			op.Process = int(n)
+		case fAttempt:
+			op.Attempt = int(n)
+		}
+	case fValue:
+		if d.values != nil {
+			if n, ok := d.values.ReadValue(b[i:]); ok && n > 0 && n <= len(b)-i {
+				d.taken = true
+				return i + n, true
+			}
+		}
+		j, ok := skipValue(b, i, 0)
+		if !ok {
+			return 0, false
+		}
+		op.Value = d.value(b[i:j])
+		i = j
+	default:
+		s, j, ok := plainString(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = j
+		switch f {
+		case fType:
+			switch string(s) {
+			case "invoke":
+				op.Type = Invoke
+			case "ok":
+				op.Type = OK
+			case "fail":
+				op.Type = Fail
+			case "info":
+				op.Type = Info
+			default:
+				return 0, false
+			}
+		case fF:
+			op.F = internF(s)
+		case fKey:
+			op.Key = string(s)
+		case fOpID:
+			op.OpID = string(s)
+		case fConn:
+			op.Conn = d.conn(s)
+		case fError:
+			op.Error = string(s)
+		}
+	}
+	return i, true
+}
+
+// written reads the fields every line the Writer writes begins with, in its order and
+// spelling, as one: {"index":N,"time":N,"process":N,"type":"T","f":"F". It returns the
+// index after them, having set them in op, or false, having set nothing, for a line
+// that begins otherwise, which the field-by-field reading takes. The fields it reads
+// are read as that reading reads them (plainInt, plainString, internF). The keys are
+// compared 8 bytes at a time: string comparisons with a slice of the line each called
+// memequal.
+func written(b []byte, op *Op) (int, bool) {
+	if word(b, 0) != wIndex || len(b) < 9 || b[8] != ':' {
+		return 0, false
+	}
+	index, i, ok := plainInt(b, 9)
+	if !ok || word(b, i) != wTime {
+		return 0, false
+	}
+	t, i, ok := plainInt(b, i+8)
+	if !ok || word(b, i) != wProcess || len(b)-i < 11 || b[i+8] != 's' || b[i+9] != '"' || b[i+10] != ':' {
+		return 0, false
+	}
+	p, i, ok := plainInt(b, i+11)
+	if !ok || word(b, i) != wType || len(b)-i < 9 || b[i+8] != '"' {
+		return 0, false
+	}
+	i += 9
+	var typ Type
+	switch word(b, i) {
+	case wInvoke: // invoke","f":
+		typ, i = Invoke, i+12
+		if len(b) < i || b[i-4] != '"' || b[i-3] != 'f' || b[i-2] != '"' || b[i-1] != ':' {
+			return 0, false
+		}
+	case wOK: // ok","f":
+		typ, i = OK, i+8
+	case wFail, wInfo: // fail","f": and info","f":
+		typ, i = Fail, i+10
+		if b[i-10+1] == 'n' {
+			typ = Info
+		}
+		if len(b) < i || b[i-2] != '"' || b[i-1] != ':' {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	f, i, ok := plainString(b, i)
+	if !ok {
+		return 0, false
+	}
+	op.Index, op.Time, op.Process, op.Type, op.F = index, t, int(p), typ, internF(f)
+	return i, true
+}
+
+// word returns the 8 bytes of b at i as a little-endian word, 0 when b has fewer.
+func word(b []byte, i int) uint64 {
+	if i < 0 || len(b)-i < 8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b[i:])
+}
+
+// The words written compares lines with: the first 8 bytes of each literal.
+var (
+	wIndex   = word([]byte(`{"index"`), 0)
+	wTime    = word([]byte(`,"time":`), 0)
+	wProcess = word([]byte(`,"proces`), 0)
+	wType    = word([]byte(`,"type":`), 0)
+	wInvoke  = word([]byte(`invoke",`), 0)
+	wOK      = word([]byte(`ok","f":`), 0)
+	wFail    = word([]byte(`fail","f`), 0)
+	wInfo    = word([]byte(`info","f`), 0)
+)
 
 // The fields of Op, as bits of decodeFast's record of the keys seen.
 const (

@@ -49,6 +49,13 @@ type Reader struct {
 	// Partial makes a truncated last line end the history instead of failing with
 	// ErrTruncated, as after a harness crash.
 	Partial bool
+	// Values, when set, reads the values of the events Next returns (see ValueReader);
+	// ValueRead says of each event whether it did.
+	Values ValueReader
+	// Size, when known, is the history's size in bytes, for Progress.
+	Size    int64
+	taken   bool
+	err     error // the first error of Next
 	peeked  *Op
 	eofNoNL bool
 	// last is the Index and line of the previous event, for the order check.
@@ -57,6 +64,37 @@ type Reader struct {
 	dec            decoder
 	times          openTimes
 }
+
+// ValueReader reads the values of a Reader's events in its place (Reader.Values). A
+// consumer that decodes every value, as the transactional checkers do, would otherwise
+// parse each twice: once as the Reader checks that it is JSON and copies it into
+// Op.Value, and once as it decodes it.
+type ValueReader interface {
+	// ReadValue is given the bytes of an event's line from the first byte of its value
+	// to the end of the line. It returns the length of the JSON value they start with,
+	// having read it, or false to leave the value to the Reader, which then checks it
+	// and copies it into Op.Value as it does without a ValueReader. What it accepts
+	// must be a valid JSON value as encoding/json reads it: the Reader checks it no
+	// further. The line may yet be refused after it (a field after the value), or be
+	// read again by encoding/json, so what ReadValue keeps of it holds only once Next
+	// returns the event and ValueRead says so. b stays valid until the Reader's next
+	// call of Next.
+	ReadValue(b []byte) (n int, ok bool)
+}
+
+// Progress returns the share of Size that the lines read so far make up, from 0 to 1;
+// 0 when Size is unknown. A consumer sizes its tables from it once, rather than
+// doubling them as the history goes.
+func (r *Reader) Progress() float64 {
+	if r.Size <= 0 {
+		return 0
+	}
+	return min(1, float64(r.read)/float64(r.Size))
+}
+
+// ValueRead reports whether Values read the value of the event Next returned last: its
+// Op then has no Value, and what the value was is for Values to say.
+func (r *Reader) ValueRead() bool { return r.taken }
 
 // NewReader returns a Reader of r; name is used in errors. It reads the header line, if
 // any, at once.
@@ -131,14 +169,14 @@ func (r *Reader) readFirst() error {
 		r.header = h.Header
 		return nil
 	}
-	op, err := r.decode(raw)
-	if err != nil {
+	var op Op
+	if err := r.decode(raw, &op); err != nil {
 		if r.eofNoNL && r.Partial {
 			return nil
 		}
 		return err
 	}
-	if err := r.order(op); err != nil {
+	if err := r.order(&op); err != nil {
 		return err
 	}
 	r.peeked = &op
@@ -148,7 +186,7 @@ func (r *Reader) readFirst() error {
 // order refuses an event whose Index is negative or does not increase on the previous
 // event's, a process that is neither a worker's nor the nemesis's, and a completion
 // earlier than its invocation (see order.go).
-func (r *Reader) order(op Op) error {
+func (r *Reader) order(op *Op) error {
 	if op.Index < 0 {
 		return r.errf("event index %d is negative", op.Index)
 	}
@@ -193,21 +231,24 @@ func (r *Reader) rawLine() ([]byte, bool, error) {
 	}
 }
 
-func (r *Reader) decode(raw []byte) (Op, error) {
-	var op Op
-	if !fastDecode || !r.dec.decode(raw, &op) {
+// decode reads event line raw into op, the zero Op.
+func (r *Reader) decode(raw []byte, op *Op) error {
+	r.dec.values, r.taken = r.Values, false
+	if fastDecode && r.dec.decode(raw, op) {
+		r.taken = r.dec.taken
+	} else {
 		var err error
-		if op, err = decodeJSON(raw); err != nil {
+		if *op, err = decodeJSON(raw); err != nil {
 			if r.eofNoNL && !errors.Is(err, errTrailing) {
-				return Op{}, r.errf("%v", ErrTruncated)
+				return r.errf("%v", ErrTruncated)
 			}
-			return Op{}, r.errf("malformed event: %v", err)
+			return r.errf("malformed event: %v", err)
 		}
 	}
 	if op.Type < Invoke || op.Type > Info {
-		return Op{}, r.errf("event has no type")
+		return r.errf("event has no type")
 	}
-	return op, nil
+	return nil
 }
 
 // fastDecode turns decodeFast on; the tests turn it off to hold the Reader's two paths
@@ -233,29 +274,59 @@ func decodeJSON(raw []byte) (Op, error) {
 
 // Next returns the next event; io.EOF at the end of the history.
 func (r *Reader) Next() (Op, error) {
-	if r.peeked != nil {
-		op := *r.peeked
-		r.peeked = nil
-		return op, nil
-	}
-	raw, ok, err := r.rawLine()
-	if err != nil {
-		return Op{}, err
-	}
-	if !ok {
-		return Op{}, io.EOF
-	}
-	op, err := r.decode(raw)
-	if err != nil && r.eofNoNL && r.Partial {
-		return Op{}, io.EOF
-	}
-	if err != nil {
-		return Op{}, err
-	}
-	if err := r.order(op); err != nil {
+	var op Op
+	if err := r.next(&op); err != nil {
+		if err != io.EOF && r.err == nil {
+			r.err = err
+		}
 		return Op{}, err
 	}
 	return op, nil
+}
+
+// NextInto is Next that reads the event into *op, overwriting all of it, rather than
+// returning a copy: a reader of millions of events, some 170 bytes each, copies
+// fewer. *op is the zero Op on an error.
+func (r *Reader) NextInto(op *Op) error {
+	*op = Op{}
+	if err := r.next(op); err != nil {
+		if err != io.EOF && r.err == nil {
+			r.err = err
+		}
+		*op = Op{}
+		return err
+	}
+	return nil
+}
+
+// Err returns the first error Next or NextInto returned, other than io.EOF: the one to
+// report of a history whose events were taken by someone else (checker.CheckReader).
+func (r *Reader) Err() error { return r.err }
+
+// next reads the next event into op, the zero Op, which it leaves as it may on an error.
+// An event is some 170 bytes, and a history millions of them: it is read in place.
+func (r *Reader) next(op *Op) error {
+	if r.peeked != nil {
+		// Read by NewReader, before Values could be set.
+		*op = *r.peeked
+		r.peeked, r.taken = nil, false
+		return nil
+	}
+	raw, ok, err := r.rawLine()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return io.EOF
+	}
+	err = r.decode(raw, op)
+	if err != nil && r.eofNoNL && r.Partial {
+		return io.EOF
+	}
+	if err != nil {
+		return err
+	}
+	return r.order(op)
 }
 
 // ReadAll reads the remaining events into memory.

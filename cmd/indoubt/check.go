@@ -439,42 +439,51 @@ func (a checkArgs) checkStreamed(ctx context.Context) (res checker.Result, err, 
 	}
 	defer f.Close()
 	src := ctxReader{ctx, f}
-	var h *histories.Header
-	var read func() (histories.Op, error)
+	// check checks the history; drain reads the rest of it after the checker stopped
+	// early; readErr is the first error of reading it.
+	var check func() (checker.Result, error)
+	var drain func() (histories.Op, error)
+	var readErr func() error
 	if a.format == "indoubt" {
 		rd, err := histories.NewReader(src, a.path)
 		if err != nil {
 			return checker.Result{}, nil, err
 		}
 		rd.Partial = a.partial
-		h, read = rd.Header(), rd.Next
-	} else {
-		read = histories.NewJepsenEDNReader(src, a.path, histories.JepsenOptions{SkipBadLines: a.skipBad}).Next
-	}
-	var readErr error
-	next := func() (histories.Op, error) {
-		op, err := read()
-		if err != nil && err != io.EOF {
-			readErr = err
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			rd.Size = fi.Size()
 		}
-		return op, err
+		check = func() (checker.Result, error) { return checker.CheckReader(ctx, rd, a.opt) }
+		drain, readErr = rd.Next, rd.Err
+	} else {
+		read := histories.NewJepsenEDNReader(src, a.path, histories.JepsenOptions{SkipBadLines: a.skipBad}).Next
+		var first error
+		next := func() (histories.Op, error) {
+			op, err := read()
+			if err != nil && err != io.EOF && first == nil {
+				first = err
+			}
+			return op, err
+		}
+		check = func() (checker.Result, error) { return checker.CheckStream(ctx, nil, next, a.opt) }
+		drain, readErr = next, func() error { return first }
 	}
-	res, err = checker.CheckStream(ctx, h, next, a.opt)
+	res, err = check()
 	if ctx.Err() != nil {
 		// Interrupted: what was not read is not the file's fault.
 		return res, err, nil
 	}
-	if err != nil && res.Verdict == 0 && readErr == nil {
+	if err != nil && res.Verdict == 0 && readErr() == nil {
 		// The checker stopped early: the rest of the file is read for an error of its
 		// own, which comes first.
 		for {
-			if _, nerr := next(); nerr != nil {
+			if _, nerr := drain(); nerr != nil {
 				break
 			}
 		}
 	}
-	if readErr != nil {
-		return checker.Result{}, nil, readErr
+	if err := readErr(); err != nil {
+		return checker.Result{}, nil, err
 	}
 	// A header with no operation after it is a history of nothing: the checker says
 	// nothing was checked (unknown), as of one whose operations never completed.
