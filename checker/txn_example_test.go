@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
@@ -69,4 +70,38 @@ func ExampleCheckRWRegister() {
 	fmt.Println(res.Verdict, res.Summary)
 	// Output:
 	// invalid violates strong-snapshot-isolation: G-single-item-realtime 1, among 2 transactions
+}
+
+// A history file checked as it is read, the way `indoubt check` reads one: the header
+// names the model, and each transaction's value is parsed once, as its line is read.
+// The append of 1 failed, yet a read saw it (an aborted read, G1a) and a committed
+// append of 2 came after it (a dirty update).
+func ExampleCheckReader() {
+	const file = `{"header":{"format":"indoubt-history/1","workload":"list-append","model":"list-append"}}
+{"index":0,"time":10,"process":0,"type":"invoke","f":"txn","value":[["append","x",1]]}
+{"index":1,"time":20,"process":0,"type":"fail","f":"txn","value":[["append","x",1]],"error":"aborted"}
+{"index":2,"time":30,"process":1,"type":"invoke","f":"txn","value":[["append","x",2]]}
+{"index":3,"time":40,"process":1,"type":"ok","f":"txn","value":[["append","x",2]]}
+{"index":4,"time":50,"process":2,"type":"invoke","f":"txn","value":[["r","x",null]]}
+{"index":5,"time":60,"process":2,"type":"ok","f":"txn","value":[["r","x",[1,2]]]}
+`
+	rd, err := histories.NewReader(strings.NewReader(file), "history.jsonl")
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := checker.CheckReader(context.Background(), rd, checker.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Verdict)
+	for _, a := range res.Anomalies {
+		fmt.Println(a.Kind, a.Ops)
+		fmt.Println(a.Explanation)
+	}
+	// Output:
+	// invalid
+	// G1a [5 1]
+	// transaction 5 read key x = [1 2], which holds 1, appended by transaction 1 (fail), which failed: it read aborted state
+	// dirty-update [1 3]
+	// key x's version order has 2, appended by transaction 3, which committed, after 1, appended by transaction 1 (fail), which failed: a committed append built on aborted state
 }

@@ -118,3 +118,33 @@ func ExampleJepsenEDNReader() {
 	// 1 at 15: process -1 info start key "" value ""
 	// 2 at 20: process 0 ok write key "x" value "3"
 }
+
+// NextInto reads each event into the same Op, for a reader of long histories that
+// keeps nothing of an event once it has looked at it; io.EOF ends the history.
+func ExampleReader_NextInto() {
+	const file = `{"header":{"format":"indoubt-history/1","workload":"counter","model":"counter"}}
+{"index":0,"time":1,"process":0,"type":"invoke","f":"increment"}
+{"index":1,"time":2,"process":0,"type":"ok","f":"increment","value":{"wrote":1}}
+{"index":2,"time":3,"process":1,"type":"invoke","f":"increment"}
+{"index":3,"time":4,"process":1,"type":"info","f":"increment","error":"conn closed"}
+`
+	rd, err := histories.NewReader(strings.NewReader(file), "history.jsonl")
+	if err != nil {
+		log.Fatal(err)
+	}
+	var op histories.Op
+	completed := map[histories.Type]int{}
+	for {
+		if err := rd.NextInto(&op); err == io.EOF {
+			break
+		} else if err != nil {
+			log.Fatal(err)
+		}
+		if op.Type != histories.Invoke {
+			completed[op.Type]++
+		}
+	}
+	fmt.Println(rd.Header().Model, "ok:", completed[histories.OK], "info:", completed[histories.Info])
+	// Output:
+	// counter ok: 1 info: 1
+}
