@@ -607,22 +607,7 @@ func (la *listAppend) writer(h *txnHistory, ei int32) int32 {
 // graph builds the dependency graph: the ww, wr and rw dependencies into each
 // transaction (incoming), with process or real-time order as the check needs.
 func (la *listAppend) graph(h *txnHistory, c *txnCheck) *txnGraph {
-	g := newTxnGraph(h)
-	okOrder := h.okOrder()
-	var prev []int32
-	if c.process {
-		prev = h.processPrev(okOrder)
-	}
-	rt := make(chan struct{})
-	go func() {
-		defer close(rt)
-		if c.realtime {
-			g.setRealtime(h, okOrder)
-		}
-	}()
-	g.count = g.incomingOf(h, func(in *incoming) { la.incoming(h, g, prev, in) })
-	<-rt
-	return g
+	return buildGraph(h, c, func(g *txnGraph, prev []int32, in *incoming) { la.incoming(h, g, prev, in) })
 }
 
 // incoming finds the dependencies into each transaction of in's range: wr from the

@@ -355,22 +355,7 @@ func (rr *rwRegister) graph(h *txnHistory, c *txnCheck, x *rwIndex, part []bool,
 	for k := range nilEnt {
 		nilEnt[k] = x.vals.get(uint32(k), valueNil)
 	}
-	g := newTxnGraph(h)
-	okOrder := h.okOrder()
-	var prev []int32
-	if c.process {
-		prev = h.processPrev(okOrder)
-	}
-	rt := make(chan struct{})
-	go func() {
-		defer close(rt)
-		if c.realtime {
-			g.setRealtime(h, okOrder)
-		}
-	}()
-	g.count = g.incomingOf(h, func(in *incoming) { rr.incoming(h, g, x, part, nilEnt, into, prev, in) })
-	<-rt
-	return g
+	return buildGraph(h, c, func(g *txnGraph, prev []int32, in *incoming) { rr.incoming(h, g, x, part, nilEnt, into, prev, in) })
 }
 
 // incoming finds the dependencies into each transaction of in's range: wr from the one

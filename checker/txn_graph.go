@@ -204,6 +204,29 @@ func (in *incoming) add(g *txnGraph, t int32, start int, a int32, rel edgeBits) 
 	in.bits = append(in.bits, rel)
 }
 
+// buildGraph makes the dependency graph of h: into finds the dependencies into
+// the transactions of each range incomingOf gives it (prev[id], when c asks for the
+// process order, is the transaction of id's process before it), while the real-time
+// order, when c asks for it, is worked out on another goroutine.
+func buildGraph(h *txnHistory, c *txnCheck, into func(g *txnGraph, prev []int32, in *incoming)) *txnGraph {
+	g := newTxnGraph(h)
+	okOrder := h.okOrder()
+	var prev []int32
+	if c.process {
+		prev = h.processPrev(okOrder)
+	}
+	rt := make(chan struct{})
+	go func() {
+		defer close(rt)
+		if c.realtime {
+			g.setRealtime(h, okOrder)
+		}
+	}()
+	g.count = g.incomingOf(h, func(in *incoming) { into(g, prev, in) })
+	<-rt
+	return g
+}
+
 // incomingOf finds the edges into every transaction of g, the two halves of them on
 // two goroutines: into(in) fills in, its range set, by in.add. The edges are kept, to
 // be turned around into the adjacency only if the graph can have a cycle (adjacent):

@@ -11,10 +11,9 @@ import (
 	"time"
 )
 
-// stampServer accepts connections and writes to each, until it fails, the time since
-// epoch in nanoseconds as 8 bytes, every 100 µs: a stream whose every record says
-// when it left the server.
-func stampServer(t *testing.T, epoch time.Time) string {
+// serveEach accepts connections on a loopback port until the test ends, and runs
+// serve on each in a goroutine of its own, closing it after; it returns the address.
+func serveEach(t *testing.T, serve func(c net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,18 +33,27 @@ func stampServer(t *testing.T, epoch time.Time) string {
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				var b [8]byte
-				for {
-					binary.BigEndian.PutUint64(b[:], uint64(time.Since(epoch)))
-					if _, err := c.Write(b[:]); err != nil {
-						return
-					}
-					time.Sleep(100 * time.Microsecond)
-				}
+				serve(c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// stampServer writes to each connection, until it fails, the time since epoch in
+// nanoseconds as 8 bytes, every 100 µs: a stream whose every record says when it left
+// the server.
+func stampServer(t *testing.T, epoch time.Time) string {
+	return serveEach(t, func(c net.Conn) {
+		var b [8]byte
+		for {
+			binary.BigEndian.PutUint64(b[:], uint64(time.Since(epoch)))
+			if _, err := c.Write(b[:]); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	})
 }
 
 // TestToxicActsOnEveryByteAfterItsAddition: connections on the direct path while
@@ -113,49 +121,27 @@ func TestToxicActsOnEveryByteAfterItsAddition(t *testing.T) {
 	}
 }
 
-// floodServer accepts connections and writes 64 KiB blocks to each until the write
-// fails. The first write that has waited a second says that the buffers between the
-// server and a client that reads nothing are full: stuck is closed then, and that
-// connection is left open, unwritten.
+// floodServer writes 64 KiB blocks to each connection until the write fails. The
+// first write that has waited a second says that the buffers between the server and
+// a client that reads nothing are full: stuck is closed then, and that connection is
+// left open, unwritten, until the test ends.
 func floodServer(t *testing.T, stuck chan struct{}) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	var once sync.Once
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return serveEach(t, func(c net.Conn) {
+		b := make([]byte, 64<<10)
 		for {
-			c, err := ln.Accept()
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			_, err := c.Write(b)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				once.Do(func() { close(stuck) })
+				io.Copy(io.Discard, c)
+				return
+			}
 			if err != nil {
 				return
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				b := make([]byte, 64<<10)
-				for {
-					c.SetWriteDeadline(time.Now().Add(time.Second))
-					_, err := c.Write(b)
-					if errors.Is(err, os.ErrDeadlineExceeded) {
-						once.Do(func() { close(stuck) })
-						// Held open until the test ends.
-						io.Copy(io.Discard, c)
-						return
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // TestToxicAdditionDoesNotWaitForeverOnAStuckDirection: a direct connection whose
