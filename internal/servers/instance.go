@@ -144,7 +144,7 @@ func (s *Instance) Stop() error {
 			return nil
 		}
 		// A paused server must run to hear the signal.
-		_ = syscall.Kill(-s.proc.Pid(), syscall.SIGCONT)
+		_ = signalTree(s.proc.Pid(), syscall.SIGCONT)
 		sig := s.StopSignal
 		if s.DiscardSignal != 0 && !s.Keep {
 			sig = s.DiscardSignal

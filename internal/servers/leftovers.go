@@ -148,13 +148,14 @@ func FindLeftovers(parent string) ([]Leftover, error) {
 	return out, nil
 }
 
-// Remove kills the leftover's server process group if it still runs, waits for it to
+// Remove kills the leftover's server and every process it started if it still runs, waits for it to
 // go, and removes the directory. The server's pid was checked against its recorded
 // start time when l was found, so a reused pid is not killed.
 func (l Leftover) Remove() error {
 	if l.Server > 0 {
-		// The server leads its own process group: this reaches its children too.
-		_ = syscall.Kill(-l.Server, syscall.SIGKILL)
+		// Its process group and every descendant: PostgreSQL's backends are each in a
+		// session of their own, and one busy computing outlives its postmaster.
+		killTree(l.Server)
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			_, zombie, err := processStart(l.Server)

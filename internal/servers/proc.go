@@ -344,7 +344,8 @@ func (p *Process) Wait(ctx context.Context) error {
 }
 
 // Stop sends sig to the leader (its graceful shutdown signal), waits up to grace for it to
-// exit, then kills the whole process group with SIGKILL and reaps the leader. Stop may be
+// exit, then kills the process group and every descendant of the leader with SIGKILL and
+// reaps the leader. Stop may be
 // called more than once and concurrently; every call returns the first call's result
 // after the process is gone. It returns nil when the process ended in response to sig
 // (status 0, death by sig, or status 128+sig), and an error when it had already exited
@@ -373,6 +374,9 @@ func (p *Process) stop(sig syscall.Signal, grace time.Duration) error {
 	case <-p.exited:
 	case <-t.C:
 		forced = true
+		// Not only the group: a PostgreSQL backend, in a session of its own, busy
+		// computing, would outlive its postmaster.
+		killTree(p.cmd.Process.Pid)
 	}
 	err := p.reap()
 	if forced {

@@ -13,49 +13,226 @@ import (
 )
 
 // The process faults of a launched server: what indoubt's nemesis does to the server
-// itself, not to its connections. Every method acts on the whole process group (a
-// PostgreSQL's backends die or stop with its postmaster), keeps the data directory, the
-// port and the password, and is safe to call concurrently with Stop.
+// itself, not to its connections. Every method acts on every process of the server (a
+// PostgreSQL's backends die or stop with its postmaster, though each is in a session of
+// its own), keeps the data directory, the port and the password, and is safe to call
+// concurrently with Stop.
 
 // ErrDown is returned by a process fault that needs a running server when the server
 // was killed and not started again.
 var ErrDown = errors.New("the server is down (killed and not started again)")
 
-// Kill sends SIGKILL to the server's process group and reaps it: no shutdown, no flush,
-// what was not on disk is gone. It returns once the group's last process is gone (or
-// after 5 s), so that a start again does not meet what the old server held.
+// Kill sends SIGKILL to every process of the server at once and reaps it: no
+// shutdown, no flush, what was not on disk is gone. It returns once each of those
+// processes is gone (or after 5 s), so that a start again does not meet what the old
+// server held.
 func (s *Instance) Kill() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
 		return fmt.Errorf("%s: kill: %w", s.Name, ErrDown)
 	}
-	pgid := s.proc.Pid()
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	leader := s.proc.Pid()
+	procs := killTree(leader)
 	_ = s.proc.reap()
 	s.down = true
-	// The leader is reaped; its children (PostgreSQL's backends) die a moment later,
-	// and until they do they hold the shared memory a new postmaster refuses to share.
+	// The leader is reaped; the others (PostgreSQL's backends) are reaped by whoever
+	// inherits them, and until they are gone they hold the shared memory a new
+	// postmaster refuses to share.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !groupRunning(pgid) {
+		if !anyRunning(procs) && !groupRunning(leader) {
 			break
 		}
 	}
 	return nil
 }
 
-// Signal sends sig to the server's process group: SIGSTOP pauses the server, SIGCONT
-// resumes it, SIGHUP makes PostgreSQL and Redis reread their configuration.
+// Signal sends sig to the server. SIGSTOP (pause) and SIGCONT (resume) go to every
+// process of it: its leader, the leader's process group and all the leader's
+// descendants, whatever their group; the leader is stopped first, so that it forks
+// nothing the stop would miss. Any other signal goes to the leader's process group,
+// and the leader passes it on as it does for its own (SIGHUP makes PostgreSQL and
+// Redis reread their configuration).
+//
+// A stop sent to the process group alone is not a pause: PostgreSQL's postmaster puts
+// each backend and auxiliary process in a session of its own (setsid), so the group
+// holds the postmaster alone, and its backends went on answering on the connections
+// already open.
 func (s *Instance) Signal(sig syscall.Signal) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
 		return fmt.Errorf("%s: %v: %w", s.Name, sig, ErrDown)
 	}
-	if err := syscall.Kill(-s.proc.Pid(), sig); err != nil {
+	if err := signalTree(s.proc.Pid(), sig); err != nil {
 		return fmt.Errorf("%s: %v: %w", s.Name, sig, err)
 	}
 	return nil
+}
+
+// signalTree sends sig as Signal says: SIGSTOP by stopTree, SIGCONT to the leader, its
+// process group and every descendant, anything else to the process group.
+func signalTree(leader int, sig syscall.Signal) error {
+	switch sig {
+	case syscall.SIGSTOP:
+		if len(stopTree(leader)) == 0 {
+			return syscall.ESRCH
+		}
+		return nil
+	case syscall.SIGCONT:
+		if err := syscall.Kill(-leader, sig); err != nil {
+			return err
+		}
+		for _, p := range descendants(leader) {
+			_ = syscall.Kill(p.pid, sig)
+		}
+		return nil
+	}
+	return syscall.Kill(-leader, sig)
+}
+
+// killTree sends SIGKILL to every process of the server led by leader at once: the
+// leader is stopped first (stopTree), so that it forks nothing more, then the whole
+// tree and the process group die together. It returns the processes it killed.
+func killTree(leader int) []procRef {
+	procs := stopTree(leader)
+	for _, p := range procs {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-leader, syscall.SIGKILL)
+	return procs
+}
+
+// stopTree stops the leader (SIGSTOP) and waits until it is stopped, then stops its
+// process group and each descendant, scanning again until a scan finds none it has
+// not stopped (a child stopped while forking leaves its own child behind). It returns
+// every process it stopped, the leader first; none when the leader is gone.
+func stopTree(leader int) []procRef {
+	if syscall.Kill(leader, syscall.SIGSTOP) != nil {
+		return nil
+	}
+	// A fork in progress ends before the stop takes effect: once the leader is seen
+	// stopped, every child it made is in /proc.
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		st, ok := readStat(leader)
+		if !ok || st.state == 'T' || st.state == 't' || st.state == 'Z' || st.state == 'X' {
+			break
+		}
+	}
+	_ = syscall.Kill(-leader, syscall.SIGSTOP)
+	first, _ := readStat(leader)
+	stopped := []procRef{{pid: leader, start: first.start}}
+	seen := map[procRef]bool{stopped[0]: true}
+	for range 10 {
+		added := false
+		for _, p := range descendants(leader) {
+			if !seen[p] {
+				seen[p] = true
+				added = true
+				stopped = append(stopped, p)
+				_ = syscall.Kill(p.pid, syscall.SIGSTOP)
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	return stopped
+}
+
+// procRef names one process for good: its pid and its start time (a pid can be reused).
+type procRef struct {
+	pid   int
+	start uint64
+}
+
+// procStat is what the process faults read of /proc/PID/stat.
+type procStat struct {
+	pid, ppid, pgrp int
+	state           byte
+	start           uint64
+}
+
+// readStat reads /proc/PID/stat; false when it cannot (no such process, no /proc).
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces or ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	// f[0] is field 3 (the state), f[1] the parent, f[2] the process group, f[19]
+	// field 22 (the start time).
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procStat{}, false
+	}
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], start: start}, true
+}
+
+// descendants returns every descendant of the leader (its children, their children,
+// ...) and every other member of its process group, from /proc's parent links; none
+// where /proc cannot be read.
+func descendants(leader int) []procRef {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var stats []procStat
+	children := map[int][]procStat{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); ok {
+			stats = append(stats, st)
+			children[st.ppid] = append(children[st.ppid], st)
+		}
+	}
+	var out []procRef
+	seen := map[int]bool{leader: true, os.Getpid(): true}
+	queue := []int{leader}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range children[pid] {
+			if !seen[c.pid] {
+				seen[c.pid] = true
+				out = append(out, procRef{pid: c.pid, start: c.start})
+				queue = append(queue, c.pid)
+			}
+		}
+	}
+	for _, st := range stats {
+		if st.pgrp == leader && !seen[st.pid] {
+			seen[st.pid] = true
+			out = append(out, procRef{pid: st.pid, start: st.start})
+		}
+	}
+	return out
+}
+
+// anyRunning reports whether one of procs still runs: present, the same process (its
+// start time) and not a zombie, which holds no memory (and which no one may reap soon
+// when the reaper is a container's init).
+func anyRunning(procs []procRef) bool {
+	for _, p := range procs {
+		st, ok := readStat(p.pid)
+		if ok && st.start == p.start && st.state != 'Z' && st.state != 'X' {
+			return true
+		}
+	}
+	return false
 }
 
 // SetRelaunch sets how StartAgain starts the server again on its data and its port: a
@@ -113,7 +290,7 @@ func (s *Instance) RestartAfter(ctx context.Context, prepare func(context.Contex
 		s.mu.Unlock()
 		return fmt.Errorf("%s: restart: %w", s.Name, ErrDown)
 	}
-	_ = syscall.Kill(-s.proc.Pid(), syscall.SIGCONT)
+	_ = signalTree(s.proc.Pid(), syscall.SIGCONT)
 	err := s.proc.Stop(s.StopSignal, s.StopGrace)
 	s.down = true
 	s.mu.Unlock()

@@ -1,8 +1,11 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -91,3 +94,90 @@ func pgConnectCtx(ctx context.Context, dsn string) (any, error) {
 }
 
 func pgxConnect(ctx context.Context, dsn string) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }
+
+// TestPostgresFaultsReachEveryBackend holds pause and kill to every process of the
+// server, not only the postmaster: PostgreSQL's backends each run in a session of their
+// own (setsid), so a signal to the postmaster's process group never reaches them. A
+// paused server's backends are stopped and an open connection gets no answer; a killed
+// server's backend busy in a long query is gone when Kill returns.
+func TestPostgresFaultsReachEveryBackend(t *testing.T) {
+	pg := startPostgres(t, postgres.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	idle, busy := pgConnect(t, pg.DSN), pgConnect(t, pg.DSN)
+	var idlePid, busyPid int
+	if err := idle.QueryRow(ctx, "select pg_backend_pid()").Scan(&idlePid); err != nil {
+		t.Fatal(err)
+	}
+	if err := busy.QueryRow(ctx, "select pg_backend_pid()").Scan(&busyPid); err != nil {
+		t.Fatal(err)
+	}
+	// A statement that computes until it is stopped and never waits on a latch, where
+	// a backend would notice its postmaster's death by itself.
+	busyErr := make(chan error, 1)
+	go func() {
+		_, err := busy.Exec(context.Background(), "do $$ begin loop end loop; end $$")
+		busyErr <- err
+	}()
+	for state(t, busyPid) != 'R' && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	if err := pg.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	// A stop takes effect when the process next runs in user space: waited for, a
+	// process the signal never reached stays R or S.
+	for name, pid := range map[string]int{"postmaster": pg.Pid(), "idle backend": idlePid, "busy backend": busyPid} {
+		s := state(t, pid)
+		for deadline := time.Now().Add(5 * time.Second); s != 'T' && time.Now().Before(deadline); s = state(t, pid) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if s != 'T' {
+			t.Errorf("paused server: %s %d in state %c, want T (stopped)", name, pid, s)
+		}
+	}
+	qctx, qcancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	var one int
+	err := idle.QueryRow(qctx, "select 1").Scan(&one)
+	qcancel()
+	if err == nil {
+		t.Error("a paused server answered a query on a connection open before the pause")
+	}
+	if err := pg.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(t, busyPid); s == 'T' {
+		t.Errorf("resumed server: busy backend %d still stopped", busyPid)
+	}
+
+	if err := pg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(t, busyPid); s != 0 && s != 'Z' {
+		t.Errorf("killed server: busy backend %d in state %c when Kill returned, want gone", busyPid, s)
+	}
+	select {
+	case err := <-busyErr:
+		if err == nil {
+			t.Error("the long query succeeded on a killed server")
+		}
+	case <-ctx.Done():
+		t.Error("the long query got no error from a killed server")
+	}
+}
+
+// state returns the state letter of process pid from /proc/PID/stat (R running, S
+// sleeping, T stopped, Z zombie), 0 when there is no such process.
+func state(t *testing.T, pid int) byte {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	return b[i+2]
+}

@@ -330,7 +330,7 @@ func writePassfile(dir string, server *Server, acct servers.Account) (string, er
 	return passfile, nil
 }
 
-// Failover kills the primary (SIGKILL to its process group) unless it is down already,
+// Failover kills the primary (SIGKILL to all its processes) unless it is down already,
 // and promotes the standby (pg_ctl promote, waiting until it takes writes). The old
 // primary stays down until Rejoin: started again as it was, it would be a second
 // primary on a diverged timeline.

@@ -48,7 +48,7 @@ func (f FS) Mount(backing, mountpoint string) (servers.Mount, error) {
 // Server is a launched server whose data directory may be on FS: a *postgres.Server,
 // *redis.Server or *cassandra.Server.
 type Server interface {
-	// Kill sends SIGKILL to the server's process group and waits for it to go.
+	// Kill sends SIGKILL to every process of the server and waits for them to go.
 	Kill() error
 	// Start starts a killed server again on its data, port and password, and returns
 	// once it answers.
@@ -60,7 +60,7 @@ type Server interface {
 // ErrNotOnPowerFS is returned by Cut for a server launched without FS.
 var ErrNotOnPowerFS = errors.New("the data directory is not on powerfs (launch it with powerloss.FS as DataFS)")
 
-// Cut cuts the power under srv: it kills the server (SIGKILL to its process group),
+// Cut cuts the power under srv: it kills the server (SIGKILL to every process of it),
 // brings its data directory back to what was fsynced (powerfs.FS.PowerLoss, which opts
 // configures), and starts it again on the same data, port and password, returning once
 // it answers (PostgreSQL's crash recovery done, Redis's AOF loaded, Cassandra's commit
