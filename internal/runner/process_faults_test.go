@@ -106,12 +106,61 @@ func TestProcessFaultsPostgresBudgetValid(t *testing.T) {
 	if kill.DowntimeS < 1 || kill.InFlight == 0 {
 		t.Errorf("kill: %+v; want at least 1 s down and operations in flight", kill)
 	}
-	if pause.DowntimeS < 0.4 || pause.InFlight == 0 || pause.InFlightInfo != 0 {
-		t.Errorf("pause: %+v; want half a second, operations in flight that complete", pause)
+	if pause.DowntimeS < 0.4 || pause.InFlightInfo != 0 {
+		t.Errorf("pause: %+v; want half a second, no operation in flight ending unknown", pause)
+	}
+	// What the pause held: operations invoked before the resume that completed after it.
+	// Counted from the history, not from the instant the pause began: on a loaded
+	// machine all four workers can be between two operations then (writing the last
+	// one's completion), and the next ones wait out the pause as well.
+	held, info, through := pauseHeld(t, res)
+	if held == 0 || info != 0 || through != 0 {
+		t.Errorf("pause: %d operations held across the resume, %d of them unknown, %d invoked 100 ms into the pause acknowledged before the resume; want some held, all acknowledged, none through", held, info, through)
 	}
 	if res.Proxied {
 		t.Error("process faults alone went through the proxy")
 	}
+}
+
+// pauseHeld counts the client operations invoked before a run's resume event that
+// completed after it, how many of them ended info, and how many invoked more than
+// 100 ms after the pause event (the signal's delivery) were acknowledged before the
+// resume: a server that was stopped answers none.
+func pauseHeld(t *testing.T, res *results.Results) (held, info, through int) {
+	t.Helper()
+	_, ops, err := histories.ReadFile(res.RunDir+"/history.jsonl", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause, resume := int64(-1), int64(-1)
+	for _, op := range ops {
+		switch {
+		case op.IsClient():
+		case op.F == "pause":
+			pause = op.Time
+		case op.F == "resume":
+			resume = op.Time
+		}
+	}
+	if pause < 0 || resume < 0 {
+		t.Fatal("no pause and resume events in the history")
+	}
+	all, err := histories.Pair(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range all {
+		if o.Invoke.Time < resume && o.Complete != nil && o.Complete.Time >= resume {
+			held++
+			if o.Complete.Type == histories.Info {
+				info++
+			}
+		}
+		if o.Invoke.Time > pause+int64(100*time.Millisecond) && o.Complete != nil && o.Complete.Type == histories.OK && o.Complete.Time < resume {
+			through++
+		}
+	}
+	return held, info, through
 }
 
 func redisRegister(t *testing.T, persistence string, specs ...string) runner.Config {
@@ -132,6 +181,11 @@ func TestProcessFaultsRedisAlwaysValid(t *testing.T) {
 	faultsHappened(t, res, "kill", "start", "pause", "resume", "restart", "started")
 	if len(res.LostWrites) != 0 {
 		t.Errorf("lost writes with persistence always: %+v", res.LostWrites)
+	}
+	// The register's reads and writes time out during the pause (info), so none may be
+	// held; none may be acknowledged.
+	if _, _, through := pauseHeld(t, res); through != 0 {
+		t.Errorf("pause: %d operations invoked 100 ms into the pause acknowledged before the resume; want none", through)
 	}
 }
 
