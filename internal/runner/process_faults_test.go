@@ -61,7 +61,7 @@ func faultsHappened(t *testing.T, res *results.Results, actions ...string) {
 		if f.FirstAckS == nil && f.EndS < res.DurationS-1.5 {
 			t.Errorf("fault %s: no operation acknowledged in the %.2fs after the server came back", f.Fault, res.DurationS-f.EndS)
 		}
-		if f.InFlight != f.InFlightInfo+f.InFlightOK+(f.InFlight-f.InFlightInfo-f.InFlightOK) || f.InFlightInfo > f.InFlight {
+		if f.InFlightInfo < 0 || f.InFlightOK < 0 || f.InFlightInfo+f.InFlightOK > f.InFlight {
 			t.Errorf("fault %s: in-flight figures %+v", f.Fault, f)
 		}
 	}
@@ -102,9 +102,14 @@ func TestProcessFaultsPostgresBudgetValid(t *testing.T) {
 	}
 	pause, kill := res.ProcessFaults[0], res.ProcessFaults[2]
 	// The kill is timed when it is sent: an operation whose acknowledgement was on its
-	// way then still ends ok, and on a busy machine all of them may.
-	if kill.DowntimeS < 1 || kill.InFlight == 0 {
-		t.Errorf("kill: %+v; want at least 1 s down and operations in flight", kill)
+	// way then still ends ok, and on a busy machine all of them may. From the kill to
+	// the start at 5 s (the fault's window), the workers meet a dead server and none is
+	// answered.
+	if kill.DowntimeS < 1 {
+		t.Errorf("kill: %+v; want at least 1 s down", kill)
+	}
+	if d := span(t, res, "kill", "", int64(5*time.Second)); d.met == 0 || d.through != 0 {
+		t.Errorf("kill: %d operations failed or unknown while the server was down, %d invoked 100 ms after the kill acknowledged before the start; want some, none", d.met, d.through)
 	}
 	if pause.DowntimeS < 0.4 || pause.InFlightInfo != 0 {
 		t.Errorf("pause: %+v; want half a second, no operation in flight ending unknown", pause)
@@ -113,54 +118,71 @@ func TestProcessFaultsPostgresBudgetValid(t *testing.T) {
 	// Counted from the history, not from the instant the pause began: on a loaded
 	// machine all four workers can be between two operations then (writing the last
 	// one's completion), and the next ones wait out the pause as well.
-	held, info, through := pauseHeld(t, res)
-	if held == 0 || info != 0 || through != 0 {
-		t.Errorf("pause: %d operations held across the resume, %d of them unknown, %d invoked 100 ms into the pause acknowledged before the resume; want some held, all acknowledged, none through", held, info, through)
+	if d := span(t, res, "pause", "resume", 0); d.held == 0 || d.heldInfo != 0 || d.through != 0 {
+		t.Errorf("pause: %d operations held across the resume, %d of them unknown, %d invoked 100 ms into the pause acknowledged before the resume; want some held, all acknowledged, none through", d.held, d.heldInfo, d.through)
 	}
 	if res.Proxied {
 		t.Error("process faults alone went through the proxy")
 	}
 }
 
-// pauseHeld counts the client operations invoked before a run's resume event that
-// completed after it, how many of them ended info, and how many invoked more than
-// 100 ms after the pause event (the signal's delivery) were acknowledged before the
-// resume: a server that was stopped answers none.
-func pauseHeld(t *testing.T, res *results.Results) (held, info, through int) {
+// downSpan is what the history says of the operations around a fault that left the
+// server answering nothing from its event (at, the fault's nemesis event f) to until.
+type downSpan struct {
+	// held: invoked before until, completed after it; heldInfo of them ended info.
+	held, heldInfo int
+	// through: invoked more than 100 ms after at (the signal's delivery) and
+	// acknowledged before until; a server that was stopped or dead answers none.
+	through int
+	// met: completed between at and until without an acknowledgement (fail or info).
+	met int
+}
+
+// span reads the run's history for the fault event f and the time until (the resume
+// event's time when untilEvent is given, else untilNs).
+func span(t *testing.T, res *results.Results, f, untilEvent string, untilNs int64) downSpan {
 	t.Helper()
 	_, ops, err := histories.ReadFile(res.RunDir+"/history.jsonl", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pause, resume := int64(-1), int64(-1)
+	at, until := int64(-1), untilNs
 	for _, op := range ops {
 		switch {
 		case op.IsClient():
-		case op.F == "pause":
-			pause = op.Time
-		case op.F == "resume":
-			resume = op.Time
+		case op.F == f && at < 0:
+			at = op.Time
+		case untilEvent != "" && op.F == untilEvent:
+			until = op.Time
 		}
 	}
-	if pause < 0 || resume < 0 {
-		t.Fatal("no pause and resume events in the history")
+	if at < 0 || until <= at {
+		t.Fatalf("no %s event before %s (%d) in the history", f, untilEvent, until)
 	}
 	all, err := histories.Pair(ops)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var d downSpan
 	for _, o := range all {
-		if o.Invoke.Time < resume && o.Complete != nil && o.Complete.Time >= resume {
-			held++
-			if o.Complete.Type == histories.Info {
-				info++
+		c := o.Complete
+		if c == nil {
+			continue
+		}
+		if o.Invoke.Time < until && c.Time >= until {
+			d.held++
+			if c.Type == histories.Info {
+				d.heldInfo++
 			}
 		}
-		if o.Invoke.Time > pause+int64(100*time.Millisecond) && o.Complete != nil && o.Complete.Type == histories.OK && o.Complete.Time < resume {
-			through++
+		if o.Invoke.Time > at+int64(100*time.Millisecond) && c.Type == histories.OK && c.Time < until {
+			d.through++
+		}
+		if c.Time > at && c.Time < until && c.Type != histories.OK {
+			d.met++
 		}
 	}
-	return held, info, through
+	return d
 }
 
 func redisRegister(t *testing.T, persistence string, specs ...string) runner.Config {
@@ -184,8 +206,8 @@ func TestProcessFaultsRedisAlwaysValid(t *testing.T) {
 	}
 	// The register's reads and writes time out during the pause (info), so none may be
 	// held; none may be acknowledged.
-	if _, _, through := pauseHeld(t, res); through != 0 {
-		t.Errorf("pause: %d operations invoked 100 ms into the pause acknowledged before the resume; want none", through)
+	if d := span(t, res, "pause", "resume", 0); d.through != 0 {
+		t.Errorf("pause: %d operations invoked 100 ms into the pause acknowledged before the resume; want none", d.through)
 	}
 }
 
