@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/indoubt/indoubt/internal/servers/postgres"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // TestPostgresProcessFaults kills, pauses and restarts a launched PostgreSQL: a committed
@@ -165,6 +166,10 @@ func TestPostgresFaultsReachEveryBackend(t *testing.T) {
 	case <-ctx.Done():
 		t.Error("the long query got no error from a killed server")
 	}
+	if err := pg.Stop(); err != nil {
+		t.Errorf("Stop after Kill: %v", err)
+	}
+	servertest.NothingLeft(t, pg.Dir)
 }
 
 // state returns the state letter of process pid from /proc/PID/stat (R running, S

@@ -103,7 +103,7 @@ func Eventually(cond func() bool) bool {
 }
 
 // NothingLeft fails the test when dir holds anything, or a live process has dir on
-// its command line: what a failed start must not leave behind. A process killed with
+// its command line or works under it: what a failed start must not leave behind. A process killed with
 // its group may still be exiting when the start returns (a child the leader had just
 // forked, on a loaded machine): it has 10 s to be gone.
 func NothingLeft(tb testing.TB, dir string) {
@@ -123,8 +123,10 @@ func NothingLeft(tb testing.TB, dir string) {
 	}
 }
 
-// processesNaming lists the live processes with s on their command line.
-func processesNaming(s string) []string {
+// processesNaming lists the live processes with dir on their command line or their
+// working directory under it: a PostgreSQL backend rewrites its command line
+// ("postgres: user db host ...") but works in the data directory.
+func processesNaming(dir string) []string {
 	var found []string
 	procs, _ := os.ReadDir("/proc")
 	for _, e := range procs {
@@ -132,8 +134,13 @@ func processesNaming(s string) []string {
 		if err != nil || !Alive(pid) {
 			continue
 		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), s) {
-			found = append(found, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if strings.Contains(string(b), dir) || cwd == dir || strings.HasPrefix(cwd, dir+"/") {
+			found = append(found, fmt.Sprintf("pid %d (in %s): %s", pid, cwd, strings.ReplaceAll(string(b), "\x00", " ")))
 		}
 	}
 	return found
