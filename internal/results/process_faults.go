@@ -20,8 +20,9 @@ type ProcessFault struct {
 	// restarted.
 	Server string `json:"server"`
 	Pid    int    `json:"pid"`
-	// StartS is when the fault was applied; EndS when the server answered again
-	// (kill, restart) or was continued (pause).
+	// StartS is when the fault held (a kill: every process of the server gone; a
+	// pause: every one stopped; a restart or failover: when it began); EndS when the
+	// server answered again (kill, restart) or was continued (pause).
 	StartS float64 `json:"start_s"`
 	EndS   float64 `json:"end_s"`
 	// DowntimeS is EndS - StartS: how long the server answered nothing.

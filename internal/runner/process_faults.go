@@ -140,18 +140,22 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer rcancel()
 	switch f.Name {
-	// The end of a kill or a restart is when the server answered again: after Start.
+	// A kill and a pause are recorded once they hold, as every fault window is: every
+	// process of the server gone (kill) or stopped (pause); on a loaded machine
+	// stopping a PostgreSQL's postmaster and each backend can take a few hundred
+	// milliseconds. The end of a kill or a restart is when the server answered again
+	// (after Start); the end of a pause when its continue was sent.
 	case "kill":
-		at := p.run.now()
-		p.event(at, f, "kill", pid, p.ctl.Kill())
+		err := p.ctl.Kill()
+		p.event(p.run.now(), f, "kill", pid, err)
 		p.sleepUntil(ctx, f.End)
-		err := p.ctl.Start(rctx)
+		err = p.ctl.Start(rctx)
 		p.event(p.run.now(), f, "start", p.ctl.Pid(), err)
 	case "pause":
-		at := p.run.now()
-		p.event(at, f, "pause", pid, p.ctl.Pause())
+		err := p.ctl.Pause()
+		p.event(p.run.now(), f, "pause", pid, err)
 		p.sleepUntil(ctx, f.End)
-		at = p.run.now()
+		at := p.run.now()
 		p.event(at, f, "resume", pid, p.ctl.Resume())
 	case "power-loss":
 		p.powerLoss(rctx, i, f)
