@@ -103,27 +103,22 @@ func killTree(leader int) []procRef {
 	return procs
 }
 
-// stopTree stops the leader (SIGSTOP) and waits until it is stopped, then stops its
-// process group and each descendant, scanning again until a scan finds none it has
-// not stopped (a child stopped while forking leaves its own child behind). It returns
-// every process it stopped, the leader first; none when the leader is gone.
+// stopTree stops the leader (SIGSTOP), its process group and each descendant at once,
+// then, once the leader is seen stopped, scans again until a scan finds none it has not
+// stopped (a child forked meanwhile, or by a child). A stop is pending from the moment
+// it is sent: the process runs no more of its own code, though on a busy machine one
+// waiting for a core shows as stopped only when it gets one, which is why the
+// descendants are not made to wait for the leader. It returns every process it
+// stopped, the leader first; none when the leader is gone.
 func stopTree(leader int) []procRef {
 	if syscall.Kill(leader, syscall.SIGSTOP) != nil {
 		return nil
-	}
-	// A fork in progress ends before the stop takes effect: once the leader is seen
-	// stopped, every child it made is in /proc.
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		st, ok := readStat(leader)
-		if !ok || st.state == 'T' || st.state == 't' || st.state == 'Z' || st.state == 'X' {
-			break
-		}
 	}
 	_ = syscall.Kill(-leader, syscall.SIGSTOP)
 	first, _ := readStat(leader)
 	stopped := []procRef{{pid: leader, start: first.start}}
 	seen := map[procRef]bool{stopped[0]: true}
-	for range 10 {
+	stopNew := func() bool {
 		added := false
 		for _, p := range descendants(leader) {
 			if !seen[p] {
@@ -133,7 +128,19 @@ func stopTree(leader int) []procRef {
 				_ = syscall.Kill(p.pid, syscall.SIGSTOP)
 			}
 		}
-		if !added {
+		return added
+	}
+	stopNew()
+	// A fork in progress ends before the leader's stop takes effect: once the leader
+	// is seen stopped, every child it made is in /proc.
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		st, ok := readStat(leader)
+		if !ok || st.state == 'T' || st.state == 't' || st.state == 'Z' || st.state == 'X' {
+			break
+		}
+	}
+	for range 10 {
+		if !stopNew() {
 			break
 		}
 	}
