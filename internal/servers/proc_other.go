@@ -15,10 +15,6 @@ func setParentDeathSignal(*syscall.SysProcAttr) error {
 
 func waitExitedUnreaped(int) {}
 
-func processStart(int) (uint64, bool, error) {
-	return 0, false, errors.New("process start times need Linux")
-}
-
 func inNetns(string, func() error) error {
 	return errors.New("network namespaces need Linux")
 }

@@ -115,7 +115,7 @@ func stopTree(leader int) []procRef {
 		return nil
 	}
 	_ = syscall.Kill(-leader, syscall.SIGSTOP)
-	first, _ := readStat(leader)
+	first, _ := readStat(leader) // zero start if it is gone already: nothing to match
 	stopped := []procRef{{pid: leader, start: first.start}}
 	seen := map[procRef]bool{stopped[0]: true}
 	stopNew := func() bool {
@@ -134,8 +134,8 @@ func stopTree(leader int) []procRef {
 	// A fork in progress ends before the leader's stop takes effect: once the leader
 	// is seen stopped, every child it made is in /proc.
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		st, ok := readStat(leader)
-		if !ok || st.state == 'T' || st.state == 't' || st.state == 'Z' || st.state == 'X' {
+		st, err := readStat(leader)
+		if err != nil || st.state == 'T' || st.state == 't' || st.exited() {
 			break
 		}
 	}
@@ -160,51 +160,72 @@ type procStat struct {
 	start           uint64
 }
 
-// readStat reads /proc/PID/stat; false when it cannot (no such process, no /proc).
-func readStat(pid int) (procStat, bool) {
+// readStat reads /proc/PID/stat: the one parser of it in this package. It fails when
+// there is no such process (or no /proc: elsewhere than Linux).
+func readStat(pid int) (procStat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return procStat{}, false
+		return procStat{}, err
 	}
 	// The command name (field 2) is in parentheses and may hold spaces or ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return procStat{}, false
+		return procStat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
 	// f[0] is field 3 (the state), f[1] the parent, f[2] the process group, f[19]
 	// field 22 (the start time).
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, false
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	pgrp, err2 := strconv.Atoi(f[2])
 	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return procStat{}, false
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], start: start}, true
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], start: start}, nil
+}
+
+// exited reports whether a process in state st has exited (a zombie waiting to be
+// reaped, or dead).
+func (st procStat) exited() bool { return st.state == 'Z' || st.state == 'X' }
+
+// processStart returns the start time of process pid (clock ticks after boot, field 22
+// of /proc/PID/stat), which with the pid names one process for good, and whether the
+// process is a zombie (it exited and waits for its parent to reap it).
+func processStart(pid int) (start uint64, zombie bool, err error) {
+	st, err := readStat(pid)
+	return st.start, err == nil && st.exited(), err
+}
+
+// allStats reads /proc/PID/stat of every process; none where /proc cannot be read.
+func allStats() []procStat {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []procStat
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readStat(pid); err == nil {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // descendants returns every descendant of the leader (its children, their children,
 // ...) and every other member of its process group, from /proc's parent links; none
 // where /proc cannot be read.
 func descendants(leader int) []procRef {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var stats []procStat
+	stats := allStats()
 	children := map[int][]procStat{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(pid); ok {
-			stats = append(stats, st)
-			children[st.ppid] = append(children[st.ppid], st)
-		}
+	for _, st := range stats {
+		children[st.ppid] = append(children[st.ppid], st)
 	}
 	var out []procRef
 	seen := map[int]bool{leader: true, os.Getpid(): true}
@@ -234,8 +255,8 @@ func descendants(leader int) []procRef {
 // when the reaper is a container's init).
 func anyRunning(procs []procRef) bool {
 	for _, p := range procs {
-		st, ok := readStat(p.pid)
-		if ok && st.start == p.start && st.state != 'Z' && st.state != 'X' {
+		st, err := readStat(p.pid)
+		if err == nil && st.start == p.start && !st.exited() {
 			return true
 		}
 	}
@@ -311,29 +332,11 @@ func (s *Instance) RestartAfter(ctx context.Context, prepare func(context.Contex
 // which holds no memory (and which no one may reap soon when the reaper is a container's
 // init). Where /proc cannot say, it asks the kernel whether the group has any member.
 func groupRunning(pgid int) bool {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		return syscall.Kill(-pgid, 0) != syscall.ESRCH
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		// Fields after the command name: state, ppid, pgrp.
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || pid == os.Getpid() {
-			continue
-		}
-		if f[0] != "Z" && f[0] != "X" {
+	for _, st := range allStats() {
+		if st.pgrp == pgid && st.pid != os.Getpid() && !st.exited() {
 			return true
 		}
 	}
