@@ -275,14 +275,8 @@ func TestPostgresTwoAtOnce(t *testing.T) {
 	if got := pgSetting(t, c1, "max_connections"); got != "200" {
 		t.Errorf("max_connections %s, want the default 200", got)
 	}
-	// The two are distinct clusters: a table made in one is absent from the other.
-	if _, err := c0.Exec(context.Background(), "create table only_here (x int)"); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := c1.QueryRow(context.Background(), "select count(*) from pg_tables where tablename = 'only_here'").Scan(&n); err != nil || n != 0 {
-		t.Errorf("table seen in the other server: n=%d err=%v", n, err)
-	}
+	// The two are distinct clusters.
+	distinctClusters(t, c0, c1)
 
 	sock := filepath.Join(pgs[0].SocketDir, ".s.PGSQL."+strconv.Itoa(pgs[0].Port))
 	if _, err := os.Stat(sock); err != nil || strings.HasPrefix(sock, long) {
@@ -507,13 +501,7 @@ func TestShareInitdb(t *testing.T) {
 		t.Errorf("work_mem %s on the copy, want its setting 8MB", got)
 	}
 	// Each copy is a cluster of its own.
-	if _, err := ca.Exec(context.Background(), "create table only_in_a (x int)"); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := cb.QueryRow(context.Background(), "select count(*) from pg_tables where tablename = 'only_in_a'").Scan(&n); err != nil || n != 0 {
-		t.Errorf("a table of one copy seen in the other: n=%d err=%v", n, err)
-	}
+	distinctClusters(t, ca, cb)
 	// One server's password does not open the other.
 	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://indoubt@%s/indoubt?sslmode=disable", a.Addr))
 	if err != nil {
@@ -550,5 +538,17 @@ func TestShareInitdb(t *testing.T) {
 	pgConnect(t, c.DSN)
 	if got := templates(); len(got) != 0 {
 		t.Errorf("a start without ShareInitdb made template directories %v", got)
+	}
+}
+
+// distinctClusters fails the test unless a table made through a is absent from b.
+func distinctClusters(t *testing.T, a, b *pgx.Conn) {
+	t.Helper()
+	if _, err := a.Exec(context.Background(), "create table only_here (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := b.QueryRow(context.Background(), "select count(*) from pg_tables where tablename = 'only_here'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("a table of one cluster seen in the other: n=%d err=%v", n, err)
 	}
 }
