@@ -141,10 +141,10 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 	defer rcancel()
 	switch f.Name {
 	// A kill and a pause are recorded once they hold, as every fault window is: every
-	// process of the server gone (kill) or stopped (pause); on a loaded machine
-	// stopping a PostgreSQL's postmaster and each backend can take a few hundred
-	// milliseconds. The end of a kill or a restart is when the server answered again
-	// (after Start); the end of a pause when its continue was sent.
+	// process of the server gone (kill) or stopped (pause), which takes a PostgreSQL's
+	// postmaster and each of its backends. The end of a kill or a restart is when the
+	// server answered again (after Start); the end of a pause when its continue was
+	// sent.
 	case "kill":
 		err := p.ctl.Kill()
 		p.event(p.run.now(), f, "kill", pid, err)
