@@ -113,9 +113,9 @@ func TestProcessFaultsPostgresBudgetValid(t *testing.T) {
 		t.Errorf("pause: %+v; want half a second, no operation in flight ending unknown", pause)
 	}
 	// What the pause held: operations invoked before the resume that completed after it.
-	// Counted from the history, not from the instant the pause began: on a loaded
-	// machine all four workers can be between two operations then (writing the last
-	// one's completion), and the next ones wait out the pause as well.
+	// Counted from the history, not from the instant the pause began: a suite run on a
+	// busy machine once found none of the four workers in flight then, and what the
+	// pause holds is the operations that wait it out, whenever they were invoked.
 	if d := span(t, res, "pause", "resume", 0); d.held == 0 || d.heldInfo != 0 || d.through != 0 {
 		t.Errorf("pause: %d operations held across the resume, %d of them unknown, %d invoked during the pause acknowledged before the resume; want some held, all acknowledged, none through", d.held, d.heldInfo, d.through)
 	}
