@@ -176,7 +176,8 @@ func lostWritesOf(model string, h *histories.Header, ops []histories.Op, opt Opt
 	return nil, nil
 }
 
-// WithFinalRead returns ops followed by an ok read of value final (op id "final"), by a
+// WithFinalRead returns ops followed by an ok read of value final (op id
+// histories.FinalReadID(0), "final-0"), by a
 // process of its own, that begins after every event of ops: the history Check holds
 // to its model when Options.Final is given. ops itself is not changed.
 func WithFinalRead(ops []histories.Op, final json.RawMessage) []histories.Op {
@@ -190,6 +191,6 @@ func WithFinalRead(ops []histories.Op, final json.RawMessage) []histories.Op {
 	out := make([]histories.Op, len(ops), len(ops)+2)
 	copy(out, ops)
 	return append(out,
-		histories.Op{Index: index, Time: t, Process: proc, Type: histories.Invoke, F: "read", OpID: "final"},
-		histories.Op{Index: index + 1, Time: t + 1, Process: proc, Type: histories.OK, F: "read", OpID: "final", Value: final})
+		histories.Op{Index: index, Time: t, Process: proc, Type: histories.Invoke, F: "read", OpID: histories.FinalReadID(0)},
+		histories.Op{Index: index + 1, Time: t + 1, Process: proc, Type: histories.OK, F: "read", OpID: histories.FinalReadID(0), Value: final})
 }

@@ -3,7 +3,6 @@ package checker
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
@@ -119,7 +118,7 @@ func (c *completions) see(op *histories.Op) {
 	if !c.seen {
 		c.first, c.seen = op.Time, true
 	}
-	if isFinalID(op.OpID) {
+	if histories.IsFinalReadID(op.OpID) {
 		// The final reads begin when the workers have stopped: the end of the span.
 		if op.Type == histories.Invoke {
 			c.last = max(c.last, op.Time)
@@ -132,15 +131,9 @@ func (c *completions) see(op *histories.Op) {
 	}
 }
 
-// isFinalRead reports whether an event belongs to the final reads indoubt records
-// after the workers stopped (op ids final-0, final-1, ...; "final" in a history another
-// program wrote, as `indoubt check --final` adds it).
-func isFinalRead(op histories.Op) bool { return isFinalID(op.OpID) }
-
-// isFinalID reports whether op id names a final read (isFinalRead).
-func isFinalID(id string) bool {
-	return id == "final" || strings.HasPrefix(id, "final-")
-}
+// isFinalRead reports whether an event belongs to the final reads recorded after the
+// workers stopped (histories.IsFinalReadID).
+func isFinalRead(op histories.Op) bool { return histories.IsFinalReadID(op.OpID) }
 
 // unlessNothing makes a valid result Unknown when nothing was checked: no client
 // operation completed, so no order of operations was held to the model (a run that

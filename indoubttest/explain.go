@@ -65,7 +65,7 @@ func figures(r *results.Results, ops []histories.Op) {
 	for _, o := range all {
 		inv, c := o.Invoke, o.Complete
 		r.Ops.Invoked++
-		final := strings.HasPrefix(inv.OpID, "final-")
+		final := histories.IsFinalReadID(inv.OpID)
 		if c != nil {
 			end = max(end, c.Time)
 			switch c.Type {
@@ -200,7 +200,7 @@ func notes(m Model, r *results.Results, ops []histories.Op, proxied bool) []stri
 			len(ids), plural(len(ids), "operation", "operations"), list(ids)))
 	}
 	if (m.name == "budget" || m.name == "counter") && !slices.ContainsFunc(ops, func(op histories.Op) bool {
-		return strings.HasPrefix(op.OpID, "final-") && op.Type == histories.OK
+		return histories.IsFinalReadID(op.OpID) && op.Type == histories.OK
 	}) {
 		read := `rec.Read("read", indoubttest.Balance(n))`
 		if m.name == "counter" {

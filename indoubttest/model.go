@@ -259,7 +259,7 @@ func (m Model) misuse(ops []histories.Op, max int) []string {
 		}
 		fn, known := m.fs[op.F]
 		who := "operation " + op.OpID
-		if strings.HasPrefix(op.OpID, "final-") {
+		if histories.IsFinalReadID(op.OpID) {
 			who = "final read " + op.OpID
 			final = final || op.Type == histories.OK
 		}

@@ -118,7 +118,7 @@ func (r *Recorder) ReadOn(key, f string, value any) {
 	}
 	r.mu.Lock()
 	p := r.newProcess()
-	id := fmt.Sprintf("final-%d", r.reads)
+	id := histories.FinalReadID(r.reads)
 	r.reads++
 	r.mu.Unlock()
 	r.append(histories.Op{Process: p, Type: histories.Invoke, F: f, Key: key, OpID: id})

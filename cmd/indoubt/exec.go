@@ -808,8 +808,8 @@ func (r *execRun) readProgramHistory(partial bool, exit programExit, final json.
 			t = max(t, op.Time+1)
 		}
 		ops = append(ops,
-			histories.Op{Time: t, Process: proc, Type: histories.Invoke, F: "read", OpID: "final-0"},
-			histories.Op{Time: t + 1, Process: proc, Type: histories.OK, F: "read", OpID: "final-0", Value: final})
+			histories.Op{Time: t, Process: proc, Type: histories.Invoke, F: "read", OpID: histories.FinalReadID(0)},
+			histories.Op{Time: t + 1, Process: proc, Type: histories.OK, F: "read", OpID: histories.FinalReadID(0), Value: final})
 	}
 	hdr := *h
 	if hdr.Store == "" {
@@ -912,7 +912,7 @@ func execResults(h *histories.Header, ops []histories.Op, v checker.Result, elap
 			res.Outcomes.Unknown.Attempts++
 			continue
 		}
-		if strings.HasPrefix(inv.OpID, "final-") {
+		if histories.IsFinalReadID(inv.OpID) {
 			countCompletion(&res.Ops, c.Type)
 			continue
 		}

@@ -135,7 +135,7 @@ func loadRunData(dir string) (runData, error) {
 		if t > d.end {
 			d.end = t
 		}
-		if !op.IsClient() || strings.HasPrefix(op.OpID, "final-") {
+		if !op.IsClient() || histories.IsFinalReadID(op.OpID) {
 			continue
 		}
 		if op.Type == histories.Invoke {

@@ -179,7 +179,7 @@ func PartitionTimeline(ops []histories.Op, lost []checker.LostWrite) ([]Partitio
 			sb.Fault = p.Fault
 		}
 		for _, o := range all {
-			if o.Type() != histories.OK || o.Invoke.F == "read" || isFinalRead(o.Invoke) || o.Complete.Time < w.from || o.Complete.Time >= w.to {
+			if o.Type() != histories.OK || o.Invoke.F == "read" || histories.IsFinalReadID(o.Invoke.OpID) || o.Complete.Time < w.from || o.Complete.Time >= w.to {
 				continue
 			}
 			p := in(o.Complete.Time)
@@ -224,7 +224,7 @@ func PartitionTimeline(ops []histories.Op, lost []checker.LostWrite) ([]Partitio
 			AckedDuring: map[string]int64{}, Error: p.Error}
 		first := int64(-1)
 		for _, o := range all {
-			if o.Type() != histories.OK || isFinalRead(o.Invoke) {
+			if o.Type() != histories.OK || histories.IsFinalReadID(o.Invoke.OpID) {
 				continue
 			}
 			if o.Invoke.F != "read" && o.Complete.Time >= p.Start && o.Complete.Time < end {

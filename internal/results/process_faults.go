@@ -3,7 +3,6 @@ package results
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
@@ -83,7 +82,7 @@ func ProcessTimeline(ops []histories.Op, lost []checker.LostWrite) []ProcessFaul
 			}
 			// The final reads come after the workers stopped: they say nothing of the
 			// workers getting through again.
-			if comp != nil && comp.Type == histories.OK && comp.Time >= end && !isFinalRead(inv) && (first < 0 || comp.Time < first) {
+			if comp != nil && comp.Type == histories.OK && comp.Time >= end && !histories.IsFinalReadID(inv.OpID) && (first < 0 || comp.Time < first) {
 				first = comp.Time
 			}
 		}
@@ -99,13 +98,6 @@ func ProcessTimeline(ops []histories.Op, lost []checker.LostWrite) []ProcessFaul
 		tl[i] = p
 	}
 	return tl
-}
-
-// isFinalRead reports whether an invocation is one of the final reads indoubt records
-// after the workers stop (op ids final-0, final-1, ...; "final" in a history another
-// program wrote).
-func isFinalRead(inv histories.Op) bool {
-	return inv.OpID == "final" || strings.HasPrefix(inv.OpID, "final-")
 }
 
 func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }

@@ -816,9 +816,6 @@ func (t *tally) add(o *tally) {
 	}
 }
 
-// finalOpPrefix starts the op ids of the final reads: "final-0", ...
-const finalOpPrefix = "final-"
-
 // finalReads records the workload's final reads as operations of a process of their own.
 func (r *run) finalReads(ctx context.Context) error {
 	calls, replies, err := r.wl.Final(ctx)
@@ -830,14 +827,14 @@ func (r *run) finalReads(ctx context.Context) error {
 	r.nextProc++
 	r.mu.Unlock()
 	for i, c := range calls {
-		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: histories.Invoke, F: c.F, Key: c.Key, Value: histories.Value(c.Value), OpID: finalOpPrefix + strconv.Itoa(i)}); err != nil {
+		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: histories.Invoke, F: c.F, Key: c.Key, Value: histories.Value(c.Value), OpID: histories.FinalReadID(i)}); err != nil {
 			return err
 		}
 		typ := histories.OK
 		if replies[i].Failed {
 			typ = histories.Fail
 		}
-		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: typ, F: c.F, Key: c.Key, Value: histories.Value(replies[i].Value), OpID: finalOpPrefix + strconv.Itoa(i)}); err != nil {
+		if _, err := r.hw.Write(histories.Op{Time: r.now(), Process: proc, Type: typ, F: c.F, Key: c.Key, Value: histories.Value(replies[i].Value), OpID: histories.FinalReadID(i)}); err != nil {
 			return err
 		}
 	}

@@ -188,8 +188,8 @@ func genShape(workload, format string, events int64, writers int, path string, s
 			add(histories.Op{Process: int(i % 16), Type: histories.OK, F: "apply", OpID: id, Conn: "127.0.0.1:40000"})
 			final[id] = 1
 		}
-		add(histories.Op{Process: 16, Type: histories.Invoke, F: "read", OpID: "final-0"})
-		add(histories.Op{Process: 16, Type: histories.OK, F: "read", OpID: "final-0", Value: histories.Value(final)})
+		add(histories.Op{Process: 16, Type: histories.Invoke, F: "read", OpID: histories.FinalReadID(0)})
+		add(histories.Op{Process: 16, Type: histories.OK, F: "read", OpID: histories.FinalReadID(0), Value: histories.Value(final)})
 	case "txn":
 		h.Model = "list-append"
 		const procs = 16

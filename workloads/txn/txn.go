@@ -30,7 +30,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/workloads"
@@ -249,7 +248,7 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 		if !op.IsClient() || op.Type == histories.Invoke {
 			continue
 		}
-		if strings.HasPrefix(op.OpID, "final-") {
+		if histories.IsFinalReadID(op.OpID) {
 			var t Txn
 			if op.Type == histories.OK && json.Unmarshal(op.Value, &t) == nil {
 				f.Keys += int64(len(t))
