@@ -19,6 +19,7 @@ import (
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 )
 
 // Report is what Evaluate and Check found: the checker's verdict and anomalies, what
@@ -281,41 +282,19 @@ func writeHistory(dir string, hdr histories.Header, ops []histories.Op) error {
 // time on the history's clock, so that `indoubt check --faults` joins it, and the
 // fault windows.
 func writeFaults(dir string, events []toxics.Event, windows []faults.Window, start time.Time) error {
-	type line struct {
-		at int64
-		b  []byte
-	}
-	var lines []line
+	var lines []rundir.FaultLine
 	for _, e := range events {
-		at := e.Time.Sub(start).Nanoseconds()
-		b, err := json.Marshal(struct {
-			toxics.Event
-			RunTime int64 `json:"run_time"`
-		}{e, at})
-		if err != nil {
-			return err
-		}
-		lines = append(lines, line{at, b})
+		lines = append(lines, rundir.EventLine(e, e.Time.Sub(start).Nanoseconds()))
 	}
 	for _, w := range windows {
-		at := w.Time.Sub(start).Nanoseconds()
-		f := "start"
-		if !w.Open {
-			f = "stop"
-		}
-		b, err := json.Marshal(map[string]any{"window": f, "fault": w.Fault, "run_time": at, "time": w.Time})
-		if err != nil {
-			return err
-		}
-		lines = append(lines, line{at, b})
+		lines = append(lines, rundir.WindowLine(w, w.Time.Sub(start).Nanoseconds(), nil))
 	}
-	sort.SliceStable(lines, func(i, j int) bool { return lines[i].at < lines[j].at })
-	var b strings.Builder
-	for _, l := range lines {
-		b.Write(l.b)
-		b.WriteByte('\n')
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].RunTime() < lines[j].RunTime() })
+	b, err := rundir.MarshalFaults(lines)
+	if err != nil {
+		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "faults.jsonl"), []byte(b.String()), 0o644)
+	return os.WriteFile(filepath.Join(dir, rundir.FaultsFile), b, 0o644)
 }
 
 func readEvents(dir string) ([]evidence.FaultEvent, error) {

@@ -38,6 +38,7 @@ import (
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
@@ -406,7 +407,7 @@ type execRun struct {
 	progress io.Writer
 
 	mu     sync.Mutex
-	events []byte // faults.jsonl lines, written when the run ends
+	events []rundir.FaultLine // faults.jsonl, written when the run ends
 	fired  map[string]int64
 	truths map[string]int64
 	pstart time.Time // the program's start: the run clock's zero
@@ -611,23 +612,14 @@ func (r *execRun) onEvent(e toxics.Event) {
 	defer r.mu.Unlock()
 	r.fired[e.Kind.String()]++
 	r.truths[e.Truth.String()]++
-	line, _ := json.Marshal(struct {
-		toxics.Event
-		RunTime int64 `json:"run_time"`
-	}{e, int64(e.Time.Sub(r.pstart))})
-	r.events = append(append(r.events, line...), '\n')
+	r.events = append(r.events, rundir.EventLine(e, int64(e.Time.Sub(r.pstart))))
 }
 
 // onWindow records a fault window opening or closing.
 func (r *execRun) onWindow(w faults.Window) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f := "start"
-	if !w.Open {
-		f = "stop"
-	}
-	line, _ := json.Marshal(map[string]any{"window": f, "fault": w.Fault, "run_time": int64(w.Time.Sub(r.pstart)), "time": w.Time})
-	r.events = append(append(r.events, line...), '\n')
+	r.events = append(r.events, rundir.WindowLine(w, int64(w.Time.Sub(r.pstart)), nil))
 }
 
 // prepareHistory creates the program's history file (program.jsonl in the run
@@ -846,9 +838,12 @@ func writeHistory(path string, hdr histories.Header, ops []histories.Op) error {
 // judge writes faults.jsonl, checks the history and joins the proxy's events to it.
 func (r *execRun) judge(ctx context.Context, h *histories.Header, ops []histories.Op, elapsed time.Duration, interrupted bool) (*results.Results, []string, error) {
 	r.mu.Lock()
-	lines := r.events
+	lines, err := rundir.MarshalFaults(r.events)
 	r.mu.Unlock()
-	faultsPath := filepath.Join(r.dir, "faults.jsonl")
+	if err != nil {
+		return nil, nil, fmt.Errorf("exec: write faults.jsonl: %v", err)
+	}
+	faultsPath := filepath.Join(r.dir, rundir.FaultsFile)
 	if err := atomicfile.Write(faultsPath, lines, 0o644); err != nil {
 		return nil, nil, fmt.Errorf("exec: write faults.jsonl: %v", err)
 	}

@@ -52,7 +52,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -196,7 +195,7 @@ func Join(events []FaultEvent, spans []Span, ops []histories.Op, final workloads
 	j := &join{
 		ev: &results.Evidence{Events: int64(len(events)), Ambiguous: []results.AmbiguousOp{}, AppliedTwice: []results.AmbiguousOp{},
 			CommittedTwice: []results.AmbiguousOp{}, Replays: []results.AmbiguousOp{}, Disagreements: []string{}},
-		byID: indexOps(ops), byConn: spansByConn(spans), counts: finalCounts(ops),
+		byID: indexOps(ops), byConn: NewAttempts(spans), counts: finalCounts(ops),
 		facts: map[string]*opFacts{},
 	}
 	for _, e := range events {
@@ -280,23 +279,11 @@ func finalCounts(ops []histories.Op) map[string]int64 {
 	return counts
 }
 
-// spansByConn returns the spans by connection, in time order.
-func spansByConn(spans []Span) map[string][]Span {
-	byConn := map[string][]Span{}
-	for _, s := range spans {
-		byConn[s.Conn] = append(byConn[s.Conn], s)
-	}
-	for _, ss := range byConn {
-		sort.Slice(ss, func(i, j int) bool { return ss[i].From < ss[j].From })
-	}
-	return byConn
-}
-
 // join is the evidence being gathered from the fault events, one at a time.
 type join struct {
 	ev     *results.Evidence
 	byID   map[string]*opInfo
-	byConn map[string][]Span
+	byConn Attempts
 	counts map[string]int64 // the final state's count per op id; nil when it has none
 
 	facts map[string]*opFacts
@@ -319,16 +306,8 @@ type hit struct {
 
 // add joins one fault event to the attempt it hit, if any.
 func (j *join) add(e FaultEvent) {
-	var hitSpan *Span
-	for i, s := range j.byConn[e.Conn] {
-		// The proxy acts before the client sees the error: the event falls inside
-		// the attempt that saw it.
-		if s.From <= e.Time && e.Time <= s.To {
-			hitSpan = &j.byConn[e.Conn][i]
-			break
-		}
-	}
-	if hitSpan == nil {
+	hitSpan, ok := j.byConn.Hit(e)
+	if !ok {
 		return
 	}
 	j.ev.Joined++

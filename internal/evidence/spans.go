@@ -1,16 +1,13 @@
 package evidence
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
-	"time"
+	"sort"
 
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -87,36 +84,79 @@ func opSpans(ops []histories.Op) (spans, connless []Span) {
 	}
 	var out, extra []Span
 	for _, o := range all {
-		inv := o.Invoke
-		if c := o.Complete; c != nil && len(c.Failed) > 0 {
-			for _, a := range c.Failed {
-				out = append(out, Span{OpID: inv.OpID, Process: inv.Process, Invoke: inv.Index, Conn: a.Conn, From: a.Start, To: a.End, Class: classOf(a.Class), Err: a.Error})
-			}
-			continue
-		}
-		s := Span{OpID: inv.OpID, Process: inv.Process, Invoke: inv.Index, Conn: inv.Conn, From: inv.Time, To: o.End(), Class: workloads.ClassUnknown}
-		if c := o.Complete; c != nil {
-			s.Err = c.Error
-			if c.Type == histories.Fail {
-				s.Class = workloads.ClassDefinite
-			}
-			if s.Conn == "" {
-				s.Conn = c.Conn
-			} else if c.Conn != "" && c.Conn != s.Conn {
-				second := s
-				second.Conn = c.Conn
-				extra = append(extra, second)
+		attempts, second := SpansOf(o)
+		for _, s := range attempts {
+			switch {
+			case s.OpID == "":
+			case s.Conn != "":
+				out = append(out, s)
+			default:
+				connless = append(connless, s)
 			}
 		}
-		switch {
-		case s.OpID == "":
-		case s.Conn != "":
-			out = append(out, s)
-		default:
-			connless = append(connless, s)
-		}
+		extra = append(extra, second...)
 	}
 	return append(out, extra...), connless
+}
+
+// SpansOf makes the spans of one operation, by the rule SpansFromHistory describes:
+// one per failed attempt its completion lists, else one from its invocation to its
+// completion on the connection its invocation names (Conn "" when it names none; an
+// operation without an op id is never joined), and second, a span on the completion's
+// connection when that is another one. A reader that streams a history (the report)
+// joins events by the same rule as the evidence.
+func SpansOf(o histories.Operation) (spans, second []Span) {
+	inv := o.Invoke
+	if c := o.Complete; c != nil && len(c.Failed) > 0 {
+		for _, a := range c.Failed {
+			spans = append(spans, Span{OpID: inv.OpID, Process: inv.Process, Invoke: inv.Index, Conn: a.Conn, From: a.Start, To: a.End, Class: classOf(a.Class), Err: a.Error})
+		}
+		return spans, nil
+	}
+	s := Span{OpID: inv.OpID, Process: inv.Process, Invoke: inv.Index, Conn: inv.Conn, From: inv.Time, To: o.End(), Class: workloads.ClassUnknown}
+	if c := o.Complete; c != nil {
+		s.Err = c.Error
+		if c.Type == histories.Fail {
+			s.Class = workloads.ClassDefinite
+		}
+		if s.Conn == "" {
+			s.Conn = c.Conn
+		} else if c.Conn != "" && c.Conn != s.Conn {
+			other := s
+			other.Conn = c.Conn
+			second = append(second, other)
+		}
+	}
+	return []Span{s}, second
+}
+
+// Attempts holds spans by connection, in time order, to find the attempt a fault
+// event hit.
+type Attempts map[string][]Span
+
+// NewAttempts indexes spans by connection.
+func NewAttempts(spans []Span) Attempts {
+	byConn := Attempts{}
+	for _, s := range spans {
+		byConn[s.Conn] = append(byConn[s.Conn], s)
+	}
+	for _, ss := range byConn {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].From < ss[j].From })
+	}
+	return byConn
+}
+
+// Hit returns the attempt e hit: the first, in time order, on e's connection whose span
+// holds e's time. The proxy acts before the client sees the error: the event falls
+// inside the attempt that saw it. This is the one rule that joins a fault event to an
+// operation.
+func (a Attempts) Hit(e FaultEvent) (*Span, bool) {
+	for i, s := range a[e.Conn] {
+		if s.From <= e.Time && e.Time <= s.To {
+			return &a[e.Conn][i], true
+		}
+	}
+	return nil, false
 }
 
 // classOf reads a failed attempt's class; what it does not name is unknown, as the
@@ -144,74 +184,48 @@ const (
 	WallClock
 )
 
-// eventLine is one line of a faults file: a toxics.Event as indoubt proxy --events
-// writes it, with run_time when indoubt run wrote it. Lines of fault windows ("window")
-// carry no kind and are skipped.
-type eventLine struct {
-	Time    time.Time `json:"time"`
-	RunTime *int64    `json:"run_time"`
-	Conn    string    `json:"conn"`
-	Kind    string    `json:"kind"`
-	Truth   string    `json:"truth"`
-	Stmt    string    `json:"statement"`
-	Tag     string    `json:"tag"`
-	Txn     *struct {
-		Seq   uint64 `json:"seq"`
-		Wrote bool   `json:"wrote"`
-	} `json:"txn"`
+// ReadEvents reads the proxy's fault events from r (faults.jsonl lines, as `indoubt
+// proxy --events` and a run's faults.jsonl hold them, read by rundir.ReadFaults; name is
+// for errors). Lines of other kinds (fault windows, process faults) are skipped. When
+// every event carries run_time the clock is RunClock and Time is run_time; otherwise it
+// is WallClock and Time is the event's wall time in Unix nanoseconds. A line that is
+// not a JSON object, or an event without conn or time, is an error naming the file and
+// line.
+func ReadEvents(r io.Reader, name string) ([]FaultEvent, Clock, error) {
+	lines, err := rundir.ReadFaults(r, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	evs, clock := EventsOf(lines)
+	return evs, clock, nil
 }
 
-// ReadEvents reads the proxy's fault events from r (JSON lines, as `indoubt proxy
-// --events` and a run's faults.jsonl hold them; name is for errors). When every event
-// carries run_time the clock is RunClock and Time is run_time; otherwise it is
-// WallClock and Time is the event's wall time in Unix nanoseconds. A line that is not a
-// JSON object is an error naming the file and line.
-func ReadEvents(r io.Reader, name string) ([]FaultEvent, Clock, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), histories.MaxLine)
-	var evs []FaultEvent
+// EventsOf returns the commit-fault events of a faults file's lines, on their clock
+// (see ReadEvents).
+func EventsOf(lines []rundir.FaultLine) ([]FaultEvent, Clock) {
+	var evs []*rundir.Event
 	run := true
-	var lines []eventLine
-	n := 0
-	for sc.Scan() {
-		n++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var l eventLine
-		if err := json.Unmarshal(b, &l); err != nil {
-			return nil, 0, fmt.Errorf("%s line %d: not a fault event: %v", name, n, results.JSONError(err))
-		}
-		if l.Kind == "" {
-			continue
-		}
-		if l.Conn == "" || l.Time.IsZero() && l.RunTime == nil {
-			return nil, 0, fmt.Errorf("%s line %d: a fault event needs conn and time", name, n)
-		}
-		run = run && l.RunTime != nil
-		lines = append(lines, l)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", name, err)
-	}
-	clock := WallClock
-	if run && len(lines) > 0 {
-		clock = RunClock
-	}
 	for _, l := range lines {
-		t := l.Time.UnixNano()
-		if clock == RunClock {
-			t = *l.RunTime
+		e := l.Event
+		if e == nil {
+			continue
 		}
-		e := FaultEvent{Time: t, Conn: l.Conn, Kind: l.Kind, Truth: l.Truth, What: l.Stmt, Tag: l.Tag}
-		if l.Txn != nil {
-			w := l.Txn.Wrote
-			e.Wrote, e.TxnSeq = &w, l.Txn.Seq
-		}
+		run = run && e.RunTime != nil
 		evs = append(evs, e)
 	}
-	return evs, clock, nil
+	clock := WallClock
+	if run && len(evs) > 0 {
+		clock = RunClock
+	}
+	out := make([]FaultEvent, 0, len(evs))
+	for _, e := range evs {
+		t := e.Time.UnixNano()
+		if clock == RunClock {
+			t = *e.RunTime
+		}
+		out = append(out, EventOf(e.Event, t))
+	}
+	return out, clock
 }
 
 // unixNanos2001 is 2001-09-09 in Unix nanoseconds: a history time below it is not a

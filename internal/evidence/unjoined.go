@@ -22,10 +22,10 @@ import (
 //   - on a connection the history names, at a time none of the operations recorded on
 //     it was running.
 func Unjoined(events []FaultEvent, spans []Span, ops []histories.Op) []string {
-	byConn := spansByConn(spans)
+	byConn := NewAttempts(spans)
 	var left []FaultEvent
 	for _, e := range events {
-		if !inSpan(byConn[e.Conn], e.Time) {
+		if _, ok := byConn.Hit(e); !ok {
 			left = append(left, e)
 		}
 	}
@@ -102,15 +102,6 @@ func Unjoined(events []FaultEvent, spans []Span, ops []histories.Op) []string {
 		out = append(out, fmt.Sprintf("%d %s on a connection the history names, at a time none of the operations recorded on it was running: the connection did something the history does not record", idle, fell(idle)))
 	}
 	return out
-}
-
-func inSpan(spans []Span, t int64) bool {
-	for _, s := range spans {
-		if s.From <= t && t <= s.To {
-			return true
-		}
-	}
-	return false
 }
 
 func fell(n int) string {

@@ -22,7 +22,9 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/atomicfile"
+	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 )
 
 // echartsJS is Apache ECharts 5.6.0 (assets/README): embedded in every page so that a
@@ -122,7 +124,18 @@ func loadRunData(dir string) (runData, error) {
 		return op, err == nil, err
 	}
 	var pairs histories.Pairer[int] // an open operation's index in d.spans
-	var lastConn []connUse
+	// invs are the invocations of d.spans, without their values: the attempts fault
+	// events join (evidence.SpansOf) are made of them and their completions.
+	var invs []histories.Op
+	var attempts []evidence.Span
+	addAttempts := func(o histories.Operation) {
+		spans, second := evidence.SpansOf(o)
+		for _, s := range append(spans, second...) {
+			if s.OpID != "" && s.Conn != "" {
+				attempts = append(attempts, s)
+			}
+		}
+	}
 	for {
 		op, ok, err := next()
 		if err != nil {
@@ -144,9 +157,7 @@ func loadRunData(dir string) (runData, error) {
 				return d, fmt.Errorf("report: %v", err)
 			}
 			d.spans = append(d.spans, span{worker: w, opID: op.OpID, from: t, to: -1, index: op.Index})
-			if op.Conn != "" {
-				lastConn = append(lastConn, connUse{op.Conn, t, w})
-			}
+			invs = append(invs, histories.Op{Index: op.Index, Time: op.Time, Process: op.Process, Type: op.Type, OpID: op.OpID, Conn: op.Conn})
 			continue
 		}
 		i, err := pairs.Complete(op)
@@ -154,27 +165,25 @@ func loadRunData(dir string) (runData, error) {
 			return d, fmt.Errorf("report: %v", err)
 		}
 		d.spans[i].to, d.spans[i].completion = t, op.Type
+		comp := op
+		addAttempts(histories.Operation{Invoke: invs[i], Complete: &comp})
 	}
 	for _, i := range pairs.Open() {
 		d.spans[i].to, d.spans[i].completion = d.end, histories.Info
+		addAttempts(histories.Operation{Invoke: invs[i]})
 	}
 	d.end = float64(int64(d.end*100)+1) / 100
-	if err := d.loadFaults(filepath.Join(dir, "faults.jsonl"), lastConn); err != nil {
+	if err := d.loadFaults(filepath.Join(dir, rundir.FaultsFile), evidence.NewAttempts(attempts)); err != nil {
 		return d, err
 	}
 	return d, nil
 }
 
-type connUse struct {
-	conn   string
-	t      float64
-	worker int
-}
-
 // loadFaults reads the proxy's fault windows and events. An event's worker is the one
-// whose last invocation before it used the event's connection; -1 when none did (a
-// connection opened by a retry after its operation's invocation).
-func (d *runData) loadFaults(path string, uses []connUse) error {
+// whose attempt it hit, by the evidence's one rule (evidence.Attempts.Hit): the attempt
+// on its connection whose span holds its time; -1 when none did. A torn last line (an
+// interrupted run) ends what is read.
+func (d *runData) loadFaults(path string, attempts evidence.Attempts) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -183,36 +192,21 @@ func (d *runData) loadFaults(path string, uses []connUse) error {
 		return fmt.Errorf("report: %v", err)
 	}
 	defer f.Close()
-	byConn := map[string][]connUse{}
-	for _, u := range uses {
-		byConn[u.conn] = append(byConn[u.conn], u)
-	}
+	lines, _ := rundir.ReadFaults(f, path) // a bad line ends what is read
 	opened := map[string]float64{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e struct {
-			Window  string `json:"window"`
-			Fault   string `json:"fault"`
-			Kind    string `json:"kind"`
-			Conn    string `json:"conn"`
-			RunTime int64  `json:"run_time"`
-		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue // a torn last line of an interrupted run
-		}
-		t := float64(e.RunTime) / 1e9
+	for _, l := range lines {
+		t := float64(l.RunTime()) / 1e9
 		switch {
-		case e.Window == "start":
-			opened[e.Fault] = t
-		case e.Window != "":
-			d.windows = append(d.windows, window{e.Fault, opened[e.Fault], t})
-			delete(opened, e.Fault)
-		case e.Kind != "":
+		case l.Window != nil && l.Window.Window == "start":
+			opened[l.Window.Fault] = t
+		case l.Window != nil:
+			d.windows = append(d.windows, window{l.Window.Fault, opened[l.Window.Fault], t})
+			delete(opened, l.Window.Fault)
+		case l.Event != nil && l.Event.RunTime != nil:
 			w := -1
-			us := byConn[e.Conn]
-			if k := sort.Search(len(us), func(i int) bool { return us[i].t > t }); k > 0 {
-				w = us[k-1].worker
+			e := evidence.EventOf(l.Event.Event, *l.Event.RunTime)
+			if s, ok := attempts.Hit(e); ok {
+				w = workerOf(s.OpID, s.Process)
 			}
 			d.marks = append(d.marks, mark{t, e.Kind, w})
 		}
@@ -221,7 +215,7 @@ func (d *runData) loadFaults(path string, uses []connUse) error {
 		d.windows = append(d.windows, window{fault, from, d.end})
 	}
 	sort.Slice(d.windows, func(i, j int) bool { return d.windows[i].from < d.windows[j].from })
-	return sc.Err()
+	return nil
 }
 
 // named returns the op ids the verdict names, in the order they are named: those of

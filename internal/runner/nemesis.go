@@ -1,12 +1,9 @@
 package runner
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -18,6 +15,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 )
 
 // nemesis owns the fault proxy of a run and its schedule. It writes every fault event
@@ -37,8 +35,7 @@ type nemesis struct {
 	nodes *nodeNemesis
 
 	mu     sync.Mutex
-	file   *os.File
-	w      *bufio.Writer
+	w      *rundir.FaultWriter
 	r      *run
 	events []evidence.FaultEvent
 	byKind map[string]int64
@@ -58,14 +55,14 @@ type nemesis struct {
 // of each of dsns, returning the DSNs that go through them.
 func startNemesis(ctx context.Context, cfg Config, b backend, dsns []string, dir string, srv launched) (*nemesis, []string, error) {
 	sched := cfg.Faults
-	f, err := os.Create(filepath.Join(dir, "faults.jsonl"))
+	w, err := rundir.CreateFaults(filepath.Join(dir, rundir.FaultsFile))
 	if err != nil {
 		return nil, nil, err
 	}
-	n := &nemesis{sched: sched, file: f, w: bufio.NewWriter(f), byKind: map[string]int64{}, byTr: map[string]int64{}}
+	n := &nemesis{sched: sched, w: w, byKind: map[string]int64{}, byTr: map[string]int64{}}
 	if len(sched.Processes()) > 0 {
 		if srv.ctl == nil {
-			f.Close()
+			w.Close()
 			return nil, nil, fmt.Errorf("process faults: the %s server cannot be killed, paused or restarted", b.name)
 		}
 		n.procs = newProcNemesis(cfg, srv.ctl, srv.desc)
@@ -118,13 +115,8 @@ func (n *nemesis) fail(err error) {
 
 // write appends one line to faults.jsonl and op to the history (when the run has begun
 // and op is set); n.mu is held. A failed write is kept for flush to report.
-func (n *nemesis) write(line any, op *histories.Op) {
-	b, err := json.Marshal(line)
-	n.fail(err)
-	if err == nil {
-		_, err = n.w.Write(append(b, '\n'))
-		n.fail(err)
-	}
+func (n *nemesis) write(line rundir.FaultLine, op *histories.Op) {
+	n.fail(n.w.Write(line))
 	if op != nil && n.r != nil {
 		_, err := n.r.hw.Write(*op)
 		n.fail(err)
@@ -133,7 +125,7 @@ func (n *nemesis) write(line any, op *histories.Op) {
 
 // note records an event of the runner's own (the coordinator's crash) in faults.jsonl
 // and, as a nemesis event, in the history.
-func (n *nemesis) note(line any, op histories.Op) {
+func (n *nemesis) note(line rundir.FaultLine, op histories.Op) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.write(line, &op)
@@ -149,7 +141,6 @@ func (n *nemesis) flush() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.fail(n.w.Flush())
-	n.fail(n.file.Sync())
 	return n.err
 }
 
@@ -165,10 +156,7 @@ func (n *nemesis) onEvent(e toxics.Event) {
 		at = int64(e.Time.Sub(n.r.start))
 	}
 	n.events = append(n.events, evidence.EventOf(e, at))
-	n.write(struct {
-		toxics.Event
-		RunTime int64 `json:"run_time"`
-	}{e, at}, &histories.Op{
+	n.write(rundir.EventLine(e, at), &histories.Op{
 		Time: at, Process: histories.Nemesis, Type: histories.Info, F: kind, Conn: e.Conn,
 		Value: histories.Value(map[string]string{"truth": truth, "statement": e.Statement, "tag": e.Tag}),
 	})
@@ -183,12 +171,13 @@ func (n *nemesis) onWindow(w faults.Window) {
 	if !w.Open {
 		f = "stop"
 	}
-	line := map[string]any{"window": f, "fault": w.Fault, "run_time": at, "time": w.Time}
+	var points *uint64
 	if w.Open && len(n.pxs) > 0 {
 		// Where the numbers of the points after it begin (listed faults, indoubt shrink).
-		line["points"] = n.pxs[0].CommitPoints()
+		p := n.pxs[0].CommitPoints()
+		points = &p
 	}
-	n.write(line,
+	n.write(rundir.WindowLine(w, at, points),
 		&histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: f, Value: histories.Value(map[string]string{"fault": w.Fault})})
 	if w.Open {
 		select {
@@ -274,7 +263,7 @@ func (n *nemesis) end() error {
 func (n *nemesis) onProcess(op histories.Op) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.write(map[string]any{"process_fault": op.F, "value": op.Value, "run_time": op.Time}, &op)
+	n.write(rundir.ProcessLine(op), &op)
 }
 
 // close ends the open windows, stops the proxy and closes faults.jsonl. Its error is
@@ -287,14 +276,7 @@ func (n *nemesis) close() error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	err := n.w.Flush()
-	if serr := n.file.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := n.file.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return n.w.Close()
 }
 
 // account adds the fault counts and the evidence to the results, and reconciles the

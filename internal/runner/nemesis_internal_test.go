@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"syscall"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/internal/rundir"
 )
 
 // TestNemesisWriteFailureIsKept: a fault event that cannot be written to faults.jsonl
@@ -19,7 +19,7 @@ func TestNemesisWriteFailureIsKept(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /dev/full here: %v", err)
 	}
-	n := &nemesis{file: f, w: bufio.NewWriterSize(f, 64), byKind: map[string]int64{}, byTr: map[string]int64{}}
+	n := &nemesis{w: rundir.NewFaultWriter(f), byKind: map[string]int64{}, byTr: map[string]int64{}}
 	defer f.Close()
 	for range 3 {
 		n.onEvent(toxics.Event{Time: time.Now(), Conn: "127.0.0.1:5", Kind: toxics.CommitCut, Truth: toxics.Applied, Statement: "commit"})

@@ -16,6 +16,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
@@ -108,7 +109,7 @@ func (tp *twoPhase) arm(r *run, nem *nemesis) (stop func()) {
 		tp.cl.Crash()
 		r.halted.Store(true)
 		at := r.now()
-		nem.note(map[string]any{"coordinator_fault": f.Name, "fault": f.Spec, "run_time": at, "time": time.Now()},
+		nem.note(rundir.CoordinatorLine(f.Name, f.Spec, at, time.Now()),
 			histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: f.Name, Value: histories.Value(map[string]string{"fault": f.Spec})})
 		r.cfg.progressf("coordinator crashed at %v (%s): the run ends", time.Duration(at).Round(time.Millisecond), f.Spec)
 	})

@@ -1,10 +1,7 @@
 package shrink
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -14,6 +11,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads"
 )
@@ -70,20 +68,6 @@ func newFault(f faults.Fault, at time.Duration) Fault {
 	return out
 }
 
-// faultLine is a line of faults.jsonl: a commit fault's event, a window, or a process
-// fault; the fields that tell them apart are pointers or empty.
-type faultLine struct {
-	Window    string      `json:"window"`
-	Fault     string      `json:"fault"`
-	RunTime   int64       `json:"run_time"`
-	Kind      string      `json:"kind"`
-	ConnIndex *uint64     `json:"conn_index"`
-	Point     uint64      `json:"point"`
-	Txn       *toxics.Txn `json:"txn"`
-	Process   string      `json:"process_fault"`
-	Points    *uint64     `json:"points"`
-}
-
 // explicit makes the faults of a recorded run explicit, one entry per event: every
 // commit fault that fired becomes a listed fault at its point (by number; by connection
 // and transaction in a run recorded before points were numbered), every process fault
@@ -91,14 +75,14 @@ type faultLine struct {
 // left out. Commit faults of a run over several proxies (two-phase commit) stay as
 // written, since an event does not say which proxy fired it; notes says so.
 func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, notes []string, err error) {
-	lines, err := readFaultLines(filepath.Join(dir, "faults.jsonl"))
+	lines, err := readFaultLines(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	opened := map[string]bool{}
 	for _, l := range lines {
-		if l.Window == "start" {
-			opened[l.Fault] = true
+		if l.Window != nil && l.Window.Window == "start" {
+			opened[l.Window.Fault] = true
 		}
 	}
 	applied := map[string]bool{}
@@ -108,7 +92,7 @@ func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, 
 	severalProxies := cfg.Workload == workloads.Transfer || cfg.Workload == workloads.TwoRows
 	pinnable := !severalProxies
 	for _, l := range lines {
-		if l.Kind != "" && l.ConnIndex != nil && l.Point == 0 && l.Txn == nil {
+		if e := l.Event; e != nil && e.Point == 0 && e.Txn == nil {
 			pinnable = false
 		}
 	}
@@ -139,16 +123,13 @@ func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, 
 	if pinnable {
 		seen := map[toxics.Pin]bool{}
 		for _, l := range lines {
-			if l.Kind == "" || l.ConnIndex == nil {
+			e := l.Event
+			if e == nil {
 				continue
 			}
-			var kind toxics.Kind
-			if err := kind.UnmarshalText([]byte(l.Kind)); err != nil {
-				return nil, nil, fmt.Errorf("faults.jsonl: %v", err)
-			}
-			pin := toxics.Pin{Kind: kind, Point: l.Point}
-			if l.Point == 0 {
-				pin.Conn, pin.Txn = *l.ConnIndex, l.Txn.Seq
+			pin := toxics.Pin{Kind: e.Kind, Point: e.Point}
+			if e.Point == 0 {
+				pin.Conn, pin.Txn = e.ConnIndex, e.Txn.Seq
 			}
 			k := pin
 			k.Kind = 0
@@ -160,7 +141,7 @@ func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, 
 			if err != nil {
 				return nil, nil, err
 			}
-			list = append(list, newFault(f, time.Duration(l.RunTime)))
+			list = append(list, newFault(f, time.Duration(l.RunTime())))
 		}
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].AtS < list[j].AtS })
@@ -173,53 +154,29 @@ func hasCommitFaults(s faults.Schedule) bool {
 	})
 }
 
-// readFaultLines reads faults.jsonl; a missing file is a run without a proxy or a
-// nemesis.
-func readFaultLines(path string) ([]faultLine, error) {
-	fh, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	var out []faultLine
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		var l faultLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return nil, fmt.Errorf("%s line %d: %v", path, n, err)
-		}
-		out = append(out, l)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %v", path, err)
-	}
-	return out, nil
+// readFaultLines reads a run's faults.jsonl; a missing file is a run without a proxy or
+// a nemesis.
+func readFaultLines(dir string) ([]rundir.FaultLine, error) {
+	return rundir.ReadFaultsFile(filepath.Join(dir, rundir.FaultsFile))
 }
 
 // firedAt returns, for each listed commit fault of a run's schedule, when the run's
 // faults.jsonl says it fired; a fault absent from the map did not fire.
 func firedAt(dir string) (map[toxics.Pin]time.Duration, error) {
-	lines, err := readFaultLines(filepath.Join(dir, "faults.jsonl"))
+	lines, err := readFaultLines(dir)
 	if err != nil {
 		return nil, err
 	}
 	out := map[toxics.Pin]time.Duration{}
 	for _, l := range lines {
-		if l.Kind == "" || l.ConnIndex == nil {
+		e := l.Event
+		if e == nil {
 			continue
 		}
-		var kind toxics.Kind
-		if kind.UnmarshalText([]byte(l.Kind)) != nil {
-			continue
-		}
-		at := time.Duration(l.RunTime)
-		out[toxics.Pin{Kind: kind, Point: l.Point}] = at
-		if l.Txn != nil {
-			out[toxics.Pin{Kind: kind, Conn: *l.ConnIndex, Txn: l.Txn.Seq}] = at
+		at := time.Duration(l.RunTime())
+		out[toxics.Pin{Kind: e.Kind, Point: e.Point}] = at
+		if e.Txn != nil {
+			out[toxics.Pin{Kind: e.Kind, Conn: e.ConnIndex, Txn: e.Txn.Seq}] = at
 		}
 	}
 	return out, nil
@@ -229,13 +186,13 @@ func firedAt(dir string) (map[toxics.Pin]time.Duration, error) {
 // one more than the points the proxy had counted when its schedule started (the
 // workload's setup), or 1 when faults.jsonl does not say.
 func firstPoint(dir string) uint64 {
-	lines, err := readFaultLines(filepath.Join(dir, "faults.jsonl"))
+	lines, err := readFaultLines(dir)
 	if err != nil {
 		return 1
 	}
 	for _, l := range lines {
-		if l.Window == "start" && l.Points != nil {
-			return *l.Points + 1
+		if w := l.Window; w != nil && w.Window == "start" && w.Points != nil {
+			return *w.Points + 1
 		}
 	}
 	return 1
