@@ -9,18 +9,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
 )
 
 // nemesis owns the fault proxy of a run and its schedule. It writes every fault event
-// and every window to faults.jsonl and, as nemesis events, to the history; it keeps the
-// events to join them to operations when the run ends. The ground truth never reaches
+// and every window to faults.jsonl and, as nemesis events, to the history, where the
+// judge reads them when the run ends (package judge). The ground truth never reaches
 // the checker: nemesis events are skipped by every checker.
 type nemesis struct {
 	// pxs are the proxies, one per server (several for a two-phase commit run); none
@@ -37,9 +35,8 @@ type nemesis struct {
 	mu     sync.Mutex
 	w      *rundir.FaultWriter
 	r      *run
-	events []evidence.FaultEvent
+	// byKind counts the proxy's events by kind, for the progress line.
 	byKind map[string]int64
-	byTr   map[string]int64
 	// err is the first write to faults.jsonl or to the history that failed: the run
 	// fails with it rather than present evidence with a hole in it.
 	err error
@@ -59,7 +56,7 @@ func startNemesis(ctx context.Context, cfg Config, b backend, dsns []string, dir
 	if err != nil {
 		return nil, nil, err
 	}
-	n := &nemesis{sched: sched, w: w, byKind: map[string]int64{}, byTr: map[string]int64{}}
+	n := &nemesis{sched: sched, w: w, byKind: map[string]int64{}}
 	if len(sched.Processes()) > 0 {
 		if srv.ctl == nil {
 			w.Close()
@@ -150,12 +147,10 @@ func (n *nemesis) onEvent(e toxics.Event) {
 	defer n.mu.Unlock()
 	kind, truth := e.Kind.String(), e.Truth.String()
 	n.byKind[kind]++
-	n.byTr[truth]++
 	var at int64
 	if n.r != nil {
 		at = int64(e.Time.Sub(n.r.start))
 	}
-	n.events = append(n.events, evidence.EventOf(e, at))
 	n.write(rundir.EventLine(e, at), &histories.Op{
 		Time: at, Process: histories.Nemesis, Type: histories.Info, F: kind, Conn: e.Conn,
 		Value: histories.Value(map[string]string{"truth": truth, "statement": e.Statement, "tag": e.Tag}),
@@ -279,30 +274,15 @@ func (n *nemesis) close() error {
 	return n.w.Close()
 }
 
-// account adds the fault counts and the evidence to the results, and reconciles the
-// workload's final state with the ground truth.
-func (n *nemesis) account(res *results.Results, ops []histories.Op) {
+// account prints the timelines of the process faults and partitions the judge read
+// from the history.
+func (n *nemesis) account(res *results.Results) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.procs != nil {
-		n.procs.account(res, ops)
+		n.procs.account(res)
 	}
 	if n.nodes != nil {
-		n.nodes.account(res, ops)
+		n.nodes.account(res)
 	}
-	if len(n.pxs) == 0 {
-		return
-	}
-	for k, v := range n.byKind {
-		res.Faults.ByKind[k] = v
-	}
-	for k, v := range n.byTr {
-		res.Faults.ByTruth[k] = v
-	}
-	events := append([]evidence.FaultEvent(nil), n.events...)
-	commits := evidence.Tally(events)
-	res.Faults.Commits = &commits
-	// The attempts the events join are the history's (failed_attempts): what `indoubt
-	// check --faults` joins from the run directory is the same.
-	res.Evidence, res.Final = evidence.Join(events, evidence.SpansFromHistory(ops, events), ops, res.Final, res.Verdict == checker.Invalid)
 }

@@ -19,7 +19,7 @@ func TestNemesisWriteFailureIsKept(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /dev/full here: %v", err)
 	}
-	n := &nemesis{w: rundir.NewFaultWriter(f), byKind: map[string]int64{}, byTr: map[string]int64{}}
+	n := &nemesis{w: rundir.NewFaultWriter(f), byKind: map[string]int64{}}
 	defer f.Close()
 	for range 3 {
 		n.onEvent(toxics.Event{Time: time.Now(), Conn: "127.0.0.1:5", Kind: toxics.CommitCut, Truth: toxics.Applied, Statement: "commit"})

@@ -674,8 +674,7 @@ func (n *nodeNemesis) applyLink(i int, f faults.Fault, open bool) {
 
 // account adds the partitions and split brains, read from the history as `indoubt
 // check` reads them, and prints a line for each.
-func (n *nodeNemesis) account(res *results.Results, ops []histories.Op) {
-	res.Partitions, res.SplitBrain = results.PartitionTimeline(ops, res.LostWrites)
+func (n *nodeNemesis) account(res *results.Results) {
 	for _, p := range res.Partitions {
 		n.cfg.progressf("%s", p)
 	}

@@ -202,8 +202,7 @@ func (p *procNemesis) rejoin(ctx, rctx context.Context, f faults.Fault, pid int)
 // account adds the fault timeline, read from the history's nemesis events, with its
 // figures and the lost writes the checker found, and prints it a line a fault. It
 // decides nothing: the verdict and the lost writes are the checker's.
-func (p *procNemesis) account(res *results.Results, ops []histories.Op) {
-	res.ProcessFaults = results.ProcessTimeline(ops, res.LostWrites)
+func (p *procNemesis) account(res *results.Results) {
 	for _, f := range res.ProcessFaults {
 		line := fmt.Sprintf("fault %s: down %.2fs, %d in flight (%d info, %d ok), %d acknowledged writes lost", f.Fault, f.DowntimeS, f.InFlight, f.InFlightInfo, f.InFlightOK, f.LostWrites)
 		if f.FirstAckS != nil {

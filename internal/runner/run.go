@@ -24,7 +24,9 @@ import (
 
 	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/console"
+	"github.com/indoubt/indoubt/internal/judge"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/servers"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -400,14 +402,14 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 		return nil, couldNotRun("write faults.jsonl: %w", err)
 	}
 	took(&ph.Workload, &cpu.Workload)
-	ops, verdict, notWritten, err := check(ctx, cfg, wl, dir)
+	j, notWritten, err := check(ctx, cfg, wl, dir, nem.proxied())
 	if err != nil {
 		return nil, couldNotRun("%w", err)
 	}
-	res = r.results(verdict, ops, serverDesc, nem.proxied())
+	res = r.results(j, serverDesc)
 	res.NotWritten = notWritten
 	if nem != nil {
-		nem.account(res, ops)
+		nem.account(res)
 	}
 	if tp != nil {
 		res.TwoPhase = tp.section(r)
@@ -510,50 +512,53 @@ func record(ctx context.Context, cfg Config, wl workloads.Workload, nem *nemesis
 	return r, hw.Close()
 }
 
-// check reads the history back from the run directory and checks it. notWritten names
-// porcupine's visualization when it could not be written (results.json's not_written).
-func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string) (ops []histories.Op, verdict checker.Result, notWritten []string, err error) {
-	h, ops, err := histories.ReadFile(filepath.Join(dir, "history.jsonl"), false)
+// check reads the history back from the run directory, writes check.json (the run's
+// limits, whether it was proxied, the workload's final state) and judges the directory
+// (judge.History), as `indoubt check RUNDIR` does. notWritten names porcupine's
+// visualization when it could not be written (results.json's not_written).
+func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string, proxied bool) (j *judge.Judgement, notWritten []string, err error) {
+	h, ops, err := histories.ReadFile(filepath.Join(dir, rundir.HistoryFile), false)
 	if err != nil {
-		return nil, checker.Result{}, nil, fmt.Errorf("reread history: %w", err)
+		return nil, nil, fmt.Errorf("reread history: %w", err)
+	}
+	c := rundir.Check{Limits: rundir.Limits{Timeout: cfg.CheckTimeout}, Proxied: proxied}
+	if f := wl.Summary(ops); f != nil {
+		if c.Final, err = json.Marshal(f); err != nil {
+			return nil, nil, fmt.Errorf("final state: %w", err)
+		}
+	}
+	if err := rundir.WriteCheck(dir, c); err != nil {
+		return nil, nil, fmt.Errorf("write %s: %w", rundir.CheckFile, err)
 	}
 	vizPath := ""
 	if wl.Model() == checker.RegisterModel || wl.Model() == checker.CASRegisterModel {
 		vizPath = filepath.Join(dir, "linearizability.html")
 	}
-	verdict, err = checker.Check(context.WithoutCancel(ctx), h, ops, checker.Options{Timeout: cfg.CheckTimeout, VisualizePath: vizPath})
-	if err != nil && verdict.Verdict != 0 {
+	j, err = judge.History(ctx, dir, h, ops, judge.Options{VisualizePath: vizPath})
+	if err != nil {
+		return nil, nil, err
+	}
+	if j.CheckErr != nil {
 		// The verdict was reached and only the visualization failed: keep the verdict,
 		// and not the part of the page porcupine wrote.
 		os.Remove(vizPath)
-		cfg.progressf("warning: %v", err)
-		return ops, verdict, []string{"linearizability.html: " + cause(err)}, nil
+		cfg.progressf("warning: %v", j.CheckErr)
+		notWritten = []string{"linearizability.html: " + cause(j.CheckErr)}
 	}
-	if err != nil {
-		return nil, checker.Result{}, nil, fmt.Errorf("check: %w", err)
-	}
-	return ops, verdict, nil, nil
+	return j, notWritten, nil
 }
 
-// results assembles results.json from the run's counts, the history and the verdict.
-func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc string, proxied bool) *results.Results {
+// results assembles results.json: the judgement of the run directory, and the figures
+// only the run measured (its counts, latency, the server).
+func (r *run) results(j *judge.Judgement, serverDesc string) *results.Results {
 	cfg := r.cfg
-	res := &results.Results{
-		SchemaVersion: results.SchemaVersion,
-		Verdict:       verdict.Verdict, Summary: verdict.Summary,
-		Workload: r.wl.Name(), Store: string(cfg.Store), Mechanism: r.wl.Mechanism(), Retry: string(cfg.Retry.Name),
-		Seed: cfg.Seed, Workers: cfg.Workers, Interrupted: r.interrupted,
-		StartedAt: r.startWall(), DurationS: r.elapsed.Seconds(),
-		Retries: r.tally.retries, Conflicts: r.tally.conflicts, Errors: r.tally.errors, Outcomes: r.tally.outcomes,
-		Anomalies: verdict.Anomalies, LostWrites: verdict.LostWrites, Final: r.wl.Summary(ops), Server: serverDesc, Proxied: proxied,
-		Faults: results.FaultCounts{Schedule: specs(cfg.Faults), ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
-	}
-	if res.Anomalies == nil {
-		res.Anomalies = []checker.Anomaly{}
-	}
-	res.AnomalyCount = results.AnomalyCountOf(verdict)
-	res.Txn = results.TxnCheckOf(verdict, checkedModels(r.wl))
-	res.Ops = countOps(ops)
+	res := j.Results
+	res.Workload, res.Store, res.Mechanism, res.Retry = r.wl.Name(), string(cfg.Store), r.wl.Mechanism(), string(cfg.Retry.Name)
+	res.Seed, res.Workers, res.Interrupted = cfg.Seed, cfg.Workers, r.interrupted
+	res.StartedAt, res.DurationS = r.startWall(), r.elapsed.Seconds()
+	res.Retries, res.Conflicts, res.Errors, res.Outcomes = r.tally.retries, r.tally.conflicts, r.tally.errors, r.tally.outcomes
+	res.Server = serverDesc
+	res.Faults.Schedule = specs(cfg.Faults)
 	if r.elapsed > 0 {
 		res.Throughput = float64(r.completed.Load()) / r.elapsed.Seconds()
 	}
@@ -567,26 +572,6 @@ func (r *run) results(verdict checker.Result, ops []histories.Op, serverDesc str
 }
 
 func ms(us int64) float64 { return math.Round(float64(us)/10) / 100 }
-
-func countOps(ops []histories.Op) results.OpCounts {
-	var c results.OpCounts
-	for _, op := range ops {
-		if !op.IsClient() {
-			continue
-		}
-		switch op.Type {
-		case histories.Invoke:
-			c.Invoked++
-		case histories.OK:
-			c.OK++
-		case histories.Fail:
-			c.Fail++
-		case histories.Info:
-			c.Info++
-		}
-	}
-	return c
-}
 
 // run is the state of one run while workers drive it.
 type run struct {

@@ -1,0 +1,203 @@
+// Package judge is the one judge of a run directory: from its files alone (history.jsonl,
+// faults.jsonl, check.json) it reaches the verdict, the anomalies, the lost writes, the
+// proxy's evidence joined to the operations with the final state reconciled, and the
+// timelines of the process faults and partitions. indoubt run, indoubt exec, the test
+// helper and `indoubt check RUNDIR` all call it, so a run directory re-checked gives
+// what the run gave: the directory is the evidence, the checker the only judge.
+//
+// What only the run could measure (throughput, latency, retries by reason, the server's
+// description) is not the judge's: the caller adds it to the results.
+package judge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/evidence"
+	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/catalog"
+)
+
+// Options adjust a judgement.
+type Options struct {
+	// Limits, when set, replace the bounds check.json names (a re-check with other
+	// limits); Judgement.Limits says which were used and Judgement.OtherLimits that
+	// they differ from the run's.
+	Limits *rundir.Limits
+	// VisualizePath receives porcupine's visualization of a register history; "" for
+	// none.
+	VisualizePath string
+}
+
+// Judgement is what the judge found.
+type Judgement struct {
+	// Results holds the judged sections of results.json: verdict, summary, anomalies
+	// (all of them: the caller trims), lost writes, the transactional details, the
+	// operation counts, the fault counts, the evidence, the final state reconciled
+	// with the proxy's truth, and the timelines.
+	Results *results.Results
+	// Checked is the checker's result as it returned it.
+	Checked checker.Result
+	// Header and Ops are the history read.
+	Header *histories.Header
+	Ops    []histories.Op
+	// Events are the proxy's events of faults.jsonl on the history's clock; Spans the
+	// attempts they were joined to (evidence.SpansFromHistory).
+	Events []evidence.FaultEvent
+	Spans  []evidence.Span
+	// Limits are the bounds the check ran under; RunLimits those check.json names
+	// (nil when it names none).
+	Limits    rundir.Limits
+	RunLimits *rundir.Limits
+	// CheckErr is the checker's error when it reached a verdict all the same (the
+	// visualization could not be written).
+	CheckErr error
+}
+
+// OtherLimits reports whether the check ran under other bounds than the run's, and
+// says how in a sentence; false when the run's are not known.
+func (j *Judgement) OtherLimits() (string, bool) {
+	if j.RunLimits == nil || *j.RunLimits == j.Limits {
+		return "", false
+	}
+	return fmt.Sprintf("checked with %s; the run was checked with %s", j.Limits, *j.RunLimits), true
+}
+
+// Dir judges the run directory dir from its files alone.
+func Dir(ctx context.Context, dir string, opt Options) (*Judgement, error) {
+	h, ops, err := histories.ReadFile(filepath.Join(dir, rundir.HistoryFile), false)
+	if err != nil {
+		return nil, err
+	}
+	return History(ctx, dir, h, ops, opt)
+}
+
+// History judges the run directory dir whose history.jsonl the caller has read already
+// (h and ops): the runner reads it once, for the workload's final state.
+func History(ctx context.Context, dir string, h *histories.Header, ops []histories.Op, opt Options) (*Judgement, error) {
+	if !slices.ContainsFunc(ops, histories.Op.IsClient) {
+		return nil, fmt.Errorf("%s: the history has no operations: nothing to check", filepath.Join(dir, rundir.HistoryFile))
+	}
+	c, ok, err := rundir.ReadCheck(dir)
+	if err != nil {
+		return nil, err
+	}
+	j := &Judgement{Header: h, Ops: ops}
+	if ok {
+		l := c.Limits
+		j.RunLimits, j.Limits = &l, l
+	}
+	if opt.Limits != nil {
+		j.Limits = *opt.Limits
+	}
+	lines, err := rundir.ReadFaultsFile(filepath.Join(dir, rundir.FaultsFile))
+	if err != nil {
+		return nil, err
+	}
+	j.Events, _ = evidence.EventsOf(lines)
+	copt := checker.Options{Timeout: j.Limits.Timeout, MaxMemory: j.Limits.MaxMemory, VisualizePath: opt.VisualizePath}
+	v, err := checker.Check(context.WithoutCancel(ctx), h, ops, copt)
+	if err != nil && v.Verdict == 0 {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	j.Checked, j.CheckErr = v, err
+	res := &results.Results{
+		SchemaVersion: results.SchemaVersion,
+		Verdict:       v.Verdict, Summary: v.Summary,
+		Anomalies: v.Anomalies, LostWrites: v.LostWrites,
+		Faults: results.FaultCounts{ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
+	}
+	if h != nil {
+		res.Workload, res.Store, res.Seed = workloads.Name(h.Workload), h.Store, h.Seed
+	}
+	if res.Anomalies == nil {
+		res.Anomalies = []checker.Anomaly{}
+	}
+	res.AnomalyCount = results.AnomalyCountOf(v)
+	res.Txn = results.TxnCheckOf(v, consistencyModels(h))
+	res.Ops = CountOps(ops)
+	res.ProcessFaults = results.ProcessTimeline(ops, res.LostWrites)
+	res.Partitions, res.SplitBrain = results.PartitionTimeline(ops, res.LostWrites)
+	final, err := finalOf(h, c.Final)
+	if err != nil {
+		return nil, err
+	}
+	res.Final = final
+	if c.Proxied || !ok && len(j.Events) > 0 {
+		res.Proxied = true
+		for _, e := range j.Events {
+			res.Faults.ByKind[e.Kind]++
+			res.Faults.ByTruth[e.Truth]++
+		}
+		commits := evidence.Tally(j.Events)
+		res.Faults.Commits = &commits
+		j.Spans = evidence.SpansFromHistory(ops, j.Events)
+		res.Evidence, res.Final = evidence.Join(j.Events, j.Spans, ops, final, v.Verdict == checker.Invalid)
+		if final == nil {
+			res.Final = nil
+		}
+	}
+	j.Results = res
+	return j, nil
+}
+
+// finalOf decodes check.json's final state for the history's workload; nil when there
+// is none.
+func finalOf(h *histories.Header, raw json.RawMessage) (workloads.Final, error) {
+	if h == nil || len(raw) == 0 {
+		return nil, nil
+	}
+	f, err := catalog.DecodeFinal(workloads.Name(h.Workload), raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rundir.CheckFile, err)
+	}
+	return f, nil
+}
+
+// consistencyModels are the models a transactional history was checked for, as its
+// header names them.
+func consistencyModels(h *histories.Header) []string {
+	if h == nil {
+		return nil
+	}
+	var ms []string
+	if raw, ok := h.Params["consistency_models"]; ok {
+		_ = json.Unmarshal(raw, &ms)
+	}
+	return ms
+}
+
+// CountOps counts the history's client events by type: results.json's ops.
+func CountOps(ops []histories.Op) results.OpCounts {
+	var c results.OpCounts
+	for _, op := range ops {
+		if !op.IsClient() {
+			continue
+		}
+		switch op.Type {
+		case histories.Invoke:
+			c.Invoked++
+		case histories.OK:
+			c.OK++
+		case histories.Fail:
+			c.Fail++
+		case histories.Info:
+			c.Info++
+		}
+	}
+	return c
+}
+
+// Exists reports whether dir holds a run's history.
+func Exists(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, rundir.HistoryFile))
+	return err == nil && fi.Mode().IsRegular()
+}
