@@ -16,7 +16,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/evidence"
+	"github.com/indoubt/indoubt/internal/judge"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
@@ -162,12 +162,11 @@ func evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
 	if err := writeFaults(dir, events, windows, rec.start); err != nil {
 		tb.Fatalf("indoubttest: write %s: %v", dir, err)
 	}
-	// From here on, everything comes from the run directory.
-	h, ops, err := histories.ReadFile(filepath.Join(dir, "history.jsonl"), false)
-	if err != nil {
-		tb.Fatalf("indoubttest: read back %s: %v", dir, err)
+	if err := rundir.WriteCheck(dir, rundir.Check{Limits: rundir.Limits{Timeout: checkTimeout(tb)}, Proxied: rec.srv != nil}); err != nil {
+		tb.Fatalf("indoubttest: write %s: %v", dir, err)
 	}
-	evs, err := readEvents(dir)
+	// From here on, everything comes from the run directory.
+	h, ops, err := histories.ReadFile(filepath.Join(dir, rundir.HistoryFile), false)
 	if err != nil {
 		tb.Fatalf("indoubttest: read back %s: %v", dir, err)
 	}
@@ -176,15 +175,13 @@ func evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
 		tb.Errorf("%s", rep.Text)
 		return rep
 	}
-	opt := checker.Options{}
+	opt := judge.Options{}
 	if model.name == checker.RegisterModel || model.name == checker.CASRegisterModel {
 		opt.VisualizePath = filepath.Join(dir, "linearizability.html")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout(tb))
-	defer cancel()
-	res, cerr := checker.Check(ctx, h, ops, opt)
-	if cerr != nil && res.Verdict == 0 {
-		why := cerr.Error()
+	j, cerr := judge.History(context.Background(), dir, h, ops, opt)
+	if cerr != nil {
+		why := strings.TrimPrefix(cerr.Error(), "check: ")
 		if strings.Contains(why, "no final read") && model.final != "" {
 			// The checker's words name indoubt check's flags; a test records the read.
 			why = fmt.Sprintf("no final read begins after every operation ended: once the workers are done (every operation completed), record the final state with %s", model.final)
@@ -193,7 +190,8 @@ func evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
 		tb.Errorf("%s", rep.Text)
 		return rep
 	}
-	r := fill(h, ops, res, evs, rec.srv, specs, dir)
+	r := fill(j, rec.srv, specs, dir)
+	res := j.Checked
 	if err := writeResults(dir, r); err != nil {
 		tb.Errorf("indoubttest: write %s: %v", dir, err)
 	}
@@ -295,20 +293,6 @@ func writeFaults(dir string, events []toxics.Event, windows []faults.Window, sta
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, rundir.FaultsFile), b, 0o644)
-}
-
-func readEvents(dir string) ([]evidence.FaultEvent, error) {
-	path := filepath.Join(dir, "faults.jsonl")
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	evs, clock, err := evidence.ReadEvents(f, path)
-	if err == nil && len(evs) > 0 && clock != evidence.RunClock {
-		err = fmt.Errorf("%s: events without run_time", path)
-	}
-	return evs, err
 }
 
 func writeResults(dir string, r *results.Results) error {

@@ -2,16 +2,14 @@ package indoubttest
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/evidence"
+	"github.com/indoubt/indoubt/internal/judge"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
@@ -20,142 +18,21 @@ import (
 // appWorkload is results.json's workload for a test's own code (schemas/results.schema.json).
 const appWorkload = "app"
 
-// fill makes results.json of a test from what its run directory holds: the checker's
-// result, the history's operations and attempts, and the proxy's events joined to them
-// by package evidence, as indoubt run and indoubt check --faults join them.
-func fill(h *histories.Header, ops []histories.Op, res checker.Result, evs []evidence.FaultEvent, srv *Server, specs []string, dir string) *results.Results {
-	r := &results.Results{
-		SchemaVersion: results.SchemaVersion, Verdict: res.Verdict, Summary: res.Summary,
-		Workload: appWorkload, Store: h.Store, Mechanism: "the code under test (indoubttest), checked as " + h.Model,
-		Retry: appWorkload, Seed: h.Seed, Anomalies: res.Anomalies, RunDir: dir,
-		Errors: map[string]int64{}, PerSecond: []int64{}, Server: "none (a recorder without a server)",
-		Faults:     results.FaultCounts{Schedule: specs, ByKind: map[string]int64{}, ByTruth: map[string]int64{}},
-		Retries:    results.RetryCounts{ByReason: map[string]int64{}},
-		LostWrites: res.LostWrites,
-	}
-	if r.Anomalies == nil {
-		r.Anomalies = []checker.Anomaly{}
-	}
+// fill makes results.json of a test from the judgement of its run directory (package
+// judge, as indoubt run and indoubt check judge theirs) and the figures of its history.
+func fill(j *judge.Judgement, srv *Server, specs []string, dir string) *results.Results {
+	h, r := j.Header, j.Results
+	r.Workload, r.Store, r.Mechanism = appWorkload, h.Store, "the code under test (indoubttest), checked as "+h.Model
+	r.Retry, r.Seed, r.RunDir = appWorkload, h.Seed, dir
+	r.Server = "none (a recorder without a server)"
+	r.Faults.Schedule = specs
 	if srv != nil {
-		r.Proxied = true
 		r.Server = fmt.Sprintf("%s at %s (database %s), through the fault proxy at %s", srv.Store, srv.DirectAddr, srv.Database, srv.Addr)
 		r.StartedAt = srv.start
 	}
-	figures(r, ops)
-	for _, e := range evs {
-		r.Faults.ByKind[e.Kind]++
-		r.Faults.ByTruth[e.Truth]++
-	}
-	if srv != nil {
-		commits := evidence.Tally(evs)
-		r.Faults.Commits = &commits
-		r.Evidence, _ = evidence.Join(evs, evidence.SpansFromHistory(ops, evs), ops, nil, res.Verdict == checker.Invalid)
-	}
+	judge.Figures(r, j.Ops, 0)
 	r.Trim(-1)
 	return r
-}
-
-// figures counts the operations, their attempts and latencies, as results.json has
-// them for a run.
-func figures(r *results.Results, ops []histories.Op) {
-	all, _ := histories.Pair(ops) // the checker paired them already
-	var lat []float64
-	workers := map[string]bool{}
-	var end int64
-	for _, o := range all {
-		inv, c := o.Invoke, o.Complete
-		r.Ops.Invoked++
-		final := histories.IsFinalReadID(inv.OpID)
-		if c != nil {
-			end = max(end, c.Time)
-			switch c.Type {
-			case histories.OK:
-				r.Ops.OK++
-			case histories.Fail:
-				r.Ops.Fail++
-			case histories.Info:
-				r.Ops.Info++
-			}
-		}
-		if final {
-			continue
-		}
-		if w, _, ok := strings.Cut(inv.OpID, "-"); ok {
-			workers[w] = true
-		}
-		if c == nil {
-			r.Outcomes.Deadline.Ops++
-			r.Outcomes.Deadline.Attempts++
-			continue
-		}
-		lat = append(lat, float64(c.Time-inv.Time)/1e6)
-		sec := int(c.Time / 1e9)
-		for len(r.PerSecond) <= sec {
-			r.PerSecond = append(r.PerSecond, 0)
-		}
-		r.PerSecond[sec]++
-		attempts := int64(len(c.Failed))
-		if c.Type == histories.OK || attempts == 0 {
-			attempts++
-		}
-		retried := c.Failed
-		if c.Type != histories.OK && len(retried) > 0 {
-			retried = retried[:len(retried)-1] // the last attempt was not retried
-		}
-		for _, a := range retried {
-			r.Retries.ByReason[cmpOr(a.Class, "unknown")]++
-		}
-		n := int64(len(retried))
-		r.Retries.Total += n
-		var out *results.OutcomeCount
-		switch c.Type {
-		case histories.OK:
-			r.Retries.ByOutcome.OK += n
-			out = &r.Outcomes.Succeeded
-		case histories.Fail:
-			r.Retries.ByOutcome.Fail += n
-			out = &r.Outcomes.NonRetryable
-			if attempts > 1 {
-				out = &r.Outcomes.Exhausted
-			}
-		default:
-			r.Retries.ByOutcome.Info += n
-			out = &r.Outcomes.Unknown
-		}
-		out.Ops++
-		out.Attempts += attempts
-		if c.Type != histories.OK {
-			reason := "unknown"
-			if k := len(c.Failed); k > 0 {
-				reason = cmpOr(c.Failed[k-1].Class, "unknown")
-			}
-			r.Errors[reason]++
-			if out.Errors == nil {
-				out.Errors = map[string]int64{}
-			}
-			out.Errors[reason]++
-		}
-	}
-	r.Workers = max(len(workers), 1)
-	r.DurationS = float64(end) / 1e9
-	if r.DurationS > 0 {
-		r.Throughput = float64(r.Ops.OK+r.Ops.Fail+r.Ops.Info) / r.DurationS
-	}
-	sort.Float64s(lat)
-	pct := func(p float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return math.Round(lat[min(len(lat)-1, int(p*float64(len(lat))))]*100) / 100
-	}
-	r.LatencyMs = results.Latency{P50: pct(0.5), P95: pct(0.95), P99: pct(0.99), Max: pct(1)}
-}
-
-func cmpOr(s, or string) string {
-	if s == "" {
-		return or
-	}
-	return s
 }
 
 // explain is the report's text: the verdict with the checker's anomalies, each followed

@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/indoubt/indoubt/indoubttest"
+	"github.com/indoubt/indoubt/internal/judge/judgetest"
 )
 
 func compileSchema(t *testing.T, name string) *jsonschema.Schema {
@@ -73,6 +74,8 @@ func TestRunDirectoryFollowsTheSchemas(t *testing.T) {
 			if err := res.Validate(v); err != nil {
 				t.Errorf("results.json: %v\n%s", err, b)
 			}
+			// Judged again from its files alone, the directory gives its results.json.
+			judgetest.Recheck(t, r.RunDir)
 		})
 	}
 }

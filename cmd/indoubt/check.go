@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 )
 
 const checkHelp = `indoubt check: re-check a recorded history and print the verdict.
@@ -63,9 +65,21 @@ forbid (alone, with no --consistency-models, only those). --cycle-search-timeout
 the search of each strongly connected component (default 1s); a search cut short
 leaves the verdict unknown unless something else proves it invalid.
 
+A run directory (of indoubt run, indoubt exec or the test helper) is judged from its
+files alone, as its run judged it: history.jsonl checked under the limits its
+check.json names (say other ones with --timeout and --max-memory, and the check says
+so), faults.jsonl joined to it, the final state the run read reconciled with the
+proxy's ground truth (disagreements, lost, extra), the timelines of its process faults
+and partitions. --json prints the run's results.json with every section the judge
+decides computed again; the figures only the run measured (times, throughput, latency,
+retries) are as results.json has them.
+
 Usage: indoubt check [flags] FILE
+       indoubt check [--json] [--timeout D] [--max-memory N] [--html FILE] RUNDIR
 
 Examples:
+  indoubt check runs/20261130-120000.000-budget-postgres
+  indoubt check --json runs/20261130-120000.000-budget-postgres
   indoubt check runs/20261130-120000.000-budget-postgres/history.jsonl
   indoubt check --format jepsen-log --model cas-register etcd_000.log
   indoubt check --format jepsen-edn --model cas-register --initial 0 history.edn
@@ -90,6 +104,9 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		// Garbage is collected before the heap grows past the bound, so that the
 		// bound the search stops at is the memory the process holds.
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(a.opt.MaxMemory))
+	}
+	if a.dir != "" {
+		return a.checkRunDir(ctx, stdout, stderr)
 	}
 	res, ops, err := a.check(ctx)
 	var fatal fatalCheck
@@ -133,13 +150,18 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // checkArgs is what `indoubt check` was asked, parsed and validated.
 type checkArgs struct {
 	path, format string
-	partial      bool
-	skipBad      bool
-	jsonOut      bool
-	faults       string // --faults: the proxy's events file, "" for none
-	events       []evidence.FaultEvent
-	clock        evidence.Clock
-	opt          checker.Options
+	// dir is the run directory given instead of a history ("" for a file);
+	// timeoutSet and memorySet say that --timeout and --max-memory were given, to
+	// judge it under other limits than its run's.
+	dir                   string
+	timeoutSet, memorySet bool
+	partial               bool
+	skipBad               bool
+	jsonOut               bool
+	faults                string // --faults: the proxy's events file, "" for none
+	events                []evidence.FaultEvent
+	clock                 evidence.Clock
+	opt                   checker.Options
 }
 
 // parseCheckArgs parses and validates the flags, reads --final and --faults, and
@@ -172,7 +194,12 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		return a, err
 	}
 	if fs.NArg() != 1 {
-		return a, fmt.Errorf("check: want one history file (see indoubt check --help)")
+		return a, fmt.Errorf("check: want one history file or run directory (see indoubt check --help)")
+	}
+	if a.path = fs.Arg(0); isRunDir(a.path) {
+		if err := runDirArgs(&a, flagsSet(fs)); err != nil {
+			return a, err
+		}
 	}
 	a.path, a.format, a.partial, a.skipBad, a.jsonOut, a.faults = fs.Arg(0), *format, *partial, *skipBad, *jsonOut, *faultsF
 	switch a.format {
@@ -248,11 +275,15 @@ func (a *checkArgs) modelFlags(initial, budget, failMeans, html bool) error {
 	}
 	model := a.opt.Model
 	if model == "" && a.format == "indoubt" {
-		f, err := os.Open(a.path)
+		path := a.path
+		if a.dir != "" {
+			path = filepath.Join(a.dir, rundir.HistoryFile)
+		}
+		f, err := os.Open(path)
 		if err != nil {
 			return fmt.Errorf("check: open history: %w", err)
 		}
-		rd, err := histories.NewReader(f, a.path)
+		rd, err := histories.NewReader(f, path)
 		if err == nil && rd.Header() != nil {
 			model = rd.Header().Model
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +34,7 @@ import (
 	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/evidence"
+	"github.com/indoubt/indoubt/internal/judge"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
@@ -408,9 +408,7 @@ type execRun struct {
 
 	mu     sync.Mutex
 	events []rundir.FaultLine // faults.jsonl, written when the run ends
-	fired  map[string]int64
-	truths map[string]int64
-	pstart time.Time // the program's start: the run clock's zero
+	pstart time.Time          // the program's start: the run clock's zero
 }
 
 func (r *execRun) progressf(format string, a ...any) {
@@ -422,7 +420,7 @@ func (r *execRun) progressf(format string, a ...any) {
 // run does the whole exec and returns the results, the exit code, and an error when it
 // could not run.
 func (a execArgs) run(ctx context.Context, human, stderr io.Writer) (*results.Results, int, error) {
-	r := &execRun{a: a, start: time.Now(), fired: map[string]int64{}, truths: map[string]int64{}}
+	r := &execRun{a: a, start: time.Now()}
 	if !a.quiet {
 		r.progress = stderr
 	}
@@ -610,8 +608,6 @@ func (r *execRun) closeProxy() {
 func (r *execRun) onEvent(e toxics.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.fired[e.Kind.String()]++
-	r.truths[e.Truth.String()]++
 	r.events = append(r.events, rundir.EventLine(e, int64(e.Time.Sub(r.pstart))))
 }
 
@@ -847,151 +843,32 @@ func (r *execRun) judge(ctx context.Context, h *histories.Header, ops []historie
 	if err := atomicfile.Write(faultsPath, lines, 0o644); err != nil {
 		return nil, nil, fmt.Errorf("exec: write faults.jsonl: %v", err)
 	}
-	f, err := os.Open(faultsPath)
-	if err != nil {
-		return nil, nil, err
+	if err := rundir.WriteCheck(r.dir, rundir.Check{Limits: execLimits, Proxied: true}); err != nil {
+		return nil, nil, fmt.Errorf("exec: write %s: %v", rundir.CheckFile, err)
 	}
-	events, _, err := evidence.ReadEvents(f, faultsPath)
-	f.Close()
-	if err != nil {
-		return nil, nil, fmt.Errorf("exec: %v", err)
-	}
-	opt := checker.Options{Timeout: time.Minute}
+	opt := judge.Options{}
 	if h.Model == checker.RegisterModel || h.Model == checker.CASRegisterModel {
 		opt.VisualizePath = filepath.Join(r.dir, "linearizability.html")
 	}
-	verdict, err := checker.Check(context.WithoutCancel(ctx), h, ops, opt)
-	if err != nil && verdict.Verdict == 0 {
+	j, err := judge.History(ctx, r.dir, h, ops, opt)
+	if err != nil {
 		if strings.Contains(err.Error(), "no final read") {
 			return nil, nil, fmt.Errorf("exec: check: the history has no final read: record one, or give --final-sql or --final-cmd")
 		}
-		return nil, nil, fmt.Errorf("exec: check: %v", err)
+		return nil, nil, fmt.Errorf("exec: %v", strings.TrimPrefix(err.Error(), "exec: "))
 	}
-	res := execResults(h, ops, verdict, elapsed, r.pstart)
+	res := j.Results
+	judge.Figures(res, ops, elapsed)
+	res.Retry, res.StartedAt = "program", r.pstart.UTC()
+	res.Workload = execWorkload
 	res.Store, res.Seed, res.Server, res.Interrupted = string(r.a.store.name), r.a.seed, r.desc, interrupted
 	res.Mechanism = shorten(programName(r.a.argv), 48)
-	res.Faults = results.FaultCounts{Schedule: specsOf(r.a.schedule), ByKind: r.fired, ByTruth: r.truths}
-	commits := evidence.Tally(events)
-	res.Faults.Commits = &commits
-	spans := evidence.SpansFromHistory(ops, events)
-	res.Evidence, _ = evidence.Join(events, spans, ops, nil, verdict.Verdict == checker.Invalid)
-	return res, evidence.Unjoined(events, spans, ops), nil
+	res.Faults.Schedule = specsOf(r.a.schedule)
+	return res, evidence.Unjoined(j.Events, j.Spans, ops), nil
 }
 
-// execResults fills results.json's figures from the history alone: exec sees the
-// program's operations only as it recorded them.
-func execResults(h *histories.Header, ops []histories.Op, v checker.Result, elapsed time.Duration, start time.Time) *results.Results {
-	res := &results.Results{
-		SchemaVersion: results.SchemaVersion, Verdict: v.Verdict, Summary: v.Summary,
-		Workload: execWorkload, Retry: "program", StartedAt: start.UTC(), DurationS: elapsed.Seconds(),
-		Anomalies: v.Anomalies, LostWrites: v.LostWrites, AnomalyCount: results.AnomalyCountOf(v),
-		Errors: map[string]int64{}, Proxied: true,
-		Retries: results.RetryCounts{ByReason: map[string]int64{}},
-	}
-	if res.Anomalies == nil {
-		res.Anomalies = []checker.Anomaly{}
-	}
-	all, _ := histories.Pair(ops)
-	var lat []time.Duration
-	type edge struct {
-		t     int64
-		delta int
-	}
-	var edges []edge
-	for _, o := range all {
-		inv, c := o.Invoke, o.Complete
-		res.Ops.Invoked++
-		if c == nil {
-			res.Ops.Info++
-			res.Outcomes.Unknown.Ops++
-			res.Outcomes.Unknown.Attempts++
-			continue
-		}
-		if histories.IsFinalReadID(inv.OpID) {
-			countCompletion(&res.Ops, c.Type)
-			continue
-		}
-		countCompletion(&res.Ops, c.Type)
-		attempts := int64(max(c.Attempt, 1))
-		retries := attempts - 1
-		oc := &res.Outcomes.Succeeded
-		switch c.Type {
-		case histories.OK:
-			res.Retries.ByOutcome.OK += retries
-		case histories.Fail:
-			oc = &res.Outcomes.NonRetryable
-			res.Retries.ByOutcome.Fail += retries
-			res.Errors[reasonOf(c.Error)]++
-		default:
-			oc = &res.Outcomes.Unknown
-			res.Retries.ByOutcome.Info += retries
-			res.Errors[reasonOf(c.Error)]++
-		}
-		oc.Ops++
-		oc.Attempts += attempts
-		res.Retries.Total += retries
-		if retries > 0 {
-			// Why each retried attempt failed, by the class the program gave it.
-			classes := map[string]int64{}
-			var n int64
-			for _, f := range c.Failed {
-				if n == retries {
-					break
-				}
-				classes[cmp.Or(f.Class, "unclassified")]++
-				n++
-			}
-			classes["unrecorded"] += retries - n
-			for k, v := range classes {
-				if v > 0 {
-					res.Retries.ByReason[k] += v
-				}
-			}
-		}
-		lat = append(lat, time.Duration(c.Time-inv.Time))
-		edges = append(edges, edge{inv.Time, 1}, edge{c.Time, -1})
-		if sec := c.Time / int64(time.Second); sec >= 0 && sec < 1<<20 {
-			for int64(len(res.PerSecond)) <= sec {
-				res.PerSecond = append(res.PerSecond, 0)
-			}
-			res.PerSecond[sec]++
-		}
-	}
-	completed := res.Outcomes.Succeeded.Ops + res.Outcomes.NonRetryable.Ops + res.Outcomes.Unknown.Ops
-	if elapsed > 0 {
-		res.Throughput = float64(completed) / elapsed.Seconds()
-	}
-	slices.Sort(lat)
-	if n := len(lat); n > 0 {
-		q := func(p float64) float64 { return msOf(lat[min(n-1, int(p*float64(n)))]) }
-		res.LatencyMs = results.Latency{P50: q(0.50), P95: q(0.95), P99: q(0.99), Max: msOf(lat[n-1])}
-	}
-	// Workers: the most operations the program had in flight at once.
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.t != b.t {
-			return int(min(max(a.t-b.t, -1), 1))
-		}
-		return a.delta - b.delta
-	})
-	in := 0
-	res.Workers = 1
-	for _, e := range edges {
-		in += e.delta
-		res.Workers = max(res.Workers, in)
-	}
-	return res
-}
-
-func countCompletion(c *results.OpCounts, t histories.Type) {
-	switch t {
-	case histories.OK:
-		c.OK++
-	case histories.Fail:
-		c.Fail++
-	default:
-		c.Info++
-	}
-}
+// execLimits bound exec's check: the register models' search stops after a minute.
+var execLimits = rundir.Limits{Timeout: time.Minute}
 
 // programName is the program's command line as the report shows it: paths by their
 // last element.
@@ -1009,16 +886,6 @@ func programName(argv []string) string {
 // execWorkload is results.json's workload of an exec: the program's own workload is in
 // its history's header.
 const execWorkload workloads.Name = "exec"
-
-// reasonOf shortens an error to a reason for results.json's error counts.
-func reasonOf(err string) string {
-	if err == "" {
-		return "unrecorded"
-	}
-	return shorten(err, 60)
-}
-
-func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // shorten cuts s to at most n bytes, on a rune boundary, marking the cut.
 func shorten(s string, n int) string {

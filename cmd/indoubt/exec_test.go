@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/judge/judgetest"
 )
 
 // script writes a shell program for exec to run and returns its path. Its events are
@@ -150,7 +152,9 @@ ev ok read 1 final ',"value":{"p-1":`+count+`}'
 					t.Errorf("run directory: %v", err)
 				}
 			}
-			// The run directory is re-checked to the same verdict.
+			// The run directory is judged again to its results.json, and re-checked to
+			// the same verdict.
+			judgetest.Recheck(t, runs[0])
 			code2, _, _ := invoke(t, "check", filepath.Join(runs[0], "history.jsonl"))
 			if code2 != min(c.want, 1) && !(c.want == 2 && code2 == 0) {
 				t.Errorf("indoubt check of the run directory: exit %d", code2)

@@ -16,6 +16,7 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/indoubttest"
 	"github.com/indoubt/indoubt/indoubttest/pgtest"
+	"github.com/indoubt/indoubt/internal/judge/judgetest"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 )
@@ -195,6 +196,8 @@ func TestBankTransfersNaive(t *testing.T) {
 	if res.Verdict != checker.Invalid {
 		t.Fatalf("verdict %v, want invalid: %s", res.Verdict, res.Summary)
 	}
+	// Its run directory, judged again from its files alone, gives its results.json.
+	judgetest.Recheck(t, res.RunDir)
 	msg := strings.Join(c.msgs, "\n")
 	if !strings.Contains(msg, "applied 7 more times than allowed") && !strings.Contains(msg, "more times than allowed") || !strings.Contains(msg, "the proxy: operation ") {
 		t.Errorf("message lacks the cause:\n%s", msg)

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
@@ -83,9 +82,6 @@ func Dir(ctx context.Context, dir string, opt Options) (*Judgement, error) {
 // History judges the run directory dir whose history.jsonl the caller has read already
 // (h and ops): the runner reads it once, for the workload's final state.
 func History(ctx context.Context, dir string, h *histories.Header, ops []histories.Op, opt Options) (*Judgement, error) {
-	if !slices.ContainsFunc(ops, histories.Op.IsClient) {
-		return nil, fmt.Errorf("%s: the history has no operations: nothing to check", filepath.Join(dir, rundir.HistoryFile))
-	}
 	c, ok, err := rundir.ReadCheck(dir)
 	if err != nil {
 		return nil, err
@@ -175,21 +171,23 @@ func consistencyModels(h *histories.Header) []string {
 	return ms
 }
 
-// CountOps counts the history's client events by type: results.json's ops.
+// CountOps counts the history's operations by how they ended: results.json's ops.
+// An operation never completed counts as info (its outcome is unknown), final reads
+// included.
 func CountOps(ops []histories.Op) results.OpCounts {
 	var c results.OpCounts
-	for _, op := range ops {
-		if !op.IsClient() {
-			continue
-		}
-		switch op.Type {
-		case histories.Invoke:
-			c.Invoked++
+	all, err := histories.Pair(ops)
+	if err != nil {
+		return c
+	}
+	for _, o := range all {
+		c.Invoked++
+		switch o.Type() {
 		case histories.OK:
 			c.OK++
 		case histories.Fail:
 			c.Fail++
-		case histories.Info:
+		default:
 			c.Info++
 		}
 	}
@@ -200,4 +198,20 @@ func CountOps(ops []histories.Op) results.OpCounts {
 func Exists(dir string) bool {
 	fi, err := os.Stat(filepath.Join(dir, rundir.HistoryFile))
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// Onto returns run (a results.json read back) with its judged sections replaced by
+// judged's: verdict, summary, anomalies, lost writes, transactional details, operation
+// and fault counts, evidence, final state and timelines. What only the run measured
+// (its times, throughput, latency, retries, errors, the server) stays as run has it.
+// run is not changed.
+func Onto(run, judged *results.Results) *results.Results {
+	out := *run
+	out.Verdict, out.Summary = judged.Verdict, judged.Summary
+	out.Anomalies, out.AnomalyCount, out.AnomalyKinds = judged.Anomalies, judged.AnomalyCount, judged.AnomalyKinds
+	out.LostWrites, out.Txn, out.Ops = judged.LostWrites, judged.Txn, judged.Ops
+	out.Faults.ByKind, out.Faults.ByTruth, out.Faults.Commits = judged.Faults.ByKind, judged.Faults.ByTruth, judged.Faults.Commits
+	out.Evidence, out.Final, out.Proxied = judged.Evidence, judged.Final, judged.Proxied
+	out.ProcessFaults, out.Partitions, out.SplitBrain = judged.ProcessFaults, judged.Partitions, judged.SplitBrain
+	return &out
 }

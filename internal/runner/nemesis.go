@@ -32,9 +32,9 @@ type nemesis struct {
 	// network of its own, and records their roles; nil otherwise (partitions.go).
 	nodes *nodeNemesis
 
-	mu     sync.Mutex
-	w      *rundir.FaultWriter
-	r      *run
+	mu sync.Mutex
+	w  *rundir.FaultWriter
+	r  *run
 	// byKind counts the proxy's events by kind, for the progress line.
 	byKind map[string]int64
 	// err is the first write to faults.jsonl or to the history that failed: the run

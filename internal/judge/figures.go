@@ -1,0 +1,146 @@
+package judge
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/results"
+)
+
+// The reason words of the figures of a recorded history, for an attempt that ended in
+// an error: its class as the recorder wrote it (definite, conflict, unknown), else
+// these.
+const (
+	// ReasonUnclassified: the failed attempt is listed without a class.
+	ReasonUnclassified = "unclassified"
+	// ReasonUnrecorded: the completion counts more attempts than it lists, or none
+	// failed that it names.
+	ReasonUnrecorded = "unrecorded"
+)
+
+// Figures fills res's figures from a history recorded by a program (indoubt exec, the
+// test helper), which the run did not drive and knows only as it was recorded: the
+// outcomes and attempts, the retries by reason and outcome, the errors by reason, the
+// latency, the completions per second and throughput, and workers, the most
+// operations in flight at once. elapsed is the run's length; 0 takes the last
+// completion's time. Final reads are counted in ops (the judge's) only.
+//
+// An operation never completed is of unknown outcome (outcomes.unknown), as a
+// completion of type info is. An operation that failed after more than one attempt
+// exhausted its retries; after one, it was not retryable. A retry's reason, and an
+// error's, is the class of the failed attempt the completion lists for it
+// (failed_attempts), ReasonUnclassified when it has none, ReasonUnrecorded when the
+// completion does not list it.
+func Figures(res *results.Results, ops []histories.Op, elapsed time.Duration) {
+	res.Errors, res.Retries = map[string]int64{}, results.RetryCounts{ByReason: map[string]int64{}}
+	res.Outcomes, res.PerSecond = results.Outcomes{}, []int64{}
+	all, _ := histories.Pair(ops) // the checker paired them already
+	var lat []time.Duration
+	type edge struct {
+		t     int64
+		delta int
+	}
+	var edges []edge
+	var end, completed int64
+	for _, o := range all {
+		inv, c := o.Invoke, o.Complete
+		if histories.IsFinalReadID(inv.OpID) {
+			continue
+		}
+		if c == nil {
+			res.Outcomes.Unknown.Ops++
+			res.Outcomes.Unknown.Attempts++
+			edges = append(edges, edge{inv.Time, 1})
+			continue
+		}
+		completed++
+		end = max(end, c.Time)
+		attempts := int64(c.Attempt)
+		if attempts <= 0 {
+			attempts = int64(len(c.Failed))
+			if c.Type == histories.OK || attempts == 0 {
+				attempts++
+			}
+		}
+		retries := attempts - 1
+		var oc *results.OutcomeCount
+		switch c.Type {
+		case histories.OK:
+			oc = &res.Outcomes.Succeeded
+			res.Retries.ByOutcome.OK += retries
+		case histories.Fail:
+			oc = &res.Outcomes.NonRetryable
+			if attempts > 1 {
+				oc = &res.Outcomes.Exhausted
+			}
+			res.Retries.ByOutcome.Fail += retries
+		default:
+			oc = &res.Outcomes.Unknown
+			res.Retries.ByOutcome.Info += retries
+		}
+		oc.Ops++
+		oc.Attempts += attempts
+		res.Retries.Total += retries
+		for i := range retries {
+			res.Retries.ByReason[attemptReason(c, int(i))]++
+		}
+		if c.Type != histories.OK {
+			// The error the operation ended with: its last attempt's.
+			reason := attemptReason(c, int(attempts-1))
+			res.Errors[reason]++
+			if oc.Errors == nil {
+				oc.Errors = map[string]int64{}
+			}
+			oc.Errors[reason]++
+		}
+		lat = append(lat, time.Duration(c.Time-inv.Time))
+		edges = append(edges, edge{inv.Time, 1}, edge{c.Time, -1})
+		if sec := c.Time / int64(time.Second); sec >= 0 && sec < 1<<20 {
+			for int64(len(res.PerSecond)) <= sec {
+				res.PerSecond = append(res.PerSecond, 0)
+			}
+			res.PerSecond[sec]++
+		}
+	}
+	if elapsed <= 0 {
+		elapsed = time.Duration(end)
+	}
+	res.DurationS = elapsed.Seconds()
+	if elapsed > 0 {
+		res.Throughput = float64(completed) / elapsed.Seconds()
+	}
+	slices.Sort(lat)
+	if n := len(lat); n > 0 {
+		q := func(p float64) float64 { return msOf(lat[min(n-1, int(p*float64(n)))]) }
+		res.LatencyMs = results.Latency{P50: q(0.50), P95: q(0.95), P99: q(0.99), Max: msOf(lat[n-1])}
+	}
+	// Workers: the most operations in flight at once.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.t != b.t {
+			return int(min(max(a.t-b.t, -1), 1))
+		}
+		return a.delta - b.delta
+	})
+	in := 0
+	res.Workers = 1
+	for _, e := range edges {
+		in += e.delta
+		res.Workers = max(res.Workers, in)
+	}
+}
+
+// attemptReason is the reason of attempt i (from 0) of the completion c: the class of
+// the failed attempt it lists at i.
+func attemptReason(c *histories.Op, i int) string {
+	if i < 0 || i >= len(c.Failed) {
+		return ReasonUnrecorded
+	}
+	if c.Failed[i].Class == "" {
+		return ReasonUnclassified
+	}
+	return c.Failed[i].Class
+}
+
+func msOf(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/10) / 100 }
