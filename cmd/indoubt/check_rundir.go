@@ -151,4 +151,3 @@ func maxAnomaliesOf(dir string) int {
 	}
 	return c.MaxAnomalies
 }
-
