@@ -24,18 +24,16 @@ const (
 
 // Final is a workload's final state after a run: the `final` section of results.json,
 // computed from the history by Workload.Summary. It marshals to that section's JSON, and
-// it is the only way the runner, the evidence and the reports read the final state.
+// it is the only way the runner, the evidence and the reports read the final state. A
+// workload reads its final state; it does not judge it: indoubt holds it to the fault
+// proxy's ground truth (Truth) beside the checker's verdict.
 type Final interface {
-	// Reconcile returns the final state with the fault proxy's ground truth taken into
-	// account, and the sentences that say where the two disagree (none when they agree).
-	// The ground truth never reaches the checker; it confirms or contradicts it.
-	Reconcile(t Truth) (Final, []string)
 	// Figures is what the stand's table and the summaries show of the final state.
 	Figures() Figures
 }
 
 // Truth is what the fault proxy knows of the run's commits, joined to the operations
-// whose attempts it cut.
+// whose attempts it cut: what a final state is reconciled with.
 type Truth struct {
 	// Applied holds, per commit the proxy cut after the server applied it, the op id of
 	// its operation (an operation cut twice appears twice).

@@ -206,7 +206,7 @@ func Join(events []FaultEvent, spans []Span, ops []histories.Op, final workloads
 	if final == nil {
 		return j.ev, nil
 	}
-	final, dis := final.Reconcile(j.truth())
+	final, dis := Reconcile(final, j.truth())
 	j.ev.Disagreements = append(j.ev.Disagreements, dis...)
 	return j.ev, final
 }

@@ -142,22 +142,6 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 
 var _ workloads.Final = Final{}
 
-// Reconcile compares the final balance with what the acknowledgements and the ground
-// truth account for. A cut whose reply proves a changed row took 1; a cut commit whose
-// reply does not say took 1 or nothing; a replayed acknowledgement took nothing itself.
-func (f Final) Reconcile(t workloads.Truth) (workloads.Final, []string) {
-	if f.Balance == nil {
-		return f, nil
-	}
-	taken := f.Budget - *f.Balance
-	low := f.Applied - f.Replayed + t.Proven
-	high := f.Applied + t.Proven + t.Committed
-	if taken < low || taken > high {
-		return f, []string{fmt.Sprintf("the balance fell by %d, but acknowledged decrements (%d, of which %d replayed) and the commits the proxy cut (%d that changed a row, %d that may have) account for between %d and %d", taken, f.Applied, f.Replayed, t.Proven, t.Committed, low, high)}
-	}
-	return f, nil
-}
-
 // Figures shows the applied and rejected decrements and the final balance.
 func (f Final) Figures() workloads.Figures {
 	return workloads.Figures{Applied: &f.Applied, Rejected: &f.Rejected, Value: f.Balance, PerApplied: "applied decrement"}

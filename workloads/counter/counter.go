@@ -254,20 +254,10 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 		}
 	}
 	f.ServerRestartsError = w.restartErr
-	f.reconcile()
 	return f
 }
 
 var _ workloads.Final = Final{}
-
-// Reconcile adds the fault proxy's ground truth to a Final made by Summary: the commits
-// the proxy cut after the server had applied them are evidence that attributes extra
-// increments to ambiguous commits.
-func (f Final) Reconcile(t workloads.Truth) (workloads.Final, []string) {
-	f.EvidenceCuts = int64(len(t.Applied))
-	f.reconcile()
-	return f, nil
-}
 
 // Figures shows the acknowledged increments, the counter after the run and the
 // reconciliation.
@@ -276,40 +266,4 @@ func (f Final) Figures() workloads.Figures {
 		Before: f.Before, After: f.After, Acknowledged: f.Acknowledged, Lost: f.Lost, Extra: f.Extra, Cause: f.Cause,
 		ServerRestarts: f.ServerRestarts, ServerRestartsError: f.ServerRestartsError,
 	}}
-}
-
-// reconcile computes Lost, Extra and Cause from the counts.
-func (f *Final) reconcile() {
-	f.Lost, f.Extra, f.Cause = 0, 0, ""
-	if f.After == nil {
-		f.Cause = "no final read: the counter could not be reconciled"
-		return
-	}
-	applied := *f.After - f.Before
-	switch {
-	case applied < f.Acknowledged:
-		f.Lost = f.Acknowledged - applied
-		f.Cause = fmt.Sprintf("silently lost: %d of %d acknowledged increments are missing from the counter (it grew by %d); each was reported committed",
-			f.Lost, f.Acknowledged, applied)
-		if f.SameValueWrites > 0 {
-			f.Cause += fmt.Sprintf(", and %d acknowledged increments wrote a value another had already written (lost updates)", f.SameValueWrites)
-		}
-		if f.Failed+f.Unknown == 0 {
-			f.Cause += "; no operation reported an error"
-		}
-	case applied > f.Acknowledged:
-		f.Extra = applied - f.Acknowledged
-		evidence := f.EvidenceServerUnknown + f.EvidenceCuts
-		attributed := min(f.Extra, evidence)
-		if attributed > 0 {
-			f.Cause = fmt.Sprintf("%d of %d extra attributed to ambiguous commits (evidence: %d attempts ended with SQLSTATE 40003, %d commits cut after they applied)",
-				attributed, f.Extra, f.EvidenceServerUnknown, f.EvidenceCuts)
-		}
-		if rest := f.Extra - attributed; rest > 0 {
-			if f.Cause != "" {
-				f.Cause += "; "
-			}
-			f.Cause += fmt.Sprintf("%d extra: cause not established (%d increments ended with an unknown outcome; no SQLSTATE 40003 or applied cut to show they committed)", rest, f.Unknown)
-		}
-	}
 }

@@ -221,51 +221,6 @@ func TestAmbiguousCommitEvidence(t *testing.T) {
 	}
 }
 
-// The final section reconciles exactly and attributes an extra increment only to
-// evidence.
-func TestReconcile(t *testing.T) {
-	ptr := func(v int64) *int64 { return &v }
-	tests := []struct {
-		name                string
-		f                   counter.Final
-		cuts                int
-		lost, extra         int64
-		causeHas, causeLack string
-	}{
-		{name: "exact", f: counter.Final{Before: 10, After: ptr(15), Acknowledged: 5}},
-		{name: "silently lost", f: counter.Final{After: ptr(76), Acknowledged: 1209, SameValueWrites: 1133},
-			lost: 1133, causeHas: "silently lost: 1133 of 1209"},
-		{name: "extra without evidence", f: counter.Final{After: ptr(1293), Acknowledged: 1292, Unknown: 1},
-			extra: 1, causeHas: "cause not established", causeLack: "attributed"},
-		{name: "extra with 40003", f: counter.Final{After: ptr(1293), Acknowledged: 1292, Unknown: 1, EvidenceServerUnknown: 1},
-			extra: 1, causeHas: "1 of 1 extra attributed to ambiguous commits", causeLack: "not established"},
-		{name: "extra with an applied cut", f: counter.Final{After: ptr(12), Acknowledged: 10, Unknown: 2}, cuts: 1,
-			extra: 2, causeHas: "1 of 2 extra attributed", causeLack: ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var truth workloads.Truth
-			for range tc.cuts {
-				truth.Applied = append(truth.Applied, "1-1")
-			}
-			final, dis := tc.f.Reconcile(truth)
-			got := final.(counter.Final)
-			if len(dis) != 0 {
-				t.Errorf("disagreements %v: the counter states its cause in Cause", dis)
-			}
-			if got.Lost != tc.lost || got.Extra != tc.extra {
-				t.Errorf("lost %d extra %d, want %d %d", got.Lost, got.Extra, tc.lost, tc.extra)
-			}
-			if tc.causeHas == "" && got.Cause != "" {
-				t.Errorf("cause %q for an exact count", got.Cause)
-			}
-			if !strings.Contains(got.Cause, tc.causeHas) || (tc.causeLack != "" && strings.Contains(got.Cause, tc.causeLack)) {
-				t.Errorf("cause %q", got.Cause)
-			}
-		})
-	}
-}
-
 // With a read share the generator mixes reads in, and the reads see the counter.
 func TestReadShare(t *testing.T) {
 	srv := pg.Get(t)

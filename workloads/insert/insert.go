@@ -415,17 +415,6 @@ func (f Final) gapsCause() string {
 	return s
 }
 
-// Reconcile adds the fault proxy's ground truth: commits cut after they applied. A
-// duplicate needs one; more duplicates than applied cuts is worth a sentence.
-func (f Final) Reconcile(t workloads.Truth) (workloads.Final, []string) {
-	f.EvidenceCuts = int64(len(t.Applied))
-	var notes []string
-	if !f.ClientSide && f.Duplicates > f.EvidenceCuts {
-		notes = append(notes, fmt.Sprintf("%d duplicated rows but only %d commits cut after they applied", f.Duplicates, f.EvidenceCuts))
-	}
-	return f, notes
-}
-
 // Figures shows the acknowledged inserts and the rows in the table.
 func (f Final) Figures() workloads.Figures {
 	return workloads.Figures{Applied: &f.Acknowledged, Value: f.Rows}

@@ -130,10 +130,6 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 
 var _ workloads.Final = Final{}
 
-// Reconcile returns f unchanged: a register's state is judged by the linearizability
-// checker alone, and the ground truth has nothing to add to its counts.
-func (f Final) Reconcile(workloads.Truth) (workloads.Final, []string) { return f, nil }
-
 // Figures is empty: the register has no column of the stand's table.
 func (f Final) Figures() workloads.Figures { return workloads.Figures{} }
 

@@ -114,11 +114,6 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 	return f
 }
 
-// Reconcile returns f unchanged: the proxy's cuts at PREPARE TRANSACTION and COMMIT
-// PREPARED are resolved by recovery before the markers are read, so the markers
-// already are the ground truth of every transfer.
-func (f Final) Reconcile(workloads.Truth) (workloads.Final, []string) { return f, nil }
-
 // Figures shows the transfers applied and rejected and the final total.
 func (f Final) Figures() workloads.Figures {
 	applied, rejected := f.Applied+f.UnknownApplied, f.Rejected

@@ -274,10 +274,6 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 	return f
 }
 
-// Reconcile returns f unchanged: the checker judges the reads, and the ground truth has
-// nothing to add to these counts.
-func (f Final) Reconcile(workloads.Truth) (workloads.Final, []string) { return f, nil }
-
 // Figures shows the committed transactions as applied.
 func (f Final) Figures() workloads.Figures {
 	c := f.Committed
