@@ -3,7 +3,9 @@ package checker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
@@ -58,22 +60,103 @@ var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", Exac
 // history cannot be checked (no model, missing parameters, not a history of that model);
 // an invalid history is a Result. When ctx ends first (SIGINT, a caller's deadline) the
 // check stops within moments and the Result is Unknown, its Summary saying it was
-// interrupted.
+// interrupted. It is CheckStream over ops: one path checks a history in memory and a
+// history read one event at a time.
 func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Options) (Result, error) {
-	model := opt.Model
-	if model == "" && h != nil {
-		model = h.Model
+	i := 0
+	next := func() (histories.Op, error) {
+		if i == len(ops) {
+			return histories.Op{}, io.EOF
+		}
+		i++
+		return ops[i-1], nil
 	}
+	return check(ctx, h, next, ops, opt)
+}
+
+// modelOf is the model a check holds the history to: Options.Model, else the header's.
+func modelOf(h *histories.Header, opt Options) string {
+	if opt.Model == "" && h != nil {
+		return h.Model
+	}
+	return opt.Model
+}
+
+// check is the one entry point behind Check, CheckStream and CheckReader. It chooses the
+// model's checker and feeds it the events of next (all holds them already when the
+// caller has them in memory, else nil); with Options.Final, the final read follows the
+// last event (withFinal). The counting models (budget, counter) and the transactional
+// ones take the events as they come; the others read the whole history first (a
+// register's search within its bounds). Every model's result then gets what every
+// check applies after its checker (finish): the acknowledged writes the process faults
+// lost, and the rule that a check of nothing is unknown.
+func check(ctx context.Context, h *histories.Header, next func() (histories.Op, error), all []histories.Op, opt Options) (Result, error) {
+	model := modelOf(h, opt)
 	switch model {
-	case "":
-		return Result{}, fmt.Errorf("the history names no model: give --model (%v)", Models)
 	case RegisterModel, CASRegisterModel, ListAppendModel, RWRegisterModel:
 		if opt.Final != nil {
 			return Result{}, fmt.Errorf("a final state applies to the budget, counter, exactly-once and bank models, not %s", model)
 		}
 	}
 	if opt.Final != nil {
-		ops = WithFinalRead(ops, opt.Final)
+		next, all = withFinal(next, opt.Final), nil
+	}
+	switch model {
+	case "budget":
+		b, err := budgetParam(h, opt)
+		if err != nil {
+			return Result{}, err
+		}
+		c, err := newBudgetChecker(b)
+		if err != nil {
+			return Result{}, err
+		}
+		return stream(ctx, next, model, b, c.Add, func() (Result, error) { return c.Result(), nil })
+	case "counter":
+		before, err := counterParam(h, opt)
+		if err != nil {
+			return Result{}, err
+		}
+		c := newCounterChecker(before)
+		defer c.close()
+		return stream(ctx, next, model, before, c.add, c.result)
+	case ListAppendModel, RWRegisterModel:
+		return checkTxnStream(ctx, model, h, next, opt)
+	}
+	ops := all
+	add := func(op histories.Op) error {
+		ops = append(ops, op)
+		return nil
+	}
+	if model == RegisterModel || model == CASRegisterModel {
+		// A search: its bounds begin now, and bound the reading of the history too.
+		b := newSearchBounds(ctx, opt.Timeout, opt.MaxMemory)
+		defer b.close()
+		opt.bounds = b
+		if all == nil {
+			done, err := feedWithin(ctx, b.stopped, next, add)
+			if err != nil {
+				return Result{}, err
+			}
+			if !done && ctx.Err() == nil {
+				return Result{Verdict: Unknown, Checker: model, Anomalies: []Anomaly{}, Details: map[string]json.RawMessage{"bound": histories.Value(b.boundName())},
+					Summary: fmt.Sprintf("%s while the history was read (%d events): nothing was decided", b.ranOut(), len(ops))}, nil
+			}
+			if !done {
+				return interrupted(model, ctx.Err()), nil
+			}
+		}
+	} else if all == nil {
+		done, err := feed(ctx, next, add)
+		if err != nil {
+			return Result{}, err
+		}
+		if !done {
+			return interrupted(model, ctx.Err()), nil
+		}
+	}
+	if model == "" {
+		return Result{}, fmt.Errorf("the history names no model: give --model (%v)", Models)
 	}
 	res, err := checkModel(ctx, model, h, ops, opt)
 	if res.Verdict == 0 {
@@ -86,22 +169,57 @@ func Check(ctx context.Context, h *histories.Header, ops []histories.Op, opt Opt
 	for _, op := range ops {
 		c.add(op)
 	}
-	lost, lerr := lostWritesOf(model, h, ops, opt)
-	if lerr != nil {
-		return Result{}, lerr
-	}
-	return c.unlessNothing(withLostWrites(res, lost)), err
+	return finish(res, lostWritesOf(model, ops), &c), err
 }
 
-// checkModel runs the model's checker.
+// finish applies to a model's result what every check applies after the model's
+// checker: the acknowledged writes the process faults lost (lost), and the rule that a
+// check in which no operation completed (checked) is unknown, not valid.
+func finish(res Result, lost []LostWrite, checked *completions) Result {
+	return checked.unlessNothing(withLostWrites(res, lost))
+}
+
+// withFinal returns next followed, after its last event, by an ok read of value final
+// by a process of its own (WithFinalRead, for a history read one event at a time).
+func withFinal(next func() (histories.Op, error), final json.RawMessage) func() (histories.Op, error) {
+	var index, t int64
+	proc := 0
+	var tail []histories.Op
+	ended := false
+	return func() (histories.Op, error) {
+		if !ended {
+			op, err := next()
+			if !errors.Is(err, io.EOF) {
+				if err == nil {
+					index, t, proc = max(index, op.Index+1), max(t, op.Time+1), max(proc, op.Process+1)
+				}
+				return op, err
+			}
+			ended = true
+			tail = finalRead(index, t, proc, final)
+		}
+		if len(tail) == 0 {
+			return histories.Op{}, io.EOF
+		}
+		op := tail[0]
+		tail = tail[1:]
+		return op, nil
+	}
+}
+
+// finalRead is the final read WithFinalRead appends: its invocation at index and time
+// t by process proc, and its ok completion with value final.
+func finalRead(index, t int64, proc int, final json.RawMessage) []histories.Op {
+	return []histories.Op{
+		{Index: index, Time: t, Process: proc, Type: histories.Invoke, F: "read", OpID: histories.FinalReadID(0)},
+		{Index: index + 1, Time: t + 1, Process: proc, Type: histories.OK, F: "read", OpID: histories.FinalReadID(0), Value: final},
+	}
+}
+
+// checkModel runs the checker of a model that reads the whole history (check streams
+// the others).
 func checkModel(ctx context.Context, model string, h *histories.Header, ops []histories.Op, opt Options) (Result, error) {
 	switch model {
-	case ListAppendModel, RWRegisterModel:
-		to, err := txnOptions(h, opt)
-		if err != nil {
-			return Result{}, err
-		}
-		return checkTxn(ctx, model, ops, to)
 	case ExactlyOnceModel:
 		return CheckExactlyOnce(ctx, ops)
 	case ExactlyOnceResponseModel:
@@ -120,12 +238,6 @@ func checkModel(ctx context.Context, model string, h *histories.Header, ops []hi
 			return Result{}, err
 		}
 		return CheckTransfer(ctx, ops, p)
-	case "budget":
-		b, err := budgetParam(h, opt)
-		if err != nil {
-			return Result{}, err
-		}
-		return CheckBudget(ctx, ops, b)
 	case RegisterModel, CASRegisterModel:
 		initial := opt.Initial
 		if initial == nil && h != nil {
@@ -139,41 +251,21 @@ func checkModel(ctx context.Context, model string, h *histories.Header, ops []hi
 		}
 		return CheckRegister(ctx, ops, RegisterOptions{Model: model, Initial: initial, FailMeans: opt.FailMeans, Timeout: opt.Timeout,
 			MaxMemory: opt.MaxMemory, VisualizePath: opt.VisualizePath, bounds: opt.bounds})
-	case "counter":
-		before, err := counterParam(h, opt)
-		if err != nil {
-			return Result{}, err
-		}
-		return CheckCounter(ctx, ops, before)
 	}
 	return Result{}, fmt.Errorf("unknown model %q (want one of %v)", model, Models)
 }
 
-// lostWritesOf finds the acknowledged writes the history's process faults lost, by
-// model; the model's parameters have been read once already, by its checker. It errs
-// when what it wrote out cannot be read back (countingLoss).
-func lostWritesOf(model string, h *histories.Header, ops []histories.Op, opt Options) ([]LostWrite, error) {
+// lostWritesOf finds the acknowledged writes the history's process faults lost, for a
+// model checked from the whole history (the counting models count theirs as they
+// stream: stream).
+func lostWritesOf(model string, ops []histories.Op) []LostWrite {
 	switch model {
-	case "budget", "counter":
-		initial, err := budgetParam(h, opt)
-		if model == "counter" {
-			initial, err = counterParam(h, opt)
-		}
-		if err != nil {
-			return nil, nil
-		}
-		c := newCountingLoss(model)
-		defer c.close()
-		for _, op := range ops {
-			c.add(op)
-		}
-		return c.lost(initial)
 	case RegisterModel, CASRegisterModel:
-		return lostRegisterWrites(ops), nil
+		return lostRegisterWrites(ops)
 	case ExactlyOnceModel:
-		return lostEffects(ops), nil
+		return lostEffects(ops)
 	}
-	return nil, nil
+	return nil
 }
 
 // WithFinalRead returns ops followed by an ok read of value final (op id
@@ -190,7 +282,5 @@ func WithFinalRead(ops []histories.Op, final json.RawMessage) []histories.Op {
 	}
 	out := make([]histories.Op, len(ops), len(ops)+2)
 	copy(out, ops)
-	return append(out,
-		histories.Op{Index: index, Time: t, Process: proc, Type: histories.Invoke, F: "read", OpID: histories.FinalReadID(0)},
-		histories.Op{Index: index + 1, Time: t + 1, Process: proc, Type: histories.OK, F: "read", OpID: histories.FinalReadID(0), Value: final})
+	return append(out, finalRead(index, t, proc, final)...)
 }

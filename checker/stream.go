@@ -18,74 +18,15 @@ import (
 // operation until the end (the counter's slots below that window, the times of the
 // acknowledged effects the lost writes are counted from) is written out to a
 // temporary file, removed as soon as it is created, and read back once at the end
-// (or kept in memory when no file can be written). The other models, and a check with
-// Options.Final, read the whole history first. An error of
+// (or kept in memory when no file can be written); so do the transactional checkers,
+// and Options.Final is read after the last event. The other models read the whole
+// history first. Check is CheckStream over a history in memory. An error of
 // next other than io.EOF is returned as it is, and the check ends there, except after
 // ctx has ended: then it is taken for the interruption (a reader that stops when ctx
 // does), and the Result is Unknown, interrupted. ctx is looked at every few thousand
 // events, while the history is read and while it is checked.
 func CheckStream(ctx context.Context, h *histories.Header, next func() (histories.Op, error), opt Options) (Result, error) {
-	model := opt.Model
-	if model == "" && h != nil {
-		model = h.Model
-	}
-	if opt.Final != nil {
-		// The final state is a read after every event: left to Check, which adds it.
-		model = ""
-	}
-	switch model {
-	case "budget":
-		b, err := budgetParam(h, opt)
-		if err != nil {
-			return Result{}, err
-		}
-		c, err := newBudgetChecker(b)
-		if err != nil {
-			return Result{}, err
-		}
-		return stream(ctx, next, model, b, c.Add, func() (Result, error) { return c.Result(), nil })
-	case "counter":
-		before, err := counterParam(h, opt)
-		if err != nil {
-			return Result{}, err
-		}
-		c := newCounterChecker(before)
-		defer c.close()
-		return stream(ctx, next, model, before, c.add, c.result)
-	case ListAppendModel, RWRegisterModel:
-		return checkTxnStream(ctx, model, h, next, opt)
-	}
-	var ops []histories.Op
-	add := func(op histories.Op) error {
-		ops = append(ops, op)
-		return nil
-	}
-	if model == RegisterModel || model == CASRegisterModel {
-		// A search: its bounds begin now, and bound the reading of the history too.
-		b := newSearchBounds(ctx, opt.Timeout, opt.MaxMemory)
-		defer b.close()
-		opt.bounds = b
-		done, err := feedWithin(ctx, b.stopped, next, add)
-		if err != nil {
-			return Result{}, err
-		}
-		if !done && ctx.Err() == nil {
-			return Result{Verdict: Unknown, Checker: model, Anomalies: []Anomaly{}, Details: map[string]json.RawMessage{"bound": histories.Value(b.boundName())},
-				Summary: fmt.Sprintf("%s while the history was read (%d events): nothing was decided", b.ranOut(), len(ops))}, nil
-		}
-		if !done {
-			return interrupted(model, ctx.Err()), nil
-		}
-		return Check(ctx, h, ops, opt)
-	}
-	done, err := feed(ctx, next, add)
-	if err != nil {
-		return Result{}, err
-	}
-	if !done {
-		return interrupted(model, ctx.Err()), nil
-	}
-	return Check(ctx, h, ops, opt)
+	return check(ctx, h, next, nil, opt)
 }
 
 // CheckReader is CheckStream for the indoubt JSONL history rd reads, with rd's header:
@@ -95,11 +36,7 @@ func CheckStream(ctx context.Context, h *histories.Header, next func() (historie
 // CheckStream returns one of next; rd.Err says whether the error was rd's.
 func CheckReader(ctx context.Context, rd *histories.Reader, opt Options) (Result, error) {
 	h := rd.Header()
-	model := opt.Model
-	if model == "" && h != nil {
-		model = h.Model
-	}
-	if (model == ListAppendModel || model == RWRegisterModel) && opt.Final == nil {
+	if model := modelOf(h, opt); (model == ListAppendModel || model == RWRegisterModel) && opt.Final == nil {
 		return checkTxnReader(ctx, model, rd, opt)
 	}
 	return CheckStream(ctx, h, rd.Next, opt)
@@ -133,7 +70,7 @@ func stream(ctx context.Context, next func() (histories.Op, error), model string
 	if err != nil {
 		return Result{}, err
 	}
-	return checked.unlessNothing(withLostWrites(res, lw)), nil
+	return finish(res, lw, &checked), nil
 }
 
 // feed hands each event from next to add until io.EOF, looking at ctx every checkEvery

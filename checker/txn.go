@@ -733,7 +733,7 @@ func checkTxnFed(ctx context.Context, model string, h *histories.Header, opt Opt
 		return interrupted(model, ctx.Err()), nil
 	}
 	res, err := tc.result(ctx)
-	return checked.unlessNothing(res), err
+	return finish(res, nil, &checked), err
 }
 
 // txnBatch is a batch of events read ahead.

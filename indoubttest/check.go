@@ -107,9 +107,8 @@ func Check(tb testing.TB, rec *Recorder, model Model) *Report {
 // failing the test for the verdict: a test that pins a known-bad version of its code
 // asserts that the report is invalid and names the anomaly (Report.Found). It writes
 // the run directory: history.jsonl (the operations with their failed attempts, and
-// the proxy's events), faults.jsonl, results.json (the schema of indoubt run's) and
-// report.html; `indoubt check --faults RUNDIR/faults.jsonl RUNDIR/history.jsonl`
-// reproduces the verdict and the claims. A history the model cannot read (a value of
+// the proxy's events), faults.jsonl, check.json, results.json (the schema of indoubt
+// run's) and report.html; `indoubt check RUNDIR` reproduces the verdict and the claims. A history the model cannot read (a value of
 // the wrong type, a final state it needs and did not get) fails the test with what to
 // record instead. Record nothing on rec after Evaluate.
 func Evaluate(tb testing.TB, rec *Recorder, model Model) *Report {

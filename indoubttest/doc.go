@@ -51,7 +51,7 @@
 //	    operation 1-1 (invoked at history event 3): the proxy cut 2 attempts after their commits applied (COMMIT); ...
 //	faults: 19 cut after the server committed (...), 0 dropped before the server saw them (not committed)
 //	fault seed 6828726345589830303; the same fault decisions again: (cd ... && INDOUBT_SEED=6828726345589830303 go test -count=1 -run '^TestCharge$' .)
-//	run directory: /tmp/indoubttest-TestCharge-3537038200 (re-check: indoubt check --faults .../faults.jsonl .../history.jsonl)
+//	run directory: /tmp/indoubttest-TestCharge-3537038200 (re-check: indoubt check /tmp/indoubttest-TestCharge-3537038200)
 //
 // The module's examples/payments holds such a service on PostgreSQL, Redis and MongoDB,
 // naive and idempotent, with their tests; the README shows the go.mod lines that use a
@@ -149,10 +149,10 @@
 //
 // Check and Evaluate write history.jsonl (schemas/history.schema.json: every operation,
 // its failed attempts with their connections, times, errors and classes, and the proxy's
-// events), faults.jsonl (the proxy's events on the history's clock), results.json
-// (schemas/results.schema.json, the results of indoubt run) and report.html, then read
-// the directory back and judge it from the files alone: `indoubt check --faults
-// DIR/faults.jsonl DIR/history.jsonl` gives the same verdict and claims. The directory
+// events), faults.jsonl (the proxy's events on the history's clock), check.json (the
+// check's limits), results.json (schemas/results.schema.json, the results of indoubt
+// run) and report.html, then judge the directory from its files alone, as indoubt run
+// judges its own: `indoubt check DIR` gives the same verdict and claims. The directory
 // is under $INDOUBT_OUT when that is set, kept, and named in the test's log; otherwise in
 // the system's temporary directory, removed when the test passes and kept (and named in
 // the failure) when it fails.

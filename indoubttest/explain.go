@@ -62,7 +62,7 @@ func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd 
 		}
 	}
 	if r.Verdict != checker.Valid || keep {
-		fmt.Fprintf(&b, "run directory: %s (re-check: indoubt check --faults %s/faults.jsonl %s/history.jsonl)", r.RunDir, r.RunDir, r.RunDir)
+		fmt.Fprintf(&b, "run directory: %s (re-check: indoubt check %s)", r.RunDir, r.RunDir)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

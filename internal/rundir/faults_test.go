@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
@@ -49,6 +51,20 @@ func TestFaultLinesRoundTrip(t *testing.T) {
 		}
 		if got[i].RunTime() != lines[i].RunTime() {
 			t.Errorf("line %d: run time %d, wrote %d", i+1, got[i].RunTime(), lines[i].RunTime())
+		}
+	}
+	// Every kind of line is one of schemas/faults.schema.json.
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "schemas", "faults.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(v); err != nil {
+			t.Errorf("line %d %s: %v", i+1, line, err)
 		}
 	}
 	if got[4].Window.Points != nil {
