@@ -665,12 +665,12 @@ func (r *execRun) prepareHistory() error {
 // writeConfig writes config.json: what exec was asked, the DSN's secrets masked.
 func (r *execRun) writeConfig() error {
 	a := r.a
-	cfg := map[string]any{
-		"command": "exec", "argv": a.argv, "store": a.store.name, "dsn": redact.DSN(a.dsn), "upstream": a.upstream,
-		"faults": specsOf(a.schedule), "seed": a.seed, "model": a.model, "params": a.params,
-		"final_sql": a.finalSQL, "final_cmd": a.finalCmd, "match": a.match, "grace": a.grace.String(),
+	cfg := rundir.ExecConfig{
+		Command: "exec", Argv: a.argv, Store: string(a.store.name), DSN: redact.DSN(a.dsn), Upstream: a.upstream,
+		Faults: specsOf(a.schedule), Seed: a.seed, Model: a.model, Params: a.params,
+		FinalSQL: a.finalSQL, FinalCmd: a.finalCmd, Match: a.match, Grace: a.grace.String(),
 	}
-	if err := writeRunJSON(filepath.Join(r.dir, "config.json"), cfg); err != nil {
+	if err := writeRunJSON(filepath.Join(r.dir, rundir.ConfigFile), cfg); err != nil {
 		return fmt.Errorf("exec: write config: %v", err)
 	}
 	return nil

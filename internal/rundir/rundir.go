@@ -10,8 +10,7 @@
 //     a final read's op id is histories.FinalReadID's.
 //   - faults.jsonl: what the nemesis did, one FaultLine a line, on the history's clock
 //     (run_time, nanoseconds since the run started).
-//   - config.json: what the run was asked (the runner's Config, or ExecConfig), with
-//     the check limits it was judged under (CheckLimits).
+//   - config.json: what the run was asked (the runner's Config, or ExecConfig).
 //   - check.json: what the judge takes beside the history (Check): the bounds of the
 //     run's search, and the final state the run read.
 //   - results.json: what the judge found (package results).
@@ -123,4 +122,24 @@ func ReadResults(dir string) (*results.Results, error) {
 		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, ResultsFile), err)
 	}
 	return &r, nil
+}
+
+// ExecConfig is config.json of an `indoubt exec` run: what it was asked, the DSN's
+// secrets masked. (config.json of `indoubt run` is the runner's Config.)
+type ExecConfig struct {
+	// Command is "exec".
+	Command  string                     `json:"command"`
+	Argv     []string                   `json:"argv"`
+	Store    string                     `json:"store"`
+	DSN      string                     `json:"dsn"`
+	Upstream string                     `json:"upstream"`
+	Faults   []string                   `json:"faults"`
+	Seed     int64                      `json:"seed"`
+	Model    string                     `json:"model"`
+	Params   map[string]json.RawMessage `json:"params"`
+	FinalSQL string                     `json:"final_sql"`
+	FinalCmd string                     `json:"final_cmd"`
+	Match    string                     `json:"match"`
+	// Grace is written as a duration ("10s").
+	Grace string `json:"grace"`
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/netns"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
@@ -555,10 +556,7 @@ func (n *nodeNemesis) pollRoles(ctx context.Context, last map[string]string) {
 		if last != nil {
 			last[node] = r[0]
 		}
-		v := map[string]string{"node": node, "role": r[0]}
-		if r[1] != "" {
-			v["reported"] = r[1]
-		}
+		v := rundir.RoleReport{Node: node, Role: r[0], Reported: r[1]}
 		n.record(histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: results.RoleEvent, Value: histories.Value(v)})
 	}
 }
@@ -575,7 +573,7 @@ func (n *nodeNemesis) apply(i int, open bool) {
 		return
 	}
 	nw := n.topo.net
-	v := map[string]any{"fault": f.Spec, "shape": f.Shape}
+	v := rundir.PartitionStep{Fault: f.Spec, Shape: f.Shape}
 	var g netns.Grudge
 	if open {
 		primary := n.topo.primary()
@@ -584,31 +582,29 @@ func (n *nodeNemesis) apply(i int, open bool) {
 		if err != nil {
 			// Refused before the run where the topology allows it: a shape that needs
 			// a primary the topology cannot name now.
-			v["error"] = err.Error()
+			v.Error = err.Error()
 			n.cfg.progressf("fault %s: %v", f.Spec, err)
 			return
 		}
-		v["primary"] = primary
-		v["reach"] = g.Reach(n.topo.nodes)
-		if c := g.Components(n.topo.nodes); c != nil {
-			v["components"] = c
-		}
+		v.Primary = primary
+		v.Reach = g.Reach(n.topo.nodes)
+		v.Components = g.Components(n.topo.nodes)
 		nodes, clients := map[string]string{}, map[string]string{}
 		for _, nd := range nw.Nodes {
 			nodes[nd.Name], clients[nd.Name] = nd.IP.String(), nd.Client.String()
 		}
-		v["nodes"], v["clients"] = nodes, clients
+		v.Nodes, v.Clients = nodes, clients
 	}
 	if g == nil {
 		g = netns.Grudge{}
 	}
-	v["grudge"] = g
+	v.Grudge = g
 	// The window recorded is one in which the grudge certainly held: a partition at the
 	// time it was in force on every node, its heal at the time the lifting began.
 	at := n.run.now()
 	err := nw.Apply(g)
 	if err != nil {
-		v["error"] = err.Error()
+		v.Error = err.Error()
 	}
 	if open {
 		at = n.run.now()
@@ -628,7 +624,7 @@ func (n *nodeNemesis) apply(i int, open bool) {
 	msg := fmt.Sprintf("fault %s: %s at %.2fs", f.Spec, action, time.Duration(at).Seconds())
 	if open {
 		b, _ := json.Marshal(g.Reach(n.topo.nodes))
-		msg += fmt.Sprintf(" (primary %v), each node receives from %s", v["primary"], b)
+		msg += fmt.Sprintf(" (primary %v), each node receives from %s", v.Primary, b)
 	}
 	if err != nil {
 		msg += ": " + err.Error()
@@ -661,9 +657,9 @@ func (n *nodeNemesis) applyLink(i int, f faults.Fault, open bool) {
 	if open {
 		fn = "start"
 	}
-	v := map[string]any{"fault": f.Spec, "link": f.Link, "between": n.topo.linkEnds[:]}
+	v := rundir.LinkStep{Fault: f.Spec, Link: f.Link, Between: n.topo.linkEnds}
 	if err != nil {
-		v["error"] = err.Error()
+		v.Error = err.Error()
 	}
 	if open {
 		at = n.run.now()

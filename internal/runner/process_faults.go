@@ -9,6 +9,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 )
@@ -113,9 +114,9 @@ func (p *procNemesis) sleepUntil(ctx context.Context, at time.Duration) bool {
 // event records one thing done to the server at run time at (taken before it was
 // done: operations in flight then are the ones it hit).
 func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, err error) {
-	v := map[string]any{"fault": f.Spec, "server": p.server, "pid": pid}
+	v := rundir.ProcessStep{Fault: f.Spec, Server: p.server, Pid: pid}
 	if err != nil {
-		v["error"] = err.Error()
+		v.Error = err.Error()
 	}
 	p.record(histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: action, Value: histories.Value(v)})
 	msg := fmt.Sprintf("fault %s: %s pid %d at %.2fs", f.Spec, action, pid, time.Duration(at).Seconds())
