@@ -155,7 +155,7 @@ func evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
 		}
 	})
 	hdr := model.header(store, sd.n)
-	if err := writeHistory(dir, hdr, merge(client, events, windows, rec.start)); err != nil {
+	if err := rundir.WriteHistory(dir, hdr, merge(client, events, windows, rec.start)); err != nil {
 		tb.Fatalf("indoubttest: write %s: %v", dir, err)
 	}
 	if err := writeFaults(dir, events, windows, rec.start); err != nil {
@@ -259,20 +259,6 @@ func runDir(tb testing.TB) (dir string, keep bool, err error) {
 	}
 	dir, err = os.MkdirTemp("", "indoubttest-"+name+"-")
 	return dir, false, err
-}
-
-func writeHistory(dir string, hdr histories.Header, ops []histories.Op) error {
-	w, err := histories.Create(filepath.Join(dir, "history.jsonl"), hdr)
-	if err != nil {
-		return err
-	}
-	for _, op := range ops {
-		if _, err := w.Write(op); err != nil {
-			w.Close()
-			return err
-		}
-	}
-	return w.Close()
 }
 
 // writeFaults writes faults.jsonl as indoubt run does: each event with run_time, its

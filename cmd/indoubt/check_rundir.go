@@ -92,7 +92,7 @@ func (a checkArgs) checkRunDir(ctx context.Context, stdout, stderr io.Writer) er
 	} else {
 		res.RunDir = a.dir
 	}
-	res.Trim(maxAnomaliesOf(a.dir))
+	res.Trim(rundir.MaxAnomalies(a.dir))
 	if a.jsonOut {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", console.JSON(b))
@@ -136,18 +136,4 @@ func (a checkArgs) printRunDir(w io.Writer, j *judge.Judgement, res *results.Res
 		}
 		console.Fprintf(w, "%s\n", line)
 	}
-}
-
-// maxAnomaliesOf is the bound the run's config.json names for results.json's lists.
-func maxAnomaliesOf(dir string) int {
-	var c struct {
-		MaxAnomalies int `json:"max_anomalies"`
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, rundir.ConfigFile)); err == nil {
-		_ = json.Unmarshal(b, &c)
-	}
-	if c.MaxAnomalies == 0 {
-		return results.DefaultMaxAnomalies
-	}
-	return c.MaxAnomalies
 }

@@ -804,7 +804,7 @@ func (r *execRun) readProgramHistory(partial bool, exit programExit, final json.
 		hdr.Store = string(r.a.store.name)
 	}
 	hdr.Seed = r.a.seed
-	if err := writeHistory(filepath.Join(r.dir, "history.jsonl"), hdr, ops); err != nil {
+	if err := rundir.WriteHistory(r.dir, hdr, ops); err != nil {
 		return nil, nil, fmt.Errorf("exec: write history.jsonl: %v", err)
 	}
 	os.Remove(r.history)
@@ -814,21 +814,6 @@ func (r *execRun) readProgramHistory(partial bool, exit programExit, final json.
 		return nil, nil, fmt.Errorf("exec: reread history.jsonl: %v", err)
 	}
 	return h, ops, nil
-}
-
-// writeHistory writes a history file of hdr and ops (renumbered from 0).
-func writeHistory(path string, hdr histories.Header, ops []histories.Op) error {
-	w, err := histories.Create(path, hdr)
-	if err != nil {
-		return err
-	}
-	for _, op := range ops {
-		if _, err := w.Write(op); err != nil {
-			w.Close()
-			return err
-		}
-	}
-	return w.Close()
 }
 
 // judge writes faults.jsonl, checks the history and joins the proxy's events to it.

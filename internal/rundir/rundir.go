@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/results"
 )
@@ -142,4 +143,35 @@ type ExecConfig struct {
 	Match    string                     `json:"match"`
 	// Grace is written as a duration ("10s").
 	Grace string `json:"grace"`
+}
+
+// WriteHistory writes dir's history.jsonl: the header hdr, then ops (renumbered from
+// 0, as histories.Writer numbers them).
+func WriteHistory(dir string, hdr histories.Header, ops []histories.Op) error {
+	w, err := histories.Create(filepath.Join(dir, HistoryFile), hdr)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if _, err := w.Write(op); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
+}
+
+// MaxAnomalies is the bound dir's config.json names for results.json's lists
+// (max_anomalies), or results.DefaultMaxAnomalies.
+func MaxAnomalies(dir string) int {
+	var c struct {
+		MaxAnomalies int `json:"max_anomalies"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ConfigFile)); err == nil {
+		_ = json.Unmarshal(b, &c)
+	}
+	if c.MaxAnomalies == 0 {
+		return results.DefaultMaxAnomalies
+	}
+	return c.MaxAnomalies
 }

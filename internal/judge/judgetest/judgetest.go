@@ -5,8 +5,6 @@ package judgetest
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,7 +65,7 @@ func Recheck(tb testing.TB, dir string) *judge.Judgement {
 		tb.Fatalf("recheck %s: %v", dir, err)
 	}
 	got := *j.Results
-	got.Trim(maxAnomalies(dir))
+	got.Trim(rundir.MaxAnomalies(dir))
 	want, have := JudgedOf(run), JudgedOf(&got)
 	wb, _ := json.MarshalIndent(want, "", " ")
 	hb, _ := json.MarshalIndent(have, "", " ")
@@ -86,20 +84,6 @@ func Recheck(tb testing.TB, dir string) *judge.Judgement {
 // ranOut reports whether a summary says the search ran out of its time or memory.
 func ranOut(summary string) bool {
 	return strings.Contains(summary, "timeout expired") || strings.Contains(summary, "memory bound ran out") || strings.Contains(summary, "ran out of time")
-}
-
-// maxAnomalies is the bound config.json names for results.json's lists.
-func maxAnomalies(dir string) int {
-	var c struct {
-		MaxAnomalies int `json:"max_anomalies"`
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, rundir.ConfigFile)); err == nil {
-		_ = json.Unmarshal(b, &c)
-	}
-	if c.MaxAnomalies == 0 {
-		return results.DefaultMaxAnomalies
-	}
-	return c.MaxAnomalies
 }
 
 // diff shows the lines where the two texts part, the run's first.
