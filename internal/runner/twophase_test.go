@@ -70,6 +70,7 @@ func runTwoPhase(t *testing.T, cfg runner.Config) *results.Results {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recheck(t, res)
 	h, ops, err := histories.ReadFile(filepath.Join(res.RunDir, "history.jsonl"), false)
 	if err != nil {
 		t.Fatal(err)
