@@ -835,7 +835,7 @@ func (r *execRun) judge(ctx context.Context, h *histories.Header, ops []historie
 	if h.Model == checker.RegisterModel || h.Model == checker.CASRegisterModel {
 		opt.VisualizePath = filepath.Join(r.dir, "linearizability.html")
 	}
-	j, err := judge.History(ctx, r.dir, h, ops, opt)
+	j, err := judge.History(context.WithoutCancel(ctx), r.dir, h, ops, opt)
 	if err != nil {
 		if strings.Contains(err.Error(), "no final read") {
 			return nil, nil, fmt.Errorf("exec: check: the history has no final read: record one, or give --final-sql or --final-cmd")

@@ -80,7 +80,9 @@ func Dir(ctx context.Context, dir string, opt Options) (*Judgement, error) {
 }
 
 // History judges the run directory dir whose history.jsonl the caller has read already
-// (h and ops): the runner reads it once, for the workload's final state.
+// (h and ops): the runner reads it once, for the workload's final state. When ctx ends
+// the check stops within moments, its verdict unknown (checker.Check); a run that was
+// interrupted and is still judged passes context.WithoutCancel.
 func History(ctx context.Context, dir string, h *histories.Header, ops []histories.Op, opt Options) (*Judgement, error) {
 	c, ok, err := rundir.ReadCheck(dir)
 	if err != nil {
@@ -100,7 +102,7 @@ func History(ctx context.Context, dir string, h *histories.Header, ops []histori
 	}
 	j.Events, _ = evidence.EventsOf(lines)
 	copt := checker.Options{Timeout: j.Limits.Timeout, MaxMemory: j.Limits.MaxMemory, VisualizePath: opt.VisualizePath}
-	v, err := checker.Check(context.WithoutCancel(ctx), h, ops, copt)
+	v, err := checker.Check(ctx, h, ops, copt)
 	if err != nil && v.Verdict == 0 {
 		return nil, fmt.Errorf("check: %w", err)
 	}
@@ -206,7 +208,8 @@ func Exists(dir string) bool {
 
 // Onto returns run (a results.json read back) with its judged sections replaced by
 // judged's: verdict, summary, anomalies, lost writes, transactional details, operation
-// and fault counts, evidence, final state and timelines. What only the run measured
+// and fault counts, evidence, final state (when the directory holds one: check.json)
+// and timelines. What only the run measured
 // (its times, throughput, latency, retries, errors, the server) stays as run has it.
 // run is not changed.
 func Onto(run, judged *results.Results) *results.Results {
@@ -215,7 +218,12 @@ func Onto(run, judged *results.Results) *results.Results {
 	out.Anomalies, out.AnomalyCount, out.AnomalyKinds = judged.Anomalies, judged.AnomalyCount, judged.AnomalyKinds
 	out.LostWrites, out.Txn, out.Ops = judged.LostWrites, judged.Txn, judged.Ops
 	out.Faults.ByKind, out.Faults.ByTruth, out.Faults.Commits = judged.Faults.ByKind, judged.Faults.ByTruth, judged.Faults.Commits
-	out.Evidence, out.Final, out.Proxied = judged.Evidence, judged.Final, judged.Proxied
+	out.Evidence, out.Proxied = judged.Evidence, judged.Proxied
+	if judged.Final != nil {
+		// A directory written before check.json held the final state keeps the one
+		// results.json has.
+		out.Final = judged.Final
+	}
 	out.ProcessFaults, out.Partitions, out.SplitBrain = judged.ProcessFaults, judged.Partitions, judged.SplitBrain
 	return &out
 }

@@ -534,7 +534,7 @@ func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string, p
 	if wl.Model() == checker.RegisterModel || wl.Model() == checker.CASRegisterModel {
 		vizPath = filepath.Join(dir, "linearizability.html")
 	}
-	j, err = judge.History(ctx, dir, h, ops, judge.Options{VisualizePath: vizPath})
+	j, err = judge.History(context.WithoutCancel(ctx), dir, h, ops, judge.Options{VisualizePath: vizPath})
 	if err != nil {
 		return nil, nil, err
 	}
