@@ -62,6 +62,17 @@ func poisonRunDir(t *testing.T, src, dst string) {
 				m[k] = s + hostile(k)
 			}
 		}
+		// The failed attempts' connections too: the report joins a fault event to the
+		// attempt it hit, as the evidence does.
+		if fa, ok := m["failed_attempts"].([]any); ok {
+			for _, a := range fa {
+				if a, ok := a.(map[string]any); ok {
+					if s, ok := a["conn"].(string); ok {
+						a["conn"] = s + hostile("conn")
+					}
+				}
+			}
+		}
 	})
 	poisonLines(t, filepath.Join(src, "faults.jsonl"), filepath.Join(dst, "faults.jsonl"), func(m map[string]any) {
 		for _, k := range []string{"fault", "kind", "statement", "tag", "truth", "protocol"} {

@@ -200,6 +200,14 @@ func ReadEvents(r io.Reader, name string) ([]FaultEvent, Clock, error) {
 	return evs, clock, nil
 }
 
+// EventOfLine is the event of a faults.jsonl line at time at on the history's clock, its
+// kind and truth as the line names them (a kind this build does not know included).
+func EventOfLine(e *rundir.Event, at int64) FaultEvent {
+	fe := EventOf(e.Event, at)
+	fe.Kind, fe.Truth = e.KindName(), e.TruthName()
+	return fe
+}
+
 // EventsOf returns the commit-fault events of a faults file's lines, on their clock
 // (see ReadEvents).
 func EventsOf(lines []rundir.FaultLine) ([]FaultEvent, Clock) {
@@ -223,7 +231,7 @@ func EventsOf(lines []rundir.FaultLine) ([]FaultEvent, Clock) {
 		if clock == RunClock {
 			t = *e.RunTime
 		}
-		out = append(out, EventOf(e.Event, t))
+		out = append(out, EventOfLine(e, t))
 	}
 	return out, clock
 }

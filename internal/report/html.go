@@ -204,7 +204,7 @@ func (d *runData) loadFaults(path string, attempts evidence.Attempts) error {
 			delete(opened, l.Window.Fault)
 		case l.Event != nil && l.Event.RunTime != nil:
 			w := -1
-			e := evidence.EventOf(l.Event.Event, *l.Event.RunTime)
+			e := evidence.EventOfLine(l.Event, *l.Event.RunTime)
 			if s, ok := attempts.Hit(e); ok {
 				w = workerOf(s.OpID, s.Process)
 			}

@@ -34,9 +34,57 @@ type FaultLine struct {
 // Event is a commit fault's line: the proxy's event (toxics.Event) and its time on the
 // history's clock. RunTime is nil in a file of `indoubt proxy --events`, which knows
 // no run: its events carry their wall time only.
+//
+// A file read may come from another indoubt, or from elsewhere: a kind or a truth this
+// build does not know is kept as its name (KindName, TruthName; Kind or Truth is then
+// zero), shown as data, never refused.
 type Event struct {
 	toxics.Event
 	RunTime *int64 `json:"run_time,omitempty"`
+
+	// kind and truth are the names as read.
+	kind, truth string
+}
+
+// KindName is the fault's kind as the line names it (commit-cut, commit-drop, ...).
+func (e *Event) KindName() string {
+	if e.kind != "" {
+		return e.kind
+	}
+	return e.Kind.String()
+}
+
+// TruthName is the fault's ground truth as the line names it (applied, not-applied),
+// "" when it names none.
+func (e *Event) TruthName() string {
+	if e.kind != "" {
+		return e.truth
+	}
+	return e.Truth.String()
+}
+
+// UnmarshalJSON reads an event line, keeping the names of its kind and truth.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	aux := struct {
+		*plain
+		Kind  string `json:"kind"`
+		Truth string `json:"truth"`
+	}{plain: (*plain)(e)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	e.kind, e.truth = aux.Kind, aux.Truth
+	if err := e.Event.Kind.UnmarshalText([]byte(aux.Kind)); err != nil {
+		e.Event.Kind = 0
+	}
+	if err := e.Event.Truth.UnmarshalText([]byte(aux.Truth)); err != nil {
+		e.Event.Truth = 0
+	}
+	if aux.Kind == "" {
+		return errors.New("a fault event needs a kind")
+	}
+	return nil
 }
 
 // Window is a fault window's line: Window is "start" when the fault was armed, "stop"

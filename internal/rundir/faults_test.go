@@ -89,10 +89,19 @@ func TestReadFaults(t *testing.T) {
 	if len(got) != 1 || got[0].Event == nil || got[0].Event.RunTime != nil || got[0].RunTime() != 0 {
 		t.Fatalf("read %+v", got)
 	}
+	if e := got[0].Event; e.Kind != toxics.CommitDrop || e.KindName() != "commit-drop" || e.TruthName() != "not-applied" {
+		t.Errorf("event kind %v (%q), truth %q", e.Kind, e.KindName(), e.TruthName())
+	}
+	// A kind this build does not know (a later indoubt's, or a file from elsewhere) is
+	// read as its name: data, not refused.
+	later, err := rundir.ReadFaults(strings.NewReader(`{"kind":"http-cut</script>","truth":"?","conn":"c","run_time":1}`+"\n"), "later.jsonl")
+	if err != nil || len(later) != 1 || later[0].Event.KindName() != "http-cut</script>" || later[0].Event.Kind != 0 || later[0].Event.TruthName() != "?" {
+		t.Errorf("an unknown kind: %v, %+v", err, later)
+	}
 	for _, bad := range []string{
 		`[1,2]`,
 		`{"kind":"commit-cut","truth":"applied","time":"2026-12-01T10:00:00Z"}`,
-		`{"kind":"commit-smash","conn":"c","run_time":1}`,
+		`{"kind":"","conn":"c","run_time":1}`,
 		`{"window":"start","run_time":"soon"}`,
 	} {
 		got, err := rundir.ReadFaults(strings.NewReader(in+bad+"\n"), "f.jsonl")

@@ -92,7 +92,7 @@ func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, 
 	severalProxies := cfg.Workload == workloads.Transfer || cfg.Workload == workloads.TwoRows
 	pinnable := !severalProxies
 	for _, l := range lines {
-		if e := l.Event; e != nil && e.Point == 0 && e.Txn == nil {
+		if e := l.Event; e != nil && e.Kind != 0 && e.Point == 0 && e.Txn == nil {
 			pinnable = false
 		}
 	}
@@ -124,8 +124,8 @@ func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, 
 		seen := map[toxics.Pin]bool{}
 		for _, l := range lines {
 			e := l.Event
-			if e == nil {
-				continue
+			if e == nil || e.Kind == 0 {
+				continue // a kind this build cannot list again
 			}
 			pin := toxics.Pin{Kind: e.Kind, Point: e.Point}
 			if e.Point == 0 {
@@ -170,7 +170,7 @@ func firedAt(dir string) (map[toxics.Pin]time.Duration, error) {
 	out := map[toxics.Pin]time.Duration{}
 	for _, l := range lines {
 		e := l.Event
-		if e == nil {
+		if e == nil || e.Kind == 0 {
 			continue
 		}
 		at := time.Duration(l.RunTime())
