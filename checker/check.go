@@ -269,9 +269,9 @@ func lostWritesOf(model string, ops []histories.Op) []LostWrite {
 }
 
 // WithFinalRead returns ops followed by an ok read of value final (op id
-// histories.FinalReadID(0), "final-0"), by a
-// process of its own, that begins after every event of ops: the history Check holds
-// to its model when Options.Final is given. ops itself is not changed.
+// histories.FinalReadID(0), "final-0"), by a process of its own, that begins after
+// every event of ops: the history Check holds to its model when Options.Final is given.
+// ops itself is not changed.
 func WithFinalRead(ops []histories.Op, final json.RawMessage) []histories.Op {
 	var index, t int64
 	proc := 0
