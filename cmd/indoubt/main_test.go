@@ -5,10 +5,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/judge/judgetest"
+	"github.com/indoubt/indoubt/internal/rundir"
 )
 
 // invoke runs the CLI in process and returns its exit code, stdout and stderr.
@@ -16,7 +20,41 @@ func invoke(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := exitCode(run(context.Background(), args, &out, &errb), &errb)
+	recheckMade(t, args)
 	return code, out.String(), errb.String()
+}
+
+// recheckMade judges again, from its files alone, every run directory a run, exec or
+// suite command of a test published under its --out, and fails the test unless each
+// gives its results.json (judgetest.Recheck): the promise holds for every directory
+// the tests make.
+func recheckMade(t *testing.T, args []string) {
+	t.Helper()
+	if len(args) == 0 || !slices.Contains([]string{"run", "exec", "suite"}, args[0]) {
+		return
+	}
+	var out string
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--out" && i+1 < len(args) {
+			out = args[i+1]
+		} else if v, ok := strings.CutPrefix(a, "--out="); ok {
+			out = v
+		}
+	}
+	if out == "" {
+		return
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*", rundir.CheckFile))
+	more, _ := filepath.Glob(filepath.Join(out, "*", "*", rundir.CheckFile)) // a suite's cases
+	for _, c := range append(dirs, more...) {
+		dir := filepath.Dir(c)
+		if _, err := os.Stat(filepath.Join(dir, rundir.ResultsFile)); err == nil {
+			judgetest.Recheck(t, dir)
+		}
+	}
 }
 
 func TestHelpOnEveryCommand(t *testing.T) {
