@@ -49,11 +49,16 @@ func recheckMade(t *testing.T, args []string) {
 	}
 	dirs, _ := filepath.Glob(filepath.Join(out, "*", rundir.CheckFile))
 	more, _ := filepath.Glob(filepath.Join(out, "*", "*", rundir.CheckFile)) // a suite's cases
+	n := 0
 	for _, c := range append(dirs, more...) {
 		dir := filepath.Dir(c)
 		if _, err := os.Stat(filepath.Join(dir, rundir.ResultsFile)); err == nil {
 			judgetest.Recheck(t, dir)
+			n++
 		}
+	}
+	if n > 0 {
+		t.Logf("%s: %d run directories judged again to their results.json", args[0], n)
 	}
 }
 
