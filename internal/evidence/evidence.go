@@ -77,6 +77,11 @@ type FaultEvent struct {
 	// among its connection's, from 1 (0: not known).
 	Wrote  *bool
 	TxnSeq uint64
+	// Tags are the server's replies to the statements of the transaction the fault
+	// cut, in order (toxics.Txn.Tags, faults.jsonl's txn.tags), and Changed what they
+	// prove its commit changed: true rows, false nothing, nil not told (txn.changed).
+	Tags    []string
+	Changed *bool
 }
 
 // EventOf is the evidence's view of one of the proxy's events; at is its time on the
@@ -86,6 +91,7 @@ func EventOf(e toxics.Event, at int64) FaultEvent {
 	if e.Txn != nil {
 		w := e.Txn.Wrote
 		fe.Wrote, fe.TxnSeq = &w, e.Txn.Seq
+		fe.Tags, fe.Changed = e.Txn.Tags, e.Txn.Changed
 	}
 	return fe
 }
@@ -159,7 +165,10 @@ func mongoEffect(tag string) effect {
 // effect is what the event's commit is known to have changed: nothing when the
 // transaction it cut wrote nothing, else what its reply says.
 func (e FaultEvent) effect() effect {
-	if e.Wrote != nil && !*e.Wrote {
+	switch {
+	case e.Changed != nil && *e.Changed:
+		return effectRows
+	case e.Changed != nil, e.Wrote != nil && !*e.Wrote:
 		return effectNone
 	}
 	return effectOf(e.Tag)
@@ -364,6 +373,8 @@ func (j *join) add(e FaultEvent) {
 // committedWhat says what the server's reply to a cut commit proves.
 func committedWhat(e FaultEvent) string {
 	switch {
+	case e.Changed != nil:
+		return changedWhat(e)
 	case e.Wrote != nil && !*e.Wrote:
 		return fmt.Sprintf("committed %s whose statements only read, by their kind (%s): nothing changed", txnName(e), cmp.Or(e.Tag, "COMMIT"))
 	case e.effect() == effectRows:
@@ -442,7 +453,7 @@ func (j *join) claims() {
 			switch h.e.effect() {
 			case effectRows:
 				rows++
-				tags = append(tags, h.e.Tag)
+				tags = append(tags, proof(h.e))
 			case effectUnknown:
 				unseen++
 				tags = append(tags, cmp.Or(h.e.Tag, "a commit"))
@@ -524,7 +535,7 @@ func tagsOf(hits []hit, eff effect) []string {
 	var out []string
 	for _, h := range hits {
 		if h.e.Truth == "applied" && h.e.effect() == eff {
-			out = append(out, h.e.Tag)
+			out = append(out, proof(h.e))
 		}
 	}
 	return out

@@ -156,8 +156,10 @@ type eventLine struct {
 	Stmt    string    `json:"statement"`
 	Tag     string    `json:"tag"`
 	Txn     *struct {
-		Seq   uint64 `json:"seq"`
-		Wrote bool   `json:"wrote"`
+		Seq     uint64   `json:"seq"`
+		Wrote   bool     `json:"wrote"`
+		Tags    []string `json:"tags"`
+		Changed *bool    `json:"changed"`
 	} `json:"txn"`
 }
 
@@ -208,6 +210,7 @@ func ReadEvents(r io.Reader, name string) ([]FaultEvent, Clock, error) {
 		if l.Txn != nil {
 			w := l.Txn.Wrote
 			e.Wrote, e.TxnSeq = &w, l.Txn.Seq
+			e.Tags, e.Changed = l.Txn.Tags, l.Txn.Changed
 		}
 		evs = append(evs, e)
 	}
