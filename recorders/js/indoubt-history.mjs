@@ -33,18 +33,35 @@ import fs from 'node:fs';
 
 export const FORMAT = 'indoubt-history/1';
 
-// The wall clock at a known reading of the monotonic one: Date.now() is read until it
-// ticks, so that the anchor is exact to the microsecond rather than to the millisecond,
-// since the proxy's events are joined to the history by time.
+// The wall clock at a known reading of the monotonic one, since the proxy's events are
+// joined to the history by time. Date.now() ticks to the next millisecond at a moment
+// between two of its readings, and the monotonic clock read before the first and after
+// the second bounds that moment. A tick whose bounds are wide (the process was
+// descheduled between the readings, as on a loaded machine) could put every time of the
+// history a millisecond or more early, so such ticks are passed over: the narrowest of
+// up to 50 is kept, and the first under 20 microseconds ends the search.
 const anchor = (() => {
-  const first = Date.now();
-  let ms = first;
-  let mono;
-  while (ms === first) {
-    mono = process.hrtime.bigint();
-    ms = Date.now();
+  let best;
+  let width = -1n;
+  for (let ticks = 0; ticks < 50 && (width < 0n || width > 20000n); ticks++) {
+    let a = process.hrtime.bigint();
+    const first = Date.now();
+    let ms = first;
+    let prev = a;
+    let b = a;
+    while (ms === first) {
+      prev = a;
+      a = process.hrtime.bigint();
+      ms = Date.now();
+      b = process.hrtime.bigint();
+    }
+    const w = b - prev;
+    if (width < 0n || w < width) {
+      width = w;
+      best = BigInt(ms) * 1000000n - (prev + b) / 2n;
+    }
   }
-  return BigInt(ms) * 1000000n - mono;
+  return best;
 })();
 
 /** The time as indoubt histories record it: Unix nanoseconds, as a BigInt. */
