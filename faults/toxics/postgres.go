@@ -34,6 +34,10 @@ import (
 // ErrorResponse, CommandComplete "ROLLBACK", or a ReadyForQuery that is not 'I' ends an
 // armed cut unfired: nothing was committed.
 //
+// What a cut commit changed is read from the replies to its transaction's statements,
+// which pass before the COMMIT's: their CommandComplete tags ("UPDATE 1", "INSERT 0 0")
+// go into the event (Txn.Tags), with what they prove (Txn.Changed; see pgtags.go).
+//
 // Holding replies until ReadyForQuery happens only for a request whose cut was armed,
 // so a client that waits for CommandComplete before it sends Sync stalls only then.
 //
