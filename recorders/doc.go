@@ -9,8 +9,10 @@
 // and js/examples hold payments clients (psycopg, node-postgres) that use them.
 //
 // The package has no Go code of its own. Its tests run each recorder's own tests
-// (pytest, node --test), hold what the recorders write to the history schema and to
-// indoubt's reader and checker, and run the payments clients through `indoubt exec` on
-// a launched PostgreSQL, to a verdict. scripts/test installs the clients' drivers into
+// (pytest, node --test), hold both recorders to one contract with the Go helper
+// (testdata/contract.json: call sequences and the history each must give, which
+// indoubttest's TestRecorderContract runs against the Go helper), hold what the
+// recorders write to the history schema and to indoubt's reader and checker, and run
+// the payments and transfer clients through `indoubt exec` on PostgreSQL, to a verdict. scripts/test installs the clients' drivers into
 // python/examples/.deps and js/examples/node_modules.
 package recorders

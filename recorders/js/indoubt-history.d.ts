@@ -86,6 +86,11 @@ export declare class Operation {
   conn: string | undefined;
   failedAttempt(error: unknown, options?: AttemptOptions): void;
   ok(value?: JSONValue, options?: { conn?: string }): void;
-  fail(error: unknown, options?: { conn?: string }): void;
+  /**
+   * The last attempt certainly did not take effect. After an attempt whose outcome was
+   * unknown the operation is recorded as info (the worst of its attempts), unless
+   * noneApplied says the code knows that no attempt applied.
+   */
+  fail(error: unknown, options?: { conn?: string; noneApplied?: boolean }): void;
   info(error: unknown, options?: { conn?: string }): void;
 }

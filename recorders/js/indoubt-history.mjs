@@ -101,10 +101,44 @@ export const values = {
 
 const CLASSES = new Set(['unknown', 'definite', 'conflict']);
 
-// JSON with BigInt times written as JSON integers.
+// JSON with BigInts (the times) written as JSON integers. It walks the value itself
+// rather than marking BigInts inside strings, which a string of the user's could
+// imitate; it follows JSON.stringify otherwise (toJSON, properties that are undefined
+// left out, undefined in an array written as null).
 function encode(v) {
-  const s = JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? `\u0000${x}\u0000` : x));
-  return s === undefined ? 'nothing' : s.replace(/"\\u0000(-?\d+)\\u0000"/g, '$1');
+  const s = encodeValue(v, '');
+  return s === undefined ? 'nothing' : s;
+}
+
+function encodeValue(x, key) {
+  if (x !== null && typeof x === 'object' && typeof x.toJSON === 'function') x = x.toJSON(key);
+  switch (typeof x) {
+    case 'bigint':
+      return x.toString();
+    case 'number':
+      if (!Number.isFinite(x)) throw new Error(`${x} has no JSON form`);
+      return JSON.stringify(x);
+    case 'object':
+      if (x === null) return 'null';
+      if (Array.isArray(x)) return `[${x.map((e, i) => encodeValue(e, String(i)) ?? 'null').join(',')}]`;
+      return `{${Object.keys(x).flatMap((k) => {
+        const e = encodeValue(x[k], k);
+        return e === undefined ? [] : [`${JSON.stringify(k)}:${e}`];
+      }).join(',')}}`;
+    default:
+      return JSON.stringify(x); // a string or boolean; undefined, a function or a symbol: undefined
+  }
+}
+
+// checkValue refuses at the call a value JSON cannot hold: NaN and infinities (which
+// JSON.stringify would quietly write as null), and what encode cannot walk (a cycle).
+function checkValue(value, what) {
+  if (value === undefined) return;
+  try {
+    encode(value);
+  } catch (e) {
+    throw new Error(`${what}: the value has no JSON form (${e.message}): record a number, or a string such as "NaN"`);
+  }
 }
 
 function deepEqual(a, b) {
@@ -206,6 +240,7 @@ export class History {
    * independent register.
    */
   invoke(f, { value, opId, conn, key, fresh = false } = {}) {
+    checkValue(value, `invoke of ${f}`);
     let process;
     if (this._free.length && !fresh) {
       process = Math.min(...this._free);
@@ -249,6 +284,8 @@ export class Operation {
     this._attemptStart = invoked;
     this._failed = [];
     this._done = false;
+    this._lastError = undefined;
+    this._hasLast = false;
   }
 
   /**
@@ -269,22 +306,47 @@ export class Operation {
     }
     this._failed.push(a);
     this._attemptStart = end;
+    this._lastError = error;
+    this._hasLast = true;
   }
 
-  /** Record that the operation took effect, with what it answered (value). */
+  // _lastAttempt: error is the one the last failed attempt recorded, on the same
+  // connection: the code gives up with the error it just reported, and that attempt is
+  // already recorded (recording it again would add an attempt that never ran).
+  _lastAttempt(error, conn) {
+    return this._hasLast && error === this._lastError && (!conn || conn === this._failed[this._failed.length - 1].conn);
+  }
+
+  /**
+   * Record that the operation took effect, with what it answered (value). A value JSON
+   * cannot hold (NaN, an infinity, a cycle) throws, and nothing is recorded.
+   */
   ok(value, { conn } = {}) {
+    checkValue(value, `ok of operation ${this.opId}`);
     this._complete('ok', value, undefined, conn, this._failed.length + 1);
   }
 
-  /** Record that it certainly did not take effect; the last attempt is recorded as definite. */
-  fail(error, { conn } = {}) {
-    this.failedAttempt(error, { conn, cls: 'definite' });
-    this._complete('fail', undefined, error, conn, this._failed.length);
+  /**
+   * Record that the last attempt certainly did not take effect (the server refused it);
+   * it is recorded as a failed attempt of class definite. The operation's outcome is the
+   * worst of its attempts: after an attempt whose outcome was unknown (a lost
+   * connection), that one may have applied, so the operation is recorded as info, not
+   * fail. Pass { noneApplied: true } when the code knows that no attempt applied (it
+   * read its idempotency record and found none). Giving the error object just passed to
+   * failedAttempt adds no attempt.
+   */
+  fail(error, { conn, noneApplied = false } = {}) {
+    if (!this._lastAttempt(error, conn)) this.failedAttempt(error, { conn, cls: 'definite' });
+    const type = !noneApplied && this._failed.some((a) => a.class === 'unknown') ? 'info' : 'fail';
+    this._complete(type, undefined, error, conn, this._failed.length);
   }
 
-  /** Record that the outcome is not known; the last attempt is recorded as unknown and the process retired. */
+  /**
+   * Record that the outcome is not known; the last attempt is recorded as unknown
+   * (unless error is the object just passed to failedAttempt) and the process retired.
+   */
   info(error, { conn } = {}) {
-    this.failedAttempt(error, { conn, cls: 'unknown' });
+    if (!this._lastAttempt(error, conn)) this.failedAttempt(error, { conn, cls: 'unknown' });
     this._complete('info', undefined, error, conn, this._failed.length);
   }
 
