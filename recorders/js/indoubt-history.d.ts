@@ -30,6 +30,12 @@ export declare const values: {
   cas(from: number, to: number): [number, number];
   transfer(from: string, to: string, amount: number): { from: string; to: string; amount: number };
   replayed(): { replayed: true };
+  /** list-append: append value to the list at key (a micro-op of a "txn" operation's value). */
+  append(key: string, value: number): ['append', string, number];
+  /** rw-register: write value to the register at key. */
+  write(key: string, value: number): ['w', string, number];
+  /** list-append, rw-register: read key; seen is what it saw once run, null before. */
+  read(key: string, seen?: number[] | number | null): ['r', string, number[] | number | null];
 };
 
 export interface HistoryOptions {

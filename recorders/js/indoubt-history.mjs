@@ -97,6 +97,20 @@ export const values = {
   transfer: (from, to, amount) => ({ from: String(from), to: String(to), amount }),
   /** exactly-once: an ok apply whose retry found its effect already there. */
   replayed: () => ({ replayed: true }),
+  // list-append and rw-register: a transaction is the array of its micro-ops, in the
+  // order the program runs them, recorded as the value of a "txn" operation: invoked
+  // with its reads not yet known (null), completed ok with each read filled in
+  // (tx[i] = values.read(key, seen)). Every value appended or written to a key must be
+  // unique.
+  /** list-append: append value to the list at key. */
+  append: (key, value) => ['append', key, value],
+  /** rw-register: write value to the register at key. */
+  write: (key, value) => ['w', key, value],
+  /**
+   * list-append, rw-register: read key; seen is what it saw once run (the whole list,
+   * [] for a list never appended to; a register's value, null if never written).
+   */
+  read: (key, seen = null) => ['r', key, seen],
 };
 
 const CLASSES = new Set(['unknown', 'definite', 'conflict']);

@@ -119,6 +119,29 @@ class values:
         """exactly-once: an ok apply whose retry found its effect already there."""
         return {"replayed": True}
 
+    # list-append and rw-register: a transaction is the list of its micro-ops, in the
+    # order the program runs them, recorded as the value of a "txn" operation: invoked
+    # with its reads not yet known (None), completed ok with each read filled in
+    # (tx[i] = values.read(key, seen)). Every value appended or written to a key must be
+    # unique.
+
+    @staticmethod
+    def append(key, value):
+        """list-append: append value to the list at key."""
+        return ["append", key, int(value)]
+
+    @staticmethod
+    def write(key, value):
+        """rw-register: write value to the register at key."""
+        return ["w", key, int(value)]
+
+    @staticmethod
+    def read(key, seen=None):
+        """list-append, rw-register: read key; seen is what it saw once run (the whole
+        list, [] for a list never appended to; a register's value, None if never
+        written), None before."""
+        return ["r", key, list(seen) if isinstance(seen, (list, tuple)) else seen]
+
 
 def _check_value(value, what):
     """Refuse at the call a value that JSON cannot hold: NaN and infinities (which
@@ -162,7 +185,7 @@ class History:
             if header is None and self._index == 0:
                 if not model:
                     raise ValueError("%s has no header: give model= (one of budget, counter, register, "
-                                     "cas-register, exactly-once, bank)" % path)
+                                     "cas-register, exactly-once, bank, list-append, rw-register)" % path)
                 h = {"format": FORMAT, "workload": workload or model, "model": model, "seed": int(seed)}
                 if store:
                     h["store"] = store
