@@ -152,8 +152,9 @@ type Txn struct {
 	Wrote bool `json:"wrote"`
 	// Tags are the server's replies to the transaction's statements, in order, up to
 	// 16 of them, as the proxy read them before it cut the commit: PostgreSQL's command
-	// tags ("BEGIN" aside), such as ["UPDATE 1", "UPDATE 1", "INSERT 0 1"]. Empty when
-	// the protocol does not read them (only PostgreSQL does today).
+	// tags ("BEGIN" aside), such as ["UPDATE 1", "UPDATE 1", "INSERT 0 1"]; for Redis,
+	// the first line of each command's reply inside EXEC (":0", "+OK"), or of the
+	// single command's. Empty when the protocol does not read them (MongoDB, CQL).
 	Tags []string `json:"tags,omitempty"`
 	// Changed is what those replies prove the commit changed: true when a write's
 	// reply counts rows it touched ("UPDATE 1"), false when every write of the

@@ -187,3 +187,59 @@ func show(b *bool) string {
 	}
 	return fmt.Sprint(*b)
 }
+
+// TestRespChangedFromReplies: a cut EXEC's reply is held until its array is whole and
+// read against the commands queued; a single command's reply likewise. SETNX :0 or DEL
+// :0 changed nothing; INCR or SADD :1 changed something; HSET :0 does not tell (it
+// also answers 0 when it updated a field).
+func TestRespChangedFromReplies(t *testing.T) {
+	yes, no := true, false
+	multi := func(cmds [][]byte, replies ...[]byte) step {
+		req := append(respCmd("multi"), bytes.Join(cmds, nil)...)
+		req = append(req, respCmd("exec")...)
+		rep := rOK()
+		for range cmds {
+			rep = append(rep, rLine('+', "QUEUED")...)
+		}
+		return step{req, append(rep, rAgg('*', len(replies), replies...)...)}
+	}
+	for _, tt := range []struct {
+		name    string
+		step    step
+		tags    []string
+		changed *bool
+		wrote   bool
+	}{
+		{"a replay's SETNX changed nothing", multi([][]byte{respCmd("setnx", "idem:1", "x")}, rInt(0)), []string{":0"}, &no, false},
+		{"a transfer changed keys", multi([][]byte{respCmd("incrby", "a", "-5"), respCmd("incrby", "b", "5"), respCmd("sadd", "log", "t1")}, rInt(95), rInt(105), rInt(1)), []string{":95", ":105", ":1"}, &yes, true},
+		{"HSET 0 does not tell", multi([][]byte{respCmd("hset", "h", "f", "v")}, rInt(0)), []string{":0"}, nil, true},
+		{"a read and a DEL of nothing", multi([][]byte{respCmd("get", "a"), respCmd("del", "b")}, rBulk("x"), rInt(0)), []string{"$1", ":0"}, &no, false},
+		{"an error inside EXEC ran nothing of that command", multi([][]byte{respCmd("incr", "s")}, rErr("WRONGTYPE")), []string{"-WRONGTYPE"}, &no, false},
+		{"a single DEL of nothing", step{respCmd("del", "k"), rInt(0)}, []string{":0"}, &no, false},
+		{"a single SET", step{respCmd("set", "k", "v"), rOK()}, []string{"+OK"}, &yes, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, evs := newProtoCommits(t, Resp{}, 1, nil)
+			c.Faults.Cut.Set(1, 0)
+			h := newHarness(t, c, 5, 3)
+			respHandshake().run(h)
+			tt.step.run(h)
+			if len(*evs) != 1 || (*evs)[0].Txn == nil {
+				t.Fatalf("events %+v, want one cut with its transaction", *evs)
+			}
+			got := (*evs)[0].Txn
+			if !slices.Equal(got.Tags, tt.tags) || !samePtr(got.Changed, tt.changed) || got.Wrote != tt.wrote {
+				t.Errorf("txn tags %q changed %v wrote %v; want %q, %v, %v", got.Tags, show(got.Changed), got.Wrote, tt.tags, show(tt.changed), tt.wrote)
+			}
+			// Nothing of the cut reply reaches the client: a single command's reply, or
+			// EXEC's array (after the +OK and +QUEUED replies, which pass).
+			cut := 0
+			if bytes.Contains(tt.step.req, []byte("multi")) {
+				cut = bytes.IndexByte(tt.step.rep, '*')
+			}
+			if want := len(respHandshake().rep) + cut; len(h.dnOut.b) != want {
+				t.Errorf("the client got %q, want the replies before the cut one alone", h.dnOut.b)
+			}
+		})
+	}
+}
