@@ -7,8 +7,9 @@
 // They write the history format of docs/history-format.md, which `indoubt exec` gives
 // the program the path of in INDOUBT_HISTORY and `indoubt check` reads. python/examples
 // and js/examples hold payments and transfer clients (psycopg, node-postgres) that use
-// them, and python/examples/list_append.py checks its own transactions for isolation
-// (the list-append model: READ COMMITTED caught, SERIALIZABLE valid).
+// them, and python/examples/list_append.py and js/examples/list-append.mjs check their
+// own transactions for isolation (the list-append model: READ COMMITTED caught,
+// SERIALIZABLE valid).
 //
 // The package has no Go code of its own. Its tests run each recorder's own tests
 // (pytest, node --test), hold both recorders to one contract with the Go helper

@@ -10,8 +10,8 @@ for the cycles of dependencies serializability forbids, as Jepsen's Elle does:
     indoubt exec -- python3 list_append.py                           # exit 1: anomalies named
     indoubt exec -- python3 list_append.py --isolation serializable  # exit 0
 
-A serialization failure (SQLSTATE 40001) is retried and recorded as a failed attempt of
-class conflict.
+A serialization failure or a deadlock (SQLSTATE 40001, 40P01) is retried and recorded as
+a failed attempt of class conflict.
 """
 
 import os
@@ -62,7 +62,7 @@ def worker(history, level, n, seed, counter, lock):
                     run(conn, level, tx)
                     op.ok(tx, conn=addr)
                     break
-                except errors.SerializationFailure as e:
+                except (errors.SerializationFailure, errors.DeadlockDetected) as e:
                     if attempt == 9:
                         op.fail(e, conn=addr)
                     else:
