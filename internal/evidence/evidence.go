@@ -24,7 +24,10 @@
 //
 //   - A fault joined to an attempt (Evidence.Ambiguous) says what the proxy did to it
 //     and what its reply proved: "committed it (UPDATE 1)", "committed it without
-//     changing a row (UPDATE 0)", "committed a transaction that wrote nothing",
+//     changing a row (UPDATE 0)", "committed a transaction that wrote nothing", for an
+//     explicit transaction what its statements answered before the COMMIT ("committed
+//     it (COMMIT after UPDATE 1, INSERT 0 1)", "committed transaction 2 of that
+//     connection whose writes changed nothing (COMMIT after INSERT 0 0)"),
 //     "committed it (COMMIT; the reply does not say what changed)", or "dropped its
 //     commit before the server saw it"; then what the client saw and how the operation
 //     ended.
@@ -162,8 +165,9 @@ func mongoEffect(tag string) effect {
 	return effectUnknown
 }
 
-// effect is what the event's commit is known to have changed: nothing when the
-// transaction it cut wrote nothing, else what its reply says.
+// effect is what the event's commit is known to have changed: what the replies to its
+// transaction's statements prove (Changed), else nothing when the transaction it cut
+// wrote nothing, else what the commit's own reply says.
 func (e FaultEvent) effect() effect {
 	switch {
 	case e.Changed != nil && *e.Changed:
