@@ -73,6 +73,11 @@
 //
 // Each test has its own proxy: Server.DSN goes through it, Server.DirectDSN does not.
 //
+// To look at the rows a verdict is about, INDOUBT_KEEP_DB=1 keeps each PostgreSQL test's
+// database (pgtest.EnvKeep): the test's log names it, its DSN and the statement that
+// removes it, and a launched server keeps its data directory, named in the log with the
+// commands that start the server on it again and remove it.
+//
 // # Faults
 //
 // Server.Arm arms faults in the schedule syntax of package faults: "commit-cut:0.2",
