@@ -132,7 +132,7 @@ func TestListAppendIsolationLevels(t *testing.T) {
 		srv := pgtest.Postgres(t)
 		proxied, _ := pools(t, srv, `CREATE TABLE lists (k text PRIMARY KEY, vals bigint[] NOT NULL)`)
 		rec := indoubttest.NewRecorder(t, srv)
-		listAppend(t, rec, proxied, pgx.Serializable, 5, 30)
+		listAppend(t, rec, proxied, pgx.Serializable, 4, 25)
 		indoubttest.Check(t, rec, indoubttest.ListAppend("serializable"))
 	})
 }
