@@ -17,10 +17,12 @@ type Totals struct {
 	// Drop counts dropped commits: none reached the server.
 	Drop int64
 	// Changed counts the cuts whose proof of commit also shows that the commit
-	// changed something: a row count above 0 ("UPDATE 1"), a CQL [applied]=true.
+	// changed something: a row count above 0 ("UPDATE 1", or among the replies to a
+	// transaction's statements: Txn.Changed), a CQL [applied]=true.
 	Changed int64
 	// NoEffect counts the cuts whose proof shows that the commit changed nothing
-	// ("UPDATE 0", [applied]=false): committed, yet nothing to apply twice.
+	// ("UPDATE 0", a transaction whose writes all answered 0, [applied]=false):
+	// committed, yet nothing to apply twice.
 	NoEffect int64
 }
 
@@ -31,7 +33,12 @@ func (t *Totals) Add(e toxics.Event) {
 		t.Drop++
 	case toxics.CommitCut:
 		t.Cut++
-		switch changed, known := tagChanged(e.Tag); {
+		changed, known := tagChanged(e.Tag)
+		if e.Txn != nil && e.Txn.Changed != nil {
+			// The replies to the transaction's statements (a COMMIT's own says nothing).
+			changed, known = *e.Txn.Changed, true
+		}
+		switch {
 		case !known:
 		case changed:
 			t.Changed++

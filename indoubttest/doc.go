@@ -73,6 +73,11 @@
 //
 // Each test has its own proxy: Server.DSN goes through it, Server.DirectDSN does not.
 //
+// To look at the rows a verdict is about, INDOUBT_KEEP_DB=1 keeps each PostgreSQL test's
+// database (pgtest.EnvKeep): the test's log names it, its DSN and the statement that
+// removes it, and a launched server keeps its data directory, named in the log with the
+// commands that start the server on it again and remove it.
+//
 // # Faults
 //
 // Server.Arm arms faults in the schedule syntax of package faults: "commit-cut:0.2",
@@ -128,6 +133,23 @@
 //	ExactlyOnce()              apply                     any                                                checker.ExactlyOnceState
 //	ExactlyOnceResponse()      apply                     Response(v): what your code answered               Responses
 //	Bank(params)               transfer                  transfer invoked with checker.Transfer             checker.Balances
+//	ListAppend(models...)      txn                       Txn{Append(k, v), ReadList(k)}, reads SawList      -
+//	RWRegister(models...)      txn                       Txn{Write(k, v), ReadValue(k)}, reads SawValue     -
+//
+// ListAppend and RWRegister check your own transactions for isolation, as Jepsen's Elle
+// does: invoke each as "txn" with its micro-ops (a Txn, its reads not yet known), run
+// them in one transaction, fill in what each read saw, and complete it with Ok(tx). The
+// verdict names the weakest consistency models the history violates and every anomaly
+// with its cycle (G-single-item, G2-item, lost-update, ...); Report.Found asks for one:
+//
+//	tx := indoubttest.Txn{indoubttest.Append("k1", next()), indoubttest.ReadList("k2")}
+//	op := w.Invoke("txn", tx)
+//	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.Serializable}, func(t pgx.Tx) error {
+//		... run tx[0], then read k2 into list and tx[1].SawList(list) ...
+//	})
+//	op.Done(tx, err)
+//	...
+//	indoubttest.Check(t, rec, indoubttest.ListAppend("serializable"))
 //
 // Replayed says that your code answered from its record of an earlier attempt: the
 // proxy's evidence then names the operation a replay, proven by its reply, instead of

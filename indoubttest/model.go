@@ -14,7 +14,7 @@ import (
 // Model is what Check holds a history to: one of the models of package checker, with
 // the parameters its checker needs, and the functions and values it reads. Build one
 // with Budget, Budgets, Counter, Register, CASRegister, ExactlyOnce,
-// ExactlyOnceResponse or Bank. The history's header names it, so that `indoubt check`
+// ExactlyOnceResponse, Bank, ListAppend or RWRegister. The history's header names it, so that `indoubt check`
 // re-checks the run directory's history.jsonl without flags.
 type Model struct {
 	name   string
@@ -23,6 +23,9 @@ type Model struct {
 	keys   []string // the objects of a model over several keys; nil: one object
 	// final is what a final read records, when the checker cannot judge without one.
 	final string
+	// bad says why the constructor's arguments cannot be used (an unknown consistency
+	// model); Check fails the test with it.
+	bad string
 }
 
 // function is one function of a model: the values its invocation and its ok
@@ -249,6 +252,9 @@ func (m Model) misuse(ops []histories.Op, max int) []string {
 		if len(out) < max {
 			out = append(out, fmt.Sprintf(format, args...))
 		}
+	}
+	if m.bad != "" {
+		add("%s", m.bad)
 	}
 	names := slices.Sorted(maps.Keys(m.fs))
 	invoked := map[string]string{} // op id -> function, from the invocation

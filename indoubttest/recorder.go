@@ -2,6 +2,7 @@ package indoubttest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -196,7 +197,8 @@ type Op struct {
 	conn     string // the current attempt's connection, when named
 	lastConn string
 	failed   []histories.FailedAttempt
-	unknown  bool // an attempt ended with its outcome unknown
+	unknown  bool  // an attempt ended with its outcome unknown
+	retried  error // the error of the last Retried, until Conn names a new attempt
 	done     bool
 }
 
@@ -215,6 +217,7 @@ func (o *Op) Conn(addr string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.conn, o.lastConn = addr, addr
+	o.retried = nil
 }
 
 // Retried records that an attempt of the operation failed with err and that the code
@@ -226,6 +229,9 @@ func (o *Op) Conn(addr string) {
 // later attempt succeeds: see Done.
 func (o *Op) Retried(err error) {
 	o.attempt(err, o.w.r.class(errOr(err)))
+	o.mu.Lock()
+	o.retried = err
+	o.mu.Unlock()
 }
 
 // errOr stands in for an error the caller did not give.
@@ -292,15 +298,21 @@ func (o *Op) Info(err error) {
 // leaves, is Info. A definite failure is Fail, unless an earlier attempt (Retried)
 // ended unknown: the operation's outcome is the worst of its attempts, so it is Info
 // then too, since that earlier attempt may have applied. Call Fail when your code knows
-// better.
+// better. A retry loop that passes every failed attempt to Retried, the last one too,
+// and then gives up with Done and the same error records that attempt once: Done adds
+// an attempt only for an error that Retried did not just record (with no Conn since).
 func (o *Op) Done(value any, err error) {
 	o.w.r.tb.Helper()
 	if err == nil {
 		o.Ok(value)
 		return
 	}
-	class := o.w.r.class(err)
-	o.attempt(err, class)
+	o.mu.Lock()
+	recorded := o.retried != nil && errors.Is(err, o.retried) && len(o.failed) > 0
+	o.mu.Unlock()
+	if !recorded {
+		o.attempt(err, o.w.r.class(err))
+	}
 	o.mu.Lock()
 	unknown := o.unknown
 	o.mu.Unlock()

@@ -117,6 +117,7 @@ type execArgs struct {
 	grace    time.Duration
 	jsonOut  bool
 	quiet    bool
+	keep     bool // --keep: a launched PostgreSQL keeps its data (exec_keep.go)
 	argv     []string
 }
 
@@ -166,6 +167,7 @@ func parseExecArgs(args []string, stdout io.Writer) (execArgs, error) {
 	fs.DurationVar(&a.grace, "grace", 10*time.Second, "after Ctrl-C, how long the program may take to stop before it is killed")
 	fs.BoolVar(&a.jsonOut, "json", false, "print results.json to stdout (the summary goes to stderr)")
 	fs.BoolVar(&a.quiet, "quiet", false, "no progress lines on stderr")
+	fs.BoolVar(&a.keep, "keep", false, "postgres, launched: keep the server's data directory after the run, and say how to start a server on it and remove it")
 	if err := parseFlags(fs, args); err != nil {
 		return a, err
 	}
@@ -195,6 +197,9 @@ func parseExecArgs(args []string, stdout io.Writer) (execArgs, error) {
 		return a, fmt.Errorf("exec: --grace must be positive (got %v)", a.grace)
 	}
 	if err := a.checkModel(*params); err != nil {
+		return a, err
+	}
+	if err := a.checkKeep(); err != nil {
 		return a, err
 	}
 	if _, err := exec.LookPath(a.argv[0]); err != nil {
@@ -405,6 +410,7 @@ type execRun struct {
 	env      []string
 	history  string // the program's history file
 	progress io.Writer
+	kept     []string // --keep: what to tell the user about the kept data, line by line
 
 	mu     sync.Mutex
 	events []rundir.FaultLine // faults.jsonl, written when the run ends
@@ -510,6 +516,9 @@ func (r *execRun) do(ctx context.Context, human io.Writer) (*results.Results, in
 	}
 	stop()
 	console.Fprintf(human, "indoubt exec: %s %s after %.1fs\n", programName(r.a.argv), exit, elapsed.Seconds())
+	for _, l := range r.kept {
+		console.Fprintf(human, "indoubt exec: %s\n", l)
+	}
 	if err := writeRunJSON(filepath.Join(r.dir, "program.json"), struct {
 		Argv        []string `json:"argv"`
 		Interrupted bool     `json:"interrupted"`
@@ -550,7 +559,11 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 		r.desc = "external at " + a.upstream
 	default:
 		r.progressf("launching a local %s ...", a.store.name)
-		dsn, desc, stop, err := a.store.launch(ctx, r.dir)
+		launch := a.store.launch
+		if a.keep {
+			launch = r.launchKept
+		}
+		dsn, desc, stop, err := launch(ctx, r.dir)
 		if err != nil {
 			return nil, err
 		}

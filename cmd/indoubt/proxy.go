@@ -375,7 +375,7 @@ func runProxySchedule(ctx context.Context, schedule faults.Schedule, px *faults.
 // eventLine is a fault as printed on stdout, with the number of the transaction it hit
 // on its connection and whether that transaction wrote:
 //
-//	15:04:05.000 commit-cut applied 127.0.0.1:51514 "commit" COMMIT (txn 3, wrote)
+//	15:04:05.000 commit-cut applied 127.0.0.1:51514 "commit" COMMIT (txn 3, changed rows: UPDATE 1, INSERT 0 1)
 func eventLine(e toxics.Event) string {
 	s := fmt.Sprintf("%s %s %s %s %s", e.Time.Format("15:04:05.000"), e.Kind, e.Truth, e.Conn, strconv.Quote(e.Statement))
 	if e.Tag != "" {
@@ -383,8 +383,16 @@ func eventLine(e toxics.Event) string {
 	}
 	if e.Txn != nil {
 		wrote := "wrote"
-		if !e.Txn.Wrote {
+		switch {
+		case e.Txn.Changed != nil && *e.Txn.Changed:
+			wrote = "changed rows"
+		case e.Txn.Changed != nil:
+			wrote = "its writes changed nothing"
+		case !e.Txn.Wrote:
 			wrote = "read only: changed nothing"
+		}
+		if len(e.Txn.Tags) > 0 {
+			wrote += ": " + strings.Join(e.Txn.Tags, ", ")
 		}
 		s += fmt.Sprintf(" (txn %d, %s)", e.Txn.Seq, wrote)
 	}

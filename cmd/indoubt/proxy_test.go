@@ -222,7 +222,8 @@ func TestProxyPsql(t *testing.T) {
 			if e.Kind != tt.kind || e.Truth != wantTruth || e.Statement != "commit" || e.Protocol != "postgres" {
 				t.Errorf("event %+v, want %v %v on commit", e, tt.kind, wantTruth)
 			}
-			wantTotals := map[bool]string{true: "1 cut (0 proven applied, 0 committed without a visible effect, 1 committed, the reply does not say what changed), 0 dropped", false: "0 cut (0 proven applied, 0 committed without a visible effect, 0 committed, the reply does not say what changed), 1 dropped"}[tt.applied]
+			// The UPDATE's tag, read before the COMMIT, proves the commit changed a row.
+			wantTotals := map[bool]string{true: "1 cut (1 proven applied, 0 committed without a visible effect, 0 committed, the reply does not say what changed), 0 dropped", false: "0 cut (0 proven applied, 0 committed without a visible effect, 0 committed, the reply does not say what changed), 1 dropped"}[tt.applied]
 			if !strings.Contains(errb.String(), "stopped; commit faults: "+wantTotals) {
 				t.Errorf("stderr %q, want the totals %q", errb.String(), wantTotals)
 			}
@@ -402,7 +403,8 @@ func TestProxyEventsFileStartsAnew(t *testing.T) {
 }
 
 // TestProxyTotalsOnStop: stopping prints the totals, telling a cut that changed rows
-// from one that changed nothing and from a COMMIT whose reply does not say.
+// (an autocommit UPDATE 1, or a COMMIT after one) from one that changed nothing and
+// from a COMMIT whose statements' replies do not say (CREATE TABLE).
 func TestProxyTotalsOnStop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -415,6 +417,7 @@ func TestProxyTotalsOnStop(t *testing.T) {
 		"update totals set n = n + 1 where id = 1", // UPDATE 1
 		"update totals set n = n + 1 where id = 2", // UPDATE 0
 		"begin; update totals set n = n + 1 where id = 1; commit",
+		"begin; create table totals_2 (n int); commit",
 	} {
 		c, err := pgx.Connect(ctx, dsn)
 		if err != nil {
@@ -428,13 +431,13 @@ func TestProxyTotalsOnStop(t *testing.T) {
 	if err := rp.stop(); err != nil {
 		t.Fatal(err)
 	}
-	want := "indoubt proxy: stopped; commit faults: 3 cut (1 proven applied, 1 committed without a visible effect, 1 committed, the reply does not say what changed), 0 dropped (not applied)\n"
+	want := "indoubt proxy: stopped; commit faults: 4 cut (2 proven applied, 1 committed without a visible effect, 1 committed, the reply does not say what changed), 0 dropped (not applied)\n"
 	if !strings.HasSuffix(rp.errb.String(), want) {
 		t.Errorf("stderr %q, want it to end with %q", rp.errb.String(), want)
 	}
 	b, _ := os.ReadFile(events)
-	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 3 || strings.Contains(string(b), "earlier run") {
-		t.Errorf("events file %q, want the three cuts of this run alone", b)
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 4 || strings.Contains(string(b), "earlier run") {
+		t.Errorf("events file %q, want the four cuts of this run alone", b)
 	}
 }
 

@@ -77,6 +77,9 @@ type Point struct {
 	// number is the point's number among the proxy's counted points (Event.Point),
 	// given when it is decided.
 	number uint64
+	// writes is what the transaction's statements can change, for a protocol that
+	// reads the replies to them (PostgreSQL: pgtags.go).
+	writes txnWrites
 
 	// render, when set, makes Statement and Text. A protocol that finds a point in
 	// every request (RESP) defers rendering them to the points that need them: for a
@@ -118,6 +121,12 @@ type Verdict struct {
 	Pending *Pending
 	// Tag is the reply that proved the commit (Cut): "COMMIT", "UPDATE 1".
 	Tag string
+	// Tags are the replies to the statements of the transaction a Cut commits, in
+	// order ("UPDATE 1", "INSERT 0 0"), when the protocol reads them (Txn.Tags).
+	Tags []string
+	// Changed is what those replies prove the commit changed (Txn.Changed): nil when
+	// they do not tell.
+	Changed *bool
 }
 
 // Pending is a cut decided at a commit point, waiting for the server's proof. The
@@ -267,7 +276,7 @@ func (s *Session) end() {
 	s.armed = nil
 }
 
-func (c *Commits) emit(s *Session, k Kind, p Point, tag string) {
+func (c *Commits) emit(s *Session, k Kind, p Point, v Verdict) {
 	if c.cfg.Events == nil {
 		return
 	}
@@ -284,19 +293,22 @@ func (c *Commits) emit(s *Session, k Kind, p Point, tag string) {
 		Kind:      k,
 		Truth:     t,
 		Statement: shorten(p.Statement, 256),
-		Tag:       tag,
-		Txn:       p.txn(),
+		Tag:       v.Tag,
+		Txn:       p.txn(v),
 	})
 }
 
 // txn describes the transaction of a point for its event, nil when the protocol does
-// not number transactions.
-func (p Point) txn() *Txn {
+// not number transactions. v is the verdict that cut it: its replies may prove that
+// the writes changed nothing.
+func (p Point) txn(v Verdict) *Txn {
 	if p.Txn == 0 {
 		return nil
 	}
 	sum := sha256.Sum256([]byte(p.Text))
-	return &Txn{Seq: p.Txn, Wrote: p.Wrote, Digest: hex.EncodeToString(sum[:8]), Text: shorten(p.Text, 256)}
+	wrote := p.Wrote && (v.Changed == nil || *v.Changed)
+	return &Txn{Seq: p.Txn, Wrote: wrote, Digest: hex.EncodeToString(sum[:8]), Text: shorten(p.Text, 256),
+		Tags: v.Tags, Changed: v.Changed}
 }
 
 // decide makes the one decision of a commit point.
@@ -402,7 +414,7 @@ func (s *Session) Requests(b []byte, send func([]byte) error) bool {
 			case CommitDrop:
 				out.send(data[:off])
 				knob.fired.Add(1)
-				s.c.emit(s, CommitDrop, *p, "")
+				s.c.emit(s, CommitDrop, *p, Verdict{})
 				st.closed = true
 				return false
 			case CommitCut:
@@ -500,7 +512,7 @@ func (s *Session) Replies(b []byte, send func([]byte) error) bool {
 			}
 			st.held = nil
 			v.Pending.knob.fired.Add(1)
-			s.c.emit(s, CommitCut, v.Pending.point, v.Tag)
+			s.c.emit(s, CommitCut, v.Pending.point, v)
 			st.closed = true
 			s.end()
 			return false

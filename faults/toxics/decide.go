@@ -138,14 +138,31 @@ type Txn struct {
 	// query, or per Sync of the extended protocol), Redis commands and MULTI blocks,
 	// MongoDB commands and session transactions, CQL requests.
 	Seq uint64 `json:"seq"`
-	// Wrote is false when every statement of the transaction is a read by its kind
-	// (SELECT, GET, find, a CQL SELECT): its commit changed nothing, cut or not. It is
-	// true when one statement can change data: INSERT, UPDATE, DELETE, MERGE, COPY
-	// FROM, DDL, CALL, SELECT INTO, nextval/setval; a Redis write command or script
-	// (EVAL, EVALSHA, FCALL); a MongoDB write command; a CQL write or schema change. A
-	// COMMIT PREPARED, whose transaction ran elsewhere, counts as writing. A function
-	// that a SELECT calls could write unseen: the proxy judges statements by their kind.
+	// Wrote reports whether the transaction changed data or may have: it is false when
+	// its commit is known to have changed nothing, cut or not. That is when every
+	// statement of the transaction is a read by its kind (SELECT, GET, find, a CQL
+	// SELECT), or when the server's replies to its writes prove they changed nothing
+	// (Changed false: a replay whose only write, INSERT ... ON CONFLICT DO NOTHING, was
+	// answered "INSERT 0 0"). A statement that can change data is INSERT, UPDATE,
+	// DELETE, MERGE, COPY FROM, DDL, CALL, SELECT INTO, nextval/setval; a Redis write
+	// command or script (EVAL, EVALSHA, FCALL); a MongoDB write command; a CQL write or
+	// schema change. A COMMIT PREPARED, whose transaction ran elsewhere, counts as
+	// writing. A function that a SELECT calls could write unseen: the proxy judges
+	// statements by their kind and, where it reads them, by the replies' counts.
 	Wrote bool `json:"wrote"`
+	// Tags are the server's replies to the transaction's statements, in order, up to
+	// 16 of them, as the proxy read them before it cut the commit: PostgreSQL's command
+	// tags ("BEGIN" aside), such as ["UPDATE 1", "UPDATE 1", "INSERT 0 1"]; for Redis,
+	// the first line of each command's reply inside EXEC (":0", "+OK"), or of the
+	// single command's. Empty when the protocol does not read them (MongoDB, CQL).
+	Tags []string `json:"tags,omitempty"`
+	// Changed is what those replies prove the commit changed: true when a write's
+	// reply counts rows it touched ("UPDATE 1"), false when every write of the
+	// transaction answered a count of zero and no other reply could hide a change.
+	// Absent when they do not tell: a write whose reply has no count (DDL, CALL, a
+	// data-modifying WITH), a ROLLBACK TO SAVEPOINT, a transaction without a write, or
+	// a protocol whose replies the proxy does not read.
+	Changed *bool `json:"changed,omitempty"`
 	// Digest is the first 16 hex digits of the SHA-256 of the transaction's full text:
 	// the same statements give the same digest, so transactions of one shape group
 	// together (with prepared statements their parameters are not part of the text).

@@ -34,6 +34,10 @@ import (
 // ErrorResponse, CommandComplete "ROLLBACK", or a ReadyForQuery that is not 'I' ends an
 // armed cut unfired: nothing was committed.
 //
+// What a cut commit changed is read from the replies to its transaction's statements,
+// which pass before the COMMIT's: their CommandComplete tags ("UPDATE 1", "INSERT 0 0")
+// go into the event (Txn.Tags), with what they prove (Txn.Changed; see pgtags.go).
+//
 // Holding replies until ReadyForQuery happens only for a request whose cut was armed,
 // so a client that waits for CommandComplete before it sends Sync stalls only then.
 //
@@ -93,6 +97,7 @@ type pgConn struct {
 	tx         txState           // predicted from the statements forwarded
 	blockText  strings.Builder   // statements run in the open block
 	blockWrote bool              // one of them can change data
+	blockW     txnWrites         // what they can change, for reading their replies
 	txns       uint64            // transactions seen start: the number of the last
 	open       *pgCycle          // extended-protocol messages since the last Sync
 	implicit   bool              // the open cycle has run a statement outside a block
@@ -104,6 +109,7 @@ type pgConn struct {
 	queue     []*pgCycle // sent, awaiting their ReadyForQuery
 	status    byte       // status of the last ReadyForQuery that left the queue empty
 	fresh     bool       // status not yet taken into tx by the upstream side
+	tags      pgTags     // replies of the transaction in progress (pgtags.go)
 }
 
 // txNow returns the transaction state for the next statement: the server's own word
@@ -231,6 +237,7 @@ func (c *pgConn) query(sql string) *Point {
 	var p *Point
 	prefix := ""
 	implicit := uint64(0) // the number of the query's implicit transaction, once it starts
+	var iw txnWrites      // what the implicit transaction's statements can change
 	for _, s := range splitSQL(sql) {
 		switch step, cls, block := c.step(&tx, s); step {
 		case stepBlockCommit:
@@ -243,7 +250,8 @@ func (c *pgConn) query(sql string) *Point {
 				c.txns++
 				implicit = c.txns
 			}
-			p = pointOr(p, cls == stmtWrite, pgTxn{seq: implicit, wrote: writes(s, cls)})
+			iw.add(s, cls)
+			p = pointOr(p, cls == stmtWrite, pgTxn{seq: implicit, wrote: writes(s, cls), writes: iw})
 		}
 	}
 	c.tx = tx
@@ -263,13 +271,15 @@ func (c *pgConn) execute(sql string) *Point {
 	var p *Point
 	switch step, cls, block := c.step(&tx, sql); step {
 	case stepBlockCommit:
-		p = &Point{Statement: sql, Text: block.text + sql, Default: true, Txn: block.seq, Wrote: block.wrote}
+		p = &Point{Statement: sql, Text: block.text + sql, Default: true, Txn: block.seq, Wrote: block.wrote, writes: block.writes}
 	case stepPreparedCommit:
 		p = &Point{Statement: sql, Text: sql, Default: true, Txn: block.seq, Wrote: block.wrote}
 	case stepImplicit:
 		if !c.implicit {
 			c.txns++
-			p = &Point{Statement: sql, Text: sql, Default: cls == stmtWrite, Txn: c.txns, Wrote: writes(sql, cls)}
+			var w txnWrites
+			w.add(sql, cls)
+			p = &Point{Statement: sql, Text: sql, Default: cls == stmtWrite, Txn: c.txns, Wrote: writes(sql, cls), writes: w}
 		}
 		c.implicit = true
 	}
@@ -279,9 +289,10 @@ func (c *pgConn) execute(sql string) *Point {
 
 // pgTxn is what a commit point says of the transaction it commits.
 type pgTxn struct {
-	text  string // the statements of a block before its COMMIT, each followed by "; "
-	seq   uint64
-	wrote bool
+	text   string // the statements of a block before its COMMIT, each followed by "; "
+	seq    uint64
+	wrote  bool
+	writes txnWrites
 }
 
 // writes reports whether a statement of class cls can change data: a write, or a
@@ -312,12 +323,13 @@ func (c *pgConn) step(tx *txState, s string) (txStep, stmtClass, pgTxn) {
 			*tx = txOpen
 			c.blockText.Reset()
 			c.blockWrote = false
+			c.blockW = txnWrites{}
 			c.txns++
 		}
 	case cls == stmtCommit, cls == stmtPrepareTxn:
 		step, block := stepNone, pgTxn{}
 		if *tx == txOpen {
-			step, block = stepBlockCommit, pgTxn{text: c.blockText.String(), seq: c.txns, wrote: c.blockWrote}
+			step, block = stepBlockCommit, pgTxn{text: c.blockText.String(), seq: c.txns, wrote: c.blockWrote, writes: c.blockW}
 		}
 		*tx = txIdle
 		c.blockText.Reset()
@@ -337,6 +349,7 @@ func (c *pgConn) step(tx *txState, s string) (txStep, stmtClass, pgTxn) {
 	default:
 		c.addBlockText(s)
 		c.blockWrote = c.blockWrote || writes(s, cls)
+		c.blockW.add(s, cls)
 	}
 	return stepNone, cls, pgTxn{}
 }
@@ -349,6 +362,9 @@ func pointOr(p *Point, def bool, t pgTxn) *Point {
 	}
 	p.Default = p.Default || def
 	p.Wrote = p.Wrote || t.wrote
+	if t.seq == p.Txn {
+		p.writes = t.writes
+	}
 	return p
 }
 
@@ -397,15 +413,31 @@ func (c *pgConn) Reply(b []byte) (int, Verdict) {
 		if len(c.queue) == 0 {
 			c.status, c.fresh = status, true
 		}
-		if cy == nil || cy.cut == nil {
-			return f.n, Verdict{}
+		v := Verdict{}
+		if cy != nil && cy.cut != nil {
+			p := cy.cut
+			cy.cut = nil
+			v = Verdict{Action: Release, Pending: p}
+			if cy.holding && status == 'I' {
+				v = c.cut(p, cy.tag)
+			}
 		}
-		p := cy.cut
-		cy.cut = nil
-		if cy.holding && status == 'I' {
-			return f.n, Verdict{Action: Cut, Pending: p, Tag: cy.tag}
+		if status == 'I' {
+			// No transaction is open: the next reply starts another one.
+			c.tags = pgTags{}
 		}
-		return f.n, Verdict{Action: Release, Pending: p}
+		return f.n, v
+	}
+	if f.typ == 'C' {
+		switch tag, _, _ := cstring(f.body); tag {
+		case "BEGIN", "START TRANSACTION":
+			c.tags = pgTags{}
+		case "COMMIT", "PREPARE TRANSACTION":
+			// The transaction ends once its cut, if armed, has read its tags.
+			defer func() { c.tags = pgTags{} }()
+		default:
+			c.tags.add(tag)
+		}
 	}
 	if len(c.queue) == 0 || c.queue[0].cut == nil {
 		return f.n, Verdict{}
@@ -421,7 +453,7 @@ func (c *pgConn) Reply(b []byte) (int, Verdict) {
 	case tag == "COMMIT" || tag == "PREPARE TRANSACTION":
 		p := cy.cut
 		cy.cut = nil
-		return f.n, Verdict{Action: Cut, Pending: p, Tag: tag}
+		return f.n, c.cut(p, tag)
 	case tag == "ROLLBACK":
 		p := cy.cut
 		cy.cut = nil
@@ -430,4 +462,10 @@ func (c *pgConn) Reply(b []byte) (int, Verdict) {
 	cy.tag = tag
 	cy.holding = true
 	return f.n, Verdict{Action: Hold}
+}
+
+// cut is the verdict that cuts the commit of p, proven by the reply tag, with the tags
+// of the transaction's statements and what they prove it changed.
+func (c *pgConn) cut(p *Pending, tag string) Verdict {
+	return Verdict{Action: Cut, Pending: p, Tag: tag, Tags: c.tags.tags(), Changed: c.tags.changed(p.point.writes)}
 }

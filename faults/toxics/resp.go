@@ -54,6 +54,12 @@ import (
 // many, so it claims neither truth and lets the error through to the client (no fault,
 // as for a PostgreSQL statement that fails). An EXEC whose reply array holds some errors
 // ran the other commands and is cut.
+//
+// What a cut commit changed is read from the replies (resp_effect.go): a cut EXEC's
+// array is held until whole, each element read against the command queued (DEL :0 and
+// SETNX :0 changed nothing, INCR changed its key), and the event carries the elements'
+// first lines (Txn.Tags) and what they prove (Txn.Changed); a single command's reply
+// likewise.
 type Resp struct{}
 
 // Name returns "resp".
@@ -161,9 +167,10 @@ var respUnpaired = setOf(
 
 // respReq is one request sent, awaiting its reply.
 type respReq struct {
-	name string // upper case; "" when not known
-	exec bool   // an EXEC ending a MULTI: a null reply means nothing ran
-	last bool   // replies stop pairing with requests from this one's reply on
+	name string   // upper case; "" when not known
+	exec bool     // an EXEC ending a MULTI: a null reply means nothing ran
+	cmds []string // an EXEC's: the names of the commands queued, in order
+	last bool     // replies stop pairing with requests from this one's reply on
 	replyCut
 }
 
@@ -174,11 +181,14 @@ type respConn struct {
 	// Upstream goroutine only.
 	multi      bool
 	block      strings.Builder // commands queued in the open MULTI
+	blockCmds  []string        // their names, for reading EXEC's reply (resp_effect.go)
 	blockWrote bool            // one of them writes
 	txns       uint64          // transactions seen start: the number of the last
 
 	lastArmed            // its mu guards the fields below
 	queue     []*respReq // sent, awaiting their replies, in order
+
+	exec *respExecHold // downstream only: a cut EXEC whose reply is held until whole
 }
 
 // respReqFramer frames client-to-server bytes.
@@ -484,16 +494,19 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 		switch name {
 		case "EXEC":
 			c.multi = false
-			r.exec = true
+			r.exec, r.cmds = true, c.blockCmds
 			p = &Point{Statement: "EXEC", Text: c.block.String() + "EXEC", Default: true, Txn: c.txns, Wrote: c.blockWrote}
 			c.block.Reset()
+			c.blockCmds = nil
 		case "DISCARD", "RESET":
 			c.multi = false
 			c.block.Reset()
+			c.blockCmds = nil
 		case "MULTI", "WATCH":
 			// Refused inside MULTI; the transaction goes on.
 		default:
 			c.blockWrote = c.blockWrote || !respReads[name]
+			c.blockCmds = append(c.blockCmds, name)
 			if t := respText(args, nargs); c.block.Len()+len(t)+2 <= maxBlockText {
 				c.block.WriteString(t)
 				c.block.WriteString("; ")
@@ -502,6 +515,7 @@ func (c *respConn) request(args [][]byte, nargs int, judge bool) *Point {
 	case name == "MULTI":
 		c.multi = true
 		c.block.Reset()
+		c.blockCmds = nil
 		c.blockWrote = false
 		c.txns++
 	case name == "" || respControl[name]:
@@ -604,6 +618,9 @@ func (c *respConn) Reply(b []byte) (int, Verdict) {
 	if len(b) == 0 {
 		return 0, Verdict{}
 	}
+	if c.exec != nil {
+		return c.execReply(b)
+	}
 	if n, ok := f.inside(b); ok {
 		return n, Verdict{}
 	}
@@ -700,8 +717,19 @@ func (c *respConn) reply(b []byte, n int, typ byte, tag string, null bool) (int,
 		return n, Verdict{Action: Release, Pending: p}
 	case r.exec && null:
 		return n, Verdict{Action: Release, Pending: p}
+	case r.exec && len(f.stack) > 0:
+		// The array of the commands' replies follows: hold it, and cut once it is read.
+		c.exec = &respExecHold{p: p, tag: tag, eff: respTxnEffect{cmds: r.cmds}}
+		return n, Verdict{Action: Hold}
+	case r.exec:
+		eff := respTxnEffect{cmds: r.cmds}
+		tags, changed := eff.result()
+		return n, Verdict{Action: Cut, Pending: p, Tag: tag, Tags: tags, Changed: changed}
 	}
-	return n, Verdict{Action: Cut, Pending: p, Tag: tag}
+	eff := respTxnEffect{cmds: []string{r.name}}
+	eff.add(typ, tag, null)
+	tags, changed := eff.result()
+	return n, Verdict{Action: Cut, Pending: p, Tag: tag, Tags: tags, Changed: changed}
 }
 
 // answered takes the oldest request awaiting its reply off the queue, with its armed

@@ -243,7 +243,7 @@ func TestRespReplyChunking(t *testing.T) {
 	stream := bytes.Join(replies, nil)
 	want := respReplyTrace(reqs, [][]byte{stream})
 	wantTrace := []string{
-		"release 1", `cut 2 ":7"`, "release 5", `cut 6 "*2"`, "release 11", "hold", `cut 14 "*2"`, "hold", "release 15",
+		"release 1", `cut 2 ":7"`, "release 5", "hold", `cut 6 "*2"`, "release 11", "hold", `cut 14 "*2"`, "hold", "release 15",
 		fmt.Sprintf("cut 17 %q", "+"+long[:respMaxTag-1]), fmt.Sprintf("cut 19 %q", "$"+fmt.Sprint(len(bigBulk))),
 		"replies 22 opaque true",
 	}
@@ -276,7 +276,7 @@ func TestRespReplyFraming(t *testing.T) {
 		{"negative count", []string{"cut"}, "%-1\r\n", []string{"replies 0 opaque true"}},
 		{"held attribute released when framing is lost", []string{"cut"}, "|1\r\n+a\r\n+b\r\n?\r\n", []string{"hold", "release", "replies 0 opaque true"}},
 		{"exec reply null in resp3", []string{"execcut"}, "_\r\n", []string{"release 0", "replies 1 opaque false"}},
-		{"exec with an error inside ran the rest", []string{"execcut"}, "*2\r\n+OK\r\n-ERR wrong type\r\n", []string{`cut 0 "*2"`, "replies 1 opaque false"}},
+		{"exec with an error inside ran the rest", []string{"execcut"}, "*2\r\n+OK\r\n-ERR wrong type\r\n", []string{"hold", `cut 0 "*2"`, "replies 1 opaque false"}},
 		{"pipelined: the third reply", []string{"", "", "cut"}, "$1\r\na\r\n:1\r\n+OK\r\n", []string{`cut 2 "+OK"`, "replies 3 opaque false"}},
 	}
 	for _, tt := range tests {

@@ -15,6 +15,12 @@
 // indoubttest.Main from TestMain to stop a launched server when the tests end; without
 // it, the server ends with the test binary. Where PostgreSQL is not installed the test
 // skips (fails under CI=true).
+//
+// INDOUBT_KEEP_DB=1 keeps each test's database, to look at the rows a verdict is about:
+// the test's log names it, its DSN, and the statement that removes it. A launched
+// server still stops with the tests, but keeps its data directory, which the log names
+// with the commands that start the server on it again and remove it; on a server of
+// your own (INDOUBT_POSTGRES_DSN) the database stays where it is.
 package pgtest
 
 import (
@@ -22,6 +28,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,12 +48,32 @@ import (
 // instead of a launched one. Its user must be allowed to create databases.
 const EnvDSN = "INDOUBT_POSTGRES_DSN"
 
+// EnvKeep names the environment variable that keeps each test's database (and a
+// launched server's data directory) when set to 1 or true.
+const EnvKeep = "INDOUBT_KEEP_DB"
+
+// keep reports whether EnvKeep asks to keep the databases.
+func keep() bool {
+	v, _ := strconv.ParseBool(os.Getenv(EnvKeep))
+	return v
+}
+
+// launched describes the launched server's kept data directory for the log, "" when
+// the server was not launched here or is not kept.
+var launched atomic.Value // string
+
 // server is the shared server; its Addr is an admin DSN.
 var server = &serve.SharedServer{Env: EnvDSN, Timeout: 2 * time.Minute,
 	Launch: func(ctx context.Context) (string, func() error, error) {
-		pg, err := pgserver.Start(ctx, pgserver.Options{})
+		pg, err := pgserver.Start(ctx, pgserver.Options{Keep: keep()})
 		if err != nil {
 			return "", nil, err
+		}
+		if keep() {
+			launched.Store(fmt.Sprintf("the launched server stops with the tests and keeps its data directory %s: "+
+				"start it again with %s -D %s -o '-p %d' -l %s start (user %s, password %s), remove it with rm -rf %s",
+				pg.DataDir, filepath.Join(pg.BinDir, "pg_ctl"), pg.DataDir, pg.Port, filepath.Join(pg.Dir, "restart.log"),
+				pgserver.User, pg.Password, pg.Dir))
 		}
 		return pg.DSN, pg.Stop, nil
 	},
@@ -64,10 +94,20 @@ func Postgres(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	if err := exec(ctx, admin, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		tb.Fatalf("pgtest: create database: %v", err)
 	}
+	drop := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"
+	var direct string
 	tb.Cleanup(func() {
+		if keep() {
+			msg := fmt.Sprintf("pgtest: %s: kept database %s (%s); remove it with: %s", EnvKeep, name, redacted(direct), drop)
+			if d, _ := launched.Load().(string); d != "" {
+				msg += "; " + d
+			}
+			tb.Log(msg)
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := exec(ctx, admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if err := exec(ctx, admin, drop); err != nil {
 			tb.Errorf("pgtest: drop database %s: %v", name, err)
 		}
 	})

@@ -24,7 +24,10 @@
 //
 //   - A fault joined to an attempt (Evidence.Ambiguous) says what the proxy did to it
 //     and what its reply proved: "committed it (UPDATE 1)", "committed it without
-//     changing a row (UPDATE 0)", "committed a transaction that wrote nothing",
+//     changing a row (UPDATE 0)", "committed a transaction that wrote nothing", for an
+//     explicit transaction what its statements answered before the COMMIT ("committed
+//     it (COMMIT after UPDATE 1, INSERT 0 1)", "committed transaction 2 of that
+//     connection whose writes changed nothing (COMMIT after INSERT 0 0)"),
 //     "committed it (COMMIT; the reply does not say what changed)", or "dropped its
 //     commit before the server saw it"; then what the client saw and how the operation
 //     ended.
@@ -76,6 +79,11 @@ type FaultEvent struct {
 	// among its connection's, from 1 (0: not known).
 	Wrote  *bool
 	TxnSeq uint64
+	// Tags are the server's replies to the statements of the transaction the fault
+	// cut, in order (toxics.Txn.Tags, faults.jsonl's txn.tags), and Changed what they
+	// prove its commit changed: true rows, false nothing, nil not told (txn.changed).
+	Tags    []string
+	Changed *bool
 }
 
 // EventOf is the evidence's view of one of the proxy's events; at is its time on the
@@ -85,6 +93,7 @@ func EventOf(e toxics.Event, at int64) FaultEvent {
 	if e.Txn != nil {
 		w := e.Txn.Wrote
 		fe.Wrote, fe.TxnSeq = &w, e.Txn.Seq
+		fe.Tags, fe.Changed = e.Txn.Tags, e.Txn.Changed
 	}
 	return fe
 }
@@ -155,10 +164,14 @@ func mongoEffect(tag string) effect {
 	return effectUnknown
 }
 
-// effect is what the event's commit is known to have changed: nothing when the
-// transaction it cut wrote nothing, else what its reply says.
+// effect is what the event's commit is known to have changed: what the replies to its
+// transaction's statements prove (Changed), else nothing when the transaction it cut
+// wrote nothing, else what the commit's own reply says.
 func (e FaultEvent) effect() effect {
-	if e.Wrote != nil && !*e.Wrote {
+	switch {
+	case e.Changed != nil && *e.Changed:
+		return effectRows
+	case e.Changed != nil, e.Wrote != nil && !*e.Wrote:
 		return effectNone
 	}
 	return effectOf(e.Tag)
@@ -343,6 +356,8 @@ func (j *join) add(e FaultEvent) {
 // committedWhat says what the server's reply to a cut commit proves.
 func committedWhat(e FaultEvent) string {
 	switch {
+	case e.Changed != nil:
+		return changedWhat(e)
 	case e.Wrote != nil && !*e.Wrote:
 		return fmt.Sprintf("committed %s whose statements only read, by their kind (%s): nothing changed", txnName(e), cmp.Or(e.Tag, "COMMIT"))
 	case e.effect() == effectRows:
@@ -421,7 +436,7 @@ func (j *join) claims() {
 			switch h.e.effect() {
 			case effectRows:
 				rows++
-				tags = append(tags, h.e.Tag)
+				tags = append(tags, proof(h.e))
 			case effectUnknown:
 				unseen++
 				tags = append(tags, cmp.Or(h.e.Tag, "a commit"))
@@ -503,7 +518,7 @@ func tagsOf(hits []hit, eff effect) []string {
 	var out []string
 	for _, h := range hits {
 		if h.e.Truth == "applied" && h.e.effect() == eff {
-			out = append(out, h.e.Tag)
+			out = append(out, proof(h.e))
 		}
 	}
 	return out

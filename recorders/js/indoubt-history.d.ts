@@ -30,6 +30,12 @@ export declare const values: {
   cas(from: number, to: number): [number, number];
   transfer(from: string, to: string, amount: number): { from: string; to: string; amount: number };
   replayed(): { replayed: true };
+  /** list-append: append value to the list at key (a micro-op of a "txn" operation's value). */
+  append(key: string, value: number): ['append', string, number];
+  /** rw-register: write value to the register at key. */
+  write(key: string, value: number): ['w', string, number];
+  /** list-append, rw-register: read key; seen is what it saw once run, null before. */
+  read(key: string, seen?: number[] | number | null): ['r', string, number[] | number | null];
 };
 
 export interface HistoryOptions {
@@ -86,6 +92,11 @@ export declare class Operation {
   conn: string | undefined;
   failedAttempt(error: unknown, options?: AttemptOptions): void;
   ok(value?: JSONValue, options?: { conn?: string }): void;
-  fail(error: unknown, options?: { conn?: string }): void;
+  /**
+   * The last attempt certainly did not take effect. After an attempt whose outcome was
+   * unknown the operation is recorded as info (the worst of its attempts), unless
+   * noneApplied says the code knows that no attempt applied.
+   */
+  fail(error: unknown, options?: { conn?: string; noneApplied?: boolean }): void;
   info(error: unknown, options?: { conn?: string }): void;
 }

@@ -33,18 +33,35 @@ import fs from 'node:fs';
 
 export const FORMAT = 'indoubt-history/1';
 
-// The wall clock at a known reading of the monotonic one: Date.now() is read until it
-// ticks, so that the anchor is exact to the microsecond rather than to the millisecond,
-// since the proxy's events are joined to the history by time.
+// The wall clock at a known reading of the monotonic one, since the proxy's events are
+// joined to the history by time. Date.now() ticks to the next millisecond at a moment
+// between two of its readings, and the monotonic clock read before the first and after
+// the second bounds that moment. A tick whose bounds are wide (the process was
+// descheduled between the readings, as on a loaded machine) could put every time of the
+// history a millisecond or more early, so such ticks are passed over: the narrowest of
+// up to 50 is kept, and the first under 20 microseconds ends the search.
 const anchor = (() => {
-  const first = Date.now();
-  let ms = first;
-  let mono;
-  while (ms === first) {
-    mono = process.hrtime.bigint();
-    ms = Date.now();
+  let best;
+  let width = -1n;
+  for (let ticks = 0; ticks < 50 && (width < 0n || width > 20000n); ticks++) {
+    let a = process.hrtime.bigint();
+    const first = Date.now();
+    let ms = first;
+    let prev = a;
+    let b = a;
+    while (ms === first) {
+      prev = a;
+      a = process.hrtime.bigint();
+      ms = Date.now();
+      b = process.hrtime.bigint();
+    }
+    const w = b - prev;
+    if (width < 0n || w < width) {
+      width = w;
+      best = BigInt(ms) * 1000000n - (prev + b) / 2n;
+    }
   }
-  return BigInt(ms) * 1000000n - mono;
+  return best;
 })();
 
 /** The time as indoubt histories record it: Unix nanoseconds, as a BigInt. */
@@ -80,14 +97,62 @@ export const values = {
   transfer: (from, to, amount) => ({ from: String(from), to: String(to), amount }),
   /** exactly-once: an ok apply whose retry found its effect already there. */
   replayed: () => ({ replayed: true }),
+  // list-append and rw-register: a transaction is the array of its micro-ops, in the
+  // order the program runs them, recorded as the value of a "txn" operation: invoked
+  // with its reads not yet known (null), completed ok with each read filled in
+  // (tx[i] = values.read(key, seen)). Every value appended or written to a key must be
+  // unique.
+  /** list-append: append value to the list at key. */
+  append: (key, value) => ['append', key, value],
+  /** rw-register: write value to the register at key. */
+  write: (key, value) => ['w', key, value],
+  /**
+   * list-append, rw-register: read key; seen is what it saw once run (the whole list,
+   * [] for a list never appended to; a register's value, null if never written).
+   */
+  read: (key, seen = null) => ['r', key, seen],
 };
 
 const CLASSES = new Set(['unknown', 'definite', 'conflict']);
 
-// JSON with BigInt times written as JSON integers.
+// JSON with BigInts (the times) written as JSON integers. It walks the value itself
+// rather than marking BigInts inside strings, which a string of the user's could
+// imitate; it follows JSON.stringify otherwise (toJSON, properties that are undefined
+// left out, undefined in an array written as null).
 function encode(v) {
-  const s = JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? `\u0000${x}\u0000` : x));
-  return s === undefined ? 'nothing' : s.replace(/"\\u0000(-?\d+)\\u0000"/g, '$1');
+  const s = encodeValue(v, '');
+  return s === undefined ? 'nothing' : s;
+}
+
+function encodeValue(x, key) {
+  if (x !== null && typeof x === 'object' && typeof x.toJSON === 'function') x = x.toJSON(key);
+  switch (typeof x) {
+    case 'bigint':
+      return x.toString();
+    case 'number':
+      if (!Number.isFinite(x)) throw new Error(`${x} has no JSON form`);
+      return JSON.stringify(x);
+    case 'object':
+      if (x === null) return 'null';
+      if (Array.isArray(x)) return `[${x.map((e, i) => encodeValue(e, String(i)) ?? 'null').join(',')}]`;
+      return `{${Object.keys(x).flatMap((k) => {
+        const e = encodeValue(x[k], k);
+        return e === undefined ? [] : [`${JSON.stringify(k)}:${e}`];
+      }).join(',')}}`;
+    default:
+      return JSON.stringify(x); // a string or boolean; undefined, a function or a symbol: undefined
+  }
+}
+
+// checkValue refuses at the call a value JSON cannot hold: NaN and infinities (which
+// JSON.stringify would quietly write as null), and what encode cannot walk (a cycle).
+function checkValue(value, what) {
+  if (value === undefined) return;
+  try {
+    encode(value);
+  } catch (e) {
+    throw new Error(`${what}: the value has no JSON form (${e.message}): record a number, or a string such as "NaN"`);
+  }
 }
 
 function deepEqual(a, b) {
@@ -189,6 +254,7 @@ export class History {
    * independent register.
    */
   invoke(f, { value, opId, conn, key, fresh = false } = {}) {
+    checkValue(value, `invoke of ${f}`);
     let process;
     if (this._free.length && !fresh) {
       process = Math.min(...this._free);
@@ -232,6 +298,8 @@ export class Operation {
     this._attemptStart = invoked;
     this._failed = [];
     this._done = false;
+    this._lastError = undefined;
+    this._hasLast = false;
   }
 
   /**
@@ -252,22 +320,47 @@ export class Operation {
     }
     this._failed.push(a);
     this._attemptStart = end;
+    this._lastError = error;
+    this._hasLast = true;
   }
 
-  /** Record that the operation took effect, with what it answered (value). */
+  // _lastAttempt: error is the one the last failed attempt recorded, on the same
+  // connection: the code gives up with the error it just reported, and that attempt is
+  // already recorded (recording it again would add an attempt that never ran).
+  _lastAttempt(error, conn) {
+    return this._hasLast && error === this._lastError && (!conn || conn === this._failed[this._failed.length - 1].conn);
+  }
+
+  /**
+   * Record that the operation took effect, with what it answered (value). A value JSON
+   * cannot hold (NaN, an infinity, a cycle) throws, and nothing is recorded.
+   */
   ok(value, { conn } = {}) {
+    checkValue(value, `ok of operation ${this.opId}`);
     this._complete('ok', value, undefined, conn, this._failed.length + 1);
   }
 
-  /** Record that it certainly did not take effect; the last attempt is recorded as definite. */
-  fail(error, { conn } = {}) {
-    this.failedAttempt(error, { conn, cls: 'definite' });
-    this._complete('fail', undefined, error, conn, this._failed.length);
+  /**
+   * Record that the last attempt certainly did not take effect (the server refused it);
+   * it is recorded as a failed attempt of class definite. The operation's outcome is the
+   * worst of its attempts: after an attempt whose outcome was unknown (a lost
+   * connection), that one may have applied, so the operation is recorded as info, not
+   * fail. Pass { noneApplied: true } when the code knows that no attempt applied (it
+   * read its idempotency record and found none). Giving the error object just passed to
+   * failedAttempt adds no attempt.
+   */
+  fail(error, { conn, noneApplied = false } = {}) {
+    if (!this._lastAttempt(error, conn)) this.failedAttempt(error, { conn, cls: 'definite' });
+    const type = !noneApplied && this._failed.some((a) => a.class === 'unknown') ? 'info' : 'fail';
+    this._complete(type, undefined, error, conn, this._failed.length);
   }
 
-  /** Record that the outcome is not known; the last attempt is recorded as unknown and the process retired. */
+  /**
+   * Record that the outcome is not known; the last attempt is recorded as unknown
+   * (unless error is the object just passed to failedAttempt) and the process retired.
+   */
   info(error, { conn } = {}) {
-    this.failedAttempt(error, { conn, cls: 'unknown' });
+    if (!this._lastAttempt(error, conn)) this.failedAttempt(error, { conn, cls: 'unknown' });
     this._complete('info', undefined, error, conn, this._failed.length);
   }
 

@@ -169,3 +169,26 @@ test('localAddress of a socket', async () => {
   assert.equal(localAddress({ localAddress: '::1', localPort: 5 }), '[::1]:5');
   assert.equal(localAddress({ localAddress: '::ffff:127.0.0.1', localPort: 5 }), '127.0.0.1:5');
 });
+
+// BigInts are written as JSON integers, and no string of the user's can pass for one or
+// break the line; values JSON cannot hold are refused at the call, leaving nothing.
+test('BigInts written as integers; NaN and Infinity refused', () => {
+  const p = tmp();
+  const h = new History({ path: p, model: 'register' });
+  const tricky = ['"\u00001\u0000', '\u00002\u0000', 'a\\u0000', { toJSON: () => 'x' }];
+  h.invoke('write', { value: { n: 12345678901234567890n, tricky, gone: undefined, list: [undefined, 1n] } }).ok();
+  for (const bad of [NaN, Infinity, [1, -Infinity], { x: NaN }]) {
+    assert.throws(() => h.invoke('write', { value: bad }), /has no JSON form/);
+  }
+  const op = h.invoke('read');
+  assert.throws(() => op.ok(NaN), /ok of operation .*has no JSON form/);
+  op.ok(3);
+  h.close();
+  const text = fs.readFileSync(p, 'utf8');
+  const events = text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l)); // every line is JSON
+  assert.match(text, /"n":12345678901234567890[,}]/);
+  assert.deepEqual(events[1].value.tricky, ['"\u00001\u0000', '\u00002\u0000', 'a\\u0000', 'x']);
+  assert.deepEqual(events[1].value.list, [null, 1]);
+  assert.equal('gone' in events[1].value, false);
+  assert.deepEqual(events.slice(1).map((e) => e.type), ['invoke', 'ok', 'invoke', 'ok']);
+});

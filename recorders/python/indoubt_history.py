@@ -119,6 +119,45 @@ class values:
         """exactly-once: an ok apply whose retry found its effect already there."""
         return {"replayed": True}
 
+    # list-append and rw-register: a transaction is the list of its micro-ops, in the
+    # order the program runs them, recorded as the value of a "txn" operation: invoked
+    # with its reads not yet known (None), completed ok with each read filled in
+    # (tx[i] = values.read(key, seen)). Every value appended or written to a key must be
+    # unique.
+
+    @staticmethod
+    def append(key, value):
+        """list-append: append value to the list at key."""
+        return ["append", key, int(value)]
+
+    @staticmethod
+    def write(key, value):
+        """rw-register: write value to the register at key."""
+        return ["w", key, int(value)]
+
+    @staticmethod
+    def read(key, seen=None):
+        """list-append, rw-register: read key; seen is what it saw once run (the whole
+        list, [] for a list never appended to; a register's value, None if never
+        written), None before."""
+        return ["r", key, list(seen) if isinstance(seen, (list, tuple)) else seen]
+
+
+def _check_value(value, what):
+    """Refuse at the call a value that JSON cannot hold: NaN and infinities (which
+    Python's json writes as bare NaN and Infinity, refused by every JSON reader, so
+    the whole history would be), and objects json does not know (sets, bytes)."""
+    if value is _NO_VALUE:
+        return
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError as e:
+        raise ValueError("%s: the value %r has no JSON form (%s): record a number, or a string "
+                         "such as \"NaN\"" % (what, value, e)) from None
+    except TypeError as e:
+        raise ValueError("%s: the value %r has no JSON form (%s): record lists, dicts, strings, "
+                         "numbers, booleans or None" % (what, value, e)) from None
+
 
 class History:
     """An indoubt history file, open for appending.
@@ -146,7 +185,7 @@ class History:
             if header is None and self._index == 0:
                 if not model:
                     raise ValueError("%s has no header: give model= (one of budget, counter, register, "
-                                     "cas-register, exactly-once, bank)" % path)
+                                     "cas-register, exactly-once, bank, list-append, rw-register)" % path)
                 h = {"format": FORMAT, "workload": workload or model, "model": model, "seed": int(seed)}
                 if store:
                     h["store"] = store
@@ -182,7 +221,7 @@ class History:
         return header
 
     def _write(self, event):
-        data = (json.dumps(event, separators=(",", ":")) + "\n").encode()
+        data = (json.dumps(event, separators=(",", ":"), allow_nan=False) + "\n").encode()
         while data:
             n = os.write(self._fd, data)
             data = data[n:]
@@ -212,6 +251,7 @@ class History:
         connection its first attempt uses (local_address); key names an independent
         register.
         """
+        _check_value(value, "invoke of %s" % f)
         with self._lock:
             if self._free and not _fresh:
                 process = heapq.heappop(self._free)
@@ -260,6 +300,7 @@ class Operation:
         self._attempt_start = invoked
         self._failed = []
         self._done = False
+        self._last_error = _NO_VALUE  # the error object of the last failed attempt
 
     def failed_attempt(self, error, conn=None, start=None, end=None, cls="unknown"):
         """Record an attempt that ended in error and will be retried.
@@ -279,25 +320,47 @@ class Operation:
             a["conn"] = conn
         self._failed.append(a)
         self._attempt_start = end
+        self._last_error = error
         if conn:
             self.conn = conn
 
+    def _last_attempt(self, error, conn):
+        """Whether error is the one the last failed attempt recorded, on the same
+        connection: the code gives up with the error it just reported, and that attempt
+        is already recorded (recording it again would add an attempt that never ran)."""
+        return (self._failed and error is self._last_error
+                and (conn is None or conn == self._failed[-1].get("conn")))
+
     def ok(self, value=_NO_VALUE, conn=None):
         """Record that the operation took effect, with what it answered (value; None
-        is JSON null, a register read as absent; leave it out for no value)."""
+        is JSON null, a register read as absent; leave it out for no value). A value
+        JSON cannot hold (NaN, infinity, a set, bytes) raises ValueError, and nothing is
+        recorded."""
+        _check_value(value, "ok of operation %s" % self.op_id)
         self._complete("ok", value, None, conn, len(self._failed) + 1)
 
-    def fail(self, error, conn=None):
-        """Record that the operation certainly did not take effect (the server refused
-        it); its last attempt is recorded as a failed attempt of class definite."""
-        self.failed_attempt(error, conn=conn, cls="definite")
+    def fail(self, error, conn=None, none_applied=False):
+        """Record that the last attempt certainly did not take effect (the server
+        refused it); it is recorded as a failed attempt of class definite. The
+        operation's outcome is the worst of its attempts: after an attempt whose
+        outcome was unknown (a lost connection), that one may have applied, so the
+        operation is recorded as info, not fail. Pass none_applied=True when the code
+        knows that no attempt applied (it read its idempotency record and found none).
+        Giving the error object just passed to failed_attempt adds no attempt."""
+        if not self._last_attempt(error, conn):
+            self.failed_attempt(error, conn=conn, cls="definite")
+        if not none_applied and any(a["class"] == "unknown" for a in self._failed):
+            self._complete("info", _NO_VALUE, error, conn, len(self._failed))
+            return
         self._complete("fail", _NO_VALUE, error, conn, len(self._failed))
 
     def info(self, error, conn=None):
         """Record that the outcome is not known (the connection was lost after the
         request may have been sent, a timeout); its last attempt is recorded as a
-        failed attempt of class unknown. The process is retired."""
-        self.failed_attempt(error, conn=conn, cls="unknown")
+        failed attempt of class unknown, unless error is the object just passed to
+        failed_attempt. The process is retired."""
+        if not self._last_attempt(error, conn):
+            self.failed_attempt(error, conn=conn, cls="unknown")
         self._complete("info", _NO_VALUE, error, conn, len(self._failed))
 
     def _complete(self, type_, value, error, conn, attempts):

@@ -183,3 +183,19 @@ def test_local_address_of_sockets_and_descriptors():
         assert local_address(u) is None
     finally:
         u.close()
+
+
+def test_values_json_cannot_hold_are_refused_at_the_call(tmp_path):
+    p = tmp_path / "h.jsonl"
+    h = History(str(p), model="register")
+    for bad in (float("nan"), float("inf"), [1, float("-inf")], {"x": {1, 2}}, b"bytes"):
+        with pytest.raises(ValueError, match="has no JSON form"):
+            h.invoke("write", bad)
+    op = h.invoke("read")
+    with pytest.raises(ValueError, match="ok of operation .*has no JSON form"):
+        op.ok(float("nan"))
+    op.ok(1.5)  # refused values left nothing behind: the operation completes
+    h.close()
+    got = lines(p)
+    assert [e["type"] for e in got[1:]] == ["invoke", "ok"]
+    assert got[2]["value"] == 1.5

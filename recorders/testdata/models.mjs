@@ -58,3 +58,32 @@ h.invoke('transfer', { value: values.transfer('a', 'b', 3) }).ok();
 h.invoke('transfer', { value: values.transfer('b', 'a', 1) }).info('conn closed');
 h.finalRead({ a: 8, b: 2 });
 h.close();
+
+// Transactions: invoked with the reads unknown, completed with what they saw.
+for (const [name, firstRead] of [['list-append.valid', []], ['list-append.invalid', [1]]]) {
+  h = history(name, { model: 'list-append', params: { consistency_models: ['serializable'] } });
+  const t1 = [values.append('x', 1), values.read('y')];
+  const a = h.invoke('txn', { value: t1 });
+  t1[1] = values.read('y', []);
+  a.ok(t1);
+  // Valid: a second transaction read y after the first; invalid: it saw 1 in y, which
+  // nobody appended to y.
+  const t2 = [values.read('y'), values.append('y', 2)];
+  const b = h.invoke('txn', { value: t2 });
+  t2[0] = values.read('y', firstRead);
+  b.ok(t2);
+  h.close();
+}
+
+h = history('rw-register.valid', { model: 'rw-register' });
+{
+  let t = [values.write('x', 1), values.read('x')];
+  let o = h.invoke('txn', { value: t });
+  t[1] = values.read('x', 1);
+  o.ok(t);
+  t = [values.read('x'), values.write('x', 2)];
+  o = h.invoke('txn', { value: t });
+  t[0] = values.read('x', 1);
+  o.ok(t);
+}
+h.close();

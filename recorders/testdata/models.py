@@ -63,3 +63,29 @@ h.invoke("transfer", values.transfer("a", "b", 3)).ok()
 h.invoke("transfer", values.transfer("b", "a", 1)).info("conn closed")
 h.final_read({"a": 8, "b": 2})
 h.close()
+
+# Transactions: invoked with the reads unknown, completed with what they saw.
+for name, first_read in (("list-append.valid", []), ("list-append.invalid", [1])):
+    h = history(name, model="list-append", params={"consistency_models": ["serializable"]})
+    t1 = [values.append("x", 1), values.read("y")]
+    a = h.invoke("txn", t1)
+    t1[1] = values.read("y", [])
+    a.ok(t1)
+    # Valid: a second transaction read y after the first... invalid: it saw 1 in y,
+    # which nobody appended to y.
+    t2 = [values.read("y"), values.append("y", 2)]
+    b = h.invoke("txn", t2)
+    t2[0] = values.read("y", first_read)
+    b.ok(t2)
+    h.close()
+
+h = history("rw-register.valid", model="rw-register")
+t = [values.write("x", 1), values.read("x")]
+op = h.invoke("txn", t)
+t[1] = values.read("x", 1)
+op.ok(t)
+t = [values.read("x"), values.write("x", 2)]
+op = h.invoke("txn", t)
+t[0] = values.read("x", 1)
+op.ok(t)
+h.close()
