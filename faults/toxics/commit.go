@@ -73,6 +73,10 @@ type Point struct {
 	// Wrote reports whether that transaction sent a statement that can change data
 	// (see Txn.Wrote).
 	Wrote bool
+	// Request is the API request of the point, for the protocols of an API layer
+	// (HTTP); nil for a database protocol. The protocol may set its Status when the
+	// response arrives, before the cut's event.
+	Request *Request
 
 	// number is the point's number among the proxy's counted points (Event.Point),
 	// given when it is decided.
@@ -286,6 +290,7 @@ func (c *Commits) emit(s *Session, k Kind, p Point, tag string) {
 		Statement: shorten(p.Statement, 256),
 		Tag:       tag,
 		Txn:       p.txn(),
+		Request:   p.request(),
 	})
 }
 
@@ -297,6 +302,15 @@ func (p Point) txn() *Txn {
 	}
 	sum := sha256.Sum256([]byte(p.Text))
 	return &Txn{Seq: p.Txn, Wrote: p.Wrote, Digest: hex.EncodeToString(sum[:8]), Text: shorten(p.Text, 256)}
+}
+
+// request copies the point's API request for its event, nil when it has none.
+func (p Point) request() *Request {
+	if p.Request == nil {
+		return nil
+	}
+	r := *p.Request
+	return &r
 }
 
 // decide makes the one decision of a commit point.

@@ -6,7 +6,10 @@
 // proxy knows which it was, and reports an Event with that ground truth.
 //
 // The protocols are Postgres, Resp (Redis), Mongo (OP_MSG) and CQL; the documentation
-// of each states its commit points and its proof of commit. Give one to faults.Start
+// of each states its commit points and its proof of commit. HTTP carries the same faults
+// one layer up, to an API: a request is the point, a response-cut (CommitCut) lets the
+// service handle it and drops its response, a request-drop (CommitDrop) keeps it from
+// the service, and the Event names the request (Event.Request). Give one to faults.Start
 // (Options.Protocol), which runs the proxy; Faults holds the knobs that arm the faults
 // at run time, and Event is what each fault reports (one line of faults.jsonl).
 //
