@@ -9,7 +9,8 @@
 // of each states its commit points and its proof of commit. HTTP carries the same faults
 // one layer up, to an API: a request is the point, a response-cut (CommitCut) lets the
 // service handle it and drops its response, a request-drop (CommitDrop) keeps it from
-// the service, and the Event names the request (Event.Request). Give one to faults.Start
+// the service, and the Event names the request (Event.Request). HTTP2 does the same
+// for HTTP/2 with prior knowledge (h2c), and so for gRPC. Give one to faults.Start
 // (Options.Protocol), which runs the proxy; Faults holds the knobs that arm the faults
 // at run time, and Event is what each fault reports (one line of faults.jsonl).
 //

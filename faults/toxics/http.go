@@ -52,7 +52,8 @@ func (HTTP) Name() string { return "http" }
 // NewConn implements Protocol.
 func (HTTP) NewConn() Conn { return &httpConn{} }
 
-// Request is the API request a fault hit, for the protocols of an API layer (http); nil
+// Request is the API request a fault hit, for the protocols of an API layer (HTTP and
+// HTTP2); nil
 // in the events of database protocols.
 type Request struct {
 	// Method is the request's method: POST.
@@ -65,6 +66,8 @@ type Request struct {
 	// Status is the status code the service answered (cuts only): the response that
 	// the fault dropped. 0 for a drop, which the service never saw.
 	Status int `json:"status,omitempty"`
+	// Stream is the HTTP/2 stream of the request (a gRPC call); 0 for HTTP/1.1.
+	Stream uint32 `json:"stream,omitempty"`
 }
 
 const (

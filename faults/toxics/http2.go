@@ -1,0 +1,345 @@
+package toxics
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strconv"
+	"sync"
+
+	"golang.org/x/net/http2/hpack"
+)
+
+// HTTP2 is HTTP/2 with prior knowledge (h2c: HTTP/2 without TLS, as gRPC speaks it on a
+// plain connection) for the commit toxics: the faults of an API layer, like HTTP, on a
+// connection that multiplexes many requests as streams.
+//
+// A request is a stream the client opens: its first header block (a HEADERS frame and
+// the CONTINUATION frames up to END_HEADERS), decoded with an HPACK decoder of the
+// connection's own (golang.org/x/net/http2/hpack; the dynamic table is state of the
+// connection, so every header block of both directions is decoded in order). The
+// point's text is ":method :path" ("POST /etcdserverpb.KV/Put" for a gRPC call); by
+// default every method but GET, HEAD and OPTIONS counts, so every gRPC call does (a
+// match function picks the methods of a service); Point.Txn numbers the streams the
+// client opened on the connection, from 1; the event names the stream, and an
+// idempotency-key header when the request has one.
+//
+//   - commit-cut (response-cut): the request reaches the service; when the stream's
+//     response starts (its first header block, :status below 400 and not a gRPC error
+//     in a trailers-only response) the connection is cut. A unary gRPC handler has
+//     returned by then: grpc-go sends the response headers with the reply.
+//   - commit-drop (request-drop): the connection closes before the stream's last header
+//     frame reaches the service, which never starts the call.
+//
+// The cut and the drop end the whole connection, with every other stream in flight on
+// it: their calls fail on the client too, and the proxy claims no truth for them (they
+// may or may not have run). The events name the one stream the fault chose.
+//
+// Framing: the client's connection preface, then frames (9-byte header, length up to
+// 2^24-1) in both directions; long DATA frames stream through unjudged by the package's
+// rule. A preface that does not match (HTTP/1.1, TLS), a header block that does not
+// decode, or a frame out of place (a CONTINUATION where none is expected) switches the
+// direction to pass-through for good.
+type HTTP2 struct{}
+
+// Name returns "http2".
+func (HTTP2) Name() string { return "http2" }
+
+// NewConn implements Protocol.
+func (HTTP2) NewConn() Conn {
+	return &h2Conn{up: newH2Dir(), down: newH2Dir(), streams: map[uint32]*h2Stream{}}
+}
+
+// The client's connection preface (RFC 9113 3.4).
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// Frame types and flags (RFC 9113 6).
+const (
+	h2Data         = 0x0
+	h2Headers      = 0x1
+	h2RSTStream    = 0x3
+	h2PushPromise  = 0x5
+	h2Continuation = 0x9
+
+	h2EndStream  = 0x1
+	h2EndHeaders = 0x4
+	h2Padded     = 0x8
+	h2Priority   = 0x20
+
+	h2FrameHeader = 9
+	// h2MaxBlock bounds a header block kept for decoding, CONTINUATIONs included.
+	h2MaxBlock = 1 << 20
+	// h2MaxTable bounds the dynamic table size a peer may move to.
+	h2MaxTable = 1 << 20
+)
+
+// h2Stream is a request stream the client opened.
+type h2Stream struct {
+	id  uint32
+	req *Request
+	cut *Pending // guarded by h2Conn.mu
+}
+
+type h2Conn struct {
+	up, down  h2Dir  // each its direction's goroutine only
+	opened    uint64 // upstream only: streams the client opened
+	maxStream uint32 // upstream only: the highest stream id the client opened
+
+	mu      sync.Mutex
+	streams map[uint32]*h2Stream // the streams with a cut armed, by id
+	last    *h2Stream            // the stream of the point Request returned last
+	// lost: the replies stopped framing; ExpectCut refuses from then on.
+	lost bool
+}
+
+// h2Dir is the framing and header decoding of one direction.
+type h2Dir struct {
+	lf      lengthFramer
+	preface bool // the client's preface was read (upstream only)
+	dec     *hpack.Decoder
+	// A header block spread over frames: its stream, its first frame's type and
+	// flags, the fragments so far.
+	inBlock     bool
+	blockStream uint32
+	blockType   byte
+	blockFlags  byte
+	block       []byte
+}
+
+func newH2Dir() h2Dir {
+	d := hpack.NewDecoder(4096, nil)
+	d.SetAllowedMaxDynamicTableSize(h2MaxTable)
+	d.SetMaxStringLength(h2MaxBlock)
+	return h2Dir{dec: d}
+}
+
+func h2Size(h []byte) (int, bool, bool) {
+	n := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
+	t := h[3]
+	return h2FrameHeader + n, t == h2Headers || t == h2Continuation || t == h2PushPromise, true
+}
+
+// frame reads the frame at the start of b. It returns the bytes consumed and, for a
+// header block that ended, its stream, first frame's type and flags and its fields;
+// done is false until then. A direction that stops framing passes everything.
+func (d *h2Dir) frame(b []byte) (n int, fields []hpack.HeaderField, stream uint32, typ, flags byte, done bool) {
+	k, n, ok := d.lf.next(b, h2FrameHeader, h2Size)
+	if !ok {
+		return 0, nil, 0, 0, 0, false
+	}
+	if k == unitOpaque || k == unitPiece {
+		return n, nil, 0, 0, 0, false
+	}
+	typ, flags = b[3], b[4]
+	stream = binary.BigEndian.Uint32(b[5:9]) & 0x7fffffff
+	if d.inBlock != (typ == h2Continuation) || (d.inBlock && stream != d.blockStream) {
+		// A header block must go on in CONTINUATIONs of its stream, and only there.
+		return d.passAll(b), nil, 0, 0, 0, false
+	}
+	if k == unitHead {
+		// A frame past maxWhole: a header frame that large is not judged, and the
+		// decoder's state is lost with it.
+		if typ == h2Headers || typ == h2Continuation || typ == h2PushPromise {
+			return d.passAll(b), nil, 0, 0, 0, false
+		}
+		return n, nil, 0, 0, 0, false
+	}
+	if typ != h2Headers && typ != h2Continuation && typ != h2PushPromise {
+		return n, nil, stream, typ, flags, false
+	}
+	frag, ok := h2Fragment(typ, flags, b[h2FrameHeader:n])
+	if !ok || len(d.block)+len(frag) > h2MaxBlock {
+		return d.passAll(b), nil, 0, 0, 0, false
+	}
+	if !d.inBlock {
+		d.blockStream, d.blockType, d.blockFlags = stream, typ, flags
+	}
+	d.block = append(d.block, frag...)
+	if flags&h2EndHeaders == 0 {
+		d.inBlock = true
+		return n, nil, 0, 0, 0, false
+	}
+	fields, err := d.dec.DecodeFull(d.block)
+	stream, typ, flags = d.blockStream, d.blockType, d.blockFlags
+	d.inBlock, d.block = false, d.block[:0]
+	if err != nil {
+		return d.passAll(b), nil, 0, 0, 0, false
+	}
+	return n, fields, stream, typ, flags, true
+}
+
+// h2Fragment returns the header block fragment of a HEADERS, PUSH_PROMISE or
+// CONTINUATION payload: without padding, priority or promised stream id.
+func h2Fragment(typ, flags byte, p []byte) ([]byte, bool) {
+	if typ == h2Continuation {
+		return p, true
+	}
+	pad := 0
+	if flags&h2Padded != 0 {
+		if len(p) < 1 {
+			return nil, false
+		}
+		pad = int(p[0])
+		p = p[1:]
+	}
+	skip := 0
+	if typ == h2Headers && flags&h2Priority != 0 {
+		skip = 5
+	}
+	if typ == h2PushPromise {
+		skip = 4
+	}
+	if len(p) < skip+pad {
+		return nil, false
+	}
+	return p[skip : len(p)-pad], true
+}
+
+func (d *h2Dir) passAll(b []byte) int {
+	_, n, _ := d.lf.passAll(b)
+	d.inBlock, d.block = false, nil
+	return n
+}
+
+func h2Field(fields []hpack.HeaderField, name string) string {
+	for _, f := range fields {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+// Request implements Conn.
+func (c *h2Conn) Request(b []byte) (int, *Point) {
+	d := &c.up
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if !d.preface && !d.lf.opaque {
+		m := min(len(b), len(h2Preface))
+		if !bytes.Equal(b[:m], []byte(h2Preface[:m])) {
+			return d.passAll(b), nil
+		}
+		if m < len(h2Preface) {
+			return 0, nil
+		}
+		d.preface = true
+		return len(h2Preface), nil
+	}
+	n, fields, stream, typ, _, done := d.frame(b)
+	if !done || typ != h2Headers || stream%2 == 0 {
+		return n, nil
+	}
+	method, path := h2Field(fields, ":method"), h2Field(fields, ":path")
+	if stream <= c.maxStream || method == "" || path == "" {
+		// Trailers of a stream already open (a client opens streams in increasing
+		// order), or not a request.
+		return n, nil
+	}
+	c.maxStream = stream
+	c.opened++
+	st := &h2Stream{id: stream, req: &Request{Method: method, Path: path, IdempotencyKey: shorten(h2Field(fields, "idempotency-key"), 256), Stream: stream}}
+	c.mu.Lock()
+	c.last = st
+	c.mu.Unlock()
+	text := method + " " + path
+	safe := method == "GET" || method == "HEAD" || method == "OPTIONS"
+	return n, &Point{Statement: text, Text: text, Default: !safe, Txn: c.opened, Wrote: !safe, Request: st.req}
+}
+
+// ExpectCut implements Conn.
+func (c *h2Conn) ExpectCut(p *Pending) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lost || c.last == nil || c.last.cut != nil {
+		return false
+	}
+	c.last.cut = p
+	c.streams[c.last.id] = c.last
+	return true
+}
+
+// Reply implements Conn.
+func (c *h2Conn) Reply(b []byte) (int, Verdict) {
+	d := &c.down
+	if len(b) == 0 {
+		return 0, Verdict{}
+	}
+	opaque := d.lf.opaque
+	n, fields, stream, typ, flags, done := d.frame(b)
+	if d.lf.opaque && !opaque {
+		// The replies stopped framing: no armed cut can be paired with its response.
+		return n, c.releaseAll()
+	}
+	if typ == h2RSTStream && n >= h2FrameHeader {
+		// The service reset the stream: it ends without a response to cut.
+		return n, c.release(stream)
+	}
+	if !done || typ != h2Headers {
+		return n, Verdict{}
+	}
+	c.mu.Lock()
+	st := c.streams[stream]
+	if st == nil {
+		c.mu.Unlock()
+		return n, Verdict{}
+	}
+	status, _ := strconv.Atoi(h2Field(fields, ":status"))
+	if status >= 100 && status < 200 {
+		c.mu.Unlock()
+		return n, Verdict{}
+	}
+	pd := st.cut
+	st.cut = nil
+	delete(c.streams, stream)
+	c.mu.Unlock()
+	if pd == nil {
+		return n, Verdict{}
+	}
+	grpcStatus := h2Field(fields, "grpc-status")
+	if status == 0 || status >= 400 || (flags&h2EndStream != 0 && grpcStatus != "" && grpcStatus != "0") {
+		// An error, or a gRPC call that failed (a trailers-only response).
+		return n, Verdict{Action: Release, Pending: pd}
+	}
+	if pd.point.Request != nil {
+		pd.point.Request.Status = status
+	}
+	tag := ":status " + strconv.Itoa(status)
+	if ct := h2Field(fields, "content-type"); len(ct) >= 16 && ct[:16] == "application/grpc" {
+		tag += " (grpc)"
+	}
+	return n, Verdict{Action: Cut, Pending: pd, Tag: tag}
+}
+
+// release ends the armed cut of a stream unfired, if any.
+func (c *h2Conn) release(stream uint32) Verdict {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.streams[stream]
+	if st == nil {
+		return Verdict{}
+	}
+	delete(c.streams, stream)
+	if pd := st.cut; pd != nil {
+		st.cut = nil
+		return Verdict{Action: Release, Pending: pd}
+	}
+	return Verdict{}
+}
+
+// releaseAll forgets every stream when the replies stop framing: the first armed cut
+// ends in this verdict, the others with the connection (Session.end).
+func (c *h2Conn) releaseAll() Verdict {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var v Verdict
+	for id, st := range c.streams {
+		if st.cut != nil && v.Pending == nil {
+			v = Verdict{Action: Release, Pending: st.cut}
+		}
+		st.cut = nil
+		delete(c.streams, id)
+	}
+	c.last, c.lost = nil, true
+	return v
+}

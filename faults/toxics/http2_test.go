@@ -1,0 +1,240 @@
+package toxics
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// h2Writer builds one direction of an HTTP/2 connection with x/net's framer and HPACK
+// encoder, so that the dynamic table carries from one header block to the next as on a
+// real connection.
+type h2Writer struct {
+	buf bytes.Buffer
+	fr  *http2.Framer
+	hb  bytes.Buffer
+	enc *hpack.Encoder
+}
+
+func newH2Writer() *h2Writer {
+	w := &h2Writer{}
+	w.fr = http2.NewFramer(&w.buf, nil)
+	w.enc = hpack.NewEncoder(&w.hb)
+	return w
+}
+
+// take returns the bytes written since the last take.
+func (w *h2Writer) take() []byte {
+	b := append([]byte(nil), w.buf.Bytes()...)
+	w.buf.Reset()
+	return b
+}
+
+// headers writes a header block on stream, split into a HEADERS frame and
+// CONTINUATIONs of at most split bytes of block each (0: one frame).
+func (w *h2Writer) headers(stream uint32, end bool, split int, kv ...string) {
+	w.hb.Reset()
+	for i := 0; i < len(kv); i += 2 {
+		w.enc.WriteField(hpack.HeaderField{Name: kv[i], Value: kv[i+1]})
+	}
+	block := w.hb.Bytes()
+	if split <= 0 || split >= len(block) {
+		w.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: block, EndStream: end, EndHeaders: true})
+		return
+	}
+	w.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: block[:split], EndStream: end, PadLength: 3})
+	for rest := block[split:]; len(rest) > 0; {
+		n := min(split, len(rest))
+		w.fr.WriteContinuation(stream, n == len(rest), rest[:n])
+		rest = rest[n:]
+	}
+}
+
+func (w *h2Writer) data(stream uint32, end bool, payload string) {
+	w.fr.WriteData(stream, end, []byte(payload))
+}
+
+// h2Conversation is a connection with a gRPC-like call on stream 1, a read on stream 3
+// and a second call on stream 5, each request with its response, plus the preface and
+// settings in front (the hello).
+func h2Conversation() (hello step, steps []step) {
+	cli, srv := newH2Writer(), newH2Writer()
+	cli.buf.WriteString(h2Preface)
+	cli.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+	srv.fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 100})
+	srv.fr.WriteSettingsAck()
+	cli.fr.WriteSettingsAck()
+	hello = step{cli.take(), srv.take()}
+	call := func(stream uint32, method, path, key string, split int) step {
+		kv := []string{":method", method, ":scheme", "http", ":path", path, ":authority", "svc", "content-type", "application/grpc"}
+		if key != "" {
+			kv = append(kv, "idempotency-key", key)
+		}
+		cli.headers(stream, method == "GET", split, kv...)
+		if method != "GET" {
+			cli.data(stream, true, "\x00\x00\x00\x00\x03abc")
+		}
+		srv.headers(stream, false, 0, ":status", "200", "content-type", "application/grpc")
+		srv.data(stream, false, "\x00\x00\x00\x00\x02ok")
+		srv.headers(stream, true, 0, "grpc-status", "0")
+		return step{cli.take(), srv.take()}
+	}
+	steps = []step{
+		call(1, "POST", "/etcdserverpb.KV/Put", "key-1", 0),
+		call(3, "GET", "/health", "", 0),
+		call(5, "POST", "/etcdserverpb.KV/Txn", "key-2", 7),
+	}
+	return hello, steps
+}
+
+func h2Hello(hello step) func(*harness) ([]byte, []byte) {
+	return func(h *harness) ([]byte, []byte) {
+		hello.run(h)
+		return hello.req, hello.rep
+	}
+}
+
+func TestHTTP2Faults(t *testing.T) {
+	hello, steps := h2Conversation()
+	// The response starts with its HEADERS frame: the cut forwards none of it.
+	run := faultRun{proto: HTTP2{}, name: "http2", hello: h2Hello(hello)}
+	runFaultCases(t, run, []faultCase{
+		{"response-cut of the first call", func(f *Faults) { f.Cut.Set(1, 0) }, steps, 0, -1, 0, CommitCut, "POST /etcdserverpb.KV/Put", ":status 200 (grpc)"},
+		{"request-drop of the first call", func(f *Faults) { f.Drop.Set(1, 0) }, steps, 0, 0, 0, CommitDrop, "POST /etcdserverpb.KV/Put", ""},
+		{"pinned: the third stream, its header block in CONTINUATIONs", func(f *Faults) { f.Listed.Add(Pin{Kind: CommitCut, Conn: 0, Txn: 3}) }, steps, 2, -1, 0, CommitCut, "POST /etcdserverpb.KV/Txn", ":status 200 (grpc)"},
+	})
+	checkPassesDisarmed(t, HTTP2{}, []int{1, 7, 32 << 10}, h2Hello(hello), steps)
+}
+
+// TestHTTP2DropOfAContinuedBlock: a request whose header block goes on in CONTINUATION
+// frames is dropped before its last frame, so the service never has the whole block.
+func TestHTTP2DropOfAContinuedBlock(t *testing.T) {
+	hello, steps := h2Conversation()
+	c, evs := newProtoCommits(t, HTTP2{}, 1, nil)
+	c.Faults.Listed.Add(Pin{Kind: CommitDrop, Conn: 0, Txn: 3})
+	h := newHarness(t, c, 1, 1<<10)
+	hello.run(h)
+	steps[0].run(h)
+	steps[1].run(h)
+	h.client(steps[2].req)
+	up, _ := drain(h.upOut)
+	rest := up[len(hello.req)+len(steps[0].req)+len(steps[1].req):]
+	if len(*evs) != 1 || !h.up.closed || len(rest) >= len(steps[2].req) || !bytes.HasPrefix(steps[2].req, rest) {
+		t.Fatalf("forwarded %d of the request's %d bytes, events %+v; want a prefix without its last header frame, one drop", len(rest), len(steps[2].req), *evs)
+	}
+	if r := (*evs)[0].Request; r == nil || r.Stream != 5 || r.IdempotencyKey != "key-2" || r.Status != 0 {
+		t.Fatalf("event request %+v, want stream 5, key-2, no status", r)
+	}
+}
+
+// TestHTTP2ErrorsAreReleased: a gRPC error in a trailers-only response, and an HTTP
+// error status, reach the client; the next call is cut.
+func TestHTTP2ErrorsAreReleased(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		kv   []string
+	}{
+		{"grpc error", []string{":status", "200", "content-type", "application/grpc", "grpc-status", "9"}},
+		{"http 503", []string{":status", "503"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cli, srv := newH2Writer(), newH2Writer()
+			cli.buf.WriteString(h2Preface)
+			cli.headers(1, true, 0, ":method", "POST", ":path", "/a", ":scheme", "http")
+			srv.headers(1, true, 0, tt.kv...)
+			failed := step{cli.take(), srv.take()}
+			cli.headers(3, true, 0, ":method", "POST", ":path", "/b", ":scheme", "http")
+			srv.headers(3, false, 0, ":status", "201")
+			next := step{cli.take(), srv.take()}
+			checkReleased(t, HTTP2{}, failed, next)
+		})
+	}
+}
+
+func TestHTTP2GarbageNeverPanics(t *testing.T) {
+	hello, _ := h2Conversation()
+	checkGarbage(t, garbageRun{
+		proto: HTTP2{}, seed: 13, iterations: 1000,
+		hello: func(h *harness, i int) {
+			if i%2 == 0 {
+				hello.run(h)
+			}
+		},
+		garbage: func(rng *rand.Rand, j int) ([]byte, bool) {
+			b := randomBytes(rng, 200)
+			if j%2 == 0 && len(b) >= 9 {
+				b[3] = byte(rng.IntN(10)) // a frame type that exists
+				b[0], b[1] = 0, 0
+			}
+			return b, true
+		},
+		good: func(h *harness) string {
+			_, steps := h2Conversation()
+			hello.run(h)
+			steps[0].run(h)
+			return "POST /etcdserverpb.KV/Put"
+		},
+	})
+}
+
+// h2Trace feeds the two directions as the Session does and returns the points and
+// verdicts with the offsets of their frames.
+func h2Trace(up, down [][]byte) []string {
+	c := HTTP2{}.NewConn().(*h2Conn)
+	var out []string
+	off := 0
+	feed(up, func(b []byte) int {
+		n, p := c.Request(b)
+		if n > 0 && p != nil {
+			out = append(out, p.Statement+" at "+strconv.Itoa(off))
+			c.ExpectCut(&Pending{point: *p})
+		}
+		off += max(n, 0)
+		return n
+	})
+	off = 0
+	feed(down, func(b []byte) int {
+		n, v := c.Reply(b)
+		if n > 0 && v.Action != Pass {
+			out = append(out, v.Tag+" at "+strconv.Itoa(off))
+		}
+		off += max(n, 0)
+		return n
+	})
+	return out
+}
+
+// FuzzHTTP2Framer: any bytes frame the same whole and in chunks of 1 byte to 32 KiB.
+func FuzzHTTP2Framer(f *testing.F) {
+	hello, steps := h2Conversation()
+	f.Add(append(hello.req, join(steps, false)...), append(hello.rep, join(steps, true)...), uint64(1))
+	f.Add([]byte(h2Preface+"\x00\x00\x01\x09\x04\x00\x00\x00\x01\x82"), []byte("\x00\x00\x00\x04\x00\x00\x00\x00\x00"), uint64(2))
+	f.Fuzz(func(t *testing.T, up, down []byte, seed uint64) {
+		whole := h2Trace([][]byte{up}, [][]byte{down})
+		rng := rand.New(rand.NewPCG(seed, seed>>32))
+		max := 1 + int(seed%(32<<10))
+		if chunked := h2Trace(chunk(rng, up, max), chunk(rng, down, max)); !reflect.DeepEqual(whole, chunked) {
+			t.Fatalf("whole %q\nchunked (max %d) %q", whole, max, chunked)
+		}
+	})
+}
+
+func TestHTTP2FramerChunking(t *testing.T) {
+	hello, steps := h2Conversation()
+	up, down := append(hello.req, join(steps, false)...), append(hello.rep, join(steps, true)...)
+	whole := h2Trace([][]byte{up}, [][]byte{down})
+	if len(whole) != 6 {
+		t.Fatalf("trace %q: want 3 points and 3 cuts", whole)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, max := range []int{1, 2, 9, 100, 32 << 10} {
+		if got := h2Trace(chunk(rng, up, max), chunk(rng, down, max)); !reflect.DeepEqual(got, whole) {
+			t.Fatalf("chunks of %d: %q, whole %q", max, got, whole)
+		}
+	}
+}
