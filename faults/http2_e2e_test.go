@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,13 +22,11 @@ import (
 	"github.com/indoubt/indoubt/faults/toxics"
 )
 
-// TestHTTP2H2CCutOnARealService sends POSTs one after another over one HTTP/2
-// connection (h2c, prior knowledge) to a real net/http service through the proxy, with
-// a cut pinned at the second: that POST fails on the client although the service
-// handled it, the event names its stream and the 201 it answered, and the client's
-// next request, on a new connection, succeeds.
-func TestHTTP2H2CCutOnARealService(t *testing.T) {
-	var handled atomic.Int64
+// h2cService is a real net/http service speaking HTTP/2 without TLS; its handler
+// counts the requests it handled, and holds each in the handler while hold (when set)
+// says so.
+func h2cService(t *testing.T, handled *atomic.Int64, hold func(*http.Request)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -39,14 +38,108 @@ func TestHTTP2H2CCutOnARealService(t *testing.T) {
 			return
 		}
 		handled.Add(1)
+		if hold != nil {
+			hold(r)
+		}
 		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "handled %s", r.URL.Path)
 	}), Protocols: new(http.Protocols)}
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	go srv.Serve(ln)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
 
+// TestHTTP2OnlyTheMatchedStreamIsCut puts eight POSTs in flight at once on one HTTP/2
+// connection (h2c) to a real net/http service, held in the handler until all eight
+// are there; the cut matches one path. That request fails, the seven others complete,
+// the service handled all eight, one connection carried them all, and the next
+// request on it succeeds.
+func TestHTTP2OnlyTheMatchedStreamIsCut(t *testing.T) {
+	var handled atomic.Int64
+	release := make(chan struct{})
+	addr := h2cService(t, &handled, func(r *http.Request) {
+		if r.URL.Path != "/payments/0" && r.URL.Path != "/payments/9" {
+			<-release
+		}
+	})
 	evs := &eventLog{}
-	px, err := Start(Options{Upstream: ln.Addr().String(), Protocol: toxics.HTTP2{}, Events: evs.add})
+	var conns atomic.Int64
+	px, err := Start(Options{Upstream: addr, Protocol: toxics.HTTP2{}, Events: evs.add,
+		Match: func(text string) bool { return text == "POST /payments/4" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	px.Faults().Cut.Set(1, 0)
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
+		conns.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, a)
+	}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	do := func(i int) error {
+		resp, err := c.Post(fmt.Sprintf("http://%s/payments/%d", px.Addr(), i), "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 201 || string(b) != fmt.Sprintf("handled /payments/%d", i) {
+			return fmt.Errorf("%s %q", resp.Status, b)
+		}
+		return nil
+	}
+	// One request first, so that the eight share its connection.
+	if err := do(0); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, 9)
+	var wg sync.WaitGroup
+	for i := 1; i <= 8; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = do(i) }()
+	}
+	for deadline := time.Now().Add(15 * time.Second); handled.Load() < 9 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	for i := 1; i <= 8; i++ {
+		if (errs[i] != nil) != (i == 4) {
+			t.Errorf("request %d: %v; want only the fourth to fail", i, errs[i])
+		}
+	}
+	if err := do(9); err != nil {
+		t.Errorf("the request after the cut: %v", err)
+	}
+	got := evs.all()
+	if len(got) != 1 || got[0].Request == nil || got[0].Request.Path != "/payments/4" || got[0].Request.Status != 201 {
+		t.Fatalf("events %+v, want the cut of /payments/4's 201", got)
+	}
+	if n, c := handled.Load(), conns.Load(); n != 10 || c != 1 {
+		t.Fatalf("handled %d on %d connections, want 10 on one", n, c)
+	}
+}
+
+// TestHTTP2H2CCutOnARealService sends POSTs one after another over HTTP/2 (h2c, prior
+// knowledge) to a real net/http service through the proxy, with a cut pinned at the
+// second: that POST fails on the client although the service handled it, and the
+// event names its stream and the 201 it answered. With CutConnection the connection
+// goes with it; the next request, on a new one, succeeds.
+func TestHTTP2H2CCutOnARealService(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cut connection %v", whole), func(t *testing.T) { testH2CCut(t, whole) })
+	}
+}
+
+func testH2CCut(t *testing.T, whole bool) {
+	var handled atomic.Int64
+	addr := h2cService(t, &handled, nil)
+	evs := &eventLog{}
+	px, err := Start(Options{Upstream: addr, Protocol: toxics.HTTP2{CutConnection: whole}, Events: evs.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +178,7 @@ func TestHTTP2H2CCutOnARealService(t *testing.T) {
 }
 
 // TestHTTP2GRPCCut cuts the response of a unary call to a real grpc-go server: the
-// client gets Unavailable, the event names the method and the 200 the server sent, and
+// client gets an error, the event names the method and the 200 the server sent, and
 // the client's next call succeeds.
 func TestHTTP2GRPCCut(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -118,8 +211,10 @@ func TestHTTP2GRPCCut(t *testing.T) {
 		cancel()
 		codesSeen = append(codesSeen, status.Code(err))
 	}
-	if fmt.Sprint(codesSeen) != fmt.Sprint([]codes.Code{codes.OK, codes.Unavailable, codes.OK}) {
-		t.Fatalf("codes %v, want OK, Unavailable, OK", codesSeen)
+	// The stream alone is reset (RST_STREAM INTERNAL_ERROR): grpc-go says Internal,
+	// and the connection carries the next call.
+	if fmt.Sprint(codesSeen) != fmt.Sprint([]codes.Code{codes.OK, codes.Internal, codes.OK}) {
+		t.Fatalf("codes %v, want OK, Internal, OK", codesSeen)
 	}
 	got := evs.all()
 	if len(got) != 1 || got[0].Request == nil || got[0].Request.Path != "/grpc.health.v1.Health/Check" || got[0].Request.Status != 200 || got[0].Tag != ":status 200 (grpc)" {

@@ -112,6 +112,10 @@ const (
 	// Release forwards the held bytes and these. With a Pending, that armed cut is
 	// over without a commit to cut (an error, a rollback).
 	Release
+	// Substitute drops the held bytes and these and forwards Verdict.Send in their
+	// place; the connection goes on. With a Pending, the server proved that commit
+	// and the protocol cut only its reply (an HTTP/2 stream): the cut fires.
+	Substitute
 )
 
 // Verdict is a protocol's judgement of the bytes a Reply consumed.
@@ -122,6 +126,17 @@ type Verdict struct {
 	Pending *Pending
 	// Tag is the reply that proved the commit (Cut): "COMMIT", "UPDATE 1".
 	Tag string
+	// Send is what Substitute forwards instead of the bytes (nil: nothing).
+	Send []byte
+}
+
+// upstreamer is implemented by a protocol that has bytes of its own for the server
+// (HTTP/2: the RST_STREAM of a stream whose reply it cut, and the flow-control credit
+// of the frames it dropped). Session.Requests asks for them each time the client's
+// bytes arrive, before judging those, and sends what it gets; the protocol returns
+// them only where a message may start, never inside one it has partly forwarded.
+type upstreamer interface {
+	upstream() []byte
 }
 
 // Pending is a cut decided at a commit point, waiting for the server's proof. The
@@ -397,6 +412,9 @@ func (s *Session) Requests(b []byte, send func([]byte) error) bool {
 	}
 	data, owned := unbuffer(&st.buf, b)
 	out := &sender{fn: send}
+	if u, ok := s.conn.(upstreamer); ok {
+		out.send(u.upstream())
+	}
 	off := 0
 	for off < len(data) {
 		n, p := s.conn.Request(data[off:])
@@ -507,6 +525,17 @@ func (s *Session) Replies(b []byte, send func([]byte) error) bool {
 			} else {
 				out.send(data[fwd : off+n])
 			}
+			fwd = off + n
+		case Substitute:
+			if !st.holding {
+				out.send(data[fwd:off])
+			}
+			st.held, st.holding = nil, false
+			if v.Pending != nil {
+				v.Pending.knob.fired.Add(1)
+				s.c.emit(s, CommitCut, v.Pending.point, v.Tag)
+			}
+			out.send(v.Send)
 			fwd = off + n
 		case Cut:
 			if !st.holding {

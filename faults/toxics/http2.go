@@ -25,28 +25,38 @@ import (
 //
 //   - commit-cut (response-cut): the request reaches the service; when the stream's
 //     response starts (its first header block, :status below 400 and not a gRPC error
-//     in a trailers-only response) the connection is cut. A unary gRPC handler has
-//     returned by then: grpc-go sends the response headers with the reply.
+//     in a trailers-only response) that stream alone is cut: the client gets a
+//     RST_STREAM (INTERNAL_ERROR) in place of the response, the rest of the stream's
+//     frames are dropped, and the other streams go on. A unary gRPC handler has
+//     returned by then: grpc-go sends the response headers with the reply. The
+//     service is told too, on the client's next bytes (between whole frames): a
+//     RST_STREAM (CANCEL) for the stream, unless it ended it already, and a
+//     connection WINDOW_UPDATE for the DATA dropped, which the client never saw and
+//     so never credited back. With CutConnection the cut ends the whole connection
+//     instead, with every other stream in flight on it: their calls fail on the
+//     client too, and the proxy claims no truth for them (they may or may not have
+//     run).
 //   - commit-drop (request-drop): the connection closes before the stream's last header
-//     frame reaches the service, which never starts the call.
-//
-// The cut and the drop end the whole connection, with every other stream in flight on
-// it: their calls fail on the client too, and the proxy claims no truth for them (they
-// may or may not have run). The events name the one stream the fault chose.
+//     frame reaches the service, which never starts the call; the other streams in
+//     flight on the connection fail with it, unjudged, as with CutConnection.
 //
 // Framing: the client's connection preface, then frames (9-byte header, length up to
 // 2^24-1) in both directions; long DATA frames stream through unjudged by the package's
 // rule. A preface that does not match (HTTP/1.1, TLS), a header block that does not
 // decode, or a frame out of place (a CONTINUATION where none is expected) switches the
 // direction to pass-through for good.
-type HTTP2 struct{}
+type HTTP2 struct {
+	// CutConnection makes a cut end the whole connection, as HTTP/1.1's does,
+	// instead of the one stream.
+	CutConnection bool
+}
 
 // Name returns "http2".
 func (HTTP2) Name() string { return "http2" }
 
 // NewConn implements Protocol.
-func (HTTP2) NewConn() Conn {
-	return &h2Conn{up: newH2Dir(), down: newH2Dir(), streams: map[uint32]*h2Stream{}}
+func (p HTTP2) NewConn() Conn {
+	return &h2Conn{up: newH2Dir(), down: newH2Dir(), streams: map[uint32]*h2Stream{}, dropped: map[uint32]bool{}, cutConn: p.CutConnection}
 }
 
 // The client's connection preface (RFC 9113 3.4).
@@ -58,7 +68,11 @@ const (
 	h2Headers      = 0x1
 	h2RSTStream    = 0x3
 	h2PushPromise  = 0x5
+	h2WindowUpdate = 0x8
 	h2Continuation = 0x9
+
+	h2ErrInternal = 0x2
+	h2ErrCancel   = 0x8
 
 	h2EndStream  = 0x1
 	h2EndHeaders = 0x4
@@ -89,6 +103,13 @@ type h2Conn struct {
 	last    *h2Stream            // the stream of the point Request returned last
 	// lost: the replies stopped framing; ExpectCut refuses from then on.
 	lost bool
+	// toServer and credit are what upstream sends: RST_STREAM frames, and the bytes
+	// of DATA dropped, returned as connection-level WINDOW_UPDATE.
+	toServer []byte
+	credit   int64
+
+	cutConn bool
+	dropped map[uint32]bool // downstream only: streams whose response was cut
 }
 
 // h2Dir is the framing and header decoding of one direction.
@@ -99,6 +120,8 @@ type h2Dir struct {
 	// A header block spread over frames: its stream, its first frame's type and
 	// flags, the fragments so far.
 	inBlock     bool
+	curStream   uint32 // the stream and type of the long frame streaming through
+	curType     byte
 	blockStream uint32
 	blockType   byte
 	blockFlags  byte
@@ -118,53 +141,83 @@ func h2Size(h []byte) (int, bool, bool) {
 	return h2FrameHeader + n, t == h2Headers || t == h2Continuation || t == h2PushPromise, true
 }
 
-// frame reads the frame at the start of b. It returns the bytes consumed and, for a
-// header block that ended, its stream, first frame's type and flags and its fields;
-// done is false until then. A direction that stops framing passes everything.
-func (d *h2Dir) frame(b []byte) (n int, fields []hpack.HeaderField, stream uint32, typ, flags byte, done bool) {
+// h2Unit is what h2Dir.frame found at the start of its input.
+type h2Unit struct {
+	n      int // bytes consumed
+	stream uint32
+	typ    byte
+	flags  byte
+	// flow is how many of the bytes count against flow control: a DATA frame's
+	// payload (its whole length, padding included), or a piece of one.
+	flow int
+	// fields is the decoded header block that ended with this frame (done).
+	fields []hpack.HeaderField
+	done   bool
+	// whole: the unit is a whole frame.
+	whole bool
+	// framed is false for bytes that are not a frame of this direction's stream
+	// of frames (the preface, pass-through).
+	framed bool
+}
+
+// frame reads the unit at the start of b: a whole frame, or the head or a later piece
+// of a long one streamed through. A direction that stops framing passes everything.
+func (d *h2Dir) frame(b []byte) h2Unit {
 	k, n, ok := d.lf.next(b, h2FrameHeader, h2Size)
-	if !ok {
-		return 0, nil, 0, 0, 0, false
+	switch {
+	case !ok:
+		return h2Unit{}
+	case k == unitOpaque:
+		return h2Unit{n: n}
+	case k == unitPiece:
+		u := h2Unit{n: n, stream: d.curStream, typ: d.curType, framed: true}
+		if u.typ == h2Data {
+			u.flow = n
+		}
+		return u
 	}
-	if k == unitOpaque || k == unitPiece {
-		return n, nil, 0, 0, 0, false
+	u := h2Unit{n: n, typ: b[3], flags: b[4], stream: binary.BigEndian.Uint32(b[5:9]) & 0x7fffffff, framed: true}
+	if u.typ == h2Data {
+		u.flow = n - h2FrameHeader
 	}
-	typ, flags = b[3], b[4]
-	stream = binary.BigEndian.Uint32(b[5:9]) & 0x7fffffff
-	if d.inBlock != (typ == h2Continuation) || (d.inBlock && stream != d.blockStream) {
+	if d.inBlock != (u.typ == h2Continuation) || (d.inBlock && u.stream != d.blockStream) {
 		// A header block must go on in CONTINUATIONs of its stream, and only there.
-		return d.passAll(b), nil, 0, 0, 0, false
+		return h2Unit{n: d.passAll(b)}
 	}
+	isBlock := u.typ == h2Headers || u.typ == h2Continuation || u.typ == h2PushPromise
 	if k == unitHead {
 		// A frame past maxWhole: a header frame that large is not judged, and the
 		// decoder's state is lost with it.
-		if typ == h2Headers || typ == h2Continuation || typ == h2PushPromise {
-			return d.passAll(b), nil, 0, 0, 0, false
+		if isBlock {
+			return h2Unit{n: d.passAll(b)}
 		}
-		return n, nil, 0, 0, 0, false
+		d.curStream, d.curType = u.stream, u.typ
+		return u
 	}
-	if typ != h2Headers && typ != h2Continuation && typ != h2PushPromise {
-		return n, nil, stream, typ, flags, false
+	u.whole = true
+	if !isBlock {
+		return u
 	}
-	frag, ok := h2Fragment(typ, flags, b[h2FrameHeader:n])
+	frag, ok := h2Fragment(u.typ, u.flags, b[h2FrameHeader:n])
 	if !ok || len(d.block)+len(frag) > h2MaxBlock {
-		return d.passAll(b), nil, 0, 0, 0, false
+		return h2Unit{n: d.passAll(b)}
 	}
 	if !d.inBlock {
-		d.blockStream, d.blockType, d.blockFlags = stream, typ, flags
+		d.blockStream, d.blockType, d.blockFlags = u.stream, u.typ, u.flags
 	}
 	d.block = append(d.block, frag...)
-	if flags&h2EndHeaders == 0 {
+	if u.flags&h2EndHeaders == 0 {
 		d.inBlock = true
-		return n, nil, 0, 0, 0, false
+		return u
 	}
 	fields, err := d.dec.DecodeFull(d.block)
-	stream, typ, flags = d.blockStream, d.blockType, d.blockFlags
+	u.typ, u.flags = d.blockType, d.blockFlags|u.flags&h2EndHeaders
 	d.inBlock, d.block = false, d.block[:0]
 	if err != nil {
-		return d.passAll(b), nil, 0, 0, 0, false
+		return h2Unit{n: d.passAll(b)}
 	}
-	return n, fields, stream, typ, flags, true
+	u.fields, u.done = fields, true
+	return u
 }
 
 // h2Fragment returns the header block fragment of a HEADERS, PUSH_PROMISE or
@@ -226,8 +279,9 @@ func (c *h2Conn) Request(b []byte) (int, *Point) {
 		d.preface = true
 		return len(h2Preface), nil
 	}
-	n, fields, stream, typ, _, done := d.frame(b)
-	if !done || typ != h2Headers || stream%2 == 0 {
+	u := d.frame(b)
+	n, fields, stream := u.n, u.fields, u.stream
+	if !u.done || u.typ != h2Headers || stream%2 == 0 {
 		return n, nil
 	}
 	method, path := h2Field(fields, ":method"), h2Field(fields, ":path")
@@ -266,49 +320,117 @@ func (c *h2Conn) Reply(b []byte) (int, Verdict) {
 		return 0, Verdict{}
 	}
 	opaque := d.lf.opaque
-	n, fields, stream, typ, flags, done := d.frame(b)
+	u := d.frame(b)
 	if d.lf.opaque && !opaque {
 		// The replies stopped framing: no armed cut can be paired with its response.
-		return n, c.releaseAll()
+		return u.n, c.releaseAll()
 	}
-	if typ == h2RSTStream && n >= h2FrameHeader {
+	if u.n <= 0 || !u.framed {
+		return u.n, Verdict{}
+	}
+	if c.dropped[u.stream] {
+		return u.n, c.drop(u)
+	}
+	if u.typ == h2RSTStream {
 		// The service reset the stream: it ends without a response to cut.
-		return n, c.release(stream)
+		return u.n, c.release(u.stream)
 	}
-	if !done || typ != h2Headers {
-		return n, Verdict{}
+	if u.typ != h2Headers && u.typ != h2Continuation {
+		return u.n, Verdict{}
 	}
 	c.mu.Lock()
-	st := c.streams[stream]
+	st := c.streams[u.stream]
+	c.mu.Unlock()
 	if st == nil {
-		c.mu.Unlock()
-		return n, Verdict{}
+		return u.n, Verdict{}
 	}
-	status, _ := strconv.Atoi(h2Field(fields, ":status"))
+	if !u.done {
+		// The response's header block goes on in CONTINUATIONs: hold it until it
+		// is whole and says what the response is.
+		return u.n, Verdict{Action: Hold}
+	}
+	status, _ := strconv.Atoi(h2Field(u.fields, ":status"))
 	if status >= 100 && status < 200 {
-		c.mu.Unlock()
-		return n, Verdict{}
+		return u.n, Verdict{Action: Release}
 	}
+	c.mu.Lock()
 	pd := st.cut
 	st.cut = nil
-	delete(c.streams, stream)
+	delete(c.streams, u.stream)
 	c.mu.Unlock()
 	if pd == nil {
-		return n, Verdict{}
+		return u.n, Verdict{Action: Release}
 	}
-	grpcStatus := h2Field(fields, "grpc-status")
-	if status == 0 || status >= 400 || (flags&h2EndStream != 0 && grpcStatus != "" && grpcStatus != "0") {
+	grpcStatus := h2Field(u.fields, "grpc-status")
+	if status == 0 || status >= 400 || (u.flags&h2EndStream != 0 && grpcStatus != "" && grpcStatus != "0") {
 		// An error, or a gRPC call that failed (a trailers-only response).
-		return n, Verdict{Action: Release, Pending: pd}
+		return u.n, Verdict{Action: Release, Pending: pd}
 	}
 	if pd.point.Request != nil {
 		pd.point.Request.Status = status
 	}
 	tag := ":status " + strconv.Itoa(status)
-	if ct := h2Field(fields, "content-type"); len(ct) >= 16 && ct[:16] == "application/grpc" {
+	if ct := h2Field(u.fields, "content-type"); len(ct) >= 16 && ct[:16] == "application/grpc" {
 		tag += " (grpc)"
 	}
-	return n, Verdict{Action: Cut, Pending: pd, Tag: tag}
+	if c.cutConn {
+		return u.n, Verdict{Action: Cut, Pending: pd, Tag: tag}
+	}
+	// Cut the stream alone: the client gets RST_STREAM in place of the response,
+	// the service a RST_STREAM of its own (unless it ended the stream already), and
+	// the stream's later frames are dropped.
+	if u.flags&h2EndStream == 0 {
+		c.dropped[u.stream] = true
+		c.mu.Lock()
+		c.toServer = h2AppendRST(c.toServer, u.stream, h2ErrCancel)
+		c.mu.Unlock()
+	}
+	return u.n, Verdict{Action: Substitute, Pending: pd, Tag: tag, Send: h2AppendRST(nil, u.stream, h2ErrInternal)}
+}
+
+// drop drops a frame of a stream whose response was cut. The DATA it drops never
+// reaches the client, which would have returned their flow-control credit to the
+// connection: the proxy returns it to the service instead.
+func (c *h2Conn) drop(u h2Unit) Verdict {
+	if u.flow > 0 {
+		c.mu.Lock()
+		c.credit += int64(u.flow)
+		c.mu.Unlock()
+	}
+	// The stream ends at a RST_STREAM or a whole frame with END_STREAM (a long DATA
+	// frame's flags come with its head, before its pieces: its entry stays).
+	if u.typ == h2RSTStream || (u.whole && u.flags&h2EndStream != 0 && (u.typ == h2Data || u.done)) {
+		delete(c.dropped, u.stream)
+	}
+	return Verdict{Action: Substitute}
+}
+
+// upstream implements upstreamer: the RST_STREAMs of the streams cut, and the
+// flow-control credit of the frames dropped, sent only between whole frames of the
+// client's.
+func (c *h2Conn) upstream() []byte {
+	d := &c.up
+	if !d.preface || d.lf.opaque || d.lf.skip > 0 || d.inBlock {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.toServer
+	c.toServer = nil
+	for c.credit > 0 {
+		n := min(c.credit, 1<<31-1)
+		b = append(b, 0, 0, 4, h2WindowUpdate, 0, 0, 0, 0, 0)
+		b = binary.BigEndian.AppendUint32(b, uint32(n))
+		c.credit -= n
+	}
+	return b
+}
+
+// h2AppendRST appends a RST_STREAM frame.
+func h2AppendRST(b []byte, stream uint32, code uint32) []byte {
+	b = append(b, 0, 0, 4, h2RSTStream, 0)
+	b = binary.BigEndian.AppendUint32(b, stream)
+	return binary.BigEndian.AppendUint32(b, code)
 }
 
 // release ends the armed cut of a stream unfired, if any.

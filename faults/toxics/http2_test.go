@@ -2,6 +2,7 @@ package toxics
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
@@ -102,13 +103,93 @@ func h2Hello(hello step) func(*harness) ([]byte, []byte) {
 func TestHTTP2Faults(t *testing.T) {
 	hello, steps := h2Conversation()
 	// The response starts with its HEADERS frame: the cut forwards none of it.
-	run := faultRun{proto: HTTP2{}, name: "http2", hello: h2Hello(hello)}
+	run := faultRun{proto: HTTP2{CutConnection: true}, name: "http2", hello: h2Hello(hello)}
 	runFaultCases(t, run, []faultCase{
 		{"response-cut of the first call", func(f *Faults) { f.Cut.Set(1, 0) }, steps, 0, -1, 0, CommitCut, "POST /etcdserverpb.KV/Put", ":status 200 (grpc)"},
 		{"request-drop of the first call", func(f *Faults) { f.Drop.Set(1, 0) }, steps, 0, 0, 0, CommitDrop, "POST /etcdserverpb.KV/Put", ""},
 		{"pinned: the third stream, its header block in CONTINUATIONs", func(f *Faults) { f.Listed.Add(Pin{Kind: CommitCut, Conn: 0, Txn: 3}) }, steps, 2, -1, 0, CommitCut, "POST /etcdserverpb.KV/Txn", ":status 200 (grpc)"},
 	})
 	checkPassesDisarmed(t, HTTP2{}, []int{1, 7, 32 << 10}, h2Hello(hello), steps)
+}
+
+// TestHTTP2CutsOneStream: with three streams in flight on one connection, a cut of
+// the second stream's response replaces its HEADERS with a RST_STREAM to the client and
+// drops the rest of that stream; the other streams' frames pass untouched, the
+// connection stays open, and on the client's next bytes the service gets a RST_STREAM
+// (CANCEL) for the stream and the flow-control credit of the DATA dropped.
+func TestHTTP2CutsOneStream(t *testing.T) {
+	cli, srv := newH2Writer(), newH2Writer()
+	cli.buf.WriteString(h2Preface)
+	cli.fr.WriteSettings()
+	for _, id := range []uint32{1, 3, 5} {
+		cli.headers(id, false, 0, ":method", "POST", ":scheme", "http", ":path", fmt.Sprintf("/svc/M%d", id), ":authority", "x")
+		cli.data(id, true, "req")
+	}
+	requests := cli.take()
+	srv.fr.WriteSettings()
+	for _, id := range []uint32{5, 3, 1} {
+		srv.headers(id, false, 0, ":status", "200", "content-type", "application/grpc")
+	}
+	heads := srv.take()
+	var bodies [][]byte
+	for _, id := range []uint32{1, 3, 5} {
+		srv.data(id, false, "\x00\x00\x00\x00\x05reply")
+		srv.headers(id, true, 0, "grpc-status", "0")
+		bodies = append(bodies, srv.take())
+	}
+	for _, max := range []int{1, 9, 32 << 10} {
+		c, evs := newProtoCommits(t, HTTP2{}, 1, func(s string) bool { return s == "POST /svc/M3" })
+		c.Faults.Cut.Set(1, 0)
+		h := newHarness(t, c, uint64(max), max)
+		h.client(requests)
+		h.server(heads)
+		for _, b := range bodies {
+			h.server(b)
+		}
+		h.client(nil)
+		cli.fr.WriteSettingsAck()
+		ack := cli.take()
+		h.client(ack)
+		up, upClosed := drain(h.upOut)
+		down, dnClosed := drain(h.dnOut)
+		if upClosed || dnClosed || len(*evs) != 1 || (*evs)[0].Request.Stream != 3 {
+			t.Fatalf("chunks %d: closed %v %v, events %+v; want the connection open and one cut of stream 3", max, upClosed, dnClosed, *evs)
+		}
+		// What the client got: every frame but stream 3's, and a RST_STREAM for it.
+		got := h2Frames(t, down)
+		want := []string{"SETTINGS 0", "HEADERS 5", "RST_STREAM 3 INTERNAL_ERROR", "HEADERS 1", "DATA 1", "HEADERS 1", "DATA 5", "HEADERS 5"}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("chunks %d: the client got %q, want %q", max, got, want)
+		}
+		toServer := h2Frames(t, up[len(h2Preface):])
+		wantUp := []string{"SETTINGS 0", "HEADERS 1", "DATA 1", "HEADERS 3", "DATA 3", "HEADERS 5", "DATA 5", "RST_STREAM 3 CANCEL", "WINDOW_UPDATE 0 +10", "SETTINGS 0"}
+		if !reflect.DeepEqual(toServer, wantUp) {
+			t.Fatalf("chunks %d: the service got %q, want %q", max, toServer, wantUp)
+		}
+	}
+}
+
+// h2Frames lists the frames of b as "TYPE STREAM", with a RST_STREAM's code and a
+// WINDOW_UPDATE's increment.
+func h2Frames(t *testing.T, b []byte) []string {
+	t.Helper()
+	fr := http2.NewFramer(nil, bytes.NewReader(b))
+	fr.ReadMetaHeaders = nil
+	var out []string
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return out
+		}
+		s := fmt.Sprintf("%v %d", f.Header().Type, f.Header().StreamID)
+		switch f := f.(type) {
+		case *http2.RSTStreamFrame:
+			s += " " + f.ErrCode.String()
+		case *http2.WindowUpdateFrame:
+			s += fmt.Sprintf(" +%d", f.Increment)
+		}
+		out = append(out, s)
+	}
 }
 
 // TestHTTP2DropOfAContinuedBlock: a request whose header block goes on in CONTINUATION
@@ -151,7 +232,7 @@ func TestHTTP2ErrorsAreReleased(t *testing.T) {
 			cli.headers(3, true, 0, ":method", "POST", ":path", "/b", ":scheme", "http")
 			srv.headers(3, false, 0, ":status", "201")
 			next := step{cli.take(), srv.take()}
-			checkReleased(t, HTTP2{}, failed, next)
+			checkReleased(t, HTTP2{CutConnection: true}, failed, next)
 		})
 	}
 }
@@ -228,8 +309,8 @@ func TestHTTP2FramerChunking(t *testing.T) {
 	hello, steps := h2Conversation()
 	up, down := append(hello.req, join(steps, false)...), append(hello.rep, join(steps, true)...)
 	whole := h2Trace([][]byte{up}, [][]byte{down})
-	if len(whole) != 6 {
-		t.Fatalf("trace %q: want 3 points and 3 cuts", whole)
+	if len(whole) != 12 {
+		t.Fatalf("trace %q: want 3 points, 3 cuts, and the 2 later frames of each cut stream dropped", whole)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, max := range []int{1, 2, 9, 100, 32 << 10} {
