@@ -189,8 +189,8 @@ func (s *Server) parseMatch(specs []string) ([]string, *regexp.Regexp, error) {
 			out = append(out, spec)
 			continue
 		}
-		if !strings.HasPrefix(rest, "commit-") && !strings.HasPrefix(rest, "commit_") {
-			return nil, nil, fmt.Errorf("%q: match= applies to the commit faults (commit-cut, commit-drop, commit-mixed)", spec)
+		if !strings.HasPrefix(rest, "commit-") && !strings.HasPrefix(rest, "commit_") && !apiFault(rest) {
+			return nil, nil, fmt.Errorf("%q: match= applies to the commit faults (commit-cut, commit-drop, commit-mixed; response-cut and request-drop at an API)", spec)
 		}
 		if s.target.Protocol == nil || s.target.Protocol.Name() == (toxics.CQL{}).Name() {
 			return nil, nil, fmt.Errorf("%q: the %s proxy has no statement match", spec, s.Store)
@@ -206,6 +206,12 @@ func (s *Server) parseMatch(specs []string) ([]string, *regexp.Regexp, error) {
 		out = append(out, rest)
 	}
 	return out, re, nil
+}
+
+// apiFault reports whether spec is one of the commit faults under its API name.
+func apiFault(spec string) bool {
+	spec = strings.ReplaceAll(strings.ToLower(spec), "_", "-")
+	return strings.HasPrefix(spec, "response-cut") || strings.HasPrefix(spec, "request-drop")
 }
 
 // window is the "@START-END" that may end a schedule entry.
