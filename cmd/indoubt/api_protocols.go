@@ -22,3 +22,10 @@ request. (grpc, also h2c and http2: HTTP/2 with prior knowledge, as gRPC without
 speaks it): every call, by its :path ("POST /package.Service/Method"); the cut resets
 that call's stream alone and the connection goes on. Each event names the method,
 path, Idempotency-Key and the status the service answered.`
+
+// apiEnv gives a program the proxy's base URL, in front of the service it calls: a
+// client reads INDOUBT_BASE_URL where it would read its API's address, with no
+// HTTP_PROXY in the way.
+func apiEnv(_, addr string) ([]string, error) {
+	return []string{"INDOUBT_BASE_URL=http://" + addr}, nil
+}

@@ -13,7 +13,8 @@
 //     is refused with 422 Unprocessable Content.
 //
 // Client is the caller: it sends the key and retries any error and any 5xx response,
-// as such clients do. Its tests (httppay_test.go) drive both versions through
+// as such clients do. GET /paid answers the payments per key, for a final read
+// through the service's own API. Its tests (httppay_test.go) drive both versions through
 // indoubttest/apitest under response-cut and check the payments by key, exactly once.
 package httppay
 
@@ -75,8 +76,12 @@ type Handler struct {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/paid" {
+		h.paid(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/payments" {
-		http.Error(w, "only POST /payments", http.StatusNotFound)
+		http.Error(w, "only POST /payments and GET /paid", http.StatusNotFound)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
@@ -158,6 +163,18 @@ func (h *Handler) payOnce(ctx context.Context, key string, body []byte, req requ
 		return err
 	})
 	return status, resp, replayed, err
+}
+
+// paid answers GET /paid: the payments per key, as a JSON object, for a final read
+// through the service's own API (indoubt exec --final-cmd).
+func (h *Handler) paid(w http.ResponseWriter, r *http.Request) {
+	paid, err := Paid(r.Context(), h.Pool)
+	if err != nil {
+		http.Error(w, "read failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(paid)
 }
 
 // Paid returns how many payments each key made: the final state an exactly-once check
