@@ -285,3 +285,15 @@ func TestHTTPFramerChunking(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHTTPHalves: any bytes through both halves with every request faulted: what is
+// forwarded is a prefix of what was sent, the same whatever the chunking, and one
+// connection has one fault at most (the first ends it).
+func FuzzHTTPHalves(f *testing.F) {
+	f.Add(httpPost("k", "{}"), httpCreated("{}"), uint64(1))
+	f.Add(append(httpReqMsg("GET", "/", nil, ""), httpPost("k", "{}")...), append(httpRespMsg("200 OK", nil, "x"), httpCreated("{}")...), uint64(2))
+	f.Add([]byte("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"), []byte("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n\r\n"), uint64(3))
+	f.Fuzz(func(t *testing.T, cli, srv []byte, seed uint64) {
+		checkFuzzHalves(t, HTTP{}, seed, cli, srv)
+	})
+}
