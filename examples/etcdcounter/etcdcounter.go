@@ -160,7 +160,7 @@ func (c *Client) txn(ctx context.Context, compares, success [][]byte) (bool, err
 // IncrementNaive raises the counter at key by one and returns the value it wrote,
 // retrying the read and the Txn after any error: the naive version.
 func (c *Client) IncrementNaive(ctx context.Context, key string) (int64, error) {
-	var err error
+	var err, lost error
 	for failed, moved := 0, 0; failed < Retries && moved < maxMoved; {
 		var v, rev int64
 		var ok bool
@@ -177,16 +177,26 @@ func (c *Client) IncrementNaive(ctx context.Context, key string) (int64, error) 
 			}
 		}
 		failed++
+		lost = err
 		c.retried(err, failed)
 	}
-	return 0, err
+	return 0, gaveUp(err, lost)
+}
+
+// gaveUp is the error of an increment that gave up: ErrMoved only when no attempt
+// failed with an error (one that did may have applied, and its error says so).
+func gaveUp(last, lost error) error {
+	if lost != nil {
+		return lost
+	}
+	return last
 }
 
 // maxMoved bounds the reads again after another client raised the counter first.
 const maxMoved = 1000
 
 // ErrMoved is the error of an increment that gave up because the counter kept moving
-// under it: it certainly did not apply.
+// under it, with no attempt that failed otherwise: it certainly did not apply.
 var ErrMoved = errors.New("the counter kept moving: not raised")
 
 // IncrementOnce raises the counter at key by one as request id, once whatever the
@@ -195,6 +205,7 @@ var ErrMoved = errors.New("the counter kept moving: not raised")
 // applied it (its response was lost) and this one changed nothing.
 func (c *Client) IncrementOnce(ctx context.Context, key, id string) (wrote int64, replayed bool, err error) {
 	marker := "req/" + id
+	var lost error
 	for failed, moved := 0, 0; failed < Retries && moved < maxMoved; {
 		var v, rev int64
 		var ok bool
@@ -219,9 +230,10 @@ func (c *Client) IncrementOnce(ctx context.Context, key, id string) (wrote int64
 			}
 		}
 		failed++
+		lost = err
 		c.retried(err, failed)
 	}
-	return 0, false, err
+	return 0, false, gaveUp(err, lost)
 }
 
 // retried reports the failed-th failed attempt, if another follows, and pauses.
