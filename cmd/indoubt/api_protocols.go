@@ -29,3 +29,17 @@ path, Idempotency-Key and the status the service answered.`
 func apiEnv(_, addr string) ([]string, error) {
 	return []string{"INDOUBT_BASE_URL=http://" + addr}, nil
 }
+
+// faultName is a fault's name as the proxy prints it: at the API layer (an event that
+// names its request) a commit-cut is a response-cut and a commit-drop a request-drop.
+func faultName(e toxics.Event) string {
+	if e.Request != nil {
+		switch e.Kind {
+		case toxics.CommitCut:
+			return "response-cut"
+		case toxics.CommitDrop:
+			return "request-drop"
+		}
+	}
+	return e.Kind.String()
+}

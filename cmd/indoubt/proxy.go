@@ -382,7 +382,7 @@ func runProxySchedule(ctx context.Context, schedule faults.Schedule, px *faults.
 //
 //	15:04:05.000 commit-cut applied 127.0.0.1:51514 "commit" COMMIT (txn 3, wrote)
 func eventLine(e toxics.Event) string {
-	s := fmt.Sprintf("%s %s %s %s %s", e.Time.Format("15:04:05.000"), e.Kind, e.Truth, e.Conn, strconv.Quote(e.Statement))
+	s := fmt.Sprintf("%s %s %s %s %s", e.Time.Format("15:04:05.000"), faultName(e), e.Truth, e.Conn, strconv.Quote(e.Statement))
 	if e.Tag != "" {
 		s += " " + e.Tag
 	}

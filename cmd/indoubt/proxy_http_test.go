@@ -51,7 +51,7 @@ func TestProxyHTTPResponseCut(t *testing.T) {
 	if fmt.Sprint(failed) != "[2]" || handled.Load() != 3 {
 		t.Fatalf("failed %v, handled %d: want the second to fail after the service handled all three", failed, handled.Load())
 	}
-	if out := rp.out.String(); !strings.Contains(out, `commit-cut applied`) || !strings.Contains(out, `"POST /payments" 201 Created Idempotency-Key "k-2"`) {
+	if out := rp.out.String(); !strings.Contains(out, `response-cut applied`) || !strings.Contains(out, `"POST /payments" 201 Created Idempotency-Key "k-2"`) {
 		t.Errorf("stdout %q, want the cut named with its key", out)
 	}
 	b, err := os.ReadFile(events)
