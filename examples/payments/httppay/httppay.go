@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"time"
 
@@ -221,6 +222,27 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Body)
 }
 
+type connHook struct{}
+
+type hooks struct {
+	conn func(string)
+	lost func(error)
+}
+
+// errTransportRetry is what OnConn's lost is told when net/http's Transport sends a
+// request again on a new connection by itself: it does so for a request with an
+// Idempotency-Key whose reused connection was lost before the response.
+var errTransportRetry = errors.New("connection lost before the response; net/http's Transport sent the request again")
+
+// OnConn returns ctx carrying conn, which Pay calls with the local address of the
+// connection each attempt uses (indoubttest's Op.Conn, which ties the proxy's faults to
+// the attempt they hit), and lost, which it calls when net/http's Transport sent the
+// request again by itself on a new connection (indoubttest's Op.Retried): an attempt
+// the caller would not see otherwise.
+func OnConn(ctx context.Context, conn func(addr string), lost func(error)) context.Context {
+	return context.WithValue(ctx, connHook{}, hooks{conn, lost})
+}
+
 // Pay pays amount under key, retrying any error and any 5xx (payments.Retry: the
 // "retry any error" wrapper) with the same key and body. A 4xx is returned at once as
 // a *StatusError.
@@ -240,6 +262,18 @@ func (c *Client) Pay(ctx context.Context, key string, amount int64) (Result, err
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.Base, "/")+"/payments", strings.NewReader(body))
 		if err != nil {
 			return Result{}, err
+		}
+		if h, ok := ctx.Value(connHook{}).(hooks); ok {
+			conns := 0
+			req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+				GotConn: func(info httptrace.GotConnInfo) {
+					if conns++; conns > 1 && h.lost != nil {
+						// net/http's Transport sent the request again by itself.
+						h.lost(errTransportRetry)
+					}
+					h.conn(info.Conn.LocalAddr().String())
+				},
+			}))
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", key)

@@ -64,7 +64,7 @@ func drive(t *testing.T, api *indoubttest.Server, pool *pgxpool.Pool, workers, e
 		wg.Go(func() {
 			for range each {
 				op := w.Invoke("apply", nil)
-				res, err := c.Pay(payments.OnRetry(ctx, op.Retried), op.ID(), 5)
+				res, err := c.Pay(httppay.OnConn(payments.OnRetry(ctx, op.Retried), op.Conn, op.Retried), op.ID(), 5)
 				var refused *httppay.StatusError
 				switch {
 				case err == nil:
