@@ -73,6 +73,11 @@
 //
 // Each test has its own proxy: Server.DSN goes through it, Server.DirectDSN does not.
 //
+// One layer up, apitest.HTTP and apitest.GRPC put the proxy in front of an HTTP or gRPC
+// service the test runs (its handler, over whatever database): Server.DSN is then the
+// proxy's base URL, and the faults are response-cut and request-drop (see package
+// apitest).
+//
 // # Faults
 //
 // Server.Arm arms faults in the schedule syntax of package faults: "commit-cut:0.2",
