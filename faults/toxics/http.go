@@ -256,6 +256,7 @@ func (c *httpConn) Reply(b []byte) (int, Verdict) {
 		f.passAll(b)
 		return len(b), c.release(r)
 	case method == "HEAD" || code == 204 || code == 304:
+		// No body, whatever the headers say (RFC 9112 6.3).
 	case h.coded && h.chunked:
 		f.body, f.chunk, f.left = bodyChunked, chunkSize, 0
 	case h.coded:
