@@ -116,6 +116,10 @@ const (
 	// place; the connection goes on. With a Pending, the server proved that commit
 	// and the protocol cut only its reply (an HTTP/2 stream): the cut fires.
 	Substitute
+	// Replace is Release (a Pending ends unfired) with Verdict.Send forwarded in place
+	// of the held bytes and these: for a protocol that rewrites what the client gets
+	// (HTTP/2 header blocks, encoded anew after a stream was cut).
+	Replace
 )
 
 // Verdict is a protocol's judgement of the bytes a Reply consumed.
@@ -126,7 +130,7 @@ type Verdict struct {
 	Pending *Pending
 	// Tag is the reply that proved the commit (Cut): "COMMIT", "UPDATE 1".
 	Tag string
-	// Send is what Substitute forwards instead of the bytes (nil: nothing).
+	// Send is what Substitute and Replace forward instead of the bytes (nil: nothing).
 	Send []byte
 }
 
@@ -526,14 +530,18 @@ func (s *Session) Replies(b []byte, send func([]byte) error) bool {
 				out.send(data[fwd : off+n])
 			}
 			fwd = off + n
-		case Substitute:
+		case Substitute, Replace:
 			if !st.holding {
 				out.send(data[fwd:off])
 			}
 			st.held, st.holding = nil, false
 			if v.Pending != nil {
-				v.Pending.knob.fired.Add(1)
-				s.c.emit(s, CommitCut, v.Pending.point, v.Tag)
+				if v.Action == Substitute {
+					v.Pending.knob.fired.Add(1)
+					s.c.emit(s, CommitCut, v.Pending.point, v.Tag)
+				} else {
+					v.Pending.knob.untake()
+				}
 			}
 			out.send(v.Send)
 			fwd = off + n

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/net/http2/hpack"
 )
@@ -26,8 +27,10 @@ import (
 //   - commit-cut (response-cut): the request reaches the service; when the stream's
 //     response starts (its first header block, :status below 400 and not a gRPC error
 //     in a trailers-only response) that stream alone is cut: the client gets a
-//     RST_STREAM (INTERNAL_ERROR) in place of the response, the rest of the stream's
-//     frames are dropped, and the other streams go on. A unary gRPC handler has
+//     RST_STREAM (INTERNAL_ERROR) in front of the response, the stream's DATA is
+//     dropped, and the other streams go on. The stream's header blocks still reach
+//     the client, after the reset: its HPACK decoder must see every block the
+//     service's encoder made, and it ignores them on a reset stream. A unary gRPC handler has
 //     returned by then: grpc-go sends the response headers with the reply. The
 //     service is told too, on the client's next bytes (between whole frames): a
 //     RST_STREAM (CANCEL) for the stream, unless it ended it already, and a
@@ -38,7 +41,9 @@ import (
 //     run).
 //   - commit-drop (request-drop): the connection closes before the stream's last header
 //     frame reaches the service, which never starts the call; the other streams in
-//     flight on the connection fail with it, unjudged, as with CutConnection.
+//     flight on the connection fail with it, unjudged, as with CutConnection. A drop
+//     of the stream alone would withhold a header block from the service's HPACK
+//     decoder, whose dynamic table the client's encoder goes on referring to.
 //
 // Framing: the client's connection preface, then frames (9-byte header, length up to
 // 2^24-1) in both directions; long DATA frames stream through unjudged by the package's
@@ -56,7 +61,9 @@ func (HTTP2) Name() string { return "http2" }
 
 // NewConn implements Protocol.
 func (p HTTP2) NewConn() Conn {
-	return &h2Conn{up: newH2Dir(), down: newH2Dir(), streams: map[uint32]*h2Stream{}, dropped: map[uint32]bool{}, cutConn: p.CutConnection}
+	c := &h2Conn{up: newH2Dir(), down: newH2Dir(), streams: map[uint32]*h2Stream{}, dropped: map[uint32]bool{}, cutConn: p.CutConnection}
+	c.clientTable.Store(4096)
+	return c
 }
 
 // The client's connection preface (RFC 9113 3.4).
@@ -67,6 +74,7 @@ const (
 	h2Data         = 0x0
 	h2Headers      = 0x1
 	h2RSTStream    = 0x3
+	h2Settings     = 0x4
 	h2PushPromise  = 0x5
 	h2WindowUpdate = 0x8
 	h2Continuation = 0x9
@@ -110,6 +118,17 @@ type h2Conn struct {
 
 	cutConn bool
 	dropped map[uint32]bool // downstream only: streams whose response was cut
+
+	// After the first stream cut the client's HPACK decoder has missed a header block
+	// the service's encoder made, so from then on every header block goes to the
+	// client encoded anew by enc, whose table the first such block resets (downstream
+	// only). clientTable is the client's SETTINGS_HEADER_TABLE_SIZE, the most enc's
+	// table may hold (upstream writes it).
+	reencode    bool
+	resetTable  bool
+	enc         *hpack.Encoder
+	encBuf      bytes.Buffer
+	clientTable atomic.Uint32
 }
 
 // h2Dir is the framing and header decoding of one direction.
@@ -123,6 +142,7 @@ type h2Dir struct {
 	curStream   uint32 // the stream and type of the long frame streaming through
 	curType     byte
 	blockStream uint32
+	promised    uint32
 	blockType   byte
 	blockFlags  byte
 	block       []byte
@@ -158,6 +178,10 @@ type h2Unit struct {
 	// framed is false for bytes that are not a frame of this direction's stream
 	// of frames (the preface, pass-through).
 	framed bool
+	// payload is a whole frame's payload (it aliases the input: read it before the
+	// call returns); promised is a PUSH_PROMISE block's promised stream.
+	payload  []byte
+	promised uint32
 }
 
 // frame reads the unit at the start of b: a whole frame, or the head or a later piece
@@ -194,7 +218,7 @@ func (d *h2Dir) frame(b []byte) h2Unit {
 		d.curStream, d.curType = u.stream, u.typ
 		return u
 	}
-	u.whole = true
+	u.whole, u.payload = true, b[h2FrameHeader:n]
 	if !isBlock {
 		return u
 	}
@@ -204,6 +228,9 @@ func (d *h2Dir) frame(b []byte) h2Unit {
 	}
 	if !d.inBlock {
 		d.blockStream, d.blockType, d.blockFlags = u.stream, u.typ, u.flags
+		if u.typ == h2PushPromise {
+			d.promised = h2Promised(u.flags, u.payload)
+		}
 	}
 	d.block = append(d.block, frag...)
 	if u.flags&h2EndHeaders == 0 {
@@ -216,8 +243,17 @@ func (d *h2Dir) frame(b []byte) h2Unit {
 	if err != nil {
 		return h2Unit{n: d.passAll(b)}
 	}
-	u.fields, u.done = fields, true
+	u.fields, u.done, u.promised = fields, true, d.promised
 	return u
+}
+
+// h2Promised reads the promised stream of a PUSH_PROMISE payload whose fragment
+// h2Fragment has accepted.
+func h2Promised(flags byte, p []byte) uint32 {
+	if flags&h2Padded != 0 {
+		p = p[1:]
+	}
+	return binary.BigEndian.Uint32(p) & 0x7fffffff
 }
 
 // h2Fragment returns the header block fragment of a HEADERS, PUSH_PROMISE or
@@ -280,6 +316,13 @@ func (c *h2Conn) Request(b []byte) (int, *Point) {
 		return len(h2Preface), nil
 	}
 	u := d.frame(b)
+	if u.typ == h2Settings && u.whole && u.flags&1 == 0 {
+		for p := u.payload; len(p) >= 6; p = p[6:] {
+			if binary.BigEndian.Uint16(p) == 1 { // SETTINGS_HEADER_TABLE_SIZE
+				c.clientTable.Store(binary.BigEndian.Uint32(p[2:]))
+			}
+		}
+	}
 	n, fields, stream := u.n, u.fields, u.stream
 	if !u.done || u.typ != h2Headers || stream%2 == 0 {
 		return n, nil
@@ -328,6 +371,7 @@ func (c *h2Conn) Reply(b []byte) (int, Verdict) {
 	if u.n <= 0 || !u.framed {
 		return u.n, Verdict{}
 	}
+	isBlock := u.typ == h2Headers || u.typ == h2Continuation || u.typ == h2PushPromise
 	if c.dropped[u.stream] {
 		return u.n, c.drop(u)
 	}
@@ -335,23 +379,31 @@ func (c *h2Conn) Reply(b []byte) (int, Verdict) {
 		// The service reset the stream: it ends without a response to cut.
 		return u.n, c.release(u.stream)
 	}
-	if u.typ != h2Headers && u.typ != h2Continuation {
+	if !isBlock {
 		return u.n, Verdict{}
 	}
 	c.mu.Lock()
 	st := c.streams[u.stream]
 	c.mu.Unlock()
-	if st == nil {
+	if !u.done {
+		switch {
+		case c.reencode:
+			// The block is sent anew when it is whole.
+			return u.n, Verdict{Action: Replace}
+		case st != nil:
+			// The response's header block goes on in CONTINUATIONs: hold it until
+			// it is whole and says what the response is.
+			return u.n, Verdict{Action: Hold}
+		}
 		return u.n, Verdict{}
 	}
-	if !u.done {
-		// The response's header block goes on in CONTINUATIONs: hold it until it
-		// is whole and says what the response is.
-		return u.n, Verdict{Action: Hold}
+	pass := Verdict{Action: Release}
+	if c.reencode {
+		pass = Verdict{Action: Replace, Send: c.encode(u)}
 	}
 	status, _ := strconv.Atoi(h2Field(u.fields, ":status"))
-	if status >= 100 && status < 200 {
-		return u.n, Verdict{Action: Release}
+	if st == nil || u.typ != h2Headers || (status >= 100 && status < 200) {
+		return u.n, pass
 	}
 	c.mu.Lock()
 	pd := st.cut
@@ -359,12 +411,13 @@ func (c *h2Conn) Reply(b []byte) (int, Verdict) {
 	delete(c.streams, u.stream)
 	c.mu.Unlock()
 	if pd == nil {
-		return u.n, Verdict{Action: Release}
+		return u.n, pass
 	}
 	grpcStatus := h2Field(u.fields, "grpc-status")
 	if status == 0 || status >= 400 || (u.flags&h2EndStream != 0 && grpcStatus != "" && grpcStatus != "0") {
 		// An error, or a gRPC call that failed (a trailers-only response).
-		return u.n, Verdict{Action: Release, Pending: pd}
+		pass.Pending = pd
+		return u.n, pass
 	}
 	if pd.point.Request != nil {
 		pd.point.Request.Status = status
@@ -376,9 +429,15 @@ func (c *h2Conn) Reply(b []byte) (int, Verdict) {
 	if c.cutConn {
 		return u.n, Verdict{Action: Cut, Pending: pd, Tag: tag}
 	}
-	// Cut the stream alone: the client gets RST_STREAM in place of the response,
-	// the service a RST_STREAM of its own (unless it ended the stream already), and
-	// the stream's later frames are dropped.
+	// Cut the stream alone: the client gets RST_STREAM in place of the response's
+	// headers, and the rest of the stream is dropped. Its HPACK decoder then lacks
+	// this block, which the service's encoder may have added to its dynamic table,
+	// so from here on the proxy encodes every header block for the client itself.
+	// The service gets a RST_STREAM of its own, unless it ended the stream already.
+	if !c.reencode {
+		c.reencode, c.resetTable = true, true
+		c.enc = hpack.NewEncoder(&c.encBuf)
+	}
 	if u.flags&h2EndStream == 0 {
 		c.dropped[u.stream] = true
 		c.mu.Lock()
@@ -388,7 +447,8 @@ func (c *h2Conn) Reply(b []byte) (int, Verdict) {
 	return u.n, Verdict{Action: Substitute, Pending: pd, Tag: tag, Send: h2AppendRST(nil, u.stream, h2ErrInternal)}
 }
 
-// drop drops a frame of a stream whose response was cut. The DATA it drops never
+// drop drops a frame of a stream whose response was cut; its header blocks too, which
+// the proxy's encoder never sends on. The DATA it drops never
 // reaches the client, which would have returned their flow-control credit to the
 // connection: the proxy returns it to the service instead.
 func (c *h2Conn) drop(u h2Unit) Verdict {
@@ -402,7 +462,56 @@ func (c *h2Conn) drop(u h2Unit) Verdict {
 	if u.typ == h2RSTStream || (u.whole && u.flags&h2EndStream != 0 && (u.typ == h2Data || u.done)) {
 		delete(c.dropped, u.stream)
 	}
-	return Verdict{Action: Substitute}
+	return Verdict{Action: Replace}
+}
+
+// encode returns the header block of u encoded by the proxy's own encoder, as the
+// frames that carry it to the client: its first frame's type (HEADERS, or
+// PUSH_PROMISE with its promised stream) and END_STREAM, CONTINUATIONs past 16 KiB
+// (the least SETTINGS_MAX_FRAME_SIZE a client can have), no padding, no priority.
+func (c *h2Conn) encode(u h2Unit) []byte {
+	c.encBuf.Reset()
+	if c.resetTable {
+		// Empty the client's dynamic table, and size it as the client allows: the
+		// proxy's encoder starts with an empty one.
+		limit := min(c.clientTable.Load(), 4096)
+		c.enc.SetMaxDynamicTableSizeLimit(limit)
+		c.enc.SetMaxDynamicTableSize(0)
+		c.enc.SetMaxDynamicTableSize(limit)
+		c.resetTable = false
+	}
+	for _, f := range u.fields {
+		c.enc.WriteField(f)
+	}
+	block := c.encBuf.Bytes()
+	var out []byte
+	typ, flags := u.typ, u.flags&h2EndStream
+	if u.typ == h2Continuation {
+		typ = h2Headers
+	}
+	var prefix []byte
+	if typ == h2PushPromise {
+		prefix, flags = binary.BigEndian.AppendUint32(nil, u.promised), 0
+	}
+	const maxFrame = 16 << 10
+	first := true
+	for first || len(block) > 0 {
+		room := maxFrame - len(prefix)
+		n := min(room, len(block))
+		t, f := typ, flags
+		if !first {
+			t, f = h2Continuation, 0
+		}
+		if n == len(block) {
+			f |= h2EndHeaders
+		}
+		size := len(prefix) + n
+		out = append(out, byte(size>>16), byte(size>>8), byte(size), t, f)
+		out = binary.BigEndian.AppendUint32(out, u.stream)
+		out = append(append(out, prefix...), block[:n]...)
+		block, prefix, first = block[n:], nil, false
+	}
+	return out
 }
 
 // upstream implements upstreamer: the RST_STREAMs of the streams cut, and the
