@@ -76,10 +76,11 @@ package toxics
 //     Reply needs a lock; each is called from one goroutine.
 //   - A protocol that multiplexes requests on one connection (HTTP/2) may cut one reply
 //     and keep the connection: Reply returns Substitute with the Pending and Send, the
-//     bytes the client gets instead (a RST_STREAM), and Substitute without a Pending to
-//     drop the rest of that reply. Bytes the server must be told (its own RST_STREAM,
-//     flow-control credit of what was dropped) go through upstreamer, which Requests
-//     asks only between whole client messages.
+//     bytes the client gets instead (a RST_STREAM), and Replace to drop the rest of
+//     that reply or to rewrite what follows (HTTP/2 re-encodes header blocks once the
+//     client's HPACK decoder missed one). Bytes the server must be told (its own
+//     RST_STREAM, flow-control credit of what was dropped) go through upstreamer, which
+//     Requests asks only between whole client messages.
 //   - State that spans connections (CQL's prepared ids, which the server issues for
 //     every connection) belongs to one proxy, never to the process: several proxies in
 //     one process may front different servers. Implement forProxy (proxyScoped), which
