@@ -126,6 +126,7 @@ type h2Conn struct {
 	// table may hold (upstream writes it).
 	reencode    bool
 	resetTable  bool
+	encLimit    uint32
 	enc         *hpack.Encoder
 	encBuf      bytes.Buffer
 	clientTable atomic.Uint32
@@ -471,14 +472,20 @@ func (c *h2Conn) drop(u h2Unit) Verdict {
 // (the least SETTINGS_MAX_FRAME_SIZE a client can have), no padding, no priority.
 func (c *h2Conn) encode(u h2Unit) []byte {
 	c.encBuf.Reset()
-	if c.resetTable {
+	limit := min(c.clientTable.Load(), 4096)
+	switch {
+	case c.resetTable:
 		// Empty the client's dynamic table, and size it as the client allows: the
 		// proxy's encoder starts with an empty one.
-		limit := min(c.clientTable.Load(), 4096)
 		c.enc.SetMaxDynamicTableSizeLimit(limit)
 		c.enc.SetMaxDynamicTableSize(0)
 		c.enc.SetMaxDynamicTableSize(limit)
-		c.resetTable = false
+		c.resetTable, c.encLimit = false, limit
+	case limit != c.encLimit:
+		// The client's SETTINGS changed the size its decoder allows.
+		c.enc.SetMaxDynamicTableSizeLimit(limit)
+		c.enc.SetMaxDynamicTableSize(limit)
+		c.encLimit = limit
 	}
 	for _, f := range u.fields {
 		c.enc.WriteField(f)
