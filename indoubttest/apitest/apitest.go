@@ -74,7 +74,8 @@ func start(tb testing.TB, store, upstream string, proto toxics.Protocol, opts []
 
 // Transport returns an http.RoundTripper that sends every request, whatever its URL's
 // host, through srv's proxy, on keep-alive connections: a client built on it reaches
-// the service behind the proxy with the URLs it would use in production.
+// the service behind the proxy with the URLs it would use in production. Use http://
+// URLs: the proxy does not see inside TLS, which passes through unfaulted.
 func Transport(srv *indoubttest.Server) http.RoundTripper {
 	var d net.Dialer
 	addr := srv.Addr
