@@ -19,14 +19,17 @@ import (
 	"github.com/indoubt/indoubt/indoubttest/pgtest"
 )
 
+// binDir holds the indoubt binary the exec tests share; TestMain removes it.
+var binDir string
+
 // indoubtBinary builds the indoubt command once: exec runs the real binary, as a user
 // does.
 var indoubtBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "indoubt-httppay-")
-	if err != nil {
+	var err error
+	if binDir, err = os.MkdirTemp("", "indoubt-httppay-"); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "indoubt")
+	bin := filepath.Join(binDir, "indoubt")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/indoubt/indoubt/cmd/indoubt").CombinedOutput()
 	if err != nil {
 		return "", errors.New("go build: " + err.Error() + ": " + string(out))
@@ -39,19 +42,38 @@ var indoubtBinary = sync.OnceValues(func() (string, error) {
 // response-cut at 0.3 and the final state read from the API's own GET /paid: the
 // naive API exits 1 (a retried payment paid twice), the idempotent one 0.
 func TestExecPythonClient(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
+	needTool(t, "python3")
+	runExecClient(t, "python3", filepath.Join("testdata", "client.py"), "python")
+}
+
+// TestExecNodeClient is TestExecPythonClient with a Node client (testdata/client.mjs,
+// its http module only).
+func TestExecNodeClient(t *testing.T) {
+	needTool(t, "node")
+	runExecClient(t, "node", filepath.Join("testdata", "client.mjs"), "js")
+}
+
+// needTool skips the test without the program (fails it under CI=true).
+func needTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 is missing (CI=true: missing fails the run)")
+			t.Fatalf("%s is missing (CI=true: missing fails the run)", name)
 		}
-		t.Skip("python3 is missing: install python3")
+		t.Skipf("%s is missing: install it", name)
 	}
+}
+
+// runExecClient runs the client (interpreter and script; recorders names its
+// directory under recorders/) under indoubt exec against the naive and the
+// idempotent API.
+func runExecClient(t *testing.T, interpreter, script, recorders string) {
 	bin, err := indoubtBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	_, here, _, _ := runtime.Caller(0)
-	recorders := filepath.Join(filepath.Dir(here), "..", "..", "..", "recorders", "python")
+	recDir := filepath.Join(filepath.Dir(here), "..", "..", "..", "recorders", recorders)
 	for _, tt := range []struct {
 		idempotent bool
 		exit       int
@@ -71,10 +93,13 @@ func TestExecPythonClient(t *testing.T) {
 		defer svc.Close()
 		out := t.TempDir()
 		final := `python3 -c 'import urllib.request, os; print(urllib.request.urlopen(os.environ["PAID_URL"]).read().decode())'`
+		if interpreter == "node" {
+			final = `node -e 'fetch(process.env.PAID_URL).then((r) => r.text()).then((s) => console.log(s))'`
+		}
 		cmd := exec.CommandContext(ctx, bin, "exec", "--quiet", "--out", out, "--store", "http", "--upstream", svc.Listener.Addr().String(),
 			"--fault", "response-cut:0.3", "--seed", "5", "--model", "exactly-once", "--final-cmd", final,
-			"--", "python3", filepath.Join("testdata", "client.py"), "20")
-		cmd.Env = append(os.Environ(), "INDOUBT_RECORDERS="+recorders, "PAID_URL="+svc.URL+"/paid")
+			"--", interpreter, script, "20")
+		cmd.Env = append(os.Environ(), "INDOUBT_RECORDERS="+recDir, "PAID_URL="+svc.URL+"/paid")
 		b, err := cmd.CombinedOutput()
 		code := 0
 		var exit *exec.ExitError

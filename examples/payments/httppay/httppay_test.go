@@ -22,7 +22,13 @@ import (
 	"github.com/indoubt/indoubt/indoubttest/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(indoubttest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := indoubttest.Main(m)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // service starts the payments API (naive or idempotent) on a real net/http server
 // over a PostgreSQL database of the test's own, with the commit-aware proxy for HTTP in
