@@ -24,6 +24,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -36,6 +37,10 @@ type Client struct {
 	conn *grpc.ClientConn
 	// OnRetry, when set, is called with the error of each attempt that is retried.
 	OnRetry func(error)
+	// OnConn, when set, is called after each call with the local address of the
+	// connection it used (indoubttest's Op.Conn, which ties the proxy's faults to the
+	// attempt they hit).
+	OnConn func(addr string)
 }
 
 // Dial returns a client of the etcd whose client URL is at addr (host:port, plain
@@ -77,7 +82,11 @@ func (c *Client) invoke(ctx context.Context, method string, req []byte) ([]byte,
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var resp []byte
-	err := c.conn.Invoke(ctx, "/etcdserverpb.KV/"+method, &req, &resp, grpc.ForceCodec(raw{}))
+	var p peer.Peer
+	err := c.conn.Invoke(ctx, "/etcdserverpb.KV/"+method, &req, &resp, grpc.ForceCodec(raw{}), grpc.Peer(&p))
+	if c.OnConn != nil && p.LocalAddr != nil {
+		c.OnConn(p.LocalAddr.String())
+	}
 	return resp, err
 }
 

@@ -103,7 +103,7 @@ func drive(t *testing.T, api *indoubttest.Server, once bool, workers, each int) 
 		wg.Go(func() {
 			for range each {
 				op := w.Invoke("increment", nil)
-				c.OnRetry = op.Retried
+				c.OnRetry, c.OnConn = op.Retried, op.Conn
 				var wrote int64
 				var err error
 				if once {
