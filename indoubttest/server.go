@@ -23,7 +23,8 @@ import (
 // redistest.Redis, mongotest.Mongo, cqltest.Cassandra). Its methods are safe for
 // concurrent use. It stops with the test (t.Cleanup).
 type Server struct {
-	// Store names the store: postgres, redis, mongo, cql.
+	// Store names the store: postgres, redis, mongo, cql; http or grpc for a service
+	// behind apitest's proxy.
 	Store string
 	// DSN reaches the test's database through the proxy: give it to the code under test.
 	DSN string
