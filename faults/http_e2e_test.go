@@ -222,3 +222,35 @@ func TestHTTPSeededFaultsAddUp(t *testing.T) {
 			h, answered.Load(), failed.Load(), cuts, drops)
 	}
 }
+
+// TestHTTPExpectContinue sends POSTs with "Expect: 100-continue" from Go's client to a
+// real net/http service, which answers 100 Continue when the handler reads the body:
+// a request-drop keeps the head from the service (nothing handled, the body never
+// sent), a response-cut lets the body follow the 100 and cuts the final 201.
+func TestHTTPExpectContinue(t *testing.T) {
+	for _, tt := range []struct {
+		kind    toxics.Kind
+		handled int64
+	}{{toxics.CommitDrop, 0}, {toxics.CommitCut, 1}} {
+		t.Run(tt.kind.String(), func(t *testing.T) {
+			svc := startHTTPService(t)
+			px, evs := startHTTPProxy(t, svc.addr, 1)
+			if err := px.Faults().Listed.Add(toxics.Pin{Kind: tt.kind, Point: 1}); err != nil {
+				t.Fatal(err)
+			}
+			c := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: 10 * time.Second}}
+			defer c.CloseIdleConnections()
+			req, _ := http.NewRequest(http.MethodPost, "http://"+px.Addr()+"/payments", strings.NewReader(`{"amount":5}`))
+			req.Header.Set("Expect", "100-continue")
+			if _, err := c.Do(req); err == nil {
+				t.Fatalf("the faulted POST succeeded")
+			}
+			if n := svc.handled.Load(); n != tt.handled {
+				t.Fatalf("handled %d, want %d", n, tt.handled)
+			}
+			if got := evs.all(); len(got) != 1 || got[0].Kind != tt.kind {
+				t.Fatalf("events %+v, want one %v", got, tt.kind)
+			}
+		})
+	}
+}
