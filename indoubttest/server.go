@@ -316,6 +316,15 @@ type matchingConn struct {
 	re *atomic.Pointer[regexp.Regexp]
 }
 
+// Upstream passes on the wrapped protocol's bytes for the server (HTTP/2's resets and
+// flow-control credit after a stream cut), when it has any.
+func (c matchingConn) Upstream() []byte {
+	if u, ok := c.Conn.(toxics.Upstreamer); ok {
+		return u.Upstream()
+	}
+	return nil
+}
+
 func (c matchingConn) Request(b []byte) (int, *toxics.Point) {
 	n, p := c.Conn.Request(b)
 	if p != nil {

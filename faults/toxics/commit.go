@@ -134,13 +134,14 @@ type Verdict struct {
 	Send []byte
 }
 
-// upstreamer is implemented by a protocol that has bytes of its own for the server
-// (HTTP/2: the RST_STREAM of a stream whose reply it cut, and the flow-control credit
-// of the frames it dropped). Session.Requests asks for them each time the client's
-// bytes arrive, before judging those, and sends what it gets; the protocol returns
-// them only where a message may start, never inside one it has partly forwarded.
-type upstreamer interface {
-	upstream() []byte
+// Upstreamer is an optional extra of a Conn whose protocol has bytes of its own for the
+// server (HTTP/2: the RST_STREAM of a stream whose reply it cut, and the flow-control
+// credit of the frames it dropped). Session.Requests calls Upstream each time the
+// client's bytes arrive, before judging those, and sends what it returns; Upstream
+// returns bytes only where a message may start, never inside one it has partly
+// forwarded. A Conn that wraps another (to change its points) should pass it on.
+type Upstreamer interface {
+	Upstream() []byte
 }
 
 // Pending is a cut decided at a commit point, waiting for the server's proof. The
@@ -416,8 +417,8 @@ func (s *Session) Requests(b []byte, send func([]byte) error) bool {
 	}
 	data, owned := unbuffer(&st.buf, b)
 	out := &sender{fn: send}
-	if u, ok := s.conn.(upstreamer); ok {
-		out.send(u.upstream())
+	if u, ok := s.conn.(Upstreamer); ok {
+		out.send(u.Upstream())
 	}
 	off := 0
 	for off < len(data) {

@@ -79,7 +79,7 @@ package toxics
 //     bytes the client gets instead (a RST_STREAM), and Replace to drop the rest of
 //     that reply or to rewrite what follows (HTTP/2 re-encodes header blocks once the
 //     client's HPACK decoder missed one). Bytes the server must be told (its own
-//     RST_STREAM, flow-control credit of what was dropped) go through upstreamer, which
+//     RST_STREAM, flow-control credit of what was dropped) go through Upstreamer, which
 //     Requests asks only between whole client messages.
 //   - State that spans connections (CQL's prepared ids, which the server issues for
 //     every connection) belongs to one proxy, never to the process: several proxies in

@@ -398,13 +398,18 @@ func (c *h2Conn) Reply(b []byte) (int, Verdict) {
 		}
 		return u.n, Verdict{}
 	}
-	pass := Verdict{Action: Release}
-	if c.reencode {
-		pass = Verdict{Action: Replace, Send: c.encode(u)}
+	// pass lets the block through: as it is, or encoded anew once a cut made the
+	// client's decoder miss one. Only a block that goes to the client is encoded:
+	// the encoder's table must hold what the client's decoder has seen, no more.
+	pass := func(pd *Pending) Verdict {
+		if c.reencode {
+			return Verdict{Action: Replace, Send: c.encode(u), Pending: pd}
+		}
+		return Verdict{Action: Release, Pending: pd}
 	}
 	status, _ := strconv.Atoi(h2Field(u.fields, ":status"))
 	if st == nil || u.typ != h2Headers || (status >= 100 && status < 200) {
-		return u.n, pass
+		return u.n, pass(nil)
 	}
 	c.mu.Lock()
 	pd := st.cut
@@ -412,13 +417,12 @@ func (c *h2Conn) Reply(b []byte) (int, Verdict) {
 	delete(c.streams, u.stream)
 	c.mu.Unlock()
 	if pd == nil {
-		return u.n, pass
+		return u.n, pass(nil)
 	}
 	grpcStatus := h2Field(u.fields, "grpc-status")
 	if status == 0 || status >= 400 || (u.flags&h2EndStream != 0 && grpcStatus != "" && grpcStatus != "0") {
 		// An error, or a gRPC call that failed (a trailers-only response).
-		pass.Pending = pd
-		return u.n, pass
+		return u.n, pass(pd)
 	}
 	if pd.point.Request != nil {
 		pd.point.Request.Status = status
@@ -521,10 +525,10 @@ func (c *h2Conn) encode(u h2Unit) []byte {
 	return out
 }
 
-// upstream implements upstreamer: the RST_STREAMs of the streams cut, and the
+// Upstream implements Upstreamer: the RST_STREAMs of the streams cut, and the
 // flow-control credit of the frames dropped, sent only between whole frames of the
 // client's.
-func (c *h2Conn) upstream() []byte {
+func (c *h2Conn) Upstream() []byte {
 	d := &c.up
 	if !d.preface || d.lf.opaque || d.lf.skip > 0 || d.inBlock {
 		return nil

@@ -103,3 +103,64 @@ func TestGRPC(t *testing.T) {
 		t.Fatalf("events %+v, want one cut naming its stream", evs)
 	}
 }
+
+// rawCodec passes messages as bytes, for a service declared without generated code.
+type rawCodec struct{}
+
+func (rawCodec) Name() string                  { return "proto" }
+func (rawCodec) Marshal(v any) ([]byte, error) { return *v.(*[]byte), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*v.(*[]byte) = append([]byte(nil), b...)
+	return nil
+}
+
+// TestGRPCCutsReturnFlowControl cuts the responses of five calls that each answer 30
+// KiB, on a client whose connection window is fixed at 64 KiB: the DATA the proxy drops
+// never reaches the client, which so never credits it back; unless the proxy returns
+// that credit to the server, two cuts exhaust the window and every later call waits.
+// All the calls after the cuts complete on the same connection.
+func TestGRPCCutsReturnFlowControl(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}))
+	gs.RegisterService(&grpc.ServiceDesc{
+		ServiceName: "test.Big",
+		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{MethodName: "Get", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			var in []byte
+			if err := dec(&in); err != nil {
+				return nil, err
+			}
+			out := make([]byte, 30<<10)
+			return &out, nil
+		}}},
+	}, struct{}{})
+	go gs.Serve(ln)
+	defer gs.Stop()
+	api := apitest.GRPC(t, ln.Addr().String())
+	api.Arm("response-cut:1,max=5")
+	conn, err := grpc.NewClient("passthrough:///"+api.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialConnWindowSize(64<<10), grpc.WithInitialWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var codesSeen []codes.Code
+	for range 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, resp := []byte{}, []byte{}
+		err := conn.Invoke(ctx, "/test.Big/Get", &req, &resp, grpc.ForceCodec(rawCodec{}))
+		cancel()
+		codesSeen = append(codesSeen, status.Code(err))
+		if err == nil && len(resp) != 30<<10 {
+			t.Fatalf("a response of %d bytes", len(resp))
+		}
+	}
+	for i, c := range codesSeen {
+		if (i < 5) == (c == codes.OK) {
+			t.Fatalf("codes %v: want the five cut calls to fail and the five after them to complete", codesSeen)
+		}
+	}
+}
