@@ -225,3 +225,112 @@ func TestHTTP2GRPCCut(t *testing.T) {
 		t.Fatalf("events %+v, want the cut of Check's 200", got)
 	}
 }
+
+// TestHTTP2ManyStreamCuts runs 8 workers of 25 unary calls each on one grpc-go client
+// connection to a real grpc-go server, with the response of a call cut at 0.3: every
+// call either completes or fails with the reset of its own stream (Internal), never
+// with the connection's loss (Unavailable) or a stalled window (DeadlineExceeded), and
+// the failed calls are exactly the cut ones.
+func TestHTTP2ManyStreamCuts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, health.NewServer())
+	go gs.Serve(ln)
+	defer gs.Stop()
+	evs := &eventLog{}
+	px, err := Start(Options{Upstream: ln.Addr().String(), Protocol: toxics.HTTP2{}, Seed: 3, Events: evs.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	px.Faults().Cut.Set(0.3, 0)
+	conn, err := grpc.NewClient("passthrough:///"+px.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := healthpb.NewHealthClient(conn)
+	var mu sync.Mutex
+	count := map[codes.Code]int{}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				_, err := cl.Check(ctx, &healthpb.HealthCheckRequest{})
+				cancel()
+				mu.Lock()
+				count[status.Code(err)]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	cuts := len(evs.all())
+	if count[codes.OK]+count[codes.Internal] != 200 || count[codes.Internal] != cuts || cuts == 0 {
+		t.Fatalf("codes %v with %d cuts: want every call OK or Internal, Internal once per cut", count, cuts)
+	}
+	if px.Faults().Cut.Fired() != int64(cuts) {
+		t.Fatalf("fired %d, events %d", px.Faults().Cut.Fired(), cuts)
+	}
+}
+
+// TestHTTP2ManyStreamCutsH2C is TestHTTP2ManyStreamCuts with Go's own HTTP/2 client and
+// server, every response carrying a header of its own (so that the service's HPACK
+// encoder adds an entry for each): every POST completes with its own header or fails
+// alone, the failures are the cuts, and one connection carries them all.
+func TestHTTP2ManyStreamCutsH2C(t *testing.T) {
+	var handled atomic.Int64
+	addr := h2cService(t, &handled, nil)
+	evs := &eventLog{}
+	px, err := Start(Options{Upstream: addr, Protocol: toxics.HTTP2{}, Seed: 4, Events: evs.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	var conns atomic.Int64
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
+		conns.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, a)
+	}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	// One request before the cuts are armed, so that the workers share its connection
+	// instead of each dialing one while none is up.
+	resp, err := c.Post("http://"+px.Addr()+"/warm", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	px.Faults().Cut.Set(0.3, 0)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				path := fmt.Sprintf("/payments/%d-%d", w, i)
+				resp, err := c.Post("http://"+px.Addr()+path, "application/json", strings.NewReader("{}"))
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 201 || string(b) != "handled "+path || resp.Header.Get("X-Handled") != path {
+					t.Errorf("%s: %s %q (X-Handled %q)", path, resp.Status, b, resp.Header.Get("X-Handled"))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cuts := len(evs.all())
+	if int(failed.Load()) != cuts || cuts == 0 || handled.Load() != 201 || conns.Load() != 1 {
+		t.Fatalf("%d failed, %d cuts, %d handled, %d connections: want the failures to be the cuts, 201 handled, one connection",
+			failed.Load(), cuts, handled.Load(), conns.Load())
+	}
+}
