@@ -38,7 +38,7 @@ func parsePinned(spec string) (f Fault, ok bool, err error) {
 		return Fault{}, true, fmt.Errorf("fault %q: %s", spec, fmt.Sprintf(format, args...))
 	}
 	head := strings.TrimSpace(body[:i])
-	name := strings.ReplaceAll(strings.ToLower(head), "_", "-")
+	name := strings.ReplaceAll(apiFaultName(strings.ReplaceAll(strings.ToLower(head), "-", "_")), "_", "-")
 	var kind toxics.Kind
 	switch name {
 	case "commit-cut":

@@ -173,6 +173,20 @@ func overlap(a, b Fault) bool {
 	return a.Start < bEnd && b.Start < aEnd
 }
 
+// apiFaultName returns the commit fault an API layer's fault name stands for (in the
+// underscore form ParseFault compares): at an API layer (toxics.HTTP) a response-cut is
+// a commit-cut (the service handled the request, its response is dropped) and a
+// request-drop a commit-drop. Other names are returned as they are.
+func apiFaultName(name string) string {
+	switch name {
+	case "response_cut":
+		return "commit_cut"
+	case "request_drop":
+		return "commit_drop"
+	}
+	return name
+}
+
 // ParseFault parses one schedule entry, NAME[:PARAMS][@START-END].
 func ParseFault(spec string) (Fault, error) {
 	if f, ok, err := parsePinned(spec); ok {
@@ -208,6 +222,7 @@ func ParseFault(spec string) (Fault, error) {
 	}
 	name, params, _ := strings.Cut(body, ":")
 	name = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "-", "_")
+	name = apiFaultName(name)
 	var args []string
 	if params != "" {
 		args = strings.Split(params, ",")

@@ -78,6 +78,11 @@
 // removes it, and a launched server keeps its data directory, named in the log with the
 // commands that start the server on it again and remove it.
 //
+// One layer up, apitest.HTTP and apitest.GRPC put the proxy in front of an HTTP or gRPC
+// service the test runs (its handler, over whatever database): Server.DSN is then the
+// proxy's base URL, and the faults are response-cut and request-drop (see package
+// apitest).
+//
 // # Faults
 //
 // Server.Arm arms faults in the schedule syntax of package faults: "commit-cut:0.2",

@@ -55,6 +55,9 @@ func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd 
 	for _, n := range notes(m, r, ops, proxied) {
 		fmt.Fprintf(&b, "%s\n", n)
 	}
+	for _, n := range apiNotes(ops, events) {
+		fmt.Fprintf(&b, "%s\n", n)
+	}
 	if proxied && r.Verdict != checker.Valid {
 		fmt.Fprintf(&b, "fault seed %d; the same fault decisions again: %s\n", sd.n, reproduce(tb, sd))
 		if l := listedFaults(events); l != "" {

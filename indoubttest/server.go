@@ -23,7 +23,8 @@ import (
 // redistest.Redis, mongotest.Mongo, cqltest.Cassandra). Its methods are safe for
 // concurrent use. It stops with the test (t.Cleanup).
 type Server struct {
-	// Store names the store: postgres, redis, mongo, cql.
+	// Store names the store: postgres, redis, mongo, cql; http or grpc for a service
+	// behind apitest's proxy.
 	Store string
 	// DSN reaches the test's database through the proxy: give it to the code under test.
 	DSN string
@@ -189,8 +190,8 @@ func (s *Server) parseMatch(specs []string) ([]string, *regexp.Regexp, error) {
 			out = append(out, spec)
 			continue
 		}
-		if !strings.HasPrefix(rest, "commit-") && !strings.HasPrefix(rest, "commit_") {
-			return nil, nil, fmt.Errorf("%q: match= applies to the commit faults (commit-cut, commit-drop, commit-mixed)", spec)
+		if !strings.HasPrefix(rest, "commit-") && !strings.HasPrefix(rest, "commit_") && !apiFault(rest) {
+			return nil, nil, fmt.Errorf("%q: match= applies to the commit faults (commit-cut, commit-drop, commit-mixed; response-cut and request-drop at an API)", spec)
 		}
 		if s.target.Protocol == nil || s.target.Protocol.Name() == (toxics.CQL{}).Name() {
 			return nil, nil, fmt.Errorf("%q: the %s proxy has no statement match", spec, s.Store)
@@ -206,6 +207,12 @@ func (s *Server) parseMatch(specs []string) ([]string, *regexp.Regexp, error) {
 		out = append(out, rest)
 	}
 	return out, re, nil
+}
+
+// apiFault reports whether spec is one of the commit faults under its API name.
+func apiFault(spec string) bool {
+	spec = strings.ReplaceAll(strings.ToLower(spec), "_", "-")
+	return strings.HasPrefix(spec, "response-cut") || strings.HasPrefix(spec, "request-drop")
 }
 
 // window is the "@START-END" that may end a schedule entry.
@@ -307,6 +314,15 @@ func (m matching) NewConn() toxics.Conn { return matchingConn{m.Protocol.NewConn
 type matchingConn struct {
 	toxics.Conn
 	re *atomic.Pointer[regexp.Regexp]
+}
+
+// Upstream passes on the wrapped protocol's bytes for the server (HTTP/2's resets and
+// flow-control credit after a stream cut), when it has any.
+func (c matchingConn) Upstream() []byte {
+	if u, ok := c.Conn.(toxics.Upstreamer); ok {
+		return u.Upstream()
+	}
+	return nil
 }
 
 func (c matchingConn) Request(b []byte) (int, *toxics.Point) {

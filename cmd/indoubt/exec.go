@@ -55,6 +55,8 @@ proxy's address in the variables its drivers read:
              (psql and every libpq client connect unchanged)
   redis      REDIS_URL
   mongo      MONGODB_URI
+  http, grpc INDOUBT_BASE_URL     http://HOST:PORT of the proxy, in front of --upstream (a
+                                  service you run; no HTTP_PROXY is set)
   every one  INDOUBT_HISTORY      the file to append the history to (docs/history-format.md;
                                   recorders/ holds writers for Python and Node)
              INDOUBT_DIRECT_URL   the server's own DSN, not through the proxy: for setup
@@ -151,7 +153,7 @@ func parseExecArgs(args []string, stdout io.Writer) (execArgs, error) {
 	fs := newFlags("exec", execHelp, stdout)
 	var (
 		a      execArgs
-		store  = fs.String("store", "", "the server: postgres (default), redis, mongo (FerretDB when launched), or cockroach (--dsn only); with --dsn, its scheme")
+		store  = fs.String("store", "", "the server: postgres (default), redis, mongo (FerretDB when launched), cockroach (--dsn only), or an API you run: http, grpc (--upstream only); with --dsn, its scheme")
 		params = fs.String("params", "", "with --model: the header's params as a JSON object, e.g. '{\"budget\":100}' (docs/history-format.md)")
 		specs  multiFlag
 	)
@@ -176,7 +178,7 @@ func parseExecArgs(args []string, stdout io.Writer) (execArgs, error) {
 		return a, fmt.Errorf("exec: no program: indoubt exec [flags] -- PROGRAM [ARG...]")
 	}
 	var err error
-	if a.store, err = pickExecStore(*store, a.dsn); err != nil {
+	if a.store, err = pickExecStore(*store, a.dsn, a.upstream != ""); err != nil {
 		return a, err
 	}
 	if a.dsn != "" && a.upstream != "" {
@@ -262,10 +264,13 @@ var execStores = []execStore{
 	{name: runner.Cockroach, through: pgThrough, env: pgEnv, finalSQL: queryFinal},
 	{name: runner.Redis, launch: launchExecRedis, through: urlThrough, env: urlEnv("REDIS_URL")},
 	{name: runner.Mongo, launch: launchExecFerretDB, through: mongoThrough, env: urlEnv("MONGODB_URI")},
+	{name: "http", env: apiEnv}, // --upstream only: a service the user runs
+	{name: "grpc", env: apiEnv},
 }
 
-// pickExecStore resolves --store, or the store --dsn names by its scheme.
-func pickExecStore(name, dsn string) (execStore, error) {
+// pickExecStore resolves --store, or the store --dsn names by its scheme; a store that
+// cannot be launched needs --dsn or --upstream.
+func pickExecStore(name, dsn string, upstream bool) (execStore, error) {
 	if name == "" && dsn != "" {
 		s, ok := runner.StoreFromDSN(dsn)
 		if !ok {
@@ -279,7 +284,7 @@ func pickExecStore(name, dsn string) (execStore, error) {
 	var have []string
 	for _, s := range execStores {
 		if string(s.name) == name {
-			if s.launch == nil && dsn == "" {
+			if s.launch == nil && dsn == "" && !upstream {
 				return execStore{}, fmt.Errorf("exec: no %s can be launched here: give --dsn or --upstream", name)
 			}
 			return s, nil
@@ -584,7 +589,10 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 		}
 		upstream = u.Host
 	}
-	proto, _ := runner.ProtocolFor(string(a.store.name))
+	proto, ok := runner.ProtocolFor(string(a.store.name))
+	if !ok {
+		proto = apiProtocols[string(a.store.name)]
+	}
 	opt := faults.Options{Upstream: upstream, Protocol: proto, Seed: a.seed, Events: r.onEvent}
 	if a.match != "" {
 		opt.Match = regexp.MustCompile(a.match).MatchString

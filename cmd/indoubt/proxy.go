@@ -54,6 +54,8 @@ findAndModify and bulkWrite outside a transaction, and commitTransaction; --matc
 the command's name and body. (cql): QUERY and EXECUTE of writes, and BATCH; an LWT
 whose [applied] is false, and errors, are never cut.
 
+` + apiProtocolHelp + `
+
 Usage: indoubt proxy --upstream HOST:PORT [flags]
 
 Example:
@@ -140,7 +142,7 @@ type proxyConfig struct {
 func parseProxyFlags(args []string, stdout io.Writer) (proxyConfig, error) {
 	fs := newFlags("proxy", proxyHelp, stdout)
 	var (
-		protocol = fs.String("protocol", "postgres", "wire protocol: postgres, resp (Redis), mongo (OP_MSG), cql (native protocol v3-v5), or tcp (no commit faults)")
+		protocol = fs.String("protocol", "postgres", "wire protocol: postgres, resp (Redis), mongo (OP_MSG), cql (native protocol v3-v5), http (an API over HTTP/1.1), grpc (HTTP/2 without TLS), or tcp (no commit faults)")
 		listen   = fs.String("listen", "127.0.0.1:6432", "address to accept clients on; loopback unless --allow-remote (\":6432\" is loopback)")
 		upstream = fs.String("upstream", "", "the server's address, host:port (required; checked at start)")
 		cut      = fs.Float64("cut-after-commit", 0, "probability per commit point of cutting the connection after the server committed")
@@ -217,10 +219,13 @@ func proxyProtocol(name string) (toxics.Protocol, error) {
 	if name == "tcp" {
 		return nil, nil
 	}
+	if p, ok := apiProtocols[name]; ok {
+		return p, nil
+	}
 	if p, ok := runner.ProtocolFor(name); ok {
 		return p, nil
 	}
-	return nil, fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo, cql or tcp)", name)
+	return nil, fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo, cql, http, grpc or tcp)", name)
 }
 
 // parseSchedule parses the --fault entries and checks them against the flags.
@@ -377,9 +382,12 @@ func runProxySchedule(ctx context.Context, schedule faults.Schedule, px *faults.
 //
 //	15:04:05.000 commit-cut applied 127.0.0.1:51514 "commit" COMMIT (txn 3, changed rows: UPDATE 1, INSERT 0 1)
 func eventLine(e toxics.Event) string {
-	s := fmt.Sprintf("%s %s %s %s %s", e.Time.Format("15:04:05.000"), e.Kind, e.Truth, e.Conn, strconv.Quote(e.Statement))
+	s := fmt.Sprintf("%s %s %s %s %s", e.Time.Format("15:04:05.000"), faultName(e), e.Truth, e.Conn, strconv.Quote(e.Statement))
 	if e.Tag != "" {
 		s += " " + e.Tag
+	}
+	if r := e.Request; r != nil && r.IdempotencyKey != "" {
+		s += " Idempotency-Key " + strconv.Quote(r.IdempotencyKey)
 	}
 	if e.Txn != nil {
 		wrote := "wrote"

@@ -73,6 +73,10 @@ type Point struct {
 	// Wrote reports whether that transaction sent a statement that can change data
 	// (see Txn.Wrote).
 	Wrote bool
+	// Request is the API request of the point, for the protocols of an API layer
+	// (HTTP); nil for a database protocol. The protocol may set its Status when the
+	// response arrives, before the cut's event.
+	Request *Request
 
 	// number is the point's number among the proxy's counted points (Event.Point),
 	// given when it is decided.
@@ -111,6 +115,14 @@ const (
 	// Release forwards the held bytes and these. With a Pending, that armed cut is
 	// over without a commit to cut (an error, a rollback).
 	Release
+	// Substitute drops the held bytes and these and forwards Verdict.Send in their
+	// place; the connection goes on. With a Pending, the server proved that commit
+	// and the protocol cut only its reply (an HTTP/2 stream): the cut fires.
+	Substitute
+	// Replace is Release (a Pending ends unfired) with Verdict.Send forwarded in place
+	// of the held bytes and these: for a protocol that rewrites what the client gets
+	// (HTTP/2 header blocks, encoded anew after a stream was cut).
+	Replace
 )
 
 // Verdict is a protocol's judgement of the bytes a Reply consumed.
@@ -127,6 +139,18 @@ type Verdict struct {
 	// Changed is what those replies prove the commit changed (Txn.Changed): nil when
 	// they do not tell.
 	Changed *bool
+	// Send is what Substitute and Replace forward instead of the bytes (nil: nothing).
+	Send []byte
+}
+
+// Upstreamer is an optional extra of a Conn whose protocol has bytes of its own for the
+// server (HTTP/2: the RST_STREAM of a stream whose reply it cut, and the flow-control
+// credit of the frames it dropped). Session.Requests calls Upstream each time the
+// client's bytes arrive, before judging those, and sends what it returns; Upstream
+// returns bytes only where a message may start, never inside one it has partly
+// forwarded. A Conn that wraps another (to change its points) should pass it on.
+type Upstreamer interface {
+	Upstream() []byte
 }
 
 // Pending is a cut decided at a commit point, waiting for the server's proof. The
@@ -295,6 +319,7 @@ func (c *Commits) emit(s *Session, k Kind, p Point, v Verdict) {
 		Statement: shorten(p.Statement, 256),
 		Tag:       v.Tag,
 		Txn:       p.txn(v),
+		Request:   p.request(),
 	})
 }
 
@@ -309,6 +334,15 @@ func (p Point) txn(v Verdict) *Txn {
 	wrote := p.Wrote && (v.Changed == nil || *v.Changed)
 	return &Txn{Seq: p.Txn, Wrote: wrote, Digest: hex.EncodeToString(sum[:8]), Text: shorten(p.Text, 256),
 		Tags: v.Tags, Changed: v.Changed}
+}
+
+// request copies the point's API request for its event, nil when it has none.
+func (p Point) request() *Request {
+	if p.Request == nil {
+		return nil
+	}
+	r := *p.Request
+	return &r
 }
 
 // decide makes the one decision of a commit point.
@@ -395,6 +429,9 @@ func (s *Session) Requests(b []byte, send func([]byte) error) bool {
 	}
 	data, owned := unbuffer(&st.buf, b)
 	out := &sender{fn: send}
+	if u, ok := s.conn.(Upstreamer); ok {
+		out.send(u.Upstream())
+	}
 	off := 0
 	for off < len(data) {
 		n, p := s.conn.Request(data[off:])
@@ -505,6 +542,21 @@ func (s *Session) Replies(b []byte, send func([]byte) error) bool {
 			} else {
 				out.send(data[fwd : off+n])
 			}
+			fwd = off + n
+		case Substitute, Replace:
+			if !st.holding {
+				out.send(data[fwd:off])
+			}
+			st.held, st.holding = nil, false
+			if v.Pending != nil {
+				if v.Action == Substitute {
+					v.Pending.knob.fired.Add(1)
+					s.c.emit(s, CommitCut, v.Pending.point, v)
+				} else {
+					v.Pending.knob.untake()
+				}
+			}
+			out.send(v.Send)
 			fwd = off + n
 		case Cut:
 			if !st.holding {

@@ -125,6 +125,9 @@ type Event struct {
 	// Txn is the transaction the fault hit: which of its connection's transactions,
 	// what it ran, and whether it wrote. Nil when the protocol does not tell.
 	Txn *Txn `json:"txn,omitempty"`
+	// Request is the API request the fault hit (http): method, path, idempotency key
+	// and, for a cut, the status the service answered. Nil for database protocols.
+	Request *Request `json:"request,omitempty"`
 }
 
 // Txn is the transaction a commit fault hit, as the proxy saw it on its connection. An

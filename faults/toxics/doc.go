@@ -6,7 +6,11 @@
 // proxy knows which it was, and reports an Event with that ground truth.
 //
 // The protocols are Postgres, Resp (Redis), Mongo (OP_MSG) and CQL; the documentation
-// of each states its commit points and its proof of commit. Give one to faults.Start
+// of each states its commit points and its proof of commit. HTTP carries the same faults
+// one layer up, to an API: a request is the point, a response-cut (CommitCut) lets the
+// service handle it and drops its response, a request-drop (CommitDrop) keeps it from
+// the service, and the Event names the request (Event.Request). HTTP2 does the same
+// for HTTP/2 with prior knowledge (h2c), and so for gRPC. Give one to faults.Start
 // (Options.Protocol), which runs the proxy; Faults holds the knobs that arm the faults
 // at run time, and Event is what each fault reports (one line of faults.jsonl).
 //
@@ -70,6 +74,13 @@ package toxics
 //     not prove it), then Cut with the Pending, or Release with it when the reply shows
 //     no commit (an error). Unwatched replies Pass. Shared state between Request and
 //     Reply needs a lock; each is called from one goroutine.
+//   - A protocol that multiplexes requests on one connection (HTTP/2) may cut one reply
+//     and keep the connection: Reply returns Substitute with the Pending and Send, the
+//     bytes the client gets instead (a RST_STREAM), and Replace to drop the rest of
+//     that reply or to rewrite what follows (HTTP/2 re-encodes header blocks once the
+//     client's HPACK decoder missed one). Bytes the server must be told (its own
+//     RST_STREAM, flow-control credit of what was dropped) go through Upstreamer, which
+//     Requests asks only between whole client messages.
 //   - State that spans connections (CQL's prepared ids, which the server issues for
 //     every connection) belongs to one proxy, never to the process: several proxies in
 //     one process may front different servers. Implement forProxy (proxyScoped), which
