@@ -679,6 +679,7 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 	if an.join != nil {
 		an.join()
 	}
+	axCheckFor(ctx, tc.h, an, tc.c)
 	if ctx.Err() != nil {
 		return interrupted(tc.h.model, ctx.Err()), nil
 	}
