@@ -512,13 +512,15 @@ func (x *axHistory) readAtomic(g *axGraph) {
 
 // causal adds the edges of causal consistency's axiom: for each read of x in t3 from
 // t2, from each t1 ≠ t2 that wrote x and happens before t3 by (so ∪ wr)+. Of those,
-// only the last of each chain is needed: the transactions are covered by chains,
-// each totally ordered by happens-before (a session, continued by a later session
-// whose first transaction happens after the chain's end), and a vector clock per
-// transaction holds the last of each chain that happens before it. With c chains and
-// n transactions this is O(n·c) time; a clock is freed once the transactions that
-// follow it have taken it. It returns false, adding nothing, when so ∪ wr is cyclic:
-// the cycle itself is the violation.
+// only the last of each chain is needed: the writers that some transaction follows
+// are covered by chains, each totally ordered by happens-before (taken greedily in a
+// topological order: a writer continues its session predecessor's chain when that
+// one ends it, else any chain whose end happens before it, else a new one), and a
+// vector clock per transaction holds the last of each chain that happens before it.
+// With c chains and n transactions this is O(n·c) time (c is at least the number of
+// writers no transaction orders, and grows with sessions that end on a write nobody
+// read); a clock is freed once the transactions that follow it have taken it. It
+// returns false when so ∪ wr is cyclic: the cycle itself is then the violation.
 func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 	n := x.n
 	// Successors in so ∪ wr, and in-degrees, for a topological order.
@@ -582,10 +584,14 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 		}
 	}
 	// Chains: each transaction's chain and position in it.
+	// Only writers that some transaction follows need a place in a chain: a
+	// transaction without writes passes on its past, and only a writer can be t1.
 	chainOf := make([]int32, n)
+	for i := range chainOf {
+		chainOf[i] = -1
+	}
 	chainPos := make([]int32, n)
 	var chainLen []int32
-	var chainSess []int32 // the session a chain is continuing
 	// Per key, per chain, its writers so far, in chain order.
 	type chainWrites struct {
 		chain int32
@@ -601,7 +607,6 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 			queue = append(queue, t)
 		}
 	}
-	sessionDone := make([]bool, len(x.sessions)) // its last transaction has been placed
 	done := 0
 	for len(queue) > 0 {
 		if done%checkEvery == 0 && ctx.Err() != nil {
@@ -624,7 +629,7 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 					vc[i] = v
 				}
 			}
-			if c := chainOf[p]; chainPos[p] > vc[c] {
+			if c := chainOf[p]; c >= 0 && chainPos[p] > vc[c] {
 				vc[c] = chainPos[p]
 			}
 			users[p]--
@@ -648,31 +653,28 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 		for _, s := range srcs[srcAt[t3]:srcAt[t3+1]] {
 			take(s)
 		}
-		// Its chain: its session predecessor's, or a finished chain whose end
-		// happens before it, or a new one.
+		// Its chain: none when nothing follows it (no transaction can have it in its
+		// past); else its session predecessor's, if that ends the chain, or any
+		// chain whose end happens before it, or a new one.
 		c := int32(-1)
-		if soPrev >= 0 {
-			c = chainOf[soPrev]
-		} else {
-			for i, sess := range chainSess {
-				if sessionDone[sess] && int(i) < len(vc) && vc[i] == chainLen[i]-1 {
-					c = int32(i)
-					break
+		if users[t3] > 0 && len(x.writesOf(t3)) > 0 {
+			if soPrev >= 0 && chainOf[soPrev] >= 0 && chainPos[soPrev] == chainLen[chainOf[soPrev]]-1 {
+				c = chainOf[soPrev]
+			} else {
+				for i, l := range chainLen {
+					if vc[i] == l-1 {
+						c = int32(i)
+						break
+					}
 				}
 			}
 			if c < 0 {
 				c = int32(len(chainLen))
 				chainLen = append(chainLen, 0)
-				chainSess = append(chainSess, 0)
 				vc = append(vc, -1)
 			}
-			chainSess[c] = x.sessOf[t3]
-		}
-		chainOf[t3], chainPos[t3] = c, chainLen[c]
-		chainLen[c]++
-		s := x.sessions[x.sessOf[t3]]
-		if s[len(s)-1] == t3 {
-			sessionDone[x.sessOf[t3]] = true
+			chainOf[t3], chainPos[t3] = c, chainLen[c]
+			chainLen[c]++
 		}
 		// The axiom's edges into each writer t3 read from.
 		base := x.rAt[t3]
@@ -695,6 +697,9 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 			}
 		}
 		for _, w := range x.writesOf(t3) {
+			if c < 0 {
+				break
+			}
 			cws := perKey[w.key]
 			j := slices.IndexFunc(cws, func(cw chainWrites) bool { return cw.chain == c })
 			if j < 0 {
