@@ -1008,6 +1008,14 @@ func CheckListAppend(ctx context.Context, ops []histories.Op, opt TxnOptions) (R
 // those of CheckListAppend (without the list's own: incompatible-order,
 // duplicate-elements, dirty-update, future-read, garbage-read). An info transaction
 // takes part once a read has seen one of its writes, which proves it committed.
+//
+// The axiomatic levels of Biswas and Enea (axiomatic-read-committed,
+// axiomatic-read-atomic, causal; read-committed and read-atomic ask for them besides
+// Adya's) are decided completely: the history satisfies one exactly when no cycle of
+// session order (each process's transactions), write-read and the edges the level's
+// axiom forces exists, and the Result names such a cycle, one line per edge, as
+// read-committed-cycle, read-atomic-cycle or causal-cycle (causality-cycle when
+// session order and write-read alone close it).
 func CheckRWRegister(ctx context.Context, ops []histories.Op, opt TxnOptions) (Result, error) {
 	return checkTxn(ctx, RWRegisterModel, ops, opt)
 }
