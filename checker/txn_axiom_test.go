@@ -156,3 +156,37 @@ func TestAxiomPlanted(t *testing.T) {
 		})
 	}
 }
+
+// TestAxiomPlume gives each golden history to the checker again through Plume's text
+// format (histories.WritePlume, then ReadPlume), as AWDIT would read it: the same
+// verdict at each axiomatic level.
+func TestAxiomPlume(t *testing.T) {
+	for _, name := range slices.Sorted(maps.Keys(axGolden)) {
+		weakest := axGolden[name]
+		_, ops, err := histories.ReadFile(filepath.Join("testdata", "txn-axiomatic", name+".jsonl"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf strings.Builder
+		if _, err := histories.WritePlume(&buf, ops); err != nil {
+			t.Fatal(err)
+		}
+		back, err := histories.ReadPlume(strings.NewReader(buf.String()), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []axLevel{axRC, axRA, axCC} {
+			want := Valid
+			if weakest != 0 && l >= weakest {
+				want = Invalid
+			}
+			r, err := CheckRWRegister(context.Background(), back, TxnOptions{ConsistencyModels: []string{l.model()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Verdict != want {
+				t.Errorf("%s through Plume, %s: %s, want %s: %s\n%s", name, l.model(), r.Verdict, want, r.Summary, buf.String())
+			}
+		}
+	}
+}
