@@ -679,7 +679,10 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 	if an.join != nil {
 		an.join()
 	}
-	axCheckFor(ctx, tc.h, an, tc.c)
+	axCheckFor(ctx, tc.h, an, tc.c, tc.model)
+	if ctx.Err() != nil {
+		return interrupted(tc.h.model, ctx.Err()), nil
+	}
 	if ctx.Err() != nil {
 		return interrupted(tc.h.model, ctx.Err()), nil
 	}

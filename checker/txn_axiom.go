@@ -108,6 +108,7 @@ type axRead struct {
 	key  uint32
 	from int32
 	mop  int32
+	val  int64 // the value read (a list's last element), valueNil for none
 }
 
 // axWrite is a transaction's last write of a key, and its micro-op.
@@ -126,6 +127,7 @@ const axInit int32 = -2
 // session in order.
 type axHistory struct {
 	h      *txnHistory
+	lists  bool // list-append: a read is of its list's last element
 	n      int32 // transactions of h; node n of the graphs is the initial state
 	part   []bool
 	reads  []axRead
@@ -170,13 +172,31 @@ type axWriter struct {
 	last bool // the transaction's last write of the key
 }
 
-// newAxHistory reads the axioms' view of an rw-register history. Reads that no
-// commit order can explain are added to an as anomalies of their own kind (not-own-
-// write, future-read, garbage-read) or left to the Elle-class analysis, which finds
-// them as G1a and G1b.
-func newAxHistory(h *txnHistory, an *txnAnalysis) *axHistory {
+// newAxHistory reads the axioms' view of an rw-register history, or of a list-append
+// one (la) as registers: an append is a write, and a read of a list a read of its
+// last element, which the transaction that appended it wrote last among those the
+// reader saw (the list is the appends it saw in commit order). Reads that no commit
+// order can explain are added to an as anomalies of their own kind (not-own-write;
+// on registers future-read and garbage-read) or left to the Elle-class analysis,
+// which finds them as G1a and G1b (and on lists future-read and garbage-read).
+func newAxHistory(h *txnHistory, an *txnAnalysis, la *listAppend) *axHistory {
 	n := int32(len(h.txns))
-	x := &axHistory{h: h, n: n, part: make([]bool, n)}
+	x := &axHistory{h: h, n: n, part: make([]bool, n), lists: la != nil}
+	isWrite := func(m txnMop) bool { return m.kind == mopWrite || m.kind == mopAppend }
+	// readVal is the value a read saw, false when nothing is known of it.
+	readVal := func(m txnMop) (int64, bool) {
+		if la == nil {
+			return m.val, true
+		}
+		if m.val < 0 {
+			return 0, false
+		}
+		r := la.reads[m.val]
+		if l := la.readList(r); !r.null && len(l) > 0 {
+			return l[len(l)-1], true
+		}
+		return valueNil, true
+	}
 	// Who wrote each value: the last writer of a value written twice, as the
 	// Elle-class analysis refuses a read of one.
 	writers := map[axVal]axWriter{}
@@ -186,12 +206,12 @@ func newAxHistory(h *txnHistory, an *txnAnalysis) *axHistory {
 		}
 		mops := h.txnMops(int32(id))
 		for i, m := range mops {
-			if m.kind != mopWrite {
+			if !isWrite(m) {
 				continue
 			}
 			last := true
 			for _, o := range mops[i+1:] {
-				if o.kind == mopWrite && o.key == m.key {
+				if isWrite(o) && o.key == m.key {
 					last = false
 					break
 				}
@@ -205,7 +225,7 @@ func newAxHistory(h *txnHistory, an *txnAnalysis) *axHistory {
 			continue
 		}
 		for _, m := range h.txnMops(int32(id)) {
-			if m.kind == mopWrite {
+			if isWrite(m) {
 				failed[axVal{m.key, m.val}] = int32(id)
 			}
 		}
@@ -222,7 +242,7 @@ func newAxHistory(h *txnHistory, an *txnAnalysis) *axHistory {
 		x.part[id] = true
 		own = own[:0]
 		for i, m := range h.txnMops(int32(id)) {
-			if m.kind == mopWrite {
+			if isWrite(m) {
 				j := slices.IndexFunc(own, func(w axWrite) bool { return w.key == m.key })
 				if j < 0 {
 					own = append(own, axWrite{key: m.key, mop: int32(i), val: m.val})
@@ -234,20 +254,26 @@ func newAxHistory(h *txnHistory, an *txnAnalysis) *axHistory {
 			if m.kind != mopRead {
 				continue
 			}
+			v, known := readVal(m)
+			if !known {
+				continue
+			}
 			if j := slices.IndexFunc(own, func(w axWrite) bool { return w.key == m.key }); j >= 0 {
-				if m.val != own[j].val {
+				if v != own[j].val {
 					an.add(axNotOwnWrite, txnAnomaly{txns: []int32{int32(id)},
 						text: fmt.Sprintf("%s read %s = %s after writing %s there itself (micro-op %d): a transaction reads its own last write",
-							h.name(int32(id)), h.in.keyString(m.key), h.in.valueString(m.val), h.in.valueString(own[j].val), own[j].mop)})
+							h.name(int32(id)), h.in.keyString(m.key), x.valueText(v), h.in.valueString(own[j].val), own[j].mop)})
 				}
 				continue
 			}
-			if m.val == valueNil {
-				x.reads = append(x.reads, axRead{key: m.key, from: axInit, mop: int32(i)})
+			if v == valueNil {
+				x.reads = append(x.reads, axRead{key: m.key, from: axInit, mop: int32(i), val: v})
 				continue
 			}
-			w, ok := writers[axVal{m.key, m.val}]
+			w, ok := writers[axVal{m.key, v}]
 			switch {
+			case ok && w.txn == int32(id) && la != nil:
+				continue // future-read, found by the Elle-class analysis
 			case ok && w.txn == int32(id):
 				an.add("future-read", txnAnomaly{txns: []int32{int32(id)},
 					text: fmt.Sprintf("%s read %s = %s (micro-op %d), which it wrote itself only later (micro-op %d)",
@@ -256,12 +282,12 @@ func newAxHistory(h *txnHistory, an *txnAnalysis) *axHistory {
 			case ok:
 				// An intermediate write read is G1b, found by the Elle-class
 				// analysis; the read still orders its writer first.
-				x.reads = append(x.reads, axRead{key: m.key, from: w.txn, mop: int32(i)})
+				x.reads = append(x.reads, axRead{key: m.key, from: w.txn, mop: int32(i), val: v})
 				x.part[w.txn] = true
 				continue
 			}
-			if _, aborted := failed[axVal{m.key, m.val}]; aborted {
-				continue // G1a, found by the Elle-class analysis
+			if _, aborted := failed[axVal{m.key, v}]; aborted || la != nil {
+				continue // G1a (or on lists garbage-read), found by the Elle-class analysis
 			}
 			an.add("garbage-read", txnAnomaly{txns: []int32{int32(id)},
 				text: fmt.Sprintf("%s read %s = %s (micro-op %d), a value no transaction wrote",
@@ -280,7 +306,7 @@ func newAxHistory(h *txnHistory, an *txnAnalysis) *axHistory {
 		mops := h.txnMops(int32(id))
 		for i := len(mops) - 1; i >= 0; i-- {
 			m := mops[i]
-			if m.kind != mopWrite || slices.ContainsFunc(x.writes[start:], func(w axWrite) bool { return w.key == m.key }) {
+			if !isWrite(m) || slices.ContainsFunc(x.writes[start:], func(w axWrite) bool { return w.key == m.key }) {
 				continue
 			}
 			x.writes = append(x.writes, axWrite{key: m.key, mop: int32(i), val: m.val})
@@ -735,6 +761,19 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 	return done == parts
 }
 
+// valueText names a value read: a register's, or the last element of a list.
+func (x *axHistory) valueText(v int64) string {
+	switch {
+	case v == valueNil && x.lists:
+		return "[] (empty)"
+	case v == valueNil:
+		return "null"
+	case x.lists:
+		return "a list ending in " + x.h.in.valueString(v)
+	}
+	return x.h.in.valueString(v)
+}
+
 // axCycle is a cycle of the axioms' graph: its edges (indices into the graph), in
 // order.
 type axCycle []int32
@@ -835,8 +874,8 @@ func (x *axHistory) cycles(ctx context.Context, g *axGraph, limit int) ([]axCycl
 // axCheck checks the rw-register history of h for the axiomatic level want, adding
 // what violates it to an: the reads no commit order explains (newAxHistory) and the
 // cycles, named by the weakest level whose axiom closes them.
-func axCheck(ctx context.Context, h *txnHistory, an *txnAnalysis, want axLevel) {
-	x := newAxHistory(h, an)
+func axCheck(ctx context.Context, h *txnHistory, an *txnAnalysis, la *listAppend, want axLevel) {
+	x := newAxHistory(h, an, la)
 	if ctx.Err() != nil {
 		return
 	}
@@ -926,11 +965,7 @@ func (x *axHistory) explainEdge(w axWhy, a, b int32, an, bn string) (string, cyc
 	step := cycleStep{FromMop: -1, ToMop: -1}
 	readText := func(ri int32) (string, axRead) {
 		r := x.reads[ri]
-		v := h.txnMops(w.reader)[r.mop].val
-		if v == valueNil {
-			return fmt.Sprintf("%s = null (micro-op %d)", h.in.keyString(r.key), r.mop), r
-		}
-		return fmt.Sprintf("%s = %s (micro-op %d)", h.in.keyString(r.key), h.in.valueString(v), r.mop), r
+		return fmt.Sprintf("%s = %s (micro-op %d)", h.in.keyString(r.key), x.valueText(r.val), r.mop), r
 	}
 	wrote := func(t int32, k uint32) string {
 		wr, _ := x.writeOf(t, k)
@@ -1014,17 +1049,21 @@ func (x *axHistory) pathText(a, b int32) string {
 	return strings.Join(parts, " → ")
 }
 
-// axCheckFor checks the axiomatic level the check's models include, if any, on an
-// rw-register history.
-func axCheckFor(ctx context.Context, h *txnHistory, an *txnAnalysis, c *txnCheck) {
-	if h.model != RWRegisterModel || ctx.Err() != nil {
+// axCheckFor checks the axiomatic level the check's models include, if any: of an
+// rw-register history, or of a list-append one (model) as registers.
+func axCheckFor(ctx context.Context, h *txnHistory, an *txnAnalysis, c *txnCheck, model txnModel) {
+	if ctx.Err() != nil {
+		return
+	}
+	la, _ := model.(*listAppend)
+	if h.model != RWRegisterModel && la == nil {
 		return
 	}
 	l := axLevelOf(c.prohibited)
 	if l == 0 {
 		return
 	}
-	axCheck(ctx, h, an, l)
+	axCheck(ctx, h, an, la, l)
 	if len(incompleteModels(h.model, c.opt)) == 0 {
 		// Nothing asked of the history needs the dependency graph: that it is
 		// empty, or that a search in it ran out of time, leaves nothing undecided.
