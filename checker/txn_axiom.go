@@ -127,7 +127,7 @@ const axInit int32 = -2
 // session in order.
 type axHistory struct {
 	h      *txnHistory
-	lists  bool // list-append: a read is of its list's last element
+	lists  bool  // list-append: a read is of its list's last element
 	n      int32 // transactions of h; node n of the graphs is the initial state
 	part   []bool
 	reads  []axRead
