@@ -627,19 +627,20 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 	perKey := map[uint32][]chainWrites{}
 	clock := make([][]int32, n)
 	var free [][]int32
-	queue := make([]int32, 0, n)
+	// Ready transactions, the earliest in the history first: a clock is freed soon
+	// after the transactions that follow it in the history take it.
+	queue := &axHeap{}
 	for t := int32(0); t < n; t++ {
 		if x.part[t] && predCount[t] == 0 {
-			queue = append(queue, t)
+			queue.push(t)
 		}
 	}
 	done := 0
-	for len(queue) > 0 {
+	for len(*queue) > 0 {
 		if done%checkEvery == 0 && ctx.Err() != nil {
 			return true
 		}
-		t3 := queue[len(queue)-1]
-		queue = queue[:len(queue)-1]
+		t3 := queue.pop()
 		done++
 		// The clock: the join of its predecessors', and themselves.
 		var vc []int32
@@ -664,16 +665,25 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 				clock[p] = nil
 			}
 		}
-		if len(free) > 0 {
+		var soPrev int32 = -1
+		if p := x.posOf[t3]; p > 0 {
+			soPrev = x.sessions[x.sessOf[t3]][p-1]
+		}
+		stolen := soPrev >= 0 && users[soPrev] == 1
+		if stolen {
+			// Its session predecessor's clock, which nothing else will take.
+			vc, clock[soPrev], users[soPrev] = clock[soPrev], nil, 0
+			if c := chainOf[soPrev]; c >= 0 && chainPos[soPrev] > vc[c] {
+				vc[c] = chainPos[soPrev]
+			}
+		} else if len(free) > 0 {
 			vc = free[len(free)-1][:0]
 			free = free[:len(free)-1]
 		}
 		for len(vc) < len(chainLen) {
 			vc = append(vc, -1)
 		}
-		var soPrev int32 = -1
-		if p := x.posOf[t3]; p > 0 {
-			soPrev = x.sessions[x.sessOf[t3]][p-1]
+		if soPrev >= 0 && !stolen {
 			take(soPrev)
 		}
 		for _, s := range srcs[srcAt[t3]:srcAt[t3+1]] {
@@ -743,12 +753,12 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 		}
 		if nt := nextInSession(t3); nt >= 0 {
 			if predCount[nt]--; predCount[nt] == 0 {
-				queue = append(queue, nt)
+				queue.push(nt)
 			}
 		}
 		for _, nt := range succ[succAt[t3]:succAt[t3+1]] {
 			if predCount[nt]--; predCount[nt] == 0 {
-				queue = append(queue, nt)
+				queue.push(nt)
 			}
 		}
 	}
@@ -772,6 +782,46 @@ func (x *axHistory) valueText(v int64) string {
 		return "a list ending in " + x.h.in.valueString(v)
 	}
 	return x.h.in.valueString(v)
+}
+
+// axHeap is a min-heap of transactions.
+type axHeap []int32
+
+func (q *axHeap) push(t int32) {
+	h := append(*q, t)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[p] <= h[i] {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+	*q = h
+}
+
+func (q *axHeap) pop() int32 {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(h) && h[l] < h[m] {
+			m = l
+		}
+		if l+1 < len(h) && h[l+1] < h[m] {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }
 
 // axCycle is a cycle of the axioms' graph: its edges (indices into the graph), in
