@@ -149,7 +149,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	fs := newFlags("check", checkHelp, stdout)
 	var (
 		a       checkArgs
-		format  = fs.String("format", "indoubt", "history format: indoubt (JSONL), jepsen-edn, jepsen-log, plume (Plume's and AWDIT's text; rw-register)")
+		format  = fs.String("format", "indoubt", "history format: indoubt (JSONL), jepsen-edn, jepsen-log, plume (Plume's and AWDIT's text; rw-register), cobra (a directory of Cobra's client logs; rw-register)")
 		model   = fs.String("model", "", "model, overriding the header: "+strings.Join(checker.Models, ", "))
 		initial = fs.String("initial", "", "register models: initial value of every register (default: absent)")
 		budget  = fs.String("budget", "", "budget model: initial balance, overriding the header")
@@ -178,12 +178,12 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	a.path, a.format, a.partial, a.skipBad, a.jsonOut, a.faults = fs.Arg(0), *format, *partial, *skipBad, *jsonOut, *faultsF
 	switch a.format {
 	case "indoubt", "jepsen-edn", "jepsen-log":
-	case "plume":
+	case "plume", "cobra":
 		if *model == "" {
 			*model = checker.RWRegisterModel
 		}
 	default:
-		return a, fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn, jepsen-log or plume)", a.format)
+		return a, fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn, jepsen-log, plume or cobra)", a.format)
 	}
 	if *timeout < 0 {
 		return a, fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
@@ -324,7 +324,7 @@ func (a checkArgs) check(ctx context.Context) (checker.Result, []histories.Op, e
 	var h *histories.Header
 	var ops []histories.Op
 	var err error
-	if a.faults == "" && a.format != "jepsen-log" && a.format != "plume" {
+	if a.faults == "" && a.format != "jepsen-log" && a.format != "plume" && a.format != "cobra" {
 		// Nothing else needs the events: check them as they are read.
 		res, err, fatal := a.checkStreamed(ctx)
 		if fatal != nil {
@@ -366,6 +366,8 @@ func (a checkArgs) readJepsen() ([]histories.Op, error) {
 	switch a.format {
 	case "plume":
 		ops, err = histories.ReadPlume(f, a.path)
+	case "cobra":
+		ops, err = histories.ReadCobra(a.path)
 	case "jepsen-edn":
 		ops, err = histories.ReadJepsenEDN(f, a.path, jopt)
 	default:

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,5 +49,43 @@ func TestCheckPlume(t *testing.T) {
 				t.Errorf("want one line on stderr, got %q", errb.String())
 			}
 		})
+	}
+}
+
+// TestCheckCobra runs indoubt check --format cobra on a directory of Cobra's client
+// logs: a fractured read fails read atomic; a file that is not a Cobra log, exit 3.
+func TestCheckCobra(t *testing.T) {
+	rec := func(tag byte, ns ...int64) []byte {
+		b := []byte{tag}
+		for _, n := range ns {
+			b = binary.BigEndian.AppendUint64(b, uint64(n))
+		}
+		return b
+	}
+	dir := t.TempDir()
+	logs := map[string][][]byte{
+		"1.log": {rec('S', 1), rec('W', 11, 1, 0), rec('W', 12, 2, 0), rec('C', 1)},
+		"2.log": {rec('S', 2), rec('W', 21, 1, 0), rec('W', 22, 2, 0), rec('C', 2)},
+		"3.log": {rec('S', 3), rec('R', 2, 21, 1, 0), rec('R', 1, 12, 2, 0), rec('C', 3)},
+	}
+	for name, recs := range logs {
+		if err := os.WriteFile(filepath.Join(dir, name), bytes.Join(recs, nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"check", "--format", "cobra", "--consistency-models", "read-atomic", dir}, &out, &errb)
+	if code := exitCode(err, &errb); code != 1 || !strings.Contains(out.String(), "read-atomic-cycle") {
+		t.Fatalf("exit %d, want 1 and a read-atomic-cycle:\n%s%s", code, out.String(), errb.String())
+	}
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "x.log"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errb.Reset()
+	err = run(context.Background(), []string{"check", "--format", "cobra", bad}, &out, &errb)
+	if code := exitCode(err, &errb); code != 3 || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 {
+		t.Fatalf("exit %d, want 3 and one line:\n%s%s", code, out.String(), errb.String())
 	}
 }
