@@ -161,11 +161,6 @@ func (x *axHistory) writeOf(t int32, k uint32) (axWrite, bool) {
 	return ws[i], true
 }
 
-type axVal struct {
-	key uint32
-	val int64
-}
-
 type axWriter struct {
 	txn  int32
 	mop  int32
@@ -198,15 +193,35 @@ func newAxHistory(h *txnHistory, an *txnAnalysis, la *listAppend) *axHistory {
 		return valueNil, true
 	}
 	// Who wrote each value: the last writer of a value written twice, as the
-	// Elle-class analysis refuses a read of one.
-	writers := map[axVal]axWriter{}
-	for id, t := range h.txns {
-		if t.status == txnFail {
-			continue
+	// Elle-class analysis refuses a read of one; and the failed transaction that
+	// wrote it, if one did.
+	var vals elemTable
+	var writers []axWriter
+	var failedBy []int32
+	nw := 0
+	for id := range h.txns {
+		nw += len(h.txnMops(int32(id)))
+	}
+	vals.reserve(nw)
+	entry := func(k uint32, v int64) int32 {
+		e := vals.get(k, v)
+		if e < 0 {
+			e = vals.add(k, v)
+			vals.index(e)
+			writers = append(writers, axWriter{txn: -1})
+			failedBy = append(failedBy, -1)
 		}
+		return e
+	}
+	for id, t := range h.txns {
 		mops := h.txnMops(int32(id))
 		for i, m := range mops {
 			if !isWrite(m) {
+				continue
+			}
+			e := entry(m.key, m.val)
+			if t.status == txnFail {
+				failedBy[e] = int32(id)
 				continue
 			}
 			last := true
@@ -216,19 +231,18 @@ func newAxHistory(h *txnHistory, an *txnAnalysis, la *listAppend) *axHistory {
 					break
 				}
 			}
-			writers[axVal{m.key, m.val}] = axWriter{txn: int32(id), mop: int32(i), last: last}
+			writers[e] = axWriter{txn: int32(id), mop: int32(i), last: last}
 		}
 	}
-	failed := map[axVal]int32{}
-	for id, t := range h.txns {
-		if t.status != txnFail {
-			continue
+	writerOf := func(k uint32, v int64) (axWriter, bool) {
+		if e := vals.get(k, v); e >= 0 && writers[e].txn >= 0 {
+			return writers[e], true
 		}
-		for _, m := range h.txnMops(int32(id)) {
-			if isWrite(m) {
-				failed[axVal{m.key, m.val}] = int32(id)
-			}
-		}
+		return axWriter{}, false
+	}
+	abortedWrite := func(k uint32, v int64) bool {
+		e := vals.get(k, v)
+		return e >= 0 && failedBy[e] >= 0
 	}
 	// Committed transactions' external reads, and the unknown transactions they
 	// prove committed.
@@ -270,7 +284,7 @@ func newAxHistory(h *txnHistory, an *txnAnalysis, la *listAppend) *axHistory {
 				x.reads = append(x.reads, axRead{key: m.key, from: axInit, mop: int32(i), val: v})
 				continue
 			}
-			w, ok := writers[axVal{m.key, v}]
+			w, ok := writerOf(m.key, v)
 			switch {
 			case ok && w.txn == int32(id) && la != nil:
 				continue // future-read, found by the Elle-class analysis
@@ -286,7 +300,7 @@ func newAxHistory(h *txnHistory, an *txnAnalysis, la *listAppend) *axHistory {
 				x.part[w.txn] = true
 				continue
 			}
-			if _, aborted := failed[axVal{m.key, v}]; aborted || la != nil {
+			if abortedWrite(m.key, v) || la != nil {
 				continue // G1a (or on lists garbage-read), found by the Elle-class analysis
 			}
 			an.add("garbage-read", txnAnomaly{txns: []int32{int32(id)},
