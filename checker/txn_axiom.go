@@ -405,10 +405,23 @@ func (x *axHistory) base(g *axGraph) {
 			g.add(x.n, s[0], axWhy{kind: axInit0, r1: -1, rx: -1})
 		}
 	}
+	seen := map[int32]bool{}
 	for t := int32(0); t < x.n; t++ {
 		rs := x.readsOf(t)
+		big := len(rs) > axBigTxn
+		if big {
+			clear(seen)
+		}
 		for i, r := range rs {
-			if r.from == axInit || slices.ContainsFunc(rs[:i], func(o axRead) bool { return o.from == r.from }) {
+			if r.from == axInit {
+				continue
+			}
+			if big {
+				if seen[r.from] {
+					continue
+				}
+				seen[r.from] = true
+			} else if slices.ContainsFunc(rs[:i], func(o axRead) bool { return o.from == r.from }) {
 				continue
 			}
 			g.add(r.from, t, axWhy{kind: axWR, reader: t, rx: x.rAt[t] + int32(i), r1: -1})
@@ -420,63 +433,120 @@ func (x *axHistory) base(g *axGraph) {
 // key, and each writer it read from walked by the writer's keys when it has fewer.
 var axBigTxn = 16
 
+// axTxnIndex indexes the reads of a large transaction: its keys in the order first
+// read, the positions of each key's reads, each key's reads of distinct writers (one
+// position per writer), and each writer's first position.
+type axTxnIndex struct {
+	keys     []uint32
+	pos      map[uint32][]int32
+	distinct map[uint32][]int32
+	first    map[int32]int32
+}
+
+func newAxTxnIndex(rs []axRead) *axTxnIndex {
+	ix := &axTxnIndex{pos: map[uint32][]int32{}, distinct: map[uint32][]int32{}, first: map[int32]int32{}}
+	for i, r := range rs {
+		ps, ok := ix.pos[r.key]
+		if !ok {
+			ix.keys = append(ix.keys, r.key)
+		}
+		ix.pos[r.key] = append(ps, int32(i))
+		if !slices.ContainsFunc(ix.distinct[r.key], func(q int32) bool { return rs[q].from == r.from }) {
+			ix.distinct[r.key] = append(ix.distinct[r.key], int32(i))
+		}
+		if _, ok := ix.first[r.from]; !ok {
+			ix.first[r.from] = int32(i)
+		}
+	}
+	return ix
+}
+
+// firstFrom reports whether rs[p] is the first read in rs from its writer.
+func firstFrom(rs []axRead, ix *axTxnIndex, p int) bool {
+	if ix != nil {
+		return ix.first[rs[p].from] == int32(p)
+	}
+	return !slices.ContainsFunc(rs[:p], func(o axRead) bool { return o.from == rs[p].from })
+}
+
 // readCommitted adds the edges of read committed's axiom: for each read of x in t3
 // from t2, from each t1 ≠ t2 that wrote x and that t3 read from earlier. Only the
 // first read of each t1 in t3 is needed (its later ones have fewer reads after
 // them), and of the reads of x after it only the first: the reads of x that follow
 // are ordered one after the other (each writer of a read of x precedes the writer of
-// the next read of x).
+// the next read of x). Of t1's keys and the keys t3 reads, whichever are fewer are
+// walked, the others looked up.
 func (x *axHistory) readCommitted(g *axGraph) {
-	var seen []int32
-	var byKey map[uint32][]int32
 	for t3 := int32(0); t3 < x.n; t3++ {
 		rs := x.readsOf(t3)
 		if len(rs) < 2 {
 			continue
 		}
 		base := x.rAt[t3]
-		// Consecutive reads of each key.
-		last := map[uint32]int32{}
-		for i, r := range rs {
-			if p, ok := last[r.key]; ok && rs[p].from != r.from {
-				g.add(x.node(rs[p].from), x.node(r.from), axWhy{kind: axRCE, reader: t3, rx: base + int32(i), r1: base + p})
-			}
-			last[r.key] = int32(i)
+		var ix *axTxnIndex
+		if len(rs) > axBigTxn {
+			ix = newAxTxnIndex(rs)
 		}
-		big := len(rs) > axBigTxn
-		if big {
-			byKey = map[uint32][]int32{}
-			for i, r := range rs {
-				byKey[r.key] = append(byKey[r.key], int32(i))
+		// Consecutive reads of each key, of different writers: the first's writer
+		// commits before the second's.
+		edge := func(p, q int32) {
+			if rs[p].from != rs[q].from {
+				g.add(x.node(rs[p].from), x.node(rs[q].from), axWhy{kind: axRCE, reader: t3, rx: base + q, r1: base + p})
 			}
 		}
-		seen = seen[:0]
-		for p, r1 := range rs {
-			t1 := r1.from
-			if t1 == axInit || slices.Contains(seen, t1) {
-				continue
+		if ix != nil {
+			for _, ps := range ix.pos {
+				for i := 1; i < len(ps); i++ {
+					edge(ps[i-1], ps[i])
+				}
 			}
-			seen = append(seen, t1)
-			ws := x.writesOf(t1)
-			if big && len(ws) < len(rs)-p {
-				for _, w := range ws {
-					pos := byKey[w.key]
-					j, _ := slices.BinarySearch(pos, int32(p)+1)
-					if j < len(pos) && rs[pos[j]].from != t1 {
-						g.add(t1, x.node(rs[pos[j]].from), axWhy{kind: axRCE, reader: t3, rx: base + pos[j], r1: base + int32(p)})
+		} else {
+			for q := range rs {
+				for p := q - 1; p >= 0; p-- {
+					if rs[p].key == rs[q].key {
+						edge(int32(p), int32(q))
+						break
 					}
 				}
+			}
+		}
+		// next returns the first read of k after position p, -1 for none.
+		next := func(k uint32, p int) int32 {
+			if ix == nil {
+				for q := p + 1; q < len(rs); q++ {
+					if rs[q].key == k {
+						return int32(q)
+					}
+				}
+				return -1
+			}
+			ps := ix.pos[k]
+			j, _ := slices.BinarySearch(ps, int32(p)+1)
+			if j < len(ps) {
+				return ps[j]
+			}
+			return -1
+		}
+		for p, r1 := range rs {
+			t1 := r1.from
+			if t1 == axInit || !firstFrom(rs, ix, p) {
 				continue
 			}
-			var done []uint32
-			for q := p + 1; q < len(rs); q++ {
-				k := rs[q].key
-				if slices.Contains(done, k) {
-					continue
+			from := func(q int32) {
+				if q >= 0 && rs[q].from != t1 {
+					g.add(t1, x.node(rs[q].from), axWhy{kind: axRCE, reader: t3, rx: base + q, r1: base + int32(p)})
 				}
-				done = append(done, k)
-				if _, ok := x.writeOf(t1, k); ok && rs[q].from != t1 {
-					g.add(t1, x.node(rs[q].from), axWhy{kind: axRCE, reader: t3, rx: base + int32(q), r1: base + int32(p)})
+			}
+			ws := x.writesOf(t1)
+			if ix == nil || len(ws) < len(ix.keys) {
+				for _, w := range ws {
+					from(next(w.key, p))
+				}
+				continue
+			}
+			for _, k := range ix.keys {
+				if _, ok := x.writeOf(t1, k); ok {
+					from(next(k, p))
 				}
 			}
 		}
@@ -485,49 +555,52 @@ func (x *axHistory) readCommitted(g *axGraph) {
 
 // readAtomic adds the edges of read atomic's axiom: for each read of x in t3 from t2,
 // from each t1 ≠ t2 that wrote x and that t3 read from (each writer a transaction
-// reads from, against the keys it reads: whichever of the two is smaller is walked),
+// reads from, against the keys it reads: whichever of the two is fewer is walked),
 // and from the last transaction before t3 in its session that wrote x (those before
 // that one precede it in session order).
 func (x *axHistory) readAtomic(g *axGraph) {
-	var seen []int32
 	for t3 := int32(0); t3 < x.n; t3++ {
 		rs := x.readsOf(t3)
 		if len(rs) < 2 {
 			continue
 		}
 		base := x.rAt[t3]
-		var byKey map[uint32][]int32
-		big := len(rs) > axBigTxn
-		if big {
-			byKey = map[uint32][]int32{}
-			for i, r := range rs {
-				byKey[r.key] = append(byKey[r.key], int32(i))
-			}
+		var ix *axTxnIndex
+		if len(rs) > axBigTxn {
+			ix = newAxTxnIndex(rs)
 		}
-		seen = seen[:0]
 		for p, r1 := range rs {
 			t1 := r1.from
-			if t1 == axInit || slices.Contains(seen, t1) {
+			if t1 == axInit || !firstFrom(rs, ix, p) {
 				continue
 			}
-			seen = append(seen, t1)
-			ws := x.writesOf(t1)
-			if big && len(ws) < len(rs) {
-				for _, w := range ws {
-					for _, q := range byKey[w.key] {
-						if rs[q].from != t1 {
-							g.add(t1, x.node(rs[q].from), axWhy{kind: axRAWR, reader: t3, rx: base + q, r1: base + int32(p)})
-						}
+			add := func(q int32) {
+				if rs[q].from != t1 {
+					g.add(t1, x.node(rs[q].from), axWhy{kind: axRAWR, reader: t3, rx: base + q, r1: base + int32(p)})
+				}
+			}
+			if ix == nil {
+				for q, r := range rs {
+					if _, ok := x.writeOf(t1, r.key); ok && r.from != t1 {
+						add(int32(q))
 					}
 				}
 				continue
 			}
-			for q, r := range rs {
-				if r.from == t1 {
-					continue
+			ws := x.writesOf(t1)
+			if len(ws) < len(ix.keys) {
+				for _, w := range ws {
+					for _, q := range ix.distinct[w.key] {
+						add(q)
+					}
 				}
-				if _, ok := x.writeOf(t1, r.key); ok {
-					g.add(t1, x.node(r.from), axWhy{kind: axRAWR, reader: t3, rx: base + int32(q), r1: base + int32(p)})
+				continue
+			}
+			for _, k := range ix.keys {
+				if _, ok := x.writeOf(t1, k); ok {
+					for _, q := range ix.distinct[k] {
+						add(q)
+					}
 				}
 			}
 		}
