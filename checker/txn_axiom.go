@@ -1198,6 +1198,18 @@ func axCheckFor(ctx context.Context, h *txnHistory, an *txnAnalysis, c *txnCheck
 	}
 	l := axLevelOf(c.prohibited)
 	if l == 0 {
+		// No axiomatic level asked for, but the reads no commit order explains
+		// are anomalies of other models too (a value never written is a G1a).
+		if c.prohibited["garbage-read"] || c.prohibited["future-read"] || c.prohibited[axNotOwnWrite] {
+			side := newTxnAnalysis(h, c, nil)
+			newAxHistory(h, side, la)
+			for kind := range side.found {
+				if !c.prohibited[kind] {
+					delete(side.found, kind)
+				}
+			}
+			an.merge(side)
+		}
 		return
 	}
 	axCheck(ctx, h, an, la, l)

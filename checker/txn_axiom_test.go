@@ -35,6 +35,10 @@ var axGolden = map[string]axLevel{
 	"write-skew":          0,
 }
 
+// readAnomaly are the golden histories whose anomaly is a read no order explains, or a
+// cycle of write-read alone.
+var readAnomaly = map[string]bool{"aborted-read": true, "intermediate-read": true, "never-written": true, "write-read-cycle": true}
+
 // TestAxiomGolden checks each golden history at every axiomatic level, by its
 // axiomatic name and by the name that includes it: invalid at the level it violates
 // and every stronger one (strict-serializable among them), valid at the weaker ones.
@@ -61,13 +65,21 @@ func TestAxiomGolden(t *testing.T) {
 					}
 				}
 			}
-			if weakest != 0 {
-				r, err := Check(context.Background(), h, ops, Options{Txn: TxnOptions{ConsistencyModels: []string{"strict-serializable"}}})
+			stronger := []string{"strict-serializable"}
+			if readAnomaly[name] {
+				// Adya's levels forbid these too, whatever the version order.
+				stronger = append(stronger, "read-committed", "PL-2", "snapshot-isolation", "serializable")
+			}
+			for _, m := range stronger {
+				if weakest == 0 {
+					break
+				}
+				r, err := Check(context.Background(), h, ops, Options{Txn: TxnOptions{ConsistencyModels: []string{m}}})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if r.Verdict != Invalid {
-					t.Errorf("strict-serializable: %s, want invalid: %s", r.Verdict, r.Summary)
+					t.Errorf("%s: %s, want invalid: %s", m, r.Verdict, r.Summary)
 				}
 			}
 		})
