@@ -746,6 +746,10 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 			if c := chainOf[p]; c >= 0 && chainPos[p] > vc[c] {
 				vc[c] = chainPos[p]
 			}
+		}
+		// release frees the clocks of t3's predecessors that nothing else needs,
+		// once its reads are done with them.
+		release := func(p int32) {
 			users[p]--
 			if users[p] == 0 {
 				free = append(free, clock[p])
@@ -799,9 +803,16 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 			chainOf[t3], chainPos[t3] = c, chainLen[c]
 			chainLen[c]++
 		}
-		// The axiom's edges into each writer t3 read from.
+		// The axiom's edges into each writer t2 t3 read from: from the last writer
+		// of the key in each chain that happens before t3, unless it happens before
+		// t2 too (its clock, still held, says so), which orders it first already;
+		// into the initial state one edge is a violation enough.
 		base := x.rAt[t3]
 		for i, r := range x.readsOf(t3) {
+			var c2 []int32
+			if r.from != axInit && !(stolen && r.from == soPrev) {
+				c2 = clock[r.from]
+			}
 			for _, cw := range perKey[r.key] {
 				if int(cw.chain) >= len(vc) {
 					continue
@@ -814,10 +825,22 @@ func (x *axHistory) causal(ctx context.Context, g *axGraph) bool {
 				if j == 0 {
 					continue
 				}
-				if t1 := cw.txn[j-1]; t1 != r.from {
-					g.add(t1, x.node(r.from), axWhy{kind: axCCE, reader: t3, rx: base + int32(i), r1: -1})
+				t1 := cw.txn[j-1]
+				if t1 == r.from || int(cw.chain) < len(c2) && c2[cw.chain] >= cw.pos[j-1] ||
+					r.from != axInit && chainOf[r.from] == cw.chain && chainPos[r.from] >= cw.pos[j-1] {
+					continue
+				}
+				g.add(t1, x.node(r.from), axWhy{kind: axCCE, reader: t3, rx: base + int32(i), r1: -1})
+				if r.from == axInit {
+					break
 				}
 			}
+		}
+		if soPrev >= 0 && !stolen {
+			release(soPrev)
+		}
+		for _, s := range srcs[srcAt[t3]:srcAt[t3+1]] {
+			release(s)
 		}
 		for _, w := range x.writesOf(t3) {
 			if c < 0 {
