@@ -31,9 +31,12 @@ const TxnFunction = "txn"
 // strongly connected component and no bound on the whole check.
 type TxnOptions struct {
 	// ConsistencyModels are the models the history must satisfy, by the names of
-	// TxnConsistencyModels (snapshot-isolation, serializable, ...). Empty means
-	// strict-serializable, unless Anomalies is set: then only those anomalies fail
-	// the history.
+	// TxnConsistencyModels (snapshot-isolation, serializable, ...): Adya's levels
+	// as Elle checks them, and the axiomatic levels of Biswas and Enea
+	// (axiomatic-read-committed, axiomatic-read-atomic, causal), which
+	// read-committed and read-atomic include. Empty means strict-serializable,
+	// unless Anomalies is set: then only those anomalies fail the history. A model
+	// that forbids nothing the checker can observe is refused.
 	ConsistencyModels []string
 	// Anomalies are anomalies (TxnAnomalies) that fail the history besides those the
 	// models forbid, each with the anomalies that imply it: G1 brings G1a, G1b, G1c
