@@ -280,6 +280,10 @@ func (an *txnAnalysis) result(h *txnHistory, c *txnCheck) Result {
 			what = strings.TrimPrefix(what+", "+strings.Join(c.opt.Anomalies, ", "), ", ")
 		}
 		res.Summary = fmt.Sprintf("%d transactions, none of the anomalies %s forbids", len(h.txns), what)
+		if inc := incompleteModels(h.model, c.opt); len(inc) > 0 {
+			res.Summary += fmt.Sprintf(" (not complete for this model: %s, whose anomalies are found only where the reads reveal them)", strings.Join(inc, ", "))
+			details["not_complete_for"] = inc
+		}
 	default:
 		if bad {
 			res.Verdict = Invalid

@@ -90,6 +90,7 @@ Examples:
   indoubt check --format jepsen-edn --model list-append history.edn
   indoubt check --model list-append --consistency-models snapshot-isolation,repeatable-read h.jsonl
   indoubt check --format jepsen-edn --model rw-register --linearizable-keys history.edn
+  indoubt check --format plume --consistency-models causal history.txt
 
 Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time), 3 could not read
 the history.
@@ -170,7 +171,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	fs := newFlags("check", checkHelp, stdout)
 	var (
 		a       checkArgs
-		format  = fs.String("format", "indoubt", "history format: indoubt (JSONL), jepsen-edn, jepsen-log")
+		format  = fs.String("format", "indoubt", "history format: indoubt (JSONL), jepsen-edn, jepsen-log, plume (Plume's and AWDIT's text; rw-register), cobra (a directory of Cobra's client logs; rw-register)")
 		model   = fs.String("model", "", "model, overriding the header: "+strings.Join(checker.Models, ", "))
 		initial = fs.String("initial", "", "register models: initial value of every register (default: absent)")
 		budget  = fs.String("budget", "", "budget model: initial balance, overriding the header")
@@ -204,8 +205,12 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	a.path, a.format, a.partial, a.skipBad, a.jsonOut, a.faults = fs.Arg(0), *format, *partial, *skipBad, *jsonOut, *faultsF
 	switch a.format {
 	case "indoubt", "jepsen-edn", "jepsen-log":
+	case "plume", "cobra":
+		if *model == "" {
+			*model = checker.RWRegisterModel
+		}
 	default:
-		return a, fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn or jepsen-log)", a.format)
+		return a, fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn, jepsen-log, plume or cobra)", a.format)
 	}
 	if *timeout < 0 {
 		return a, fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
@@ -350,7 +355,7 @@ func (a checkArgs) check(ctx context.Context) (checker.Result, []histories.Op, e
 	var h *histories.Header
 	var ops []histories.Op
 	var err error
-	if a.faults == "" && a.format != "jepsen-log" {
+	if a.faults == "" && a.format != "jepsen-log" && a.format != "plume" && a.format != "cobra" {
 		// Nothing else needs the events: check them as they are read.
 		res, err, fatal := a.checkStreamed(ctx)
 		if fatal != nil {
@@ -389,9 +394,14 @@ func (a checkArgs) readJepsen() ([]histories.Op, error) {
 	defer f.Close()
 	jopt := histories.JepsenOptions{SkipBadLines: a.skipBad}
 	var ops []histories.Op
-	if a.format == "jepsen-edn" {
+	switch a.format {
+	case "plume":
+		ops, err = histories.ReadPlume(f, a.path)
+	case "cobra":
+		ops, err = histories.ReadCobra(a.path)
+	case "jepsen-edn":
 		ops, err = histories.ReadJepsenEDN(f, a.path, jopt)
-	} else {
+	default:
 		ops, err = histories.ReadJepsenLog(f, a.path, jopt)
 	}
 	if err != nil {
