@@ -5,7 +5,7 @@
 // (commit-cut: applied). The client sees the same lost connection either way; the
 // proxy knows which it was, and reports an Event with that ground truth.
 //
-// The protocols are Postgres, Resp (Redis), Mongo (OP_MSG) and CQL; the documentation
+// The protocols are Postgres, Resp (Redis), Mongo (OP_MSG), CQL and MySQL (MariaDB too); the documentation
 // of each states its commit points and its proof of commit. Give one to faults.Start
 // (Options.Protocol), which runs the proxy; Faults holds the knobs that arm the faults
 // at run time, and Event is what each fault reports (one line of faults.jsonl).
