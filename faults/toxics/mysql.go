@@ -33,7 +33,9 @@ import (
 // the commit changed rows. The OK packet's affected rows say so: for an autocommit
 // INSERT, UPDATE, DELETE or REPLACE its own count; for a COMMIT the sum of the counts
 // of the block's statements (the OK packets the server sent while the transaction was
-// open); DDL and CALL count as changing. A commit that changed nothing (a conditional
+// open); DDL and CALL count as changing. The event's tag is the statement's verb and
+// its affected rows in PostgreSQL's command-tag form ("UPDATE 1"; "OK 2" for REPLACE
+// and LOAD DATA), "COMMIT" for a block, "OK" for DDL and CALL. A commit that changed nothing (a conditional
 // UPDATE whose condition failed, a transaction that only read) ends the armed cut
 // unfired, as an ERR packet does: a cut there would be no ambiguity about a change. The
 // cut drops the OK packet and everything after it.
@@ -97,6 +99,7 @@ type myCommand struct {
 	sql     string // COM_STMT_PREPARE: the statement, for the id its reply gives
 	at      int    // the result that commits (myResults with a point)
 	proof   myProof
+	verb    string // the committing statement's first word, for the tag
 }
 
 // myProof is how the OK packet of a commit shows that it changed rows.
@@ -325,6 +328,9 @@ func (c *myConn) query(sql string, cmd *myCommand) *Point {
 			if p == nil && wrote {
 				p = &Point{Statement: sql, Text: sql, Default: true, Txn: c.txns, Wrote: true}
 				cmd.at, cmd.proof = i, proofAlways
+				if w := pgLex.words(s, 1); len(w) > 0 {
+					cmd.verb = w[0]
+				}
 				if cls == myDML {
 					cmd.proof = proofOwn
 				}
@@ -521,12 +527,23 @@ func (c *myConn) proof(cmd *myCommand, affected uint64, status uint16) Verdict {
 	case proofAlways:
 		return Verdict{Action: Cut, Pending: p, Tag: "OK"}
 	case proofBlock:
-		affected = c.changed
+		if c.changed == 0 {
+			return Verdict{Action: Release, Pending: p}
+		}
+		return Verdict{Action: Cut, Pending: p, Tag: "COMMIT"}
 	}
 	if affected == 0 {
 		return Verdict{Action: Release, Pending: p}
 	}
-	return Verdict{Action: Cut, Pending: p, Tag: fmt.Sprintf("OK %d rows", affected)}
+	// In PostgreSQL's command-tag form ("UPDATE 1"), which the readers of events
+	// already take as a proof of changed rows; other statements keep the packet's name.
+	verb := cmd.verb
+	switch verb {
+	case "INSERT", "UPDATE", "DELETE":
+	default:
+		verb = "OK"
+	}
+	return Verdict{Action: Cut, Pending: p, Tag: fmt.Sprintf("%s %d", verb, affected)}
 }
 
 // resultEnd moves past a result that ended with status: to the next result when the

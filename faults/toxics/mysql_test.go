@@ -158,21 +158,21 @@ func TestMySQLFaults(t *testing.T) {
 		}
 		runFaultCases(t, faultRun{proto: MySQL{}, name: "mysql", hello: myHello(caps)}, []faultCase{
 			{"cut autocommit update", cut, []step{read, {myQuery(myUpdate), myOKPkt(1, 1, stIdle)}}, 1,
-				-1, 0, CommitCut, myUpdate, "OK 1 rows"},
+				-1, 0, CommitCut, myUpdate, "UPDATE 1"},
 			{"drop autocommit update", drop, []step{read, {myQuery(myUpdate), myOKPkt(1, 1, stIdle)}}, 1,
 				0, 0, CommitDrop, myUpdate, ""},
 			{"cut commit", cut, []step{begin, ins, upd, {myQuery("COMMIT"), myOKPkt(1, 0, stIdle)}}, 3,
-				-1, 0, CommitCut, "COMMIT", "OK 2 rows"},
+				-1, 0, CommitCut, "COMMIT", "COMMIT"},
 			{"drop commit", drop, []step{begin, ins, upd, {myQuery("commit"), myOKPkt(1, 0, stIdle)}}, 3,
 				0, 0, CommitDrop, "commit", ""},
 			{"cut prepared update", cut, []step{
 				{myPkt(0, append([]byte{myComStmtPrepare}, myUpdate...)), myPrepareOK(9, 1, deprecateEOF)},
 				{myExecute(9), myOKPkt(1, 1, stIdle)}}, 1,
-				-1, 0, CommitCut, myUpdate, "OK 1 rows"},
+				-1, 0, CommitCut, myUpdate, "UPDATE 1"},
 			{"cut the commit of a multi-statement query", cut, []step{
 				{myQuery("BEGIN; " + myUpdate + "; COMMIT"), bytes.Join([][]byte{
 					myOKPkt(1, 0, stTrans|myStatusMoreResults), myOKPkt(2, 1, stTrans|myStatusMoreResults), myOKPkt(3, 0, stIdle)}, nil)}}, 0,
-				-1, 2 * len(myOKPkt(1, 0, stTrans)), CommitCut, "BEGIN; " + myUpdate + "; COMMIT", "OK 1 rows"},
+				-1, 2 * len(myOKPkt(1, 0, stTrans)), CommitCut, "BEGIN; " + myUpdate + "; COMMIT", "COMMIT"},
 		})
 	}
 }

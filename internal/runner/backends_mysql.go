@@ -1,0 +1,48 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/indoubt/indoubt/faults/toxics"
+	"github.com/indoubt/indoubt/internal/servers/mariadb"
+	"github.com/indoubt/indoubt/stores/mysql"
+	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/budget"
+)
+
+// mysqlBackend is the row of the store table for MySQL and MariaDB: locally, a launched
+// MariaDB; --dsn reaches either.
+var mysqlBackend = backend{
+	name: MySQL, schemes: []string{"mysql", "mariadb"}, protocol: toxics.MySQL{},
+	workloads: []workloads.Name{workloads.Budget},
+	launch:    launchMariaDB,
+	available: func() error { _, _, err := mariadb.Find(); return err },
+	addr:      urlAddr,
+	rewrite:   urlRewrite,
+	open:      openMySQL,
+	mechanisms: map[workloads.Name][]string{
+		workloads.Budget: {string(mysql.Autocommit), string(mysql.Transaction)},
+	},
+}
+
+func launchMariaDB(ctx context.Context, cfg Config, dir string) (launched, error) {
+	m, err := mariadb.Start(ctx, mariadb.Options{LogPath: filepath.Join(dir, "mariadb.log")})
+	if err != nil {
+		return launched{}, err
+	}
+	return launched{dsn: m.DSN, desc: fmt.Sprintf("MariaDB %s at %s", m.Version, m.Addr), stop: m.Stop, ctl: m}, nil
+}
+
+func openMySQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
+	switch cfg.Workload {
+	case workloads.Budget:
+		c, err := mysql.Open(ctx, mysql.Config{DSN: dsn, Dial: cfg.dial, Mechanism: mysql.Mechanism(cfg.Mechanism)})
+		if err != nil {
+			return nil, nil, err
+		}
+		return budget.New(c, cfg.Budget), func() { c.Close() }, nil
+	}
+	return nil, nil, unbound(MySQL, cfg.Workload)
+}
