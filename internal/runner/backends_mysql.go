@@ -9,14 +9,13 @@ import (
 	"github.com/indoubt/indoubt/internal/servers/mariadb"
 	"github.com/indoubt/indoubt/stores/mysql"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/budget"
 )
 
 // mysqlBackend is the row of the store table for MySQL and MariaDB: locally, a launched
 // MariaDB; --dsn reaches either.
 var mysqlBackend = backend{
 	name: MySQL, schemes: []string{"mysql", "mariadb"}, protocol: toxics.MySQL{},
-	workloads: []workloads.Name{workloads.Budget},
+	workloads: kv,
 	launch:    launchMariaDB,
 	available: func() error { _, _, err := mariadb.Find(); return err },
 	addr:      urlAddr,
@@ -36,13 +35,9 @@ func launchMariaDB(ctx context.Context, cfg Config, dir string) (launched, error
 }
 
 func openMySQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
-	switch cfg.Workload {
-	case workloads.Budget:
-		c, err := mysql.Open(ctx, mysql.Config{DSN: dsn, Dial: cfg.dial, Mechanism: mysql.Mechanism(cfg.Mechanism)})
-		if err != nil {
-			return nil, nil, err
-		}
-		return budget.New(c, cfg.Budget), func() { c.Close() }, nil
+	c, err := mysql.Open(ctx, mysql.Config{DSN: dsn, Dial: cfg.dial, Mechanism: mysql.Mechanism(cfg.Mechanism)})
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, unbound(MySQL, cfg.Workload)
+	return bindKV(cfg, MySQL, c, c.Register(), func() { c.Close() })
 }

@@ -143,6 +143,10 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return c, err
 	}
 	mc.Logger = quiet{}
+	// Affected rows count the rows a statement matched, not only those it changed: a
+	// CAS whose from and to are equal, or a write of the value a row holds, still
+	// reports its row.
+	mc.ClientFoundRows = true
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/indoubt/indoubt/stores/storetest"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
+	"github.com/indoubt/indoubt/workloads/register"
 )
 
 var maria = servertest.New("mariadb", func(ctx context.Context) (*mariadb.Server, error) {
@@ -43,6 +44,10 @@ func TestMySQLBudgetConformance(t *testing.T) {
 			storetest.Budget(t, func(t *testing.T) budget.Store { return open(t, mech) })
 		})
 	}
+}
+
+func TestMySQLRegisterConformance(t *testing.T) {
+	storetest.Register(t, func(t *testing.T) register.Store { return open(t, mysql.Autocommit).Register() })
 }
 
 func TestMySQLOpen(t *testing.T) {
