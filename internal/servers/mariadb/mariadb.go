@@ -317,7 +317,9 @@ func probe(ctx context.Context, addr string) (string, error) {
 		return "", fmt.Errorf("first packet 0x%02x, not a handshake", body[0])
 	}
 	v, _, _ := strings.Cut(string(body[1:]), "\x00")
-	return v, nil
+	// MariaDB prefixes its version with 5.5.5- for clients that read the major
+	// version from the first digits.
+	return strings.TrimPrefix(v, "5.5.5-"), nil
 }
 
 // Pid returns the process id of mariadbd.
