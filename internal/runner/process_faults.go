@@ -40,8 +40,8 @@ func checkProcessFaults(c Config) error {
 		return refuse("Faults", "%s: process faults (%s) need a server indoubt launches; over {DSN} it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
 	case c.Store == Mongo:
 		return refuse("Faults", "%s: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
-	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
-		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis and Cassandra only, not to %s", f.Spec, c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && c.Store != MySQL:
+		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis, Cassandra and MariaDB only, not to %s", f.Spec, c.Store)
 	}
 	for _, f := range procs {
 		if f.Name == "failover" && c.Topology != TopologyReplicated {
