@@ -131,3 +131,38 @@ func TestMariaDBSettings(t *testing.T) {
 		t.Errorf("max_connections: %q, %v", out, err)
 	}
 }
+
+func TestMariaDBNotInstalled(t *testing.T) {
+	t.Setenv("INDOUBT_MARIADB_BIN", t.TempDir())
+	_, err := mariadb.Start(context.Background(), mariadb.Options{})
+	if !errors.Is(err, servers.ErrNotInstalled) || !strings.Contains(err.Error(), "mariadb-server") {
+		t.Fatalf("err = %v, want ErrNotInstalled naming the package", err)
+	}
+}
+
+// TestMariaDBFailedStartLeavesNothing checks that a start the server refuses (an
+// option it does not know) or that runs out of time leaves no process and nothing on
+// disk, the password file included.
+func TestMariaDBFailedStartLeavesNothing(t *testing.T) {
+	if _, _, err := mariadb.Find(); err != nil {
+		servertest.SkipOrFail(t, err)
+		t.Fatal(err)
+	}
+	t.Run("option the server refuses", func(t *testing.T) {
+		dir := servertest.ReachableDir(t)
+		_, err := mariadb.Start(context.Background(), mariadb.Options{Dir: dir, Settings: map[string]string{"no-such-option": "1"}})
+		if err == nil || !strings.Contains(err.Error(), "no-such-option") {
+			t.Errorf("got %v, want the server's complaint about the option", err)
+		}
+		servertest.NothingLeft(t, dir)
+	})
+	t.Run("cancelled during start", func(t *testing.T) {
+		dir := servertest.ReachableDir(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if _, err := mariadb.Start(ctx, mariadb.Options{Dir: dir}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want a deadline error", err)
+		}
+		servertest.NothingLeft(t, dir)
+	})
+}
