@@ -54,6 +54,8 @@ proxy's address in the variables its drivers read:
              (psql and every libpq client connect unchanged)
   redis      REDIS_URL
   mongo      MONGODB_URI
+  mysql      DATABASE_URL, and MYSQL_HOST MYSQL_TCP_PORT MYSQL_USER MYSQL_PWD MYSQL_DATABASE
+             (a launched MariaDB; the mysql and mariadb clients connect unchanged)
   every one  INDOUBT_HISTORY      the file to append the history to (docs/history-format.md;
                                   recorders/ holds writers for Python and Node)
              INDOUBT_DIRECT_URL   the server's own DSN, not through the proxy: for setup
@@ -256,6 +258,7 @@ var execStores = []execStore{
 	{name: runner.Cockroach, through: pgThrough, env: pgEnv, finalSQL: queryFinal},
 	{name: runner.Redis, launch: launchExecRedis, through: urlThrough, env: urlEnv("REDIS_URL")},
 	{name: runner.Mongo, launch: launchExecFerretDB, through: mongoThrough, env: urlEnv("MONGODB_URI")},
+	{name: runner.MySQL, launch: launchExecMariaDB, through: urlThrough, env: mysqlEnv},
 }
 
 // pickExecStore resolves --store, or the store --dsn names by its scheme.
