@@ -239,6 +239,8 @@ func checkTopology(c Config) error {
 		return refuse("Topology", "replicated launches its servers: drop {DSN} (compose/ has replicated topologies to point {DSN} at)")
 	case c.Store == CQL && c.isolated():
 		// A three-node ring, each node in a namespace of its own (partitions.go).
+	case c.Store == MySQL && c.isolated():
+		// A three-node Galera cluster, each node in a namespace of its own (galera.go).
 	case c.Store != Postgres && c.Store != Redis:
 		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis (or, with {Network} isolated, a three-node Cassandra ring), not %s", c.Store)
 	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:

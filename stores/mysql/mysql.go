@@ -10,7 +10,8 @@
 // Errors follow the contract of package workloads: an error the server answered
 // (*mysql.MySQLError) is definite, except 1213 (deadlock, also Galera's certification
 // failure) and 1205 (lock wait timeout), which are conflicts: the server rolled the
-// statement or transaction back. driver.ErrBadConn is definite: this driver returns it
+// statement or transaction back, and 1180 (an error during COMMIT), which is unknown: on
+// Galera such a commit was seen to take effect. driver.ErrBadConn is definite: this driver returns it
 // only when nothing of the request was written. Any other error after the request was
 // written (mysql.ErrInvalidConn, which the driver returns for a connection lost while
 // it waits for the reply, an I/O error, a timeout) is unknown.
@@ -241,6 +242,11 @@ func (s *session) Close() error {
 const (
 	erLockWaitTimeout = 1205
 	erLockDeadlock    = 1213
+	// ER_ERROR_DURING_COMMIT: the server met an error while committing. Galera answers
+	// it to a COMMIT on a node cut from the primary component while its writeset was
+	// being replicated ("Error while appending streaming replication fragment"), and
+	// the rest of the cluster may have applied that writeset: unknown.
+	erErrorDuringCommit = 1180
 	// Client-side codes of libmysqlclient, in errors relayed from other clients.
 	crServerGone = 2006
 	crServerLost = 2013
@@ -263,6 +269,8 @@ func Classify(err error) error {
 			return workloads.Conflict(err, workloads.ServerCode(strconv.Itoa(erLockWaitTimeout)))
 		case crServerGone, crServerLost:
 			return workloads.Unknown(err, workloads.ReasonConnLost)
+		case erErrorDuringCommit:
+			return workloads.Unknown(err, workloads.ServerCode(strconv.Itoa(erErrorDuringCommit)))
 		}
 		return workloads.Definite(err, workloads.ServerCode(strconv.Itoa(int(me.Number))))
 	}

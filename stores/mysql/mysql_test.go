@@ -216,6 +216,14 @@ func TestMySQLClassify(t *testing.T) {
 	}
 }
 
+// An error during COMMIT is unknown: Galera answered it to a commit that took effect
+// (docs/findings.md). It cannot be provoked on one server, so the error is built here as
+// the driver returns it.
+func TestMySQLClassifyErrorDuringCommit(t *testing.T) {
+	err := &driver.MySQLError{Number: 1180, Message: "Error while appending streaming replication fragment(provider status: Not connected to Primary Component)"}
+	storetest.CheckClass(t, mysql.Classify(err), workloads.ClassUnknown, workloads.ServerCode("1180"))
+}
+
 func TestMySQLIdempotentReplayAcrossSessions(t *testing.T) {
 	c := open(t, mysql.Autocommit)
 	ctx := context.Background()

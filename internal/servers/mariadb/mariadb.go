@@ -3,6 +3,7 @@ package mariadb
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -35,6 +36,52 @@ type Options struct {
 	LogPath string
 	// Log, if set, receives one line per startup step, for humans.
 	Log io.Writer
+	// Node, when set, launches the server on a node of a topology with a network of
+	// its own: in the node's namespace, listening on its address at NodePort. nil:
+	// 127.0.0.1 of the caller's namespace, a free port.
+	Node *servers.Node
+	// Galera, when set, makes the server a node of a Galera cluster (wsrep); it needs
+	// Node, since every node of a cluster uses Galera's own ports on its address.
+	Galera *Galera
+}
+
+// Galera configures a node of a Galera cluster: Galera 4 (Debian's galera-4), state
+// transfers by rsync.
+type Galera struct {
+	// Name is the cluster's name (wsrep_cluster_name).
+	Name string
+	// Peers are the addresses of every node of the cluster, this one's included.
+	Peers []string
+	// Bootstrap starts a new cluster (the first node); the others join it and receive
+	// its state.
+	Bootstrap bool
+	// Password is the user's password on every node: the nodes of a cluster share
+	// their grant tables. "" makes one (give the first node's to the others).
+	Password string
+}
+
+// The ports of a server on a Node: every node has its own.
+const (
+	NodePort   = 3306
+	galeraPort = 4567 // group communication; IST 4568 and SST 4444 are Galera's defaults too
+)
+
+// GaleraProvider is Debian's galera-4 library.
+const GaleraProvider = "/usr/lib/galera/libgalera_smm.so"
+
+// FindGalera reports what a Galera node needs and this machine lacks: the galera-4
+// library and rsync (the state transfers). The error satisfies
+// errors.Is(err, servers.ErrNotInstalled).
+func FindGalera() error {
+	if _, err := os.Stat(GaleraProvider); err != nil {
+		return &servers.NotInstalledError{Server: "galera", Program: GaleraProvider, Hint: "install Debian package galera-4"}
+	}
+	if _, err := exec.LookPath("rsync"); err != nil {
+		if !servers.IsExecutable("/usr/bin/rsync") {
+			return &servers.NotInstalledError{Server: "galera", Program: "rsync", Hint: "install Debian package rsync"}
+		}
+	}
+	return nil
 }
 
 // Server is a running throwaway MariaDB. Its fields are read-only. Stop ends it.
@@ -52,6 +99,8 @@ type Server struct {
 	LogPath  string
 
 	inst servers.Instance
+	// on is the node the server runs on; nil for loopback.
+	on *servers.Node
 }
 
 // The user and database every launch makes.
@@ -102,11 +151,13 @@ var reserved = map[string]bool{
 	"port": true, "bind-address": true, "socket": true, "datadir": true, "pid-file": true,
 	"user": true, "init-file": true, "defaults-file": true, "defaults-extra-file": true,
 	"no-defaults": true, "basedir": true, "log-error": true, "skip-networking": true,
-	"skip-grant-tables": true,
+	"skip-grant-tables": true, "wsrep-on": true, "wsrep-provider": true,
+	"wsrep-cluster-address": true, "wsrep-node-address": true, "wsrep-new-cluster": true,
 }
 
-// serverArgs returns mariadbd's command line for a server on port with its files in dir.
-func serverArgs(dir string, port int, settings map[string]string) ([]string, error) {
+// serverArgs returns mariadbd's command line for a server on host:port with its files
+// in dir, a node of g's cluster when g is set.
+func serverArgs(dir, host string, port int, settings map[string]string, g *Galera, first bool) ([]string, error) {
 	args := []string{
 		"--no-defaults",
 		"--datadir=" + filepath.Join(dir, "data"),
@@ -114,12 +165,34 @@ func serverArgs(dir string, port int, settings map[string]string) ([]string, err
 		"--pid-file=" + filepath.Join(dir, "mariadb.pid"),
 		"--init-file=" + filepath.Join(dir, "init.sql"),
 		"--port=" + strconv.Itoa(port),
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + host,
 		// Clients are named by address: no DNS look-up on connect.
 		"--skip-name-resolve",
 		// Small enough for several servers on one machine, large enough for the workloads.
 		"--innodb-buffer-pool-size=64M",
 		"--max-connections=500",
+	}
+	if g != nil {
+		var peers []string
+		for _, p := range g.Peers {
+			peers = append(peers, net.JoinHostPort(p, strconv.Itoa(galeraPort)))
+		}
+		args = append(args,
+			"--wsrep-on=ON",
+			"--wsrep-provider="+GaleraProvider,
+			"--wsrep-cluster-name="+g.Name,
+			"--wsrep-cluster-address=gcomm://"+strings.Join(peers, ","),
+			"--wsrep-node-address="+host,
+			"--wsrep-sst-method=rsync",
+			"--wsrep-provider-options=gcache.size=32M",
+			// What Galera needs of InnoDB and the binary log.
+			"--binlog-format=ROW",
+			"--innodb-autoinc-lock-mode=2",
+		)
+		if g.Bootstrap && first {
+			// Only the first start: started again, the node rejoins its cluster.
+			args = append(args, "--wsrep-new-cluster")
+		}
 	}
 	names := make([]string, 0, len(settings))
 	for name := range settings {
@@ -146,8 +219,21 @@ func serverArgs(dir string, port int, settings map[string]string) ([]string, err
 // errors.Is(err, servers.ErrNotInstalled). A failed start leaves nothing behind (unless
 // Keep).
 func Start(ctx context.Context, opt Options) (*Server, error) {
-	if _, err := serverArgs("", 0, opt.Settings); err != nil {
+	if _, err := serverArgs("", "", 0, opt.Settings, nil, false); err != nil {
 		return nil, err
+	}
+	if opt.Galera != nil && opt.Node == nil {
+		return nil, errors.New("mariadb: a Galera node needs a Node: the nodes of a cluster share Galera's ports, one address each")
+	}
+	if opt.Galera != nil {
+		if err := FindGalera(); err != nil {
+			return nil, err
+		}
+	}
+	if opt.Node != nil {
+		if err := opt.Node.Check(); err != nil {
+			return nil, fmt.Errorf("mariadb: %w", err)
+		}
 	}
 	bin, installDB, err := Find()
 	if err != nil {
@@ -157,10 +243,15 @@ func Start(ctx context.Context, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mariadb: %w", err)
 	}
-	m := &Server{Binary: bin, LogPath: opt.LogPath, User: User, Database: Database,
+	m := &Server{Binary: bin, LogPath: opt.LogPath, User: User, Database: Database, on: opt.Node,
 		inst: servers.Instance{Name: "mariadb", Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: stopGrace}}
-	if m.Password, err = servers.NewPassword(); err != nil {
-		return nil, fmt.Errorf("mariadb: %w", err)
+	if opt.Galera != nil {
+		m.Password = opt.Galera.Password
+	}
+	if m.Password == "" {
+		if m.Password, err = servers.NewPassword(); err != nil {
+			return nil, fmt.Errorf("mariadb: %w", err)
+		}
 	}
 	dir, err := m.inst.MakeTempDir(opt.Dir, acct)
 	if err != nil {
@@ -173,7 +264,7 @@ func Start(ctx context.Context, opt Options) (*Server, error) {
 	if err := m.start(ctx, acct, installDB, opt); err != nil {
 		return nil, m.inst.Abandon(err)
 	}
-	m.inst.SetRelaunch(func(ctx context.Context) error { return m.listen(ctx, acct, m.Port, opt) })
+	m.inst.SetRelaunch(func(ctx context.Context) error { return m.listen(ctx, acct, m.Port, opt, false) })
 	return m, nil
 }
 
@@ -208,9 +299,14 @@ func (m *Server) start(ctx context.Context, acct servers.Account, installDB stri
 		return err
 	}
 	say("data directory made in %v", time.Since(t0).Round(time.Millisecond))
-	if err := m.inst.ListenOnFreePort(say, func(port int) error {
+	if m.on != nil {
 		t0 = time.Now()
-		return m.listen(ctx, acct, port, opt)
+		if err := m.listen(ctx, acct, NodePort, opt, true); err != nil {
+			return err
+		}
+	} else if err := m.inst.ListenOnFreePort(say, func(port int) error {
+		t0 = time.Now()
+		return m.listen(ctx, acct, port, opt, true)
 	}); err != nil {
 		return err
 	}
@@ -240,8 +336,8 @@ func (m *Server) installDB(ctx context.Context, acct servers.Account, installDB 
 	return nil
 }
 
-func (m *Server) listen(ctx context.Context, acct servers.Account, port int, opt Options) error {
-	args, err := serverArgs(m.Dir, port, opt.Settings)
+func (m *Server) listen(ctx context.Context, acct servers.Account, port int, opt Options, first bool) error {
+	args, err := serverArgs(m.Dir, m.host(), port, opt.Settings, opt.Galera, first)
 	if err != nil {
 		return err
 	}
@@ -251,7 +347,7 @@ func (m *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 	cmd.Stderr = m.inst.Log()
 	cmd.Env = []string{"HOME=" + m.Dir, "LC_ALL=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	logStart, _ := m.inst.Log().Seek(0, io.SeekEnd)
-	proc, err := servers.StartProcess("mariadbd", cmd, acct)
+	proc, err := servers.StartProcessOn(m.on, "mariadbd", cmd, acct)
 	if err != nil {
 		return fmt.Errorf("mariadb: %w", err)
 	}
@@ -261,9 +357,10 @@ func (m *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := net.JoinHostPort(m.host(), strconv.Itoa(port))
 	var version string
-	ready, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// A joining Galera node opens its port once it has received the cluster's state.
+	ready, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	err = servers.Poll(ready, 20*time.Millisecond, proc.Exited(), func(ctx context.Context) error {
 		v, err := probe(ctx, addr)
@@ -282,6 +379,14 @@ func (m *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 	m.Port, m.Addr, m.Version = port, addr, version
 	m.DSN = "mysql://" + User + ":" + m.Password + "@" + addr + "/" + Database
 	return nil
+}
+
+// host is the address the server listens on: its node's, or 127.0.0.1.
+func (m *Server) host() string {
+	if m.on != nil {
+		return m.on.IP
+	}
+	return "127.0.0.1"
 }
 
 // probe reads the server's first packet and returns the version of a handshake

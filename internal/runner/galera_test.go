@@ -1,0 +1,36 @@
+package runner_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers/mariadb"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
+)
+
+// A Galera cluster of three MariaDB nodes, each in a network namespace of its own, the
+// budget's clients spread over them, n1 cut off from n2 and n3 (and from the clients
+// beside them) for three seconds. n1, alone, leaves the primary component and refuses
+// every statement (1047) until it has rejoined; a COMMIT it was replicating when the
+// partition began is answered 1180 and ends unknown. No acknowledged decrement is lost
+// and none is taken twice: valid, and indoubt check reproduces it.
+func TestPartitionGaleraBudget(t *testing.T) {
+	if err := mariadb.FindGalera(); err != nil {
+		servertest.SkipOrFail(t, err)
+	}
+	t.Parallel() // a topology of its own
+	cfg := runner.Config{Workload: "budget", Store: runner.MySQL, Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
+		Workers: 3, Duration: 7 * time.Second, Seed: 1, Retry: policy(t, "none"),
+		Faults: schedule(t, "partition:isolate-primary@2s-5s")}
+	res := partitionRun(t, cfg)
+	p := res.Partitions[0]
+	if len(p.Components) != 2 {
+		t.Fatalf("partition %+v: want n1 apart from n2 and n3", p)
+	}
+	if res.Verdict != checker.Valid {
+		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+	}
+	t.Logf("%s; %s", p, res.Summary)
+}
