@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/servers/mariadb"
@@ -15,7 +16,7 @@ import (
 // MariaDB; --dsn reaches either.
 var mysqlBackend = backend{
 	name: MySQL, schemes: []string{"mysql", "mariadb"}, protocol: toxics.MySQL{},
-	workloads: kv,
+	workloads: append(slices.Clone(kv), workloads.ListAppend, workloads.RWRegister),
 	launch:    launchMariaDB,
 	available: func() error { _, _, err := mariadb.Find(); return err },
 	addr:      urlAddr,
@@ -23,6 +24,9 @@ var mysqlBackend = backend{
 	open:      openMySQL,
 	mechanisms: map[workloads.Name][]string{
 		workloads.Budget: {string(mysql.Autocommit), string(mysql.Transaction)},
+	},
+	isolations: map[workloads.Name][]string{
+		workloads.ListAppend: names(mysql.Isolations), workloads.RWRegister: names(mysql.Isolations),
 	},
 }
 
@@ -35,6 +39,18 @@ func launchMariaDB(ctx context.Context, cfg Config, dir string) (launched, error
 }
 
 func openMySQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
+	if isTxn(cfg.Workload) {
+		c, err := mysql.Open(ctx, mysql.Config{DSN: dsn, Dial: cfg.dial})
+		if err != nil {
+			return nil, nil, err
+		}
+		store, err := mysql.NewTxns(c, mysql.TxnConfig{Model: cfg.Workload, Isolation: mysql.Isolation(cfg.Isolation)})
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return bindTxn(cfg, store, func() { c.Close() })
+	}
 	c, err := mysql.Open(ctx, mysql.Config{DSN: dsn, Dial: cfg.dial, Mechanism: mysql.Mechanism(cfg.Mechanism)})
 	if err != nil {
 		return nil, nil, err

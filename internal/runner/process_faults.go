@@ -239,10 +239,14 @@ func checkTopology(c Config) error {
 		return refuse("Topology", "replicated launches its servers: drop {DSN} (compose/ has replicated topologies to point {DSN} at)")
 	case c.Store == CQL && c.isolated():
 		// A three-node ring, each node in a namespace of its own (partitions.go).
+	case c.Store == MySQL && isTxn(c.Workload):
+		// Each node's clients would bind a workload of their own, whose values collide
+		// with the other nodes' (list-append needs them unique per key).
+		return refuse("Topology", "replicated: %s on a Galera cluster is not supported yet (each node's clients would draw the same values); run budget or register", c.Workload)
 	case c.Store == MySQL && c.isolated():
 		// A three-node Galera cluster, each node in a namespace of its own (galera.go).
 	case c.Store != Postgres && c.Store != Redis:
-		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis (or, with {Network} isolated, a three-node Cassandra ring), not %s", c.Store)
+		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis (or, with {Network} isolated, a three-node Cassandra ring or MariaDB Galera cluster), not %s", c.Store)
 	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:
 		// WAIT after each write would report how many replicas have it, not make a
 		// failover keep it: Redis documents that WAIT does not make it strongly consistent.

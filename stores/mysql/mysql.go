@@ -257,7 +257,9 @@ func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, workloads.ErrUnknown) || errors.Is(err, workloads.ErrConflict) {
+	if workloads.Classify(err) != workloads.ClassDefinite || workloads.ReasonOf(err) != workloads.ReasonError {
+		// Classified already (an unknown, a conflict, or a definite failure with its
+		// reason): kept.
 		return err
 	}
 	var me *mysql.MySQLError
