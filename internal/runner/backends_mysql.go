@@ -44,7 +44,8 @@ func openMySQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 		if err != nil {
 			return nil, nil, err
 		}
-		store, err := mysql.NewTxns(c, mysql.TxnConfig{Model: cfg.Workload, Isolation: mysql.Isolation(cfg.Isolation)})
+		store, err := mysql.NewTxns(c, mysql.TxnConfig{Model: cfg.Workload, Isolation: mysql.Isolation(cfg.Isolation),
+			Galera: cfg.Topology == TopologyReplicated})
 		if err != nil {
 			c.Close()
 			return nil, nil, err

@@ -29,6 +29,7 @@ import (
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // Partitions between nodes (faults' partition:SHAPE@START-END), after Jepsen's
@@ -430,6 +431,12 @@ func openWorkload(ctx context.Context, cfg Config, b backend, dsn string, topo *
 			return nil, nil, fmt.Errorf("clients beside %s: %w", s.node, err)
 		}
 		closers = append(closers, cl)
+		if tw, ok := w.(*txn.Workload); ok {
+			if aw, ok := wl.(*txn.Workload); ok {
+				// One generator for every side: values unique across the run.
+				tw.ShareGenerator(aw)
+			}
+		}
 		sided.sides = append(sided.sides, w)
 	}
 	return sided, closeAll, nil

@@ -239,10 +239,6 @@ func checkTopology(c Config) error {
 		return refuse("Topology", "replicated launches its servers: drop {DSN} (compose/ has replicated topologies to point {DSN} at)")
 	case c.Store == CQL && c.isolated():
 		// A three-node ring, each node in a namespace of its own (partitions.go).
-	case c.Store == MySQL && isTxn(c.Workload):
-		// Each node's clients would bind a workload of their own, whose values collide
-		// with the other nodes' (list-append needs them unique per key).
-		return refuse("Topology", "replicated: %s on a Galera cluster is not supported yet (each node's clients would draw the same values); run budget or register", c.Workload)
 	case c.Store == MySQL && c.isolated():
 		// A three-node Galera cluster, each node in a namespace of its own (galera.go).
 	case c.Store != Postgres && c.Store != Redis:
