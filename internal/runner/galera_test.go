@@ -14,8 +14,10 @@ import (
 // budget's clients spread over them, n1 cut off from n2 and n3 (and from the clients
 // beside them) for three seconds. n1, alone, leaves the primary component and refuses
 // every statement (1047) until it has rejoined; a COMMIT it was replicating when the
-// partition began is answered 1180 and ends unknown. No acknowledged decrement is lost
-// and none is taken twice: valid, and indoubt check reproduces it.
+// partition began is answered 1180 and ends unknown. The run is valid, or invalid by
+// an acknowledged decrement lost, which the checker names (a finding on Galera,
+// docs/findings.md: seen in some runs, not in others); anything else fails, and the
+// verdict must be the one indoubt check reproduces.
 func TestPartitionGaleraBudget(t *testing.T) {
 	if err := mariadb.FindGalera(); err != nil {
 		servertest.SkipOrFail(t, err)
@@ -29,8 +31,12 @@ func TestPartitionGaleraBudget(t *testing.T) {
 	if len(p.Components) != 2 {
 		t.Fatalf("partition %+v: want n1 apart from n2 and n3", p)
 	}
-	if res.Verdict != checker.Valid {
-		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+	switch {
+	case res.Verdict == checker.Valid:
+	case res.Verdict == checker.Invalid && len(res.LostWrites) > 0:
+		t.Logf("finding reproduced: Galera lost %d acknowledged decrement(s): %s", len(res.LostWrites), res.Summary)
+	default:
+		t.Fatalf("verdict %v (lost writes %+v): %s", res.Verdict, res.LostWrites, res.Summary)
 	}
 	t.Logf("%s; %s", p, res.Summary)
 }
