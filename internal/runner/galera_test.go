@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -18,7 +19,13 @@ import (
 // an acknowledged decrement lost, which the checker names (a finding on Galera,
 // docs/findings.md: seen in some runs, not in others); anything else fails, and the
 // verdict must be the one indoubt check reproduces.
+//
+// It runs only with INDOUBT_GALERA=1: about 45 s, and Galera's own failures (one run in
+// five lost a write, another showed mariadbd's crash banner) would make it flaky.
 func TestPartitionGaleraBudget(t *testing.T) {
+	if os.Getenv("INDOUBT_GALERA") == "" {
+		t.Skip("a Galera cluster under a partition: set INDOUBT_GALERA=1")
+	}
 	if err := mariadb.FindGalera(); err != nil {
 		servertest.SkipOrFail(t, err)
 	}
