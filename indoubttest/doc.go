@@ -60,11 +60,12 @@
 // # Servers
 //
 // The store packages give each test a Server: pgtest.Postgres, redistest.Redis,
-// mongotest.Mongo and cqltest.Cassandra. Each launches its server once per test binary
-// (PostgreSQL, Redis and Cassandra from the machine's binaries and jars, FerretDB inside
-// the binary) or uses the one an environment variable names (INDOUBT_POSTGRES_DSN,
-// INDOUBT_REDIS_DSN, INDOUBT_MONGO_DSN, INDOUBT_CASSANDRA_DSN), and gives every test a
-// database of its own: PostgreSQL and MongoDB a database it creates and drops, Cassandra
+// mongotest.Mongo, cqltest.Cassandra and mysqltest.MySQL. Each launches its server once
+// per test binary (PostgreSQL, Redis, MariaDB and Cassandra from the machine's binaries
+// and jars, FerretDB inside the binary) or uses the one an environment variable names
+// (INDOUBT_POSTGRES_DSN, INDOUBT_REDIS_DSN, INDOUBT_MONGO_DSN, INDOUBT_CASSANDRA_DSN,
+// INDOUBT_MYSQL_DSN), and gives every test a database of its own: PostgreSQL, MySQL and
+// MongoDB a database it creates and drops, Cassandra
 // a keyspace, Redis a database number it has proven empty. A test never touches data it
 // did not create; pointed at a server whose every database holds keys, a Redis test
 // fails and says so. They are separate packages so that a PostgreSQL test links no

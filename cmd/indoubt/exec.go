@@ -57,6 +57,8 @@ proxy's address in the variables its drivers read:
   mongo      MONGODB_URI
   http, grpc INDOUBT_BASE_URL     http://HOST:PORT of the proxy, in front of --upstream (a
                                   service you run; no HTTP_PROXY is set)
+  mysql      DATABASE_URL, and MYSQL_HOST MYSQL_TCP_PORT MYSQL_USER MYSQL_PWD MYSQL_DATABASE
+             (a launched MariaDB; the mysql and mariadb clients connect unchanged)
   every one  INDOUBT_HISTORY      the file to append the history to (docs/history-format.md;
                                   recorders/ holds writers for Python and Node)
              INDOUBT_DIRECT_URL   the server's own DSN, not through the proxy: for setup
@@ -266,6 +268,7 @@ var execStores = []execStore{
 	{name: runner.Mongo, launch: launchExecFerretDB, through: mongoThrough, env: urlEnv("MONGODB_URI")},
 	{name: "http", env: apiEnv}, // --upstream only: a service the user runs
 	{name: "grpc", env: apiEnv},
+	{name: runner.MySQL, launch: launchExecMariaDB, through: urlThrough, env: mysqlEnv},
 }
 
 // pickExecStore resolves --store, or the store --dsn names by its scheme; a store that

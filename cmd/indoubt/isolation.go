@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +18,9 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/internal/isolation"
+	"github.com/indoubt/indoubt/internal/servers/mariadb"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
+	mysqlstore "github.com/indoubt/indoubt/stores/mysql"
 )
 
 const isolationHelp = `indoubt isolation: measure Hermitage's table on PostgreSQL. For each isolation
@@ -33,7 +37,12 @@ COMMITTED, with their cycles) and prices what it prevents. A cell that differs f
 with its statements. The measurement's directory holds isolation.json and
 isolation.html (the table, each cell's cycle drawn and its statements).
 
-Usage: indoubt isolation [--dsn DSN | --pg-version 15|18] [flags]
+Usage: indoubt isolation [--store postgres|mysql] [--dsn DSN | --pg-version 15|18] [flags]
+
+With --store mysql the table is Hermitage's for MySQL/InnoDB, at its four levels
+(read-uncommitted too), measured on a launched MariaDB or on the MySQL or MariaDB
+--dsn names (mysql://user:password@host:port/database); the cost columns are
+PostgreSQL's only.
 
 Without --dsn a throwaway PostgreSQL is launched and stopped. The scenarios use a
 table of their own (indoubt_hermitage); the random workload indoubt_append.
@@ -41,6 +50,7 @@ table of their own (indoubt_hermitage); the random workload indoubt_append.
 Example:
   indoubt isolation --pg-version 18
   indoubt isolation --dsn postgres://me@db/test --levels serializable --txns 500
+  indoubt isolation --store mysql
 
 Exit codes: 0 the table agrees with Hermitage's and every random run is valid,
 1 a finding (a cell that differs, or a random run invalid for its level), 2 a random
@@ -49,7 +59,8 @@ run undecided, 3 could not run.
 
 func isolationCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("isolation", isolationHelp, stdout)
-	dsn := fs.String("dsn", "", "PostgreSQL to measure (default: launch one)")
+	store := fs.String("store", "postgres", "the server family: postgres or mysql (MySQL, MariaDB)")
+	dsn := fs.String("dsn", "", "the server to measure (default: launch one)")
 	version := fs.String("pg-version", "", "the launched PostgreSQL's version: 15, 18 or a bin directory")
 	levels := fs.String("levels", "read-committed,repeatable-read,serializable", "the levels, comma-separated")
 	txns := fs.Int("txns", 100, "the random workload's transactions per worker at each level (0: no cost columns)")
@@ -65,6 +76,16 @@ func isolationCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	if *dsn != "" && *version != "" {
 		return errors.New("isolation: --pg-version chooses a launched server's binaries; give it or --dsn, not both")
+	}
+	switch *store {
+	case "postgres":
+	case "mysql":
+		if *version != "" {
+			return errors.New("isolation: --pg-version is for --store postgres")
+		}
+		return isolationMySQL(ctx, *dsn, *levels, *out, *asJSON, stdout)
+	default:
+		return fmt.Errorf("isolation: --store: unknown store %q (want postgres or mysql)", *store)
 	}
 	var lv []isolation.Level
 	for _, s := range strings.Split(*levels, ",") {
@@ -168,4 +189,90 @@ func serverName(ctx context.Context, dsn string) (string, error) {
 		v = v[:i]
 	}
 	return "PostgreSQL " + v, nil
+}
+
+// isolationMySQL measures Hermitage's MySQL/InnoDB table on dsn, or on a launched
+// MariaDB, and writes the measurement's directory as for PostgreSQL.
+func isolationMySQL(ctx context.Context, dsn, levels, out string, asJSON bool, stdout io.Writer) error {
+	var lv []isolation.Level
+	if levels == "read-committed,repeatable-read,serializable" {
+		lv = isolation.MySQLLevels
+	} else {
+		for _, s := range strings.Split(levels, ",") {
+			l := isolation.Level(strings.TrimSpace(s))
+			if !slices.Contains(isolation.MySQLLevels, l) {
+				return fmt.Errorf("isolation: --levels: unknown level %q (want read-uncommitted, read-committed, repeatable-read or serializable)", s)
+			}
+			lv = append(lv, l)
+		}
+	}
+	if dsn == "" {
+		srv, err := mariadb.Start(ctx, mariadb.Options{})
+		if err != nil {
+			return fmt.Errorf("isolation: launch MariaDB: %w", err)
+		}
+		defer srv.Stop()
+		dsn = srv.DSN
+	}
+	cfg, err := mysqlstore.ParseDSN(dsn)
+	if err != nil {
+		return fmt.Errorf("isolation: --dsn: %w", err)
+	}
+	native := cfg.FormatDSN()
+	name, err := mysqlServerName(ctx, native)
+	if err != nil {
+		return fmt.Errorf("isolation: %w", err)
+	}
+	dir := filepath.Join(out, time.Now().UTC().Format("20060102T150405Z")+"-isolation-"+strings.ReplaceAll(strings.ToLower(name), " ", "-"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("isolation: %w", err)
+	}
+	tab, err := isolation.MeasureMySQL(ctx, native, lv)
+	if err != nil {
+		return fmt.Errorf("isolation: %w", err)
+	}
+	tab.Server = name
+	b, err := json.MarshalIndent(tab, "", "  ")
+	if err != nil {
+		return fmt.Errorf("isolation: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "isolation.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("isolation: %w", err)
+	}
+	var page bytes.Buffer
+	if err := tab.WritePage(&page); err != nil {
+		return fmt.Errorf("isolation: page: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "isolation.html"), page.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("isolation: %w", err)
+	}
+	if asJSON {
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		fmt.Fprint(stdout, tab.Text())
+		fmt.Fprintf(stdout, "\n%s\n%s\n", filepath.Join(dir, "isolation.json"), filepath.Join(dir, "isolation.html"))
+	}
+	if len(tab.Findings()) > 0 {
+		return verdictExit{exitInvalid}
+	}
+	return nil
+}
+
+// mysqlServerName is "MariaDB 10.11.19" or "MySQL 8.0.36", from the server's version.
+func mysqlServerName(ctx context.Context, dsn string) (string, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return "", fmt.Errorf("connect: %w", err)
+	}
+	defer db.Close()
+	var v string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+		return "", fmt.Errorf("server version: %w", err)
+	}
+	family := "MySQL"
+	if strings.Contains(v, "MariaDB") {
+		family = "MariaDB"
+	}
+	v, _, _ = strings.Cut(v, "-")
+	return family + " " + v, nil
 }

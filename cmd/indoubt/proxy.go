@@ -142,7 +142,7 @@ type proxyConfig struct {
 func parseProxyFlags(args []string, stdout io.Writer) (proxyConfig, error) {
 	fs := newFlags("proxy", proxyHelp, stdout)
 	var (
-		protocol = fs.String("protocol", "postgres", "wire protocol: postgres, resp (Redis), mongo (OP_MSG), cql (native protocol v3-v5), http (an API over HTTP/1.1), grpc (HTTP/2 without TLS), or tcp (no commit faults)")
+		protocol = fs.String("protocol", "postgres", "wire protocol: postgres, resp (Redis), mongo (OP_MSG), cql (native protocol v3-v5), mysql (MySQL, MariaDB), http (an API over HTTP/1.1), grpc (HTTP/2 without TLS), or tcp (no commit faults)")
 		listen   = fs.String("listen", "127.0.0.1:6432", "address to accept clients on; loopback unless --allow-remote (\":6432\" is loopback)")
 		upstream = fs.String("upstream", "", "the server's address, host:port (required; checked at start)")
 		cut      = fs.Float64("cut-after-commit", 0, "probability per commit point of cutting the connection after the server committed")
@@ -182,7 +182,7 @@ func parseProxyFlags(args []string, stdout io.Writer) (proxyConfig, error) {
 		return proxyConfig{}, err
 	}
 	if proto == nil && (*cut > 0 || *drop > 0 || *match != "") {
-		return proxyConfig{}, fmt.Errorf("proxy: commit faults need a protocol: --protocol postgres, resp, mongo or cql")
+		return proxyConfig{}, fmt.Errorf("proxy: commit faults need a protocol: --protocol postgres, resp, mongo, cql or mysql")
 	}
 	cfg.opt.Protocol = proto
 	if cfg.schedule, err = cfg.parseSchedule(sched); err != nil {
@@ -225,7 +225,7 @@ func proxyProtocol(name string) (toxics.Protocol, error) {
 	if p, ok := runner.ProtocolFor(name); ok {
 		return p, nil
 	}
-	return nil, fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo, cql, http, grpc or tcp)", name)
+	return nil, fmt.Errorf("proxy: unknown --protocol %q (want postgres, resp, mongo, cql, mysql, http, grpc or tcp)", name)
 }
 
 // parseSchedule parses the --fault entries and checks them against the flags.

@@ -68,7 +68,7 @@ func TestProxyBadFlags(t *testing.T) {
 		{"--upstream", "127.0.0.1:5432", "--drop-commit", "-0.1"},
 		{"--upstream", "127.0.0.1:5432", "--drop-commit", "NaN"},
 		{"--upstream", "127.0.0.1:5432", "--cut-after-commit", "0.7", "--drop-commit", "0.7"},
-		{"--upstream", "127.0.0.1:5432", "--protocol", "mysql"},
+		{"--upstream", "127.0.0.1:5432", "--protocol", "oracle"},
 		{"--upstream", "127.0.0.1:5432", "--protocol", "tcp", "--cut-after-commit", "1"},
 		{"--upstream", "127.0.0.1:5432", "--fault", "commit-cut:3"},
 		{"--upstream", "127.0.0.1:5432", "--fault", "commit-cut:0.1", "--cut-after-commit", "0.1"},

@@ -5,8 +5,9 @@
 // (commit-cut: applied). The client sees the same lost connection either way; the
 // proxy knows which it was, and reports an Event with that ground truth.
 //
-// The protocols are Postgres, Resp (Redis), Mongo (OP_MSG) and CQL; the documentation
-// of each states its commit points and its proof of commit. HTTP carries the same faults
+// The protocols are Postgres, Resp (Redis), Mongo (OP_MSG), CQL and MySQL (MariaDB
+// too); the documentation of each states its commit points and its proof of commit.
+// HTTP carries the same faults
 // one layer up, to an API: a request is the point, a response-cut (CommitCut) lets the
 // service handle it and drops its response, a request-drop (CommitDrop) keeps it from
 // the service, and the Event names the request (Event.Request). HTTP2 does the same

@@ -3,15 +3,11 @@ package isolation
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
@@ -36,6 +32,9 @@ type StepResult struct {
 	Error    string `json:"error,omitempty"`
 	// Skipped says the statement was not sent: its transaction had already failed.
 	Skipped bool `json:"skipped,omitempty"`
+	// Deferred says the statement was sent after steps that follow it in the script:
+	// its session's previous statement was still waiting on a lock.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 func (s StepResult) String() string {
@@ -51,14 +50,16 @@ func (s StepResult) String() string {
 	if s.Blocked {
 		b += "  (blocked first)"
 	}
+	if s.Deferred {
+		b += "  (sent after the steps below it: its session was waiting on a lock)"
+	}
 	return b
 }
 
 // sessionState is one session of a running scenario.
 type sessionState struct {
 	n       int
-	conn    *pgx.Conn
-	pid     uint32
+	conn    conn
 	began   bool
 	failed  bool
 	mops    []any
@@ -82,7 +83,8 @@ type stmtResult struct {
 type driver struct {
 	sc     scenario
 	level  Level
-	admin  *pgx.Conn
+	db     dialect
+	admin  conn
 	sess   []*sessionState
 	steps  []StepResult
 	ops    []histories.Op
@@ -103,94 +105,109 @@ func (d *driver) event(proc int, t histories.Type, mops []any, errText string) i
 	return idx
 }
 
-// runScenario drives sc at level on the server dsn names and judges the transactions.
-func runScenario(ctx context.Context, dsn string, sc scenario, level Level) (cell Cell, err error) {
+// runScenarioOn drives sc at level on db's server and judges the transactions.
+func runScenarioOn(ctx context.Context, db dialect, sc scenario, level Level) (cell Cell, err error) {
 	if err := sc.validate(); err != nil {
 		return Cell{}, err
 	}
-	d := &driver{sc: sc, level: level, start: time.Now(), owner: map[int64]int{}, invIdx: map[int]int{}}
-	d.admin, err = pgx.Connect(ctx, dsn)
+	d := &driver{sc: sc, level: level, db: db, start: time.Now(), owner: map[int64]int{}, invIdx: map[int]int{}}
+	d.admin, err = db.connect(ctx)
 	if err != nil {
 		return Cell{}, fmt.Errorf("connect: %w", err)
 	}
-	defer d.admin.Close(context.Background())
-	for _, q := range []string{
-		"CREATE TABLE IF NOT EXISTS " + table + " (id int PRIMARY KEY, value int NOT NULL, versions int[] NOT NULL)",
-		"TRUNCATE " + table,
-	} {
-		if _, err := d.admin.Exec(ctx, q); err != nil {
-			return Cell{}, fmt.Errorf("prepare the table: %w", err)
-		}
+	defer d.admin.close()
+	if err := d.admin.prepare(ctx); err != nil {
+		return Cell{}, fmt.Errorf("prepare the table: %w", err)
 	}
 	initial := []any{[]any{"append", 1, 10}, []any{"append", 2, 20}}
 	d.event(0, histories.Invoke, initial, "")
-	if _, err := d.admin.Exec(ctx, "INSERT INTO "+table+" (id, value, versions) VALUES (1, 10, ARRAY[10]), (2, 20, ARRAY[20])"); err != nil {
+	if err := d.admin.seed(ctx); err != nil {
 		return Cell{}, fmt.Errorf("write the initial rows: %w", err)
 	}
 	d.owner[d.event(0, histories.OK, initial, "")] = 0
 
 	for i := 1; i <= sc.sessions(); i++ {
-		c, err := pgx.Connect(ctx, dsn)
+		c, err := db.connect(ctx)
 		if err != nil {
 			return Cell{}, fmt.Errorf("connect session %d: %w", i, err)
 		}
-		defer c.Close(context.Background())
+		defer c.close()
 		// No statement of a scenario may hang the run: a lock wait the script does not
 		// end is cut by the server.
-		if _, err := c.Exec(ctx, "SET statement_timeout = '30s'"); err != nil {
+		if err := c.limit(ctx); err != nil {
 			return Cell{}, fmt.Errorf("session %d: %w", i, err)
 		}
-		d.sess = append(d.sess, &sessionState{n: i, conn: c, pid: c.PgConn().PID()})
+		d.sess = append(d.sess, &sessionState{n: i, conn: c})
 	}
 	defer func() {
 		// A statement still in flight (an error cut the scenario short) ends with its
-		// connection, which the deferred Close ends; wait for it so nothing outlives Run.
+		// connection, which the deferred close ends; wait for it so nothing outlives Run.
 		for _, s := range d.sess {
 			if s.pending != nil {
-				s.conn.PgConn().CancelRequest(context.Background())
+				s.conn.cancel(d.admin)
 				<-s.pending.done
 			}
 		}
 	}()
 
-	for i, st := range sc.steps {
-		s := d.sess[st.s-1]
-		if s.pending != nil {
-			if err := d.settle(ctx, s, true); err != nil {
-				return Cell{}, err
-			}
-		}
-		d.steps = append(d.steps, StepResult{Session: st.s, SQL: stepSQL(st)})
-		if s.failed && st.op != opCommit && st.op != opAbort {
-			d.steps[i].Skipped = true
-			continue
-		}
-		if !s.began {
-			if _, err := s.conn.Exec(ctx, "BEGIN ISOLATION LEVEL "+level.sql()); err != nil {
-				return Cell{}, fmt.Errorf("T%d begin: %w", st.s, err)
-			}
-			s.began = true
-			d.invIdx[s.n] = int(d.event(s.n, histories.Invoke, nil, ""))
-		}
-		p := &pending{idx: i, done: make(chan stmtResult, 1)}
-		s.pending = p
-		go func() { p.done <- d.exec(ctx, s, st) }()
-		if err := d.settle(ctx, s, false); err != nil {
-			return Cell{}, err
-		}
-		// What this step released (a commit, an abort) lets blocked statements go on:
-		// let them complete, or see them wait again, before the next step.
-		for _, o := range d.sess {
-			if o != s && o.pending != nil {
-				if err := d.settle(ctx, o, false); err != nil {
-					return Cell{}, err
+	d.steps = make([]StepResult, len(sc.steps))
+	// A step of a session whose statement still waits on a lock is deferred, as a
+	// person running the script by hand would: the other sessions' steps go on, and the
+	// deferred ones run, in order, once the session's statement completes. PostgreSQL's
+	// reads never wait, so its scenarios never defer; MySQL's SERIALIZABLE reads take
+	// shared locks, and do.
+	deferred := map[*sessionState][]int{}
+	drain := func() error {
+		for progress := true; progress; {
+			progress = false
+			for _, o := range d.sess {
+				if len(deferred[o]) == 0 {
+					continue
+				}
+				if o.pending != nil {
+					if err := d.settle(ctx, o, false); err != nil {
+						return err
+					}
+				}
+				if o.pending == nil {
+					i := deferred[o][0]
+					deferred[o] = deferred[o][1:]
+					d.steps[i].Deferred = true
+					if err := d.step(ctx, i); err != nil {
+						return err
+					}
+					progress = true
 				}
 			}
 		}
+		return nil
+	}
+	for i, st := range sc.steps {
+		s := d.sess[st.s-1]
+		if s.pending != nil {
+			if err := d.settle(ctx, s, false); err != nil {
+				return Cell{}, err
+			}
+		}
+		if s.pending != nil || len(deferred[s]) > 0 {
+			deferred[s] = append(deferred[s], i)
+			continue
+		}
+		if err := d.step(ctx, i); err != nil {
+			return Cell{}, err
+		}
+		if err := drain(); err != nil {
+			return Cell{}, err
+		}
 	}
 	for _, s := range d.sess {
-		if s.pending != nil {
-			if err := d.settle(ctx, s, true); err != nil {
+		for s.pending != nil || len(deferred[s]) > 0 {
+			if s.pending != nil {
+				if err := d.settle(ctx, s, true); err != nil {
+					return Cell{}, err
+				}
+			}
+			if err := drain(); err != nil {
 				return Cell{}, err
 			}
 		}
@@ -202,6 +219,42 @@ func runScenario(ctx context.Context, dsn string, sc scenario, level Level) (cel
 		return Cell{}, err
 	}
 	return d.judge(ctx)
+}
+
+// step runs the scenario's step i: it sends the statement and waits until it completes
+// or waits on a lock, then lets the statements it released complete.
+func (d *driver) step(ctx context.Context, i int) error {
+	st := d.sc.steps[i]
+	s := d.sess[st.s-1]
+	deferred := d.steps[i].Deferred
+	d.steps[i] = StepResult{Session: st.s, SQL: d.db.show(st), Deferred: deferred}
+	if s.failed && st.op != opCommit && st.op != opAbort {
+		d.steps[i].Skipped = true
+		return nil
+	}
+	if !s.began {
+		if err := s.conn.begin(ctx, d.level); err != nil {
+			return fmt.Errorf("T%d begin: %w", st.s, err)
+		}
+		s.began = true
+		d.invIdx[s.n] = int(d.event(s.n, histories.Invoke, nil, ""))
+	}
+	p := &pending{idx: i, done: make(chan stmtResult, 1)}
+	s.pending = p
+	go func() { p.done <- d.exec(ctx, s, st) }()
+	if err := d.settle(ctx, s, false); err != nil {
+		return err
+	}
+	// What this step released (a commit, an abort) lets blocked statements go on:
+	// let them complete, or see them wait again, before the next step.
+	for _, o := range d.sess {
+		if o != s && o.pending != nil {
+			if err := d.settle(ctx, o, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // settle waits for s's statement in flight until it completes or, unless wait, until
@@ -225,8 +278,8 @@ func (d *driver) settle(ctx context.Context, s *sessionState, wait bool) error {
 		if wait {
 			continue
 		}
-		var blocked bool
-		if err := d.admin.QueryRow(ctx, "SELECT cardinality(pg_blocking_pids($1)) > 0", int(s.pid)).Scan(&blocked); err != nil {
+		blocked, err := d.admin.waiting(ctx, s.conn.id())
+		if err != nil {
 			return fmt.Errorf("look at T%d's locks: %w", s.n, err)
 		}
 		if !blocked {
@@ -244,57 +297,39 @@ func (d *driver) settle(ctx context.Context, s *sessionState, wait bool) error {
 func (d *driver) exec(ctx context.Context, s *sessionState, st step) stmtResult {
 	switch st.op {
 	case opRead:
-		var v int
-		var vs []int
-		err := s.conn.QueryRow(ctx, "SELECT value, versions FROM "+table+" WHERE id = $1", st.key).Scan(&v, &vs)
-		if errors.Is(err, pgx.ErrNoRows) {
+		vs, found, err := s.conn.read(ctx, st.key)
+		if err != nil {
+			return stmtResult{err: err}
+		}
+		if !found {
 			return stmtResult{text: "no row", mops: []any{[]any{"r", st.key, []int{}}}}
 		}
-		if err != nil {
-			return stmtResult{err: err}
-		}
-		return stmtResult{text: fmt.Sprintf("%d (versions %v)", v, vs), mops: []any{[]any{"r", st.key, vs}}}
+		return stmtResult{text: fmt.Sprintf("%d (versions %v)", vs[len(vs)-1], vs), mops: []any{[]any{"r", st.key, vs}}}
 	case opWrite, opInsert:
-		q, args := "UPDATE "+table+" SET value = $2::int, versions = versions || $2::int WHERE id = $1", []any{st.key, st.value}
-		if st.op == opInsert {
-			q = "INSERT INTO " + table + " (id, value, versions) VALUES ($1, $2, ARRAY[$2::int])"
-		}
-		tag, err := s.conn.Exec(ctx, q, args...)
+		tag, n, err := s.conn.write(ctx, st.op == opInsert, st.key, st.value)
 		if err != nil {
 			return stmtResult{err: err}
 		}
-		if tag.RowsAffected() != 1 {
-			return stmtResult{err: fmt.Errorf("%s changed %d rows, want 1", tag, tag.RowsAffected())}
+		if n != 1 {
+			return stmtResult{err: fmt.Errorf("%s changed %d rows, want 1", tag, n)}
 		}
-		return stmtResult{text: tag.String(), mops: []any{[]any{"append", st.key, st.value}}}
+		return stmtResult{text: tag, mops: []any{[]any{"append", st.key, st.value}}}
 	case opPred:
-		rows, err := s.conn.Query(ctx, "SELECT id, value, versions FROM "+table+" WHERE "+st.pred+" ORDER BY id")
+		got, err := s.conn.predicate(ctx, st.pred)
 		if err != nil {
-			return stmtResult{err: err}
-		}
-		got := map[int][]int{}
-		var parts []string
-		for rows.Next() {
-			var id, v int
-			var vs []int
-			if err := rows.Scan(&id, &v, &vs); err != nil {
-				rows.Close()
-				return stmtResult{err: err}
-			}
-			got[id] = vs
-			parts = append(parts, fmt.Sprintf("(%d, %d, %v)", id, v, vs))
-		}
-		if err := rows.Err(); err != nil {
 			return stmtResult{err: err}
 		}
 		var mops []any
+		var parts []string
 		ids := make([]int, 0, len(got))
 		for id := range got {
 			ids = append(ids, id)
 		}
 		sort.Ints(ids)
 		for _, id := range ids {
-			mops = append(mops, []any{"r", id, got[id]})
+			vs := got[id]
+			mops = append(mops, []any{"r", id, vs})
+			parts = append(parts, fmt.Sprintf("(%d, %d, %v)", id, vs[len(vs)-1], vs))
 		}
 		for _, k := range st.absent {
 			if _, ok := got[k]; !ok {
@@ -307,15 +342,11 @@ func (d *driver) exec(ctx context.Context, s *sessionState, st step) stmtResult 
 		}
 		return stmtResult{text: text, mops: mops}
 	default:
-		q := "COMMIT"
-		if st.op == opAbort || s.failed {
-			q = "ROLLBACK"
-		}
-		tag, err := s.conn.Exec(ctx, q)
+		tag, err := s.conn.end(ctx, st.op == opCommit && !s.failed)
 		if err != nil {
 			return stmtResult{err: err}
 		}
-		return stmtResult{text: tag.String(), tag: tag.String()}
+		return stmtResult{text: tag, tag: tag}
 	}
 }
 
@@ -325,9 +356,8 @@ func (d *driver) complete(s *sessionState, idx int, res stmtResult) {
 	st := d.sc.steps[idx]
 	if res.err != nil {
 		sr.Error = res.err.Error()
-		var pe *pgconn.PgError
-		if errors.As(res.err, &pe) {
-			sr.SQLState, sr.Error = pe.Code, pe.Message
+		if code, msg := d.db.state(res.err); code != "" {
+			sr.SQLState, sr.Error = code, msg
 		}
 	} else {
 		sr.Result = res.text
@@ -378,21 +408,8 @@ func invocation(mops []any) []any {
 func (d *driver) final(ctx context.Context) error {
 	keys := []any{[]any{"r", 1, nil}, []any{"r", 2, nil}, []any{"r", 3, nil}, []any{"r", 4, nil}}
 	d.event(99, histories.Invoke, keys, "")
-	rows, err := d.admin.Query(ctx, "SELECT id, versions FROM "+table+" WHERE id BETWEEN 1 AND 4")
+	got, err := d.admin.predicate(ctx, "id BETWEEN 1 AND 4")
 	if err != nil {
-		return fmt.Errorf("final read: %w", err)
-	}
-	got := map[int][]int{}
-	for rows.Next() {
-		var id int
-		var v []int
-		if err := rows.Scan(&id, &v); err != nil {
-			rows.Close()
-			return fmt.Errorf("final read: %w", err)
-		}
-		got[id] = v
-	}
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("final read: %w", err)
 	}
 	var mops []any
@@ -405,6 +422,51 @@ func (d *driver) final(ctx context.Context) error {
 	}
 	d.owner[d.event(99, histories.OK, mops, "")] = 99
 	return nil
+}
+
+// dialect is one database family's client for the scenarios: its connections, the
+// text of its statements, its errors, and Hermitage's table for it.
+type dialect interface {
+	// family names the database in findings: "PostgreSQL", "MySQL".
+	family() string
+	connect(ctx context.Context) (conn, error)
+	// show is the statement a step runs, as the cell lists it.
+	show(st step) string
+	// state returns the code (SQLSTATE) and message of an error the server answered
+	// with, "" when the server did not answer.
+	state(err error) (code, msg string)
+	// hermitage returns the levels at which Hermitage's table for the family lets the
+	// scenario's anomaly happen.
+	hermitage(sc scenario) []Level
+}
+
+// conn is one connection of a scenario: a session's, or the admin connection that
+// prepares the table, watches the sessions' locks and reads the final state. Its
+// methods run one statement each.
+type conn interface {
+	// prepare creates the table if need be and empties it; seed writes (1, 10) and (2, 20).
+	prepare(ctx context.Context) error
+	seed(ctx context.Context) error
+	// limit bounds the time any statement of the session may take.
+	limit(ctx context.Context) error
+	begin(ctx context.Context, l Level) error
+	// read returns a key's versions, oldest first; found is false for no row.
+	read(ctx context.Context, key int) (versions []int, found bool, err error)
+	// write updates a row (or inserts it) to value, appending value to its versions,
+	// and returns the server's tag and the rows changed.
+	write(ctx context.Context, insert bool, key, value int) (tag string, n int64, err error)
+	// predicate returns the versions of the rows where holds, by key.
+	predicate(ctx context.Context, where string) (map[int][]int, error)
+	// end commits (or rolls back) the transaction and returns the server's tag:
+	// "COMMIT" only for a commit that took.
+	end(ctx context.Context, commit bool) (tag string, err error)
+	// id is the server's id of the connection; waiting, asked of the admin
+	// connection, reports whether the connection id waits on another's lock.
+	id() int64
+	waiting(ctx context.Context, id int64) (bool, error)
+	// cancel stops the statement in flight, through admin if need be.
+	cancel(admin conn)
+	close()
 }
 
 func stepSQL(st step) string {

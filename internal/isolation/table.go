@@ -18,8 +18,8 @@ type Cell struct {
 	Title   string `json:"title"`
 	Level   Level  `json:"level"`
 	// Observed says the checker found the anomaly among the scenario's transactions;
-	// Hermitage says whether Hermitage's table has it happen on PostgreSQL at this
-	// level. Agrees is Observed == Hermitage.
+	// Hermitage says whether Hermitage's table has it happen on the server's family
+	// (PostgreSQL, MySQL/InnoDB) at this level. Agrees is Observed == Hermitage.
 	Observed  bool `json:"observed"`
 	Hermitage bool `json:"hermitage"`
 	Agrees    bool `json:"agrees"`
@@ -56,7 +56,7 @@ type Cell struct {
 // judge checks the scenario's transactions and fills in the cell.
 func (d *driver) judge(ctx context.Context) (Cell, error) {
 	c := Cell{Anomaly: d.sc.name, Title: d.sc.title, Level: d.level, Steps: d.steps, History: d.ops,
-		Hermitage: slices.Contains(d.sc.hermitage, d.level)}
+		Hermitage: slices.Contains(d.db.hermitage(d.sc), d.level)}
 	res, err := checker.CheckListAppend(ctx, d.ops, checker.TxnOptions{ConsistencyModels: []string{"serializable"}})
 	if err != nil {
 		return Cell{}, fmt.Errorf("%s at %s: check: %w", d.sc.name, d.level, err)
@@ -134,8 +134,8 @@ func (d *driver) judge(ctx context.Context) (Cell, error) {
 		for _, s := range d.steps {
 			lines = append(lines, "  "+s.String())
 		}
-		c.Finding = fmt.Sprintf("Hermitage's table says PostgreSQL %s %s (%s) at %s; this server %s\n%s",
-			want, d.sc.name, d.sc.title, d.level, got, strings.Join(lines, "\n"))
+		c.Finding = fmt.Sprintf("Hermitage's table says %s %s %s (%s) at %s; this server %s\n%s",
+			d.db.family(), want, d.sc.name, d.sc.title, d.level, got, strings.Join(lines, "\n"))
 	}
 	return c, nil
 }
@@ -217,12 +217,23 @@ func (t Table) Cell(anomaly string, level Level) (Cell, bool) {
 	return Cell{}, false
 }
 
-// Measure drives every scenario at each level on the server dsn names.
+// Measure drives every scenario at each level on the PostgreSQL server dsn names.
 func Measure(ctx context.Context, dsn string, levels []Level) (Table, error) {
+	return measure(ctx, postgresDialect{dsn: dsn}, levels)
+}
+
+// MeasureMySQL drives every scenario at each level (MySQLLevels) on the MySQL or
+// MariaDB server dsn names (a go-sql-driver DSN), and compares each cell with
+// Hermitage's table for MySQL/InnoDB.
+func MeasureMySQL(ctx context.Context, dsn string, levels []Level) (Table, error) {
+	return measure(ctx, mysqlDialect{dsn: dsn}, levels)
+}
+
+func measure(ctx context.Context, db dialect, levels []Level) (Table, error) {
 	t := Table{Levels: levels}
 	for _, sc := range scenarios {
 		for _, l := range levels {
-			c, err := runScenario(ctx, dsn, sc, l)
+			c, err := runScenarioOn(ctx, db, sc, l)
 			if err != nil {
 				return Table{}, fmt.Errorf("%s at %s: %w", sc.name, l, err)
 			}

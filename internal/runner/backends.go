@@ -33,6 +33,7 @@ const (
 	Mongo     StoreName = "mongo"
 	CQL       StoreName = "cql"
 	Cockroach StoreName = "cockroach"
+	MySQL     StoreName = "mysql"
 )
 
 // backend is one store: the DSN schemes that name it, the workloads it has, the wire
@@ -140,6 +141,7 @@ var backends = []backend{
 		mechanisms: map[workloads.Name][]string{workloads.Counter: names(postgres.CounterMechanisms)},
 		isolations: map[workloads.Name][]string{workloads.Counter: names(postgres.Isolations)},
 	},
+	mysqlBackend,
 }
 
 func lookupBackend(name StoreName) (backend, bool) {

@@ -30,6 +30,7 @@ import (
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // Partitions between nodes (faults' partition:SHAPE@START-END), after Jepsen's
@@ -86,8 +87,8 @@ func checkNetwork(c Config) error {
 	switch {
 	case c.DSN != "":
 		return couldNotRun("%s: the nodes are servers indoubt launches, each in a network namespace of its own; drop --dsn", what)
-	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
-		return couldNotRun("%s: this build puts PostgreSQL, Redis and Cassandra topologies on nodes of their own, not %s", what, c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && !(c.Store == MySQL && c.Topology == TopologyReplicated):
+		return couldNotRun("%s: this build puts PostgreSQL, Redis and Cassandra topologies, and a Galera cluster (--store mysql --topology replicated), on nodes of their own, not %s", what, c.Store)
 	case c.Proxy == "on" || len(c.Faults) > len(c.Faults.Processes())+len(c.Faults.BetweenNodes()):
 		return couldNotRun("%s: the fault proxy would dial the servers from the harness's own address, which no partition cuts; use partitions, links and process faults, with --proxy auto or off", what)
 	}
@@ -122,6 +123,9 @@ type topology struct {
 	link *faults.Proxy
 	// linkEnds are the nodes the link joins: the standby and the primary.
 	linkEnds [2]string
+	// settle, when set, waits after the last heal until the topology serves again
+	// (a Galera node back in the primary component), before the final reads.
+	settle func(ctx context.Context) error
 }
 
 // side is the clients beside one node: the DSN they use and the address they dial from.
@@ -146,7 +150,7 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 		case Redis:
 			// Jepsen's layout: five nodes, a Sentinel on each, the data on three.
 			names = []string{"n1", "n2", "n3", "n4", "n5"}
-		case CQL:
+		case CQL, MySQL:
 			names = []string{"n1", "n2", "n3"}
 		}
 	}
@@ -165,6 +169,8 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 		l, err = topo.launchRedis(ctx, cfg, dir)
 	case cfg.Store == CQL:
 		l, err = topo.launchCassandra(ctx, cfg, dir)
+	case cfg.Store == MySQL && cfg.Topology == TopologyReplicated:
+		l, err = topo.launchGalera(ctx, cfg, dir)
 	default:
 		l, err = topo.launchRedisSingle(ctx, cfg, dir)
 	}
@@ -426,6 +432,12 @@ func openWorkload(ctx context.Context, cfg Config, b backend, dsn string, topo *
 			return nil, nil, fmt.Errorf("clients beside %s: %w", s.node, err)
 		}
 		closers = append(closers, cl)
+		if tw, ok := w.(*txn.Workload); ok {
+			if aw, ok := wl.(*txn.Workload); ok {
+				// One generator for every side: values unique across the run.
+				tw.ShareGenerator(aw)
+			}
+		}
 		sided.sides = append(sided.sides, w)
 	}
 	return sided, closeAll, nil
@@ -529,6 +541,11 @@ func (n *nodeNemesis) end() {
 		if f.Link != "" && n.topo.link != nil {
 			// Removing a toxic that is not there is no harm; the error says so only.
 			_ = n.topo.link.RemoveToxic(linkToxicName(i, f))
+		}
+	}
+	if n.topo.settle != nil {
+		if err := n.topo.settle(context.Background()); err != nil {
+			n.cfg.progressf("after the heal: %v", err)
 		}
 	}
 	// A last look after the heal: the roles the final reads meet.

@@ -41,8 +41,8 @@ func checkProcessFaults(c Config) error {
 		return refuse("Faults", "%s: process faults (%s) need a server indoubt launches; over {DSN} it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
 	case c.Store == Mongo:
 		return refuse("Faults", "%s: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
-	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
-		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis and Cassandra only, not to %s", f.Spec, c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && c.Store != MySQL:
+		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis, Cassandra and MariaDB only, not to %s", f.Spec, c.Store)
 	}
 	for _, f := range procs {
 		if f.Name == "failover" && c.Topology != TopologyReplicated {
@@ -239,8 +239,10 @@ func checkTopology(c Config) error {
 		return refuse("Topology", "replicated launches its servers: drop {DSN} (compose/ has replicated topologies to point {DSN} at)")
 	case c.Store == CQL && c.isolated():
 		// A three-node ring, each node in a namespace of its own (partitions.go).
+	case c.Store == MySQL && c.isolated():
+		// A three-node Galera cluster, each node in a namespace of its own (galera.go).
 	case c.Store != Postgres && c.Store != Redis:
-		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis (or, with {Network} isolated, a three-node Cassandra ring), not %s", c.Store)
+		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis (or, with {Network} isolated, a three-node Cassandra ring or MariaDB Galera cluster), not %s", c.Store)
 	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:
 		// WAIT after each write would report how many replicas have it, not make a
 		// failover keep it: Redis documents that WAIT does not make it strongly consistent.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/servers"
+	"github.com/indoubt/indoubt/internal/servers/mariadb"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -33,6 +34,13 @@ var launchers = map[string]func(ctx context.Context, dir string) (int, string, f
 		}
 		return r.Pid(), r.Dir, r.Stop, nil
 	},
+	"mariadb": func(ctx context.Context, dir string) (int, string, func() error, error) {
+		m, err := mariadb.Start(ctx, mariadb.Options{Dir: dir})
+		if err != nil {
+			return 0, "", nil, err
+		}
+		return m.Pid(), m.Dir, m.Stop, nil
+	},
 }
 
 // TestKilledHarnessLeftoversAreReaped launches a server in a child test process, kills
@@ -50,7 +58,7 @@ func TestKilledHarnessLeftoversAreReaped(t *testing.T) {
 		time.Sleep(time.Minute)
 		os.Exit(1)
 	}
-	for _, kind := range []string{"postgres", "redis"} {
+	for _, kind := range []string{"postgres", "redis", "mariadb"} {
 		t.Run(kind, func(t *testing.T) {
 			parent := servertest.ReachableDir(t)
 			cmd, line := servertest.Rerun(t, "TestKilledHarnessLeftoversAreReaped", "INDOUBT_TEST_LEFTOVER_KIND="+kind, "INDOUBT_TEST_LEFTOVER_DIR="+parent)

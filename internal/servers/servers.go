@@ -10,12 +10,13 @@
 // The launchers are packages of their own, so that a program links only what it
 // launches: postgres (one server, several, or a primary with a streaming standby),
 // redis (one server, or a primary with a replica and three Sentinels), cassandra (one
-// node), ferret (FerretDB, in this process), and powerloss (the powerfs Mounter for a
+// node), mariadb (one server, or a node of a Galera cluster), ferret (FerretDB, in this
+// process), and powerloss (the powerfs Mounter for a
 // launcher's DataFS option, and the power loss itself: only it links FUSE). None needs
 // a database client: readiness is checked at the wire level.
 //
-// PostgreSQL and Redis accept no client without a password made for the launch (in
-// their DSN), so other local users cannot use them; FerretDB (whose embedding API
+// PostgreSQL, Redis and MariaDB accept no client without a password made for the
+// launch (in their DSN), so other local users cannot use them; FerretDB (whose embedding API
 // offers no authentication) and Cassandra (AllowAllAuthenticator, for start-up time)
 // still accept any local client, which can reach their throwaway data but, unlike
 // PostgreSQL's superuser, run no program. Each temporary directory names the process

@@ -75,6 +75,12 @@ func New(name workloads.Name, store Store, opt Options) (*Workload, error) {
 	return &Workload{name: name, store: store, opt: o, guar: g, models: models, gen: newGen(o, g.SingleKey)}, nil
 }
 
+// ShareGenerator makes w draw its transactions from other's generator: the same key
+// space and the same values. The workloads of the clients beside each node of a
+// topology share the run's, so that every value stays unique across all of them (the
+// checker needs appended values unique per key). Call it before the run.
+func (w *Workload) ShareGenerator(other *Workload) { w.gen = other.gen }
+
 // ReadsOn records where the store runs read-only transactions when that is not the
 // primary ("standby"); the final state says so. Call it before the run.
 func (w *Workload) ReadsOn(where string) { w.readsOn = where }

@@ -1,0 +1,153 @@
+package toxics
+
+import "strings"
+
+// myClass is what one MySQL statement does to the transaction, as far as commit faults
+// care.
+type myClass uint8
+
+const (
+	myOther           myClass = iota // reads and session commands
+	myDML                            // INSERT, UPDATE, DELETE, REPLACE, LOAD DATA: affected rows count its change
+	myWrite                          // CALL, EXECUTE, DO ...: may change data, its affected rows do not tell
+	myDDL                            // commits on its own, and commits an open transaction first
+	myBegin                          // BEGIN, START TRANSACTION
+	myCommit                         // COMMIT
+	myRollback                       // ROLLBACK (not ROLLBACK TO SAVEPOINT)
+	mySetAutocommit                  // SET autocommit = 1
+	mySetNoAutocommit                // SET autocommit = 0
+)
+
+// myClassify tells what one MySQL statement does to the transaction.
+func myClassify(stmt string) myClass {
+	w := pgLex.words(stmt, 2)
+	if len(w) == 0 {
+		return myOther
+	}
+	second := ""
+	if len(w) > 1 {
+		second = w[1]
+	}
+	switch w[0] {
+	case "BEGIN":
+		return myBegin
+	case "START":
+		if second == "TRANSACTION" {
+			return myBegin
+		}
+		return myDDL // START SLAVE, START REPLICA ...: administrative, commit implicitly
+	case "COMMIT":
+		return myCommit
+	case "ROLLBACK":
+		if second == "TO" {
+			return myOther
+		}
+		return myRollback
+	case "INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD":
+		return myDML
+	case "CALL", "EXECUTE", "DO":
+		return myWrite
+	case "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME", "GRANT", "REVOKE", "LOCK", "UNLOCK",
+		"ANALYZE", "OPTIMIZE", "REPAIR", "FLUSH", "INSTALL", "UNINSTALL":
+		if w[0] == "CREATE" && second == "TEMPORARY" || w[0] == "DROP" && second == "TEMPORARY" {
+			// Temporary tables commit nothing.
+			return myOther
+		}
+		return myDDL
+	case "WITH":
+		if hasWord(stmt, "INSERT", "UPDATE", "DELETE", "REPLACE") {
+			return myDML
+		}
+	case "SET":
+		return setAutocommit(stmt)
+	}
+	return myOther
+}
+
+// setAutocommit reads SET [SESSION|@@session.|@@]autocommit = value among the
+// assignments of a SET statement; myOther when it sets something else.
+func setAutocommit(stmt string) myClass {
+	up := strings.ToUpper(stmt)
+	i := strings.Index(up, "AUTOCOMMIT")
+	if i < 0 {
+		return myOther
+	}
+	rest := strings.TrimLeft(up[i+len("AUTOCOMMIT"):], " \t\r\n")
+	rest, ok := strings.CutPrefix(rest, "=")
+	if !ok {
+		if rest, ok = strings.CutPrefix(rest, ":="); !ok {
+			return myOther
+		}
+	}
+	rest = strings.TrimLeft(rest, " \t\r\n'\"")
+	switch {
+	case strings.HasPrefix(rest, "1"), strings.HasPrefix(rest, "ON"), strings.HasPrefix(rest, "TRUE"):
+		return mySetAutocommit
+	case strings.HasPrefix(rest, "0"), strings.HasPrefix(rest, "OFF"), strings.HasPrefix(rest, "FALSE"):
+		return mySetNoAutocommit
+	}
+	return myOther
+}
+
+// mySplit splits a MySQL query string into its statements at top-level semicolons,
+// skipping quoted strings (with backslash escapes), backquoted and double-quoted
+// identifiers and comments. It never fails: text that does not lex ends the last
+// statement. (A DELIMITER is a client command, never sent to the server.)
+func mySplit(sql string) []string {
+	var out []string
+	start, i := 0, 0
+	for i < len(sql) {
+		switch c := sql[i]; {
+		case c == ';':
+			if s := strings.TrimSpace(sql[start:i]); s != "" {
+				out = append(out, s)
+			}
+			i++
+			start = i
+		case c == '\'' || c == '"' || c == '`':
+			i = myQuoted(sql, i)
+		case c == '#' || c == '-' && strings.HasPrefix(sql[i:], "-- "):
+			j := strings.IndexByte(sql[i:], '\n')
+			if j < 0 {
+				i = len(sql)
+			} else {
+				i += j + 1
+			}
+		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
+			j := strings.Index(sql[i+2:], "*/")
+			if j < 0 {
+				i = len(sql)
+			} else {
+				i += 2 + j + 2
+			}
+		default:
+			i++
+		}
+	}
+	if s := strings.TrimSpace(sql[start:]); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// myQuoted returns the index just past the quoted string or identifier at i: a doubled
+// quote stands for itself, and in strings a backslash escapes the next byte.
+func myQuoted(s string, i int) int {
+	q := s[i]
+	j := i + 1
+	for j < len(s) {
+		switch {
+		case s[j] == '\\' && q != '`':
+			j += 2
+			continue
+		case s[j] == q:
+			if j+1 < len(s) && s[j+1] == q {
+				j += 2
+				continue
+			}
+			return j + 1
+		}
+		j++
+	}
+	return len(s)
+}
