@@ -197,7 +197,8 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	if fs.NArg() != 1 {
 		return a, fmt.Errorf("check: want one history file or run directory (see indoubt check --help)")
 	}
-	if a.path = fs.Arg(0); isRunDir(a.path) {
+	// A directory is a run directory, except that Cobra's format is a directory of logs.
+	if a.path = fs.Arg(0); *format != "cobra" && isRunDir(a.path) {
 		if err := runDirArgs(&a, flagsSet(fs)); err != nil {
 			return a, err
 		}
