@@ -218,7 +218,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs.IntVar(&cfg.Txn.MaxWritesPerKey, "max-writes-per-key", 0, "list-append, rw-register: writes to a key before a fresh key replaces it")
 	fs.StringVar(&cfg.ReadFrom, "read-from", "", "list-append, rw-register on --topology replicated PostgreSQL: where read-only transactions run, primary (default) or standby")
 	fs.IntVar(&a.rounds, "rounds", 1, "insert workload: rounds of every key shape, each round in a rotated order")
-	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, or all (default: all launchable here; with --dsn, the DSN's scheme)")
+	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, etcd, or all (default: all launchable here; with --dsn, the DSN's scheme)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print results.json to stdout (the summary goes to stderr)")
 	fs.StringVar(&cfg.PGVersion, "pg-version", "", "a launched PostgreSQL's version: 15, 18 (scripts/prepare-postgres18), or a directory of its binaries (default: INDOUBT_PG_VERSION, INDOUBT_PG_BIN, else the installed one)")
 	fs.StringVar(&cfg.Persistence, "persistence", "", "a launched Redis's durability: none (the default), everysec, always")

@@ -85,8 +85,8 @@ func checkNetwork(c Config) error {
 	switch {
 	case c.DSN != "":
 		return couldNotRun("%s: the nodes are servers indoubt launches, each in a network namespace of its own; drop --dsn", what)
-	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
-		return couldNotRun("%s: this build puts PostgreSQL, Redis and Cassandra topologies on nodes of their own, not %s", what, c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && c.Store != Etcd:
+		return couldNotRun("%s: this build puts PostgreSQL, Redis, Cassandra and etcd topologies on nodes of their own, not %s", what, c.Store)
 	case c.Proxy == "on" || len(c.Faults) > len(c.Faults.Processes())+len(c.Faults.BetweenNodes()):
 		return couldNotRun("%s: the fault proxy would dial the servers from the harness's own address, which no partition cuts; use partitions, links and process faults, with --proxy auto or off", what)
 	}
@@ -145,7 +145,7 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 		case Redis:
 			// Jepsen's layout: five nodes, a Sentinel on each, the data on three.
 			names = []string{"n1", "n2", "n3", "n4", "n5"}
-		case CQL:
+		case CQL, Etcd:
 			names = []string{"n1", "n2", "n3"}
 		}
 	}
@@ -164,6 +164,8 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 		l, err = topo.launchRedis(ctx, cfg, dir)
 	case cfg.Store == CQL:
 		l, err = topo.launchCassandra(ctx, cfg, dir)
+	case cfg.Store == Etcd:
+		l, err = topo.launchEtcd(ctx, cfg, dir)
 	default:
 		l, err = topo.launchRedisSingle(ctx, cfg, dir)
 	}

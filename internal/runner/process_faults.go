@@ -40,8 +40,8 @@ func checkProcessFaults(c Config) error {
 		return refuse("Faults", "%s: process faults (%s) need a server indoubt launches; over {DSN} it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
 	case c.Store == Mongo:
 		return refuse("Faults", "%s: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
-	case c.Store != Postgres && c.Store != Redis && c.Store != CQL:
-		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis and Cassandra only, not to %s", f.Spec, c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && c.Store != Etcd:
+		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis, Cassandra and etcd only, not to %s", f.Spec, c.Store)
 	}
 	for _, f := range procs {
 		if f.Name == "failover" && c.Topology != TopologyReplicated {
@@ -114,6 +114,10 @@ func (p *procNemesis) sleepUntil(ctx context.Context, at time.Duration) bool {
 // done: operations in flight then are the ones it hit).
 func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, err error) {
 	v := map[string]any{"fault": f.Spec, "server": p.server, "pid": pid}
+	if n, ok := p.ctl.(interface{ Node(pid int) string }); ok {
+		// A topology whose faults aim at whichever member leads: the one hit.
+		v["node"] = n.Node(pid)
+	}
 	if err != nil {
 		v["error"] = err.Error()
 	}
@@ -239,6 +243,8 @@ func checkTopology(c Config) error {
 		return refuse("Topology", "replicated launches its servers: drop {DSN} (compose/ has replicated topologies to point {DSN} at)")
 	case c.Store == CQL && c.isolated():
 		// A three-node ring, each node in a namespace of its own (partitions.go).
+	case c.Store == Etcd && !c.proxied():
+		// Three members, on loopback or each on a node of its own (backends_etcd.go).
 	case c.Store != Postgres && c.Store != Redis:
 		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis (or, with {Network} isolated, a three-node Cassandra ring), not %s", c.Store)
 	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:
