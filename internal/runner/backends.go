@@ -257,6 +257,9 @@ func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, erro
 	if cfg.Topology == TopologyReplicated {
 		return launchReplicatedPostgres(ctx, cfg, dir)
 	}
+	if cfg.Topology == TopologyPatroni {
+		return launchPatroni(ctx, cfg, dir)
+	}
 	pg, err := pgserver.Start(ctx, pgserver.Options{LogPath: filepath.Join(dir, "postgres.log"),
 		Settings: cfg.pgDurability(), DataFS: cfg.dataFS(), Version: cfg.PGVersion})
 	if err != nil {

@@ -92,7 +92,7 @@ func checkNetwork(c Config) error {
 	}
 	for _, f := range c.Faults.BetweenNodes() {
 		switch {
-		case f.Shape != "" && c.Topology != TopologyReplicated:
+		case f.Shape != "" && c.Topology != TopologyReplicated && c.Topology != TopologyPatroni:
 			return couldNotRun("fault %q: a partition between nodes needs several nodes: add --topology replicated", f.Spec)
 		case f.Link != "" && c.Topology != TopologyReplicated:
 			return couldNotRun("fault %q: link=replication is the path from n2 to n1 (a standby's, a replica's, a Cassandra node's internode connections) of --topology replicated", f.Spec)
@@ -149,6 +149,9 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 			names = []string{"n1", "n2", "n3"}
 		}
 	}
+	if cfg.Topology == TopologyPatroni {
+		names = []string{"n1", "n2", "n3"}
+	}
 	nw, err := netns.New(names)
 	if err != nil {
 		return launched{}, err
@@ -156,6 +159,8 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 	topo := &topology{net: nw, nodes: names}
 	var l launched
 	switch {
+	case cfg.Topology == TopologyPatroni:
+		l, err = topo.launchPatroni(ctx, cfg, dir)
 	case cfg.Store == Postgres && cfg.Topology == TopologyReplicated:
 		l, err = topo.launchPostgres(ctx, cfg, dir)
 	case cfg.Store == Postgres:

@@ -233,8 +233,12 @@ func checkTopology(c Config) error {
 		}
 		return nil
 	case TopologyReplicated:
+	case TopologyPatroni:
+		if c.Store != Postgres {
+			return refuse("Topology", "patroni manages PostgreSQL, not %s", c.Store)
+		}
 	default:
-		return refuse("Topology", "%q: want single or replicated", c.Topology)
+		return refuse("Topology", "%q: want single, replicated or patroni", c.Topology)
 	}
 	switch {
 	case c.Replication != "" && c.Replication != pgserver.ReplicationAsync && c.Replication != pgserver.ReplicationSync:

@@ -47,13 +47,14 @@ const (
 	NodeAPIPort = 8008
 )
 
-// Patroni's timings here: the leader key's TTL (Patroni's minimum), one HA loop a
-// second, and the DCS retry timeout. A leader that cannot reach the DCS demotes itself
+// Patroni's timings here: the leader key's TTL, one HA loop a second, and the DCS
+// retry timeout (loop_wait + 2 retry_timeout within the TTL, as Patroni requires), a
+// third of Patroni's defaults so that a failover takes seconds. A leader that cannot reach the DCS demotes itself
 // after RetryTimeout; the others elect a new one once the TTL has run out.
 const (
-	TTL          = 20 * time.Second
+	TTL          = 10 * time.Second
 	LoopWait     = time.Second
-	RetryTimeout = 5 * time.Second
+	RetryTimeout = 3 * time.Second
 )
 
 const stopGrace = 5 * time.Second

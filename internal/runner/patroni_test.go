@@ -1,0 +1,74 @@
+package runner_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers/patroni"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
+)
+
+// patroniBudget is a budget run on three PostgreSQL nodes under Patroni, each on a
+// node of its own with an etcd member, the leader cut off from the DCS and the
+// replicas (and from the clients beside them) for long enough that Patroni fails over
+// (its TTL is 10 s), then healed.
+func patroniBudget(t *testing.T, replication string) runner.Config {
+	if err := patroni.Available(); err != nil {
+		servertest.SkipOrFail(t, err)
+	}
+	return runner.Config{Workload: "budget", Store: "postgres", Topology: runner.TopologyPatroni, Replication: replication,
+		Budget: 1_000_000_000, Workers: 4, Duration: 22 * time.Second, Seed: 1, Out: t.TempDir(), Retry: policy(t, "none"),
+		Faults: schedule(t, "partition:isolate-primary@2s-18s")}
+}
+
+// Synchronous mode on: a commit on the leader waits for the synchronous standby, so
+// the isolated leader acknowledges nothing the standby Patroni promotes lacks: no
+// acknowledged decrement is lost, and the verdict (reproduced from the run directory)
+// is valid. The new leader takes decrements before the heal.
+func TestPatroniSynchronousLeaderPartitioned(t *testing.T) {
+	res := partitionRun(t, patroniBudget(t, "sync"))
+	p := res.Partitions[0]
+	t.Logf("%s; %s", p, res.Summary)
+	if res.Verdict != checker.Valid || res.LostTotal() != 0 {
+		t.Fatalf("verdict %v, %d lost: %s", res.Verdict, res.LostTotal(), res.Summary)
+	}
+	if len(p.Components) != 2 || len(p.Components[0]) != 1 {
+		t.Errorf("components %v: want the leader alone", p.Components)
+	}
+	isolated := p.Components[0][0]
+	others := int64(0)
+	for node, n := range p.AckedDuring {
+		if node != isolated {
+			others += n
+		}
+	}
+	if others == 0 {
+		t.Errorf("no decrement acknowledged on the majority side during the partition (%v): Patroni did not fail over", p.AckedDuring)
+	}
+}
+
+// Synchronous mode off, the same fault: what is lost, if anything, is measured and
+// named (the partition, the lost decrements' operations); not asserted either way.
+// About a minute: run with INDOUBT_PATRONI_ASYNC=1 (scripts/patroni-etcd-table runs it
+// over seeds).
+func TestPatroniAsynchronousLeaderPartitioned(t *testing.T) {
+	if os.Getenv("INDOUBT_PATRONI_ASYNC") == "" {
+		t.Skip("set INDOUBT_PATRONI_ASYNC=1: a second minute-long Patroni run")
+	}
+	res := partitionRun(t, patroniBudget(t, "async"))
+	t.Logf("%s; %s", res.Partitions[0], res.Summary)
+	switch {
+	case res.LostTotal() > 0:
+		if res.Verdict != checker.Invalid || res.LostWrites[0].OpID == "" {
+			t.Errorf("lost %+v, verdict %v: want the lost decrements named and the verdict invalid", res.LostWrites, res.Verdict)
+		}
+		t.Logf("finding: %s", res.LostWrites[0].Explanation)
+	case res.Verdict != checker.Valid:
+		t.Errorf("verdict %v with nothing lost: %s", res.Verdict, res.Summary)
+	default:
+		t.Logf("finding: no acknowledged decrement lost")
+	}
+}
