@@ -31,7 +31,7 @@ func patroniBudget(t *testing.T, replication string) runner.Config {
 func TestPatroniSynchronousLeaderPartitioned(t *testing.T) {
 	res := partitionRun(t, patroniBudget(t, "sync"))
 	p := res.Partitions[0]
-	t.Logf("%s; %s", p, res.Summary)
+	t.Logf("%s; %s; acknowledged during the partition, by the node of the clients: %v", p, res.Summary, p.AckedDuring)
 	if res.Verdict != checker.Valid || res.LostTotal() != 0 {
 		t.Fatalf("verdict %v, %d lost: %s", res.Verdict, res.LostTotal(), res.Summary)
 	}
@@ -59,7 +59,7 @@ func TestPatroniAsynchronousLeaderPartitioned(t *testing.T) {
 		t.Skip("set INDOUBT_PATRONI_ASYNC=1: a second minute-long Patroni run")
 	}
 	res := partitionRun(t, patroniBudget(t, "async"))
-	t.Logf("%s; %s", res.Partitions[0], res.Summary)
+	t.Logf("%s; %s; acknowledged during the partition, by the node of the clients: %v", res.Partitions[0], res.Summary, res.Partitions[0].AckedDuring)
 	switch {
 	case res.LostTotal() > 0:
 		if res.Verdict != checker.Invalid || res.LostWrites[0].OpID == "" {
