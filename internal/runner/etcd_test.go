@@ -106,9 +106,10 @@ func TestEtcdRegisterLinearizableLeaderFaults(t *testing.T) {
 }
 
 // etcd with serializable reads, served by each client's own member: the leader
-// isolated while the others elect another and take writes. The isolated member may
-// answer reads from its old state; when a read it served missed an acknowledged
-// write, the checker names the stale read with its operations, and the verdict is
+// isolated while the others elect another and take writes. A member answers reads
+// from what it has applied (a follower behind the leader, the isolated member from its
+// old state); when a read missed an acknowledged write, the checker names the stale
+// read with its operations, and the verdict is
 // reproduced from the run directory. Whether one shows up in a run this short is
 // logged, not asserted: the run is not tuned to make one.
 func TestEtcdRegisterSerializableReadsIsolatedLeader(t *testing.T) {
