@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,9 @@ func TestEtcdRefusals(t *testing.T) {
 		field string
 	}{
 		{"unknown read mode", runner.Config{Workload: "register", Store: "etcd", Mechanism: "stale", Workers: 1, Ops: 1}, "Mechanism"},
-		{"proxy", runner.Config{Workload: "register", Store: "etcd", Proxy: "on", Workers: 1, Ops: 1}, ""},
+		{"proxy", runner.Config{Workload: "register", Store: "etcd", Proxy: "on", Workers: 1, Ops: 1}, "Proxy"},
+		{"commit fault", runner.Config{Workload: "register", Store: "etcd", Workers: 1, Ops: 1, Faults: schedule(t, "commit-cut:0.1")}, "Proxy"},
+		{"patroni of redis", runner.Config{Workload: "register", Store: "redis", Topology: runner.TopologyPatroni, Workers: 1, Ops: 1}, "Topology"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Out = t.TempDir()
@@ -163,8 +166,11 @@ func TestEtcdRefusals(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			if tc.field != "" && !strings.Contains(err.Error(), strings.ToLower(tc.field)) {
+			if !strings.Contains(err.Error(), "Config."+tc.field) {
 				t.Errorf("error %q does not name %s", err, tc.field)
+			}
+			if left, _ := os.ReadDir(tc.cfg.Out); len(left) != 0 {
+				t.Errorf("--out holds %d entries: something ran", len(left))
 			}
 			t.Log(err)
 		})

@@ -226,6 +226,9 @@ const (
 // checkTopology refuses, before anything launches, a topology this build cannot launch
 // or a fault it cannot apply to one.
 func checkTopology(c Config) error {
+	if c.Store == Etcd && c.proxied() {
+		return refuse("Proxy", "etcd: the fault proxy fronts one server and has no gRPC toxics; use process faults and partitions ({Network} isolated), with {Proxy} auto or off")
+	}
 	switch c.Topology {
 	case "", TopologySingle:
 		if c.Replication != "" && c.Replication != pgserver.ReplicationAsync {
