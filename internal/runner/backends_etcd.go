@@ -47,7 +47,7 @@ func launchEtcd(ctx context.Context, cfg Config, dir string) (launched, error) {
 		return launched{}, err
 	}
 	dsn := etcd.DSN(c.Endpoints, "")
-	return launched{dsn: dsn, desc: etcdDesc(c, t0), stop: c.Stop, ctl: &etcdCtl{c: c}}, nil
+	return launched{dsn: dsn, desc: etcdDesc(c, t0), stop: c.Stop, ctl: etcdCtl(c)}, nil
 }
 
 // etcdDesc describes a launched cluster: its members, its leader, what it took.
@@ -89,7 +89,7 @@ func (t *topology) launchEtcd(ctx context.Context, cfg Config, dir string) (laun
 		}
 		return out
 	}
-	return launched{dsn: t.admin, desc: etcdDesc(c, t0) + ", one on each of n1 to n" + fmt.Sprint(len(nodes)), stop: c.Stop, ctl: &etcdCtl{c: c}}, nil
+	return launched{dsn: t.admin, desc: etcdDesc(c, t0) + ", one on each of n1 to n" + fmt.Sprint(len(nodes)), stop: c.Stop, ctl: etcdCtl(c)}, nil
 }
 
 func openEtcd(ctx context.Context, cfg Config, dsn string) (workloads.Workload, func(), error) {
@@ -108,24 +108,53 @@ func openEtcd(ctx context.Context, cfg Config, dsn string) (workloads.Workload, 
 	return bindKV(cfg, Etcd, c, c.Register(), func() { c.Close() })
 }
 
-// etcdCtl applies the process faults to the member that leads when the fault fires:
+// faultMember is a member of a cluster whose process faults aim at its leader: an etcd
+// member, a Patroni node.
+type faultMember interface {
+	Pid() int
+	Kill() error
+	Pause() error
+	Resume() error
+	Start(ctx context.Context) error
+	Restart(ctx context.Context) error
+}
+
+// leaderCtl applies the process faults to the member that leads when the fault fires:
 // Pid resolves the leader and marks it the target, and the kill or pause that follows
 // hits that member (the one whose pid the fault's event records), wherever the
 // leadership moves next; the start or resume goes to the member hit.
-type etcdCtl struct {
-	c *etcdserver.Cluster
+type leaderCtl struct {
+	// leader returns the member that leads now; node names the member whose process
+	// is pid, "" for none.
+	leader func() faultMember
+	node   func(pid int) string
 
 	mu sync.Mutex
 	// target is the member the next kill or pause hits; hit the one it hit, until its
 	// start or resume; started the member started or resumed last, whose pid the next
 	// Pid reports (the event of the start).
-	target, hit, started *etcdserver.Member
+	target, hit, started faultMember
+}
+
+// etcdCtl is the leaderCtl of an etcd cluster.
+func etcdCtl(c *etcdserver.Cluster) *leaderCtl {
+	return &leaderCtl{
+		leader: func() faultMember { return c.Leader() },
+		node: func(pid int) string {
+			for _, m := range c.Members {
+				if m.Pid() == pid {
+					return m.Name
+				}
+			}
+			return ""
+		},
+	}
 }
 
 // Pid returns the pid of the member a fault acts on now: the one hit, while it is down
 // or paused; the one just started again, for the event of its start; else the leader,
 // which becomes the target.
-func (e *etcdCtl) Pid() int {
+func (e *leaderCtl) Pid() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
@@ -136,26 +165,19 @@ func (e *etcdCtl) Pid() int {
 		e.started = nil
 		return m.Pid()
 	}
-	e.target = e.c.Leader()
+	e.target = e.leader()
 	return e.target.Pid()
 }
 
 // Node names the member whose process is pid, "" when none is.
-func (e *etcdCtl) Node(pid int) string {
-	for _, m := range e.c.Members {
-		if m.Pid() == pid {
-			return m.Name
-		}
-	}
-	return ""
-}
+func (e *leaderCtl) Node(pid int) string { return e.node(pid) }
 
-func (e *etcdCtl) act(act func(*etcdserver.Member) error) error {
+func (e *leaderCtl) act(act func(faultMember) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.target
 	if m == nil {
-		m = e.c.Leader()
+		m = e.leader()
 	}
 	if err := act(m); err != nil {
 		return err
@@ -164,11 +186,11 @@ func (e *etcdCtl) act(act func(*etcdserver.Member) error) error {
 	return nil
 }
 
-func (e *etcdCtl) undo(act func(*etcdserver.Member) error) error {
+func (e *leaderCtl) undo(act func(faultMember) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.hit == nil {
-		return errors.New("etcd: no member is down or paused")
+		return errors.New("no member is down or paused")
 	}
 	if err := act(e.hit); err != nil {
 		return err
@@ -177,20 +199,20 @@ func (e *etcdCtl) undo(act func(*etcdserver.Member) error) error {
 	return nil
 }
 
-func (e *etcdCtl) Kill() error   { return e.act((*etcdserver.Member).Kill) }
-func (e *etcdCtl) Pause() error  { return e.act((*etcdserver.Member).Pause) }
-func (e *etcdCtl) Resume() error { return e.undo((*etcdserver.Member).Resume) }
-func (e *etcdCtl) Start(ctx context.Context) error {
-	return e.undo(func(m *etcdserver.Member) error { return m.Start(ctx) })
+func (e *leaderCtl) Kill() error   { return e.act(faultMember.Kill) }
+func (e *leaderCtl) Pause() error  { return e.act(faultMember.Pause) }
+func (e *leaderCtl) Resume() error { return e.undo(faultMember.Resume) }
+func (e *leaderCtl) Start(ctx context.Context) error {
+	return e.undo(func(m faultMember) error { return m.Start(ctx) })
 }
 
 // Restart restarts the target (the leader when Pid was called) cleanly.
-func (e *etcdCtl) Restart(ctx context.Context) error {
+func (e *leaderCtl) Restart(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.target
 	if m == nil {
-		m = e.c.Leader()
+		m = e.leader()
 	}
 	e.target = nil
 	err := m.Restart(ctx)

@@ -44,7 +44,7 @@ func launchPatroni(ctx context.Context, cfg Config, dir string) (launched, error
 	if err != nil {
 		return launched{}, err
 	}
-	return launched{dsn: c.DSN, desc: patroniDesc(c, t0), stop: c.Stop}, nil
+	return launched{dsn: c.DSN, desc: patroniDesc(c, t0), stop: c.Stop, ctl: patroniCtl(c)}, nil
 }
 
 // launchPatroni launches one node (Patroni, PostgreSQL, an etcd member) on each node
@@ -78,5 +78,21 @@ func (t *topology) launchPatroni(ctx context.Context, cfg Config, dir string) (l
 		}
 		return out
 	}
-	return launched{dsn: c.DSN, desc: patroniDesc(c, t0) + ", one node on each of n1 to n3", stop: c.Stop}, nil
+	return launched{dsn: c.DSN, desc: patroniDesc(c, t0) + ", one node on each of n1 to n3", stop: c.Stop, ctl: patroniCtl(c)}, nil
+}
+
+// patroniCtl aims kill, pause and restart at the node Patroni names leader when the
+// fault fires: every process of the node (Patroni and its PostgreSQL) at once.
+func patroniCtl(c *patroni.Cluster) *leaderCtl {
+	return &leaderCtl{
+		leader: func() faultMember { return c.Leader() },
+		node: func(pid int) string {
+			for _, m := range c.Members {
+				if m.Pid() == pid {
+					return m.Name
+				}
+			}
+			return ""
+		},
+	}
 }

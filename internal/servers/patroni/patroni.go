@@ -548,6 +548,9 @@ func (m *Member) Pause() error { return m.inst.Signal(syscall.SIGSTOP) }
 // Resume continues the node.
 func (m *Member) Resume() error { return m.inst.Signal(syscall.SIGCONT) }
 
+// Restart kills the node (its unshare ignores SIGTERM) and starts it again.
+func (m *Member) Restart(ctx context.Context) error { return m.inst.Restart(ctx) }
+
 // Start starts a killed node again: Patroni finds its data and rejoins.
 func (m *Member) Start(ctx context.Context) error { return m.inst.StartAgain(ctx) }
 
