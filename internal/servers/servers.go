@@ -10,7 +10,8 @@
 // The launchers are packages of their own, so that a program links only what it
 // launches: postgres (one server, several, or a primary with a streaming standby),
 // redis (one server, or a primary with a replica and three Sentinels), cassandra (one
-// node), ferret (FerretDB, in this process), and powerloss (the powerfs Mounter for a
+// node), ferret (FerretDB, in this process), etcd (a cluster of members), patroni
+// (PostgreSQL nodes under Patroni, with an etcd cluster as DCS), and powerloss (the powerfs Mounter for a
 // launcher's DataFS option, and the power loss itself: only it links FUSE). None needs
 // a database client: readiness is checked at the wire level.
 //
