@@ -131,7 +131,7 @@ var backends = []backend{
 	{
 		// etcd v3 (backends_etcd.go): no fault proxy (gRPC to every member).
 		name: Etcd, schemes: []string{"etcd"},
-		workloads: kv, launch: launchEtcd, available: etcdAvailable,
+		workloads: append(slices.Clone(kv), workloads.ListAppend, workloads.RWRegister), launch: launchEtcd, available: etcdAvailable,
 		addr: etcdNoProxy, rewrite: func(dsn, _ string) (string, error) { return dsn, nil },
 		open: openEtcd, mechanisms: etcdMechanisms,
 	},

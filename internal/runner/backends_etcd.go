@@ -105,6 +105,14 @@ func openEtcd(ctx context.Context, cfg Config, dsn string) (workloads.Workload, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if isTxn(cfg.Workload) {
+		store, err := c.Txns(cfg.Workload)
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return bindTxn(cfg, store, func() { c.Close() })
+	}
 	return bindKV(cfg, Etcd, c, c.Register(), func() { c.Close() })
 }
 

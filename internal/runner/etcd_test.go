@@ -11,6 +11,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // etcdRegister is a register run on a three-member etcd cluster, each member on a node
@@ -146,6 +147,26 @@ func TestEtcdBudgetLeaderPaused(t *testing.T) {
 		t.Fatalf("verdict %v, lost %d: %s", res.Verdict, res.LostTotal(), res.Summary)
 	}
 	faultsHappened(t, res, "pause", "resume")
+}
+
+// list-append and rw-register on three members on loopback, the leader killed for a
+// second: every transaction is one Txn of reads and one of compare-and-puts, and the
+// history is strict serializable (the checker's verdict, reproduced from the run
+// directory).
+func TestEtcdTxnsLeaderKilled(t *testing.T) {
+	for _, w := range []string{"list-append", "rw-register"} {
+		t.Run(w, func(t *testing.T) {
+			cfg := runner.Config{Workload: workloads.Name(w), Store: "etcd", Topology: runner.TopologyReplicated,
+				Workers: 4, Duration: 4 * time.Second, Seed: 1, Out: t.TempDir(), Retry: policy(t, "conflict"),
+				Faults: schedule(t, "kill@1s-2s")}
+			res := processRun(t, cfg)
+			if res.Verdict != checker.Valid {
+				t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+			}
+			faultsHappened(t, res, "kill", "start")
+			t.Log(res.Summary)
+		})
+	}
 }
 
 // What etcd cannot do here is refused before anything launches.
