@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/register"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 var srv = servertest.New("etcd", func(ctx context.Context) (*etcdserver.Cluster, error) {
@@ -159,4 +161,50 @@ func TestClassify(t *testing.T) {
 		}
 		t.Logf("%d applied, %d conflicts", applied, conflicts)
 	})
+}
+
+// A transaction reads its own appends and writes, and the next sees what it committed.
+func TestTxns(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := open(t, Config{})
+	la, err := c.Txns(workloads.ListAppend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := la.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := la.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	done, _, err := s.Txn(ctx, workloads.Request{}, txn.Txn{{F: txn.Append, Key: 1, Value: 1}, {F: txn.Append, Key: 1, Value: 2}, {F: txn.Read, Key: 1}, {F: txn.Read, Key: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(done[2].List, done[3].List); got != "[1 2] []" {
+		t.Errorf("reads %s, want [1 2] []", got)
+	}
+	done, _, err = s.Txn(ctx, workloads.Request{}, txn.Txn{{F: txn.Read, Key: 1}})
+	if err != nil || fmt.Sprint(done[0].List) != "[1 2]" {
+		t.Errorf("next read %v, %v; want [1 2]", done, err)
+	}
+	rw, err := c.Txns(workloads.RWRegister)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rw.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	done, _, err = r.Txn(ctx, workloads.Request{}, txn.Txn{{F: txn.Read, Key: 5}, {F: txn.Write, Key: 5, Value: 9}, {F: txn.Read, Key: 5}})
+	if err != nil || done[0].Found || !done[2].Found || done[2].Value != 9 {
+		t.Errorf("register txn %v, %v; want absent then 9", done, err)
+	}
+	if _, err := c.Txns("budget"); err == nil {
+		t.Error("Txns(budget) accepted")
+	}
 }
