@@ -139,6 +139,7 @@ func TestEtcdRegisterSerializableReadsIsolatedLeader(t *testing.T) {
 // On loopback (no namespaces), the budget on a three-member cluster with its leader
 // paused: the others elect another, the decrements go on, none is lost.
 func TestEtcdBudgetLeaderPaused(t *testing.T) {
+	t.Parallel() // a cluster of its own, launched by the run
 	cfg := runner.Config{Workload: "budget", Store: "etcd", Topology: runner.TopologyReplicated, Budget: 1_000_000,
 		Workers: 4, Duration: 4 * time.Second, Seed: 1, Out: t.TempDir(), Retry: policy(t, "none"),
 		Faults: schedule(t, "pause@1s-2500ms")}
@@ -154,8 +155,10 @@ func TestEtcdBudgetLeaderPaused(t *testing.T) {
 // history is strict serializable (the checker's verdict, reproduced from the run
 // directory).
 func TestEtcdTxnsLeaderKilled(t *testing.T) {
+	t.Parallel() // clusters of their own, launched by the runs
 	for _, w := range []string{"list-append", "rw-register"} {
 		t.Run(w, func(t *testing.T) {
+			t.Parallel()
 			cfg := runner.Config{Workload: workloads.Name(w), Store: "etcd", Topology: runner.TopologyReplicated,
 				Workers: 4, Duration: 4 * time.Second, Seed: 1, Out: t.TempDir(), Retry: policy(t, "conflict"),
 				Faults: schedule(t, "kill@1s-2s")}
