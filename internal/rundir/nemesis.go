@@ -11,6 +11,9 @@ type ProcessStep struct {
 	Fault  string `json:"fault"`
 	Server string `json:"server"`
 	Pid    int    `json:"pid"`
+	// Node is the node the step hit, in a topology whose faults aim at whichever
+	// member leads when the fault fires (etcd, Patroni); empty elsewhere.
+	Node string `json:"node,omitempty"`
 	// Error is what the step met; empty when it succeeded.
 	Error string `json:"error,omitempty"`
 }

@@ -130,6 +130,13 @@ var backends = []backend{
 		open:      openCQL,
 	},
 	{
+		// etcd v3 (backends_etcd.go): no fault proxy (gRPC to every member).
+		name: Etcd, schemes: []string{"etcd"},
+		workloads: append(slices.Clone(kv), workloads.ListAppend, workloads.RWRegister), launch: launchEtcd, available: etcdAvailable,
+		addr: etcdNoProxy, rewrite: func(dsn, _ string) (string, error) { return dsn, nil },
+		open: openEtcd, mechanisms: etcdMechanisms,
+	},
+	{
 		// CockroachDB runs only where --dsn points at one: nothing launches it here.
 		name: Cockroach, protocol: toxics.Postgres{},
 		workloads:  []workloads.Name{workloads.Counter, workloads.Insert},
@@ -198,6 +205,9 @@ func Supports(store StoreName, workload workloads.Name) bool {
 // its DSN schemes, or a protocol's own name (resp). ok is false for any other name.
 func ProtocolFor(name string) (p toxics.Protocol, ok bool) {
 	for _, b := range backends {
+		if b.protocol == nil {
+			continue
+		}
 		if string(b.name) == name || b.protocol.Name() == name || slices.Contains(b.schemes, name) {
 			return b.protocol, true
 		}
@@ -248,6 +258,9 @@ func launchPostgres(ctx context.Context, cfg Config, dir string) (launched, erro
 	}
 	if cfg.Topology == TopologyReplicated {
 		return launchReplicatedPostgres(ctx, cfg, dir)
+	}
+	if cfg.Topology == TopologyPatroni {
+		return launchPatroni(ctx, cfg, dir)
 	}
 	pg, err := pgserver.Start(ctx, pgserver.Options{LogPath: filepath.Join(dir, "postgres.log"),
 		Settings: cfg.pgDurability(), DataFS: cfg.dataFS(), Version: cfg.PGVersion})

@@ -87,14 +87,14 @@ func checkNetwork(c Config) error {
 	switch {
 	case c.DSN != "":
 		return couldNotRun("%s: the nodes are servers indoubt launches, each in a network namespace of its own; drop --dsn", what)
-	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && !(c.Store == MySQL && c.Topology == TopologyReplicated):
-		return couldNotRun("%s: this build puts PostgreSQL, Redis and Cassandra topologies, and a Galera cluster (--store mysql --topology replicated), on nodes of their own, not %s", what, c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && c.Store != Etcd && !(c.Store == MySQL && c.Topology == TopologyReplicated):
+		return couldNotRun("%s: this build puts PostgreSQL, Redis, Cassandra and etcd topologies, and a Galera cluster (--store mysql --topology replicated), on nodes of their own, not %s", what, c.Store)
 	case c.Proxy == "on" || len(c.Faults) > len(c.Faults.Processes())+len(c.Faults.BetweenNodes()):
 		return couldNotRun("%s: the fault proxy would dial the servers from the harness's own address, which no partition cuts; use partitions, links and process faults, with --proxy auto or off", what)
 	}
 	for _, f := range c.Faults.BetweenNodes() {
 		switch {
-		case f.Shape != "" && c.Topology != TopologyReplicated:
+		case f.Shape != "" && c.Topology != TopologyReplicated && c.Topology != TopologyPatroni:
 			return couldNotRun("fault %q: a partition between nodes needs several nodes: add --topology replicated", f.Spec)
 		case f.Link != "" && c.Topology != TopologyReplicated:
 			return couldNotRun("fault %q: link=replication is the path from n2 to n1 (a standby's, a replica's, a Cassandra node's internode connections) of --topology replicated", f.Spec)
@@ -150,9 +150,12 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 		case Redis:
 			// Jepsen's layout: five nodes, a Sentinel on each, the data on three.
 			names = []string{"n1", "n2", "n3", "n4", "n5"}
-		case CQL, MySQL:
+		case CQL, MySQL, Etcd:
 			names = []string{"n1", "n2", "n3"}
 		}
+	}
+	if cfg.Topology == TopologyPatroni {
+		names = []string{"n1", "n2", "n3"}
 	}
 	nw, err := netns.New(names)
 	if err != nil {
@@ -161,6 +164,8 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 	topo := &topology{net: nw, nodes: names}
 	var l launched
 	switch {
+	case cfg.Topology == TopologyPatroni:
+		l, err = topo.launchPatroni(ctx, cfg, dir)
 	case cfg.Store == Postgres && cfg.Topology == TopologyReplicated:
 		l, err = topo.launchPostgres(ctx, cfg, dir)
 	case cfg.Store == Postgres:
@@ -171,6 +176,8 @@ func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, erro
 		l, err = topo.launchCassandra(ctx, cfg, dir)
 	case cfg.Store == MySQL && cfg.Topology == TopologyReplicated:
 		l, err = topo.launchGalera(ctx, cfg, dir)
+	case cfg.Store == Etcd:
+		l, err = topo.launchEtcd(ctx, cfg, dir)
 	default:
 		l, err = topo.launchRedisSingle(ctx, cfg, dir)
 	}

@@ -41,8 +41,8 @@ func checkProcessFaults(c Config) error {
 		return refuse("Faults", "%s: process faults (%s) need a server indoubt launches; over {DSN} it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
 	case c.Store == Mongo:
 		return refuse("Faults", "%s: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
-	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && c.Store != MySQL:
-		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis, Cassandra and MariaDB only, not to %s", f.Spec, c.Store)
+	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && c.Store != MySQL && c.Store != Etcd:
+		return refuse("Faults", "%s: process faults are applied to launched PostgreSQL, Redis, Cassandra, MariaDB and etcd only, not to %s", f.Spec, c.Store)
 	}
 	for _, f := range procs {
 		if f.Name == "failover" && c.Topology != TopologyReplicated {
@@ -115,6 +115,10 @@ func (p *procNemesis) sleepUntil(ctx context.Context, at time.Duration) bool {
 // done: operations in flight then are the ones it hit).
 func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, err error) {
 	v := rundir.ProcessStep{Fault: f.Spec, Server: p.server, Pid: pid}
+	if n, ok := p.ctl.(interface{ Node(pid int) string }); ok {
+		// A topology whose faults aim at whichever member leads: the one hit.
+		v.Node = n.Node(pid)
+	}
 	if err != nil {
 		v.Error = err.Error()
 	}
@@ -222,6 +226,9 @@ const (
 // checkTopology refuses, before anything launches, a topology this build cannot launch
 // or a fault it cannot apply to one.
 func checkTopology(c Config) error {
+	if c.Store == Etcd && c.proxied() {
+		return refuse("Proxy", "etcd: the fault proxy fronts one server and has no gRPC toxics; use process faults and partitions ({Network} isolated), with {Proxy} auto or off")
+	}
 	switch c.Topology {
 	case "", TopologySingle:
 		if c.Replication != "" && c.Replication != pgserver.ReplicationAsync {
@@ -229,8 +236,12 @@ func checkTopology(c Config) error {
 		}
 		return nil
 	case TopologyReplicated:
+	case TopologyPatroni:
+		if c.Store != Postgres {
+			return refuse("Topology", "patroni manages PostgreSQL, not %s", c.Store)
+		}
 	default:
-		return refuse("Topology", "%q: want single or replicated", c.Topology)
+		return refuse("Topology", "%q: want single, replicated or patroni", c.Topology)
 	}
 	switch {
 	case c.Replication != "" && c.Replication != pgserver.ReplicationAsync && c.Replication != pgserver.ReplicationSync:
@@ -241,6 +252,8 @@ func checkTopology(c Config) error {
 		// A three-node ring, each node in a namespace of its own (partitions.go).
 	case c.Store == MySQL && c.isolated():
 		// A three-node Galera cluster, each node in a namespace of its own (galera.go).
+	case c.Store == Etcd && !c.proxied():
+		// Three members, on loopback or each on a node of its own (backends_etcd.go).
 	case c.Store != Postgres && c.Store != Redis:
 		return refuse("Topology", "replicated: this build launches a replicated PostgreSQL or Redis (or, with {Network} isolated, a three-node Cassandra ring or MariaDB Galera cluster), not %s", c.Store)
 	case c.Store == Redis && c.Replication == pgserver.ReplicationSync:

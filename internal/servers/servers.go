@@ -11,7 +11,8 @@
 // launches: postgres (one server, several, or a primary with a streaming standby),
 // redis (one server, or a primary with a replica and three Sentinels), cassandra (one
 // node), mariadb (one server, or a node of a Galera cluster), ferret (FerretDB, in this
-// process), and powerloss (the powerfs Mounter for a
+// process), etcd (a cluster of members), patroni (PostgreSQL nodes under Patroni, with
+// an etcd cluster as DCS), and powerloss (the powerfs Mounter for a
 // launcher's DataFS option, and the power loss itself: only it links FUSE). None needs
 // a database client: readiness is checked at the wire level.
 //
