@@ -15,28 +15,23 @@ import (
 	"github.com/indoubt/indoubt/examples/etcdcounter"
 	"github.com/indoubt/indoubt/indoubttest"
 	"github.com/indoubt/indoubt/indoubttest/apitest"
+	"github.com/indoubt/indoubt/internal/servers/etcd"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 func TestMain(m *testing.M) { os.Exit(indoubttest.Main(m)) }
 
-// etcdBinary finds etcd: $INDOUBT_ETCD, then PATH, then the cache scripts/prepare-etcd
-// builds into ($XDG_CACHE_HOME or ~/.cache)/indoubt/etcd-VERSION/bin/etcd.
+// etcdBinary finds etcd as indoubt's launcher does (etcd.Find: INDOUBT_ETCD_BIN, else
+// the cache scripts/prepare-etcd builds into); without one the test skips, or fails
+// under CI=true.
 func etcdBinary(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("INDOUBT_ETCD"); p != "" {
-		return p
+	p, err := etcd.Find("")
+	if err != nil {
+		servertest.SkipOrFail(t, err)
+		t.Fatal(err)
 	}
-	if p, err := exec.LookPath("etcd"); err == nil {
-		return p
-	}
-	cache, err := os.UserCacheDir()
-	if err == nil {
-		if m, _ := filepath.Glob(filepath.Join(cache, "indoubt", "etcd-*", "bin", "etcd")); len(m) > 0 {
-			return m[len(m)-1]
-		}
-	}
-	t.Skip("no etcd binary: build one with scripts/prepare-etcd, or name it in INDOUBT_ETCD")
-	return ""
+	return p
 }
 
 func freePort(t *testing.T) string {
