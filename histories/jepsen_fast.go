@@ -260,11 +260,8 @@ func (f *jepsenFast) value(p *jepsenParser, depth int) (jepsenKind, bool) {
 		case '(':
 			kind, closer = jepsenList, ')'
 		case '#':
-			p.pos++
-			if !p.more() || p.src[p.pos] != '{' {
-				return 0, false
-			}
-			kind, closer = jepsenSet, '}'
+			// A set: the general parser refuses it in a value (jepsenSetIn).
+			return 0, false
 		}
 		p.pos++
 		f.val = append(f.val, '[')

@@ -356,7 +356,7 @@ func (a checkArgs) readJepsen() ([]histories.Op, error) {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	jopt := histories.JepsenOptions{SkipBadLines: a.skipBad}
+	jopt := a.jepsenOptions()
 	var ops []histories.Op
 	if a.format == "jepsen-edn" {
 		ops, err = histories.ReadJepsenEDN(f, a.path, jopt)
@@ -456,7 +456,7 @@ func (a checkArgs) checkStreamed(ctx context.Context) (res checker.Result, err, 
 		check = func() (checker.Result, error) { return checker.CheckReader(ctx, rd, a.opt) }
 		drain, readErr = rd.Next, rd.Err
 	} else {
-		read := histories.NewJepsenEDNReader(src, a.path, histories.JepsenOptions{SkipBadLines: a.skipBad}).Next
+		read := histories.NewJepsenEDNReader(src, a.path, a.jepsenOptions()).Next
 		var first error
 		next := func() (histories.Op, error) {
 			op, err := read()
