@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/indoubt/indoubt/internal/console"
@@ -46,10 +44,10 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return fmt.Errorf("report: %v", err)
 		}
-		if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err != nil {
-			return fmt.Errorf("report: %s has no history.jsonl to draw the report from: %v", dir, err)
+		if err := checkRunFiles(dir); err != nil {
+			return fmt.Errorf("report: %v", err)
 		}
-		if err := checkWritable(filepath.Join(dir, "report.html")); err != nil {
+		if err := checkReplaceable(filepath.Join(dir, "report.html")); err != nil {
 			return fmt.Errorf("report: %v", err)
 		}
 		all = append(all, r)
@@ -59,7 +57,7 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		summaryPath = filepath.Join(filepath.Dir(filepath.Clean(fs.Arg(0))), "summary.html")
 	}
 	if len(all) > 1 {
-		if err := checkWritable(summaryPath); err != nil {
+		if err := checkReplaceable(summaryPath); err != nil {
 			return fmt.Errorf("report: --summary: %v", err)
 		}
 	}
@@ -85,14 +83,14 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 // readResults reads a run directory's results.json; the run directory recorded in it is
 // where it is now.
 func readResults(dir string) (*results.Results, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	b, err := readRunFile(filepath.Join(dir, "results.json"), maxResultsSize)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a run directory: %v", dir, err)
 	}
-	var r results.Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: results.json: %v", dir, results.JSONError(err))
+	r, err := decodeResults(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", dir, err)
 	}
 	r.RunDir = dir
-	return &r, nil
+	return r, nil
 }

@@ -202,6 +202,9 @@ func LoadRun(dir, dsn string) (runner.Config, *results.Results, error) {
 		return runner.Config{}, nil, fmt.Errorf("%s: %v", filepath.Join(dir, "config.json"), err)
 	}
 	cfg.Faults = sched
+	if err := refuseInstructions(cfg, dsn); err != nil {
+		return runner.Config{}, nil, err
+	}
 	if dsn != "" {
 		if len(cfg.DSNs) > 0 {
 			return runner.Config{}, nil, fmt.Errorf("the run was over %d servers (DSNs): one DSN cannot stand for them", len(cfg.DSNs))
