@@ -688,7 +688,7 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("%s history has no transactions: nothing to check", tc.h.model)
 	}
 	if ctx.Err() != nil {
-		return interrupted(tc.h.model, ctx.Err()), nil
+		return txnInterrupted(tc.h.model, ctx), nil
 	}
 	an, err := tc.model.analyze(ctx, tc.h, tc.c)
 	if err != nil {
@@ -698,14 +698,14 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 		defer an.join()
 	}
 	if ctx.Err() != nil {
-		return interrupted(tc.h.model, ctx.Err()), nil
+		return txnInterrupted(tc.h.model, ctx), nil
 	}
 	an.findCycles(ctx, tc.h, tc.c)
 	if an.join != nil {
 		an.join()
 	}
 	if ctx.Err() != nil {
-		return interrupted(tc.h.model, ctx.Err()), nil
+		return txnInterrupted(tc.h.model, ctx), nil
 	}
 	return an.result(tc.h, tc.c), nil
 }
@@ -749,13 +749,15 @@ func checkTxnFed(ctx context.Context, model string, h *histories.Header, opt Opt
 	}
 	ctx, cancel := txnDeadline(ctx, to)
 	defer cancel()
+	ctx, stopMemory := memoryContext(ctx, opt.MaxMemory)
+	defer stopMemory()
 	var checked completions
 	done, err := feed(ctx, tc.h, &checked)
 	if err != nil {
 		return Result{}, err
 	}
 	if !done {
-		return interrupted(model, ctx.Err()), nil
+		return txnInterrupted(model, ctx), nil
 	}
 	res, err := tc.result(ctx)
 	return checked.unlessNothing(res), err

@@ -743,18 +743,11 @@ func (r *execRun) readFinal(ctx context.Context) (json.RawMessage, error) {
 	if r.a.finalSQL != "" {
 		return r.a.store.finalSQL(ctx, r.direct, r.a.finalSQL, r.modelName())
 	}
-	cmd := exec.CommandContext(ctx, "sh", "-c", r.a.finalCmd)
-	cmd.Env = r.env
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("--final-cmd: %v", err)
+	var size int64
+	if fi, err := os.Stat(r.history); err == nil {
+		size = fi.Size()
 	}
-	out = []byte(strings.TrimSpace(string(out)))
-	if !json.Valid(out) {
-		return nil, fmt.Errorf("--final-cmd printed %q, not one JSON value", shorten(string(out), 80))
-	}
-	return out, nil
+	return runFinalCmd(ctx, r.a.finalCmd, r.env, finalCmdMost(size))
 }
 
 // modelName is the model the history will be checked with: --model, else the header's.

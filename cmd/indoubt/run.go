@@ -303,6 +303,9 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if set["time"] && *timeFlag <= 0 {
 		return a, fmt.Errorf("run: --time must be positive (got %v)", *timeFlag)
 	}
+	if err := checkRunTime("run: --time", *timeFlag); err != nil {
+		return a, err
+	}
 	if *timeFlag > 0 {
 		cfg.Duration, cfg.Ops = *timeFlag, 0
 	}
