@@ -260,6 +260,9 @@ var execStores = []execStore{
 
 // pickExecStore resolves --store, or the store --dsn names by its scheme.
 func pickExecStore(name, dsn string) (execStore, error) {
+	if err := storeAgrees(name, dsn); err != nil {
+		return execStore{}, err
+	}
 	if name == "" && dsn != "" {
 		s, ok := runner.StoreFromDSN(dsn)
 		if !ok {
@@ -781,6 +784,9 @@ func (r *execRun) readProgramHistory(partial bool, exit programExit, final json.
 	}
 	if h == nil {
 		return nil, nil, fmt.Errorf("exec: the program's history has no header naming its model: give --model, or write the header (docs/history-format.md)")
+	}
+	if err := checkProgramHistory(r.a.model, h, ops); err != nil {
+		return nil, nil, err
 	}
 	if err := evidence.CheckClock(ops, evidence.WallClock); err != nil {
 		return nil, nil, fmt.Errorf("exec: the program's history: %v", err)
