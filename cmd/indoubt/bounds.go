@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -14,6 +15,21 @@ const maxRunTime = 7 * 24 * time.Hour
 func checkRunTime(what string, d time.Duration) error {
 	if d > maxRunTime {
 		return fmt.Errorf("%s %v is longer than %v: a run that long is a typo; split it into runs", what, d, maxRunTime)
+	}
+	return nil
+}
+
+// absPaths makes each non-empty path absolute, in place.
+func absPaths(paths ...*string) error {
+	for _, p := range paths {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
 	}
 	return nil
 }
