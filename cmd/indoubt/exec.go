@@ -775,6 +775,9 @@ func (r *execRun) modelName() string {
 // final read when exec made one, and writes history.jsonl; program.jsonl is then
 // removed. partial accepts a last line cut short, when the program did not end by itself.
 func (r *execRun) readProgramHistory(partial bool, exit programExit, final json.RawMessage, elapsed time.Duration) (*histories.Header, []histories.Op, error) {
+	if err := regularHistory(r.history); err != nil {
+		return nil, nil, err
+	}
 	h, ops, err := histories.ReadFile(r.history, partial)
 	if errors.Is(err, histories.ErrEmpty) || err == nil && !slices.ContainsFunc(ops, histories.Op.IsClient) {
 		return nil, nil, fmt.Errorf("exec: the program (%s) wrote no history to INDOUBT_HISTORY: nothing to check (docs/history-format.md; recorders/ has writers for Python and Node)", exit)

@@ -24,3 +24,15 @@ func TestExecFinalCmdIsBounded(t *testing.T) {
 		t.Errorf("endless --final-cmd: exit %d, stdout %q, stderr %q; want exit 3 saying it did not end", code, stdout, cut(stderr, 300))
 	}
 }
+
+// TestExecRefusesAHistoryThatIsNotAFile: a program that replaces its history by a
+// FIFO (or a link to /dev/zero) is refused with one line, not read forever.
+func TestExecRefusesAHistoryThatIsNotAFile(t *testing.T) {
+	for _, swap := range []string{`rm -f "$INDOUBT_HISTORY"; mkfifo "$INDOUBT_HISTORY"`, `rm -f "$INDOUBT_HISTORY"; ln -s /dev/zero "$INDOUBT_HISTORY"`} {
+		prog := script(t, "ev invoke apply 0 p-1\nev ok apply 0 p-1\n"+swap+"\n")
+		code, stdout, stderr := invoke(t, execArgsFor(t.TempDir(), "--final-cmd", `echo '{"p-1":1}'`, "--", prog)...)
+		if code != 3 || !strings.Contains(stderr, "INDOUBT_HISTORY is a") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 3, the history not a regular file", swap, code, stdout, stderr)
+		}
+	}
+}

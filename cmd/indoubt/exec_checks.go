@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/indoubt/indoubt/histories"
@@ -41,4 +42,15 @@ func checkProgramHistory(model string, h *histories.Header, ops []histories.Op) 
 		}
 	}
 	return nil
+}
+
+// regularHistory errs unless the program's history at path is a regular file: one it
+// replaced by a FIFO (which no one writes once it has ended), a device or a link to
+// one would hold exec forever or never end.
+func regularHistory(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // a missing history is the reading's to report
+	}
+	return fmt.Errorf("exec: the program's history INDOUBT_HISTORY is %s, not a regular file: write the history to the file exec names", fileKind(fi.Mode()))
 }

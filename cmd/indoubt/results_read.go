@@ -148,6 +148,8 @@ func fileKind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&os.ModeNamedPipe != 0:
 		return "a FIFO"
 	case m&os.ModeSocket != 0:
