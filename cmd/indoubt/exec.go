@@ -550,6 +550,12 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 	switch {
 	case a.dsn != "":
 		r.direct, r.desc = a.dsn, "external"
+		// The program's database is its own while it runs (lockDSN).
+		unlock, err := lockDSN(ctx, a.store.name, a.dsn)
+		if err != nil {
+			return nil, fmt.Errorf("exec: %w", err)
+		}
+		stopServer = func() error { unlock(); return nil }
 	case a.upstream != "":
 		r.desc = "external at " + a.upstream
 	default:
