@@ -65,6 +65,9 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if why := recheckDisagrees(ctx, fs.Arg(i), r); why != "" {
+			console.Fprintf(stderr, "indoubt: warning: %s: %s\n", fs.Arg(i), why)
+		}
 		path := filepath.Join(fs.Arg(i), "report.html")
 		if err := report.WriteHTML(path, r); err != nil {
 			return fmt.Errorf("report: %s: %v", fs.Arg(i), err)

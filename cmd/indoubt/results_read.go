@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,11 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/schemas"
 )
@@ -158,4 +162,36 @@ func fileKind(m os.FileMode) string {
 		return "a device"
 	}
 	return "a special file"
+}
+
+// recheckTimeout bounds the re-check of a run's history that report and compare make
+// to hold results.json to it.
+const recheckTimeout = 20 * time.Second
+
+// recheckDisagrees re-checks the history.jsonl of run directory dir and returns a
+// sentence when its verdict is valid or invalid and results.json's is the other: a
+// results.json that says valid over a history with a duplicate is not believed
+// silently. Within recheckTimeout and a memory bound; a re-check that cannot decide,
+// or a history that cannot be read, says nothing here (the report says what it can).
+func recheckDisagrees(ctx context.Context, dir string, r *results.Results) string {
+	if r.Verdict != checker.Valid && r.Verdict != checker.Invalid {
+		return ""
+	}
+	f, err := os.Open(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	rd, err := histories.NewReader(f, f.Name())
+	if err != nil || rd.Header() == nil {
+		return ""
+	}
+	rd.Partial = true
+	ctx, cancel := context.WithTimeout(ctx, recheckTimeout)
+	defer cancel()
+	res, err := checker.CheckReader(ctx, rd, checker.Options{Timeout: recheckTimeout, MaxMemory: 1 << 30})
+	if err != nil || res.Verdict == r.Verdict || res.Verdict != checker.Valid && res.Verdict != checker.Invalid {
+		return ""
+	}
+	return fmt.Sprintf("results.json says %s, but its history.jsonl re-checked is %s (%s): results.json does not hold to its history", r.Verdict, res.Verdict, cut(oneLine(res.Summary), 200))
 }

@@ -163,3 +163,20 @@ func TestShrinkTakesNoInstructionsFromTheRun(t *testing.T) {
 	writeJSON(t, cfgPath, cfg)
 	wantRefused(t, "shrink connects to no server a run directory names; give it with --dsn", "shrink", "--budget", "10s", run)
 }
+
+// TestReportAndCompareSayWhenResultsDisagree: a results.json that says valid over a
+// history the checker finds invalid is not believed silently: report and compare say
+// so, naming what the re-check found.
+func TestReportAndCompareSayWhenResultsDisagree(t *testing.T) {
+	run := copyRun(t, naiveCut, filepath.Join(t.TempDir(), "lie"))
+	var r map[string]any
+	readJSON(t, filepath.Join(run, "results.json"), &r)
+	r["verdict"], r["summary"] = "valid", "valid"
+	writeJSON(t, filepath.Join(run, "results.json"), r)
+	for _, args := range [][]string{{"report", run}, {"compare", run, naiveCut}} {
+		code, _, errs := invoke(t, args...)
+		if code != 0 || !strings.Contains(errs, "results.json says valid, but its history.jsonl re-checked is invalid") {
+			t.Errorf("%v: exit %d, stderr %q; want a warning that results.json does not hold to its history", args, code, errs)
+		}
+	}
+}
