@@ -53,11 +53,19 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		all = append(all, r)
 	}
 	summaryPath := *summary
-	if summaryPath == "" && len(all) > 1 {
+	// The default summary.html sits beside the runs, in a directory that may have come
+	// with them: a link there is replaced, not followed. --summary is the user's own
+	// path, written as given (a link followed, a device written in place).
+	beside := summaryPath == "" && len(all) > 1
+	if beside {
 		summaryPath = filepath.Join(filepath.Dir(filepath.Clean(fs.Arg(0))), "summary.html")
 	}
 	if len(all) > 1 {
-		if err := checkReplaceable(summaryPath); err != nil {
+		check := checkWritable
+		if beside {
+			check = checkReplaceable
+		}
+		if err := check(summaryPath); err != nil {
 			return fmt.Errorf("report: --summary: %v", err)
 		}
 	}
@@ -75,6 +83,11 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		console.Fprintf(stdout, "%s\n", path)
 	}
 	if len(all) > 1 {
+		if beside {
+			if err := removeLink(summaryPath); err != nil {
+				return fmt.Errorf("report: %v", err)
+			}
+		}
 		if err := report.WriteSummaryHTML(summaryPath, all); err != nil {
 			return fmt.Errorf("report: %v", err)
 		}

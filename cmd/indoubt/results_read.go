@@ -119,8 +119,8 @@ func cut(s string, most int) string {
 // nothing at path (a report.html that a run directory links elsewhere is replaced, not
 // written through).
 func checkReplaceable(path string) error {
-	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
+		return fmt.Errorf("%s is %s, not a regular file", path, fileKind(fi.Mode()))
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -194,4 +194,13 @@ func recheckDisagrees(ctx context.Context, dir string, r *results.Results) strin
 		return ""
 	}
 	return fmt.Sprintf("results.json says %s, but its history.jsonl re-checked is %s (%s): results.json does not hold to its history", r.Verdict, res.Verdict, cut(oneLine(res.Summary), 200))
+}
+
+// removeLink removes path when it is a symbolic link, so that what is written there
+// next is a file of its own directory.
+func removeLink(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return os.Remove(path)
+	}
+	return nil
 }

@@ -9,8 +9,9 @@
 // followed, so that the file it names is the one replaced.
 //
 // Replace is Write for a path inside a directory that came from elsewhere (a run
-// directory): whatever the name holds, a symbolic link or a FIFO included, is replaced
-// by a regular file, and nothing outside the directory is written or created.
+// directory): a symbolic link at the name is replaced by a regular file, not
+// followed, a FIFO or a device refused, and nothing outside the directory is written
+// or created.
 package atomicfile
 
 import (

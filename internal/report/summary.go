@@ -67,7 +67,7 @@ func WriteSummaryHTML(path string, runs []*results.Results) error {
 	if err := summaryTpl.Execute(&buf, p); err != nil {
 		return err
 	}
-	return atomicfile.Replace(path, buf.Bytes(), 0o644)
+	return atomicfile.Write(path, buf.Bytes(), 0o644)
 }
 
 // storeBars is the stand's chart: one bar per run, labelled by store (and workers and
