@@ -306,6 +306,7 @@ func ReadJepsenLog(r io.Reader, name string, opt JepsenOptions) ([]Op, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
 	var ops []Op
+	var times openTimes
 	line := 0
 	for sc.Scan() {
 		line++
@@ -320,6 +321,14 @@ func ReadJepsenLog(r io.Reader, name string, opt JepsenOptions) ([]Op, error) {
 			continue
 		}
 		op.Index, op.Time = int64(len(ops)), int64(len(ops))
+		if op.Type == Invoke {
+			err = times.invoke(op.Process, op.Time, int64(line))
+		} else {
+			err = times.complete(op.Process, op.Type, op.Time, int64(line))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %v", name, line, err)
+		}
 		ops = append(ops, op)
 	}
 	if err := sc.Err(); err != nil {
