@@ -764,6 +764,9 @@ func (r *execRun) modelName() string {
 	if r.a.model != "" {
 		return r.a.model
 	}
+	if regularHistory(r.history) != nil {
+		return "" // refused when the history is read
+	}
 	f, err := os.Open(r.history)
 	if err != nil {
 		return ""
