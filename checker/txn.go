@@ -216,6 +216,11 @@ func (q *pendingTxns) pop(p int) (pendingTxn, bool) {
 	return m[0], true
 }
 
+// has reports whether process p has a transaction open.
+func (q *pendingTxns) has(p int) bool {
+	return p < len(q.slot) && q.slot[p].id >= 0 || len(q.more[p]) > 0
+}
+
 // all removes and returns every open transaction.
 func (q *pendingTxns) all() []pendingTxn {
 	var out []pendingTxn
@@ -255,6 +260,9 @@ type txnPrep struct {
 	dec     txnDecoder
 	pending pendingTxns // each process's open invocations, numbered in order, with their values
 	seq     int32       // invocations so far
+	// ambiguous holds the processes that have had several transactions open since
+	// they last had none: which invocation their completions answer is not known.
+	ambiguous map[int]bool
 }
 
 // prepare decodes, for a completion, its transaction's value into p.dec's micro-ops:
@@ -265,6 +273,12 @@ func (p *txnPrep) prepare(ev *txnEvent) txnPrepared {
 		return txnPrepared{}
 	}
 	if ev.typ == histories.Invoke {
+		if p.pending.has(ev.process) {
+			if p.ambiguous == nil {
+				p.ambiguous = map[int]bool{}
+			}
+			p.ambiguous[ev.process] = true
+		}
 		p.pending.push(ev.process, pendingTxn{id: p.seq, value: ev.raw})
 		p.seq++
 		return txnPrepared{}
@@ -273,21 +287,32 @@ func (p *txnPrep) prepare(ev *txnEvent) txnPrepared {
 	if !ok {
 		return txnPrepared{}
 	}
+	// With several open (Elle's own tests build such histories; histories.Reader
+	// refuses them), which invocation a completion answers is not known.
+	several := p.ambiguous[ev.process]
 	inv, _ := p.pending.pop(ev.process)
-	if ev.taken {
-		if status != txnOK && ev.null {
-			return p.decode(inv.value)
-		}
-		return p.commit(ev)
+	if several && !p.pending.has(ev.process) {
+		delete(p.ambiguous, ev.process)
 	}
-	value := ev.raw
-	if status != txnOK && (len(value) == 0 || string(value) == "null") {
-		value = inv.value
-	}
-	if status == txnOK && len(value) == 0 {
+	var rec txnPrepared
+	switch value := ev.raw; {
+	case ev.taken && status != txnOK && ev.null:
+		return p.decode(inv.value)
+	case ev.taken:
+		rec = p.commit(ev)
+	case status != txnOK && (len(value) == 0 || string(value) == "null"):
+		return p.decode(inv.value)
+	case status == txnOK && len(value) == 0:
 		return txnPrepared{}
+	default:
+		rec = p.decode(value)
 	}
-	return p.decode(value)
+	if status == txnOK && !several {
+		if err := p.sameShape(inv.value, rec); err != nil {
+			return txnPrepared{err: err}
+		}
+	}
+	return rec
 }
 
 // commit interns the keys of the micro-ops txnScan staged for ev, in their order, as
@@ -666,7 +691,7 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("%s history has no transactions: nothing to check", tc.h.model)
 	}
 	if ctx.Err() != nil {
-		return interrupted(tc.h.model, ctx.Err()), nil
+		return txnInterrupted(tc.h.model, ctx), nil
 	}
 	an, err := tc.model.analyze(ctx, tc.h, tc.c)
 	if err != nil {
@@ -676,7 +701,7 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 		defer an.join()
 	}
 	if ctx.Err() != nil {
-		return interrupted(tc.h.model, ctx.Err()), nil
+		return txnInterrupted(tc.h.model, ctx), nil
 	}
 	// The dependency graph's cycles decide nothing when only the axiomatic levels
 	// are asked for, which their own check decides completely.
@@ -691,7 +716,7 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 		return interrupted(tc.h.model, ctx.Err()), nil
 	}
 	if ctx.Err() != nil {
-		return interrupted(tc.h.model, ctx.Err()), nil
+		return txnInterrupted(tc.h.model, ctx), nil
 	}
 	return an.result(tc.h, tc.c), nil
 }
@@ -735,13 +760,15 @@ func checkTxnFed(ctx context.Context, model string, h *histories.Header, opt Opt
 	}
 	ctx, cancel := txnDeadline(ctx, to)
 	defer cancel()
+	ctx, stopMemory := memoryContext(ctx, opt.MaxMemory)
+	defer stopMemory()
 	var checked completions
 	done, err := feed(ctx, tc.h, &checked)
 	if err != nil {
 		return Result{}, err
 	}
 	if !done {
-		return interrupted(model, ctx.Err()), nil
+		return txnInterrupted(model, ctx), nil
 	}
 	res, err := tc.result(ctx)
 	return finish(res, nil, &checked), err

@@ -324,6 +324,7 @@ func (d *txnDecoder) arg(m *rawMop) error {
 			if d.compactInts(m) {
 				return nil
 			}
+			d.ws() // compactInts stops at a space after a comma: [1, 2]
 			v, err := d.value()
 			if err != nil {
 				return err

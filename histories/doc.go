@@ -22,9 +22,12 @@
 // indoubt exec, with recorders for Python and JavaScript beside it). Writer
 // streams a history to a file and survives a crash up to its last complete line;
 // Reader and ReadFile read one back, refusing input that is not a history (ErrEmpty),
-// a line that is not an event, an index that is negative or does not increase, a
-// process below -1, and a completion whose time is earlier than its invocation's, with
-// the file and the line. A line may be MaxLine bytes long, or as long as the history
+// a line that is not an event or not valid UTF-8, an index that is negative or does
+// not increase, a process below -1, a completion whose time is earlier than its
+// invocation's, and what Jepsen's rules of a process forbid: an invocation while the
+// process has one open, an invocation after its info, and a completion with none open
+// (except in a history of completions alone, as Elle's tests write them), with the
+// file and the line. A line may be MaxLine bytes long, or as long as the history
 // before it: the final read of a long run, which names every operation, is read back
 // however long the run was.
 //

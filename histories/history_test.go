@@ -81,7 +81,12 @@ func TestWriterIsSafeForConcurrentUseAndIndexesInOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
-				index, err := w.Write(histories.Op{Time: int64(i), Process: p, Type: histories.Invoke, F: "decrement", OpID: fmt.Sprintf("%d-%d", p, i)})
+				// Invocations and completions by turns, as a process writes them.
+				typ := histories.Invoke
+				if i%2 == 1 {
+					typ = histories.OK
+				}
+				index, err := w.Write(histories.Op{Time: int64(i), Process: p, Type: typ, F: "decrement", OpID: fmt.Sprintf("%d-%d", p, i/2)})
 				if err != nil {
 					t.Error(err)
 					return
@@ -108,7 +113,7 @@ func TestWriterIsSafeForConcurrentUseAndIndexesInOrder(t *testing.T) {
 	}
 	for p, indexes := range given {
 		for i, index := range indexes {
-			if op := ops[index]; op.Process != p || op.Time != int64(i) || op.OpID != fmt.Sprintf("%d-%d", p, i) {
+			if op := ops[index]; op.Process != p || op.Time != int64(i) || op.OpID != fmt.Sprintf("%d-%d", p, i/2) {
 				t.Fatalf("write %d of process %d was given index %d, which holds %+v", i, p, index, op)
 			}
 		}

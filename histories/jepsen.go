@@ -56,6 +56,11 @@ type JepsenOptions struct {
 	// or not well-formed ops. EDN that does not parse is refused all the same, and the
 	// input must still hold at least one operation.
 	SkipBadLines bool
+	// F, when set, is the function of an EDN op whose :f is nil or absent. Elle's own
+	// test histories leave :f out of their transactions ({:type :ok, :value [...]}),
+	// and Elle reads every op as a transaction: F "txn" reads them as it does. Unset,
+	// such an op is refused.
+	F string
 }
 
 // jepsenMeta is what an op map said about its own position.
@@ -91,6 +96,9 @@ func jepsenOp(p *jepsenParser, v jepsenValue) (Op, jepsenMeta, error) {
 			}
 			op.Type = t
 		case "f":
+			if val.kind == jepsenNil {
+				continue
+			}
 			name, ok := jepsenName(val)
 			if !ok {
 				return op, m, p.errAt(val.line, ":f must be a keyword, found %s", val)
@@ -155,7 +163,10 @@ func jepsenOp(p *jepsenParser, v jepsenValue) (Op, jepsenMeta, error) {
 		return op, m, p.errAt(v.line, "op has no :process")
 	}
 	if op.F == "" && op.Process != Nemesis {
-		return op, m, p.errAt(v.line, "op has no :f")
+		if p.f == "" {
+			return op, m, p.errAt(v.line, "op has no :f")
+		}
+		op.F = p.f
 	}
 	if errv != nil && errv.kind != jepsenNil {
 		if s, ok := jepsenName(*errv); ok {
@@ -166,6 +177,9 @@ func jepsenOp(p *jepsenParser, v jepsenValue) (Op, jepsenMeta, error) {
 	}
 	if value != nil {
 		val := *value
+		if set, ok := jepsenSetIn(val); ok && op.Process != Nemesis {
+			return op, m, p.errAt(set.line, "value holds the set %s: a set has no order, and no model of a client's operations reads one", jepsenLogShow([]byte(set.String())))
+		}
 		if op.Process != Nemesis {
 			if key, inner, ok := jepsenIndependent(op.F, val); ok {
 				op.Key, val = key, inner
@@ -181,6 +195,21 @@ func jepsenOp(p *jepsenParser, v jepsenValue) (Op, jepsenMeta, error) {
 		}
 	}
 	return op, m, nil
+}
+
+// jepsenSetIn returns the first set in v. Read as an array, a set's elements would
+// take an order the history never gave them: a list-append read of #{2 1} is not the
+// list [2 1].
+func jepsenSetIn(v jepsenValue) (jepsenValue, bool) {
+	if v.kind == jepsenSet {
+		return v, true
+	}
+	for _, it := range v.items {
+		if s, ok := jepsenSetIn(it); ok {
+			return s, true
+		}
+	}
+	return jepsenValue{}, false
 }
 
 // jepsenName returns the name of a keyword, symbol or string.
@@ -277,6 +306,7 @@ func ReadJepsenLog(r io.Reader, name string, opt JepsenOptions) ([]Op, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
 	var ops []Op
+	var times openTimes
 	line := 0
 	for sc.Scan() {
 		line++
@@ -291,6 +321,14 @@ func ReadJepsenLog(r io.Reader, name string, opt JepsenOptions) ([]Op, error) {
 			continue
 		}
 		op.Index, op.Time = int64(len(ops)), int64(len(ops))
+		if op.Type == Invoke {
+			err = times.invoke(op.Process, op.Time, int64(line))
+		} else {
+			err = times.complete(op.Process, op.Type, op.Time, int64(line))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %v", name, line, err)
+		}
 		ops = append(ops, op)
 	}
 	if err := sc.Err(); err != nil {

@@ -73,8 +73,9 @@ type jepsenParser struct {
 	src   []byte
 	pos   int
 	line  int
-	final bool // src ends where the input ends
-	short bool // the parser looked past src's end, which is not the input's
+	final bool   // src ends where the input ends
+	short bool   // the parser looked past src's end, which is not the input's
+	f     string // JepsenOptions.F
 }
 
 func newJepsenParser(name string, src []byte) *jepsenParser {
@@ -255,12 +256,18 @@ func (p *jepsenParser) next(closer byte, depth int) (jepsenValue, error) {
 			if tok == "" {
 				return jepsenValue{}, p.errAt(line, "empty keyword")
 			}
+			if !utf8.ValidString(tok) {
+				return jepsenValue{}, p.errAt(line, "keyword is not valid UTF-8")
+			}
 			return jepsenValue{kind: jepsenKeyword, line: line, text: strings.TrimPrefix(tok, ":")}, nil
 		}
 		tok := p.token()
 		if tok == "" {
 			r, _ := utf8.DecodeRune(p.src[p.pos:])
 			return jepsenValue{}, p.errAt(line, "unexpected character %q", r)
+		}
+		if !utf8.ValidString(tok) {
+			return jepsenValue{}, p.errAt(line, "symbol is not valid UTF-8")
 		}
 		return p.atom(tok, line)
 	}
@@ -368,7 +375,37 @@ func (p *jepsenParser) collection(kind jepsenKind, closer byte, line, depth int)
 	if kind == jepsenMap && len(v.items)%2 != 0 {
 		return jepsenValue{}, p.errAt(line, "map has a key without a value")
 	}
+	if err := p.distinct(v); err != nil {
+		return jepsenValue{}, err
+	}
 	return v, nil
+}
+
+// distinct refuses a map with a key twice and a set with an element twice, as EDN
+// does: read one way or the other (the last key wins, say), an op's :type or :value
+// would be a guess.
+func (p *jepsenParser) distinct(v jepsenValue) error {
+	step, what := 1, "set has the element"
+	switch v.kind {
+	case jepsenMap:
+		step, what = 2, "map has the key"
+	case jepsenSet:
+	default:
+		return nil
+	}
+	n := len(v.items) / step
+	if n < 2 {
+		return nil
+	}
+	seen := make(map[string]struct{}, n)
+	for i := 0; i < len(v.items); i += step {
+		k := v.items[i].String()
+		if _, dup := seen[k]; dup {
+			return p.errAt(v.items[i].line, "%s %s twice", what, jepsenLogShow([]byte(k)))
+		}
+		seen[k] = struct{}{}
+	}
+	return nil
 }
 
 func (p *jepsenParser) str(line int) (jepsenValue, error) {
@@ -378,6 +415,9 @@ func (p *jepsenParser) str(line int) (jepsenValue, error) {
 		p.pos++
 		switch c {
 		case '"':
+			if !utf8.ValidString(b.String()) {
+				return jepsenValue{}, p.errAt(line, "string is not valid UTF-8")
+			}
 			return jepsenValue{kind: jepsenString, line: line, text: b.String()}, nil
 		case '\n':
 			p.line++

@@ -1,5 +1,7 @@
 package histories
 
+import "unicode/utf8"
+
 // jepsenFast reads an op map in the plain shape Jepsen writes, straight into an Op:
 //
 //	{:type :ok, :f :txn, :value [[:append 3 1] [:r 4 [1 2]]], :time 10, :process 2, :index 7}
@@ -68,6 +70,7 @@ func (f *jepsenFast) op(p *jepsenParser) (op Op, m jepsenMeta, ok bool) {
 	m.line = p.line
 	p.pos++
 	var seen int
+	var others [][]byte // the keys read other than jepsenFast's own
 	hasValue := false
 	for {
 		p.skip()
@@ -83,7 +86,7 @@ func (f *jepsenFast) op(p *jepsenParser) (op Op, m jepsenMeta, ok bool) {
 		}
 		p.pos++
 		key := jepsenFastToken(p)
-		if len(key) == 0 || key[0] == ':' {
+		if len(key) == 0 || key[0] == ':' || !utf8.Valid(key) {
 			return op, m, false
 		}
 		p.skip()
@@ -189,7 +192,14 @@ func (f *jepsenFast) op(p *jepsenParser) (op Op, m jepsenMeta, ok bool) {
 				op.Conn = f.d.conn(s)
 			}
 		default:
-			// Any other key: its value must still be EDN, and one this path reads.
+			// Any other key: once only (the general path refuses a key twice), and
+			// its value must still be EDN, and one this path reads.
+			for _, o := range others {
+				if string(o) == string(key) {
+					return op, m, false
+				}
+			}
+			others = append(others, key)
 			mark := len(f.val)
 			if _, ok := f.value(p, 0); !ok {
 				return op, m, false
@@ -260,11 +270,8 @@ func (f *jepsenFast) value(p *jepsenParser, depth int) (jepsenKind, bool) {
 		case '(':
 			kind, closer = jepsenList, ')'
 		case '#':
-			p.pos++
-			if !p.more() || p.src[p.pos] != '{' {
-				return 0, false
-			}
-			kind, closer = jepsenSet, '}'
+			// A set: the general parser refuses it in a value (jepsenSetIn).
+			return 0, false
 		}
 		p.pos++
 		f.val = append(f.val, '[')
@@ -402,8 +409,8 @@ func jepsenFastKeyword(p *jepsenParser) ([]byte, bool) {
 	}
 	p.pos++
 	tok := jepsenFastToken(p)
-	if len(tok) == 0 || tok[0] == ':' {
-		return nil, false
+	if len(tok) == 0 || tok[0] == ':' || !utf8.Valid(tok) {
+		return nil, false // not valid UTF-8: the general path refuses it
 	}
 	return tok, true
 }
@@ -421,7 +428,7 @@ func jepsenFastName(p *jepsenParser, ints bool) (s []byte, isNil, ok bool) {
 		for p.more() && p.src[p.pos] != '"' && p.src[p.pos] != '\\' && p.src[p.pos] != '\n' {
 			p.pos++
 		}
-		if !p.more() || p.src[p.pos] != '"' {
+		if !p.more() || p.src[p.pos] != '"' || !utf8.Valid(p.src[start:p.pos]) {
 			return nil, false, false
 		}
 		p.pos++

@@ -53,7 +53,7 @@ const jepsenWindow = 256 << 10
 // errors, which give the line. Nothing is read until the first Next.
 func NewJepsenEDNReader(r io.Reader, name string, opt JepsenOptions) *JepsenEDNReader {
 	er := &JepsenEDNReader{name: name, src: r, opt: opt, buf: make([]byte, 0, jepsenWindow)}
-	er.p = jepsenParser{name: name, line: 1}
+	er.p = jepsenParser{name: name, line: 1, f: opt.F}
 	return er
 }
 
@@ -290,9 +290,13 @@ func (r *JepsenEDNReader) number(op *Op, m jepsenMeta) error {
 		op.Time = m.time
 	}
 	if op.Process >= 0 {
+		var err error
 		if op.Type == Invoke {
-			r.times.invoke(op.Process, op.Time, int64(m.line))
-		} else if err := r.times.complete(op.Process, op.Time); err != nil {
+			err = r.times.invoke(op.Process, op.Time, int64(m.line))
+		} else {
+			err = r.times.complete(op.Process, op.Type, op.Time, int64(m.line))
+		}
+		if err != nil {
 			return r.p.errAt(m.line, "%v", err)
 		}
 	}

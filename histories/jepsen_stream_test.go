@@ -199,7 +199,7 @@ func TestJepsenEDNReaderRefusesEndlessValues(t *testing.T) {
 }
 
 // TestJepsenEDNValueMayBeAsLongAsTheHistory: an op map longer than MaxLine is read
-// when the history before it is longer still (a final read of a set of many values).
+// when the history before it is longer still (a final read of many values).
 func TestJepsenEDNValueMayBeAsLongAsTheHistory(t *testing.T) {
 	var b bytes.Buffer
 	b.WriteString("[")
@@ -209,11 +209,11 @@ func TestJepsenEDNValueMayBeAsLongAsTheHistory(t *testing.T) {
 		fmt.Fprintf(&b, "{:type :invoke :f :add :process 0 :value \"%s\"}\n{:type :ok :f :add :process 0 :value \"%s\"}\n", pad, pad)
 		n++
 	}
-	b.WriteString("{:type :invoke :f :read :process 1}\n{:type :ok :f :read :process 1 :value #{")
+	b.WriteString("{:type :invoke :f :read :process 1}\n{:type :ok :f :read :process 1 :value [")
 	for i := range 600_000 {
 		fmt.Fprintf(&b, "%d ", 1_000_000+i)
 	}
-	b.WriteString("}}]")
+	b.WriteString("]}]")
 	ops, err := ReadJepsenEDN(&b, "set.edn", JepsenOptions{})
 	if err != nil || len(ops) != 2*n+2 || len(ops[len(ops)-1].Value) < MaxLine {
 		t.Fatalf("%d ops, %v", len(ops), err)

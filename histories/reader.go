@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unicode/utf8"
 )
 
 // MaxLine is the longest line the readers accept at the start of a history. Further
@@ -163,6 +164,9 @@ func (r *Reader) readFirst() error {
 		if err := json.Unmarshal(raw, &h); err != nil || h.Header == nil {
 			return r.errf("malformed header: %v", jsonErr(err))
 		}
+		if !utf8.Valid(raw) {
+			return r.errf("malformed header: not valid UTF-8")
+		}
 		if h.Header.Format != "" && h.Header.Format != FormatV1 {
 			return r.errf("unsupported history format %q", h.Header.Format)
 		}
@@ -196,9 +200,13 @@ func (r *Reader) order(op *Op) error {
 	if err := checkProcess(int64(op.Process)); err != nil {
 		return r.errf("%v", err)
 	}
+	var err error
 	if op.Type == Invoke {
-		r.times.invoke(op.Process, op.Time, int64(r.line))
-	} else if err := r.times.complete(op.Process, op.Time); err != nil {
+		err = r.times.invoke(op.Process, op.Time, int64(r.line))
+	} else {
+		err = r.times.complete(op.Process, op.Type, op.Time, int64(r.line))
+	}
+	if err != nil {
 		return r.errf("%v", err)
 	}
 	r.last, r.lastLine, r.seen = op.Index, int64(r.line), true
@@ -247,6 +255,11 @@ func (r *Reader) decode(raw []byte, op *Op) error {
 	}
 	if op.Type < Invoke || op.Type > Info {
 		return r.errf("event has no type")
+	}
+	if !utf8.Valid(raw) {
+		// JSON is UTF-8; encoding/json would read the bad bytes as U+FFFD, and two
+		// different op ids or keys as one.
+		return r.errf("malformed event: not valid UTF-8")
 	}
 	return nil
 }

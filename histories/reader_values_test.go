@@ -84,10 +84,13 @@ func FuzzReaderValues(f *testing.F) {
 func TestReaderValuesTakesWrittenLines(t *testing.T) {
 	data := []byte(decodeSeeds[0] + "\n" + decodeSeeds[1] + "\n" + decodeSeeds[3] + "\n" + decodeSeeds[4] + "\n")
 	data = bytes.Replace(data, []byte(`"index":3`), []byte(`"index":5`), 1)
-	data = bytes.Replace(data, []byte(`"index":4`), []byte(`"index":6`), 1)
+	data = bytes.Replace(data, []byte(`"index":4`), []byte(`"index":7`), 1)
+	// Each completion of process 0 follows its invocation.
+	data = bytes.Replace(data, []byte(`{"index":5`), []byte(`{"index":4,"time":5,"process":0,"type":"invoke","f":"read","key":"k1"}`+"\n"+`{"index":5`), 1)
+	data = bytes.Replace(data, []byte(`{"index":7`), []byte(`{"index":6,"time":5,"process":0,"type":"invoke","f":"cas","value":[1,2]}`+"\n"+`{"index":7`), 1)
 	_, err, _, taken := readWithValues(data, false)
-	if err != nil || taken != 3 {
-		t.Fatalf("read %d values (want 3), error %v", taken, err)
+	if err != nil || taken != 4 {
+		t.Fatalf("read %d values (want 4), error %v", taken, err)
 	}
 }
 

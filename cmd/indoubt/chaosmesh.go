@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/chaosmesh"
 )
 
@@ -87,7 +88,8 @@ func chaosMeshCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	if *out != "" {
-		if err := os.WriteFile(*out, y, 0o644); err != nil {
+		// Replaced, not written through: a link at --out is not followed.
+		if err := atomicfile.Replace(*out, y, 0o644); err != nil {
 			return fmt.Errorf("chaos-mesh: %w", err)
 		}
 	} else if !*apply {

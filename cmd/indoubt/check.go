@@ -101,6 +101,9 @@ func checkCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	if err := a.readFinal(ctx); err != nil {
+		return err
+	}
 	if a.opt.MaxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		// Garbage is collected before the heap grows past the bound, so that the
 		// bound the search stops at is the memory the process holds.
@@ -160,6 +163,7 @@ type checkArgs struct {
 	skipBad               bool
 	jsonOut               bool
 	faults                string // --faults: the proxy's events file, "" for none
+	finalPath             string // --final, read by readFinal
 	events                []evidence.FaultEvent
 	clock                 evidence.Clock
 	opt                   checker.Options
@@ -247,16 +251,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	if err := a.modelFlags(*initial != "", *budget != "", *failMns != "", *viz != ""); err != nil {
 		return a, err
 	}
-	if *finalF != "" {
-		b, err := os.ReadFile(*finalF)
-		if err != nil {
-			return a, fmt.Errorf("check: --final: %w", err)
-		}
-		if !json.Valid(b) {
-			return a, fmt.Errorf("check: --final %s: not a JSON value", *finalF)
-		}
-		a.opt.Final = b
-	}
+	a.finalPath = *finalF // read by readFinal
 	if a.faults != "" {
 		f, err := os.Open(a.faults)
 		if err != nil {
@@ -393,7 +388,7 @@ func (a checkArgs) readJepsen() ([]histories.Op, error) {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	jopt := histories.JepsenOptions{SkipBadLines: a.skipBad}
+	jopt := a.jepsenOptions()
 	var ops []histories.Op
 	switch a.format {
 	case "plume":
@@ -455,7 +450,7 @@ func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.O
 			console.Fprintf(w, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
 			break
 		}
-		console.Fprintf(w, "  %s: %s\n", an.Kind, console.Lines(an.Explanation, "    "))
+		console.Fprintf(w, "  %s: %s\n", an.Kind, console.BoundedLines(an.Explanation, "    ", "--json"))
 		if truth != nil {
 			for _, s := range truth.about(an, ops) {
 				console.Fprintf(w, "    the proxy: %s\n", s)
@@ -475,12 +470,12 @@ func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.O
 // returns them (a visualization error comes with a verdict); fatal is an error of the
 // file, to return as it is.
 func (a checkArgs) checkStreamed(ctx context.Context) (res checker.Result, err, fatal error) {
-	f, err := os.Open(a.path)
+	f, err := openInput(ctx, a.path)
 	if err != nil {
 		return checker.Result{}, nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	src := ctxReader{ctx, f}
+	src := ctxFile{ctx, f}
 	// check checks the history; drain reads the rest of it after the checker stopped
 	// early; readErr is the first error of reading it.
 	var check func() (checker.Result, error)
@@ -498,7 +493,7 @@ func (a checkArgs) checkStreamed(ctx context.Context) (res checker.Result, err, 
 		check = func() (checker.Result, error) { return checker.CheckReader(ctx, rd, a.opt) }
 		drain, readErr = rd.Next, rd.Err
 	} else {
-		read := histories.NewJepsenEDNReader(src, a.path, histories.JepsenOptions{SkipBadLines: a.skipBad}).Next
+		read := histories.NewJepsenEDNReader(src, a.path, a.jepsenOptions()).Next
 		var first error
 		next := func() (histories.Op, error) {
 			op, err := read()
@@ -530,20 +525,6 @@ func (a checkArgs) checkStreamed(ctx context.Context) (res checker.Result, err, 
 	// A header with no operation after it is a history of nothing: the checker says
 	// nothing was checked (unknown), as of one whose operations never completed.
 	return res, err, nil
-}
-
-// ctxReader reads r until ctx ends, and then fails every read with ctx's error: a
-// reader of the file stops at its next read, within a window of the file.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // groundTruth is what the proxy's events prove about a checked history.

@@ -52,6 +52,12 @@ func cleanCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("clean: unexpected argument %q (see indoubt clean --help)", fs.Arg(0))
 	}
+	// Resolved first: a server of a leftover is known by the absolute path it works
+	// in, and a relative --dir matched none (the directory was removed, its server left
+	// running in it).
+	if err := absPaths(dir, out); err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
 	left, err := servers.FindLeftovers(*dir)
 	if err != nil {
 		return fmt.Errorf("clean: %w", err)

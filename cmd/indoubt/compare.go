@@ -39,6 +39,11 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return fmt.Errorf("compare: %v", err)
 	}
+	for _, r := range []*results.Results{a, b} {
+		if why := recheckDisagrees(ctx, r.RunDir, r); why != "" {
+			console.Fprintf(stderr, "indoubt: warning: %s: %s\n", r.RunDir, why)
+		}
+	}
 	writeComparison(stdout, a, b)
 	return nil
 }

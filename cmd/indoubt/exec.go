@@ -274,6 +274,9 @@ var execStores = []execStore{
 // pickExecStore resolves --store, or the store --dsn names by its scheme; a store that
 // cannot be launched needs --dsn or --upstream.
 func pickExecStore(name, dsn string, upstream bool) (execStore, error) {
+	if err := storeAgrees(name, dsn); err != nil {
+		return execStore{}, err
+	}
 	if name == "" && dsn != "" {
 		s, ok := runner.StoreFromDSN(dsn)
 		if !ok {
@@ -563,6 +566,12 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 	switch {
 	case a.dsn != "":
 		r.direct, r.desc = a.dsn, "external"
+		// The program's database is its own while it runs (lockDSN).
+		unlock, err := lockDSN(ctx, a.store.name, a.dsn)
+		if err != nil {
+			return nil, fmt.Errorf("exec: %w", err)
+		}
+		stopServer = func() error { unlock(); return nil }
 	case a.upstream != "":
 		r.desc = "external at " + a.upstream
 	default:
@@ -755,24 +764,20 @@ func (r *execRun) readFinal(ctx context.Context) (json.RawMessage, error) {
 	if r.a.finalSQL != "" {
 		return r.a.store.finalSQL(ctx, r.direct, r.a.finalSQL, r.modelName())
 	}
-	cmd := exec.CommandContext(ctx, "sh", "-c", r.a.finalCmd)
-	cmd.Env = r.env
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("--final-cmd: %v", err)
+	var size int64
+	if fi, err := os.Stat(r.history); err == nil {
+		size = fi.Size()
 	}
-	out = []byte(strings.TrimSpace(string(out)))
-	if !json.Valid(out) {
-		return nil, fmt.Errorf("--final-cmd printed %q, not one JSON value", shorten(string(out), 80))
-	}
-	return out, nil
+	return runFinalCmd(ctx, r.a.finalCmd, r.env, finalCmdMost(size))
 }
 
 // modelName is the model the history will be checked with: --model, else the header's.
 func (r *execRun) modelName() string {
 	if r.a.model != "" {
 		return r.a.model
+	}
+	if regularHistory(r.history) != nil {
+		return "" // refused when the history is read
 	}
 	f, err := os.Open(r.history)
 	if err != nil {
@@ -791,6 +796,9 @@ func (r *execRun) modelName() string {
 // final read when exec made one, and writes history.jsonl; program.jsonl is then
 // removed. partial accepts a last line cut short, when the program did not end by itself.
 func (r *execRun) readProgramHistory(partial bool, exit programExit, final json.RawMessage, elapsed time.Duration) (*histories.Header, []histories.Op, error) {
+	if err := regularHistory(r.history); err != nil {
+		return nil, nil, err
+	}
 	h, ops, err := histories.ReadFile(r.history, partial)
 	if errors.Is(err, histories.ErrEmpty) || err == nil && !slices.ContainsFunc(ops, histories.Op.IsClient) {
 		return nil, nil, fmt.Errorf("exec: the program (%s) wrote no history to INDOUBT_HISTORY: nothing to check (docs/history-format.md; recorders/ has writers for Python and Node)", exit)
@@ -800,6 +808,9 @@ func (r *execRun) readProgramHistory(partial bool, exit programExit, final json.
 	}
 	if h == nil {
 		return nil, nil, fmt.Errorf("exec: the program's history has no header naming its model: give --model, or write the header (docs/history-format.md)")
+	}
+	if err := checkProgramHistory(r.a.model, h, ops); err != nil {
+		return nil, nil, err
 	}
 	if err := evidence.CheckClock(ops, evidence.WallClock); err != nil {
 		return nil, nil, fmt.Errorf("exec: the program's history: %v", err)

@@ -158,6 +158,10 @@ func superviseProgram(ctx context.Context, args []string) error {
 	}
 	defer status.Close()
 	argv := args[1:]
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(status, "error cannot contain the program's processes: %s\n", oneLine(err.Error()))
+		return verdictExit{exitCouldNot}
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = withoutVars(os.Environ(), supervisorEnv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -177,8 +181,9 @@ func superviseProgram(ctx context.Context, args []string) error {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		err = <-done
 	}
-	// The program is gone; children it left behind in its group go with it.
+	// The program is gone; whatever it started goes with it, in its group or not.
 	syscall.Kill(-pid, syscall.SIGKILL)
+	killDescendants()
 	code, sig := 0, ""
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,12 +145,8 @@ func TestSummaryOnAFailingPathExits3(t *testing.T) {
 	dir := t.TempDir()
 	var runs []string
 	for _, n := range []string{"a", "b"} {
-		d := filepath.Join(dir, n)
-		os.Mkdir(d, 0o755)
-		b, _ := json.Marshal(map[string]any{"verdict": "valid", "workload": "counter", "store": "postgres", "workers": 1, "final": nil})
-		os.WriteFile(filepath.Join(d, "results.json"), b, 0o644)
-		os.WriteFile(filepath.Join(d, "history.jsonl"), []byte(`{"header":{"format":"indoubt-history/1","workload":"counter","model":"counter"}}`+"\n"), 0o644)
-		runs = append(runs, d)
+		// Real run directories: report holds results.json to its schema.
+		runs = append(runs, copyRun(t, naiveCut, filepath.Join(dir, n)))
 	}
 	code, _, stderr := invoke(t, append([]string{"report", "--summary", "/dev/full"}, runs...)...)
 	if code != 3 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no space left on device") {

@@ -30,10 +30,13 @@ func fakeRun(t *testing.T, parent, name string, history bool) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	res := `{"schema_version":1,"verdict":"valid","summary":"valid","workload":"budget","store":"postgres","final":null}`
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte(res), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// A real run's results.json, which report and compare hold to its schema.
+	var res map[string]any
+	readJSON(t, filepath.Join("..", "..", "internal", "shrink", "testdata", "naive-cut", "results.json"), &res)
+	res["verdict"], res["summary"], res["anomalies"], res["anomaly_count"] = "valid", "valid", []any{}, 0
+	delete(res, "anomaly_kinds")
+	delete(res, "evidence")
+	writeJSON(t, filepath.Join(dir, "results.json"), res)
 	if history {
 		h := `{"header":{"format":"indoubt-history/1","workload":"budget","model":"budget","params":{"budget":3}}}` + "\n" +
 			`{"index":0,"time":1,"process":0,"type":"invoke","f":"decrement","op_id":"0-0"}` + "\n" +

@@ -45,7 +45,12 @@ func main() {
 		debug.SetGCPercent(300)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go stopOnSecondSignal(ctx)
+	if os.Getenv(supervisorEnv) == "" {
+		// exec's supervisor may be sent SIGTERM twice as indoubt dies (the
+		// parent-death signal, and indoubt's own): it must not stop before it has
+		// killed what the program started.
+		go stopOnSecondSignal(ctx)
+	}
 	stopProfile := startProfile(os.Getenv("INDOUBT_CPUPROFILE"), os.Getenv("INDOUBT_MEMPROFILE"))
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stopProfile()

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/indoubt/indoubt/internal/console"
@@ -46,26 +44,37 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return fmt.Errorf("report: %v", err)
 		}
-		if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err != nil {
-			return fmt.Errorf("report: %s has no history.jsonl to draw the report from: %v", dir, err)
+		if err := checkRunFiles(dir); err != nil {
+			return fmt.Errorf("report: %v", err)
 		}
-		if err := checkWritable(filepath.Join(dir, "report.html")); err != nil {
+		if err := checkReplaceable(filepath.Join(dir, "report.html")); err != nil {
 			return fmt.Errorf("report: %v", err)
 		}
 		all = append(all, r)
 	}
 	summaryPath := *summary
-	if summaryPath == "" && len(all) > 1 {
+	// The default summary.html sits beside the runs, in a directory that may have come
+	// with them: a link there is replaced, not followed. --summary is the user's own
+	// path, written as given (a link followed, a device written in place).
+	beside := summaryPath == "" && len(all) > 1
+	if beside {
 		summaryPath = filepath.Join(filepath.Dir(filepath.Clean(fs.Arg(0))), "summary.html")
 	}
 	if len(all) > 1 {
-		if err := checkWritable(summaryPath); err != nil {
+		check := checkWritable
+		if beside {
+			check = checkReplaceable
+		}
+		if err := check(summaryPath); err != nil {
 			return fmt.Errorf("report: --summary: %v", err)
 		}
 	}
 	for i, r := range all {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if why := recheckDisagrees(ctx, fs.Arg(i), r); why != "" {
+			console.Fprintf(stderr, "indoubt: warning: %s: %s\n", fs.Arg(i), why)
 		}
 		path := filepath.Join(fs.Arg(i), "report.html")
 		if err := report.WriteHTML(path, r); err != nil {
@@ -74,6 +83,11 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		console.Fprintf(stdout, "%s\n", path)
 	}
 	if len(all) > 1 {
+		if beside {
+			if err := removeLink(summaryPath); err != nil {
+				return fmt.Errorf("report: %v", err)
+			}
+		}
 		if err := report.WriteSummaryHTML(summaryPath, all); err != nil {
 			return fmt.Errorf("report: %v", err)
 		}
@@ -85,14 +99,14 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 // readResults reads a run directory's results.json; the run directory recorded in it is
 // where it is now.
 func readResults(dir string) (*results.Results, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	b, err := readRunFile(filepath.Join(dir, "results.json"), maxResultsSize)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a run directory: %v", dir, err)
 	}
-	var r results.Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: results.json: %v", dir, results.JSONError(err))
+	r, err := decodeResults(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", dir, err)
 	}
 	r.RunDir = dir
-	return &r, nil
+	return r, nil
 }

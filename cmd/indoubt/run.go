@@ -303,6 +303,9 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if set["time"] && *timeFlag <= 0 {
 		return a, fmt.Errorf("run: --time must be positive (got %v)", *timeFlag)
 	}
+	if err := checkRunTime("run: --time", *timeFlag); err != nil {
+		return a, err
+	}
 	if *timeFlag > 0 {
 		cfg.Duration, cfg.Ops = *timeFlag, 0
 	}
@@ -474,7 +477,12 @@ func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, 
 		for _, n := range counts {
 			c := cfg
 			c.Store, c.Workers = store, n
+			unlock, err := lockDSN(ctx, c.Store, c.DSN)
+			if err != nil {
+				return nil, fmt.Errorf("run: %w", err)
+			}
 			res, err := runner.Run(ctx, c)
+			unlock()
 			if err != nil {
 				if len(stores) > 1 {
 					return nil, fmt.Errorf("%s: %w", store, flagError(err))

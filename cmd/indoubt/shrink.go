@@ -43,8 +43,11 @@ directory with its report, and shrink.json: the fingerprint, the sizes before an
 the runs it took. The table of accepted steps, the sizes and the command are printed.
 
 A valid run is refused ("nothing to shrink: the run was valid"), and so is one whose
-verdict was unknown. config.json masks a DSN's password: a run made with --dsn is
-re-run with the DSN given again (--dsn). The reproducer's --dsn is printed masked.
+verdict was unknown. A run directory is data, never instructions: shrink connects to
+no server and runs no program that config.json names. A run made with --dsn is re-run
+only with the DSN given again (--dsn; config.json masks its password anyway), and a
+pg_version that is not a version number (a directory of binaries) is refused. The
+reproducer's --dsn is printed masked.
 
 Usage: indoubt shrink [flags] RUNDIR
 

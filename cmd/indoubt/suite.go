@@ -478,6 +478,9 @@ func buildCase(c suiteCase, line int) (*suiteRun, error) {
 		if err != nil || d <= 0 {
 			return nil, fmt.Errorf("time %q: want a positive duration such as 10s", c.Time)
 		}
+		if err := checkRunTime("time", d); err != nil {
+			return nil, err
+		}
 		cfg.Duration, cfg.Ops = d, 0
 	} else if cfg.Ops == 0 {
 		cfg.Ops = 100

@@ -7,6 +7,11 @@
 // the new one. A target that is not a regular file (a device such as /dev/stdout, a
 // FIFO) is written in place, as there is nothing to rename over; a symbolic link is
 // followed, so that the file it names is the one replaced.
+//
+// Replace is Write for a path inside a directory that came from elsewhere (a run
+// directory): a symbolic link at the name is replaced by a regular file, not
+// followed, a FIFO or a device refused, and nothing outside the directory is written
+// or created.
 package atomicfile
 
 import (
@@ -28,6 +33,12 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if special {
 		return writeInPlace(target, data, perm)
 	}
+	return replace(path, target, data, perm)
+}
+
+// replace writes data to a temporary file beside target and renames it over target;
+// errors name path.
+func replace(path, target string, data []byte, perm os.FileMode) error {
 	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."

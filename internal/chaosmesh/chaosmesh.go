@@ -87,6 +87,9 @@ func Generate(sched faults.Schedule, opt Options) ([]Object, error) {
 			return nil, fmt.Errorf("chaos mesh: node %s has no pod", n)
 		}
 	}
+	if err := checkOptions(opt); err != nil {
+		return nil, err
+	}
 	if opt.Primary == "" && len(opt.Nodes) > 0 {
 		opt.Primary = opt.Nodes[0]
 	}

@@ -86,7 +86,7 @@ func WriteHTML(path string, r *results.Results) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(path, b, 0o644)
+	return atomicfile.Replace(path, b, 0o644)
 }
 
 // workerOf reads the worker from an op id ("3-41": worker 3): a worker keeps its number
@@ -276,6 +276,7 @@ func perSecond(d runData) overTime {
 			break
 		}
 	}
+	o.bin = widerBin(o.bin, d.end)
 	n := int(d.end/o.bin) + 1
 	lat := make([][]float64, n)
 	o.secs = make([]int, n)

@@ -350,7 +350,7 @@ func writeAnomalies(w io.Writer, r *results.Results, more func(listed, shown, to
 			if k < ConsoleExamples {
 				// A cycle's explanation has a line an edge: kept, indented under
 				// its first, as indoubt check shows it.
-				console.Fprintf(w, "    %s\n", console.Lines(a.Explanation, "      "))
+				console.Fprintf(w, "    %s\n", console.BoundedLines(a.Explanation, "      ", "results.json"))
 				for _, c := range ClaimsAbout(r.Evidence, a) {
 					console.Fprintf(w, "      the proxy: %s\n", c.Sentence)
 					shown[c.OpID] = true

@@ -181,12 +181,9 @@ func TestFreePortAndWaitTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Now()
+	// ErrExited, not the context's deadline, is what shows it was not waited for.
 	err = servers.WaitTCP(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(other)), p.Exited())
 	if !errors.Is(err, servers.ErrExited) {
 		t.Errorf("exited process: got %v, want ErrExited", err)
-	}
-	if d := time.Since(t0); d > 3*time.Second {
-		t.Errorf("WaitTCP took %v after the process exited", d)
 	}
 }

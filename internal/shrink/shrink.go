@@ -202,6 +202,9 @@ func LoadRun(dir, dsn string) (runner.Config, *results.Results, error) {
 		return runner.Config{}, nil, fmt.Errorf("%s: %v", filepath.Join(dir, "config.json"), err)
 	}
 	cfg.Faults = sched
+	if err := refuseInstructions(cfg, dsn); err != nil {
+		return runner.Config{}, nil, err
+	}
 	if dsn != "" {
 		if len(cfg.DSNs) > 0 {
 			return runner.Config{}, nil, fmt.Errorf("the run was over %d servers (DSNs): one DSN cannot stand for them", len(cfg.DSNs))
@@ -309,11 +312,12 @@ func Shrink(ctx context.Context, dir string, opt Options) (*Result, error) {
 		return nil, err
 	}
 	opt.Out = out
-	if _, err := os.Stat(out); err == nil {
-		return nil, fmt.Errorf("%s exists: remove it, or give another output directory", out)
-	}
-	if err := os.MkdirAll(out, 0o700); err != nil {
+	left, err := prepareOut(out)
+	if err != nil {
 		return nil, err
+	}
+	if left != "" {
+		notes = append(notes, left)
 	}
 	fp, _ := FingerprintOf(orig)
 	s := &shrinker{ctx: ctx, opt: opt, fp: fp, start: time.Now(), rejected: map[string]bool{}}
@@ -364,7 +368,7 @@ func (s *shrinker) baseline(cfg runner.Config, list []Fault) error {
 		if s.spent() {
 			return fmt.Errorf("%w with %s before the time budget (%v) was spent (%d runs)", ErrNotReproduced, s.fp, s.opt.Budget, n-1)
 		}
-		res, err := runner.Run(s.ctx, c)
+		res, err := s.run(c)
 		s.res.Runs++
 		if err != nil {
 			errs = append(errs, err.Error())
@@ -372,6 +376,9 @@ func (s *shrinker) baseline(cfg runner.Config, list []Fault) error {
 		}
 		if res.Interrupted {
 			s.remove(res.RunDir)
+			if s.budgetSpent() {
+				return fmt.Errorf("%w with %s before the time budget (%v) was spent (%d runs, the last cut short by it)", ErrNotReproduced, s.fp, s.opt.Budget, n)
+			}
 			return s.ctx.Err()
 		}
 		if !s.fp.In(res) {
@@ -475,7 +482,7 @@ func (s *shrinker) try(phase, change string, cfg runner.Config, list []Fault, re
 	tl := tally{k: s.k}
 	var failed *results.Results
 	for tl.more() && !s.spent() {
-		res, err := runner.Run(s.ctx, cfg)
+		res, err := s.run(cfg)
 		tl.runs++
 		step.Runs++
 		s.res.Runs++

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/indoubt/indoubt/internal/redact"
+	"github.com/indoubt/indoubt/internal/runner"
+)
+
+// Two runs against one DSN share its tables (or keys): each reads the other's writes,
+// and both said "invalid" with a hundred premature rejections and no fault. A run on a
+// DSN therefore holds a lock on the database while it runs, and a second run is
+// refused with one line:
+//
+//   - PostgreSQL: a session advisory lock (pg_try_advisory_lock) of a key of
+//     indoubt's own, held by a connection of its own; the server releases it when
+//     the session ends, a killed run's included.
+//   - Redis: the key indoubt:run-lock, set only if absent, to a token of the run's,
+//     with an expiry renewed while the run lasts (a killed run's lapses in
+//     redisLockTTL).
+//
+// Other stores (MongoDB, Cassandra) take no lock: docs/stores.md says so.
+
+// pgRunLockKey is the advisory lock key of a run: "indoubt" in ASCII.
+const pgRunLockKey = 0x696e646f75627400
+
+// redisRunLockKey and redisLockTTL are the Redis lock's key and expiry.
+const (
+	redisRunLockKey = "indoubt:run-lock"
+	redisLockTTL    = 30 * time.Second
+)
+
+// errDSNInUse is the error of a DSN another run holds.
+var errDSNInUse = errors.New("another indoubt run is using this database: two runs on one database share its tables, and each would read the other's writes as anomalies; wait for it to end, or give another database")
+
+// lockDSN takes the run lock of store's database at dsn, and returns its release. A
+// store that takes no lock, and no DSN (a launched server), return a release that does
+// nothing.
+func lockDSN(ctx context.Context, store runner.StoreName, dsn string) (func(), error) {
+	if dsn == "" {
+		return func() {}, nil
+	}
+	switch store {
+	case runner.Postgres:
+		return lockPostgres(ctx, dsn)
+	case runner.Redis:
+		return lockRedis(ctx, dsn)
+	}
+	return func() {}, nil
+}
+
+func lockPostgres(ctx context.Context, dsn string) (func(), error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
+	}
+	var got bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(pgRunLockKey)).Scan(&got); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
+	}
+	if !got {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("%s: %w (its advisory lock %d is held)", redact.DSN(dsn), errDSNInUse, int64(pgRunLockKey))
+	}
+	return func() { conn.Close(context.Background()) }, nil
+}
+
+func lockRedis(ctx context.Context, dsn string) (func(), error) {
+	opt, err := redis.ParseURL(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
+	}
+	c := redis.NewClient(opt)
+	b := make([]byte, 16)
+	rand.Read(b)
+	token := hex.EncodeToString(b)
+	ok, err := c.SetNX(ctx, redisRunLockKey, token, redisLockTTL).Result()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
+	}
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w (its key %s is set)", redact.DSN(dsn), errDSNInUse, redisRunLockKey)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(redisLockTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				c.Expire(context.Background(), redisRunLockKey, redisLockTTL)
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		// Deleted only if still the run's own token.
+		c.Eval(context.Background(), `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`, []string{redisRunLockKey}, token)
+		c.Close()
+	}, nil
+}
