@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -243,5 +244,31 @@ func TestSuiteDefaultsApplyWhereTheyApply(t *testing.T) {
 	}
 	if _, err := parseRunArgs([]string{"--workload", "counter", "--budget", "70"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--budget does not apply to the counter workload") {
 		t.Errorf("--budget for a counter: %v", err)
+	}
+}
+
+// docs/suites.md lists every suite key with its flag and default, as runner.Settings
+// has them.
+func TestSuitesDocListsEverySetting(t *testing.T) {
+	b, err := os.ReadFile("../../docs/suites.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, s := range runner.Settings {
+		if s.Key == "" {
+			continue
+		}
+		def := ""
+		if s.Default != "" {
+			def = "`" + s.Default + "`"
+		}
+		row := fmt.Sprintf("| `%s` | `--%s` | %s |", s.Key, s.Flag, def)
+		if s.Default == "" {
+			row = fmt.Sprintf("| `%s` | `--%s` | |", s.Key, s.Flag)
+		}
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/suites.md has no row %q", row)
+		}
 	}
 }

@@ -154,7 +154,7 @@ func Args(c Config) []string {
 // others follow it.
 var Settings = []Setting{
 	{Field: "Workload", Flag: "workload", Key: "workload", JSON: "workload", Default: string(workloads.Budget),
-		Applies: "every store its workloads",
+		Applies: "every run",
 		set: func(c *Config, v string) error {
 			w, err := catalog.Parse(v)
 			if err != nil {
@@ -250,7 +250,7 @@ var Settings = []Setting{
 			return nil
 		},
 		get: func(c Config) []string { return str(string(c.Retry.Name)) }},
-	strSetting("Mechanism", "mechanism", "mechanism", "a store's mechanism for the workload (runner's backend table)",
+	strSetting("Mechanism", "mechanism", "mechanism", "the store's mechanisms of the workload (indoubt run --help)",
 		func(c *Config) *string { return &c.Mechanism }),
 	strSetting("Isolation", "isolation", "isolation", "counter, list-append, rw-register",
 		func(c *Config) *string { return &c.Isolation }),
