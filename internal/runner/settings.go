@@ -19,9 +19,11 @@ import (
 
 // Setting is one run option, described once: the Config field it sets, its flag of
 // indoubt run, its key in a suite case and in config.json, its default, what it applies
-// to and its bounds. The command line's flags, a suite's keys and a shrunk run's
-// reproducer (Args) are all read from Settings, so that every option a flag can set a
-// suite case can set too, with the same default and the same bounds.
+// to and its bounds. A suite's keys and defaults, the bounds and error names of indoubt
+// run's flags, and a shrunk run's reproducer (Args) are read from Settings, so that
+// every option a flag can set a suite case can set too, with the same default and the
+// same bounds. (indoubt run declares its flags itself; its tests hold their names and
+// defaults to this table.)
 type Setting struct {
 	// Field is the Config field, as a FieldError names it ("Workers", "Txn.Keys").
 	Field string
