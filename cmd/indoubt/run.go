@@ -291,32 +291,23 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if cfg.Faults, err = faults.ParseSchedule(specs); err != nil {
 		return a, fmt.Errorf("run: %v", err)
 	}
-	// A zero or negative duration has no meaning here: refused, rather than read as
-	// "the default" (--time) or "no limit" (--check-timeout).
-	if *checkTO <= 0 {
-		return a, fmt.Errorf("run: --check-timeout must be positive (got %v)", *checkTO)
-	}
 	cfg.CheckTimeout = *checkTO
-	if set["recovery-wait"] && cfg.RecoveryWait <= 0 {
-		return a, fmt.Errorf("run: --recovery-wait must be positive (got %v)", cfg.RecoveryWait)
-	}
-	if set["time"] && *timeFlag <= 0 {
-		return a, fmt.Errorf("run: --time must be positive (got %v)", *timeFlag)
-	}
-	if err := checkRunTime("run: --time", *timeFlag); err != nil {
-		return a, err
-	}
-	if *timeFlag > 0 {
+	if *timeFlag > 0 || set["time"] {
 		cfg.Duration, cfg.Ops = *timeFlag, 0
 	}
-	if cfg.Budget < 0 {
-		return a, fmt.Errorf("run: --budget must not be negative")
+	// The bounds of what was given, as a suite's keys have them (runner.Settings): a zero
+	// or negative duration has no meaning here, and is refused rather than read as "the
+	// default" (--time) or "no limit" (--check-timeout).
+	set["check-timeout"], set["max-anomalies"] = true, true
+	for _, s := range runner.Settings {
+		if set[s.Flag] && s.Flag != "workers" {
+			if err := s.Bounds(*cfg); err != nil {
+				return a, flagError(err)
+			}
+		}
 	}
 	if a.counts, err = parseCounts(*workers); err != nil {
 		return a, fmt.Errorf("run: --workers: %v", err)
-	}
-	if cfg.MaxAnomalies < 1 && cfg.MaxAnomalies != -1 {
-		return a, fmt.Errorf("run: --max-anomalies must be at least 1, or -1 for all")
 	}
 	if a.keys, err = insert.ParseKeys(*keys); err != nil {
 		return a, fmt.Errorf("run: --key: %v", err)
@@ -360,29 +351,13 @@ func applies(set map[string]bool, w workloads.Name) error {
 	return nil
 }
 
-// runFlags names the flag of each field of runner.Config, for its FieldErrors.
-var runFlags = map[string]string{
-	"Workload": "workload", "Store": "store", "DSN": "dsn", "DSNs": "dsn", "Workers": "workers", "Ops": "ops",
-	"Duration": "time", "Seed": "seed", "Out": "out", "Retry": "retry", "Mechanism": "mechanism",
-	"Isolation": "isolation", "Budget": "budget", "Key": "key", "Keys": "keys", "Persistence": "persistence",
-	"SynchronousCommit": "synchronous-commit", "Fsync": "fsync", "PowerFS": "powerfs",
-	"CommitLogSync": "commitlog-sync", "PowerFSEntries": "powerfs-entries", "Topology": "topology",
-	"Replication": "replication", "PGVersion": "pg-version", "Faults": "fault", "Proxy": "proxy",
-	"CheckTimeout": "check-timeout", "MaxAnomalies": "max-anomalies", "Servers": "servers",
-	"Placement": "placement", "Coordinator": "coordinator", "Reads": "reads",
-	"ReadFrom": "read-from", "Txn": "txn-keys", "Txn.Keys": "txn-keys", "Txn.MaxOps": "txn-ops",
-	"Txn.ReadFraction": "read-fraction", "Txn.Distribution": "distribution", "Txn.Pattern": "pattern",
-	"Txn.MaxWritesPerKey": "max-writes-per-key", "Txn.ConsistencyModels": "consistency-models",
-	"RowsPerWorker": "rows-per-worker", "RecoverAfter": "recover-after", "Network": "network",
-	"RecoveryWait": "recovery-wait",
-}
-
-// flagError says a runner.FieldError in the command line's words: the flag of its field.
+// flagError says a runner.FieldError in the command line's words: the flag of its field
+// (runner.Settings).
 func flagError(err error) error {
 	var fe *runner.FieldError
 	if errors.As(err, &fe) {
-		if name, ok := runFlags[fe.Field]; ok {
-			return fmt.Errorf("run: --%s: %s", name, fe.Text(flagName))
+		if s, ok := runner.SettingByField(fe.Field); ok && s.Flag != "" {
+			return fmt.Errorf("run: --%s: %s", s.Flag, fe.Text(flagName))
 		}
 	}
 	return err
@@ -390,8 +365,8 @@ func flagError(err error) error {
 
 // flagName names a Config field as the command line does: its flag.
 func flagName(field string) string {
-	if name, ok := runFlags[field]; ok {
-		return "--" + name
+	if s, ok := runner.SettingByField(field); ok && s.Flag != "" {
+		return "--" + s.Flag
 	}
 	return "Config." + field
 }
@@ -606,13 +581,18 @@ func verdictOf(all []*results.Results, interrupted bool) error {
 }
 
 func parseCounts(s string) ([]int, error) {
+	w, _ := runner.SettingByFlag("workers")
 	var out []int
 	for _, p := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 || n > 4096 {
-			return nil, fmt.Errorf("%q is not a worker count from 1 to 4096", p)
+		var c runner.Config
+		if err := w.Set(&c, p); err != nil {
+			return nil, err
 		}
-		out = append(out, n)
+		var fe *runner.FieldError
+		if err := w.Bounds(c); errors.As(err, &fe) {
+			return nil, fe.Err
+		}
+		out = append(out, c.Workers)
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/indoubt/indoubt/internal/shrink"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // shellWords splits a command line as a POSIX shell does the words shrink.Command
@@ -76,6 +77,12 @@ func TestShrinkCommandParsesBack(t *testing.T) {
 		{Workload: workloads.Transfer, Store: runner.Postgres, Workers: 2, Duration: 3 * time.Second, Seed: 2, Retry: none, Servers: 3,
 			Placement: transfer.Placement("local"), Coordinator: "naive", Reads: 0.25, RowsPerWorker: 10, RecoverAfter: 2 * time.Second, Faults: sched("coordinator-crash@1s")},
 		{Workload: workloads.Budget, Store: runner.Postgres, DSN: "postgres://app@db.example:5432/app?sslmode=disable", Workers: 1, Ops: 1, Seed: 1, Retry: naive, Budget: 1},
+		// What the reproducer once left out: the network, the recovery wait, the listing
+		// bound, and the transactions' shape and where they read.
+		{Workload: workloads.Insert, Store: runner.Postgres, Workers: 4, Duration: 3 * time.Second, Seed: 1, Retry: none, Topology: runner.TopologyReplicated,
+			Network: "isolated", RecoveryWait: 5 * time.Second, MaxAnomalies: 3, Faults: sched("partition:isolate-primary@1s-2500ms", "failover@1500ms")},
+		{Workload: workloads.ListAppend, Store: runner.Postgres, Workers: 2, Ops: 5, Seed: 4, Retry: conflict, Topology: runner.TopologyReplicated, ReadFrom: "standby",
+			Txn: txn.Options{Keys: 5, MaxOps: 3, ReadFraction: 0.7, Distribution: txn.Zipf, Pattern: txn.ReadModifyWrite, MaxWritesPerKey: 4, ConsistencyModels: []string{"serializable", "snapshot-isolation"}}},
 	} {
 		line := shrink.Command(cfg)
 		t.Run(line, func(t *testing.T) {

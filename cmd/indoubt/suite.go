@@ -18,16 +18,14 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/console"
+	"github.com/indoubt/indoubt/internal/netns"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/catalog"
-	"github.com/indoubt/indoubt/workloads/transfer"
 )
 
 const suiteHelp = `indoubt suite: run the cases of a suite file in order, each a run with its
@@ -59,37 +57,74 @@ Exit codes: 0 every expectation held, 1 one did not, 2 interrupted (no expectati
 failed yet), 3 bad suite file or could not run.
 `
 
-// suiteFile is a suite as written in YAML.
+// suiteFile is a suite as written in YAML. Its defaults hold run settings (the keys of
+// runner.Settings); a case holds its own keys (caseOwn) and run settings.
 type suiteFile struct {
 	Name     string      `yaml:"name"`
-	Defaults suiteCase   `yaml:"defaults"`
+	Defaults yaml.Node   `yaml:"defaults"`
 	Cases    []yaml.Node `yaml:"cases"`
 }
 
-// suiteCase is one case as written; zero fields take the suite's defaults.
+// caseOwn are the keys of a case that are not run settings: its name and expectations.
+type caseOwn struct {
+	Name     string            `yaml:"name"`
+	Optional bool              `yaml:"optional"`
+	Expect   string            `yaml:"expect"`
+	Figures  map[string]string `yaml:"figures"`
+}
+
+// suiteCase is one case as written: its own keys, and its run settings by suite key
+// (runner.Settings), the suite's defaults under those it does not set.
 type suiteCase struct {
-	Name      string   `yaml:"name"`
-	Store     string   `yaml:"store"`
-	Workload  string   `yaml:"workload"`
-	Mechanism string   `yaml:"mechanism"`
-	Isolation string   `yaml:"isolation"`
-	Faults    []string `yaml:"faults"`
-	Retry     string   `yaml:"retry"`
-	Workers   int      `yaml:"workers"`
-	Ops       int      `yaml:"ops"`
-	Time      string   `yaml:"time"`
-	Seed      int64    `yaml:"seed"`
-	Budget    int64    `yaml:"budget"`
-	// The two-phase commit workloads' (transfer, two-rows), as indoubt run's flags.
-	Servers       int               `yaml:"servers"`
-	Placement     string            `yaml:"placement"`
-	Coordinator   string            `yaml:"coordinator"`
-	Reads         *float64          `yaml:"reads"`
-	RowsPerWorker int               `yaml:"rows_per_worker"`
-	RecoverAfter  string            `yaml:"recover_after"`
-	Optional      bool              `yaml:"optional"`
-	Expect        string            `yaml:"expect"`
-	Figures       map[string]string `yaml:"figures"`
+	caseOwn
+	settings map[string]*yaml.Node
+	// defaulted are the settings the case takes from the suite's defaults.
+	defaulted map[string]bool
+}
+
+// readSettings reads the keys of a mapping into settings: every key must be a run
+// setting, or (own non-nil) a case's own key, decoded into own.
+func readSettings(n *yaml.Node, own *caseOwn, settings map[string]*yaml.Node) error {
+	if n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: want a mapping of keys", n.Line)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if seen[k.Value] {
+			return fmt.Errorf("line %d: %s is given twice", k.Line, k.Value)
+		}
+		seen[k.Value] = true
+		var err error
+		switch k.Value {
+		case "name", "optional", "expect", "figures":
+			if own == nil {
+				return fmt.Errorf("line %d: %s: a case's own key, not a default", k.Line, k.Value)
+			}
+			switch k.Value {
+			case "name":
+				err = v.Decode(&own.Name)
+			case "optional":
+				err = v.Decode(&own.Optional)
+			case "expect":
+				err = v.Decode(&own.Expect)
+			case "figures":
+				err = v.Decode(&own.Figures)
+			}
+		default:
+			if s, ok := runner.SettingByKey(k.Value); !ok || s.Key == "" {
+				return fmt.Errorf("line %d: field %s not found: neither a case's key nor a run setting (docs/suites.md lists them)", k.Line, k.Value)
+			}
+			settings[k.Value] = v
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // suiteRun is a case ready to run: its configuration and its expectations.
@@ -221,31 +256,23 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 func validateCases(path string, runs []*suiteRun) error {
 	for _, sr := range runs {
 		err := sr.cfg.Validate()
-		if err == nil || errors.Is(err, runner.ErrUnavailable) {
-			continue
+		if err == nil || errors.Is(err, runner.ErrUnavailable) || caseAvailable(sr.cfg) != nil {
+			continue // a case that cannot run here is skipped with its note (runCase)
 		}
 		return suiteError(path, sr.line, "case %q: %v", sr.name, keyError(err))
 	}
 	return nil
 }
 
-// suiteKeys names the suite key of each field of runner.Config a case sets.
-var suiteKeys = map[string]string{
-	"Workload": "workload", "Store": "store", "Workers": "workers", "Ops": "ops", "Duration": "time",
-	"Seed": "seed", "Retry": "retry", "Mechanism": "mechanism", "Isolation": "isolation",
-	"Budget": "budget", "Faults": "faults", "Servers": "servers", "Placement": "placement",
-	"Coordinator": "coordinator", "Reads": "reads", "RowsPerWorker": "rows_per_worker",
-	"RecoverAfter": "recover_after",
-}
-
-// keyError says a runner.FieldError in the suite's words: the key of its field.
+// keyError says a runner.FieldError in the suite's words: the key of its field
+// (runner.Settings).
 func keyError(err error) error {
 	var fe *runner.FieldError
 	if errors.As(err, &fe) {
-		if key, ok := suiteKeys[fe.Field]; ok {
-			return fmt.Errorf("%s: %s", key, fe.Text(func(f string) string {
-				if k, ok := suiteKeys[f]; ok {
-					return k + ":"
+		if st, ok := runner.SettingByField(fe.Field); ok && st.Key != "" {
+			return fmt.Errorf("%s: %s", st.Key, fe.Text(func(f string) string {
+				if st, ok := runner.SettingByField(f); ok && st.Key != "" {
+					return st.Key + ":"
 				}
 				return "Config." + f
 			}))
@@ -371,14 +398,24 @@ func loadSuite(path string) (string, []*suiteRun, error) {
 	if len(sf.Cases) == 0 {
 		return "", nil, suiteError(path, root.Content[0].Line, "no cases (want a list under cases:)")
 	}
+	defaults := map[string]*yaml.Node{}
+	if err := readSettings(&sf.Defaults, nil, defaults); err != nil {
+		return "", nil, yamlError(path, err)
+	}
 	seen := map[string]int{}
 	var runs []*suiteRun
 	for i := range sf.Cases {
 		n := &sf.Cases[i]
-		c := sf.Defaults
-		c.Name, c.Expect, c.Figures, c.Optional = "", "", nil, false
-		if err := strictDecode(n, &c); err != nil {
+		c := suiteCase{settings: map[string]*yaml.Node{}, defaulted: map[string]bool{}}
+		for k, v := range defaults {
+			c.settings[k], c.defaulted[k] = v, true
+		}
+		own := map[string]*yaml.Node{}
+		if err := readSettings(n, &c.caseOwn, own); err != nil {
 			return "", nil, yamlError(path, err)
+		}
+		for k, v := range own {
+			c.settings[k], c.defaulted[k] = v, false
 		}
 		if err := nameError("the case's name", c.Name); err != nil {
 			return "", nil, suiteError(path, n.Line, "%v", err)
@@ -416,74 +453,64 @@ func baseName(p string) string {
 	return p
 }
 
-// buildCase checks a case and turns it into a run configuration.
+// buildCase checks a case and turns it into a run configuration: its settings are read
+// as indoubt run reads its flags (runner.Settings), from the same defaults, within the
+// same bounds. A default of the suite that does not apply to the case's workload (the
+// budget's balance for a counter case) is left out; a case's own is refused.
 func buildCase(c suiteCase, line int) (*suiteRun, error) {
 	if c.Name == "" {
 		return nil, fmt.Errorf("a case needs a name")
 	}
 	sr := &suiteRun{name: c.Name, line: line, optional: c.Optional}
-	cfg := &sr.cfg
-	if c.Workload == "" {
-		c.Workload = "budget"
+	wname := string(workloads.Budget)
+	if n, ok := c.settings["workload"]; ok {
+		wname = n.Value
 	}
-	w, err := catalog.Parse(c.Workload)
+	w, err := catalog.Parse(wname)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Workload = w
-	if c.Store == "" {
-		return nil, fmt.Errorf("a case needs a store (one of %s)", choice.List(runner.StoreNames()))
-	}
-	cfg.Store = runner.StoreName(c.Store)
-	if !slices.Contains(runner.StoreNames(), cfg.Store) {
-		return nil, fmt.Errorf("unknown store %q (want one of %s)", c.Store, choice.List(runner.StoreNames()))
-	}
-	if !runner.Supports(cfg.Store, w) {
-		return nil, fmt.Errorf("store %s has no workload %s", c.Store, w)
-	}
-	if c.Retry == "" {
-		c.Retry = string(runner.DefaultPolicy(w))
-	}
-	if cfg.Retry, err = runner.ParsePolicy(c.Retry); err != nil {
-		return nil, err
-	}
-	if cfg.Faults, err = faults.ParseSchedule(c.Faults); err != nil {
-		return nil, err
-	}
-	cfg.Mechanism, cfg.Isolation = c.Mechanism, c.Isolation
-	cfg.Workers, cfg.Ops, cfg.Seed = c.Workers, c.Ops, c.Seed
-	if cfg.Workers == 0 {
-		cfg.Workers = 16
-	}
-	if cfg.Workers < 0 || cfg.Workers > 4096 {
-		return nil, fmt.Errorf("workers %d: want 1 to 4096", cfg.Workers)
-	}
-	if cfg.Seed == 0 {
-		cfg.Seed = 1
-	}
-	if w == workloads.Budget {
-		cfg.Budget = c.Budget
-		if cfg.Budget == 0 {
-			cfg.Budget = 1000
+	sr.cfg = runner.NewConfig(w)
+	cfg := &sr.cfg
+	for _, st := range runner.Settings {
+		n, ok := c.settings[st.Key]
+		if !ok || st.Key == "" {
+			continue
 		}
-	}
-	if err := twoPhaseCase(c, cfg); err != nil {
-		return nil, err
-	}
-	if c.Budget < 0 || cfg.Ops < 0 {
-		return nil, fmt.Errorf("ops and budget must not be negative")
-	}
-	if c.Time != "" {
-		d, err := time.ParseDuration(c.Time)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("time %q: want a positive duration such as 10s", c.Time)
+		if !st.AppliesTo(w) {
+			if c.defaulted[st.Key] {
+				continue
+			}
+			if st.Default != "" { // the runner cannot tell it was given: refused here
+				return nil, fmt.Errorf("%s: does not apply to the %s workload", st.Key, w)
+			}
 		}
-		if err := checkRunTime("time", d); err != nil {
+		vals, err := scalars(n, st)
+		if err != nil {
 			return nil, err
 		}
-		cfg.Duration, cfg.Ops = d, 0
-	} else if cfg.Ops == 0 {
-		cfg.Ops = 100
+		if st.List {
+			if err := clearList(cfg, st); err != nil {
+				return nil, err
+			}
+		}
+		for _, v := range vals {
+			if err := st.Set(cfg, v); err != nil {
+				return nil, fmt.Errorf("%s: %v", st.Key, err)
+			}
+		}
+		if err := st.Bounds(*cfg); err != nil {
+			return nil, keyError(err)
+		}
+	}
+	if cfg.Store == "" {
+		return nil, fmt.Errorf("a case needs a store (one of %s)", choice.List(runner.StoreNames()))
+	}
+	if !slices.Contains(runner.StoreNames(), cfg.Store) {
+		return nil, fmt.Errorf("unknown store %q (want one of %s)", cfg.Store, choice.List(runner.StoreNames()))
+	}
+	if !runner.Supports(cfg.Store, w) {
+		return nil, fmt.Errorf("store %s has no workload %s", cfg.Store, w)
 	}
 	switch c.Expect {
 	case "valid":
@@ -513,23 +540,53 @@ func buildCase(c suiteCase, line int) (*suiteRun, error) {
 	return sr, nil
 }
 
-// twoPhaseCase reads the two-phase commit keys of a case into cfg; the runner refuses
-// them for the other workloads (validateCases).
-func twoPhaseCase(c suiteCase, cfg *runner.Config) error {
-	cfg.Servers, cfg.RowsPerWorker = c.Servers, c.RowsPerWorker
-	cfg.Placement, cfg.Coordinator = transfer.Placement(c.Placement), twopc.Mode(c.Coordinator)
+// scalars are the values of a setting as written: one scalar, or a list of them for a
+// repeatable setting (faults, dsn).
+func scalars(n *yaml.Node, st runner.Setting) ([]string, error) {
 	switch {
-	case c.Reads != nil:
-		cfg.Reads = *c.Reads
-	case cfg.Workload == workloads.Transfer:
-		cfg.Reads = 0.1 // as indoubt run --reads
-	}
-	if c.RecoverAfter != "" {
-		d, err := time.ParseDuration(c.RecoverAfter)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("recover_after %q: want a positive duration such as 1s", c.RecoverAfter)
+	case n.Kind == yaml.ScalarNode:
+		return []string{n.Value}, nil
+	case n.Kind == yaml.SequenceNode && st.List:
+		out := make([]string, 0, len(n.Content))
+		for _, e := range n.Content {
+			if e.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("%s: line %d: want a list of values", st.Key, e.Line)
+			}
+			out = append(out, e.Value)
 		}
-		cfg.RecoverAfter = d
+		return out, nil
+	case st.List:
+		return nil, fmt.Errorf("%s: want a value or a list of them", st.Key)
+	}
+	return nil, fmt.Errorf("%s: want one value", st.Key)
+}
+
+// clearList empties a repeatable setting before a case's list is read into it.
+func clearList(cfg *runner.Config, st runner.Setting) error {
+	switch st.Field {
+	case "Faults":
+		cfg.Faults = nil
+	case "DSN":
+		cfg.DSN, cfg.DSNs = "", nil
+	default:
+		return fmt.Errorf("%s: a list this suite cannot read", st.Key)
+	}
+	return nil
+}
+
+// caseAvailable says why a case cannot run on this machine: its server cannot be
+// launched here, or its partitions need network namespaces this machine cannot make
+// (root and nft).
+func caseAvailable(cfg runner.Config) error {
+	if cfg.DSN == "" && len(cfg.DSNs) == 0 {
+		if err := runner.Available(cfg.Store); err != nil {
+			return fmt.Errorf("%s cannot be launched here: %v", cfg.Store, err)
+		}
+	}
+	if len(cfg.Faults.BetweenNodes()) > 0 || cfg.Network != "" {
+		if err := netns.Available(); err != nil {
+			return fmt.Errorf("the case's network cannot be made here: %v", err)
+		}
 	}
 	return nil
 }
@@ -538,8 +595,8 @@ func twoPhaseCase(c suiteCase, cfg *runner.Config) error {
 // here skips the case with a note, or fails it under CI unless the case is optional.
 func runCase(ctx context.Context, sr *suiteRun, ci bool) caseResult {
 	cr := caseResult{run: sr}
-	if err := runner.Available(sr.cfg.Store); err != nil {
-		note := fmt.Sprintf("%s cannot be launched here: %v", sr.cfg.Store, err)
+	if err := caseAvailable(sr.cfg); err != nil {
+		note := err.Error()
 		if ci && !sr.optional {
 			cr.failed = []string{note + " (a required server under CI=true)"}
 			cr.first = cr.failed[0]

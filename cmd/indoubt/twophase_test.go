@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/internal/results"
-	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -226,31 +224,5 @@ func TestRunRefusesWhatDoesNotApply(t *testing.T) {
 				t.Errorf("--out holds %d entries: something ran", len(left))
 			}
 		})
-	}
-}
-
-// TestRunFlagsNameEveryField: every field of runner.Config has a flag of indoubt run
-// to name it in a FieldError, and every suite key a field.
-func TestRunFlagsNameEveryField(t *testing.T) {
-	_, help, _ := invoke(t, "run", "--help")
-	rt := reflect.TypeFor[runner.Config]()
-	for i := range rt.NumField() {
-		f := rt.Field(i)
-		if f.Tag.Get("json") == "-" && f.Name != "Faults" {
-			continue // Progress, OnProgress: not configuration
-		}
-		flag, ok := runFlags[f.Name]
-		if !ok {
-			t.Errorf("Config.%s has no flag in runFlags", f.Name)
-			continue
-		}
-		if !strings.Contains(help, "\n  -"+flag+" ") && !strings.Contains(help, "\n  -"+flag+"\n") {
-			t.Errorf("Config.%s names --%s, which run does not have", f.Name, flag)
-		}
-	}
-	for field := range suiteKeys {
-		if _, ok := rt.FieldByName(field); !ok {
-			t.Errorf("suite key of %s, which Config does not have", field)
-		}
 	}
 }

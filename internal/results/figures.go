@@ -81,6 +81,17 @@ var figureDefs = []struct {
 		}
 		return 0, false
 	}},
+	{"lost_writes", "acknowledged writes a fault lost (a failover, a partition, a power loss)", func(r *Results) (float64, bool) { return float64(r.LostTotal()), true }},
+	{"process_faults", "process faults applied to launched servers (kill, pause, restart, failover, power loss)", func(r *Results) (float64, bool) {
+		var n int
+		for _, f := range r.ProcessFaults {
+			if f.Error == "" {
+				n++
+			}
+		}
+		return float64(n), true
+	}},
+	{"partitions", "partitions made between the nodes of a topology", func(r *Results) (float64, bool) { return float64(len(r.Partitions)), true }},
 	{"in_doubt", "transfer, two-rows: transaction branches a coordinator crash left prepared until recovery", func(r *Results) (float64, bool) {
 		if r.TwoPhase == nil {
 			return 0, false
