@@ -39,9 +39,10 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return fmt.Errorf("compare: %v", err)
 	}
-	for _, r := range []*results.Results{a, b} {
-		if why := recheckDisagrees(ctx, r.RunDir, r); why != "" {
-			console.Fprintf(stderr, "indoubt: warning: %s: %s\n", r.RunDir, why)
+	for _, r := range []**results.Results{&a, &b} {
+		var why string
+		if *r, why = judged(ctx, (*r).RunDir, *r); why != "" {
+			console.Fprintf(stderr, "indoubt: warning: %s: %s\n", (*r).RunDir, why)
 		}
 	}
 	writeComparison(stdout, a, b)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/runner"
 )
 
@@ -52,5 +53,5 @@ func regularHistory(path string) error {
 	if err != nil || fi.Mode().IsRegular() {
 		return nil // a missing history is the reading's to report
 	}
-	return fmt.Errorf("exec: the program's history INDOUBT_HISTORY is %s, not a regular file: write the history to the file exec names", fileKind(fi.Mode()))
+	return fmt.Errorf("exec: the program's history INDOUBT_HISTORY is %s, not a regular file: write the history to the file exec names", rundir.FileKind(fi.Mode()))
 }

@@ -86,7 +86,7 @@ func TestBadInputIsOneLineAndExit3(t *testing.T) {
 		{"run", "--workers", "zero"},
 		{"run", "--workers", "0"},
 		{"run", "--retry", "sometimes"},
-		{"run", "--store", "etcd", "--out", dir},
+		{"run", "--store", "dynamodb", "--out", dir},
 		{"run", "--time", "-1s"},
 		{"run", "--store", "postgres", "--fault", "wobble", "--out", dir},
 		{"run", "--store", "postgres", "--fault", "commit-cut:2", "--out", dir},

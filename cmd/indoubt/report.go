@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/rundir"
 )
 
 const reportHelp = `indoubt report: re-render report.html from recorded run directories (their
@@ -73,9 +76,11 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if why := recheckDisagrees(ctx, fs.Arg(i), r); why != "" {
+		r, why := judged(ctx, fs.Arg(i), r)
+		if why != "" {
 			console.Fprintf(stderr, "indoubt: warning: %s: %s\n", fs.Arg(i), why)
 		}
+		all[i] = r
 		path := filepath.Join(fs.Arg(i), "report.html")
 		if err := report.WriteHTML(path, r); err != nil {
 			return fmt.Errorf("report: %s: %v", fs.Arg(i), err)
@@ -99,11 +104,10 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 // readResults reads a run directory's results.json; the run directory recorded in it is
 // where it is now.
 func readResults(dir string) (*results.Results, error) {
-	b, err := readRunFile(filepath.Join(dir, "results.json"), maxResultsSize)
-	if err != nil {
+	r, err := rundir.ReadResults(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s is not a run directory: %v", dir, err)
 	}
-	r, err := decodeResults(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", dir, err)
 	}

@@ -174,9 +174,13 @@ func TestReportAndCompareSayWhenResultsDisagree(t *testing.T) {
 	r["verdict"], r["summary"] = "valid", "valid"
 	writeJSON(t, filepath.Join(run, "results.json"), r)
 	for _, args := range [][]string{{"report", run}, {"compare", run, naiveCut}} {
-		code, _, errs := invoke(t, args...)
-		if code != 0 || !strings.Contains(errs, "results.json says valid, but its history.jsonl re-checked is invalid") {
+		code, out, errs := invoke(t, args...)
+		if code != 0 || !strings.Contains(errs, "results.json says valid, but the run directory judged again from its files is invalid") {
 			t.Errorf("%v: exit %d, stderr %q; want a warning that results.json does not hold to its history", args, code, errs)
+		}
+		// What is rendered is the judgement, not the lie.
+		if args[0] == "compare" && !strings.Contains(out, "A verdict: invalid") {
+			t.Errorf("compare: %q; want run A shown as judged, invalid", out)
 		}
 	}
 }

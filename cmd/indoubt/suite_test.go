@@ -117,7 +117,7 @@ func TestSuiteBadFile(t *testing.T) {
 		{"cases:\n  - name: a\n    store: postgres\n    expect: valid\n    figures: {doubles: \"> 0\"}\n", `:2: case "a": unknown figure "doubles"`},
 		{"cases:\n  - name: a\n    store: postgres\n    expect: valid\n    figures: {lost: \"about 3\"}\n", `:2: case "a": figure lost: bound "about 3"`},
 		{"cases:\n  - name: a\n    store: postgres\n    expect: valid\n    wrokers: 3\n", `:5: field wrokers not found`},
-		{"cases:\n  - name: a\n    store: etcd\n    expect: valid\n", `:2: case "a": unknown store "etcd"`},
+		{"cases:\n  - name: a\n    store: dynamodb\n    expect: valid\n", `:2: case "a": unknown store "dynamodb"`},
 		{"cases:\n  - name: a\n    store: postgres\n    expect: valid\n    faults: [wobble]\n", `:2: case "a":`},
 		{"cases:\n  - name: a\n    store: postgres\n    expect: valid\n  - name: a\n    store: redis\n    expect: valid\n", `:5: case "a": the name is used already on line 2`},
 		{"name: x\ncases: [\n", `suite.yaml:`},

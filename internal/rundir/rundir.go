@@ -112,19 +112,6 @@ func WriteJSON(path string, v any) error {
 	return atomicfile.Write(path, append(b, '\n'), 0o600)
 }
 
-// ReadResults reads dir's results.json.
-func ReadResults(dir string) (*results.Results, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
-	if err != nil {
-		return nil, err
-	}
-	var r results.Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, ResultsFile), err)
-	}
-	return &r, nil
-}
-
 // ExecConfig is config.json of an `indoubt exec` run: what it was asked, the DSN's
 // secrets masked. (config.json of `indoubt run` is the runner's Config.)
 type ExecConfig struct {
@@ -167,10 +154,10 @@ func MaxAnomalies(dir string) int {
 	var c struct {
 		MaxAnomalies int `json:"max_anomalies"`
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, ConfigFile)); err == nil {
+	if b, err := ReadFileBounded(filepath.Join(dir, ConfigFile), maxConfigSize); err == nil {
 		_ = json.Unmarshal(b, &c)
 	}
-	if c.MaxAnomalies == 0 {
+	if c.MaxAnomalies <= 0 {
 		return results.DefaultMaxAnomalies
 	}
 	return c.MaxAnomalies

@@ -201,7 +201,7 @@ func TestBadConfigIsRefused(t *testing.T) {
 		edit func(*runner.Config)
 	}{
 		{"no workers", func(c *runner.Config) { c.Workers = 0 }},
-		{"unknown store", func(c *runner.Config) { c.Store = "etcd" }},
+		{"unknown store", func(c *runner.Config) { c.Store = "dynamodb" }},
 		{"unknown workload", func(c *runner.Config) { c.Workload = "bank" }},
 		{"neither ops nor time", func(c *runner.Config) { c.Ops = 0 }},
 	} {
