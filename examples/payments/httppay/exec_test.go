@@ -19,6 +19,7 @@ import (
 
 	"github.com/indoubt/indoubt/examples/payments/httppay"
 	"github.com/indoubt/indoubt/indoubttest/pgtest"
+	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 )
 
@@ -136,6 +137,18 @@ func runExecClient(t *testing.T, interpreter, script, recorders string) {
 			want = duplicated(t, paid, runDirCuts(t, runs[0]))
 		}
 		holdRequests(t, runs[0], want)
+		// The console of exec shows the first of them, and indoubt check RUNDIR all.
+		for _, w := range want[:min(len(want), report.ConsoleExamples)] {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("indoubt exec does not say %q:\n%s", w, b)
+			}
+		}
+		text, _ := exec.CommandContext(ctx, bin, "check", runs[0]).Output()
+		for _, w := range want {
+			if !strings.Contains(string(text), w) {
+				t.Errorf("indoubt check %s does not say %q:\n%s", runs[0], w, text)
+			}
+		}
 		ck := exec.CommandContext(ctx, bin, "check", "--json", runs[0])
 		cb, err := ck.Output()
 		ccode := 0
