@@ -34,3 +34,22 @@ func TestSummarySaysWhatBecameOfRequests(t *testing.T) {
 		t.Errorf("summary:\n%s", out)
 	}
 }
+
+// Bounded by --max-anomalies, results.json keeps the first sentences and their count;
+// the summary says how many it does not list.
+func TestSummaryOfTrimmedRequests(t *testing.T) {
+	r := &results.Results{Store: "http", Workload: "app", Verdict: checker.Invalid, Evidence: &results.Evidence{}}
+	for i := range 5 {
+		r.Evidence.Requests = append(r.Evidence.Requests, fmt.Sprintf("request k-%d: its first response was cut after the service answered 201; the retry was answered from the key's stored response (a replay)", i))
+	}
+	r.Trim(2)
+	r.Trim(2) // a results.json read back and trimmed again keeps its count
+	if e := r.Evidence; len(e.Requests) != 2 || e.RequestsCount != 5 || e.RequestsTotal() != 5 {
+		t.Fatalf("trimmed to %d, count %d; want 2 of 5", len(e.Requests), e.RequestsCount)
+	}
+	var b bytes.Buffer
+	WriteSummary(&b, r)
+	if out := b.String(); !strings.Contains(out, "ground truth: 5 API requests") || !strings.Contains(out, "... and 3 more (results.json lists 2; --max-anomalies)") {
+		t.Errorf("summary:\n%s", out)
+	}
+}

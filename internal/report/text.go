@@ -384,18 +384,22 @@ func ClaimsAbout(e *results.Evidence, a checker.Anomaly) []results.AmbiguousOp {
 }
 
 // writeRequests prints what became of the API requests a cut hit, as the judge proved
-// it (evidence.requests): the first ConsoleExamples, and how many more results.json
-// lists.
+// it (evidence.requests): the first ConsoleExamples, and how many more there are.
 func writeRequests(w io.Writer, e *results.Evidence) {
 	if e == nil || len(e.Requests) == 0 {
 		return
 	}
-	n := len(e.Requests)
+	n := e.RequestsTotal()
 	console.Fprintf(w, "  ground truth: %d API %s whose cut response the history proves handled more than once or replayed\n", n, plural(n, "request", "requests"))
-	for _, s := range e.Requests[:min(n, ConsoleExamples)] {
+	shown := min(len(e.Requests), ConsoleExamples)
+	for _, s := range e.Requests[:shown] {
 		console.Fprintf(w, "    %s\n", s)
 	}
-	if n > ConsoleExamples {
-		console.Fprintf(w, "    ... and %d more in results.json\n", n-ConsoleExamples)
+	if n > shown {
+		where := "in results.json"
+		if len(e.Requests) < n {
+			where = fmt.Sprintf("(results.json lists %d; --max-anomalies)", len(e.Requests))
+		}
+		console.Fprintf(w, "    ... and %d more %s\n", n-shown, where)
 	}
 }

@@ -239,6 +239,8 @@ type Evidence struct {
 	// "replayed": true, and the final state, when there is one, holds the key once).
 	// Omitted when there is none.
 	Requests []string `json:"requests,omitempty"`
+	// RequestsCount is the exact length of Requests before --max-anomalies bounded it.
+	RequestsCount int `json:"requests_count,omitempty"`
 	// AmbiguousCount, AppliedTwiceCount, CommittedTwiceCount and ReplaysCount are the
 	// exact lengths of those lists before --max-anomalies bounded them.
 	AmbiguousCount      int `json:"ambiguous_count"`
