@@ -38,7 +38,8 @@ func fill(j *judge.Judgement, srv *Server, specs []string, dir string) *results.
 // explain is the report's text: the verdict with the checker's anomalies, each followed
 // by the proxy's claims about its operations (report.WriteVerdict, as indoubt run
 // prints it), then what the helper knows beside it: operations left unknown by the
-// worst of their attempts, faults no operation could be tied to, no final state, the
+// worst of their attempts, faults no operation could be tied to, no final state, what
+// became of the API requests a cut hit (the judge's evidence.requests), the
 // fault seed and the command that reproduces it, the commit faults met as listed
 // faults, the run directory.
 func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd seed, events []toxics.Event, proxied, keep bool) string {
@@ -55,8 +56,12 @@ func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd 
 	for _, n := range notes(m, r, ops, proxied) {
 		fmt.Fprintf(&b, "%s\n", n)
 	}
-	for _, n := range apiNotes(ops, events) {
-		fmt.Fprintf(&b, "%s\n", n)
+	if r.Evidence != nil {
+		// What became of the API requests a cut hit, as the judge found it from the
+		// run directory (results.json's evidence.requests).
+		for _, n := range r.Evidence.Requests {
+			fmt.Fprintf(&b, "%s\n", n)
+		}
 	}
 	if proxied && r.Verdict != checker.Valid {
 		fmt.Fprintf(&b, "fault seed %d; the same fault decisions again: %s\n", sd.n, reproduce(tb, sd))

@@ -571,6 +571,16 @@ func (g *groundTruth) write(w io.Writer) {
 	g.list(w, "applied more than once", "operations proven to have taken effect more than once", e.AppliedTwice)
 	g.list(w, "replayed", "operations committed by a cut whose retry is proven to have changed nothing", e.Replays)
 	g.list(w, "committed and retried", "operations committed by a cut and retried, a second application possible, not proven", e.CommittedTwice)
+	if len(e.Requests) > 0 {
+		console.Fprintf(w, "  API requests: %d whose cut response the history proves handled more than once or replayed\n", e.RequestsTotal())
+		shown := min(len(e.Requests), 20)
+		for _, s := range e.Requests[:shown] {
+			console.Fprintf(w, "    %s\n", s)
+		}
+		if more := e.RequestsTotal() - shown; more > 0 {
+			console.Fprintf(w, "    ... and %d more (--json lists those results.json holds)\n", more)
+		}
+	}
 	for _, d := range e.Disagreements {
 		console.Fprintf(w, "  ground truth vs checker: %s\n", d)
 	}

@@ -84,12 +84,16 @@ type FaultEvent struct {
 	// prove its commit changed: true rows, false nothing, nil not told (txn.changed).
 	Tags    []string
 	Changed *bool
+	// Request is the API request the fault hit (an HTTP or gRPC proxy): method, path,
+	// Idempotency-Key and, for a cut, the status the service answered; nil for a
+	// database's protocol (faults.jsonl's request).
+	Request *toxics.Request
 }
 
 // EventOf is the evidence's view of one of the proxy's events; at is its time on the
 // history's clock.
 func EventOf(e toxics.Event, at int64) FaultEvent {
-	fe := FaultEvent{Time: at, Conn: e.Conn, Kind: e.Kind.String(), Truth: e.Truth.String(), What: e.Statement, Tag: e.Tag}
+	fe := FaultEvent{Time: at, Conn: e.Conn, Kind: e.Kind.String(), Truth: e.Truth.String(), What: e.Statement, Tag: e.Tag, Request: e.Request}
 	if e.Txn != nil {
 		w := e.Txn.Wrote
 		fe.Wrote, fe.TxnSeq = &w, e.Txn.Seq
@@ -215,6 +219,7 @@ func Join(events []FaultEvent, spans []Span, ops []histories.Op, final workloads
 		j.add(e)
 	}
 	j.claims()
+	j.ev.Requests = requestClaims(events, ops, j.counts)
 	j.disagree(verdictInvalid)
 	if final == nil {
 		return j.ev, nil

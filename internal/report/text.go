@@ -80,6 +80,7 @@ func WriteSummary(w io.Writer, r *results.Results) {
 	}
 	writeFaults(w, r)
 	WriteVerdict(w, r)
+	writeRequests(w, r.Evidence)
 	if r.RunDir != "" {
 		console.Fprintf(w, "run directory: %s\n", r.RunDir)
 	}
@@ -380,4 +381,25 @@ func ClaimsAbout(e *results.Evidence, a checker.Anomaly) []results.AmbiguousOp {
 		}
 	}
 	return out
+}
+
+// writeRequests prints what became of the API requests a cut hit, as the judge proved
+// it (evidence.requests): the first ConsoleExamples, and how many more there are.
+func writeRequests(w io.Writer, e *results.Evidence) {
+	if e == nil || len(e.Requests) == 0 {
+		return
+	}
+	n := e.RequestsTotal()
+	console.Fprintf(w, "  ground truth: %d API %s whose cut response the history proves handled more than once or replayed\n", n, plural(n, "request", "requests"))
+	shown := min(len(e.Requests), ConsoleExamples)
+	for _, s := range e.Requests[:shown] {
+		console.Fprintf(w, "    %s\n", s)
+	}
+	if n > shown {
+		where := "in results.json"
+		if len(e.Requests) < n {
+			where = fmt.Sprintf("(results.json lists %d; --max-anomalies)", len(e.Requests))
+		}
+		console.Fprintf(w, "    ... and %d more %s\n", n-shown, where)
+	}
 }

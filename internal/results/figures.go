@@ -226,6 +226,9 @@ func (e *Evidence) CommittedTwiceTotal() int {
 // ReplaysTotal is the number of operations proven replayed.
 func (e *Evidence) ReplaysTotal() int { return max(e.ReplaysCount, len(e.Replays)) }
 
+// RequestsTotal is the number of API request sentences, listed or not.
+func (e *Evidence) RequestsTotal() int { return max(e.RequestsCount, len(e.Requests)) }
+
 // AmbiguousTotal is the number of operations a fault hit.
 func (e *Evidence) AmbiguousTotal() int { return max(e.AmbiguousCount, len(e.Ambiguous)) }
 
@@ -254,6 +257,7 @@ func (r *Results) Trim(n int) {
 			}
 		}
 		e.AppliedTwiceCount, e.CommittedTwiceCount, e.AmbiguousCount, e.ReplaysCount = e.AppliedTwiceTotal(), e.CommittedTwiceTotal(), e.AmbiguousTotal(), e.ReplaysTotal()
+		e.RequestsCount = e.RequestsTotal()
 	}
 	if n < 0 {
 		return
@@ -264,6 +268,7 @@ func (r *Results) Trim(n int) {
 		e.CommittedTwice = e.CommittedTwice[:min(n, len(e.CommittedTwice))]
 		e.Ambiguous = e.Ambiguous[:min(n, len(e.Ambiguous))]
 		e.Replays = e.Replays[:min(n, len(e.Replays))]
+		e.Requests = e.Requests[:min(n, len(e.Requests))]
 	}
 }
 

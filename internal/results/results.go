@@ -232,6 +232,15 @@ type Evidence struct {
 	// retry is proven to have changed nothing: its reply says so, a retry met the key
 	// the first commit wrote, or the final state holds the op id once.
 	Replays []AmbiguousOp `json:"replays"`
+	// Requests say, for each API request whose response the proxy cut (an HTTP or gRPC
+	// proxy) and whose Idempotency-Key is an operation's id, what became of it when the
+	// history proves it: handled more than once (the final state's count of the key),
+	// or its retry answered from the key's stored response (the client's reply says
+	// "replayed": true, and the final state, when there is one, holds the key once).
+	// Omitted when there is none.
+	Requests []string `json:"requests,omitempty"`
+	// RequestsCount is the exact length of Requests before --max-anomalies bounded it.
+	RequestsCount int `json:"requests_count,omitempty"`
 	// AmbiguousCount, AppliedTwiceCount, CommittedTwiceCount and ReplaysCount are the
 	// exact lengths of those lists before --max-anomalies bounded them.
 	AmbiguousCount      int `json:"ambiguous_count"`

@@ -2,12 +2,14 @@ package httppay_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/indoubt/indoubt/examples/payments/httppay"
 	"github.com/indoubt/indoubt/indoubttest/pgtest"
+	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/results"
 )
 
 // binDir holds the indoubt binary the exec tests share; TestMain removes it.
@@ -40,7 +44,9 @@ var indoubtBinary = sync.OnceValues(func() (string, error) {
 // TestExecPythonClient runs a Python client (testdata/client.py, standard library
 // only) against the payments API under `indoubt exec --store http --upstream`, with
 // response-cut at 0.3 and the final state read from the API's own GET /paid: the
-// naive API exits 1 (a retried payment paid twice), the idempotent one 0.
+// naive API exits 1 (a retried payment paid twice), the idempotent one 0. The run
+// directory's results.json, its judgement again from its files alone and indoubt check
+// of it name each payment made twice (naive) and each replay (idempotent).
 func TestExecPythonClient(t *testing.T) {
 	needTool(t, "python3")
 	runExecClient(t, "python3", filepath.Join("testdata", "client.py"), "python")
@@ -115,5 +121,51 @@ func runExecClient(t *testing.T, interpreter, script, recorders string) {
 			t.Errorf("naive: the output names no duplicate:\n%s", b)
 		}
 		t.Logf("idempotent %v: exit %d\n%s", tt.idempotent, code, b)
+		// The run directory's results.json names each duplicated payment (naive) or each
+		// replay (idempotent), and so do its judgement from its files alone and indoubt
+		// check of it.
+		runs, _ := filepath.Glob(filepath.Join(out, "*"))
+		if len(runs) != 1 {
+			t.Fatalf("run directories under --out: %v", runs)
+		}
+		paid, err := httppay.Paid(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := replays(runDirCuts(t, runs[0]))
+		if !tt.idempotent {
+			want = duplicated(t, paid, runDirCuts(t, runs[0]))
+		}
+		holdRequests(t, runs[0], want)
+		// The console of exec shows the first of them, and indoubt check RUNDIR all.
+		for _, w := range want[:min(len(want), report.ConsoleExamples)] {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("indoubt exec does not say %q:\n%s", w, b)
+			}
+		}
+		text, _ := exec.CommandContext(ctx, bin, "check", runs[0]).Output()
+		for _, w := range want {
+			if !strings.Contains(string(text), w) {
+				t.Errorf("indoubt check %s does not say %q:\n%s", runs[0], w, text)
+			}
+		}
+		ck := exec.CommandContext(ctx, bin, "check", "--json", runs[0])
+		cb, err := ck.Output()
+		ccode := 0
+		if errors.As(err, &exit) {
+			ccode = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if ccode != tt.exit {
+			t.Fatalf("indoubt check --json %s: exit %d, the run's %d", runs[0], ccode, tt.exit)
+		}
+		var again results.Results
+		if err := json.Unmarshal(cb, &again); err != nil {
+			t.Fatalf("indoubt check --json: %v\n%s", err, cb)
+		}
+		if got := requestsOf(again.Evidence); !slices.Equal(got, want) {
+			t.Errorf("indoubt check %s: evidence.requests\n %q\nwant\n %q", runs[0], got, want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package httppay_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -95,7 +94,8 @@ func drive(t *testing.T, api *indoubttest.Server, pool *pgxpool.Pool, workers, e
 
 // TestNaiveUnderResponseCut: the naive API inserts a payment per request, so a retry of
 // a request whose 201 was cut pays twice; the check fails naming each duplicated key,
-// with the cut response as its proof.
+// with the cut response as its proof, in results.json's evidence.requests as judged
+// from the run directory (and again from its files alone) and in the report.
 func TestNaiveUnderResponseCut(t *testing.T) {
 	api, pool := service(t, false)
 	api.Arm("response-cut:0.2,match=^POST /payments$")
@@ -103,31 +103,21 @@ func TestNaiveUnderResponseCut(t *testing.T) {
 	if rep.Verdict != checker.Invalid || !rep.Found("duplicate") {
 		t.Fatalf("verdict %v, anomalies %v: want duplicates", rep.Verdict, rep.Anomalies)
 	}
-	cuts := map[string]int{}
-	for _, e := range api.Events() {
-		r := e.Request
-		if r == nil || r.IdempotencyKey == "" || r.Status != http.StatusCreated {
-			t.Fatalf("event %+v: want a cut 201 of a keyed request", e)
-		}
-		cuts[r.IdempotencyKey]++
+	paid, err := httppay.Paid(context.Background(), pool)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(cuts) == 0 {
-		t.Fatalf("no response was cut")
-	}
-	// Each cut request was retried and paid again: once more per cut.
-	for k, n := range cuts {
-		want := "request " + k + " was handled twice: its first response was cut after the service answered 201"
-		if n > 1 {
-			want = fmt.Sprintf("request %s was handled %d times: %d of its responses were cut, the first after the service answered 201", k, n+1, n)
-		}
-		if !strings.Contains(rep.Text, want) {
-			t.Errorf("the report does not say %q:\n%s", want, rep.Text)
+	want := duplicated(t, paid, cutKeys(t, api.Events()))
+	holdRequests(t, rep.RunDir, want)
+	for _, w := range want {
+		if !strings.Contains(rep.Text, w) {
+			t.Errorf("the report does not say %q:\n%s", w, rep.Text)
 		}
 	}
 }
 
 // TestIdempotentUnderResponseCut: the idempotent API answers a retry from the key's
-// stored response; every payment is made once, and the report names the replays.
+// stored response; every payment is made once, and the judge names each replay.
 func TestIdempotentUnderResponseCut(t *testing.T) {
 	api, pool := service(t, true)
 	api.Arm("response-cut:0.2")
@@ -135,13 +125,11 @@ func TestIdempotentUnderResponseCut(t *testing.T) {
 	if rep.Verdict != checker.Valid {
 		return
 	}
-	evs := api.Events()
-	if len(evs) == 0 {
-		t.Fatalf("no response was cut")
-	}
-	for _, e := range evs {
-		if !strings.Contains(rep.Text, "request "+e.Request.IdempotencyKey+": ") || !strings.Contains(rep.Text, "the retry was answered from the key's stored response (a replay)") {
-			t.Errorf("the report does not name the replay of %s:\n%s", e.Request.IdempotencyKey, rep.Text)
+	want := replays(cutKeys(t, api.Events()))
+	holdRequests(t, rep.RunDir, want)
+	for _, w := range want {
+		if !strings.Contains(rep.Text, w) {
+			t.Errorf("the report does not say %q:\n%s", w, rep.Text)
 		}
 	}
 }
