@@ -144,6 +144,15 @@ func ReadDBCop(r io.Reader, name string) ([]Op, error) {
 	return ops, nil
 }
 
+// dbcopField returns the value of key in the JSON object raw, for an error message.
+func dbcopField(raw json.RawMessage, key string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	return m[key]
+}
+
 // dbcopAtEnd says that rest is only whitespace.
 func dbcopAtEnd(rest []byte) bool {
 	return len(bytes.TrimSpace(rest)) == 0
@@ -153,13 +162,8 @@ func dbcopAtEnd(rest []byte) bool {
 // keep is false for one with no successful event.
 func dbcopTxn(dec *json.Decoder, session int) (op Op, keep bool, err error) {
 	var t struct {
-		Events *[]struct {
-			Write    *bool   `json:"write"`
-			Variable *uint64 `json:"variable"`
-			Value    *uint64 `json:"value"`
-			Success  *bool   `json:"success"`
-		} `json:"events"`
-		Success *bool `json:"success"`
+		Events  *[]json.RawMessage `json:"events"`
+		Success *bool              `json:"success"`
 	}
 	if err := dec.Decode(&t); err != nil {
 		return op, false, fmt.Errorf("%s", jsonWhy(err))
@@ -168,7 +172,20 @@ func dbcopTxn(dec *json.Decoder, session int) (op Op, keep bool, err error) {
 		return op, false, fmt.Errorf("want an object with \"events\" and \"success\"")
 	}
 	var mops []string
-	for i, e := range *t.Events {
+	for i, raw := range *t.Events {
+		var e struct {
+			Write    *bool   `json:"write"`
+			Variable *uint64 `json:"variable"`
+			Value    *uint64 `json:"value"`
+			Success  *bool   `json:"success"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				return op, false, fmt.Errorf("event %d: %s is %s, want %s", i, te.Field, elleShow(dbcopField(raw, te.Field)), map[bool]string{true: "true or false", false: "an integer, 0 or more"}[te.Type.Kind().String() == "bool"])
+			}
+			return op, false, fmt.Errorf("event %d: %s", i, jsonWhy(err))
+		}
 		if e.Write == nil || e.Variable == nil || e.Value == nil || e.Success == nil {
 			return op, false, fmt.Errorf("event %d: want \"write\", \"variable\", \"value\" and \"success\"", i)
 		}

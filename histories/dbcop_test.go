@@ -73,7 +73,7 @@ func TestDBCopReadRefuses(t *testing.T) {
 		{"{\"data\":[[\n" + txn + ",\n 7]]}", "h.json:3:2: session 0, transaction 1"},
 		{`[[{"events":[{"write":true,"variable":1,"value":0,"success":true}],"success":true}]]`, "writes 0"},
 		{`[[{"events":[{"write":true,"variable":1,"success":true}],"success":true}]]`, `event 0: want "write", "variable", "value" and "success"`},
-		{`[[{"events":[{"write":true,"variable":-1,"value":2,"success":true}],"success":true}]]`, "want uint64"},
+		{`[[{"events":[{"write":true,"variable":-1,"value":2,"success":true}],"success":true}]]`, "event 0: variable is -1, want an integer, 0 or more"},
 		{`[[{"events":[{"write":true,"variable":1.5,"value":2,"success":true}],"success":true}]]`, "h.json:1:3"},
 		{`[[{"events":[],"success":"yes"}]]`, "success is a JSON string"},
 		{`[[{"events":[]}]]`, `want an object with "events" and "success"`},
