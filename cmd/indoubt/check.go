@@ -247,6 +247,9 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	if a.skipBad && a.format == "indoubt" {
 		return a, fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
 	}
+	if a.skipBad && (a.format == "dbcop" || a.format == "elle-json") {
+		return a, fmt.Errorf("check: --skip-bad-lines is for jepsen-edn and jepsen-log; a %s history with a bad op is refused, at its position", a.format)
+	}
 	if a.partial && a.format != "indoubt" {
 		return a, fmt.Errorf("check: --partial is for indoubt histories (a truncated last line); the Jepsen formats have --skip-bad-lines")
 	}

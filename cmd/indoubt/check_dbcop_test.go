@@ -41,6 +41,7 @@ func TestCheckDBCopElleJSON(t *testing.T) {
 		{"elle fractured rc", elle("rw-register", "axiomatic-read-committed", "rw-register-fractured.json"), 0, "valid (rw-register)"},
 		{"elle fractured ra", elle("rw-register", "read-atomic", "rw-register-fractured.json"), 1, "read-atomic-cycle"},
 		{"elle malformed", elle("list-append", "serializable", "bad-order.json"), 3, ""},
+		{"elle skips no op", []string{"--format", "elle-json", "--model", "list-append", "--skip-bad-lines", dir + "elle-json/bad-order.json"}, 3, ""},
 		{"elle needs a model", []string{"--format", "elle-json", dir + "elle-json/list-append-valid.json"}, 3, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
