@@ -34,7 +34,7 @@ A file with nothing of its format in it (empty, another format, random bytes) is
 refused, and so is one line that is not of the format among lines that are, unless
 --skip-bad-lines says to skip them (a whole Jepsen log, with other loggers' lines).
 
-What a failed cas means differs: for --format jepsen-edn it is Jepsen's meaning, the
+What a failed cas means differs: for --format jepsen-edn and elle-json it is Jepsen's meaning, the
 operation did not take place and constrains nothing (Knossos drops it); for
 jepsen-log, porcupine's etcd convention, and indoubt's own, it is "the compare did not
 match". --fail-means chooses explicitly; the verdict line says which was used.
@@ -91,6 +91,8 @@ Examples:
   indoubt check --model list-append --consistency-models snapshot-isolation,repeatable-read h.jsonl
   indoubt check --format jepsen-edn --model rw-register --linearizable-keys history.edn
   indoubt check --format plume --consistency-models causal history.txt
+  indoubt check --format dbcop --consistency-models read-atomic history.json
+  indoubt check --format elle-json --model list-append history.json
 
 Exit codes: 0 valid, 1 invalid, 2 unknown (checker ran out of time), 3 could not read
 the history.
@@ -175,7 +177,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	fs := newFlags("check", checkHelp, stdout)
 	var (
 		a       checkArgs
-		format  = fs.String("format", "indoubt", "history format: indoubt (JSONL), jepsen-edn, jepsen-log, plume (Plume's and AWDIT's text; rw-register), cobra (a directory of Cobra's client logs; rw-register)")
+		format  = fs.String("format", "indoubt", "history format: indoubt (JSONL), jepsen-edn, jepsen-log, plume (Plume's and AWDIT's text; rw-register), cobra (a directory of Cobra's client logs; rw-register), dbcop (dbcop's JSON; rw-register), elle-json (elle-cli's JSON)")
 		model   = fs.String("model", "", "model, overriding the header: "+strings.Join(checker.Models, ", "))
 		initial = fs.String("initial", "", "register models: initial value of every register (default: absent)")
 		budget  = fs.String("budget", "", "budget model: initial balance, overriding the header")
@@ -209,13 +211,13 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	}
 	a.path, a.format, a.partial, a.skipBad, a.jsonOut, a.faults = fs.Arg(0), *format, *partial, *skipBad, *jsonOut, *faultsF
 	switch a.format {
-	case "indoubt", "jepsen-edn", "jepsen-log":
-	case "plume", "cobra":
+	case "indoubt", "jepsen-edn", "jepsen-log", "elle-json":
+	case "plume", "cobra", "dbcop":
 		if *model == "" {
 			*model = checker.RWRegisterModel
 		}
 	default:
-		return a, fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn, jepsen-log, plume or cobra)", a.format)
+		return a, fmt.Errorf("check: unknown --format %q (want indoubt, jepsen-edn, jepsen-log, elle-json, plume, cobra or dbcop)", a.format)
 	}
 	if *timeout < 0 {
 		return a, fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
@@ -244,6 +246,9 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	}
 	if a.skipBad && a.format == "indoubt" {
 		return a, fmt.Errorf("check: --skip-bad-lines is for the Jepsen formats; an indoubt history with a bad line is damaged (--partial accepts a truncated last line)")
+	}
+	if a.skipBad && (a.format == "dbcop" || a.format == "elle-json") {
+		return a, fmt.Errorf("check: --skip-bad-lines is for jepsen-edn and jepsen-log; a %s history with a bad op is refused, at its position", a.format)
 	}
 	if a.partial && a.format != "indoubt" {
 		return a, fmt.Errorf("check: --partial is for indoubt histories (a truncated last line); the Jepsen formats have --skip-bad-lines")
@@ -333,7 +338,7 @@ func (a *checkArgs) parseValues(initial, budget, failMeans string) error {
 		a.opt.Budget = &v
 	}
 	a.opt.FailMeans = checker.FailCompareFailed
-	if a.format == "jepsen-edn" {
+	if a.format == "jepsen-edn" || a.format == "elle-json" {
 		a.opt.FailMeans = checker.FailNotApplied
 	}
 	if failMeans != "" {
@@ -351,7 +356,7 @@ func (a checkArgs) check(ctx context.Context) (checker.Result, []histories.Op, e
 	var h *histories.Header
 	var ops []histories.Op
 	var err error
-	if a.faults == "" && a.format != "jepsen-log" && a.format != "plume" && a.format != "cobra" {
+	if a.faults == "" && (a.format == "indoubt" || a.format == "jepsen-edn") {
 		// Nothing else needs the events: check them as they are read.
 		res, err, fatal := a.checkStreamed(ctx)
 		if fatal != nil {
@@ -395,6 +400,10 @@ func (a checkArgs) readJepsen() ([]histories.Op, error) {
 		ops, err = histories.ReadPlume(f, a.path)
 	case "cobra":
 		ops, err = histories.ReadCobra(a.path)
+	case "dbcop":
+		ops, err = histories.ReadDBCop(f, a.path)
+	case "elle-json":
+		ops, err = histories.ReadElleJSON(f, a.path)
 	case "jepsen-edn":
 		ops, err = histories.ReadJepsenEDN(f, a.path, jopt)
 	default:
