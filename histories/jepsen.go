@@ -118,6 +118,9 @@ func jepsenOp(p *jepsenParser, v jepsenValue) (Op, jepsenMeta, error) {
 					return op, m, p.errAt(val.line, ":process %s is neither a worker's number nor :nemesis", val)
 				}
 				op.Process = Nemesis
+			case jepsenNil:
+				// No process: not a client's operation (below).
+				op.Process = Nemesis
 			default:
 				return op, m, p.errAt(val.line, ":process must be an integer or :nemesis, found %s", val)
 			}
@@ -160,7 +163,11 @@ func jepsenOp(p *jepsenParser, v jepsenValue) (Op, jepsenMeta, error) {
 		return op, m, p.errAt(v.line, "op has no :type")
 	}
 	if !hasProcess {
-		return op, m, p.errAt(v.line, "op has no :process")
+		// Jepsen's meaning (jepsen.history's client-op?): an op is a client's when its
+		// :process is an integer. One without a process is not, and Elle's checkers
+		// leave it out (h/client-ops), as they leave out the nemesis's: it is read as
+		// an event of the Nemesis process, which no checker checks.
+		op.Process = Nemesis
 	}
 	if op.F == "" && op.Process != Nemesis {
 		if p.f == "" {

@@ -316,7 +316,9 @@ var jepsenFastOn = true
 // of the Nemesis process with their own type (checkers skip them, and show them as
 // fault annotations), and any other process (a negative number, another keyword or a
 // string) is refused at its line, so that no client op is ever dropped or read as the
-// nemesis's. Index and Time are numbered as JepsenEDNReader says: the file's when its
+// nemesis's. An op with no :process, or :process nil, is no client's (Jepsen's
+// client-op? holds for an integer process alone, and Elle's checkers keep client ops
+// only): it is read as an event of the Nemesis process, which no checker checks. Index and Time are numbered as JepsenEDNReader says: the file's when its
 // first op gives them (and then every op must), positions otherwise.
 //
 // Input with no op at all (empty, only values that are not ops under

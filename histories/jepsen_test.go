@@ -97,7 +97,6 @@ func TestReadJepsenEDNErrors(t *testing.T) {
 		{"not a map", "\n[1 2]", "h.edn line 2: expected an op map, found a integer"},
 		{"missing type", "{:f :read :process 0}", "h.edn line 1: op has no :type"},
 		{"unknown type", "{:type :maybe :f :read :process 0}", `h.edn line 1: unknown op type :maybe`},
-		{"missing process", "{:type :ok :f :read}", "op has no :process"},
 		{"missing f", "{:type :ok :process 3}", "op has no :f"},
 		{"negative process", "{:type :ok :f :read :process -1}", "process -1 out of range"},
 		{"process a vector", "{:type :ok :f :read :process [1]}", ":process must be an integer or :nemesis"},

@@ -52,7 +52,9 @@ func TestProcessFaultsCassandraBatchValid(t *testing.T) {
 	res := processRun(t, cfg)
 	batchLosesNothing(t, res, "pause", "resume", "kill", "start")
 	for _, f := range res.ProcessFaults {
-		t.Logf("%s: down %.1fs, first acknowledgement %.1fs after the fault", f.Fault, f.DowntimeS, *f.FirstAckS)
+		if f.FirstAckS != nil {
+			t.Logf("%s: down %.1fs, first acknowledgement %.1fs after the fault", f.Fault, f.DowntimeS, *f.FirstAckS)
+		}
 	}
 	if !strings.Contains(res.Server, "commitlog_sync batch") {
 		t.Errorf("server %q does not say its commit log sync", res.Server)
