@@ -72,6 +72,9 @@ type runData struct {
 	// windows.
 	parts  []results.Partition
 	splits []results.SplitBrain
+	// finals are the history's final reads that completed: op id and value, what a
+	// verdict reads the final state from when results.json holds none.
+	finals [][2]string
 }
 
 // WriteHTML writes report.html for one run, whole or not at all (atomicfile): on error
@@ -147,6 +150,9 @@ func loadRunData(dir string) (runData, error) {
 		t := float64(op.Time) / 1e9
 		if t > d.end {
 			d.end = t
+		}
+		if op.IsFinalRead() && op.Type == histories.OK && len(d.finals) < maxFinalReads {
+			d.finals = append(d.finals, [2]string{op.OpID, string(op.Value)})
 		}
 		if !op.IsClient() || histories.IsFinalReadID(op.OpID) {
 			continue
@@ -594,7 +600,12 @@ func finalRows(r *results.Results) [][2]string {
 // pageData is what report.html's template shows.
 type pageData struct {
 	R               *results.Results
+	Subject         string
 	Headline        string
+	FinalReads      [][2]string
+	Kinds           [][2]string
+	Files           [][2]string
+	Cycles          []cycleView
 	Grouped         string
 	Charts          []template.HTML
 	Drawn, Total    int
@@ -633,7 +644,8 @@ func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 	o := perSecond(d)
 	tl, drawn, hl := timelineChart(d, namedOps)
 	p := pageData{
-		R: r, Headline: Headline(r), Final: finalRows(r), Drawn: drawn, Total: len(d.spans), Highlighted: hl,
+		R: r, Subject: Subject(r), Headline: Headline(r), Final: finalRows(r), FinalReads: d.finals, Kinds: kindRows(r),
+		Files: filesIn(dir), Cycles: cycleViews(r.Txn), Drawn: drawn, Total: len(d.spans), Highlighted: hl,
 		JS: template.JS(echartsJS),
 	}
 	if len(d.spans) > 0 {
@@ -707,7 +719,7 @@ func stopRows(stops map[string]int64) [][2]string {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{"orNone": orNone, "stops": stopRows}).Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>indoubt: {{.R.Workload}} on {{.R.Store}} — {{.R.Verdict}}</title>
+<html><head><meta charset="utf-8"><title>indoubt: {{.Subject}} on {{.R.Store}} — {{.R.Verdict}}</title>
 <script>window.__errors=[];window.addEventListener("error",function(e){window.__errors.push(String(e.message))});</script>
 <script>{{.JS}}</script>
 <style>
@@ -720,9 +732,12 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 details{margin:.4em 0}summary{cursor:pointer}
 code{background:#f3f3f3;padding:0 .2em}
 </style></head><body>
-<h1>{{.R.Workload}} on {{.R.Store}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
+<h1>{{.Subject}} on {{.R.Store}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
 <p class="headline {{.R.Verdict}}" id="headline">{{.Headline}}</p>
 {{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
+<table id="anomaly-kinds"><tr><th>kind</th><th>found</th></tr>
+{{range .Kinds}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
+{{end}}</table>
 <ul>{{range .AnomaliesShown}}<li><b>{{.Kind}}</b>: {{.Explanation}}{{range .Claims}}<br><i>the proxy:</i> {{.}}{{end}}</li>{{end}}</ul>
 {{if .AnomaliesFolded}}<details><summary>the rest of the {{len .R.Anomalies}} listed{{if gt .R.AnomalyTotal (len .R.Anomalies)}} ({{.R.AnomalyTotal}} in all){{end}}</summary><ul>{{range .AnomaliesFolded}}<li><b>{{.Kind}}</b>: {{.Explanation}}{{range .Claims}}<br><i>the proxy:</i> {{.}}{{end}}</li>{{end}}</ul></details>{{end}}{{end}}
 {{with .R.Evidence}}{{if gt .AppliedTwiceTotal 0}}
@@ -738,6 +753,16 @@ code{background:#f3f3f3;padding:0 .2em}
 <ul>{{range $.CommittedShown}}<li>{{.Sentence}}</li>{{end}}</ul>
 {{if $.CommittedFolded}}<details><summary>{{len $.CommittedFolded}} more listed</summary><ul>{{range $.CommittedFolded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
 {{end}}{{range .Disagreements}}<p><b>Checker and ground truth disagree:</b> {{.}}</p>{{end}}{{end}}
+{{with .R.Txn}}{{if .Cycles}}<h2>Dependency cycles: {{len .Cycles}}</h2>
+<p>Each transaction (T and the history index of its completion) a node, each dependency an arrow: ww (wrote, then overwritten), wr (wrote, then read), rw (read, then overwritten), process or realtime order.{{if gt (len .Cycles) (len $.Cycles)}} The first {{len $.Cycles}} are drawn.{{end}}</p>
+{{range $.Cycles}}<section class="cycle" id="{{.ID}}"><h3>{{.Type}}</h3>
+<svg class="cycle" width="320" height="220" viewBox="0 0 320 220" role="img" aria-label="the cycle">
+<defs><marker id="arrow-{{.ID}}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#a00"/></marker></defs>
+{{$id := .ID}}{{range .Edges}}<path class="edge" d="{{.Path}}" fill="none" stroke="#a00" stroke-width="1.5" marker-end="url(#arrow-{{$id}})"/><text x="{{.LX}}" y="{{.LY}}" text-anchor="middle">{{.Label}}</text>
+{{end}}{{range .Nodes}}<circle class="node" cx="{{.X}}" cy="{{.Y}}" r="18" fill="#fff" stroke="#333"/><text x="{{.X}}" y="{{.Y}}" dy="4" text-anchor="middle">{{.Label}}</text>
+{{end}}</svg>
+<ol class="steps">{{range .Steps}}<li>{{.}}</li>{{end}}</ol></section>
+{{end}}{{end}}{{end}}
 {{if .Named}}<p>Operations named above, highlighted on the timeline: <span id="named-ops" class="named">{{range .Named}}{{.}} {{end}}</span>{{if gt .Highlighted (len .Named)}}…{{end}}</p>{{end}}
 {{if .Porcupine}}<p>Linearizability: <a href="linearizability.html">porcupine's visualization of the history</a> (beside this file).</p>{{end}}
 {{with .R.TwoPhase}}<h2>Two-phase commit</h2>
@@ -811,8 +836,9 @@ code{background:#f3f3f3;padding:0 .2em}
 <tr><th>faults</th><td>{{range .R.Faults.Schedule}}<code>{{.}}</code> {{end}}{{range $k, $v := .R.Faults.ByKind}}{{$k}} {{$v}}; {{end}}{{with .R.Faults.Commits}}<br>commit faults: {{.}}{{else}}{{range $k, $v := .R.Faults.ByTruth}}truth {{$k}} {{$v}}; {{end}}{{end}}</td></tr>
 </table>
 <h2>Final state</h2>
-{{if .Final}}<table id="final">{{range .Final}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{else}}<p>This workload has no final state.</p>{{end}}
-<p>Files beside this one: history.jsonl (every operation), faults.jsonl (proxy events), results.json, config.json.</p>
+{{if .Final}}<table id="final">{{range .Final}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{else if .FinalReads}}<p>The history's final reads, which the checker judged the run by:</p>
+<table id="final-reads"><tr><th>operation</th><th>read</th></tr>{{range .FinalReads}}<tr><td>{{index . 0}}</td><td><code>{{index . 1}}</code></td></tr>{{end}}</table>{{else}}<p>This run has no final state: no final read in the history and none in results.json.</p>{{end}}
+{{if .Files}}<p id="files">Files beside this one: {{range $i, $f := .Files}}{{if $i}}, {{end}}{{index $f 0}} ({{index $f 1}}){{end}}.</p>{{end}}
 <div id="render-check" hidden></div>
 <script>
 (function(){
