@@ -601,6 +601,7 @@ func finalRows(r *results.Results) [][2]string {
 type pageData struct {
 	R               *results.Results
 	Subject         string
+	ListAll         string
 	Headline        string
 	FinalReads      [][2]string
 	Kinds           [][2]string
@@ -644,7 +645,7 @@ func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 	o := perSecond(d)
 	tl, drawn, hl := timelineChart(d, namedOps)
 	p := pageData{
-		R: r, Subject: Subject(r), Headline: Headline(r), Final: finalRows(r), FinalReads: d.finals, Kinds: kindRows(r),
+		R: r, Subject: Subject(r), ListAll: ListAllHint(r), Headline: Headline(r), Final: finalRows(r), FinalReads: d.finals, Kinds: kindRows(r),
 		Files: filesIn(dir), Cycles: cycleViews(r.Txn), Drawn: drawn, Total: len(d.spans), Highlighted: hl,
 		JS: template.JS(echartsJS),
 	}
@@ -743,7 +744,7 @@ code{background:#f3f3f3;padding:0 .2em}
 {{with .R.Evidence}}{{if gt .AppliedTwiceTotal 0}}
 <h2>Ground truth: {{.AppliedTwiceTotal}} operations took effect more than once: {{$.Grouped}}</h2>
 <ul>{{range $.ShownFirst}}<li class="named">{{.Sentence}}</li>{{end}}</ul>
-{{if $.Folded}}<details><summary>{{len $.Folded}} more listed{{if gt .AppliedTwiceTotal (len .AppliedTwice)}} ({{.AppliedTwiceTotal}} in all; results.json lists {{len .AppliedTwice}}, see --max-anomalies){{end}}</summary><ul>{{range $.Folded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
+{{if $.Folded}}<details><summary>{{len $.Folded}} more listed{{if gt .AppliedTwiceTotal (len .AppliedTwice)}} ({{.AppliedTwiceTotal}} in all; results.json lists {{len .AppliedTwice}}: {{$.ListAll}}){{end}}</summary><ul>{{range $.Folded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
 {{end}}{{if gt .ReplaysTotal 0}}
 <h2>Ground truth: {{.ReplaysTotal}} operations committed by a cut and retried changed nothing the second time (replays)</h2>
 <ul>{{range $.ReplaysShown}}<li>{{.Sentence}}</li>{{end}}</ul>

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/indoubt/indoubt/internal/results"
@@ -190,3 +191,16 @@ func stepText(s results.CycleStep) string {
 
 // maxFinalReads bounds the final reads the page lists.
 const maxFinalReads = 50
+
+// ListAllHint says how to list every anomaly and ground-truth item of r's run beyond
+// those results.json lists: indoubt check's --max-anomalies, on its run directory.
+func ListAllHint(r *results.Results) string {
+	dir := r.RunDir
+	switch {
+	case dir == "":
+		dir = "RUNDIR"
+	case strings.ContainsAny(dir, " \t'\"$\\`"):
+		dir = strconv.Quote(dir)
+	}
+	return "indoubt check --max-anomalies -1 " + dir + " lists them all"
+}
