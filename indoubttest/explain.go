@@ -53,6 +53,9 @@ func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd 
 		fmt.Fprintf(&b, "indoubttest: %s check could not decide\n", m.name)
 	}
 	report.WriteVerdict(&b, r)
+	for _, n := range report.IsolationNotes(r, ops) {
+		fmt.Fprintf(&b, "  %s\n", n)
+	}
 	for _, n := range notes(m, r, ops, proxied) {
 		fmt.Fprintf(&b, "%s\n", n)
 	}

@@ -15,7 +15,7 @@ import (
 // A list-append check's results.json has the transactions section
 // docs/run-directory.md documents (what the checker read, the models ruled out, each
 // cycle as data), and report.html draws each cycle: a node per transaction, an arrow
-// per step.
+// per step; the verdict says whether an acknowledged write was lost.
 func TestTransactionsSectionAndCycles(t *testing.T) {
 	rec := indoubttest.NewRecorder(t, nil)
 	var ops []*indoubttest.Op
@@ -62,6 +62,12 @@ func TestTransactionsSectionAndCycles(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join(r.RunDir, "report.html"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A lost update whose two appends a later read holds: the verdict says no
+	// acknowledged write was lost, on the console and the page.
+	const notLost = "no acknowledged write was lost"
+	if !strings.Contains(r.Text, notLost) || !strings.Contains(string(page), notLost) {
+		t.Errorf("the verdict does not say %q:\n%s", notLost, r.Text)
 	}
 	c := got.Txn.Cycles[0]
 	sec := regexp.MustCompile(`(?s)<section class="cycle" id="cycle-0"><h3>([^<]*)</h3>(.*?)</section>`).FindSubmatch(page)

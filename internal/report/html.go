@@ -75,6 +75,8 @@ type runData struct {
 	// finals are the history's final reads that completed: op id and value, what a
 	// verdict reads the final state from when results.json holds none.
 	finals [][2]string
+	// appends tallies a list-append history's acknowledged appends and reads.
+	appends appendTally
 }
 
 // WriteHTML writes report.html for one run, whole or not at all (atomicfile): on error
@@ -126,7 +128,8 @@ func loadRunData(dir string) (runData, error) {
 		}
 		return op, err == nil, err
 	}
-	var pairs histories.Pairer[int] // an open operation's index in d.spans
+	var pairs histories.Pairer[int]    // an open operation's index in d.spans
+	finalInvoked := map[string]int64{} // a final read's invocation time, by op id
 	// invs are the invocations of d.spans, without their values: the attempts fault
 	// events join (evidence.SpansOf) are made of them and their completions.
 	var invs []histories.Op
@@ -151,8 +154,15 @@ func loadRunData(dir string) (runData, error) {
 		if t > d.end {
 			d.end = t
 		}
-		if op.IsFinalRead() && op.Type == histories.OK && len(d.finals) < maxFinalReads {
-			d.finals = append(d.finals, [2]string{op.OpID, string(op.Value)})
+		if op.IsFinalRead() {
+			if op.Type == histories.Invoke {
+				finalInvoked[op.OpID] = op.Time
+			} else if t, ok := finalInvoked[op.OpID]; ok {
+				d.appends.add(t, op)
+				if op.Type == histories.OK && len(d.finals) < maxFinalReads {
+					d.finals = append(d.finals, [2]string{op.OpID, string(op.Value)})
+				}
+			}
 		}
 		if !op.IsClient() || histories.IsFinalReadID(op.OpID) {
 			continue
@@ -171,6 +181,7 @@ func loadRunData(dir string) (runData, error) {
 			return d, fmt.Errorf("report: %v", err)
 		}
 		d.spans[i].to, d.spans[i].completion = t, op.Type
+		d.appends.add(invs[i].Time, op)
 		comp := op
 		addAttempts(histories.Operation{Invoke: invs[i], Complete: &comp})
 	}
@@ -607,6 +618,7 @@ type pageData struct {
 	Kinds           [][2]string
 	Files           [][2]string
 	Cycles          []cycleView
+	IsolationNotes  []string
 	Grouped         string
 	Charts          []template.HTML
 	Drawn, Total    int
@@ -654,6 +666,12 @@ func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 		if p.Charts, err = renderCharts(rateChart(d, o), latencyChart(d, o), tl); err != nil {
 			return nil, err
 		}
+	}
+	if r.Txn != nil {
+		if pr := levelPromise(r); pr != "" {
+			p.IsolationNotes = append(p.IsolationNotes, pr)
+		}
+		p.IsolationNotes = append(p.IsolationNotes, d.appends.sentences()...)
 	}
 	p.Named = order[:min(len(order), 50)]
 	if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err == nil || r.Workload == "register" {
@@ -735,7 +753,8 @@ code{background:#f3f3f3;padding:0 .2em}
 </style></head><body>
 <h1>{{.Subject}} on {{.R.Store}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
 <p class="headline {{.R.Verdict}}" id="headline">{{.Headline}}</p>
-{{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
+{{range .IsolationNotes}}<p class="isolation-note">{{.}}.</p>
+{{end}}{{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
 <table id="anomaly-kinds"><tr><th>kind</th><th>found</th></tr>
 {{range .Kinds}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
 {{end}}</table>

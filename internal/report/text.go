@@ -80,6 +80,9 @@ func WriteSummary(w io.Writer, r *results.Results) {
 	}
 	writeFaults(w, r)
 	WriteVerdict(w, r)
+	if pr := levelPromise(r); pr != "" {
+		console.Fprintf(w, "  the store's level: %s\n", pr)
+	}
 	if r.RunDir != "" {
 		console.Fprintf(w, "run directory: %s\n", r.RunDir)
 	}
