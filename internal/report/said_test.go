@@ -12,6 +12,7 @@ import (
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // A test's run directory as indoubttest writes it (no config.json), with a final read
@@ -105,6 +106,23 @@ func TestReportSaysWhatHappenedInBrowser(t *testing.T) {
 	for _, f := range []string{"config.json", "faults.jsonl", "check.json"} {
 		if strings.Contains(files[1], f) {
 			t.Errorf("files %q: %s is not there", files[1], f)
+		}
+	}
+}
+
+// The title names what was tested: the test, the program (exec's argv[0]), or the
+// workload of indoubt run.
+func TestSubject(t *testing.T) {
+	for _, c := range []struct {
+		workload, mechanism, want string
+	}{
+		{"app", "test TestReserve/rr (indoubttest), checked as budget", "test TestReserve/rr"},
+		{"exec", "node transfer.js --accounts 4", "program node"},
+		{"exec", "", "a program"},
+		{"counter", "UPDATE ... SET n = n + 1", "counter"},
+	} {
+		if got := report.Subject(&results.Results{Workload: workloads.Name(c.workload), Mechanism: c.mechanism}); got != c.want {
+			t.Errorf("Subject(%s, %q) = %q, want %q", c.workload, c.mechanism, got, c.want)
 		}
 	}
 }
