@@ -104,3 +104,29 @@ func TestCheckMaxAnomaliesListsThemAll(t *testing.T) {
 		t.Errorf("check --max-anomalies -2: exit %d, %q: want one line, exit 3", code, errs)
 	}
 }
+
+// `indoubt check RUNDIR` of a list-append run says whether an acknowledged write was
+// lost beside the lost-update it reports: here none, a later read holds both appends.
+func TestCheckRunDirSaysNoWriteLost(t *testing.T) {
+	t.Setenv("INDOUBT_OUT", t.TempDir())
+	q := quiet{t}
+	rec := indoubttest.NewRecorder(q, nil)
+	txn := func(read []int64, appendV int64) {
+		tx := indoubttest.Txn{indoubttest.ReadList("x")}
+		if appendV > 0 {
+			tx = append(tx, indoubttest.Append("x", appendV))
+		}
+		op := rec.Worker().Invoke("txn", tx)
+		done := append(indoubttest.Txn(nil), tx...)
+		done[0].SawList(read)
+		op.Ok(done)
+	}
+	txn(nil, 1)
+	txn(nil, 2)
+	txn([]int64{1, 2}, 0)
+	dir := indoubttest.Evaluate(q, rec, indoubttest.ListAppend("serializable")).RunDir
+	code, out, errs := invoke(t, "check", dir)
+	if code != 1 || !strings.Contains(out, "lost-update") || !strings.Contains(out, "no acknowledged write was lost") {
+		t.Errorf("check RUNDIR: exit %d, want the lost-update and that no acknowledged write was lost:\n%s%s", code, out, errs)
+	}
+}

@@ -122,6 +122,9 @@ func (a checkArgs) printRunDir(w io.Writer, j *judge.Judgement, res *results.Res
 	a.path = a.dir
 	a.maxAnomalies = -1 // Trim bounded res.Anomalies already
 	a.printCheck(w, checked, j.Ops, truth)
+	for _, n := range report.IsolationNotes(res, j.Ops) {
+		console.Fprintf(w, "  %s\n", n)
+	}
 	if res.AnomalyTotal() > 0 {
 		console.Fprintf(w, "  anomalies by kind: %s\n", report.KindCounts(res))
 		if n := len(res.Anomalies); n < res.AnomalyTotal() {
