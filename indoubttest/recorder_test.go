@@ -338,7 +338,7 @@ func TestResultsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "<title>indoubt: test TestResultsJSON on "; !strings.Contains(string(page), want) {
+	if want := "<title>indoubt: test TestResultsJSON "; !strings.Contains(string(page), want) {
 		t.Errorf("report.html's title is not %q...:\n%.300s", want, page)
 	}
 	if strings.Contains(string(page), "config.json") {

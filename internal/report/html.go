@@ -738,7 +738,7 @@ func stopRows(stops map[string]int64) [][2]string {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{"orNone": orNone, "stops": stopRows}).Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>indoubt: {{.Subject}} on {{.R.Store}} — {{.R.Verdict}}</title>
+<html><head><meta charset="utf-8"><title>indoubt: {{.Subject}}{{with .R.Store}} on {{.}}{{end}} — {{.R.Verdict}}</title>
 <script>window.__errors=[];window.addEventListener("error",function(e){window.__errors.push(String(e.message))});</script>
 <script>{{.JS}}</script>
 <style>
@@ -751,7 +751,7 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 details{margin:.4em 0}summary{cursor:pointer}
 code{background:#f3f3f3;padding:0 .2em}
 </style></head><body>
-<h1>{{.Subject}} on {{.R.Store}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
+<h1>{{.Subject}}{{with .R.Store}} on {{.}}{{end}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
 <p class="headline {{.R.Verdict}}" id="headline">{{.Headline}}</p>
 {{range .IsolationNotes}}<p class="isolation-note">{{.}}.</p>
 {{end}}{{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>

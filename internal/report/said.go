@@ -169,16 +169,23 @@ func drawTxnCycle(c results.Cycle, id string) cycleView {
 	return v
 }
 
-// stepText says one edge of a cycle in words.
+// stepText says one edge of a cycle in words; a version the checker did not give is
+// left out.
 func stepText(s results.CycleStep) string {
+	ver := func(v string) string {
+		if v == "" {
+			return ""
+		}
+		return " " + v
+	}
 	var why string
 	switch s.Type {
 	case "ww":
-		why = fmt.Sprintf("wrote %s %s, then T%d wrote %s", s.Key, s.Value, s.To, s.Value2)
+		why = fmt.Sprintf("wrote %s%s, then T%d wrote it%s", s.Key, ver(s.Value), s.To, ver(s.Value2))
 	case "wr":
-		why = fmt.Sprintf("wrote %s %s, which T%d read", s.Key, s.Value, s.To)
+		why = fmt.Sprintf("wrote %s%s, which T%d read", s.Key, ver(s.Value), s.To)
 	case "rw":
-		why = fmt.Sprintf("read %s %s, which T%d overwrote with %s", s.Key, s.Value, s.To, s.Value2)
+		why = fmt.Sprintf("read %s%s, which T%d then wrote%s", s.Key, ver(s.Value), s.To, ver(s.Value2))
 	case "process":
 		why = fmt.Sprintf("ran before T%d in the same process", s.To)
 	case "realtime":

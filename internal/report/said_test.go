@@ -49,6 +49,8 @@ func TestReportSaysWhatHappenedInBrowser(t *testing.T) {
 			r.Anomalies = append(r.Anomalies, checker.Anomaly{Kind: kind, Ops: []int64{1}, Explanation: "seen"})
 		}
 	}
+	stepWithoutVersion := results.Cycle{Type: "G0", Steps: []results.CycleStep{{From: 1, To: 3, Type: "ww", Key: "9"}, {From: 3, To: 1, Type: "ww", Key: "9", Value: "[2]"}}}
+	r.Txn.Cycles = append(r.Txn.Cycles, stepWithoutVersion)
 	if err := rundir.WriteJSON(filepath.Join(dir, "results.json"), r); err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +91,14 @@ func TestReportSaysWhatHappenedInBrowser(t *testing.T) {
 	if n := strings.Count(cycle[1], `class="node"`); n != 2 {
 		t.Errorf("%d transactions drawn, the cycle has 2", n)
 	}
-	for _, want := range []string{"T1 read 7 [1], which T3 overwrote with [1 2] (rw)", "T3 read 8 [4], which T1 overwrote with [4 5] (rw)"} {
+	for _, want := range []string{"T1 read 7 [1], which T3 then wrote [1 2] (rw)", "T3 read 8 [4], which T1 then wrote [4 5] (rw)"} {
 		if !strings.Contains(cycle[1], want) {
 			t.Errorf("the cycle's steps do not say %q", want)
 		}
+	}
+	second := regexp.MustCompile(`(?s)<section class="cycle" id="cycle-1">(.*?)</section>`).FindStringSubmatch(dom)
+	if second == nil || !strings.Contains(second[1], "T1 wrote 9, then T3 wrote it (ww)") || !strings.Contains(second[1], "T3 wrote 9 [2], then T1 wrote it (ww)") {
+		t.Errorf("a step without a version is not said without one: %q", second)
 	}
 	files := regexp.MustCompile(`<p id="files">([^<]*)</p>`).FindStringSubmatch(dom)
 	if files == nil {
