@@ -189,7 +189,7 @@ func evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
 		tb.Errorf("%s", rep.Text)
 		return rep
 	}
-	r := fill(j, rec.srv, specs, dir)
+	r := fill(j, rec.srv, specs, dir, tb.Name())
 	res := j.Checked
 	if err := writeResults(dir, r); err != nil {
 		tb.Errorf("indoubttest: write %s: %v", dir, err)

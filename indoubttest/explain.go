@@ -20,9 +20,10 @@ const appWorkload = "app"
 
 // fill makes results.json of a test from the judgement of its run directory (package
 // judge, as indoubt run and indoubt check judge theirs) and the figures of its history.
-func fill(j *judge.Judgement, srv *Server, specs []string, dir string) *results.Results {
+// Its mechanism names the test, which report.html's title shows (report.Subject).
+func fill(j *judge.Judgement, srv *Server, specs []string, dir, test string) *results.Results {
 	h, r := j.Header, j.Results
-	r.Workload, r.Store, r.Mechanism = appWorkload, h.Store, "the code under test (indoubttest), checked as "+h.Model
+	r.Workload, r.Store, r.Mechanism = appWorkload, h.Store, "test "+test+" (indoubttest), checked as "+h.Model
 	r.Retry, r.Seed, r.RunDir = appWorkload, h.Seed, dir
 	r.Server = "none (a recorder without a server)"
 	r.Faults.Schedule = specs
@@ -53,6 +54,9 @@ func explain(tb testing.TB, m Model, r *results.Results, ops []histories.Op, sd 
 		fmt.Fprintf(&b, "indoubttest: %s check could not decide\n", m.name)
 	}
 	report.WriteVerdict(&b, r)
+	for _, n := range report.IsolationNotes(r, ops) {
+		fmt.Fprintf(&b, "  %s\n", n)
+	}
 	for _, n := range notes(m, r, ops, proxied) {
 		fmt.Fprintf(&b, "%s\n", n)
 	}

@@ -333,6 +333,17 @@ func TestResultsJSON(t *testing.T) {
 	if got.SchemaVersion != 1 || got.Verdict != "valid" || got.Workload != "app" || got.Retries.Total != 1 {
 		t.Errorf("results.json %+v", got)
 	}
+	// report.html is titled by the test, and lists no config.json: the helper writes none.
+	page, err := os.ReadFile(filepath.Join(r.RunDir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<title>indoubt: test TestResultsJSON "; !strings.Contains(string(page), want) {
+		t.Errorf("report.html's title is not %q...:\n%.300s", want, page)
+	}
+	if strings.Contains(string(page), "config.json") {
+		t.Error("report.html lists config.json, which the helper does not write")
+	}
 }
 
 // A budget per SKU: each account is checked on its own, and an anomaly names its

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,6 +170,9 @@ type checkArgs struct {
 	events                []evidence.FaultEvent
 	clock                 evidence.Clock
 	opt                   checker.Options
+	// maxAnomalies is --max-anomalies: 0 for the default (a run directory's
+	// config.json, else results.DefaultMaxAnomalies), -1 for all.
+	maxAnomalies int
 }
 
 // parseCheckArgs parses and validates the flags, reads --final and --faults, and
@@ -196,6 +200,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		linKeys = fs.Bool("linearizable-keys", false, "rw-register: assume each key is linearizable, and infer version orders from real-time order")
 		seqKeys = fs.Bool("sequential-keys", false, "rw-register: assume each key is sequentially consistent, and infer version orders from each process's order")
 		wfrKeys = fs.Bool("wfr-keys", false, "rw-register: assume writes follow reads within a transaction")
+		maxA    = fs.Int("max-anomalies", 0, "list at most this many anomalies (and, for a run directory, ground-truth items) on the console and in --json; -1 lists all (default: a run directory's max_anomalies, else 20); counts stay exact")
 	)
 	if err := parseFlags(fs, args); err != nil {
 		return a, err
@@ -222,6 +227,10 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	if *timeout < 0 {
 		return a, fmt.Errorf("check: --timeout must not be negative (got %v)", *timeout)
 	}
+	if *maxA < -1 {
+		return a, fmt.Errorf("check: --max-anomalies must be -1 (all) or a count (got %d)", *maxA)
+	}
+	a.maxAnomalies = *maxA
 	var err error
 	if a.opt.MaxMemory, err = parseMaxMemory(*maxMem); err != nil {
 		return a, fmt.Errorf("check: --max-memory: %v", err)
@@ -446,7 +455,7 @@ func printCheckJSON(w io.Writer, res checker.Result, truth *groundTruth) {
 	fmt.Fprintf(w, "%s\n", console.JSON(b))
 }
 
-// printCheck prints the verdict line, up to 20 anomalies with what the proxy says of
+// printCheck prints the verdict line, up to --max-anomalies (20) anomalies with what the proxy says of
 // their operations, and the ground truth.
 func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.Op, truth *groundTruth) {
 	checked := res.Checker
@@ -454,9 +463,10 @@ func (a checkArgs) printCheck(w io.Writer, res checker.Result, ops []histories.O
 		checked += ", a failed cas read as " + string(a.opt.FailMeans)
 	}
 	console.Fprintf(w, "%s: %s (%s): %s\n", a.path, res.Verdict, checked, res.Summary)
+	limit := cmp.Or(a.maxAnomalies, results.DefaultMaxAnomalies)
 	for i, an := range res.Anomalies {
-		if i == 20 {
-			console.Fprintf(w, "  ... and %d more anomalies (--json lists them)\n", len(res.Anomalies)-20)
+		if i == limit {
+			console.Fprintf(w, "  ... and %d more anomalies (--max-anomalies -1 lists them all)\n", len(res.Anomalies)-limit)
 			break
 		}
 		console.Fprintf(w, "  %s: %s\n", an.Kind, console.BoundedLines(an.Explanation, "    ", "--json"))

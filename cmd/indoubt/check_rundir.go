@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,13 +16,14 @@ import (
 	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/judge"
+	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
 )
 
 // runDirFlags are the flags `indoubt check RUNDIR` takes: the run directory says the
 // rest (its history's header, its faults.jsonl, its check.json).
-var runDirFlags = []string{"json", "timeout", "max-memory", "html"}
+var runDirFlags = []string{"json", "timeout", "max-memory", "html", "max-anomalies"}
 
 // isRunDir reports whether path is a run directory: a directory holding history.jsonl.
 func isRunDir(path string) bool {
@@ -92,7 +94,7 @@ func (a checkArgs) checkRunDir(ctx context.Context, stdout, stderr io.Writer) er
 	} else {
 		res.RunDir = a.dir
 	}
-	res.Trim(rundir.MaxAnomalies(a.dir))
+	res.Trim(cmp.Or(a.maxAnomalies, rundir.MaxAnomalies(a.dir)))
 	if a.jsonOut {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", console.JSON(b))
@@ -118,7 +120,17 @@ func (a checkArgs) printRunDir(w io.Writer, j *judge.Judgement, res *results.Res
 	checked := j.Checked
 	checked.Anomalies = res.Anomalies
 	a.path = a.dir
+	a.maxAnomalies = -1 // Trim bounded res.Anomalies already
 	a.printCheck(w, checked, j.Ops, truth)
+	for _, n := range report.IsolationNotes(res, j.Ops) {
+		console.Fprintf(w, "  %s\n", n)
+	}
+	if res.AnomalyTotal() > 0 {
+		console.Fprintf(w, "  anomalies by kind: %s\n", report.KindCounts(res))
+		if n := len(res.Anomalies); n < res.AnomalyTotal() {
+			console.Fprintf(w, "  (%d of %d listed; --max-anomalies -1 lists them all)\n", n, res.AnomalyTotal())
+		}
+	}
 	for _, l := range res.LostWrites {
 		console.Fprintf(w, "  lost: %s\n", l.Explanation)
 	}

@@ -72,6 +72,11 @@ type runData struct {
 	// windows.
 	parts  []results.Partition
 	splits []results.SplitBrain
+	// finals are the history's final reads that completed: op id and value, what a
+	// verdict reads the final state from when results.json holds none.
+	finals [][2]string
+	// appends tallies a list-append history's acknowledged appends and reads.
+	appends appendTally
 }
 
 // WriteHTML writes report.html for one run, whole or not at all (atomicfile): on error
@@ -123,7 +128,8 @@ func loadRunData(dir string) (runData, error) {
 		}
 		return op, err == nil, err
 	}
-	var pairs histories.Pairer[int] // an open operation's index in d.spans
+	var pairs histories.Pairer[int]    // an open operation's index in d.spans
+	finalInvoked := map[string]int64{} // a final read's invocation time, by op id
 	// invs are the invocations of d.spans, without their values: the attempts fault
 	// events join (evidence.SpansOf) are made of them and their completions.
 	var invs []histories.Op
@@ -148,6 +154,16 @@ func loadRunData(dir string) (runData, error) {
 		if t > d.end {
 			d.end = t
 		}
+		if op.IsFinalRead() {
+			if op.Type == histories.Invoke {
+				finalInvoked[op.OpID] = op.Time
+			} else if t, ok := finalInvoked[op.OpID]; ok {
+				d.appends.add(t, op)
+				if op.Type == histories.OK && len(d.finals) < maxFinalReads {
+					d.finals = append(d.finals, [2]string{op.OpID, string(op.Value)})
+				}
+			}
+		}
 		if !op.IsClient() || histories.IsFinalReadID(op.OpID) {
 			continue
 		}
@@ -165,6 +181,7 @@ func loadRunData(dir string) (runData, error) {
 			return d, fmt.Errorf("report: %v", err)
 		}
 		d.spans[i].to, d.spans[i].completion = t, op.Type
+		d.appends.add(invs[i].Time, op)
 		comp := op
 		addAttempts(histories.Operation{Invoke: invs[i], Complete: &comp})
 	}
@@ -594,7 +611,14 @@ func finalRows(r *results.Results) [][2]string {
 // pageData is what report.html's template shows.
 type pageData struct {
 	R               *results.Results
+	Subject         string
+	ListAll         string
 	Headline        string
+	FinalReads      [][2]string
+	Kinds           [][2]string
+	Files           [][2]string
+	Cycles          []cycleView
+	IsolationNotes  []string
 	Grouped         string
 	Charts          []template.HTML
 	Drawn, Total    int
@@ -633,7 +657,8 @@ func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 	o := perSecond(d)
 	tl, drawn, hl := timelineChart(d, namedOps)
 	p := pageData{
-		R: r, Headline: Headline(r), Final: finalRows(r), Drawn: drawn, Total: len(d.spans), Highlighted: hl,
+		R: r, Subject: Subject(r), ListAll: ListAllHint(r), Headline: Headline(r), Final: finalRows(r), FinalReads: d.finals, Kinds: kindRows(r),
+		Files: filesIn(dir), Cycles: cycleViews(r.Txn), Drawn: drawn, Total: len(d.spans), Highlighted: hl,
 		JS: template.JS(echartsJS),
 	}
 	if len(d.spans) > 0 {
@@ -641,6 +666,12 @@ func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 		if p.Charts, err = renderCharts(rateChart(d, o), latencyChart(d, o), tl); err != nil {
 			return nil, err
 		}
+	}
+	if r.Txn != nil {
+		if pr := levelPromise(r); pr != "" {
+			p.IsolationNotes = append(p.IsolationNotes, pr)
+		}
+		p.IsolationNotes = append(p.IsolationNotes, d.appends.sentences()...)
 	}
 	p.Named = order[:min(len(order), 50)]
 	if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err == nil || r.Workload == "register" {
@@ -707,7 +738,7 @@ func stopRows(stops map[string]int64) [][2]string {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{"orNone": orNone, "stops": stopRows}).Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>indoubt: {{.R.Workload}} on {{.R.Store}} — {{.R.Verdict}}</title>
+<html><head><meta charset="utf-8"><title>indoubt: {{.Subject}}{{with .R.Store}} on {{.}}{{end}} — {{.R.Verdict}}</title>
 <script>window.__errors=[];window.addEventListener("error",function(e){window.__errors.push(String(e.message))});</script>
 <script>{{.JS}}</script>
 <style>
@@ -720,15 +751,19 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 details{margin:.4em 0}summary{cursor:pointer}
 code{background:#f3f3f3;padding:0 .2em}
 </style></head><body>
-<h1>{{.R.Workload}} on {{.R.Store}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
+<h1>{{.Subject}}{{with .R.Store}} on {{.}}{{end}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
 <p class="headline {{.R.Verdict}}" id="headline">{{.Headline}}</p>
-{{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
+{{range .IsolationNotes}}<p class="isolation-note">{{.}}.</p>
+{{end}}{{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
+<table id="anomaly-kinds"><tr><th>kind</th><th>found</th></tr>
+{{range .Kinds}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
+{{end}}</table>
 <ul>{{range .AnomaliesShown}}<li><b>{{.Kind}}</b>: {{.Explanation}}{{range .Claims}}<br><i>the proxy:</i> {{.}}{{end}}</li>{{end}}</ul>
 {{if .AnomaliesFolded}}<details><summary>the rest of the {{len .R.Anomalies}} listed{{if gt .R.AnomalyTotal (len .R.Anomalies)}} ({{.R.AnomalyTotal}} in all){{end}}</summary><ul>{{range .AnomaliesFolded}}<li><b>{{.Kind}}</b>: {{.Explanation}}{{range .Claims}}<br><i>the proxy:</i> {{.}}{{end}}</li>{{end}}</ul></details>{{end}}{{end}}
 {{with .R.Evidence}}{{if gt .AppliedTwiceTotal 0}}
 <h2>Ground truth: {{.AppliedTwiceTotal}} operations took effect more than once: {{$.Grouped}}</h2>
 <ul>{{range $.ShownFirst}}<li class="named">{{.Sentence}}</li>{{end}}</ul>
-{{if $.Folded}}<details><summary>{{len $.Folded}} more listed{{if gt .AppliedTwiceTotal (len .AppliedTwice)}} ({{.AppliedTwiceTotal}} in all; results.json lists {{len .AppliedTwice}}, see --max-anomalies){{end}}</summary><ul>{{range $.Folded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
+{{if $.Folded}}<details><summary>{{len $.Folded}} more listed{{if gt .AppliedTwiceTotal (len .AppliedTwice)}} ({{.AppliedTwiceTotal}} in all; results.json lists {{len .AppliedTwice}}: {{$.ListAll}}){{end}}</summary><ul>{{range $.Folded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
 {{end}}{{if gt .ReplaysTotal 0}}
 <h2>Ground truth: {{.ReplaysTotal}} operations committed by a cut and retried changed nothing the second time (replays)</h2>
 <ul>{{range $.ReplaysShown}}<li>{{.Sentence}}</li>{{end}}</ul>
@@ -738,6 +773,16 @@ code{background:#f3f3f3;padding:0 .2em}
 <ul>{{range $.CommittedShown}}<li>{{.Sentence}}</li>{{end}}</ul>
 {{if $.CommittedFolded}}<details><summary>{{len $.CommittedFolded}} more listed</summary><ul>{{range $.CommittedFolded}}<li>{{.Sentence}}</li>{{end}}</ul></details>{{end}}
 {{end}}{{range .Disagreements}}<p><b>Checker and ground truth disagree:</b> {{.}}</p>{{end}}{{end}}
+{{with .R.Txn}}{{if .Cycles}}<h2>Dependency cycles: {{len .Cycles}}</h2>
+<p>Each transaction (T and the history index of its completion) a node, each dependency an arrow: ww (wrote, then overwritten), wr (wrote, then read), rw (read, then overwritten), process or realtime order.{{if gt (len .Cycles) (len $.Cycles)}} The first {{len $.Cycles}} are drawn.{{end}}</p>
+{{range $.Cycles}}<section class="cycle" id="{{.ID}}"><h3>{{.Type}}</h3>
+<svg class="cycle" width="320" height="220" viewBox="0 0 320 220" role="img" aria-label="the cycle">
+<defs><marker id="arrow-{{.ID}}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#a00"/></marker></defs>
+{{$id := .ID}}{{range .Edges}}<path class="edge" d="{{.Path}}" fill="none" stroke="#a00" stroke-width="1.5" marker-end="url(#arrow-{{$id}})"/><text x="{{.LX}}" y="{{.LY}}" text-anchor="middle">{{.Label}}</text>
+{{end}}{{range .Nodes}}<circle class="node" cx="{{.X}}" cy="{{.Y}}" r="18" fill="#fff" stroke="#333"/><text x="{{.X}}" y="{{.Y}}" dy="4" text-anchor="middle">{{.Label}}</text>
+{{end}}</svg>
+<ol class="steps">{{range .Steps}}<li>{{.}}</li>{{end}}</ol></section>
+{{end}}{{end}}{{end}}
 {{if .Named}}<p>Operations named above, highlighted on the timeline: <span id="named-ops" class="named">{{range .Named}}{{.}} {{end}}</span>{{if gt .Highlighted (len .Named)}}…{{end}}</p>{{end}}
 {{if .Porcupine}}<p>Linearizability: <a href="linearizability.html">porcupine's visualization of the history</a> (beside this file).</p>{{end}}
 {{with .R.TwoPhase}}<h2>Two-phase commit</h2>
@@ -811,8 +856,9 @@ code{background:#f3f3f3;padding:0 .2em}
 <tr><th>faults</th><td>{{range .R.Faults.Schedule}}<code>{{.}}</code> {{end}}{{range $k, $v := .R.Faults.ByKind}}{{$k}} {{$v}}; {{end}}{{with .R.Faults.Commits}}<br>commit faults: {{.}}{{else}}{{range $k, $v := .R.Faults.ByTruth}}truth {{$k}} {{$v}}; {{end}}{{end}}</td></tr>
 </table>
 <h2>Final state</h2>
-{{if .Final}}<table id="final">{{range .Final}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{else}}<p>This workload has no final state.</p>{{end}}
-<p>Files beside this one: history.jsonl (every operation), faults.jsonl (proxy events), results.json, config.json.</p>
+{{if .Final}}<table id="final">{{range .Final}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{else if .FinalReads}}<p>The history's final reads, which the checker judged the run by:</p>
+<table id="final-reads"><tr><th>operation</th><th>read</th></tr>{{range .FinalReads}}<tr><td>{{index . 0}}</td><td><code>{{index . 1}}</code></td></tr>{{end}}</table>{{else}}<p>This run has no final state: no final read in the history and none in results.json.</p>{{end}}
+{{if .Files}}<p id="files">Files beside this one: {{range $i, $f := .Files}}{{if $i}}, {{end}}{{index $f 0}} ({{index $f 1}}){{end}}.</p>{{end}}
 <div id="render-check" hidden></div>
 <script>
 (function(){

@@ -80,6 +80,9 @@ func WriteSummary(w io.Writer, r *results.Results) {
 	}
 	writeFaults(w, r)
 	WriteVerdict(w, r)
+	if pr := levelPromise(r); pr != "" {
+		console.Fprintf(w, "  the store's level: %s\n", pr)
+	}
 	writeRequests(w, r.Evidence)
 	if r.RunDir != "" {
 		console.Fprintf(w, "run directory: %s\n", r.RunDir)
@@ -215,9 +218,9 @@ func Headline(r *results.Results) string {
 	return line + "; " + strings.Join(also, "; ")
 }
 
-// kindCounts says how many anomalies of each kind the checker found: "828
-// premature-rejection".
-func kindCounts(r *results.Results) string {
+// KindCounts says how many anomalies of each kind the checker found, every kind, most
+// first: "828 premature-rejection, 3 lost-update".
+func KindCounts(r *results.Results) string {
 	kinds := r.AnomalyKinds
 	if len(kinds) == 0 {
 		kinds = map[string]int{}
@@ -272,7 +275,7 @@ func WriteVerdict(w io.Writer, r *results.Results) {
 		if total > shown {
 			where := "in results.json"
 			if listed < total {
-				where = fmt.Sprintf("(results.json lists %d; --max-anomalies)", listed)
+				where = fmt.Sprintf("(results.json lists %d; %s)", listed, ListAllHint(r))
 			}
 			console.Fprintf(w, "    ... and %d more %s\n", total-shown, where)
 		}

@@ -76,7 +76,7 @@ func TestVerdictLeadsWithTheChecker(t *testing.T) {
 		t.Errorf("%d examples of the ground truth (want %d, none shown above):\n%s", n, ConsoleExamples, b.String()[i:])
 	}
 	// 30 in all: 6 printed under the anomalies, 3 here, 21 more; each counted once.
-	if !strings.Contains(b.String(), "(6 shown under the checker's anomalies above)\n    ... and 21 more (results.json lists 20; --max-anomalies)") {
+	if !strings.Contains(b.String(), "(6 shown under the checker's anomalies above)\n    ... and 21 more (results.json lists 20; indoubt check --max-anomalies -1 RUNDIR lists them all)") {
 		t.Errorf("the rest is not counted exactly:\n%s", b.String())
 	}
 	clean := &results.Results{Verdict: checker.Valid, Summary: "linearizable"}
