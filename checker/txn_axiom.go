@@ -55,6 +55,13 @@ const (
 	// axNotOwnWrite is a read, after the transaction's own write of the key, of
 	// another value than that write.
 	axNotOwnWrite = "not-own-write"
+	// axSessionlessCycle is a cycle of write-read and read atomic's axiom with
+	// every transaction in a session of its own: no session order in it. Under
+	// every version order each axiom edge t1 → t2 in it is either a write-write
+	// edge or closes a cycle t1 wr t3 rw t1 with one anti-dependency, so it fails
+	// Adya's levels that forbid G1c and G-single (PL-2+ and PL-2.99 and every
+	// stronger one), which ignore session order.
+	axSessionlessCycle = "sessionless-read-atomic-cycle"
 )
 
 func (l axLevel) model() string {
@@ -1034,15 +1041,16 @@ func (x *axHistory) cycles(ctx context.Context, g *axGraph, limit int) ([]axCycl
 // axCheck checks the rw-register history of h for the axiomatic level want, adding
 // what violates it to an: the reads no commit order explains (newAxHistory) and the
 // cycles, named by the weakest level whose axiom closes them.
-func axCheck(ctx context.Context, h *txnHistory, an *txnAnalysis, la *listAppend, want axLevel) {
+// It returns the history as the axioms see it, and whether it found a cycle.
+func axCheck(ctx context.Context, h *txnHistory, an *txnAnalysis, la *listAppend, want axLevel) (*axHistory, bool) {
 	x := newAxHistory(h, an, la)
 	if ctx.Err() != nil {
-		return
+		return x, false
 	}
 	g := x.graphFor(ctx, want)
 	cys, count := x.cycles(ctx, g, maxListed)
 	if count == 0 || ctx.Err() != nil {
-		return
+		return x, false
 	}
 	level := want
 	for l := want - 1; l >= axRC; l-- {
@@ -1065,6 +1073,53 @@ func axCheck(ctx context.Context, h *txnHistory, an *txnAnalysis, la *listAppend
 			a.text += fmt.Sprintf("\n(%d more components of the graph hold cycles)", count-len(cys))
 		}
 		an.add(kind, a)
+	}
+	return x, true
+}
+
+// withoutSessions returns x with every taking part transaction in a session of its
+// own: the history as Adya's levels see it, which ignore session order.
+func (x *axHistory) withoutSessions() *axHistory {
+	y := *x
+	y.sessions = make([][]int32, 0, len(x.sessions))
+	y.sessOf = make([]int32, x.n)
+	y.posOf = make([]int32, x.n)
+	ids := make([]int32, 0, x.n)
+	for t := int32(0); t < x.n; t++ {
+		y.sessOf[t] = -1
+		if x.part[t] {
+			ids = append(ids, t)
+		}
+	}
+	for i := range ids {
+		y.sessOf[ids[i]] = int32(len(y.sessions))
+		y.sessions = append(y.sessions, ids[i:i+1:i+1])
+	}
+	return &y
+}
+
+// axSessionless adds to an the cycles of read atomic's axiom in x with sessions
+// erased that need an axiom's edge (a cycle of write-read alone is G1c, which the
+// Elle-class analysis names): violations of Adya's levels from PL-2+ and PL-2.99 up,
+// whatever the version order.
+func axSessionless(ctx context.Context, x *axHistory, an *txnAnalysis) {
+	y := x.withoutSessions()
+	g := y.graphFor(ctx, axRA)
+	cys, count := y.cycles(ctx, g, maxListed)
+	if count == 0 || ctx.Err() != nil {
+		return
+	}
+	var kept []txnAnomaly
+	for _, cy := range cys {
+		if slices.ContainsFunc(cy, func(e int32) bool { return g.why[e].kind > axInit0 }) {
+			kept = append(kept, y.explain(g, cy, axSessionlessCycle, axRA))
+		}
+	}
+	for i, a := range kept {
+		if i == len(kept)-1 && count > len(cys) {
+			a.text += fmt.Sprintf("\n(%d more components of the graph hold cycles)", count-len(cys))
+		}
+		an.add(axSessionlessCycle, a)
 	}
 }
 
@@ -1090,7 +1145,11 @@ func (x *axHistory) explain(g *axGraph, cy axCycle, kind string, level axLevel) 
 	}
 	data := &cycleData{Type: kind}
 	what := "session order and write-read"
-	if kind != axCausalityCycle {
+	switch kind {
+	case axSessionlessCycle:
+		what = "write-read and the commit order " + level.String() + " requires, with no session order (so under every version order a cycle of Adya's dependencies)"
+	case axCausalityCycle:
+	default:
 		what = "the commit order " + level.String() + " requires"
 	}
 	of := fmt.Sprintf("%d transactions", len(txns))
@@ -1220,12 +1279,17 @@ func axCheckFor(ctx context.Context, h *txnHistory, an *txnAnalysis, c *txnCheck
 		return
 	}
 	l := axLevelOf(c.prohibited)
+	sessionless := asksSessionless(c.opt, an.found)
 	if l == 0 {
 		// No axiomatic level asked for, but the reads no commit order explains
-		// are anomalies of other models too (a value never written is a G1a).
-		if c.prohibited["garbage-read"] || c.prohibited["future-read"] || c.prohibited[axNotOwnWrite] {
+		// are anomalies of other models too (a value never written is a G1a), and
+		// so are the cycles of read atomic's axiom without session order.
+		if sessionless || c.prohibited["garbage-read"] || c.prohibited["future-read"] || c.prohibited[axNotOwnWrite] {
 			side := newTxnAnalysis(h, c, nil)
-			newAxHistory(h, side, la)
+			x := newAxHistory(h, side, la)
+			if sessionless && ctx.Err() == nil {
+				axSessionless(ctx, x, side)
+			}
 			for kind := range side.found {
 				if !c.prohibited[kind] {
 					delete(side.found, kind)
@@ -1235,13 +1299,47 @@ func axCheckFor(ctx context.Context, h *txnHistory, an *txnAnalysis, c *txnCheck
 		}
 		return
 	}
-	axCheck(ctx, h, an, la, l)
+	// The graph without session order is part of the graph with it, so the check
+	// without is needed only where the check with found a cycle.
+	if x, cyclic := axCheck(ctx, h, an, la, l); cyclic && asksSessionless(c.opt, an.found) && ctx.Err() == nil {
+		axSessionless(ctx, x, an)
+	}
 	if len(incompleteModels(h.model, c.opt)) == 0 {
 		// Nothing asked of the history needs the dependency graph: that it is
 		// empty, or that a search in it ran out of time, leaves nothing undecided.
 		delete(an.found, "empty-transaction-graph")
 		delete(an.found, "cycle-search-timeout")
 	}
+}
+
+// asksSessionless reports whether a model opt asks for forbids a cycle of read
+// atomic's axiom without session order (one of Adya's levels from PL-2+ and PL-2.99
+// up, or Elle's read atomic, which a check of the axiomatic levels alone does not
+// decide) and is not yet ruled out by the anomalies found, or opt names the anomaly.
+func asksSessionless(opt TxnOptions, found map[string]*foundAnomalies) bool {
+	if slices.Contains(opt.Anomalies, axSessionlessCycle) {
+		return true
+	}
+	asked := opt.ConsistencyModels
+	if len(asked) == 0 && len(opt.Anomalies) == 0 {
+		asked = []string{"strict-serializable"}
+	}
+	var kinds []string
+	for k := range found {
+		kinds = append(kinds, k)
+	}
+	ruledOut := impossibleModels(kinds)
+	for _, m := range asked {
+		if ruledOut[canonical(m)] {
+			continue
+		}
+		for w := range closure(modelImplies, canonical(m)) {
+			if slices.Contains(modelForbids[w], axSessionlessCycle) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // axModels are the models the axiomatic checks decide completely on rw-register

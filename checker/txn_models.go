@@ -81,6 +81,8 @@ var anomalyImplies = map[string][]string{
 	axRACycle:        {axCCCycle},
 	// A read after the transaction's own write that does not see it.
 	axNotOwnWrite: {"internal"},
+	// A cycle of read atomic's axiom without session order is one with it.
+	axSessionlessCycle: {axRACycle},
 }
 
 // anomalySeverity orders anomalies that imply one another not at all but are worse
@@ -202,7 +204,7 @@ var modelForbids = map[string][]string{
 	"PL-CS":                             {"G1", "G-cursor", "lost-update"},
 	"PL-2L":                             {"G1", "G-monotonic"},
 	"PL-MSR":                            {"G1", "G-MSR"},
-	"PL-2+":                             {"G1", "G-single"},
+	"PL-2+":                             {"G1", "G-single", axSessionlessCycle},
 	"PL-FCV":                            {"G1", "G-SIb"},
 	"parallel-snapshot-isolation":       {"internal", "G1a"},
 	"PL-3":                              {"G1", "G2", "predicate-read-miss", "PL-3-cycle-exists", "internal"},
@@ -210,8 +212,8 @@ var modelForbids = map[string][]string{
 	"PL-1":                              {"G0", "duplicate-elements", "cyclic-versions", "PL-1-cycle-exists"},
 	"prefix":                            {"internal", "G1a"},
 	"PL-SI":                             {"internal", "G1", "G-SI", "G-nonadjacent", "PL-SI-cycle-exists"},
-	"read-atomic":                       {"internal", "G1a", "future-read"},
-	"PL-2.99":                           {"G1", "G2-item", "PL-2.99-cycle-exists", "lost-update"},
+	"read-atomic":                       {"internal", "G1a", "future-read", axSessionlessCycle},
+	"PL-2.99":                           {"G1", "G2-item", "PL-2.99-cycle-exists", "lost-update", axSessionlessCycle},
 	"update-atomic":                     {"lost-update"},
 	"PL-SS":                             {"G1", "G1c-realtime", "G2-realtime", "PL-SS-cycle-exists"},
 	"strong-session-PL-1":               {"strong-session-PL-1-cycle-exists", "G0-process"},

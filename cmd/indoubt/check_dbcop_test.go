@@ -10,7 +10,8 @@ import (
 // TestCheckDBCopElleJSON runs indoubt check --format dbcop and --format elle-json on
 // golden histories written in each format, at the axiomatic and Elle levels: a valid
 // history passes; a fractured read passes read committed and fails read atomic and
-// causal; an aborted read fails read committed, axiomatic and Elle's; a malformed file
+// causal, and (no session order in it) serializable, snapshot isolation and repeatable
+// read; an aborted read fails read committed, axiomatic and Elle's; a malformed file
 // is refused with one line naming its position, exit 3.
 func TestCheckDBCopElleJSON(t *testing.T) {
 	const dir = "../../histories/testdata/"
@@ -31,6 +32,10 @@ func TestCheckDBCopElleJSON(t *testing.T) {
 		{"dbcop fractured rc", dbcop("axiomatic-read-committed", "fractured.json"), 0, "valid (rw-register)"},
 		{"dbcop fractured ra", dbcop("read-atomic", "fractured.json"), 1, "read-atomic-cycle"},
 		{"dbcop fractured causal", dbcop("causal", "fractured.json"), 1, "violates axiomatic-read-atomic"},
+		// Each transaction a session of its own: Adya's levels fail it too.
+		{"dbcop fractured serializable", dbcop("serializable", "fractured.json"), 1, "sessionless-read-atomic-cycle"},
+		{"dbcop fractured si", dbcop("snapshot-isolation", "fractured.json"), 1, "sessionless-read-atomic-cycle"},
+		{"dbcop fractured rr", dbcop("repeatable-read", "fractured.json"), 1, "sessionless-read-atomic-cycle"},
 		{"dbcop aborted read axiomatic", dbcop("axiomatic-read-committed", "aborted-read.json"), 1, "G1a: transaction 1 read key 0 = 1"},
 		{"dbcop aborted read elle", dbcop("read-committed", "aborted-read.json"), 1, "G1a"},
 		{"dbcop malformed", dbcop("causal", "bad-value.json"), 3, ""},
