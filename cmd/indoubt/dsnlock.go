@@ -32,6 +32,9 @@ import (
 // pgRunLockKey is the advisory lock key of a run: "indoubt" in ASCII.
 const pgRunLockKey = 0x696e646f75627400
 
+// pgLockWait is how long a run waits for the PostgreSQL lock before it is refused.
+const pgLockWait = 5 * time.Second
+
 // redisRunLockKey and redisLockTTL are the Redis lock's key and expiry.
 const (
 	redisRunLockKey = "indoubt:run-lock"
@@ -62,14 +65,28 @@ func lockPostgres(ctx context.Context, dsn string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
 	}
+	// A run killed a moment ago holds the lock until the server has seen its connection
+	// close and ended its session: tried again for pgLockWait before refusing, so that a
+	// run started right after a killed one is not refused for the server's lag.
 	var got bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(pgRunLockKey)).Scan(&got); err != nil {
-		conn.Close(context.Background())
-		return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
+	for deadline := time.Now().Add(pgLockWait); ; {
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(pgRunLockKey)).Scan(&got); err != nil {
+			conn.Close(context.Background())
+			return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
+		}
+		if got || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			conn.Close(context.Background())
+			return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if !got {
 		conn.Close(context.Background())
-		return nil, fmt.Errorf("%s: %w (its advisory lock %d is held)", redact.DSN(dsn), errDSNInUse, int64(pgRunLockKey))
+		return nil, fmt.Errorf("%s: %w (its advisory lock %d was held for %v)", redact.DSN(dsn), errDSNInUse, int64(pgRunLockKey), pgLockWait)
 	}
 	return func() { conn.Close(context.Background()) }, nil
 }
