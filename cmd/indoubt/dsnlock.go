@@ -88,7 +88,15 @@ func lockPostgres(ctx context.Context, dsn string) (func(), error) {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("%s: %w (its advisory lock %d was held for %v)", redact.DSN(dsn), errDSNInUse, int64(pgRunLockKey), pgLockWait)
 	}
-	return func() { conn.Close(context.Background()) }, nil
+	return func() {
+		// Unlocked before the connection closes: the server releases a closed
+		// session's locks only once its backend has ended, after Close returns, and a
+		// run started next (the next in a sweep, a test's next) would find it held.
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", int64(pgRunLockKey))
+		conn.Close(uctx)
+	}, nil
 }
 
 func lockRedis(ctx context.Context, dsn string) (func(), error) {
