@@ -98,10 +98,23 @@ func TestClusterKilledHarnessLeftovers(t *testing.T) {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	}
-	left, err := servers.FindLeftovers(parent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The etcd members get their parent-death signal with the nodes; an etcd still
+	// flushing its WAL may take a moment to end, so wait for each server to be gone
+	// before calling one a leftover that still runs.
+	var left []servers.Leftover
+	servertest.Eventually(func() bool {
+		l, err := servers.FindLeftovers(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = l
+		for _, x := range l {
+			if x.Server != 0 {
+				return false
+			}
+		}
+		return true
+	})
 	if len(left) != 6 {
 		t.Errorf("%d leftovers, want 6: %+v", len(left), left)
 	}
