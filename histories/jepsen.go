@@ -61,6 +61,15 @@ type JepsenOptions struct {
 	// and Elle reads every op as a transaction: F "txn" reads them as it does. Unset,
 	// such an op is refused.
 	F string
+	// SeveralOpen lets a process have several operations open at once, each
+	// completion closing its process's oldest open invocation, instead of refusing
+	// the second invocation as jepsen.history's pair index does (::double-invoke).
+	// Elle's own unit tests build such histories, and Elle's transactional checkers
+	// read them so, because they never ask which invocation a completion answers.
+	// Only the transactional models read such a history: a process's order (and the
+	// real-time order of its operations) is then not known, and the checker draws no
+	// process or real-time edge from it.
+	SeveralOpen bool
 }
 
 // jepsenMeta is what an op map said about its own position.
@@ -313,7 +322,7 @@ func ReadJepsenLog(r io.Reader, name string, opt JepsenOptions) ([]Op, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
 	var ops []Op
-	var times openTimes
+	times := openTimes{several: opt.SeveralOpen}
 	line := 0
 	for sc.Scan() {
 		line++

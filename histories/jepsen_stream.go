@@ -54,6 +54,7 @@ const jepsenWindow = 256 << 10
 func NewJepsenEDNReader(r io.Reader, name string, opt JepsenOptions) *JepsenEDNReader {
 	er := &JepsenEDNReader{name: name, src: r, opt: opt, buf: make([]byte, 0, jepsenWindow)}
 	er.p = jepsenParser{name: name, line: 1, f: opt.F}
+	er.times.several = opt.SeveralOpen
 	return er
 }
 

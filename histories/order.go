@@ -18,7 +18,10 @@ import "fmt"
 // the interpreter that gives a crashed worker a new process):
 //
 //   - A process has at most one operation open: an invocation while its last one is
-//     open is refused.
+//     open is refused (jepsen.history's ::double-invoke), unless the reader was asked
+//     to pair several in order (JepsenOptions.SeveralOpen): Elle's own unit tests
+//     build such histories, and Elle's checkers, which never ask jepsen.history which
+//     invocation a completion answers, read them with completions paired in order.
 //   - A completion closes the operation its process has open; one with none open is
 //     refused, except in a history of completions alone, as Elle's own tests write
 //     them ({:process 0, :type :ok, :value [...]}, no invocation anywhere): then every
@@ -46,6 +49,11 @@ type openTimes struct {
 	// completion without one (a history of completions alone), 0 for none.
 	invoked bool
 	bare    int64
+	// several lets a process have several operations open, its completions closing
+	// them oldest first; queued holds each such process's invocations after its
+	// oldest open one.
+	several bool
+	queued  map[int][]openTime
 }
 
 // openTime is what is known of a process: its open invocation's time and line, or
@@ -97,6 +105,12 @@ func (o *openTimes) invoke(p int, t, line int64) error {
 	switch {
 	case o.bare > 0:
 		return fmt.Errorf("invocation of process %d in a history whose completion on line %d had none: a history pairs every completion with its invocation, or is of completions alone", p, o.bare)
+	case prev.open && o.several:
+		if o.queued == nil {
+			o.queued = map[int][]openTime{}
+		}
+		o.queued[p] = append(o.queued[p], openTime{time: t, line: line, open: true})
+		return nil
 	case prev.open:
 		return fmt.Errorf("process %d invokes while its operation invoked on line %d is open: a process runs one operation at a time", p, prev.line)
 	case prev.crashed:
@@ -128,7 +142,14 @@ func (o *openTimes) complete(p int, typ Type, t, line int64) error {
 		return fmt.Errorf("completion of process %d at time %d is earlier than its invocation at time %d on line %d", p, t, inv.time, inv.line)
 	}
 	next := openTime{}
-	if typ == Info {
+	if q := o.queued[p]; len(q) > 0 {
+		next = q[0]
+		if len(q) == 1 {
+			delete(o.queued, p)
+		} else {
+			o.queued[p] = q[1:]
+		}
+	} else if typ == Info {
 		next = openTime{line: line, crashed: true}
 	}
 	o.set(p, next)

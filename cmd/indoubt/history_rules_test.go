@@ -100,3 +100,41 @@ func TestCheckReadsWhatJepsenAndElleWrite(t *testing.T) {
 	// For a model whose ops are not all one function, :f stays required.
 	wantRefused(t, "op has no :f", "check", "--format", "jepsen-edn", "--model", "register", writeFile(t, "r.edn", "{:process 0, :type :invoke, :value 1}\n"))
 }
+
+// TestCheckReadsElleSeveralOpen: two of Elle's own unit tests (list_append_test
+// "unobserved write", rw_register_test "initial state") invoke several transactions
+// on process 0 before completing them. Elle's checkers read them with completions
+// paired in order, and so does check for the transactional models, with Elle's
+// verdicts; a register history with the same shape is still refused at its line, as
+// jepsen.history's pair index refuses it (::double-invoke).
+func TestCheckReadsElleSeveralOpen(t *testing.T) {
+	unobserved := "{:index 0 :type :invoke :process 0 :value [[:append :x 1] [:append :y 1]]}\n" +
+		"{:index 1 :type :invoke :process 0 :value [[:append :x 2] [:append :y 2]]}\n" +
+		"{:index 2 :type :invoke :process 0 :value [[:append :x 3] [:append :y 3]]}\n" +
+		"{:index 3 :type :invoke :process 0 :value [[:r :x nil]]}\n" +
+		"{:index 4 :type :invoke :process 0 :value [[:r :y nil]]}\n" +
+		"{:index 5 :type :ok :process 0 :value [[:append :x 1] [:append :y 1]]}\n" +
+		"{:index 6 :type :ok :process 0 :value [[:append :x 2] [:append :y 2]]}\n" +
+		"{:index 7 :type :ok :process 0 :value [[:append :x 3] [:append :y 3]]}\n" +
+		"{:index 8 :type :ok :process 0 :value [[:r :x [1 2]]]}\n" +
+		"{:index 9 :type :ok :process 0 :value [[:r :y [2]]]}\n"
+	code, out, errs := invoke(t, "check", "--format", "jepsen-edn", "--model", "list-append", "--consistency-models", "serializable", writeFile(t, "u.edn", unobserved))
+	if code != 1 || !strings.Contains(out, "G0") || !strings.Contains(out, "G-single-item") {
+		t.Errorf("Elle's unobserved write: exit %d, stdout %q, stderr %q; want G0 and G-single-item, exit 1", code, out, errs)
+	}
+	initial := "{:index 0 :type :invoke :process 0 :value [[:r :x nil] [:r :y nil]]}\n" +
+		"{:index 1 :type :invoke :process 0 :value [[:w :y 1] [:w :x 2]]}\n" +
+		"{:index 2 :type :ok :process 0 :value [[:w :y 1] [:w :x 2]]}\n" +
+		"{:index 3 :type :ok :process 0 :value [[:r :x nil] [:r :y 1]]}\n"
+	code, out, errs = invoke(t, "check", "--format", "jepsen-edn", "--model", "rw-register", "--consistency-models", "serializable", writeFile(t, "i.edn", initial))
+	if code != 1 || !strings.Contains(out, "G-single-item") {
+		t.Errorf("Elle's initial state: exit %d, stdout %q, stderr %q; want G-single-item, exit 1", code, out, errs)
+	}
+	// A completion earlier than the invocation it closes is refused all the same.
+	early := "{:index 0 :time 5 :type :invoke :process 0 :value [[:append :x 1]]}\n" +
+		"{:index 1 :time 6 :type :invoke :process 0 :value [[:append :x 2]]}\n" +
+		"{:index 2 :time 4 :type :ok :process 0 :value [[:append :x 1]]}\n"
+	wantRefused(t, "line 3: completion of process 0 at time 4 is earlier than its invocation at time 5 on line 1", "check", "--format", "jepsen-edn", "--model", "list-append", writeFile(t, "e.edn", early))
+	reg := "{:index 0 :type :invoke :f :write :process 0 :value 1}\n{:index 1 :type :invoke :f :write :process 0 :value 2}\n"
+	wantRefused(t, "line 2: process 0 invokes while its operation invoked on line 1 is open", "check", "--format", "jepsen-edn", "--model", "register", writeFile(t, "r.edn", reg))
+}
