@@ -4,8 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
+	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
 // TestRunRefusesADatabaseAnotherRunUses: while a run holds a database's lock (here a
@@ -33,5 +38,46 @@ func TestRunRefusesADatabaseAnotherRunUses(t *testing.T) {
 	code, stdout, stderr := invoke(t, "run", "--dsn", srv.DSN, "--ops", "2", "--workers", "1", "--out", out)
 	if code == 3 || strings.Contains(stderr, "another indoubt run") {
 		t.Errorf("after the lock was released: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestRunRefusesARedisAnotherRunUses: the same on Redis, whose lock is the key
+// indoubt:run-lock set while a run lasts: set by another run, a run on the DSN is
+// refused with one line; once it is gone the run goes ahead, and the run deletes its
+// own lock when it ends, so that the next run is not refused for 30 s.
+func TestRunRefusesARedisAnotherRunUses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := redisserver.Start(ctx, redisserver.Options{Dir: servertest.ReachableDir(t)})
+	if err != nil {
+		servertest.SkipOrFail(t, err)
+	}
+	defer srv.Stop()
+	opt, err := redis.ParseURL(srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	if err := c.Set(ctx, redisRunLockKey, "another run's token", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	args := []string{"run", "--store", "redis", "--dsn", srv.DSN, "--ops", "2", "--workers", "1", "--out", out}
+	wantRefused(t, "another indoubt run is using this database", args...)
+	if v, err := c.Get(ctx, redisRunLockKey).Result(); err != nil || v != "another run's token" {
+		t.Errorf("the refused run touched the other run's lock: %q %v", v, err)
+	}
+	if err := c.Del(ctx, redisRunLockKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		code, stdout, stderr := invoke(t, args...)
+		if code == 3 || strings.Contains(stderr, "another indoubt run") {
+			t.Errorf("run %d after the lock was deleted: exit %d, stdout %q, stderr %q", i+1, code, stdout, stderr)
+		}
+	}
+	if n, err := c.Exists(ctx, redisRunLockKey).Result(); err != nil || n != 0 {
+		t.Errorf("after the runs the lock key exists (%d, %v): a run must delete its own lock", n, err)
 	}
 }
