@@ -52,8 +52,10 @@ func TestReportOfAHugeTimeSpanIsBounded(t *testing.T) {
 }
 
 // TestCheckInputsAreBounded: --final /dev/zero is refused past its bound (it was read
-// until memory ran out: 10 GB at 68 s), --time of a century is refused, and a FIFO
-// with no writer, as the history or as --final, holds check no longer than SIGTERM.
+// until memory ran out: 10 GB at 68 s), --time of a century is refused; a FIFO no
+// program writes, as the history or as --final, is refused at once as empty (its open
+// used to wait for a writer, even past --timeout); and a FIFO whose writer never
+// writes holds check no longer than SIGTERM.
 func TestCheckInputsAreBounded(t *testing.T) {
 	hist := filepath.Join("..", "..", "checker", "testdata", "exactly-once", "valid.jsonl")
 	wantRefused(t, "check: --final: /dev/zero is longer than", "check", "--final", "/dev/zero", hist)
@@ -62,11 +64,19 @@ func TestCheckInputsAreBounded(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("no FIFO: %v", err)
 	}
+	wantRefused(t, "fifo: no history in it", "check", "--timeout", "2s", fifo)
+	wantRefused(t, "fifo: no history in it", "check", "--format", "jepsen-edn", "--model", "list-append", fifo)
+	wantRefused(t, "check: --final "+fifo+": not a JSON value", "check", "--final", fifo, hist)
+	// A writer that holds the FIFO open and never writes (opened read-write, which
+	// does not wait for a reader).
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	for _, args := range [][]string{{"check", fifo}, {"check", "--final", fifo, hist}} {
 		cmd, out, errb := startBinary(t, args...)
-		// Until the command has its signal handler (the context), SIGTERM would kill
-		// it outright, which proves nothing: wait for it to be blocked on the FIFO.
-		waitBlockedOnFIFO(t, cmd.Process.Pid, fifo)
+		waitHolding(t, cmd.Process.Pid, fifo)
 		cmd.Process.Signal(syscall.SIGTERM)
 		waitBinary(t, cmd, time.Minute)
 		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(errb.String(), "interrupted") {
@@ -75,22 +85,21 @@ func TestCheckInputsAreBounded(t *testing.T) {
 	}
 }
 
-// waitBlockedOnFIFO waits until process pid has a thread in the open of fifo, seen as
-// a thread of it waiting in the kernel for the FIFO's other end (wchan
-// wait_for_partner).
-func waitBlockedOnFIFO(t *testing.T, pid int, fifo string) {
+// waitHolding waits until process pid has path open: then it has its signal handler
+// (the context), which is set up before any input is opened.
+func waitHolding(t *testing.T, pid int, path string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/wchan")
-		for _, w := range tasks {
-			if b, _ := os.ReadFile(w); string(b) == "wait_for_partner" {
+		fds, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/fd/*")
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fd); l == path {
 				return
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("process %d never waited on %s", pid, fifo)
+	t.Fatalf("process %d never opened %s", pid, path)
 }
 
 // TestShrinkWithinBudgetOverALeftover: a run whose config.json asks for a run of 1e18

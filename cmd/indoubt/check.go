@@ -267,7 +267,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 	}
 	a.finalPath = *finalF // read by readFinal
 	if a.faults != "" {
-		f, err := os.Open(a.faults)
+		f, err := openNoWait(a.faults)
 		if err != nil {
 			return a, fmt.Errorf("check: --faults: %w", err)
 		}
@@ -294,7 +294,7 @@ func (a *checkArgs) modelFlags(initial, budget, failMeans, html bool) error {
 		if a.dir != "" {
 			path = filepath.Join(a.dir, rundir.HistoryFile)
 		}
-		f, err := os.Open(path)
+		f, err := openNoWait(path)
 		if err != nil {
 			return fmt.Errorf("check: open history: %w", err)
 		}
@@ -397,7 +397,7 @@ func (a checkArgs) check(ctx context.Context) (checker.Result, []histories.Op, e
 
 // readJepsen reads a Jepsen EDN or log history, which names no model of its own.
 func (a checkArgs) readJepsen() ([]histories.Op, error) {
-	f, err := os.Open(a.path)
+	f, err := openNoWait(a.path)
 	if err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}

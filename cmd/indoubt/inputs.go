@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // Inputs named on the command line may be anything: a FIFO with no writer (whose
@@ -25,7 +26,7 @@ func openInput(ctx context.Context, path string) (*os.File, error) {
 	}
 	ch := make(chan opened, 1)
 	go func() {
-		f, err := os.Open(path)
+		f, err := openNoWait(path)
 		ch <- opened{f, err}
 	}()
 	select {
@@ -43,6 +44,17 @@ func openInput(ctx context.Context, path string) (*os.File, error) {
 		}()
 		return nil, ctx.Err()
 	}
+}
+
+// openNoWait opens path for reading without waiting for a FIFO's writer: a FIFO is
+// opened non-blocking, so that its reads go through Go's poller (they wait for data
+// all the same, and a Close ends them) and a FIFO no program has opened for writing
+// reads as empty, at once, where its open used to hold the command until a signal.
+func openNoWait(path string) (*os.File, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
+	return os.Open(path)
 }
 
 // ctxFile is an input opened by openInput whose reads, once ctx has ended, return

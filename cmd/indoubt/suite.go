@@ -346,7 +346,7 @@ const (
 
 // readSuiteFile reads at most maxSuiteBytes of path, refusing a longer file.
 func readSuiteFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openNoWait(path)
 	if err != nil {
 		return nil, fmt.Errorf("suite: %v", err)
 	}
