@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/indoubt/indoubt/internal/runner"
 )
 
 // TestRunRefusesADatabaseAnotherRunUses: while a run holds a database's lock (here a
 // session holding the advisory lock a run takes), a second run on the same DSN is
 // refused with one line, exit 3, before it writes anything; once the lock is released
 // the database can be run on. Two runs on one DSN used to both say invalid, each
-// reading the other's writes.
+// reading the other's writes. indoubt exec takes the same lock.
 func TestRunRefusesADatabaseAnotherRunUses(t *testing.T) {
 	srv := startPostgres(t)
 	ctx := context.Background()
@@ -22,12 +24,13 @@ func TestRunRefusesADatabaseAnotherRunUses(t *testing.T) {
 	}
 	defer other.Close(ctx)
 	var got bool
-	if err := other.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(pgRunLockKey)).Scan(&got); err != nil || !got {
+	if err := other.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(runner.PGRunLockKey)).Scan(&got); err != nil || !got {
 		t.Fatalf("take the lock as another run would: %v %v", got, err)
 	}
 	out := t.TempDir()
 	wantRefused(t, "another indoubt run is using this database", "run", "--dsn", srv.DSN, "--ops", "2", "--workers", "1", "--out", out)
-	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(pgRunLockKey)); err != nil {
+	wantRefused(t, "another indoubt run is using this database", "exec", "--dsn", srv.DSN, "--out", out, "--", "true")
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(runner.PGRunLockKey)); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := invoke(t, "run", "--dsn", srv.DSN, "--ops", "2", "--workers", "1", "--out", out)

@@ -437,8 +437,8 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 	switch {
 	case a.dsn != "":
 		r.direct, r.desc = a.dsn, "external"
-		// The program's database is its own while it runs (lockDSN).
-		unlock, err := lockDSN(ctx, a.store.Name(), a.dsn)
+		// The program's database is its own while it runs (runner.LockDSN).
+		unlock, err := runner.LockDSN(ctx, a.store.Name(), a.dsn)
 		if err != nil {
 			return nil, fmt.Errorf("exec: %w", err)
 		}

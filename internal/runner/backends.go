@@ -71,6 +71,9 @@ type backend struct {
 	finalSQL func(ctx context.Context, dsn, query, model string) (json.RawMessage, error)
 	keep     func(ctx context.Context, dir string) (launched, error)
 	dsnOnly  bool
+	// lock takes the run lock of the database a DSN names and returns its release
+	// (dsnlock.go); nil for a store that takes none.
+	lock func(ctx context.Context, dsn string) (func(), error)
 }
 
 // launched is a server started for this run.
@@ -103,7 +106,7 @@ var backends = []backend{
 		addr:      urlAddr,
 		rewrite:   pgRewrite,
 		open:      openPostgres,
-		env:       pgEnv, finalSQL: queryFinal, keep: launchKeptPostgres,
+		env:       pgEnv, finalSQL: queryFinal, keep: launchKeptPostgres, lock: lockPostgres,
 		mechanisms: map[workloads.Name][]string{
 			workloads.Budget:  {string(postgres.Autocommit), string(postgres.Transaction)},
 			workloads.Counter: names(postgres.CounterMechanisms),
@@ -119,7 +122,7 @@ var backends = []backend{
 		addr:      redisAddr,
 		rewrite:   urlRewrite,
 		open:      openRedis,
-		env:       urlEnv("REDIS_URL"),
+		env:       urlEnv("REDIS_URL"), lock: lockRedis,
 		mechanisms: map[workloads.Name][]string{
 			workloads.ListAppend: names(redisstore.TxnMechanisms), workloads.RWRegister: names(redisstore.TxnMechanisms),
 		},
