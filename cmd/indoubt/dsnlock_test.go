@@ -38,3 +38,24 @@ func TestRunRefusesADatabaseAnotherRunUses(t *testing.T) {
 		t.Errorf("after the lock was released: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// TestUnreachableRedisDSNIsOneLine: run and exec on a Redis DSN nothing answers are
+// refused in one line on stderr, exit 3: the lock's client printed go-redis's dial
+// failures first, four lines of its own log (and exec said "exec: exec:").
+func TestUnreachableRedisDSNIsOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--out", t.TempDir(), "--store", "redis", "--dsn", "redis://127.0.0.1:1/0", "--ops", "2", "--workers", "1"},
+		{"exec", "--out", t.TempDir(), "--store", "redis", "--dsn", "redis://127.0.0.1:1/0", "--", "true"},
+	} {
+		cmd, _, errb := startBinary(t, args...)
+		err := cmd.Wait()
+		code := -1
+		if cmd.ProcessState != nil {
+			code = cmd.ProcessState.ExitCode()
+		}
+		if code != 3 || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), "take the run's lock") ||
+			strings.Contains(errb.String(), "exec: exec:") {
+			t.Errorf("%v: exit %d (%v), stderr %q: want 3 and one line", args, code, err, errb.String())
+		}
+	}
+}

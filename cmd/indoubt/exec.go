@@ -440,7 +440,7 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 		// The program's database is its own while it runs (runner.LockDSN).
 		unlock, err := runner.LockDSN(ctx, a.store.Name(), a.dsn)
 		if err != nil {
-			return nil, fmt.Errorf("exec: %w", err)
+			return nil, err
 		}
 		stopServer = func() error { unlock(); return nil }
 	case a.upstream != "":

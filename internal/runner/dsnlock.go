@@ -93,7 +93,15 @@ func lockPostgres(ctx context.Context, dsn string) (func(), error) {
 	}, nil
 }
 
+// quietLog is go-redis's package-level logger, silenced: the lock's dial failures reach
+// the caller as its error, and a run refused is one line (stores/redis silences it too,
+// but only once a client opens, after the lock).
+type quietLog struct{}
+
+func (quietLog) Printf(context.Context, string, ...any) {}
+
 func lockRedis(ctx context.Context, dsn string) (func(), error) {
+	redis.SetLogger(quietLog{})
 	opt, err := redis.ParseURL(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
