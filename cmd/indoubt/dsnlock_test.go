@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
+	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -17,7 +18,7 @@ import (
 // session holding the advisory lock a run takes), a second run on the same DSN is
 // refused with one line, exit 3, before it writes anything; once the lock is released
 // the database can be run on. Two runs on one DSN used to both say invalid, each
-// reading the other's writes.
+// reading the other's writes. indoubt exec takes the same lock.
 func TestRunRefusesADatabaseAnotherRunUses(t *testing.T) {
 	srv := startPostgres(t)
 	ctx := context.Background()
@@ -27,12 +28,13 @@ func TestRunRefusesADatabaseAnotherRunUses(t *testing.T) {
 	}
 	defer other.Close(ctx)
 	var got bool
-	if err := other.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(pgRunLockKey)).Scan(&got); err != nil || !got {
+	if err := other.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(runner.PGRunLockKey)).Scan(&got); err != nil || !got {
 		t.Fatalf("take the lock as another run would: %v %v", got, err)
 	}
 	out := t.TempDir()
 	wantRefused(t, "another indoubt run is using this database", "run", "--dsn", srv.DSN, "--ops", "2", "--workers", "1", "--out", out)
-	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(pgRunLockKey)); err != nil {
+	wantRefused(t, "another indoubt run is using this database", "exec", "--dsn", srv.DSN, "--out", out, "--", "true")
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(runner.PGRunLockKey)); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := invoke(t, "run", "--dsn", srv.DSN, "--ops", "2", "--workers", "1", "--out", out)
@@ -79,5 +81,26 @@ func TestRunRefusesARedisAnotherRunUses(t *testing.T) {
 	}
 	if n, err := c.Exists(ctx, redisRunLockKey).Result(); err != nil || n != 0 {
 		t.Errorf("after the runs the lock key exists (%d, %v): a run must delete its own lock", n, err)
+	}
+}
+
+// TestUnreachableRedisDSNIsOneLine: run and exec on a Redis DSN nothing answers are
+// refused in one line on stderr, exit 3: the lock's client printed go-redis's dial
+// failures first, four lines of its own log (and exec said "exec: exec:").
+func TestUnreachableRedisDSNIsOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--out", t.TempDir(), "--store", "redis", "--dsn", "redis://127.0.0.1:1/0", "--ops", "2", "--workers", "1"},
+		{"exec", "--out", t.TempDir(), "--store", "redis", "--dsn", "redis://127.0.0.1:1/0", "--", "true"},
+	} {
+		cmd, _, errb := startBinary(t, args...)
+		err := cmd.Wait()
+		code := -1
+		if cmd.ProcessState != nil {
+			code = cmd.ProcessState.ExitCode()
+		}
+		if code != 3 || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), "take the run's lock") ||
+			strings.Contains(errb.String(), "exec: exec:") {
+			t.Errorf("%v: exit %d (%v), stderr %q: want 3 and one line", args, code, err, errb.String())
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,12 +19,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
-	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
@@ -41,7 +34,6 @@ import (
 	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers"
-	"github.com/indoubt/indoubt/internal/servers/ferret"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -107,7 +99,7 @@ not launchable, a history that is not one or holds no operation).
 
 // execArgs is what `indoubt exec` was asked, parsed and checked.
 type execArgs struct {
-	store    execStore
+	store    runner.Store
 	dsn      string // --dsn, "" to launch
 	upstream string // --upstream, "" unless given
 	schedule faults.Schedule
@@ -155,7 +147,7 @@ func parseExecArgs(args []string, stdout io.Writer) (execArgs, error) {
 	fs := newFlags("exec", execHelp, stdout)
 	var (
 		a      execArgs
-		store  = fs.String("store", "", "the server: postgres (default), redis, mongo (FerretDB when launched), cockroach (--dsn only), or an API you run: http, grpc (--upstream only); with --dsn, its scheme")
+		store  = fs.String("store", "", "the server: postgres (default), redis, mongo (FerretDB when launched), mysql (MariaDB when launched), cockroach (--dsn only), or an API you run: http, grpc (--upstream only); with --dsn, its scheme")
 		params = fs.String("params", "", "with --model: the header's params as a JSON object, e.g. '{\"budget\":100}' (docs/history-format.md)")
 		specs  multiFlag
 	)
@@ -229,8 +221,8 @@ func (a *execArgs) checkModel(params string) error {
 		return fmt.Errorf("exec: --final-sql and --final-cmd both read the final state: give one")
 	}
 	if a.finalSQL != "" {
-		if a.store.finalSQL == nil {
-			return fmt.Errorf("exec: --final-sql needs a SQL store (postgres, cockroach), not %s: use --final-cmd", a.store.name)
+		if !a.store.SQL() {
+			return fmt.Errorf("exec: --final-sql needs a SQL store (%s), not %s: use --final-cmd", sqlStores(), a.store.Name())
 		}
 		if a.upstream != "" {
 			return fmt.Errorf("exec: --final-sql needs a DSN to query: give --dsn instead of --upstream")
@@ -245,166 +237,45 @@ func (a *execArgs) checkModel(params string) error {
 	return nil
 }
 
-// execStore is a store as exec serves it to a program: how to launch it, how its DSN
-// points at the proxy, and the variables a program's drivers read it from.
-type execStore struct {
-	name runner.StoreName
-	// launch starts a throwaway server whose files go in dir; nil: --dsn only.
-	launch func(ctx context.Context, dir string) (dsn, desc string, stop func() error, err error)
-	// through returns dsn pointed at the proxy's addr.
-	through func(dsn, addr string) (string, error)
-	// env returns the variables that give the proxied DSN (or, with --upstream, only
-	// the proxy's address) to the program's drivers.
-	env func(proxied, addr string) ([]string, error)
-	// finalSQL reads the final state with a query; nil for a store without SQL.
-	finalSQL func(ctx context.Context, dsn, query, model string) (json.RawMessage, error)
-}
-
-// execStores are the stores exec can put a program in front of.
-var execStores = []execStore{
-	{name: runner.Postgres, launch: launchExecPostgres, through: pgThrough, env: pgEnv, finalSQL: queryFinal},
-	{name: runner.Cockroach, through: pgThrough, env: pgEnv, finalSQL: queryFinal},
-	{name: runner.Redis, launch: launchExecRedis, through: urlThrough, env: urlEnv("REDIS_URL")},
-	{name: runner.Mongo, launch: launchExecFerretDB, through: mongoThrough, env: urlEnv("MONGODB_URI")},
-	{name: "http", env: apiEnv}, // --upstream only: a service the user runs
-	{name: "grpc", env: apiEnv},
-	{name: runner.MySQL, launch: launchExecMariaDB, through: urlThrough, env: mysqlEnv},
-}
-
 // pickExecStore resolves --store, or the store --dsn names by its scheme; a store that
 // cannot be launched needs --dsn or --upstream.
-func pickExecStore(name, dsn string, upstream bool) (execStore, error) {
+func pickExecStore(name, dsn string, upstream bool) (runner.Store, error) {
 	if err := storeAgrees(name, dsn); err != nil {
-		return execStore{}, err
+		return runner.Store{}, err
 	}
 	if name == "" && dsn != "" {
 		s, ok := runner.StoreFromDSN(dsn)
 		if !ok {
-			return execStore{}, fmt.Errorf("exec: cannot tell the store from the DSN's scheme: give --store")
+			return runner.Store{}, fmt.Errorf("exec: cannot tell the store from the DSN's scheme: give --store")
 		}
 		name = string(s)
 	}
 	if name == "" {
 		name = string(runner.Postgres)
 	}
+	s, ok := runner.ProgramStore(name)
+	if !ok {
+		var have []string
+		for _, s := range runner.ProgramStores() {
+			have = append(have, string(s.Name()))
+		}
+		return runner.Store{}, fmt.Errorf("exec: unknown --store %q (want one of %s)", name, strings.Join(have, ", "))
+	}
+	if !s.Launchable() && dsn == "" && !upstream {
+		return runner.Store{}, fmt.Errorf("exec: no %s can be launched here: give --dsn or --upstream", name)
+	}
+	return s, nil
+}
+
+// sqlStores lists the stores whose final state --final-sql reads.
+func sqlStores() string {
 	var have []string
-	for _, s := range execStores {
-		if string(s.name) == name {
-			if s.launch == nil && dsn == "" && !upstream {
-				return execStore{}, fmt.Errorf("exec: no %s can be launched here: give --dsn or --upstream", name)
-			}
-			return s, nil
-		}
-		have = append(have, string(s.name))
-	}
-	return execStore{}, fmt.Errorf("exec: unknown --store %q (want one of %s)", name, strings.Join(have, ", "))
-}
-
-func launchExecPostgres(ctx context.Context, dir string) (string, string, func() error, error) {
-	pg, err := pgserver.Start(ctx, pgserver.Options{LogPath: filepath.Join(dir, "postgres.log")})
-	if err != nil {
-		return "", "", nil, err
-	}
-	return pg.DSN, "launched PostgreSQL " + pg.Version + " at " + pg.Addr, pg.Stop, nil
-}
-
-func launchExecRedis(ctx context.Context, dir string) (string, string, func() error, error) {
-	r, err := redisserver.Start(ctx, redisserver.Options{Persistence: "none", LogPath: filepath.Join(dir, "redis.log")})
-	if err != nil {
-		return "", "", nil, err
-	}
-	// The user named: redis-cli -u refuses a URL with a password and an empty user.
-	dsn := strings.Replace(r.DSN, "redis://:", "redis://default:", 1)
-	return dsn, "launched Redis " + r.Version + " at " + r.Addr, r.Stop, nil
-}
-
-func launchExecFerretDB(ctx context.Context, dir string) (string, string, func() error, error) {
-	f, err := ferret.Start(ctx, ferret.Options{LogPath: filepath.Join(dir, "ferretdb.log")})
-	if err != nil {
-		return "", "", nil, err
-	}
-	return f.URI, "launched FerretDB (" + f.Handler + ") at " + f.Addr, f.Stop, nil
-}
-
-// urlThrough points a URL-form DSN at addr.
-func urlThrough(dsn, addr string) (string, error) {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Host == "" || u.Port() == "" {
-		return "", fmt.Errorf("exec: --dsn must be a URL with host:port, to put the proxy in front of it")
-	}
-	u.Host = addr
-	return u.String(), nil
-}
-
-// pgThrough points a PostgreSQL URL at addr, without TLS unless it asks for it: the
-// proxy cannot see commits inside TLS.
-func pgThrough(dsn, addr string) (string, error) {
-	s, err := urlThrough(dsn, addr)
-	if err != nil {
-		return "", err
-	}
-	u, _ := url.Parse(s)
-	q := u.Query()
-	if q.Get("sslmode") == "" {
-		q.Set("sslmode", "disable")
-		u.RawQuery = q.Encode()
-	}
-	return u.String(), nil
-}
-
-// mongoThrough points a mongodb:// URI at addr and connects directly, so that the
-// driver does not follow the server's own address around the proxy.
-func mongoThrough(dsn, addr string) (string, error) {
-	s, err := urlThrough(dsn, addr)
-	if err != nil {
-		return "", err
-	}
-	u, _ := url.Parse(s)
-	q := u.Query()
-	q.Set("directConnection", "true")
-	u.RawQuery = q.Encode()
-	return u.String(), nil
-}
-
-// pgEnv gives a PostgreSQL DSN as DATABASE_URL and libpq's variables. Variables that
-// would send libpq elsewhere (PGHOSTADDR, PGSERVICE) are removed by the caller.
-func pgEnv(proxied, addr string) ([]string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	env := []string{"PGHOST=" + host, "PGPORT=" + port}
-	if proxied == "" {
-		return env, nil
-	}
-	u, err := url.Parse(proxied)
-	if err != nil {
-		return nil, err
-	}
-	env = append(env, "DATABASE_URL="+proxied)
-	if u.User != nil {
-		env = append(env, "PGUSER="+u.User.Username())
-		if pw, ok := u.User.Password(); ok {
-			env = append(env, "PGPASSWORD="+pw)
+	for _, s := range runner.ProgramStores() {
+		if s.SQL() {
+			have = append(have, string(s.Name()))
 		}
 	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		env = append(env, "PGDATABASE="+db)
-	}
-	if m := u.Query().Get("sslmode"); m != "" {
-		env = append(env, "PGSSLMODE="+m)
-	}
-	return env, nil
-}
-
-// urlEnv gives the proxied DSN in the variable name.
-func urlEnv(name string) func(proxied, addr string) ([]string, error) {
-	return func(proxied, addr string) ([]string, error) {
-		if proxied == "" {
-			return nil, nil
-		}
-		return []string{name + "=" + proxied}, nil
-	}
+	return strings.Join(have, ", ")
 }
 
 // execRun is one exec while it runs: what it launched, in the order to stop it.
@@ -441,7 +312,7 @@ func (a execArgs) run(ctx context.Context, human, stderr io.Writer) (*results.Re
 	if !a.quiet {
 		r.progress = stderr
 	}
-	r.name = strings.NewReplacer(":", "_", "/", "_").Replace(fmt.Sprintf("%s-exec-%s-%s", r.start.Format("20060102-150405.000"), a.store.name, faultNames(a.schedule)))
+	r.name = strings.NewReplacer(":", "_", "/", "_").Replace(fmt.Sprintf("%s-exec-%s-%s", r.start.Format("20060102-150405.000"), a.store.Name(), faultNames(a.schedule)))
 	if err := os.MkdirAll(a.out, 0o755); err != nil {
 		return nil, 0, fmt.Errorf("exec: create %s: %v", a.out, err)
 	}
@@ -566,25 +437,21 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 	switch {
 	case a.dsn != "":
 		r.direct, r.desc = a.dsn, "external"
-		// The program's database is its own while it runs (lockDSN).
-		unlock, err := lockDSN(ctx, a.store.name, a.dsn)
+		// The program's database is its own while it runs (runner.LockDSN).
+		unlock, err := runner.LockDSN(ctx, a.store.Name(), a.dsn)
 		if err != nil {
-			return nil, fmt.Errorf("exec: %w", err)
+			return nil, err
 		}
 		stopServer = func() error { unlock(); return nil }
 	case a.upstream != "":
 		r.desc = "external at " + a.upstream
 	default:
-		r.progressf("launching a local %s ...", a.store.name)
-		launch := a.store.launch
-		if a.keep {
-			launch = r.launchKept
-		}
-		dsn, desc, stop, err := launch(ctx, r.dir)
+		r.progressf("launching a local %s ...", a.store.Name())
+		srv, err := a.store.Launch(ctx, r.dir, a.keep)
 		if err != nil {
 			return nil, err
 		}
-		r.direct, r.desc, stopServer = dsn, desc, stop
+		r.direct, r.desc, stopServer, r.kept = srv.DSN, srv.Desc, srv.Stop, srv.Kept
 	}
 	var once sync.Once
 	stop := func() {
@@ -594,18 +461,17 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 		})
 	}
 	if r.direct != "" {
-		u, err := url.Parse(r.direct)
-		if err != nil || u.Port() == "" {
+		if u, err := url.Parse(r.direct); err != nil || u.Port() == "" {
 			stop()
 			return nil, fmt.Errorf("--dsn must be a URL with host:port, to put the proxy in front of it")
 		}
-		upstream = u.Host
+		var err error
+		if upstream, err = a.store.Upstream(r.direct); err != nil {
+			stop()
+			return nil, err
+		}
 	}
-	proto, ok := runner.ProtocolFor(string(a.store.name))
-	if !ok {
-		proto = apiProtocols[string(a.store.name)]
-	}
-	opt := faults.Options{Upstream: upstream, Protocol: proto, Seed: a.seed, Events: r.onEvent}
+	opt := faults.Options{Upstream: upstream, Protocol: a.store.Protocol(), Seed: a.seed, Events: r.onEvent}
 	if a.match != "" {
 		opt.Match = regexp.MustCompile(a.match).MatchString
 	}
@@ -616,12 +482,12 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 	}
 	r.px = px
 	if r.direct != "" {
-		if r.proxied, err = a.store.through(r.direct, px.Addr()); err != nil {
+		if r.proxied, err = a.store.ProxyDSN(r.direct, px.Addr()); err != nil {
 			stop()
 			return nil, err
 		}
-		if u, _ := url.Parse(r.proxied); a.store.name == runner.Postgres && u.Query().Get("sslmode") != "disable" {
-			r.progressf("warning: sslmode=%s: the proxy cannot see commits inside TLS, so commit faults may not fire", u.Query().Get("sslmode"))
+		if tls := a.store.Encrypted(r.proxied); tls != "" {
+			r.progressf("warning: %s: the proxy cannot see commits inside TLS, so commit faults may not fire", tls)
 		}
 	}
 	r.progressf("%s; fault proxy on %s (seed %d, faults: %s)", r.desc, px.Addr(), a.seed, orNone(specsOf(a.schedule)))
@@ -660,7 +526,7 @@ func (r *execRun) prepareHistory() error {
 		return fmt.Errorf("exec: create the program's history: %v", err)
 	}
 	if r.a.model != "" {
-		hdr := histories.Header{Format: histories.FormatV1, Workload: r.a.model, Model: r.a.model, Store: string(r.a.store.name), Seed: r.a.seed, Params: r.a.params}
+		hdr := histories.Header{Format: histories.FormatV1, Workload: r.a.model, Model: r.a.model, Store: string(r.a.store.Name()), Seed: r.a.seed, Params: r.a.params}
 		line, _ := json.Marshal(struct {
 			Header histories.Header `json:"header"`
 		}{hdr})
@@ -676,13 +542,13 @@ func (r *execRun) prepareHistory() error {
 	if err != nil {
 		return err
 	}
-	storeEnv, err := r.a.store.env(r.proxied, r.px.Addr())
+	storeEnv, err := r.a.store.Env(r.proxied, r.px.Addr())
 	if err != nil {
 		return fmt.Errorf("exec: %v", err)
 	}
 	ours := append(storeEnv,
 		"INDOUBT_HISTORY="+abs, "INDOUBT_PROXY_ADDR="+r.px.Addr(), "INDOUBT_SEED="+strconv.FormatInt(r.a.seed, 10),
-		"INDOUBT_STORE="+string(r.a.store.name))
+		"INDOUBT_STORE="+string(r.a.store.Name()))
 	if r.direct != "" {
 		ours = append(ours, "INDOUBT_DIRECT_URL="+r.direct)
 	}
@@ -699,7 +565,7 @@ func (r *execRun) prepareHistory() error {
 func (r *execRun) writeConfig() error {
 	a := r.a
 	cfg := rundir.ExecConfig{
-		Command: "exec", Argv: a.argv, Store: string(a.store.name), DSN: redact.DSN(a.dsn), Upstream: a.upstream,
+		Command: "exec", Argv: a.argv, Store: string(a.store.Name()), DSN: redact.DSN(a.dsn), Upstream: a.upstream,
 		Faults: specsOf(a.schedule), Seed: a.seed, Model: a.model, Params: a.params,
 		FinalSQL: a.finalSQL, FinalCmd: a.finalCmd, Match: a.match, Grace: a.grace.String(),
 	}
@@ -762,7 +628,7 @@ func (r *execRun) runProgram(ctx context.Context) (programExit, bool, error) {
 // --final-cmd.
 func (r *execRun) readFinal(ctx context.Context) (json.RawMessage, error) {
 	if r.a.finalSQL != "" {
-		return r.a.store.finalSQL(ctx, r.direct, r.a.finalSQL, r.modelName())
+		return r.a.store.FinalSQL(ctx, r.direct, r.a.finalSQL, r.modelName())
 	}
 	var size int64
 	if fi, err := os.Stat(r.history); err == nil {
@@ -836,7 +702,7 @@ func (r *execRun) readProgramHistory(partial bool, exit programExit, final json.
 	}
 	hdr := *h
 	if hdr.Store == "" {
-		hdr.Store = string(r.a.store.name)
+		hdr.Store = string(r.a.store.Name())
 	}
 	hdr.Seed = r.a.seed
 	if err := rundir.WriteHistory(r.dir, hdr, ops); err != nil {
@@ -881,7 +747,7 @@ func (r *execRun) judge(ctx context.Context, h *histories.Header, ops []historie
 	judge.Figures(res, ops, elapsed)
 	res.Retry, res.StartedAt = "program", r.pstart.UTC()
 	res.Workload = execWorkload
-	res.Store, res.Seed, res.Server, res.Interrupted = string(r.a.store.name), r.a.seed, r.desc, interrupted
+	res.Store, res.Seed, res.Server, res.Interrupted = string(r.a.store.Name()), r.a.seed, r.desc, interrupted
 	res.Mechanism = shorten(programName(r.a.argv), 48)
 	res.Faults.Schedule = specsOf(r.a.schedule)
 	return res, evidence.Unjoined(j.Events, j.Spans, ops), nil
@@ -952,98 +818,4 @@ func writeRunJSON(path string, v any) error {
 		return err
 	}
 	return atomicfile.Write(path, append(b, '\n'), 0o600)
-}
-
-// queryFinal runs query on the server at dsn and returns its rows as the model's final
-// read: exactly-once and bank, rows of (name, integer) as one object; budget and
-// counter, one row of one integer as {"balance":n} or {"value":n}.
-func queryFinal(ctx context.Context, dsn, query, model string) (json.RawMessage, error) {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	rows, err := conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
-	if err != nil {
-		return nil, fmt.Errorf("--final-sql: %v", err)
-	}
-	defer rows.Close()
-	var pairs [][]any
-	for rows.Next() {
-		vs, err := rows.Values()
-		if err != nil {
-			return nil, fmt.Errorf("--final-sql: %v", err)
-		}
-		pairs = append(pairs, vs)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("--final-sql: %v", err)
-	}
-	switch model {
-	case checker.ExactlyOnceModel, checker.BankModel:
-		state := map[string]int64{}
-		for _, vs := range pairs {
-			if len(vs) != 2 {
-				return nil, fmt.Errorf("--final-sql: the %s model's final read is rows of two columns (name, integer); the query gave %d", model, len(vs))
-			}
-			n, ok := integer(vs[1])
-			if !ok {
-				return nil, fmt.Errorf("--final-sql: the second column is not an integer (%v)", vs[1])
-			}
-			state[textOf(vs[0])] += n
-		}
-		return json.Marshal(state)
-	case "budget", "counter":
-		if len(pairs) != 1 || len(pairs[0]) != 1 {
-			return nil, fmt.Errorf("--final-sql: the %s model's final read is one row of one integer; the query gave %d rows", model, len(pairs))
-		}
-		n, ok := integer(pairs[0][0])
-		if !ok {
-			return nil, fmt.Errorf("--final-sql: the value is not an integer (%v)", pairs[0][0])
-		}
-		key := "balance"
-		if model == "counter" {
-			key = "value"
-		}
-		return json.Marshal(map[string]int64{key: n})
-	case "":
-		return nil, fmt.Errorf("--final-sql: the history names no model to map the rows to: give --model")
-	}
-	return nil, fmt.Errorf("--final-sql: the %s model has no final read from rows", model)
-}
-
-// integer reads a column's value as an integer: any integer type, a numeric (sum()
-// gives one) or a float without a fraction.
-func integer(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int32:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case float64:
-		return int64(x), float64(int64(x)) == x
-	case pgtype.Numeric:
-		i, err := x.Int64Value()
-		return i.Int64, err == nil && i.Valid
-	case string:
-		n, err := strconv.ParseInt(x, 10, 64)
-		return n, err == nil
-	}
-	return 0, false
-}
-
-// textOf reads a column's value as a name: text as it is, a UUID in its usual form,
-// anything else as Go prints it.
-func textOf(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case [16]byte:
-		return fmt.Sprintf("%x-%x-%x-%x-%x", x[0:4], x[4:6], x[6:8], x[8:10], x[10:16])
-	}
-	return fmt.Sprint(v)
 }

@@ -74,6 +74,12 @@ ev ok read 0 r-1 ',"value":null'
 	}
 	prog := script(t, "true\n")
 	wantRefused(t, "exec: --store redis, but the DSN's scheme postgres:// is postgres's", "exec", "--store", "redis", "--dsn", "postgres://app@127.0.0.1:1/app", "--", prog)
+	// CockroachDB speaks PostgreSQL's protocol: its postgres:// DSN agrees, and the run
+	// goes on to the program (which records nothing).
+	code, _, stderr = invoke(t, "exec", "--quiet", "--out", t.TempDir(), "--store", "cockroach", "--dsn", "postgres://root@127.0.0.1:1/app", "--", prog)
+	if code != 3 || !strings.Contains(stderr, "exec: the program (exited 0) wrote no history") {
+		t.Errorf("--store cockroach with a postgres:// DSN: exit %d, stderr %q", code, stderr)
+	}
 	if _, err := os.Stat(prog); err != nil {
 		t.Fatal(err)
 	}

@@ -219,9 +219,6 @@ func proxyProtocol(name string) (toxics.Protocol, error) {
 	if name == "tcp" {
 		return nil, nil
 	}
-	if p, ok := apiProtocols[name]; ok {
-		return p, nil
-	}
 	if p, ok := runner.ProtocolFor(name); ok {
 		return p, nil
 	}

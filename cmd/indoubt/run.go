@@ -452,7 +452,7 @@ func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, 
 		for _, n := range counts {
 			c := cfg
 			c.Store, c.Workers = store, n
-			unlock, err := lockDSN(ctx, c.Store, c.DSN)
+			unlock, err := runner.LockDSN(ctx, c.Store, c.DSN)
 			if err != nil {
 				return nil, fmt.Errorf("run: %w", err)
 			}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -59,6 +60,20 @@ type backend struct {
 	// Config.defaults checks them, so that a bad value is refused before a launch.
 	mechanisms map[workloads.Name][]string
 	isolations map[workloads.Name][]string
+
+	// What indoubt exec needs to serve the store to a program (program.go). env gives
+	// the program the DSN through the proxy in the variables its drivers read; nil for a
+	// store exec does not serve. finalSQL reads the final state with a query (exec
+	// --final-sql); nil for a store without SQL. keep launches the server keeping its
+	// data after it stops (exec --keep); nil when it cannot. dsnOnly: nothing launches
+	// the store here, its launch only says so.
+	env      func(proxied, addr string) ([]string, error)
+	finalSQL func(ctx context.Context, dsn, query, model string) (json.RawMessage, error)
+	keep     func(ctx context.Context, dir string) (launched, error)
+	dsnOnly  bool
+	// lock takes the run lock of the database a DSN names and returns its release
+	// (dsnlock.go); nil for a store that takes none.
+	lock func(ctx context.Context, dsn string) (func(), error)
 }
 
 // launched is a server started for this run.
@@ -74,6 +89,8 @@ type launched struct {
 	standby string
 	// topo is the topology when its nodes have a network of their own (partitions.go).
 	topo *topology
+	// kept says how to look at a kept server's data again (exec --keep); nil for others.
+	kept []string
 }
 
 // kv are the workloads of a store that has budget and register (bindKV).
@@ -87,8 +104,9 @@ var backends = []backend{
 		launch:    launchPostgres,
 		available: func() error { _, err := pgserver.Bin(""); return err },
 		addr:      urlAddr,
-		rewrite:   urlRewrite,
+		rewrite:   pgRewrite,
 		open:      openPostgres,
+		env:       pgEnv, finalSQL: queryFinal, keep: launchKeptPostgres, lock: lockPostgres,
 		mechanisms: map[workloads.Name][]string{
 			workloads.Budget:  {string(postgres.Autocommit), string(postgres.Transaction)},
 			workloads.Counter: names(postgres.CounterMechanisms),
@@ -104,6 +122,7 @@ var backends = []backend{
 		addr:      redisAddr,
 		rewrite:   urlRewrite,
 		open:      openRedis,
+		env:       urlEnv("REDIS_URL"), lock: lockRedis,
 		mechanisms: map[workloads.Name][]string{
 			workloads.ListAppend: names(redisstore.TxnMechanisms), workloads.RWRegister: names(redisstore.TxnMechanisms),
 		},
@@ -117,6 +136,7 @@ var backends = []backend{
 		addr:      urlAddr,
 		rewrite:   mongoRewrite,
 		open:      openMongo,
+		env:       urlEnv("MONGODB_URI"),
 	},
 	{
 		// Locally, Apache Cassandra from the jars scripts/prepare-cassandra resolves;
@@ -143,10 +163,11 @@ var backends = []backend{
 		launch:     launchCockroach,
 		available:  func() error { return fmt.Errorf("cockroach: no CockroachDB can be launched here; give --dsn") },
 		addr:       urlAddr,
-		rewrite:    urlRewrite,
+		rewrite:    pgRewrite,
 		open:       openCockroach,
 		mechanisms: map[workloads.Name][]string{workloads.Counter: names(postgres.CounterMechanisms)},
 		isolations: map[workloads.Name][]string{workloads.Counter: names(postgres.Isolations)},
+		env:        pgEnv, finalSQL: queryFinal, dsnOnly: true,
 	},
 	mysqlBackend,
 }
@@ -202,9 +223,10 @@ func Supports(store StoreName, workload workloads.Name) bool {
 }
 
 // ProtocolFor returns the commit-aware toxics' protocol for name: a store's name, one of
-// its DSN schemes, or a protocol's own name (resp). ok is false for any other name.
+// its DSN schemes, or a protocol's own name (resp), or an API layer's (http, grpc, and
+// grpc's h2c and http2). ok is false for any other name.
 func ProtocolFor(name string) (p toxics.Protocol, ok bool) {
-	for _, b := range backends {
+	for _, b := range append(slices.Clone(backends), apis...) {
 		if b.protocol == nil {
 			continue
 		}
@@ -348,5 +370,20 @@ func urlRewrite(dsn, addr string) (string, error) {
 		return "", err
 	}
 	u.Host = addr
+	return u.String(), nil
+}
+
+// pgRewrite points a PostgreSQL URL at addr, without TLS unless it asks for it: the
+// proxy cannot see commits inside TLS.
+func pgRewrite(dsn, addr string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", err
+	}
+	u.Host = addr
+	if q := u.Query(); q.Get("sslmode") == "" {
+		q.Set("sslmode", "disable")
+		u.RawQuery = q.Encode()
+	}
 	return u.String(), nil
 }

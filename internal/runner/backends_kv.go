@@ -33,7 +33,8 @@ func launchRedis(ctx context.Context, cfg Config, dir string) (launched, error) 
 		return launched{}, err
 	}
 	return launched{
-		dsn:  r.DSN,
+		// The user named: redis-cli -u refuses a URL with a password and an empty user.
+		dsn:  strings.Replace(r.DSN, "redis://:", "redis://default:", 1),
 		desc: fmt.Sprintf("Redis %s at %s, persistence %s", r.Version, r.Addr, cmp.Or(r.Persistence, redisserver.NoPersistence)) + cfg.durabilityDesc(),
 		stop: r.Stop,
 		ctl:  r,

@@ -22,6 +22,7 @@ var mysqlBackend = backend{
 	addr:      urlAddr,
 	rewrite:   urlRewrite,
 	open:      openMySQL,
+	env:       mysqlEnv,
 	mechanisms: map[workloads.Name][]string{
 		workloads.Budget: {string(mysql.Autocommit), string(mysql.Transaction)},
 	},

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/indoubt/indoubt/internal/redact"
-	"github.com/indoubt/indoubt/internal/runner"
 )
 
 // Two runs against one DSN share its tables (or keys): each reads the other's writes,
@@ -27,10 +26,11 @@ import (
 //     with an expiry renewed while the run lasts (a killed run's lapses in
 //     redisLockTTL).
 //
-// Other stores (MongoDB, Cassandra) take no lock: docs/stores.md says so.
+// A store's row names its lock (backend.lock); other stores (MongoDB, Cassandra) take
+// none: docs/stores.md says so. indoubt run and indoubt exec take it (LockDSN).
 
-// pgRunLockKey is the advisory lock key of a run: "indoubt" in ASCII.
-const pgRunLockKey = 0x696e646f75627400
+// PGRunLockKey is the advisory lock key of a run: "indoubt" in ASCII.
+const PGRunLockKey = 0x696e646f75627400
 
 // pgLockWait is how long a run waits for the PostgreSQL lock before it is refused.
 const pgLockWait = 5 * time.Second
@@ -44,18 +44,12 @@ const (
 // errDSNInUse is the error of a DSN another run holds.
 var errDSNInUse = errors.New("another indoubt run is using this database: two runs on one database share its tables, and each would read the other's writes as anomalies; wait for it to end, or give another database")
 
-// lockDSN takes the run lock of store's database at dsn, and returns its release. A
+// LockDSN takes the run lock of store's database at dsn, and returns its release. A
 // store that takes no lock, and no DSN (a launched server), return a release that does
 // nothing.
-func lockDSN(ctx context.Context, store runner.StoreName, dsn string) (func(), error) {
-	if dsn == "" {
-		return func() {}, nil
-	}
-	switch store {
-	case runner.Postgres:
-		return lockPostgres(ctx, dsn)
-	case runner.Redis:
-		return lockRedis(ctx, dsn)
+func LockDSN(ctx context.Context, store StoreName, dsn string) (func(), error) {
+	if b, ok := lookupBackend(store); ok && b.lock != nil && dsn != "" {
+		return b.lock(ctx, dsn)
 	}
 	return func() {}, nil
 }
@@ -70,7 +64,7 @@ func lockPostgres(ctx context.Context, dsn string) (func(), error) {
 	// run started right after a killed one is not refused for the server's lag.
 	var got bool
 	for deadline := time.Now().Add(pgLockWait); ; {
-		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(pgRunLockKey)).Scan(&got); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(PGRunLockKey)).Scan(&got); err != nil {
 			conn.Close(context.Background())
 			return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
 		}
@@ -86,7 +80,7 @@ func lockPostgres(ctx context.Context, dsn string) (func(), error) {
 	}
 	if !got {
 		conn.Close(context.Background())
-		return nil, fmt.Errorf("%s: %w (its advisory lock %d was held for %v)", redact.DSN(dsn), errDSNInUse, int64(pgRunLockKey), pgLockWait)
+		return nil, fmt.Errorf("%s: %w (its advisory lock %d was held for %v)", redact.DSN(dsn), errDSNInUse, int64(PGRunLockKey), pgLockWait)
 	}
 	return func() {
 		// Unlocked before the connection closes: the server releases a closed
@@ -94,12 +88,20 @@ func lockPostgres(ctx context.Context, dsn string) (func(), error) {
 		// run started next (the next in a sweep, a test's next) would find it held.
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", int64(pgRunLockKey))
+		conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", int64(PGRunLockKey))
 		conn.Close(uctx)
 	}, nil
 }
 
+// quietLog is go-redis's package-level logger, silenced: the lock's dial failures reach
+// the caller as its error, and a run refused is one line (stores/redis silences it too,
+// but only once a client opens, after the lock).
+type quietLog struct{}
+
+func (quietLog) Printf(context.Context, string, ...any) {}
+
 func lockRedis(ctx context.Context, dsn string) (func(), error) {
+	redis.SetLogger(quietLog{})
 	opt, err := redis.ParseURL(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%s: take the run's lock: %v", redact.DSN(dsn), err)
