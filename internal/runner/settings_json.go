@@ -29,10 +29,7 @@ func ReadConfig(b []byte) (Config, error) {
 	}
 	var c Config
 	for _, s := range Settings {
-		v, ok := lookup(doc, s.JSON)
-		if !ok {
-			continue
-		}
+		v, _ := lookup(doc, s.JSON) // nil when absent: not set
 		vals, err := flagValues(s, v)
 		if err != nil {
 			return Config{}, fmt.Errorf("%s: %w", s.JSON, err)
