@@ -16,17 +16,13 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
-	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
-	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/catalog"
 	"github.com/indoubt/indoubt/workloads/insert"
 	"github.com/indoubt/indoubt/workloads/transfer"
 )
@@ -190,129 +186,48 @@ func validateEach(cfg runner.Config, stores []runner.StoreName, counts []int) er
 }
 
 // parseRunArgs parses the run command's flags into a configuration with typed,
-// validated values: the workload, the retry policy and the fault schedule.
+// validated values: a flag for each run setting (runner.Settings, settingFlags), read
+// as a suite case's keys are (runner.Configure), and the command line's own: output,
+// and the insert workload's rounds.
 func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	fs := newFlags("run", runHelp, stdout)
-	var (
-		a        runArgs
-		cfg      = &a.cfg
-		workers  = fs.String("workers", "16", "concurrent workers; a comma list (1,4,16,32) runs one sweep row per count")
-		timeFlag = fs.Duration("time", 0, "run for this long instead of a number of operations (e.g. 30s); with process faults, until an operation is acknowledged after the last one ended, at most --recovery-wait longer")
-		retry    = fs.String("retry", "", "retry policy: none, conflict, naive, idempotent, driver (default none; conflict for the counter)")
-		workload = fs.String("workload", string(workloads.Budget), "workload: budget, register, counter, insert; list-append and rw-register (transactions of micro-ops, checked for isolation); transfer and two-rows (two-phase commit over several servers)")
-		specs    multiFlag
-		dsns     multiFlag
-		place    = fs.String("placement", "", "transfer, two-rows: local (both rows on one server) or distributed (on two, two-phase commit; the default)")
-		coord    = fs.String("coordinator", "", "transfer, two-rows: logged (decision log, presumed abort; the default) or naive (recovery commits whatever is prepared)")
-		reads    = fs.Float64("reads", 0.1, "transfer: share of the operations that read the total across the servers")
-		quiet    = fs.Bool("quiet", false, "no progress on stderr (neither launch lines nor the live line)")
-		checkTO  = fs.Duration("check-timeout", time.Minute, "longest a search checker may take before the verdict is unknown")
-		keys     = fs.String("key", string(insert.Identity), "insert workload: primary-key shape, a comma list, or all: "+choice.List(insert.Keys))
-		models   = fs.String("consistency-models", "", "list-append, rw-register: the models the history is checked for, comma-separated (default: the store's promise, e.g. serializable)")
-	)
-	fs.IntVar(&cfg.Txn.Keys, "txn-keys", 0, "list-append, rw-register: keys active at a time (default 10)")
-	fs.IntVar(&cfg.Txn.MaxOps, "txn-ops", 0, "list-append, rw-register: at most this many micro-ops a transaction (default 4)")
-	fs.Float64Var(&cfg.Txn.ReadFraction, "read-fraction", 0, "list-append, rw-register: probability that a micro-op is a read (default 0.5)")
-	fs.StringVar((*string)(&cfg.Txn.Distribution), "distribution", "", "list-append, rw-register: key distribution, uniform (default) or zipf")
-	fs.StringVar((*string)(&cfg.Txn.Pattern), "pattern", "", "list-append, rw-register: random (default) or read-modify-write transactions")
-	fs.IntVar(&cfg.Txn.MaxWritesPerKey, "max-writes-per-key", 0, "list-append, rw-register: writes to a key before a fresh key replaces it")
-	fs.StringVar(&cfg.ReadFrom, "read-from", "", "list-append, rw-register on --topology replicated PostgreSQL: where read-only transactions run, primary (default) or standby")
+	var a runArgs
+	given := settingFlags(fs)
+	quiet := fs.Bool("quiet", false, "no progress on stderr (neither launch lines nor the live line)")
 	fs.IntVar(&a.rounds, "rounds", 1, "insert workload: rounds of every key shape, each round in a rotated order")
-	fs.StringVar(&a.store, "store", "", "store: postgres, redis, mongo, cql, cockroach, mysql, etcd, or all (default: all launchable here; with --dsn, the DSN's scheme)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print results.json to stdout (the summary goes to stderr)")
-	fs.StringVar(&cfg.PGVersion, "pg-version", "", "a launched PostgreSQL's version: 15, 18 (scripts/prepare-postgres18), or a directory of its binaries (default: INDOUBT_PG_VERSION, INDOUBT_PG_BIN, else the installed one)")
-	fs.StringVar(&cfg.Persistence, "persistence", "", "a launched Redis's durability: none (the default), everysec, always")
-	fs.IntVar(&cfg.Servers, "servers", 0, "transfer, two-rows: PostgreSQL servers to launch, 2 to 5 (default 2)")
-	fs.IntVar(&cfg.RowsPerWorker, "rows-per-worker", 0, "transfer, two-rows: rows of the table per worker (default 1000)")
-	fs.DurationVar(&cfg.RecoveryWait, "recovery-wait", 0, "a --time run with process faults: how long past --time it goes on, at most, for an operation acknowledged after the last fault (default 1m)")
-	fs.DurationVar(&cfg.RecoverAfter, "recover-after", 0, "transfer, two-rows: after coordinator-crash@T, how long its transactions stay in doubt before recovery (default 1s)")
-	fs.StringVar(&cfg.SynchronousCommit, "synchronous-commit", "", "a launched PostgreSQL's synchronous_commit: on or off (default PostgreSQL's, on)")
-	fs.StringVar(&cfg.Fsync, "fsync", "", "a launched PostgreSQL's fsync: on or off (default PostgreSQL's, on)")
-	fs.StringVar(&cfg.CommitLogSync, "commitlog-sync", "", "a launched Cassandra's commitlog_sync: periodic (acknowledge at once, sync every 10000ms), batch (sync before acknowledging) or group (batch sharing a sync per 15ms window); default Cassandra's, periodic")
-	fs.BoolVar(&cfg.PowerFS, "powerfs", false, "put a launched PostgreSQL's, Redis's or Cassandra's data directory on powerfs, which can forget what was never fsynced (implied by --fault power-loss@T; needs root and /dev/fuse)")
-	fs.StringVar(&cfg.PowerFSEntries, "powerfs-entries", "posix", "powerfs's rule for new, removed and renamed names: posix (durable once their directory is fsynced) or ordered (a journaling filesystem's: any fsync makes earlier ones durable; launched Cassandra only)")
-	fs.StringVar(&cfg.Topology, "topology", "single", "launched server: single, replicated (PostgreSQL: a primary and a streaming standby; Redis: a primary, a replica and 3 Sentinels; etcd: 3 members; --fault failover@T), or patroni (PostgreSQL: 3 nodes under Patroni with an etcd DCS; --replication sync for its synchronous mode)")
-	fs.StringVar(&cfg.Replication, "replication", "async", "replicated topology: async, or sync (every commit waits for the standby; PostgreSQL only)")
-	fs.StringVar(&cfg.Network, "network", "", "isolated: every launched node in a network namespace of its own (root and nftables; implied by --fault partition:SHAPE@START-END; Redis replicated is then Jepsen's five nodes)")
-	fs.Var(&dsns, "dsn", "connect to this server instead of launching one (a URL, e.g. postgres://user@host:5432/db); transfer, two-rows: once per server, 2 to 5, prepared transactions on")
-	fs.IntVar(&cfg.Ops, "ops", 100, "operations per worker (ignored with --time)")
-	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of every random choice (fault decisions, backoff, generators)")
-	fs.StringVar(&cfg.Out, "out", "runs", "parent directory of run directories")
-	fs.StringVar(&cfg.Mechanism, "mechanism", "", "store mechanism: postgres budget: autocommit (default) or transaction; counter: increment (default), read-write, for-update")
-	fs.StringVar(&cfg.Isolation, "isolation", "", "counter: transaction isolation, verified in every transaction: serializable (default), repeatable-read, read-committed")
-	fs.Int64Var(&cfg.Budget, "budget", 1000, "budget workload: the initial balance")
-	fs.IntVar(&cfg.Keys, "keys", 0, "register workload: the number of registers (default 8)")
-	fs.IntVar(&cfg.MaxAnomalies, "max-anomalies", results.DefaultMaxAnomalies, "list at most this many anomalies and ground-truth items in results.json and the console (counts stay exact; -1 lists all)")
-	fs.Var(&specs, "fault", "fault NAME[:P][@START-END], repeatable: commit-cut, commit-drop, commit-mixed, latency, ...; on a launched server kill@START-END, pause@START-END, restart@T, failover@T, power-loss[:tear]@T; transfer, two-rows: prepare-cut, prepare-drop, coordinator-crash@T")
-	fs.StringVar(&cfg.Proxy, "proxy", "auto", "put the fault proxy in front: auto (when --fault is given), on, off")
 	if err := parseFlags(fs, args); err != nil {
 		return a, err
 	}
 	if fs.NArg() > 0 {
 		return a, fmt.Errorf("run: unexpected argument %q", fs.Arg(0))
 	}
-	w, err := catalog.Parse(*workload)
+	opts := given()
+	workers, keys := opts["Workers"], opts["Key"]
+	sweepHead(opts)
+	cfg, err := runner.Configure(opts)
 	if err != nil {
-		return a, fmt.Errorf("run: %v", err)
+		return a, flagError(err)
 	}
-	cfg.Workload = w
-	if *models != "" {
-		for _, m := range strings.Split(*models, ",") {
-			cfg.Txn.ConsistencyModels = append(cfg.Txn.ConsistencyModels, strings.TrimSpace(m))
+	a.cfg, a.store, a.counts = cfg, string(cfg.Store), []int{cfg.Workers}
+	if workers != nil {
+		if a.counts, err = parseCounts(workers[0]); err != nil {
+			return a, fmt.Errorf("run: --workers: %v", err)
 		}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if err := applies(set, w); err != nil {
-		return a, err
-	}
-	twoPhase := w == workloads.Transfer || w == workloads.TwoRows
-	switch {
-	case twoPhase:
-		cfg.DSNs = dsns
-	case len(dsns) > 1:
-		return a, fmt.Errorf("run: --dsn given %d times: only the transfer and two-rows workloads run over several servers", len(dsns))
-	case len(dsns) == 1:
-		cfg.DSN = dsns[0]
-	}
-	cfg.Placement, cfg.Coordinator = transfer.Placement(*place), twopc.Mode(*coord)
-	if w == workloads.Transfer || set["reads"] {
-		cfg.Reads = *reads // refused by the runner where it does not apply
-	}
-	if w != workloads.Budget {
-		cfg.Budget = 0
-	}
-	if *retry == "" {
-		*retry = string(runner.DefaultPolicy(w))
-	}
-	if cfg.Retry, err = runner.ParsePolicy(*retry); err != nil {
-		return a, fmt.Errorf("run: %v", err)
-	}
-	if cfg.Faults, err = faults.ParseSchedule(specs); err != nil {
-		return a, fmt.Errorf("run: %v", err)
-	}
-	cfg.CheckTimeout = *checkTO
-	if *timeFlag > 0 || set["time"] {
-		cfg.Duration, cfg.Ops = *timeFlag, 0
-	}
-	// The bounds of what was given, as a suite's keys have them (runner.Settings): a zero
-	// or negative duration has no meaning here, and is refused rather than read as "the
-	// default" (--time) or "no limit" (--check-timeout).
-	set["check-timeout"], set["max-anomalies"] = true, true
-	for _, s := range runner.Settings {
-		if set[s.Flag] && s.Flag != "workers" {
-			if err := s.Bounds(*cfg); err != nil {
-				return a, flagError(err)
+	if cfg.Workload == workloads.Insert {
+		a.keys = []insert.Key{insert.Key(cfg.Key)}
+		if keys != nil {
+			if a.keys, err = insert.ParseKeys(keys[0]); err != nil {
+				return a, fmt.Errorf("run: --key: %v", err)
 			}
 		}
+		a.cfg.Key = string(a.keys[0])
 	}
-	if a.counts, err = parseCounts(*workers); err != nil {
-		return a, fmt.Errorf("run: --workers: %v", err)
-	}
-	if a.keys, err = insert.ParseKeys(*keys); err != nil {
-		return a, fmt.Errorf("run: --key: %v", err)
-	}
-	if a.rounds < 1 {
+	switch {
+	case flagGiven(fs, "rounds") && cfg.Workload != workloads.Insert:
+		return a, fmt.Errorf("run: --rounds: does not apply to the %s workload", cfg.Workload)
+	case a.rounds < 1:
 		return a, fmt.Errorf("run: --rounds must be at least 1")
 	}
 	if cfg.PGVersion != "" && cfg.DSN == "" && len(cfg.DSNs) == 0 {
@@ -322,33 +237,20 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 		}
 	}
 	if !*quiet {
-		cfg.Progress = stderr
+		a.cfg.Progress = stderr
 		if !a.jsonOut && isTerminal(stdout) && isTerminal(stderr) {
 			t := &terminal{w: stderr}
-			cfg.Progress, cfg.OnProgress = t, t.live
+			a.cfg.Progress, a.cfg.OnProgress = t, t.live
 		}
 	}
 	return a, nil
 }
 
-// applies refuses, by name, a flag given for a workload it does not apply to, when the
-// runner cannot tell (the flag has a default, or is the command line's own). The flags
-// of Config fields whose zero value means "not set" are the runner's to refuse
-// (runner.FieldError, named by flagError).
-func applies(set map[string]bool, w workloads.Name) error {
-	for _, f := range []struct {
-		flag string
-		ok   bool
-	}{
-		{"budget", w == workloads.Budget},
-		{"rounds", w == workloads.Insert},
-		{"key", w == workloads.Insert},
-	} {
-		if set[f.flag] && !f.ok {
-			return fmt.Errorf("run: --%s does not apply to the %s workload", f.flag, w)
-		}
-	}
-	return nil
+// flagGiven reports whether the command line gave the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // flagError says a runner.FieldError in the command line's words: the flag of its field

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/shrink"
 )
 
 // runFlagDefaults reads indoubt run's flags and their defaults from its help.
@@ -53,8 +55,11 @@ func TestSettingsDescribeEveryOption(t *testing.T) {
 		if !f.IsExported() || (tag == "-" && f.Name != "Faults") || f.Name == "DSNs" {
 			continue // Progress, OnProgress: not configuration; DSNs is DSN's flag and key
 		}
-		if f.Name == "Faults" {
+		switch f.Name {
+		case "Faults":
 			tag = "faults" // MarshalJSON writes the schedule as written
+		case "Retry":
+			tag = "retry.Name" // the policy's name; the rest follows from it (runner.ParsePolicy)
 		}
 		if f.Name == "Txn" {
 			for j := range f.Type.NumField() {
@@ -166,7 +171,7 @@ func TestSuiteSetsEveryFlag(t *testing.T) {
 	for i, s := range order {
 		sample := settingSamples[s.Flag]
 		args := []string{"--store", "postgres", "--workload", sample.workload}
-		if s.Bool {
+		if s.Kind == runner.KindBool {
 			args = append(args, "--"+s.Flag+"="+sample.value)
 		} else {
 			args = append(args, "--"+s.Flag, sample.value)
@@ -242,7 +247,7 @@ func TestSuiteDefaultsApplyWhereTheyApply(t *testing.T) {
 	if _, _, err := loadSuite(p); err == nil || !strings.Contains(err.Error(), "budget: does not apply to the counter workload") {
 		t.Errorf("a counter case's budget: %v", err)
 	}
-	if _, err := parseRunArgs([]string{"--workload", "counter", "--budget", "70"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--budget does not apply to the counter workload") {
+	if _, err := parseRunArgs([]string{"--workload", "counter", "--budget", "70"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--budget: does not apply to the counter workload") {
 		t.Errorf("--budget for a counter: %v", err)
 	}
 }
@@ -271,4 +276,78 @@ func TestSuitesDocListsEverySetting(t *testing.T) {
 			t.Errorf("docs/suites.md has no row %q", row)
 		}
 	}
+}
+
+// TestSettingsRoundTrip walks runner.Settings: each option, given as its flag of
+// indoubt run, survives the way a run's configuration travels: flag -> Config ->
+// config.json (as a run writes it) -> runner.ReadConfig (as shrink reads it) -> shrink's
+// reproducer (shrink.Command) -> indoubt run's flags -> the same Config.
+func TestSettingsRoundTrip(t *testing.T) {
+	for _, s := range runner.Settings {
+		if s.Field == "Out" || s.Field == "Store" {
+			continue // the reproducer leaves the output directory out; every sample names the store
+		}
+		sample, ok := settingSamples[s.Flag]
+		if !ok {
+			t.Errorf("no sample value for --%s", s.Flag)
+			continue
+		}
+		values := []string{sample.value}
+		if s.Zero == runner.ZeroIsValue && s.Default != "" && (s.Kind == runner.KindInt || s.Kind == runner.KindFloat) {
+			values = append(values, "0") // a value of its own (no reads, seed 0), not the default
+		}
+		for _, value := range values {
+			roundTrip(t, s, sample.workload, value)
+		}
+	}
+}
+
+func roundTrip(t *testing.T, s runner.Setting, workload, value string) {
+	t.Run(s.Flag+"="+value, func(t *testing.T) {
+		parse := func(args []string) runner.Config {
+			t.Helper()
+			a, err := parseRunArgs(args, io.Discard, io.Discard)
+			if err != nil {
+				t.Fatalf("indoubt run %s: %v", strings.Join(args, " "), err)
+			}
+			a.cfg.Progress, a.cfg.OnProgress = nil, nil
+			return a.cfg
+		}
+		base := []string{"--store", "postgres", "--workload", workload}
+		if s.Field == "Workload" {
+			base = base[:2]
+		}
+		given := parse(append(base, "--"+s.Flag+"="+value))
+		if plain := parse(base); reflect.DeepEqual(given, plain) {
+			t.Fatalf("--%s=%s changes nothing: the sample proves nothing", s.Flag, value)
+		}
+		b, err := json.Marshal(given)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := runner.ReadConfig(b)
+		if err != nil {
+			t.Fatalf("config.json %s: %v", b, err)
+		}
+		same := func(what string, got, want runner.Config) {
+			t.Helper()
+			got, want = got.Filled(), want.Filled()
+			if !reflect.DeepEqual(specsOf(got.Faults), specsOf(want.Faults)) {
+				t.Errorf("%s: faults %v, want %v", what, specsOf(got.Faults), specsOf(want.Faults))
+			}
+			got.Faults, want.Faults = nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s:\n%+v\nwant\n%+v", what, got, want)
+			}
+		}
+		same("config.json read back", read, given)
+		line := shrink.Command(read)
+		words := shellWords(t, line)
+		if len(words) < 2 || words[0] != "indoubt" || words[1] != "run" {
+			t.Fatalf("not an indoubt run command: %s", line)
+		}
+		again := parse(words[2:])
+		again.Out = given.Out // the reproducer leaves the output directory to its reader
+		same("the reproducer "+line+" parsed", again, given)
+	})
 }

@@ -97,25 +97,8 @@ func TestShrinkCommandParsesBack(t *testing.T) {
 			got := a.cfg
 			got.Store, got.Workers = runner.StoreName(a.store), a.counts[0]
 			got.Progress, got.OnProgress = nil, nil
-			want := cfg
-			if want.CheckTimeout == 0 {
-				want.CheckTimeout = time.Minute
-			}
-			// What the command line fills in by itself.
-			for _, f := range []struct {
-				got  *string
-				want string
-			}{{&got.Out, "runs"}, {&got.Proxy, "auto"}, {&got.PowerFSEntries, "posix"}, {&got.Topology, runner.TopologySingle}, {&got.Replication, "async"}} {
-				if *f.got == f.want {
-					*f.got = ""
-				}
-			}
-			if want.Proxy == "auto" {
-				want.Proxy = ""
-			}
-			if got.MaxAnomalies == results.DefaultMaxAnomalies {
-				got.MaxAnomalies = 0
-			}
+			// What a run fills in by itself, the command line leaves out (runner.Settings).
+			got, want := got.Filled(), cfg.Filled()
 			if !reflect.DeepEqual(specsOf(got.Faults), specsOf(want.Faults)) {
 				t.Errorf("faults %v, want %v", specsOf(got.Faults), specsOf(want.Faults))
 			}

@@ -470,39 +470,20 @@ func buildCase(c suiteCase, line int) (*suiteRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	sr.cfg = runner.NewConfig(w)
-	cfg := &sr.cfg
+	given := map[string][]string{}
 	for _, st := range runner.Settings {
 		n, ok := c.settings[st.Key]
-		if !ok || st.Key == "" {
+		if !ok || st.Key == "" || (!st.AppliesTo(w) && c.defaulted[st.Key]) {
 			continue
 		}
-		if !st.AppliesTo(w) {
-			if c.defaulted[st.Key] {
-				continue
-			}
-			if st.Default != "" { // the runner cannot tell it was given: refused here
-				return nil, fmt.Errorf("%s: does not apply to the %s workload", st.Key, w)
-			}
-		}
-		vals, err := scalars(n, st)
-		if err != nil {
+		if given[st.Field], err = scalars(n, st); err != nil {
 			return nil, err
 		}
-		if st.List {
-			if err := clearList(cfg, st); err != nil {
-				return nil, err
-			}
-		}
-		for _, v := range vals {
-			if err := st.Set(cfg, v); err != nil {
-				return nil, fmt.Errorf("%s: %v", st.Key, err)
-			}
-		}
-		if err := st.Bounds(*cfg); err != nil {
-			return nil, keyError(err)
-		}
 	}
+	if sr.cfg, err = runner.Configure(given); err != nil {
+		return nil, keyError(err)
+	}
+	cfg := &sr.cfg
 	if cfg.Store == "" {
 		return nil, fmt.Errorf("a case needs a store (one of %s)", choice.List(runner.StoreNames()))
 	}
@@ -546,7 +527,7 @@ func scalars(n *yaml.Node, st runner.Setting) ([]string, error) {
 	switch {
 	case n.Kind == yaml.ScalarNode:
 		return []string{n.Value}, nil
-	case n.Kind == yaml.SequenceNode && st.List:
+	case n.Kind == yaml.SequenceNode && st.Kind == runner.KindList:
 		out := make([]string, 0, len(n.Content))
 		for _, e := range n.Content {
 			if e.Kind != yaml.ScalarNode {
@@ -555,23 +536,10 @@ func scalars(n *yaml.Node, st runner.Setting) ([]string, error) {
 			out = append(out, e.Value)
 		}
 		return out, nil
-	case st.List:
+	case st.Kind == runner.KindList:
 		return nil, fmt.Errorf("%s: want a value or a list of them", st.Key)
 	}
 	return nil, fmt.Errorf("%s: want one value", st.Key)
-}
-
-// clearList empties a repeatable setting before a case's list is read into it.
-func clearList(cfg *runner.Config, st runner.Setting) error {
-	switch st.Field {
-	case "Faults":
-		cfg.Faults = nil
-	case "DSN":
-		cfg.DSN, cfg.DSNs = "", nil
-	default:
-		return fmt.Errorf("%s: a list this suite cannot read", st.Key)
-	}
-	return nil
 }
 
 // caseAvailable says why a case cannot run on this machine: its server cannot be

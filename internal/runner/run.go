@@ -241,11 +241,7 @@ func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 		return nil, sc.err(err)
 	}
 	res.RunDir = final
-	maxA := cfg.MaxAnomalies
-	if maxA == 0 {
-		maxA = results.DefaultMaxAnomalies
-	}
-	res.Trim(maxA)
+	res.Trim(cfg.MaxAnomalies) // filled in by defaults: never 0
 	if err := publish(cfg, res, partial, final, sc); err != nil {
 		os.RemoveAll(partial)
 		return nil, err

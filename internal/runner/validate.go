@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"time"
 
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 
@@ -54,9 +53,7 @@ var ErrUnavailable = errors.New("cannot be launched here")
 // defaults checks the configuration and fills in what was left zero. Every error wraps
 // ErrCouldNotRun; one that is about a single field is a FieldError.
 func (c *Config) defaults() error {
-	if c.Workload == "" {
-		c.Workload = workloads.Budget
-	}
+	c.fill()
 	if c.Store == "" {
 		c.Store = Postgres
 	}
@@ -94,15 +91,9 @@ func (c *Config) defaults() error {
 	if c.Ops == 0 && c.Duration == 0 {
 		return refuse("Ops", "give a number of operations per worker, or a duration")
 	}
-	if c.Out == "" {
-		c.Out = "runs"
-	}
 	if c.Retry.Name == "" {
 		p, _ := ParsePolicy(string(DefaultPolicy(c.Workload)))
 		c.Retry = p
-	}
-	if c.Proxy == "" {
-		c.Proxy = "auto"
 	}
 	if c.Proxy != "auto" && c.Proxy != "on" && c.Proxy != "off" {
 		return refuse("Proxy", "%q: want auto, on or off", c.Proxy)
@@ -135,9 +126,6 @@ func (c *Config) defaults() error {
 	}
 	if c.CheckTimeout < 0 {
 		return refuse("CheckTimeout", "must not be negative (got %v)", c.CheckTimeout)
-	}
-	if c.CheckTimeout == 0 {
-		c.CheckTimeout = time.Minute
 	}
 	// Last: a bad setting is refused the same way on every machine.
 	if c.DSN == "" && len(c.DSNs) == 0 {
@@ -212,10 +200,11 @@ func (c Config) twoPhase() bool {
 	return c.Workload == workloads.Transfer || c.Workload == workloads.TwoRows
 }
 
-// Limits of a two-phase commit run.
+// Limits and defaults of a two-phase commit run (Settings).
 const (
-	minServers = 2
-	maxServers = 5
+	minServers           = 2
+	maxServers           = 5
+	defaultRowsPerWorker = 1000
 )
 
 // twoPhaseDefaults checks and fills in the settings of a two-phase commit run.
@@ -235,14 +224,8 @@ func (c *Config) twoPhaseDefaults() error {
 	if c.Servers < minServers || c.Servers > maxServers {
 		return refuse("Servers", "must be %d to %d (got %d)", minServers, maxServers, c.Servers)
 	}
-	if c.Placement == "" {
-		c.Placement = transfer.Distributed
-	}
 	if _, err := transfer.ParsePlacement(string(c.Placement)); err != nil {
 		return refuse("Placement", "%w", err)
-	}
-	if c.Coordinator == "" {
-		c.Coordinator = twopc.Logged
 	}
 	if _, err := twopc.ParseMode(string(c.Coordinator)); err != nil {
 		return refuse("Coordinator", "%w", err)
@@ -262,12 +245,6 @@ func (c *Config) twoPhaseDefaults() error {
 		return refuse("Topology", "%s: the %s workload launches independent servers of its own", c.Topology, c.Workload)
 	case c.PowerFS || c.PowerFSEntries == EntriesOrdered:
 		return refuse("PowerFS", "applies to one launched server, not to the %s workload's", c.Workload)
-	}
-	if c.RowsPerWorker == 0 {
-		c.RowsPerWorker = 1000
-	}
-	if c.RecoverAfter == 0 {
-		c.RecoverAfter = time.Second
 	}
 	if rows := c.RowsPerWorker * c.Workers; rows/c.Servers < 2 {
 		return refuse("RowsPerWorker", "%d rows for %d workers leave fewer than 2 on each of %d servers", c.RowsPerWorker, c.Workers, c.Servers)

@@ -189,19 +189,15 @@ func LoadRun(dir, dsn string) (runner.Config, *results.Results, error) {
 	if _, ok := FingerprintOf(&res); !ok {
 		return runner.Config{}, nil, fmt.Errorf("%w: the run is invalid but names no anomaly", ErrNothingToShrink)
 	}
-	var raw struct {
-		runner.Config
-		Faults []string `json:"faults"`
-	}
-	if err := readJSON(filepath.Join(dir, "config.json"), &raw); err != nil {
+	path := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
 		return runner.Config{}, nil, err
 	}
-	cfg := raw.Config
-	sched, err := faults.ParseSchedule(raw.Faults)
+	cfg, err := runner.ReadConfig(b)
 	if err != nil {
-		return runner.Config{}, nil, fmt.Errorf("%s: %v", filepath.Join(dir, "config.json"), err)
+		return runner.Config{}, nil, fmt.Errorf("%s: %v", path, err)
 	}
-	cfg.Faults = sched
 	if err := refuseInstructions(cfg, dsn); err != nil {
 		return runner.Config{}, nil, err
 	}
