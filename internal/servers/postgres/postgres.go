@@ -86,6 +86,12 @@ type Server struct {
 	SocketDir string // unix socket directory, for psql -h; in Dir unless that path is too long
 	LogPath   string // the server log
 
+	// Handle gives the postmaster's Pid and Exited and the process faults. A Kill takes
+	// the postmaster and its backends at once, as a crash of PostgreSQL does (the page
+	// cache survives, unlike a power loss); Start recovers from the WAL; Restart is a
+	// fast shutdown (SIGINT) and a start.
+	servers.Handle
+
 	inst servers.Instance
 	// node is the node the server runs on; nil for loopback.
 	node *servers.Node
@@ -347,6 +353,7 @@ func Start(ctx context.Context, opt Options) (*Server, error) {
 		node:    opt.Node,
 		inst:    servers.Instance{Name: "postgres", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: stopGrace},
 	}
+	p.Handle = p.inst.Handle()
 	if p.Password, err = servers.NewPassword(); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -475,10 +482,7 @@ func (p *Server) allowSubnet() error {
 
 // host is the address the server listens on: its node's, or 127.0.0.1.
 func (p *Server) host() string {
-	if p.node != nil {
-		return p.node.IP
-	}
-	return "127.0.0.1"
+	return servers.ListenHost(p.node)
 }
 
 // A unix socket path is limited to 107 bytes, which a Dir such as t.TempDir() can exceed.
@@ -515,16 +519,8 @@ func (p *Server) listen(ctx context.Context, acct servers.Account, port int, ext
 		"-c", "listen_addresses=" + p.host(),
 		"-c", "unix_socket_directories=" + p.SocketDir}
 	args = append(args, extra...)
-	cmd := p.command(acct, nil, "postgres", args...)
-	logStart, _ := p.inst.Log().Seek(0, io.SeekEnd)
-	proc, err := servers.StartProcessOn(p.node, "postgres", cmd, acct)
+	proc, logStart, err := p.inst.Launch(p.node, "postgres", p.command(acct, nil, "postgres", args...), acct)
 	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	// Recorded before the wait for readiness: a harness killed during the wait leaves
-	// a server that the next launch must find.
-	if err := p.inst.Track(proc); err != nil {
-		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
 		return err
 	}
 	addr := net.JoinHostPort(p.host(), strconv.Itoa(port))
@@ -602,12 +598,6 @@ func logTail(path string, offset int64) string {
 	}
 	return strings.Join(lines, " | ")
 }
-
-// Pid returns the process id of the postmaster.
-func (p *Server) Pid() int { return p.inst.Process().Pid() }
-
-// Exited is closed when the postmaster has exited, whether by Stop or not.
-func (p *Server) Exited() <-chan struct{} { return p.inst.Process().Exited() }
 
 // Stop shuts the server down (fast shutdown: SIGINT, then SIGKILL to its process group
 // after 15 s), then removes its temporary directory unless Keep was set. It may be called
