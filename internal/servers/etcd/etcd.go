@@ -519,75 +519,18 @@ func (c *Cluster) Stop() error {
 // Stop stops the member and removes its directory unless Keep.
 func (m *Member) Stop() error { return m.inst.Stop() }
 
-// reachableBin returns bin when acct can reach it, else a copy that it can:
-// scripts/prepare-etcd builds into the caller's cache, which under root's home the
-// unprivileged server account cannot enter. The copy is made once, under the system's
-// temporary directory, by the caller and writable by it alone, and is trusted only
-// while it still is so.
+// reachableBin returns bin when acct can reach it, else a copy that it can
+// (servers.ReachableCopy): scripts/prepare-etcd builds into the caller's cache, which
+// under root's home the unprivileged server account cannot enter.
 func reachableBin(bin string, acct servers.Account) (string, error) {
 	if acct.CheckReach(bin) == nil {
 		return bin, nil
 	}
-	dest := filepath.Join(os.TempDir(), fmt.Sprintf("indoubt-etcdbin-%s-uid%d", Version, os.Geteuid()))
-	copied := filepath.Join(dest, "etcd")
-	trusted := func() error {
-		for _, p := range []string{dest, copied} {
-			fi, err := os.Lstat(p)
-			if err != nil {
-				return err
-			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
-			if !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 || fi.Mode()&os.ModeSymlink != 0 {
-				return fmt.Errorf("%s is not written only by uid %d: remove it", p, os.Geteuid())
-			}
-		}
-		return nil
-	}
-	if err := trusted(); err == nil {
-		return copied, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("etcd: copy of %s: %w", bin, err)
-	}
-	tmp, err := os.MkdirTemp(os.TempDir(), ".indoubt-etcdbin-")
+	c, err := servers.ReachableCopy(bin, "etcd-"+Version, acct)
 	if err != nil {
 		return "", fmt.Errorf("etcd: %w", err)
 	}
-	defer os.RemoveAll(tmp)
-	if err := copyFile(bin, filepath.Join(tmp, "etcd")); err != nil {
-		return "", fmt.Errorf("etcd: copy %s where %s can reach it: %w", bin, acct.Name, err)
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("etcd: %w", err)
-	}
-	// Another process may have placed its copy first: either is as good.
-	if err := os.Rename(tmp, dest); err != nil && trusted() != nil {
-		return "", fmt.Errorf("etcd: place copy of %s: %w", bin, err)
-	}
-	if err := acct.CheckReach(dest); err != nil {
-		return "", fmt.Errorf("etcd: %w", err)
-	}
-	return copied, nil
-}
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return c, nil
 }
 
 // etcdVersion returns the version etcd --version reports ("etcd Version: 3.6.16"), or "".

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -201,59 +200,18 @@ func findPostgresVersion(version, lib, cache string) (string, error) {
 }
 
 // reachableBin returns bin when acct can reach it, else a copy of its tree (bin's parent,
-// with lib and share) that it can: scripts/prepare-postgres18 unpacks into root's cache,
-// which the unprivileged server account cannot enter. The copy is made once, under the
-// system's temporary directory, owned by the caller and written by it alone, and is
-// trusted only when it still is.
+// with lib and share) that it can (servers.ReachableCopy): scripts/prepare-postgres18
+// unpacks into root's cache, which the unprivileged server account cannot enter.
 func reachableBin(bin string, acct servers.Account) (string, error) {
 	if acct.CheckReach(bin) == nil {
 		return bin, nil
 	}
 	tree := filepath.Dir(bin)
-	dest := filepath.Join(os.TempDir(), fmt.Sprintf("indoubt-%s-uid%d", filepath.Base(tree), os.Geteuid()))
-	if err := trustedCopy(dest); err == nil {
-		return filepath.Join(dest, "bin"), nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("postgres: copy of %s: %w", tree, err)
-	}
-	tmp, err := os.MkdirTemp(os.TempDir(), ".indoubt-pgbin-")
+	c, err := servers.ReachableCopy(tree, "pgtree-"+filepath.Base(tree), acct)
 	if err != nil {
 		return "", fmt.Errorf("postgres: %w", err)
 	}
-	defer os.RemoveAll(tmp)
-	if out, err := exec.Command("cp", "-a", tree, filepath.Join(tmp, "tree")).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("postgres: copy %s where %s can reach it: %v: %s", tree, acct.Name, err, bytes.TrimSpace(out))
-	}
-	if out, err := exec.Command("chmod", "-R", "go-w,a+rX", filepath.Join(tmp, "tree")).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("postgres: chmod copy of %s: %v: %s", tree, err, bytes.TrimSpace(out))
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "tree", "complete"), []byte(tree+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("postgres: %w", err)
-	}
-	if err := os.Rename(filepath.Join(tmp, "tree"), dest); err != nil && trustedCopy(dest) != nil {
-		return "", fmt.Errorf("postgres: place copy of %s: %w", tree, err)
-	}
-	if err := acct.CheckReach(dest); err != nil {
-		return "", fmt.Errorf("postgres: %w", err)
-	}
-	return filepath.Join(dest, "bin"), nil
-}
-
-// trustedCopy returns nil when dest is a complete copy that only the caller could have
-// written, os.ErrNotExist when there is none, and an error when something else is there.
-func trustedCopy(dest string) error {
-	fi, err := os.Lstat(dest)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s exists and is not a directory written only by uid %d: remove it", dest, os.Geteuid())
-	}
-	if _, err := os.Stat(filepath.Join(dest, "complete")); err != nil {
-		return fmt.Errorf("%s is incomplete: remove it", dest)
-	}
-	return nil
+	return filepath.Join(c, "bin"), nil
 }
 
 func missingPrograms(dir string) string {
