@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // listAppend is the list-append model: what it keeps of each key and read while the
@@ -473,21 +472,8 @@ func (la *listAppend) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 	if ctx.Err() != nil {
 		return an, nil
 	}
-	// The anomalies of single reads and keys need no graph: they are found on
-	// another core while the graph is built and its cycles searched.
-	side := newTxnAnalysis(h, c, la)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		la.cases(h, side)
-	}()
-	var once sync.Once
-	an.join = func() {
-		once.Do(func() {
-			<-done
-			an.merge(side)
-		})
-	}
+	// The anomalies of single reads and keys need no graph.
+	an.aside(func(side *txnAnalysis) { la.cases(h, side) })
 	la.readers()
 	an.graph = la.graph(h, c)
 	return an, nil

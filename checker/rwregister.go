@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // rwRegister is the rw-register model. A register's reads do not reveal the order of
@@ -256,20 +255,7 @@ func (rr *rwRegister) analyze(ctx context.Context, h *txnHistory, c *txnCheck) (
 	an := newTxnAnalysis(h, c, rr)
 	n := len(h.txns)
 	x := rr.index(h)
-	// The anomalies that need no graph are found on another core meanwhile.
-	side := newTxnAnalysis(h, c, rr)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		rr.cases(h, side)
-	}()
-	var once sync.Once
-	an.join = func() {
-		once.Do(func() {
-			<-done
-			an.merge(side)
-		})
-	}
+	an.aside(func(side *txnAnalysis) { rr.cases(h, side) })
 	// Entries for every value written or read, and who wrote each (failed
 	// transactions aside), in the order of the transactions.
 	var wEnts, wTxns []int32

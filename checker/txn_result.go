@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,6 +31,25 @@ type txnAnalysis struct {
 	// graph, when set, is the dependency graph, built by the model (and from, to
 	// and bits left empty).
 	graph *txnGraph
+}
+
+// aside runs find on another core, into an analysis of its own, and sets join to wait
+// for it and merge its findings in: the anomalies that need no graph are found while the
+// graph is built and its cycles searched.
+func (an *txnAnalysis) aside(find func(side *txnAnalysis)) {
+	side := newTxnAnalysis(an.h, an.c, an.ex)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		find(side)
+	}()
+	var once sync.Once
+	an.join = func() {
+		once.Do(func() {
+			<-done
+			an.merge(side)
+		})
+	}
 }
 
 // merge adds the findings of o.

@@ -39,16 +39,10 @@ import (
 // type (a negative or fractional variable or value); a write of 0; data after the
 // document; and a document with no transaction.
 func ReadDBCop(r io.Reader, name string) ([]Op, error) {
-	data, err := io.ReadAll(r)
+	doc, dec, err := readJSONDoc(r, name)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	doc := jsonDoc{name: name, data: data}
-	if err := doc.checkUTF8(); err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	tok := func(want json.Delim, what string) error {
 		off := dec.InputOffset()
 		t, err := dec.Token()
@@ -98,7 +92,7 @@ func ReadDBCop(r io.Reader, name string) ([]Op, error) {
 		return nil, doc.errAt(off, "%s", jsonWhy(err))
 	case first == json.Delim('['):
 		// The list of sessions alone: put the '[' back by reading again.
-		dec = json.NewDecoder(bytes.NewReader(data))
+		dec = json.NewDecoder(bytes.NewReader(doc.data))
 		dec.UseNumber()
 		if err := sessions(); err != nil {
 			return nil, err
@@ -135,7 +129,7 @@ func ReadDBCop(r io.Reader, name string) ([]Op, error) {
 	default:
 		return nil, doc.errAt(off, "not dbcop's JSON: want an object whose \"data\" lists sessions of transactions")
 	}
-	if off := dec.InputOffset(); dec.More() || !dbcopAtEnd(data[off:]) {
+	if off := dec.InputOffset(); dec.More() || !dbcopAtEnd(doc.data[off:]) {
 		return nil, doc.errAt(off, "data after the history")
 	}
 	if len(ops) == 0 {

@@ -167,16 +167,7 @@ func (d *decoder) field(b []byte, i int, op *Op, seen *uint16) (int, bool) {
 		i = j
 		switch f {
 		case fType:
-			switch string(s) {
-			case "invoke":
-				op.Type = Invoke
-			case "ok":
-				op.Type = OK
-			case "fail":
-				op.Type = Fail
-			case "info":
-				op.Type = Info
-			default:
+			if op.Type, ok = typeNamed(s); !ok {
 				return 0, false
 			}
 		case fF:

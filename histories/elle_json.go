@@ -37,17 +37,11 @@ import (
 // history with invocations). Input with no op is refused with an error wrapping
 // ErrEmpty.
 func ReadElleJSON(r io.Reader, name string) ([]Op, error) {
-	data, err := io.ReadAll(r)
+	doc, dec, err := readJSONDoc(r, name)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	doc := jsonDoc{name: name, data: data}
-	if err := doc.checkUTF8(); err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	list := len(bytes.TrimSpace(data)) > 0 && bytes.TrimSpace(data)[0] == '['
+	list := len(bytes.TrimSpace(doc.data)) > 0 && bytes.TrimSpace(doc.data)[0] == '['
 	if list {
 		if _, err := dec.Token(); err != nil {
 			return nil, doc.errAt(0, "%s", jsonWhy(err))
@@ -124,10 +118,10 @@ func ReadElleJSON(r io.Reader, name string) ([]Op, error) {
 		if _, err := dec.Token(); err != nil {
 			return nil, doc.errAt(off, "%s", jsonWhy(err))
 		}
-		if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+		if off := dec.InputOffset(); len(bytes.TrimSpace(doc.data[off:])) > 0 {
 			return nil, doc.errAt(off, "data after the history's closing ']'")
 		}
-	} else if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+	} else if off := dec.InputOffset(); len(bytes.TrimSpace(doc.data[off:])) > 0 {
 		// More() stops at a stray ']' or '}' without an error: name it.
 		return nil, doc.errAt(off, "not an op: want a JSON object")
 	}

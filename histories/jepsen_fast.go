@@ -101,16 +101,7 @@ func (f *jepsenFast) op(p *jepsenParser) (op Op, m jepsenMeta, ok bool) {
 			if !ok {
 				return op, m, false
 			}
-			switch string(name) {
-			case "invoke":
-				op.Type = Invoke
-			case "ok":
-				op.Type = OK
-			case "fail":
-				op.Type = Fail
-			case "info":
-				op.Type = Info
-			default:
+			if op.Type, ok = typeNamed(name); !ok {
 				return op, m, false
 			}
 		case "f":

@@ -29,6 +29,22 @@ func (d jsonDoc) at(off int64) string {
 	return fmt.Sprintf("%s:%d:%d", d.name, line, col)
 }
 
+// readJSONDoc reads all of r, refuses it unless it is valid UTF-8 (checkUTF8), and
+// returns it with a decoder of it that keeps numbers as json.Number.
+func readJSONDoc(r io.Reader, name string) (jsonDoc, *json.Decoder, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return jsonDoc{}, nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	doc := jsonDoc{name: name, data: data}
+	if err := doc.checkUTF8(); err != nil {
+		return jsonDoc{}, nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return doc, dec, nil
+}
+
 // errAt is an error about the value starting at or after off.
 func (d jsonDoc) errAt(off int64, format string, a ...any) error {
 	return fmt.Errorf("%s: %s", d.at(off), fmt.Sprintf(format, a...))

@@ -27,12 +27,26 @@ func (t Type) String() string {
 
 // ParseType returns the Type named s.
 func ParseType(s string) (Type, error) {
-	for i, n := range typeNames {
-		if n != "" && n == s {
-			return Type(i), nil
-		}
+	if t, ok := typeNamed([]byte(s)); ok {
+		return t, nil
 	}
 	return 0, fmt.Errorf("unknown event type %q", s)
+}
+
+// typeNamed returns the Type named b, for the decoders' fast paths: a switch on
+// string(b) does not copy b.
+func typeNamed(b []byte) (Type, bool) {
+	switch string(b) {
+	case "invoke":
+		return Invoke, true
+	case "ok":
+		return OK, true
+	case "fail":
+		return Fail, true
+	case "info":
+		return Info, true
+	}
+	return 0, false
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -66,14 +66,9 @@ func Cassandra(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	}
 	addr := u.Host
 	ks := keyspaceName(tb)
-	if err := schema(addr, "CREATE KEYSPACE "+ks+" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"); err != nil {
-		tb.Fatalf("cqltest: create keyspace: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := schema(addr, "DROP KEYSPACE IF EXISTS "+ks); err != nil {
-			tb.Errorf("cqltest: drop keyspace %s: %v", ks, err)
-		}
-	})
+	serve.OwnDatabase(tb, "cqltest", func(_ context.Context, stmt string) error { return schema(addr, stmt) },
+		"CREATE KEYSPACE "+ks+" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"DROP KEYSPACE IF EXISTS "+ks)
 	direct := "cql://" + addr + "/" + ks
 	return serve.NewServer(tb, serve.Target{
 		Store:      "cql",

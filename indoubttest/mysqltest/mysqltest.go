@@ -63,18 +63,8 @@ func MySQL(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	tb.Helper()
 	admin := server.Need(tb, "mysqltest: launch MariaDB")
 	name := serve.DatabaseName(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := exec(ctx, admin, "CREATE DATABASE `"+name+"`"); err != nil {
-		tb.Fatalf("mysqltest: create database: %v", err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := exec(ctx, admin, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-			tb.Errorf("mysqltest: drop database %s: %v", name, err)
-		}
-	})
+	serve.OwnDatabase(tb, "mysqltest", func(ctx context.Context, stmt string) error { return exec(ctx, admin, stmt) },
+		"CREATE DATABASE `"+name+"`", "DROP DATABASE IF EXISTS `"+name+"`")
 	direct, addr, err := withDatabase(admin, name)
 	if err != nil {
 		tb.Fatalf("mysqltest: %s: %v", EnvDSN, err)

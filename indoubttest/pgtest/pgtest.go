@@ -89,28 +89,21 @@ func Postgres(tb testing.TB, opts ...indoubttest.Option) *indoubttest.Server {
 	tb.Helper()
 	admin := server.Need(tb, "pgtest: launch PostgreSQL")
 	name := serve.DatabaseName(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := exec(ctx, admin, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		tb.Fatalf("pgtest: create database: %v", err)
-	}
 	drop := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"
 	var direct string
-	tb.Cleanup(func() {
-		if keep() {
+	dropAtEnd := drop
+	if keep() {
+		tb.Cleanup(func() {
 			msg := fmt.Sprintf("pgtest: %s: kept database %s (%s); remove it with: %s", EnvKeep, name, redacted(direct), drop)
 			if d, _ := launched.Load().(string); d != "" {
 				msg += "; " + d
 			}
 			tb.Log(msg)
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := exec(ctx, admin, drop); err != nil {
-			tb.Errorf("pgtest: drop database %s: %v", name, err)
-		}
-	})
+		})
+		dropAtEnd = ""
+	}
+	serve.OwnDatabase(tb, "pgtest", func(ctx context.Context, stmt string) error { return exec(ctx, admin, stmt) },
+		"CREATE DATABASE "+pgx.Identifier{name}.Sanitize(), dropAtEnd)
 	direct, addr, err := withDatabase(admin, name)
 	if err != nil {
 		tb.Fatalf("pgtest: %s: %v", EnvDSN, err)

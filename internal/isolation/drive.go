@@ -469,6 +469,7 @@ type conn interface {
 	close()
 }
 
+// stepSQL is the statement a step runs, as PostgreSQL's table has it (versions an array).
 func stepSQL(st step) string {
 	switch st.op {
 	case opRead:

@@ -71,21 +71,16 @@ func (m mysqlDialect) connect(ctx context.Context) (conn, error) {
 	return s, nil
 }
 
+// show is PostgreSQL's statement but for versions, which is a text of comma-separated
+// values in MySQL's table, not an array.
 func (mysqlDialect) show(st step) string {
 	switch st.op {
-	case opRead:
-		return fmt.Sprintf("SELECT value, versions FROM "+table+" WHERE id = %d", st.key)
 	case opWrite:
 		return fmt.Sprintf("UPDATE "+table+" SET value = %[1]d, versions = CONCAT(versions, ',%[1]d') WHERE id = %[2]d", st.value, st.key)
 	case opInsert:
 		return fmt.Sprintf("INSERT INTO "+table+" VALUES (%d, %[2]d, '%[2]d')", st.key, st.value)
-	case opPred:
-		return "SELECT * FROM " + table + " WHERE " + st.pred
-	case opCommit:
-		return "COMMIT"
-	default:
-		return "ROLLBACK"
 	}
+	return stepSQL(st)
 }
 
 func (mysqlDialect) state(err error) (string, string) {

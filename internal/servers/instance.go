@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -19,9 +21,9 @@ import (
 // the data, the port and the password.
 //
 // A launcher keeps one in its server type, not embedded, sets the exported fields
-// before the first call, and gives its server its own exported Pid, Exited, Stop, Kill
-// ..., whose doc comments state that server's shutdown. Once the server is started,
-// the methods are safe for concurrent use.
+// before the first call, embeds its Handle (Pid, Exited and the process faults) and
+// gives its server its own exported Stop, whose doc comment states that server's
+// shutdown. Once the server is started, the methods are safe for concurrent use.
 type Instance struct {
 	// Name is the server, "postgres": it prefixes errors and names the temporary
 	// directory (indoubt-NAME-PID-...).
@@ -134,11 +136,15 @@ func (s *Instance) Process() *Process { return s.proc }
 // Stop sends StopSignal (or DiscardSignal) to the server process, waits up to
 // StopGrace, kills its process group if need be, then closes the log, unmounts the
 // DataFS and removes the directories unless Keep. Every call returns the first call's
-// result, after the server is gone.
+// result, after the server is gone. A server never started (no SetProcess: a cluster's
+// start failed before it) has only its directories and log to remove.
 func (s *Instance) Stop() error {
 	return s.stopWith(func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if s.proc == nil {
+			return nil
+		}
 		if s.down {
 			// Killed by a process fault and not started again: nothing runs.
 			return nil
@@ -233,4 +239,41 @@ func LogTail(path string, offset int64) string {
 	}
 	b, _ := io.ReadAll(f)
 	return string(b)
+}
+
+// Launch starts cmd as the server process, on node (nil: this machine's network) as
+// acct, with the server log (OpenLog) as its stdout and stderr, and records it in the
+// owner markers (Track) before it returns: a harness killed while the launcher waits
+// for the server to be ready leaves a server that the next launch or `indoubt clean`
+// finds. It returns the process, which is not the Instance's until SetProcess (once it
+// is ready), and where the log ended before it, from which LogTail reads what a failed
+// start said. name names the process in errors.
+func (s *Instance) Launch(node *Node, name string, cmd *exec.Cmd, acct Account) (proc *Process, logStart int64, err error) {
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	logStart, _ = s.log.Seek(0, io.SeekEnd)
+	if proc, err = StartProcessOn(node, name, cmd, acct); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	if err := s.Track(proc); err != nil {
+		// Every process of it: a server may have forked already.
+		killTree(proc.Pid())
+		_ = proc.reap()
+		return nil, 0, err
+	}
+	return proc, logStart, nil
+}
+
+// NotReady kills proc, a server Launch started that did not get ready (err, from Poll),
+// and returns the start's error with what the server log said since logStart. When the
+// log holds one of inUse, the server's words for a port another process took, the error
+// matches ErrAddrInUse, and ListenOnFreePort tries another port.
+func (s *Instance) NotReady(proc *Process, logStart int64, port int, err error, inUse ...string) error {
+	_ = proc.Stop(syscall.SIGKILL, time.Second)
+	tail := LogTail(s.log.Name(), logStart)
+	for _, words := range inUse {
+		if strings.Contains(tail, words) {
+			return fmt.Errorf("%s: port %d: %w: %s", s.Name, port, ErrAddrInUse, tail)
+		}
+	}
+	return fmt.Errorf("%s: start: %w: %s", s.Name, err, tail)
 }

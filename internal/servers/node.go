@@ -3,6 +3,7 @@ package servers
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 )
 
@@ -36,4 +37,44 @@ func (n *Node) Check() error {
 		return fmt.Errorf("node %s: subnet %q: %w", n.Name, n.Subnet, err)
 	}
 	return nil
+}
+
+// ListenHost returns the address a server on node listens on: the node's, or 127.0.0.1
+// when node is nil.
+func ListenHost(node *Node) string {
+	if node != nil {
+		return node.IP
+	}
+	return "127.0.0.1"
+}
+
+// ListenPorts returns the host and the ports a server on node listens on: on a node,
+// its address and nodePorts (every node has its own ports); when node is nil,
+// 127.0.0.1 and a free port (FreePort) for each of nodePorts.
+func ListenPorts(node *Node, nodePorts ...int) (string, []int, error) {
+	if node != nil {
+		return node.IP, nodePorts, nil
+	}
+	ports := make([]int, len(nodePorts))
+	for i := range ports {
+		p, err := FreePort()
+		if err != nil {
+			return "", nil, err
+		}
+		ports[i] = p
+	}
+	return "127.0.0.1", ports, nil
+}
+
+// MemberLogPath returns where member i of a cluster, named name, logs: in its directory
+// dir as file when path is empty; else at path for the first member and path.NAME for
+// the others.
+func MemberLogPath(path string, i int, name, dir, file string) string {
+	switch {
+	case path == "":
+		return filepath.Join(dir, file)
+	case i > 0:
+		return path + "." + name
+	}
+	return path
 }

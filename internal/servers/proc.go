@@ -397,3 +397,15 @@ func endedBy(s *os.ProcessState, sig syscall.Signal) bool {
 	}
 	return s.ExitCode() == 128+int(sig)
 }
+
+// VersionOutput returns what bin --version prints on stdout within 10 s, "" when it
+// fails: a launcher reads its server's version from it, for descriptions.
+func VersionOutput(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}

@@ -20,13 +20,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/indoubt/indoubt/scripts/internal/floor"
 	"github.com/indoubt/indoubt/stores/postgres"
 )
 
@@ -97,30 +96,11 @@ func run(ctx context.Context, dsn string, clients int, d time.Duration) (int64, 
 			return 0, 0, err
 		}
 	}
-	var n atomic.Int64
-	var first atomic.Value
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(d)
-	for _, c := range conns {
-		wg.Go(func() {
-			k := int64(0)
-			for time.Now().Before(deadline) {
-				if err := decrement(ctx, c); err != nil {
-					first.CompareAndSwap(nil, err)
-					break
-				}
-				k++
-			}
-			n.Add(k)
-		})
+	calls := make([]func() error, len(conns))
+	for i, c := range conns {
+		calls[i] = func() error { return decrement(ctx, c) }
 	}
-	wg.Wait()
-	took := time.Since(start)
-	if err, ok := first.Load().(error); ok {
-		return 0, 0, err
-	}
-	return n.Load(), took, nil
+	return floor.Run(calls, d)
 }
 
 var errNoRow = errors.New("the decrement changed no row: is the balance positive?")

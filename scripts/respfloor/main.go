@@ -21,12 +21,12 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/indoubt/indoubt/scripts/internal/floor"
 )
 
 func main() {
@@ -74,30 +74,7 @@ func run(clients int, d time.Duration, connect func() (func() error, func(), err
 		}
 		calls = append(calls, call)
 	}
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	var first atomic.Value
-	start := time.Now()
-	deadline := start.Add(d)
-	for _, call := range calls {
-		wg.Go(func() {
-			k := int64(0)
-			for time.Now().Before(deadline) {
-				if err := call(); err != nil {
-					first.CompareAndSwap(nil, err)
-					break
-				}
-				k++
-			}
-			n.Add(k)
-		})
-	}
-	wg.Wait()
-	took := time.Since(start)
-	if err, ok := first.Load().(error); ok {
-		return 0, 0, err
-	}
-	return n.Load(), took, nil
+	return floor.Run(calls, d)
 }
 
 func goredisCall(addr, password, sha, balance, ops string, protocol int) (func() error, func(), error) {

@@ -112,9 +112,6 @@ func (s *txnSession) Txn(ctx context.Context, req workloads.Request, t txn.Txn) 
 	if err := workloads.Start(ctx); err != nil {
 		return nil, 0, err
 	}
-	if req.Idempotent {
-		return nil, 0, workloads.Definite(errors.New("cql: the transactional workloads have no idempotent path"), "no-idempotent")
-	}
 	if len(t) == 0 {
 		return t, 0, nil
 	}

@@ -194,9 +194,6 @@ func (s *txnSession) Txn(ctx context.Context, req workloads.Request, t txn.Txn) 
 	if err := workloads.Start(ctx); err != nil {
 		return nil, 0, err
 	}
-	if req.Idempotent {
-		return nil, 0, workloads.Definite(errors.New("mysql: the transactional workloads have no idempotent path"), "no-idempotent")
-	}
 	if err := s.setLevel(ctx); err != nil {
 		return nil, 0, err
 	}

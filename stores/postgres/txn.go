@@ -268,9 +268,6 @@ func (s *txnSession) Txn(ctx context.Context, req workloads.Request, t txn.Txn) 
 	if err := workloads.Start(ctx); err != nil {
 		return nil, 0, err
 	}
-	if req.Idempotent {
-		return nil, 0, workloads.Definite(errors.New("postgres: the transactional workloads have no idempotent path"), "no-idempotent")
-	}
 	on, level, readOnly := s.primary, s.t.iso, false
 	if s.standby != nil && t.ReadOnly() {
 		on, level, readOnly = s.standby, s.t.standbyIso(), true

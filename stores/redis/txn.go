@@ -162,9 +162,6 @@ func (s *txnSession) Txn(ctx context.Context, req workloads.Request, t txn.Txn) 
 	if err := workloads.Start(ctx); err != nil {
 		return nil, 0, err
 	}
-	if req.Idempotent {
-		return nil, 0, workloads.Definite(errors.New("redis: the transactional workloads have no idempotent path"), "no-idempotent")
-	}
 	switch s.t.mech {
 	case Script:
 		return s.script(ctx, t)

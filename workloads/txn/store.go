@@ -37,7 +37,8 @@ type Session interface {
 	// of the transaction. t is the store's to modify. Errors follow the contract of
 	// package workloads: ErrConflict when the transaction certainly did not commit and
 	// may be tried again (a serialization failure, a WATCHed key that changed),
-	// ErrUnknown when it may or may not have committed, anything else definite.
+	// ErrUnknown when it may or may not have committed, anything else definite. The
+	// workload never sets req.Idempotent: it refuses an idempotent request itself.
 	Txn(ctx context.Context, req workloads.Request, t Txn) (done Txn, conflicts int, err error)
 }
 

@@ -28,6 +28,7 @@ package txn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -217,6 +218,11 @@ func (wk *worker) Do(ctx context.Context, call workloads.Call, req workloads.Req
 	t, ok := call.Value.(Txn)
 	if !ok {
 		return workloads.Reply{}, fmt.Errorf("txn: operation value is %T, want txn.Txn", call.Value)
+	}
+	if req.Idempotent {
+		// A transaction of reads and blind writes has no op id to record with its
+		// effect: nothing is sent.
+		return workloads.Reply{}, workloads.Definite(errors.New("txn: the transactional workloads have no idempotent path"), "no-idempotent")
 	}
 	done, conflicts, err := wk.Txn(ctx, req, t.Clone())
 	if err != nil {

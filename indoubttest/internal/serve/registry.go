@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var shared struct {
@@ -85,3 +87,27 @@ func DatabaseName(tb testing.TB) string {
 }
 
 var dbSeq int
+
+// OwnDatabase makes a test's own database (schema, keyspace) with run(create) and
+// removes it with run(drop) when the test ends; a failure of either fails the test,
+// with pkg ("pgtest") and the statement. Each statement gets 30 s. An empty drop keeps
+// the database.
+func OwnDatabase(tb testing.TB, pkg string, run func(ctx context.Context, stmt string) error, create, drop string) {
+	tb.Helper()
+	exec := func(stmt string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return run(ctx, stmt)
+	}
+	if err := exec(create); err != nil {
+		tb.Fatalf("%s: %s: %v", pkg, create, err)
+	}
+	if drop == "" {
+		return
+	}
+	tb.Cleanup(func() {
+		if err := exec(drop); err != nil {
+			tb.Errorf("%s: %s: %v", pkg, drop, err)
+		}
+	})
+}

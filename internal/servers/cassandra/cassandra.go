@@ -136,6 +136,13 @@ type Server struct {
 	// Startup is how long the JVM took from exec to accepting CQL connections.
 	Startup time.Duration
 
+	// Handle gives the JVM's Pid and Exited and the process faults. A Kill is no
+	// drain, no flush of memtables: Start replays the commit log (what its sync mode had
+	// written to it; the kernel keeps the rest), and the JVM's start takes seconds.
+	// Restart is a clean shutdown (SIGTERM: Cassandra's shutdown hook drains the node
+	// and flushes its memtables, within the stop grace) and a start.
+	servers.Handle
+
 	inst servers.Instance
 }
 
@@ -378,6 +385,7 @@ func Start(ctx context.Context, opt Options) (*Server, error) {
 			// Draining flushes memtables to SSTables that the removal deletes next: a
 			// node whose directory goes is killed, which takes no time.
 			DiscardSignal: syscall.SIGKILL}}
+	c.Handle = c.inst.Handle()
 	if c.CommitLogSync == "" {
 		c.CommitLogSync = CommitLogPeriodic
 	}
@@ -560,20 +568,11 @@ func (c *Server) launch(ctx context.Context, java, lib string, native, storage i
 
 	cmd := exec.Command(java, args...)
 	cmd.Dir = c.Dir
-	cmd.Stdout = c.inst.Log()
-	cmd.Stderr = c.inst.Log()
-	// The log may already hold an earlier attempt; remember where this one starts.
-	logStart, _ := c.inst.Log().Seek(0, io.SeekEnd)
 	say("starting %s on %s:%d (storage %d), log %s", c.Version, host, native, storage, c.LogPath)
 	began := time.Now()
-	proc, err := servers.StartProcessOn(opt.Node, "cassandra", cmd, servers.Account{})
+	// The log may already hold an earlier attempt: the error of this one quotes its own.
+	proc, logStart, err := c.inst.Launch(opt.Node, "cassandra", cmd, servers.Account{})
 	if err != nil {
-		return fmt.Errorf("cassandra: %w", err)
-	}
-	// Recorded before the wait for readiness: a harness killed during the wait leaves
-	// a server that the next launch must find.
-	if err := c.inst.Track(proc); err != nil {
-		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(native))
@@ -672,12 +671,6 @@ func complaint(log string) string {
 	}
 	return strings.TrimSpace(lines[len(lines)-1])
 }
-
-// Pid returns the process id of the JVM, which leads its process group.
-func (c *Server) Pid() int { return c.inst.Process().Pid() }
-
-// Exited is closed when the JVM has exited.
-func (c *Server) Exited() <-chan struct{} { return c.inst.Process().Exited() }
 
 // RSS returns the resident memory of the JVM in bytes, read from /proc.
 func (c *Server) RSS() (int64, error) {

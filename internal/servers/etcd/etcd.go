@@ -96,13 +96,19 @@ type Cluster struct {
 
 // Member is one etcd process of a Cluster.
 type Member struct {
-	Name       string // "n1", its --name
-	Addr       string // its client address, host:port
-	ClientURL  string // http://Addr
-	PeerURL    string // http://host:peer port
-	Dir        string // its temporary directory: the working directory, data and log
-	LogPath    string
-	ID         string // the member id etcd gave it (decimal), once the cluster is up
+	Name      string // "n1", its --name
+	Addr      string // its client address, host:port
+	ClientURL string // http://Addr
+	PeerURL   string // http://host:peer port
+	Dir       string // its temporary directory: the working directory, data and log
+	LogPath   string
+	ID        string // the member id etcd gave it (decimal), once the cluster is up
+	// Handle gives the member's Pid and Exited and the process faults. A Kill loses
+	// what the member had not fsynced (etcd fsyncs its WAL before it acknowledges an
+	// entry); Start starts it again on its data and ports, and it rejoins the cluster
+	// on its own; Restart is a clean stop (SIGTERM) and a start.
+	servers.Handle
+
 	on         *servers.Node
 	inst       servers.Instance
 	bin        string
@@ -187,21 +193,17 @@ func Start(ctx context.Context, opt Options) (*Cluster, error) {
 	for i := range n {
 		m := &Member{Name: "n" + strconv.Itoa(i+1), bin: bin, cluster: c, acct: acct,
 			inst: servers.Instance{Name: "etcd", Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: stopGrace}}
-		host, cport, pport := "127.0.0.1", NodeClientPort, NodePeerPort
+		m.Handle = m.inst.Handle()
 		if opt.Nodes != nil {
 			m.on = opt.Nodes[i]
-			host = m.on.IP
-		} else {
-			if cport, err = servers.FreePort(); err == nil {
-				pport, err = servers.FreePort()
-			}
-			if err != nil {
-				return fail(fmt.Errorf("etcd: %w", err))
-			}
 		}
-		m.Addr = net.JoinHostPort(host, strconv.Itoa(cport))
+		host, ports, err := servers.ListenPorts(m.on, NodeClientPort, NodePeerPort)
+		if err != nil {
+			return fail(fmt.Errorf("etcd: %w", err))
+		}
+		m.Addr = net.JoinHostPort(host, strconv.Itoa(ports[0]))
 		m.ClientURL = "http://" + m.Addr
-		m.PeerURL = "http://" + net.JoinHostPort(host, strconv.Itoa(pport))
+		m.PeerURL = "http://" + net.JoinHostPort(host, strconv.Itoa(ports[1]))
 		c.Members = append(c.Members, m)
 		c.Endpoints = append(c.Endpoints, m.Addr)
 		initial = append(initial, m.Name+"="+m.PeerURL)
@@ -214,13 +216,7 @@ func Start(ctx context.Context, opt Options) (*Cluster, error) {
 			return fail(err)
 		}
 		m.Dir = dir
-		m.LogPath = opt.LogPath
-		switch {
-		case m.LogPath == "":
-			m.LogPath = filepath.Join(dir, "etcd.log")
-		case i > 0:
-			m.LogPath += "." + m.Name
-		}
+		m.LogPath = servers.MemberLogPath(opt.LogPath, i, m.Name, dir, "etcd.log")
 		if err := acct.Own(dir); err != nil {
 			return fail(fmt.Errorf("etcd: %w", err))
 		}
@@ -282,15 +278,9 @@ func Start(ctx context.Context, opt Options) (*Cluster, error) {
 func (m *Member) launch() error {
 	cmd := exec.Command(m.bin, m.args...)
 	cmd.Dir = m.Dir
-	cmd.Stdout = m.inst.Log()
-	cmd.Stderr = m.inst.Log()
 	cmd.Env = []string{"HOME=" + m.Dir, "LC_ALL=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	proc, err := servers.StartProcessOn(m.on, "etcd "+m.Name, cmd, m.acct)
+	proc, _, err := m.inst.Launch(m.on, "etcd "+m.Name, cmd, m.acct)
 	if err != nil {
-		return fmt.Errorf("etcd: %w", err)
-	}
-	if err := m.inst.Track(proc); err != nil {
-		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
 	m.inst.SetProcess(proc)
@@ -527,118 +517,25 @@ func (c *Cluster) Stop() error {
 }
 
 // Stop stops the member and removes its directory unless Keep.
-func (m *Member) Stop() error {
-	if m.inst.Process() == nil {
-		// Never started: only its directory and log, which Abandon removes.
-		_ = m.inst.Abandon(errors.New("not started"))
-		return nil
-	}
-	return m.inst.Stop()
-}
+func (m *Member) Stop() error { return m.inst.Stop() }
 
-// Pid returns the process id of the member's etcd.
-func (m *Member) Pid() int { return m.inst.Process().Pid() }
-
-// Exited is closed when the member's etcd has exited.
-func (m *Member) Exited() <-chan struct{} { return m.inst.Process().Exited() }
-
-// Kill sends SIGKILL to the member: what it had not fsynced is gone (etcd fsyncs its
-// WAL before it acknowledges an entry).
-func (m *Member) Kill() error { return m.inst.Kill() }
-
-// Pause stops the member (SIGSTOP) until Resume.
-func (m *Member) Pause() error { return m.inst.Signal(syscall.SIGSTOP) }
-
-// Resume continues a paused member (SIGCONT).
-func (m *Member) Resume() error { return m.inst.Signal(syscall.SIGCONT) }
-
-// Start starts a killed member again on its data and ports, and returns once it
-// serves its client port (it rejoins the cluster on its own).
-func (m *Member) Start(ctx context.Context) error { return m.inst.StartAgain(ctx) }
-
-// Restart stops the member cleanly (SIGTERM) and starts it again.
-func (m *Member) Restart(ctx context.Context) error { return m.inst.Restart(ctx) }
-
-// reachableBin returns bin when acct can reach it, else a copy that it can:
-// scripts/prepare-etcd builds into the caller's cache, which under root's home the
-// unprivileged server account cannot enter. The copy is made once, under the system's
-// temporary directory, by the caller and writable by it alone, and is trusted only
-// while it still is so.
+// reachableBin returns bin when acct can reach it, else a copy that it can
+// (servers.ReachableCopy): scripts/prepare-etcd builds into the caller's cache, which
+// under root's home the unprivileged server account cannot enter.
 func reachableBin(bin string, acct servers.Account) (string, error) {
 	if acct.CheckReach(bin) == nil {
 		return bin, nil
 	}
-	dest := filepath.Join(os.TempDir(), fmt.Sprintf("indoubt-etcdbin-%s-uid%d", Version, os.Geteuid()))
-	copied := filepath.Join(dest, "etcd")
-	trusted := func() error {
-		for _, p := range []string{dest, copied} {
-			fi, err := os.Lstat(p)
-			if err != nil {
-				return err
-			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
-			if !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 || fi.Mode()&os.ModeSymlink != 0 {
-				return fmt.Errorf("%s is not written only by uid %d: remove it", p, os.Geteuid())
-			}
-		}
-		return nil
-	}
-	if err := trusted(); err == nil {
-		return copied, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("etcd: copy of %s: %w", bin, err)
-	}
-	tmp, err := os.MkdirTemp(os.TempDir(), ".indoubt-etcdbin-")
+	c, err := servers.ReachableCopy(bin, "etcd-"+Version, acct)
 	if err != nil {
 		return "", fmt.Errorf("etcd: %w", err)
 	}
-	defer os.RemoveAll(tmp)
-	if err := copyFile(bin, filepath.Join(tmp, "etcd")); err != nil {
-		return "", fmt.Errorf("etcd: copy %s where %s can reach it: %w", bin, acct.Name, err)
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("etcd: %w", err)
-	}
-	// Another process may have placed its copy first: either is as good.
-	if err := os.Rename(tmp, dest); err != nil && trusted() != nil {
-		return "", fmt.Errorf("etcd: place copy of %s: %w", bin, err)
-	}
-	if err := acct.CheckReach(dest); err != nil {
-		return "", fmt.Errorf("etcd: %w", err)
-	}
-	return copied, nil
-}
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return c, nil
 }
 
 // etcdVersion returns the version etcd --version reports ("etcd Version: 3.6.16"), or "".
 func etcdVersion(ctx context.Context, bin string) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--version").Output()
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(servers.VersionOutput(ctx, bin), "\n") {
 		if v, ok := strings.CutPrefix(line, "etcd Version:"); ok {
 			return strings.TrimSpace(v)
 		}

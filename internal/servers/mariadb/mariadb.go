@@ -98,6 +98,12 @@ type Server struct {
 	DataDir  string
 	LogPath  string
 
+	// Handle gives mariadbd's Pid and Exited and the process faults. After a Kill, Start
+	// recovers from InnoDB's redo log, which holds every commit acknowledged
+	// (innodb_flush_log_at_trx_commit=1, the default); Restart is a clean shutdown
+	// (SIGTERM) and a start.
+	servers.Handle
+
 	inst servers.Instance
 	// on is the node the server runs on; nil for loopback.
 	on *servers.Node
@@ -245,6 +251,7 @@ func Start(ctx context.Context, opt Options) (*Server, error) {
 	}
 	m := &Server{Binary: bin, LogPath: opt.LogPath, User: User, Database: Database, on: opt.Node,
 		inst: servers.Instance{Name: "mariadb", Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: stopGrace}}
+	m.Handle = m.inst.Handle()
 	if opt.Galera != nil {
 		m.Password = opt.Galera.Password
 	}
@@ -343,18 +350,9 @@ func (m *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 	}
 	cmd := exec.Command(m.Binary, args...)
 	cmd.Dir = m.Dir
-	cmd.Stdout = m.inst.Log()
-	cmd.Stderr = m.inst.Log()
 	cmd.Env = []string{"HOME=" + m.Dir, "LC_ALL=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	logStart, _ := m.inst.Log().Seek(0, io.SeekEnd)
-	proc, err := servers.StartProcessOn(m.on, "mariadbd", cmd, acct)
+	proc, logStart, err := m.inst.Launch(m.on, "mariadbd", cmd, acct)
 	if err != nil {
-		return fmt.Errorf("mariadb: %w", err)
-	}
-	// Recorded before the wait for readiness: a harness killed during the wait leaves
-	// a server that the next launch must find.
-	if err := m.inst.Track(proc); err != nil {
-		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
 	addr := net.JoinHostPort(m.host(), strconv.Itoa(port))
@@ -368,12 +366,7 @@ func (m *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 		return err
 	})
 	if err != nil {
-		_ = proc.Stop(syscall.SIGKILL, time.Second)
-		tail := servers.LogTail(m.LogPath, logStart)
-		if strings.Contains(tail, "Address already in use") {
-			return fmt.Errorf("mariadb: port %d: %w: %s", port, servers.ErrAddrInUse, tail)
-		}
-		return fmt.Errorf("mariadb: start: %w: %s", err, tail)
+		return m.inst.NotReady(proc, logStart, port, err, "Address already in use")
 	}
 	m.inst.SetProcess(proc)
 	m.Port, m.Addr, m.Version = port, addr, version
@@ -383,10 +376,7 @@ func (m *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 
 // host is the address the server listens on: its node's, or 127.0.0.1.
 func (m *Server) host() string {
-	if m.on != nil {
-		return m.on.IP
-	}
-	return "127.0.0.1"
+	return servers.ListenHost(m.on)
 }
 
 // probe reads the server's first packet and returns the version of a handshake
@@ -427,32 +417,8 @@ func probe(ctx context.Context, addr string) (string, error) {
 	return strings.TrimPrefix(v, "5.5.5-"), nil
 }
 
-// Pid returns the process id of mariadbd.
-func (m *Server) Pid() int { return m.inst.Process().Pid() }
-
-// Exited is closed when mariadbd has exited, whether by Stop or not.
-func (m *Server) Exited() <-chan struct{} { return m.inst.Process().Exited() }
-
 // Stop shuts the server down (SIGTERM: InnoDB flushes and mariadbd exits; SIGKILL to
 // its process group after 30 s), then removes its temporary directory unless Keep was
 // set. It may be called more than once and concurrently; every call returns the first
 // one's result after the server is gone.
 func (m *Server) Stop() error { return m.inst.Stop() }
-
-// Kill sends SIGKILL to mariadbd: the next Start recovers from InnoDB's redo log, which
-// holds every commit acknowledged (innodb_flush_log_at_trx_commit=1, the default).
-func (m *Server) Kill() error { return m.inst.Kill() }
-
-// Pause stops mariadbd (SIGSTOP): connections stay open, nothing answers until Resume.
-func (m *Server) Pause() error { return m.inst.Signal(syscall.SIGSTOP) }
-
-// Resume continues a paused mariadbd (SIGCONT).
-func (m *Server) Resume() error { return m.inst.Signal(syscall.SIGCONT) }
-
-// Start starts a killed server again on the same data directory and port, with the
-// same password, and returns when it sends its handshake (crash recovery done).
-func (m *Server) Start(ctx context.Context) error { return m.inst.StartAgain(ctx) }
-
-// Restart shuts the server down cleanly (SIGTERM) and starts it again on the same data
-// directory and port.
-func (m *Server) Restart(ctx context.Context) error { return m.inst.Restart(ctx) }

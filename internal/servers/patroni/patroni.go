@@ -106,10 +106,17 @@ type Member struct {
 	API     string // Patroni's REST API, host:port
 	Dir     string
 	LogPath string
-	on      *servers.Node
-	inst    servers.Instance
-	args    []string
-	acct    servers.Account
+	// Handle gives the node's Pid (its unshare's, the leader of its process tree),
+	// Exited and the process faults, which act on the node's every process (Patroni and
+	// PostgreSQL) at once. Restart kills the node (its unshare ignores SIGTERM) and
+	// starts it again; Start starts a killed node again: Patroni finds its data and
+	// rejoins.
+	servers.Handle
+
+	on   *servers.Node
+	inst servers.Instance
+	args []string
+	acct servers.Account
 }
 
 // Find returns the patroni program, or an error matching servers.ErrNotInstalled.
@@ -192,18 +199,15 @@ func Start(ctx context.Context, opt Options) (*Cluster, error) {
 	for i := range n {
 		m := &Member{Name: "n" + strconv.Itoa(i+1), acct: acct,
 			inst: servers.Instance{Name: "patroni", Keep: opt.Keep, StopSignal: syscall.SIGKILL, StopGrace: stopGrace}}
-		host, port, api := "127.0.0.1", NodePort, NodeAPIPort
+		m.Handle = m.inst.Handle()
 		if opt.Nodes != nil {
 			m.on = opt.Nodes[i]
-			host = m.on.IP
-		} else {
-			if port, err = servers.FreePort(); err == nil {
-				api, err = servers.FreePort()
-			}
-			if err != nil {
-				return fail(fmt.Errorf("patroni: %w", err))
-			}
 		}
+		host, ports, err := servers.ListenPorts(m.on, NodePort, NodeAPIPort)
+		if err != nil {
+			return fail(fmt.Errorf("patroni: %w", err))
+		}
+		port, api := ports[0], ports[1]
 		m.Addr = net.JoinHostPort(host, strconv.Itoa(port))
 		m.API = net.JoinHostPort(host, strconv.Itoa(api))
 		hosts = append(hosts, m.Addr)
@@ -213,13 +217,7 @@ func Start(ctx context.Context, opt Options) (*Cluster, error) {
 			return fail(err)
 		}
 		m.Dir = dir
-		m.LogPath = opt.LogPath
-		switch {
-		case m.LogPath == "":
-			m.LogPath = filepath.Join(dir, "patroni.log")
-		case i > 0:
-			m.LogPath += "." + m.Name
-		}
+		m.LogPath = servers.MemberLogPath(opt.LogPath, i, m.Name, dir, "patroni.log")
 		conf := config(c, m, host, port, api, subnet, bin, pw, opt.Synchronous)
 		path := filepath.Join(dir, "patroni.yml")
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
@@ -322,15 +320,9 @@ func lastLines(s string, n int) string {
 func (m *Member) launch() error {
 	cmd := exec.Command(m.args[0], m.args[1:]...)
 	cmd.Dir = m.Dir
-	cmd.Stdout = m.inst.Log()
-	cmd.Stderr = m.inst.Log()
 	cmd.Env = []string{"HOME=" + m.Dir, "LC_ALL=C.UTF-8", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	proc, err := servers.StartProcessOn(m.on, "patroni "+m.Name, cmd, m.acct)
+	proc, _, err := m.inst.Launch(m.on, "patroni "+m.Name, cmd, m.acct)
 	if err != nil {
-		return fmt.Errorf("patroni: %w", err)
-	}
-	if err := m.inst.Track(proc); err != nil {
-		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
 	m.inst.SetProcess(proc)
@@ -527,41 +519,11 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-func (m *Member) stop() error {
-	if m.inst.Process() == nil {
-		_ = m.inst.Abandon(errors.New("not started"))
-		return nil
-	}
-	// The whole tree goes: a PID namespace dies with its first process.
-	return m.inst.Stop()
-}
-
-// Pid returns the pid of the node's unshare, the leader of its process tree.
-func (m *Member) Pid() int { return m.inst.Process().Pid() }
-
-// Kill kills the node's every process (Patroni and PostgreSQL) at once.
-func (m *Member) Kill() error { return m.inst.Kill() }
-
-// Pause stops every process of the node.
-func (m *Member) Pause() error { return m.inst.Signal(syscall.SIGSTOP) }
-
-// Resume continues the node.
-func (m *Member) Resume() error { return m.inst.Signal(syscall.SIGCONT) }
-
-// Restart kills the node (its unshare ignores SIGTERM) and starts it again.
-func (m *Member) Restart(ctx context.Context) error { return m.inst.Restart(ctx) }
-
-// Start starts a killed node again: Patroni finds its data and rejoins.
-func (m *Member) Start(ctx context.Context) error { return m.inst.StartAgain(ctx) }
+// stop kills the node: the whole tree goes, a PID namespace dies with its first process.
+func (m *Member) stop() error { return m.inst.Stop() }
 
 func patroniVersion(ctx context.Context, bin string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--version").Output()
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(out))
+	f := strings.Fields(servers.VersionOutput(ctx, bin))
 	if len(f) == 0 {
 		return ""
 	}

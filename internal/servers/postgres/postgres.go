@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,6 +84,12 @@ type Server struct {
 	DataDir   string
 	SocketDir string // unix socket directory, for psql -h; in Dir unless that path is too long
 	LogPath   string // the server log
+
+	// Handle gives the postmaster's Pid and Exited and the process faults. A Kill takes
+	// the postmaster and its backends at once, as a crash of PostgreSQL does (the page
+	// cache survives, unlike a power loss); Start recovers from the WAL; Restart is a
+	// fast shutdown (SIGINT) and a start.
+	servers.Handle
 
 	inst servers.Instance
 	// node is the node the server runs on; nil for loopback.
@@ -195,59 +200,18 @@ func findPostgresVersion(version, lib, cache string) (string, error) {
 }
 
 // reachableBin returns bin when acct can reach it, else a copy of its tree (bin's parent,
-// with lib and share) that it can: scripts/prepare-postgres18 unpacks into root's cache,
-// which the unprivileged server account cannot enter. The copy is made once, under the
-// system's temporary directory, owned by the caller and written by it alone, and is
-// trusted only when it still is.
+// with lib and share) that it can (servers.ReachableCopy): scripts/prepare-postgres18
+// unpacks into root's cache, which the unprivileged server account cannot enter.
 func reachableBin(bin string, acct servers.Account) (string, error) {
 	if acct.CheckReach(bin) == nil {
 		return bin, nil
 	}
 	tree := filepath.Dir(bin)
-	dest := filepath.Join(os.TempDir(), fmt.Sprintf("indoubt-%s-uid%d", filepath.Base(tree), os.Geteuid()))
-	if err := trustedCopy(dest); err == nil {
-		return filepath.Join(dest, "bin"), nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("postgres: copy of %s: %w", tree, err)
-	}
-	tmp, err := os.MkdirTemp(os.TempDir(), ".indoubt-pgbin-")
+	c, err := servers.ReachableCopy(tree, "pgtree-"+filepath.Base(tree), acct)
 	if err != nil {
 		return "", fmt.Errorf("postgres: %w", err)
 	}
-	defer os.RemoveAll(tmp)
-	if out, err := exec.Command("cp", "-a", tree, filepath.Join(tmp, "tree")).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("postgres: copy %s where %s can reach it: %v: %s", tree, acct.Name, err, bytes.TrimSpace(out))
-	}
-	if out, err := exec.Command("chmod", "-R", "go-w,a+rX", filepath.Join(tmp, "tree")).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("postgres: chmod copy of %s: %v: %s", tree, err, bytes.TrimSpace(out))
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "tree", "complete"), []byte(tree+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("postgres: %w", err)
-	}
-	if err := os.Rename(filepath.Join(tmp, "tree"), dest); err != nil && trustedCopy(dest) != nil {
-		return "", fmt.Errorf("postgres: place copy of %s: %w", tree, err)
-	}
-	if err := acct.CheckReach(dest); err != nil {
-		return "", fmt.Errorf("postgres: %w", err)
-	}
-	return filepath.Join(dest, "bin"), nil
-}
-
-// trustedCopy returns nil when dest is a complete copy that only the caller could have
-// written, os.ErrNotExist when there is none, and an error when something else is there.
-func trustedCopy(dest string) error {
-	fi, err := os.Lstat(dest)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s exists and is not a directory written only by uid %d: remove it", dest, os.Geteuid())
-	}
-	if _, err := os.Stat(filepath.Join(dest, "complete")); err != nil {
-		return fmt.Errorf("%s is incomplete: remove it", dest)
-	}
-	return nil
+	return filepath.Join(c, "bin"), nil
 }
 
 func missingPrograms(dir string) string {
@@ -347,6 +311,7 @@ func Start(ctx context.Context, opt Options) (*Server, error) {
 		node:    opt.Node,
 		inst:    servers.Instance{Name: "postgres", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: stopGrace},
 	}
+	p.Handle = p.inst.Handle()
 	if p.Password, err = servers.NewPassword(); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -475,10 +440,7 @@ func (p *Server) allowSubnet() error {
 
 // host is the address the server listens on: its node's, or 127.0.0.1.
 func (p *Server) host() string {
-	if p.node != nil {
-		return p.node.IP
-	}
-	return "127.0.0.1"
+	return servers.ListenHost(p.node)
 }
 
 // A unix socket path is limited to 107 bytes, which a Dir such as t.TempDir() can exceed.
@@ -515,16 +477,8 @@ func (p *Server) listen(ctx context.Context, acct servers.Account, port int, ext
 		"-c", "listen_addresses=" + p.host(),
 		"-c", "unix_socket_directories=" + p.SocketDir}
 	args = append(args, extra...)
-	cmd := p.command(acct, nil, "postgres", args...)
-	logStart, _ := p.inst.Log().Seek(0, io.SeekEnd)
-	proc, err := servers.StartProcessOn(p.node, "postgres", cmd, acct)
+	proc, logStart, err := p.inst.Launch(p.node, "postgres", p.command(acct, nil, "postgres", args...), acct)
 	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	// Recorded before the wait for readiness: a harness killed during the wait leaves
-	// a server that the next launch must find.
-	if err := p.inst.Track(proc); err != nil {
-		_ = proc.Stop(syscall.SIGQUIT, 5*time.Second)
 		return err
 	}
 	addr := net.JoinHostPort(p.host(), strconv.Itoa(port))
@@ -602,12 +556,6 @@ func logTail(path string, offset int64) string {
 	}
 	return strings.Join(lines, " | ")
 }
-
-// Pid returns the process id of the postmaster.
-func (p *Server) Pid() int { return p.inst.Process().Pid() }
-
-// Exited is closed when the postmaster has exited, whether by Stop or not.
-func (p *Server) Exited() <-chan struct{} { return p.inst.Process().Exited() }
 
 // Stop shuts the server down (fast shutdown: SIGINT, then SIGKILL to its process group
 // after 15 s), then removes its temporary directory unless Keep was set. It may be called

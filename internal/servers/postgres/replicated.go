@@ -147,6 +147,7 @@ func startStandby(ctx context.Context, primary *Server, opt Options, via string)
 	}
 	s := &Server{BinDir: primary.BinDir, Version: primary.Version, Password: primary.Password, LogPath: opt.LogPath,
 		node: opt.Node, inst: servers.Instance{Name: "pgstandby", Keep: opt.Keep, StopSignal: syscall.SIGINT, StopGrace: stopGrace}}
+	s.Handle = s.inst.Handle()
 	dir, err := s.inst.MakeTempDir(opt.Dir, acct)
 	if err != nil {
 		return nil, err

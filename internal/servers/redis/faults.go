@@ -1,33 +1,12 @@
 package redis
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/indoubt/indoubt/internal/servers"
 )
-
-// Kill sends SIGKILL to redis-server: what the AOF had not received (or, with
-// persistence none, everything) is gone.
-func (r *Server) Kill() error { return r.inst.Kill() }
-
-// Pause stops redis-server (SIGSTOP) until Resume.
-func (r *Server) Pause() error { return r.inst.Signal(syscall.SIGSTOP) }
-
-// Resume continues a paused redis-server (SIGCONT).
-func (r *Server) Resume() error { return r.inst.Signal(syscall.SIGCONT) }
-
-// Start starts a killed redis-server again in the same directory (its AOF) and on the
-// same port, with the same password, and returns when it answers PING (AOF loaded).
-func (r *Server) Start(ctx context.Context) error { return r.inst.StartAgain(ctx) }
-
-// Restart shuts redis-server down cleanly (SIGTERM) and starts it again. With
-// persistence none and no snapshots, a clean restart loses the data too: nothing was
-// ever written to disk.
-func (r *Server) Restart(ctx context.Context) error { return r.inst.Restart(ctx) }
 
 // DataMount returns the filesystem the launch's DataFS mounted under the data
 // directory, or nil.

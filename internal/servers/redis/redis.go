@@ -78,6 +78,12 @@ type Server struct {
 	LogPath     string
 	DataDir     string // the server's --dir: Dir, or the DataFS mount in Dir
 
+	// Handle gives redis-server's Pid and Exited and the process faults. A Kill loses
+	// what the AOF had not received (with persistence none, everything); Start reloads
+	// the AOF; Restart is a clean shutdown (SIGTERM) and a start, which with persistence
+	// none and no snapshots loses the data too: nothing was ever written to disk.
+	servers.Handle
+
 	node redisNode
 	inst servers.Instance
 	// on is the node the server runs on; nil for loopback.
@@ -203,6 +209,7 @@ func startRedis(ctx context.Context, opt Options, node redisNode) (*Server, erro
 	}
 	r := &Server{Binary: bin, LogPath: opt.LogPath, Persistence: opt.Persistence, node: node, on: opt.Node,
 		inst: servers.Instance{Name: node.name, Keep: opt.Keep, StopSignal: syscall.SIGTERM, StopGrace: stopGrace}}
+	r.Handle = r.inst.Handle()
 	r.Password = node.password
 	if r.Password == "" {
 		if r.Password, err = servers.NewPassword(); err != nil {
@@ -283,18 +290,9 @@ func (r *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 	}
 	cmd := exec.Command(r.Binary, append(head, args...)...)
 	cmd.Dir = r.Dir
-	cmd.Stdout = r.inst.Log()
-	cmd.Stderr = r.inst.Log()
 	cmd.Env = []string{"HOME=" + r.Dir, "LC_ALL=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	logStart, _ := r.inst.Log().Seek(0, io.SeekEnd)
-	proc, err := servers.StartProcessOn(r.on, "redis-server", cmd, acct)
+	proc, logStart, err := r.inst.Launch(r.on, "redis-server", cmd, acct)
 	if err != nil {
-		return fmt.Errorf("redis: %w", err)
-	}
-	// Recorded before the wait for readiness: a harness killed during the wait leaves
-	// a server that the next launch must find.
-	if err := r.inst.Track(proc); err != nil {
-		_ = proc.Stop(syscall.SIGKILL, time.Second)
 		return err
 	}
 	addr := net.JoinHostPort(r.host(), strconv.Itoa(port))
@@ -302,12 +300,7 @@ func (r *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 		return probeRedis(ctx, addr, r.Password)
 	})
 	if err != nil {
-		_ = proc.Stop(syscall.SIGKILL, time.Second)
-		tail := servers.LogTail(r.LogPath, logStart)
-		if strings.Contains(tail, "Address already in use") {
-			return fmt.Errorf("redis: port %d: %w: %s", port, servers.ErrAddrInUse, tail)
-		}
-		return fmt.Errorf("redis: start: %w: %s", err, tail)
+		return r.inst.NotReady(proc, logStart, port, err, "Address already in use")
 	}
 	r.inst.SetProcess(proc)
 	r.Port = port
@@ -318,21 +311,12 @@ func (r *Server) listen(ctx context.Context, acct servers.Account, port int, opt
 
 // host is the address the server listens on: its node's, or 127.0.0.1.
 func (r *Server) host() string {
-	if r.on != nil {
-		return r.on.IP
-	}
-	return "127.0.0.1"
+	return servers.ListenHost(r.on)
 }
 
 // redisVersion returns the version redis-server reports ("v=7.0.15 ..."), or "".
 func redisVersion(ctx context.Context, bin string) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--version").Output()
-	if err != nil {
-		return ""
-	}
-	for _, f := range strings.Fields(string(out)) {
+	for _, f := range strings.Fields(servers.VersionOutput(ctx, bin)) {
 		if v, ok := strings.CutPrefix(f, "v="); ok {
 			return v
 		}
@@ -371,12 +355,6 @@ func probeRedis(ctx context.Context, addr, password string) error {
 	}
 	return nil
 }
-
-// Pid returns the process id of redis-server.
-func (r *Server) Pid() int { return r.inst.Process().Pid() }
-
-// Exited is closed when redis-server has exited, whether by Stop or not.
-func (r *Server) Exited() <-chan struct{} { return r.inst.Process().Exited() }
 
 // Stop shuts the server down (SIGTERM: Redis flushes the AOF and exits; SIGKILL to its
 // process group after 10 s), then removes its temporary directory unless Keep was set.

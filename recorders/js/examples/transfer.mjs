@@ -14,28 +14,8 @@
 //   indoubt exec --fault commit-cut:0.3 -- node transfer.mjs 20                 # exit 1
 //   indoubt exec --fault commit-cut:0.3 -- node transfer.mjs --idempotent 20    # exit 0
 
-import pg from 'pg';
-
-import { History, localAddress, values } from '../indoubt-history.mjs';
-
-const MAX_ATTEMPTS = 10;
-
-async function connect(url) {
-  const client = new pg.Client({ connectionString: url });
-  // A connection the proxy cuts while idle must not crash the program.
-  client.on('error', () => {});
-  await client.connect();
-  return client;
-}
-
-async function direct(fn) {
-  const c = await connect(process.env.INDOUBT_DIRECT_URL);
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
+import { History } from '../indoubt-history.mjs';
+import { applyAll, direct, ids } from './pg-retry.mjs';
 
 const args = process.argv.slice(2);
 const idempotent = args.includes('--idempotent');
@@ -73,35 +53,7 @@ async function transfer(client, id) {
 }
 
 const history = new History({ model: 'exactly-once', workload: 'transfers', store: 'postgres' });
-let client;
-for (let i = 1; i <= n; i++) {
-  const id = `t-${i}`;
-  let op;
-  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    let conn;
-    try {
-      client ??= await connect(process.env.DATABASE_URL);
-      conn = localAddress(client.connection.stream);
-      op ??= history.invoke('apply', { opId: id, conn });
-      if (await transfer(client, id)) op.ok(values.replayed(), { conn }); // the retry found its transfer
-      else op.ok(undefined, { conn });
-      break;
-    } catch (e) {
-      op ??= history.invoke('apply', { opId: id, conn });
-      if (e.code) {
-        // An SQLSTATE: the server refused it, certainly not made.
-        op.fail(e, { conn });
-        break;
-      }
-      // The connection was lost: the transfer may or may not have been made.
-      client?.end().catch(() => {});
-      client = undefined;
-      if (attempt === MAX_ATTEMPTS) op.info(e, { conn });
-      else op.failedAttempt(e, { conn });
-    }
-  }
-}
-await client?.end();
+await applyAll(history, ids('t', n), transfer);
 
 const rows = await direct((c) => c.query('SELECT op_id, count(*)::int AS n FROM transfers GROUP BY op_id'));
 history.finalRead(Object.fromEntries(rows.rows.map((r) => [r.op_id, r.n])));

@@ -19,12 +19,12 @@ import sys
 import psycopg
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from indoubt_history import History, local_address, values  # noqa: E402
+from indoubt_history import History  # noqa: E402
+from pg_retry import apply_all, ids  # noqa: E402
 
 NAIVE = "INSERT INTO payments (tag, amount) VALUES (%s, 1)"
 IDEMPOTENT = ("WITH k AS (INSERT INTO payment_keys (key) VALUES (%s) ON CONFLICT DO NOTHING RETURNING key) "
               "INSERT INTO payments (tag, amount) SELECT key, 1 FROM k")
-MAX_ATTEMPTS = 10
 
 
 def setup():
@@ -41,41 +41,8 @@ def main():
     sql = IDEMPOTENT if idempotent else NAIVE
     setup()
     history = History(model="exactly-once", workload="payments", store="postgres")
-    conn = None
-    for i in range(1, n + 1):
-        pid = "p-%d" % i
-        op = None
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            addr = None
-            try:
-                if conn is None:
-                    conn = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
-                addr = local_address(conn.pgconn.socket)
-                if op is None:
-                    op = history.invoke("apply", op_id=pid, conn=addr)
-                cur = conn.execute(sql, (pid,))
-                if cur.rowcount == 0:
-                    op.ok(values.replayed(), conn=addr)  # the retry found its key
-                else:
-                    op.ok(conn=addr)
-                break
-            except psycopg.OperationalError as e:
-                # The connection was lost: the payment may or may not have been made.
-                if op is None:
-                    op = history.invoke("apply", op_id=pid, conn=addr)
-                if conn is not None:
-                    conn.close()
-                    conn = None
-                if attempt == MAX_ATTEMPTS:
-                    op.info(e, conn=addr)
-                else:
-                    op.failed_attempt(e, conn=addr)
-            except psycopg.Error as e:
-                # The server refused it: certainly not made.
-                op.fail(e, conn=addr)
-                break
-    if conn is not None:
-        conn.close()
+    # A payment whose key is there already inserts no row: the retry found its key.
+    apply_all(history, ids("p", n), lambda conn, pid: conn.execute(sql, (pid,)).rowcount == 0)
     history.close()
 
 

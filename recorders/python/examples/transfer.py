@@ -20,9 +20,8 @@ import sys
 import psycopg
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from indoubt_history import History, local_address, values  # noqa: E402
-
-MAX_ATTEMPTS = 10
+from indoubt_history import History  # noqa: E402
+from pg_retry import apply_all, ids  # noqa: E402
 
 
 def setup(idempotent):
@@ -53,40 +52,7 @@ def main():
     n = int(next((a for a in sys.argv[1:] if a.isdigit()), "20"))
     setup(idempotent)
     history = History(model="exactly-once", workload="transfers", store="postgres")
-    conn = None
-    for i in range(1, n + 1):
-        tid = "t-%d" % i
-        op = None
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            addr = None
-            try:
-                if conn is None:
-                    conn = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
-                addr = local_address(conn.pgconn.socket)
-                if op is None:
-                    op = history.invoke("apply", op_id=tid, conn=addr)
-                if transfer(conn, tid, idempotent):
-                    op.ok(values.replayed(), conn=addr)  # the retry found its transfer
-                else:
-                    op.ok(conn=addr)
-                break
-            except psycopg.OperationalError as e:
-                # The connection was lost: the transfer may or may not have been made.
-                if op is None:
-                    op = history.invoke("apply", op_id=tid, conn=addr)
-                if conn is not None:
-                    conn.close()
-                    conn = None
-                if attempt == MAX_ATTEMPTS:
-                    op.info(e, conn=addr)
-                else:
-                    op.failed_attempt(e, conn=addr)
-            except psycopg.Error as e:
-                # The server refused it: certainly not made.
-                op.fail(e, conn=addr)
-                break
-    if conn is not None:
-        conn.close()
+    apply_all(history, ids("t", n), lambda conn, tid: transfer(conn, tid, idempotent))
     history.close()
 
 
