@@ -107,6 +107,12 @@ func check(ctx context.Context, h *histories.Header, next func() (histories.Op, 
 		if err != nil {
 			return Result{}, err
 		}
+		if amounts, err := budgetHasAmounts(h); err != nil || amounts {
+			if err != nil {
+				return Result{}, err
+			}
+			return checkBudgetAmountsStream(ctx, next, all, b)
+		}
 		c, err := newBudgetChecker(b)
 		if err != nil {
 			return Result{}, err
