@@ -108,7 +108,6 @@ func checkBankLog(ctx context.Context, ops []histories.Op, p BankParams) (Result
 	for _, r := range finals {
 		l := logs[r]
 		once.judge(r, l.Log, effects)
-		c.logMismatch(r, l, shapes)
 		logged = 0
 		for id, e := range effects {
 			if e.ok == 0 && e.unsure > 0 && l.Log[id] > 0 {
@@ -120,6 +119,11 @@ func checkBankLog(ctx context.Context, ops []histories.Op, p BankParams) (Result
 		c.add(a)
 	}
 	c.found += once.found - len(once.anomalies)
+	// The balances against the log come after: a transfer the log holds wrongly is the
+	// cause a reader needs first.
+	for _, r := range finals {
+		c.logMismatch(r, logs[r], shapes)
+	}
 	res := c.result(bankTally{acked: acked, failed: failed, unsure: unsure}, len(finals), nil, false)
 	res.Details["log"] = histories.Value(true)
 	res.Details["unknown_logged"] = histories.Value(logged)

@@ -29,7 +29,8 @@ import (
 // part (a reserve's {"applied":true}, which exactly-once does not read). Each part is
 // checked as a history of its own model; the verdict is the worst of theirs (invalid,
 // then unknown, then valid), the anomalies are all of theirs, each explanation led by
-// its part's name, and Details["models"] holds each part's PartResult.
+// its part's name, Details["models"] holds each part's PartResult, and the summary
+// gives the deciding part's summary, then the other parts' verdicts.
 const ModelsModel = "models"
 
 // Part is one model of a ModelsModel history.
@@ -101,9 +102,10 @@ func short(b []byte) string {
 	return string(b)
 }
 
-// view is the history part p sees: its functions renamed, values narrowed to its
-// member where a value has one per part.
-func (p Part) view(ops []histories.Op) []histories.Op {
+// View is the history p sees: nemesis events, and the client events whose function p
+// maps, renamed, each value narrowed to p's member where it is an object that has
+// one. ops is not changed.
+func (p Part) View(ops []histories.Op) []histories.Op {
 	out := make([]histories.Op, 0, len(ops))
 	for _, op := range ops {
 		if !op.IsClient() {
@@ -140,8 +142,8 @@ func (p Part) member(v json.RawMessage) json.RawMessage {
 
 // CheckModels holds ops to every part, each as a history of its own model (see
 // ModelsModel), and joins their results: the worst verdict, every anomaly led by its
-// part's name, Details["models"] the parts' PartResults in order, and a summary with
-// one clause per part. opt applies to every part (its Model and Final excepted: a
+// part's name, Details["models"] the parts' PartResults in order, and a summary led by
+// the part that decided the verdict. opt applies to every part (its Model and Final excepted: a
 // final state is appended to ops before the parts see it). The error names the part
 // whose history cannot be checked.
 func CheckModels(ctx context.Context, ops []histories.Op, parts []Part, opt Options) (Result, error) {
@@ -152,22 +154,34 @@ func CheckModels(ctx context.Context, ops []histories.Op, parts []Part, opt Opti
 	sub.Model, sub.Final, sub.Budget, sub.Initial, sub.VisualizePath, sub.bounds = "", nil, nil, nil, "", nil
 	res := Result{Checker: ModelsModel, Verdict: Valid, Anomalies: []Anomaly{}}
 	var each []PartResult
-	var clauses []string
 	found := 0
 	for _, p := range parts {
 		h := &histories.Header{Format: histories.FormatV1, Model: p.Model, Params: p.Params}
-		r, err := Check(ctx, h, p.view(ops), sub)
+		r, err := Check(ctx, h, p.View(ops), sub)
 		if err != nil {
 			return Result{}, fmt.Errorf("%s (%s): %w", p.Name, p.Model, err)
 		}
 		n := AnomalyCount(r)
 		found += n
 		each = append(each, PartResult{Name: p.Name, Model: p.Model, Verdict: r.Verdict, Summary: r.Summary, Anomalies: n, Details: r.Details})
-		clauses = append(clauses, fmt.Sprintf("%s (%s) %s: %s", p.Name, p.Model, r.Verdict, r.Summary))
 		res.Verdict = worse(res.Verdict, r.Verdict)
 		for _, a := range r.Anomalies {
 			a.Explanation = p.Name + ": " + a.Explanation
 			res.Anomalies = append(res.Anomalies, a)
+		}
+	}
+	// The part that decided the verdict leads, in full; the others by their verdicts.
+	lead := 0
+	for i, p := range each {
+		if p.Verdict == res.Verdict {
+			lead = i
+			break
+		}
+	}
+	clauses := []string{fmt.Sprintf("%s (%s) %s: %s", each[lead].Name, each[lead].Model, each[lead].Verdict, each[lead].Summary)}
+	for i, p := range each {
+		if i != lead {
+			clauses = append(clauses, fmt.Sprintf("%s (%s) %s", p.Name, p.Model, p.Verdict))
 		}
 	}
 	res.Summary = strings.Join(clauses, "; ")

@@ -93,6 +93,6 @@ func ExampleCheckBank_log() {
 	}
 	// Output:
 	// invalid
-	// log-mismatch [4 5]
 	// fail-applied [2 3 4 5]
+	// log-mismatch [4 5]
 }

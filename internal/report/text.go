@@ -271,6 +271,9 @@ const ConsoleExamples = 3
 // results.json lists (--max-anomalies).
 func WriteVerdict(w io.Writer, r *results.Results) {
 	console.Fprintf(w, "verdict: %s\n", Headline(r))
+	for _, m := range r.Models {
+		console.Fprintf(w, "  %s (%s): %s: %s\n", m.Name, m.Model, m.Verdict, m.Summary)
+	}
 	more := func(listed, shown, total int) {
 		if total > shown {
 			where := "in results.json"
