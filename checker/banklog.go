@@ -115,7 +115,10 @@ func checkBankLog(ctx context.Context, ops []histories.Op, p BankParams) (Result
 			}
 		}
 	}
+	// The exactly-once sentences speak of applies; here they are transfers.
+	words := strings.NewReplacer("its apply ", "its transfer ", " applies were ", " transfers were ", "no operation applied it", "no transfer has that op id")
 	for _, a := range once.anomalies {
+		a.Explanation = words.Replace(a.Explanation)
 		c.add(a)
 	}
 	c.found += once.found - len(once.anomalies)
