@@ -34,6 +34,10 @@ type BankParams struct {
 	Accounts Balances `json:"accounts"`
 	Floor    int64    `json:"floor,omitempty"`
 	Floors   Balances `json:"floors,omitempty"`
+	// Log says the store logs each transfer's op id in the same transaction as the
+	// transfer, and every read returns the log beside the balances (BankLog): the
+	// check then holds each transfer id to exactly once by the log ("log": true).
+	Log bool `json:"log,omitempty"`
 }
 
 // HeaderParams returns p as the params of a history header.
@@ -44,6 +48,9 @@ func (p BankParams) HeaderParams() map[string]json.RawMessage {
 	}
 	if len(p.Floors) > 0 {
 		m["floors"] = histories.Value(p.Floors)
+	}
+	if p.Log {
+		m["log"] = histories.Value(true)
 	}
 	return m
 }
@@ -77,6 +84,11 @@ func bankFromHeader(h *histories.Header) (BankParams, error) {
 	if raw, ok := h.Params["floors"]; ok {
 		if err := json.Unmarshal(raw, &p.Floors); err != nil {
 			return p, fmt.Errorf("bank history: params.floors %s: %v", raw, err)
+		}
+	}
+	if raw, ok := h.Params["log"]; ok {
+		if err := json.Unmarshal(raw, &p.Log); err != nil {
+			return p, fmt.Errorf("bank history: params.log %s: want true or false", raw)
 		}
 	}
 	return p, nil
@@ -129,13 +141,19 @@ type bankGroup struct {
 // proves and what it cannot. Anomaly kinds: not-conserved, below-floor, final-mismatch.
 // The error reports a history that cannot be checked: a transfer naming an unknown
 // account or a negative amount, a read that does not list every account, an unknown
-// function.
+// function. With p.Log the reads carry the transfer log (BankLog) and the final reads
+// are held to it: exactly once per transfer op id, and the balances the log gives
+// (anomaly kinds duplicate, lost, fail-applied, phantom, log-mismatch); a history with
+// a log and no final read cannot be checked.
 func CheckBank(ctx context.Context, ops []histories.Op, p BankParams) (Result, error) {
 	if ctx.Err() != nil {
 		return interrupted(BankModel, ctx.Err()), nil
 	}
 	if len(p.Accounts) == 0 {
 		return Result{}, errors.New("bank history: no accounts")
+	}
+	if p.Log {
+		return checkBankLog(ctx, ops, p)
 	}
 	all, err := pairOps(BankModel, ops, "transfer", "read")
 	if err != nil {

@@ -232,6 +232,11 @@ func (p *budgetPairer) add(op histories.Op) (o *budgetOp, complete bool, err err
 		if op.F != "decrement" && op.F != "read" {
 			return nil, false, fmt.Errorf("history index %d: budget history has unknown function %q", op.Index, op.F)
 		}
+		if op.F == "decrement" && len(op.Value) > 0 {
+			if err := budgetUnitOnly(op); err != nil {
+				return nil, false, err
+			}
+		}
 		o := &budgetOp{opRef: invoked(op), read: op.F == "read", inv: pos, ret: -1, heapAt: -1}
 		return o, false, p.p.Invoke(op, o)
 	}

@@ -44,6 +44,13 @@ func checkBudgetsModel(ctx context.Context, h *histories.Header, ops []histories
 	if err != nil {
 		return Result{}, err
 	}
+	amounts, err := budgetHasAmounts(h)
+	if err != nil {
+		return Result{}, err
+	}
+	if amounts {
+		return checkBudgets(ctx, ops, b, CheckBudgetAmounts)
+	}
 	return CheckBudgets(ctx, ops, b)
 }
 
@@ -53,6 +60,12 @@ func checkBudgetsModel(ctx context.Context, h *histories.Header, ops []histories
 // counts the accounts checked. An operation on a key budgets does not list makes the
 // history uncheckable.
 func CheckBudgets(ctx context.Context, ops []histories.Op, budgets map[string]int64) (Result, error) {
+	return checkBudgets(ctx, ops, budgets, CheckBudget)
+}
+
+// checkBudgets is CheckBudgets with each account decided by one (CheckBudget, or
+// CheckBudgetAmounts for a history with amounts).
+func checkBudgets(ctx context.Context, ops []histories.Op, budgets map[string]int64, one func(context.Context, []histories.Op, int64) (Result, error)) (Result, error) {
 	byKey := map[string][]histories.Op{}
 	for _, op := range ops {
 		if !op.IsClient() {
@@ -67,7 +80,7 @@ func CheckBudgets(ctx context.Context, ops []histories.Op, budgets map[string]in
 	var bad []string
 	per := map[string]json.RawMessage{}
 	for _, key := range slices.Sorted(maps.Keys(budgets)) {
-		r, err := CheckBudget(ctx, byKey[key], budgets[key])
+		r, err := one(ctx, byKey[key], budgets[key])
 		if err != nil {
 			return Result{}, fmt.Errorf("account %q: %w", key, err)
 		}

@@ -15,7 +15,7 @@ import (
 // header names, without a time limit.
 type Options struct {
 	// Model overrides the header's model: budget, register, cas-register, counter,
-	// exactly-once, bank, transfer.
+	// exactly-once, bank, transfer, models (one of Models).
 	Model string
 	// Budget overrides the header's params.budget (budget model).
 	Budget *int64
@@ -54,7 +54,7 @@ type Options struct {
 const checkEvery = 4096
 
 // Models lists the models Check knows.
-var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", ExactlyOnceModel, BankModel, TransferModel, ListAppendModel, RWRegisterModel, BudgetsModel, ExactlyOnceResponseModel}
+var Models = []string{"budget", RegisterModel, CASRegisterModel, "counter", ExactlyOnceModel, BankModel, TransferModel, ListAppendModel, RWRegisterModel, BudgetsModel, ExactlyOnceResponseModel, ModelsModel}
 
 // Check chooses the checker for the history's model and runs it. The error means the
 // history cannot be checked (no model, missing parameters, not a history of that model);
@@ -106,6 +106,12 @@ func check(ctx context.Context, h *histories.Header, next func() (histories.Op, 
 		b, err := budgetParam(h, opt)
 		if err != nil {
 			return Result{}, err
+		}
+		if amounts, err := budgetHasAmounts(h); err != nil || amounts {
+			if err != nil {
+				return Result{}, err
+			}
+			return checkBudgetAmountsStream(ctx, next, all, b)
 		}
 		c, err := newBudgetChecker(b)
 		if err != nil {
@@ -226,6 +232,9 @@ func checkModel(ctx context.Context, model string, h *histories.Header, ops []hi
 		return CheckExactlyOnceResponse(ctx, ops)
 	case BudgetsModel:
 		return checkBudgetsModel(ctx, h, ops)
+	case ModelsModel:
+		opt.Final = nil // check appended it already
+		return checkModelsModel(ctx, h, ops, opt)
 	case BankModel:
 		p, err := bankFromHeader(h)
 		if err != nil {

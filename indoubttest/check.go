@@ -154,7 +154,7 @@ func evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
 			os.RemoveAll(dir)
 		}
 	})
-	hdr := model.header(store, sd.n)
+	hdr := model.withAmounts(client).header(store, sd.n)
 	if err := rundir.WriteHistory(dir, hdr, merge(client, events, windows, rec.start)); err != nil {
 		tb.Fatalf("indoubttest: write %s: %v", dir, err)
 	}

@@ -132,6 +132,7 @@
 //
 //	model                      functions                 ok values                                          final read
 //	Budget(initial)            decrement, read           Applied(balance), Replayed(balance), Rejected()    Balance(n)
+//	                           decrement of n units: invoked with Amount(n)
 //	Budgets(map[key]initial)   InvokeOn(key, ...)        the same, per key                                  ReadOn(key, "read", Balance(n))
 //	Counter(before)            increment, read           Incremented(wrote)                                 Count(n)
 //	Register(initial)          read, write               Ok(n), Ok(nil) for absent; write invoked with n    -
@@ -139,6 +140,8 @@
 //	ExactlyOnce()              apply                     any                                                checker.ExactlyOnceState
 //	ExactlyOnceResponse()      apply                     Response(v): what your code answered               Responses
 //	Bank(params)               transfer                  transfer invoked with checker.Transfer             checker.Balances
+//	Bank(params with Log)      transfer                  the same; your code logs Op.ID in its transaction  checker.BankLog
+//	Models(Part{...}, ...)     each part's, by its map   each part's (a map of part name to value: one each) a map of part name to final state
 //	ListAppend(models...)      txn                       Txn{Append(k, v), ReadList(k)}, reads SawList      -
 //	RWRegister(models...)      txn                       Txn{Write(k, v), ReadValue(k)}, reads SawValue     -
 //
@@ -156,6 +159,11 @@
 //	op.Done(tx, err)
 //	...
 //	indoubttest.Check(t, rec, indoubttest.ListAppend("serializable"))
+//
+// Models holds one history to several models at once: a reservation that takes n units
+// of stock (Budget, invoked with Amount(n)) and must be made exactly once (ExactlyOnce)
+// is one operation that both judge; the verdict is the worst of theirs, and each
+// part's is in the Report's summary, results.json's models and report.html.
 //
 // Replayed says that your code answered from its record of an earlier attempt: the
 // proxy's evidence then names the operation a replay, proven by its reply, instead of

@@ -21,6 +21,7 @@ type Model struct {
 	params map[string]json.RawMessage
 	fs     map[string]function
 	keys   []string // the objects of a model over several keys; nil: one object
+	parts  []Part   // the parts of Models; nil for one model
 	// final is what a final read records, when the checker cannot judge without one.
 	final string
 	// bad says why the constructor's arguments cannot be used (an unknown consistency
@@ -89,11 +90,12 @@ func Response(v any) Value { return Value{histories.Value(map[string]any{"respon
 type Responses map[string][]any
 
 // Budget is one account that starts at initial, and operations that each take one
-// unit or are rejected when nothing is left. Record each as "decrement" with no
-// argument, completed op.Ok(Applied(balance)), op.Ok(Replayed(balance)) or
-// op.Ok(Rejected()) (or Done with those); read the final balance with
-// rec.Read("read", Balance(n)). A unit taken twice shows as a balance lower than any
-// order of the acknowledged operations allows.
+// unit, or n units when invoked with Amount(n), or are rejected when too little is
+// left. Record each as "decrement" (w.Invoke("decrement", nil) or
+// w.Invoke("decrement", indoubttest.Amount(n))), completed op.Ok(Applied(balance)),
+// op.Ok(Replayed(balance)) or op.Ok(Rejected()) (or Done with those); read the final
+// balance with rec.Read("read", Balance(n)). A unit taken twice shows as a balance
+// lower than any order of the acknowledged operations allows.
 func Budget(initial int64) Model {
 	return Model{name: "budget", params: map[string]json.RawMessage{"budget": histories.Value(initial)}, fs: budgetFs}
 }
@@ -108,7 +110,7 @@ func Budgets(initial map[string]int64) Model {
 }
 
 var budgetFs = map[string]function{
-	"decrement": {ok: shape{func(v json.RawMessage) bool {
+	"decrement": {invoke: budgetInvoke, ok: shape{func(v json.RawMessage) bool {
 		var x struct{ Applied *bool }
 		return json.Unmarshal(v, &x) == nil && x.Applied != nil
 	}, "op.Ok(indoubttest.Applied(balance)), op.Ok(indoubttest.Replayed(balance)) or op.Ok(indoubttest.Rejected())"}},
@@ -183,7 +185,18 @@ func ExactlyOnceResponse() Model {
 // The total must be conserved at every read, no balance may go below its floor, and
 // the final balances must be explained by every acknowledged transfer once and some of
 // the unknown ones at most once.
+//
+// With p.Log your code writes each transfer's op id (Op.ID) into a log table in the
+// same transaction as the transfer, and every read returns the log beside the
+// balances: rec.Read("read", checker.BankLog{Balances: ..., Log: checker.ExactlyOnceState{opID:
+// count, ...}}). Each transfer is then held to exactly once by the log, and the
+// balances to what the log gives: a failed transfer whose id stayed logged
+// (fail-applied) or a transfer applied twice (duplicate) is named even where the
+// balances alone could hide it.
 func Bank(p checker.BankParams) Model {
+	if p.Log {
+		return bankLog(p)
+	}
 	return Model{name: checker.BankModel, params: p.HeaderParams(), fs: map[string]function{
 		"transfer": {invoke: shape{func(v json.RawMessage) bool {
 			var t checker.Transfer
@@ -246,6 +259,9 @@ func (m Model) header(store string, seed int64) histories.Header {
 func (m Model) misuse(ops []histories.Op, max int) []string {
 	if m.name == "" {
 		return []string{"the model is the zero Model: build one with indoubttest.Budget, Counter, Register, ExactlyOnce, Bank ..."}
+	}
+	if m.parts != nil {
+		return m.partsMisuse(ops, max)
 	}
 	var out []string
 	add := func(format string, args ...any) {

@@ -66,8 +66,19 @@ func TestListAppendThroughExec(t *testing.T) {
 				t.Fatalf("READ COMMITTED: the verdict does not name the anomalies:\n%s", out)
 			}
 			t.Logf("READ COMMITTED: violates %s: %s", m[1], m[2])
-			if code, out := run("--isolation", "serializable", "20"); code != 0 {
+			// Beside the verdict, exec says whether an acknowledged write was lost.
+			lost := regexp.MustCompile(`(?m)^  (no acknowledged write was lost: .*|\d+ acknowledged appends? (is|are) missing .*|for \d+ keys? no read began after .*)$`)
+			if l := lost.FindString(out); l == "" {
+				t.Errorf("READ COMMITTED: no sentence says whether an acknowledged write was lost:\n%s", out)
+			} else {
+				t.Logf("READ COMMITTED:%s", l)
+			}
+			code, out = run("--isolation", "serializable", "20")
+			if code != 0 {
 				t.Errorf("SERIALIZABLE: exit %d, want 0 (valid):\n%s", code, out)
+			}
+			if !lost.MatchString(out) {
+				t.Errorf("SERIALIZABLE: no sentence says whether an acknowledged write was lost:\n%s", out)
 			}
 		})
 	}

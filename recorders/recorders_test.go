@@ -176,7 +176,7 @@ func TestRecordersWriteTheFormat(t *testing.T) {
 // budgets and exactly-once-response take the format's values as they are documented,
 // with no helper of their own yet.
 var recorderModels = []string{"budget", checker.RegisterModel, checker.CASRegisterModel, "counter", checker.ExactlyOnceModel, checker.BankModel,
-	checker.ListAppendModel, checker.RWRegisterModel}
+	checker.ListAppendModel, checker.RWRegisterModel, checker.ModelsModel}
 
 // payments runs a payments client through indoubt exec on PostgreSQL, with the proxy
 // cutting the reply after commit with probability 0.3, and returns exec's exit code,

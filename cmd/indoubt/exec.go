@@ -280,6 +280,7 @@ func sqlStores() string {
 
 // execRun is one exec while it runs: what it launched, in the order to stop it.
 type execRun struct {
+	notes    []string // beside the verdict: whether an acknowledged write was lost
 	a        execArgs
 	dir      string // the run directory, .partial until published
 	name     string
@@ -360,7 +361,7 @@ func (a execArgs) run(ctx context.Context, human, stderr io.Writer) (*results.Re
 	}
 	_ = servers.Unmark(final)
 	_ = atomicfile.SyncDir(a.out)
-	report.WriteSummary(human, res)
+	report.WriteSummaryNotes(human, res, r.notes)
 	return res, code, nil
 }
 
@@ -417,6 +418,7 @@ func (r *execRun) do(ctx context.Context, human io.Writer) (*results.Results, in
 	if err != nil {
 		return nil, 0, err
 	}
+	r.notes = report.LostWriteNotes(res, ops)
 	for _, s := range unjoined {
 		console.Fprintf(human, "not joined: %s\n", s)
 	}

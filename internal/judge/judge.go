@@ -121,6 +121,7 @@ func History(ctx context.Context, dir string, h *histories.Header, ops []histori
 	}
 	res.AnomalyCount = results.AnomalyCountOf(v)
 	res.Txn = results.TxnCheckOf(v, consistencyModels(h))
+	res.Models = results.ModelsOf(v)
 	res.Ops = CountOps(ops)
 	res.ProcessFaults = results.ProcessTimeline(ops, res.LostWrites)
 	res.Partitions, res.SplitBrain = results.PartitionTimeline(ops, res.LostWrites)

@@ -753,6 +753,9 @@ code{background:#f3f3f3;padding:0 .2em}
 </style></head><body>
 <h1>{{.Subject}}{{with .R.Store}} on {{.}}{{end}}: <span class="{{.R.Verdict}}">{{.R.Verdict}}</span>{{if .R.Interrupted}} (interrupted){{end}}</h1>
 <p class="headline {{.R.Verdict}}" id="headline">{{.Headline}}</p>
+{{with .R.Models}}<table id="models"><tr><th>model</th><th>verdict</th><th>anomalies</th><th>summary</th></tr>
+{{range .}}<tr><td>{{.Name}} ({{.Model}})</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.AnomalyCount}}</td><td>{{.Summary}}</td></tr>
+{{end}}</table>{{end}}
 {{range .IsolationNotes}}<p class="isolation-note">{{.}}.</p>
 {{end}}{{if .R.Anomalies}}<h2>What the checker saw: {{.R.AnomalyTotal}} anomalies</h2>
 <table id="anomaly-kinds"><tr><th>kind</th><th>found</th></tr>

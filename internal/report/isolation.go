@@ -182,3 +182,13 @@ func IsolationNotes(r *results.Results, ops []histories.Op) []string {
 	}
 	return append(out, t.sentences()...)
 }
+
+// LostWriteNotes are the sentences of IsolationNotes that say whether an acknowledged
+// write was lost, without the store's promise (which WriteSummary prints itself).
+func LostWriteNotes(r *results.Results, ops []histories.Op) []string {
+	notes := IsolationNotes(r, ops)
+	if p := levelPromise(r); p != "" && len(notes) > 0 && notes[0] == p {
+		notes = notes[1:]
+	}
+	return notes
+}

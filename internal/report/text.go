@@ -59,7 +59,11 @@ func RowOf(r *results.Results) Row {
 
 // WriteSummary prints the one-screen summary of one run: the stand's row, then counts,
 // latency, retries, faults and anomalies.
-func WriteSummary(w io.Writer, r *results.Results) {
+func WriteSummary(w io.Writer, r *results.Results) { WriteSummaryNotes(w, r, nil) }
+
+// WriteSummaryNotes is WriteSummary with the sentences a caller holding the history
+// adds beside the verdict (LostWriteNotes: whether an acknowledged write was lost).
+func WriteSummaryNotes(w io.Writer, r *results.Results, notes []string) {
 	WriteTable(w, []*results.Results{r})
 	console.Fprintf(w, "\nops: %d invoked, %d ok, %d fail, %d info   latency ms: p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n",
 		r.Ops.Invoked, r.Ops.OK, r.Ops.Fail, r.Ops.Info, r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99, r.LatencyMs.Max)
@@ -82,6 +86,9 @@ func WriteSummary(w io.Writer, r *results.Results) {
 	WriteVerdict(w, r)
 	if pr := levelPromise(r); pr != "" {
 		console.Fprintf(w, "  the store's level: %s\n", pr)
+	}
+	for _, n := range notes {
+		console.Fprintf(w, "  %s\n", n)
 	}
 	writeRequests(w, r.Evidence)
 	if r.RunDir != "" {
@@ -271,6 +278,9 @@ const ConsoleExamples = 3
 // results.json lists (--max-anomalies).
 func WriteVerdict(w io.Writer, r *results.Results) {
 	console.Fprintf(w, "verdict: %s\n", Headline(r))
+	for _, m := range r.Models {
+		console.Fprintf(w, "  %s (%s): %s: %s\n", m.Name, m.Model, m.Verdict, m.Summary)
+	}
 	more := func(listed, shown, total int) {
 		if total > shown {
 			where := "in results.json"

@@ -87,6 +87,9 @@ type Results struct {
 	// history beside its anomalies (the models ruled out, the cycles as data); nil for
 	// the other workloads.
 	Txn *TxnCheck `json:"transactions,omitempty"`
+	// Models is each part's verdict of a history held to several models at once; nil
+	// for a history of one model.
+	Models []ModelVerdict `json:"models,omitempty"`
 	// Final is the workload's final state; nil when the run has none.
 	Final   workloads.Final `json:"final"`
 	RunDir  string          `json:"run_dir"`

@@ -29,6 +29,14 @@ export declare const values: {
   counter(n: number): { value: number };
   cas(from: number, to: number): [number, number];
   transfer(from: string, to: string, amount: number): { from: string; to: string; amount: number };
+  /** budget: the argument of a decrement that takes n units (n >= 1). */
+  amount(n: number): { amount: number };
+  /** bank with a transfer log: an ok read of the balances and the log. */
+  bankLog(balances: Record<string, number>, log: Record<string, number>): { balances: Record<string, number>; log: Record<string, number> };
+  /** models: one part of a history held to several models, for params.models. */
+  part(name: string, model: string, params?: Record<string, unknown>, functions?: Record<string, string>): {
+    name: string; model: string; params?: Record<string, unknown>; functions?: Record<string, string>;
+  };
   replayed(): { replayed: true };
   /** list-append: append value to the list at key (a micro-op of a "txn" operation's value). */
   append(key: string, value: number): ['append', string, number];

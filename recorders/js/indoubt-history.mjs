@@ -87,6 +87,32 @@ export const values = {
   decrement: (applied, balance) => (balance === undefined ? { applied: !!applied } : { applied: !!applied, balance }),
   /** budget: an ok read of the balance. */
   balance: (n) => ({ balance: n }),
+  /**
+   * budget: the argument of a decrement that takes n units (n >= 1); a decrement
+   * invoked with no value takes 1. A history with amounts declares them in its header:
+   * params { budget: B, amounts: true }.
+   */
+  amount: (n) => {
+    if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`values.amount: ${n} is not an integer of 1 or more`);
+    return { amount: n };
+  },
+  /**
+   * bank with a transfer log (params { accounts, log: true }): an ok read of every
+   * balance and of the log, each transfer's op id with how many times it was logged.
+   */
+  bankLog: (balances, log) => ({ balances, log }),
+  /**
+   * models: one part of a history held to several models at once, for the header's
+   * params { models: [values.part(...), ...] }. functions maps the program's function
+   * names to the model's ({ reserve: 'apply' }); a value that is an object keyed by
+   * part names gives each part its member.
+   */
+  part: (name, model, params, functions) => {
+    const p = { name: String(name), model: String(model) };
+    if (params !== undefined) p.params = params;
+    if (functions !== undefined) p.functions = functions;
+    return p;
+  },
   /** counter: an ok increment, the value it wrote (and read first, if it did). */
   increment: (wrote, read) => (read === undefined ? { wrote } : { read, wrote }),
   /** counter: an ok read of the counter's value. */

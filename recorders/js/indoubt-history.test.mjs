@@ -192,3 +192,14 @@ test('BigInts written as integers; NaN and Infinity refused', () => {
   assert.equal('gone' in events[1].value, false);
   assert.deepEqual(events.slice(1).map((e) => e.type), ['invoke', 'ok', 'invoke', 'ok']);
 });
+
+test('amount is an integer of 1 or more; parts and the bank log', () => {
+  assert.deepEqual(values.amount(3), { amount: 3 });
+  for (const bad of [0, -1, 2.5, NaN, Infinity, '3', null, undefined]) {
+    assert.throws(() => values.amount(bad), RangeError);
+  }
+  assert.deepEqual(values.part('stock', 'budget', { budget: 10 }, { reserve: 'decrement' }),
+    { name: 'stock', model: 'budget', params: { budget: 10 }, functions: { reserve: 'decrement' } });
+  assert.deepEqual(values.part('r', 'exactly-once'), { name: 'r', model: 'exactly-once' });
+  assert.deepEqual(values.bankLog({ a: 1 }, { t: 1 }), { balances: { a: 1 }, log: { t: 1 } });
+});

@@ -92,6 +92,15 @@ class values:
         return {"balance": int(n)}
 
     @staticmethod
+    def amount(n):
+        """budget: the argument of a decrement that takes n units (n >= 1); a
+        decrement invoked with no value takes 1. A history with amounts declares them
+        in its header: params={"budget": B, "amounts": True}."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError("values.amount: %r is not an integer of 1 or more" % (n,))
+        return {"amount": n}
+
+    @staticmethod
     def increment(wrote, read=None):
         """counter: an ok increment, the value it wrote (and read first, if it did)."""
         v = {"wrote": int(wrote)}
@@ -113,6 +122,27 @@ class values:
     def transfer(source, target, amount):
         """bank: a transfer's argument."""
         return {"from": str(source), "to": str(target), "amount": int(amount)}
+
+    @staticmethod
+    def bank_log(balances, log):
+        """bank with a transfer log (params={"accounts": ..., "log": True}): an ok
+        read of every balance and of the log, each transfer's op id with how many
+        times the store logged it."""
+        return {"balances": {str(k): int(v) for k, v in balances.items()},
+                "log": {str(k): int(v) for k, v in log.items()}}
+
+    @staticmethod
+    def part(name, model, params=None, functions=None):
+        """models: one part of a history held to several models at once, for the
+        header's params={"models": [values.part(...), ...]}. functions maps the
+        program's function names to the model's ({"reserve": "apply"}); a value that is
+        a dict keyed by part names gives each part its member."""
+        p = {"name": str(name), "model": str(model)}
+        if params is not None:
+            p["params"] = params
+        if functions is not None:
+            p["functions"] = {str(k): str(v) for k, v in functions.items()}
+        return p
 
     @staticmethod
     def replayed():

@@ -199,3 +199,17 @@ def test_values_json_cannot_hold_are_refused_at_the_call(tmp_path):
     got = lines(p)
     assert [e["type"] for e in got[1:]] == ["invoke", "ok"]
     assert got[2]["value"] == 1.5
+
+
+def test_amount_is_an_integer_of_one_or_more():
+    assert values.amount(3) == {"amount": 3}
+    for bad in (0, -1, 2.5, True, "3", None):
+        with pytest.raises(ValueError):
+            values.amount(bad)
+
+
+def test_parts_and_bank_log_values():
+    p = values.part("stock", "budget", {"budget": 10}, {"reserve": "decrement"})
+    assert p == {"name": "stock", "model": "budget", "params": {"budget": 10}, "functions": {"reserve": "decrement"}}
+    assert values.part("r", "exactly-once") == {"name": "r", "model": "exactly-once"}
+    assert values.bank_log({"a": 1}, {"t": 1}) == {"balances": {"a": 1}, "log": {"t": 1}}

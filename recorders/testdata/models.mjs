@@ -87,3 +87,36 @@ h = history('rw-register.valid', { model: 'rw-register' });
   o.ok(t);
 }
 h.close();
+
+// A budget with amounts: reservations of 3 and 4 units of a stock of 10, the second
+// unknown; the final balance 3 says it took its units. Invalid: a balance no choice
+// of the unknown ones gives.
+for (const [name, final] of [['budget.valid', 3], ['budget.invalid', 5]]) {
+  const h = history('amounts-' + name, { model: 'budget', params: { budget: 10, amounts: true } });
+  h.invoke('decrement', { value: values.amount(3) }).ok(values.decrement(true));
+  h.invoke('decrement', { value: values.amount(4) }).info('conn closed');
+  h.finalRead(values.balance(final));
+  h.close();
+}
+
+// A bank with a transfer log: t-2 failed, yet the log holds its id (invalid).
+for (const [name, log] of [['bank.valid', { 't-1': 1 }], ['bank.invalid', { 't-1': 1, 't-2': 1 }]]) {
+  const h = history('log-' + name, { model: 'bank', params: { accounts: { a: 10, b: 0 }, log: true } });
+  h.invoke('transfer', { value: values.transfer('a', 'b', 3), opId: 't-1' }).ok();
+  h.invoke('transfer', { value: values.transfer('a', 'b', 30), opId: 't-2' }).fail('insufficient funds');
+  h.finalRead(values.bankLog({ a: 7, b: 3 }, log));
+  h.close();
+}
+
+// One reservation held to two models: the stock it takes and the reservation it makes.
+// Invalid: the reservation is there twice.
+const parts = [
+  values.part('stock', 'budget', { budget: 10, amounts: true }, { reserve: 'decrement', read: 'read' }),
+  values.part('reservations', 'exactly-once', undefined, { reserve: 'apply', read: 'read' }),
+];
+for (const [name, count] of [['models.valid', 1], ['models.invalid', 2]]) {
+  const h = history(name, { model: 'models', params: { models: parts } });
+  h.invoke('reserve', { value: values.amount(3), opId: 'r-1' }).ok(values.decrement(true));
+  h.finalRead({ stock: values.balance(7), reservations: { 'r-1': count } });
+  h.close();
+}

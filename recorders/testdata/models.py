@@ -89,3 +89,31 @@ op = h.invoke("txn", t)
 t[0] = values.read("x", 1)
 op.ok(t)
 h.close()
+
+# A budget with amounts: reservations of 3 and 4 units of a stock of 10, the second
+# unknown; the final balance 3 says it took its units. Invalid: a balance no choice
+# of the unknown ones gives.
+for name, final in (("budget.valid", 3), ("budget.invalid", 5)):
+    h = history("amounts-" + name, model="budget", params={"budget": 10, "amounts": True})
+    h.invoke("decrement", values.amount(3)).ok(values.decrement(True))
+    h.invoke("decrement", values.amount(4)).info("conn closed")
+    h.final_read(values.balance(final))
+    h.close()
+
+# A bank with a transfer log: t-2 failed, yet the log holds its id (invalid).
+for name, log in (("bank.valid", {"t-1": 1}), ("bank.invalid", {"t-1": 1, "t-2": 1})):
+    h = history("log-" + name, model="bank", params={"accounts": {"a": 10, "b": 0}, "log": True})
+    h.invoke("transfer", values.transfer("a", "b", 3), op_id="t-1").ok()
+    h.invoke("transfer", values.transfer("a", "b", 30), op_id="t-2").fail("insufficient funds")
+    h.final_read(values.bank_log({"a": 7, "b": 3}, log))
+    h.close()
+
+# One reservation held to two models: the stock it takes and the reservation it makes.
+# Invalid: the reservation is there twice.
+parts = [values.part("stock", "budget", {"budget": 10, "amounts": True}, {"reserve": "decrement", "read": "read"}),
+         values.part("reservations", "exactly-once", functions={"reserve": "apply", "read": "read"})]
+for name, count in (("models.valid", 1), ("models.invalid", 2)):
+    h = history(name, model="models", params={"models": parts})
+    h.invoke("reserve", values.amount(3), op_id="r-1").ok(values.decrement(True))
+    h.final_read({"stock": values.balance(7), "reservations": {"r-1": count}})
+    h.close()
