@@ -16,7 +16,7 @@ import (
 // MariaDB; --dsn reaches either.
 var mysqlBackend = backend{
 	name: MySQL, schemes: []string{"mysql", "mariadb"}, protocol: toxics.MySQL{},
-	workloads: append(slices.Clone(kv), workloads.Counter, workloads.Insert, workloads.ListAppend, workloads.RWRegister),
+	workloads: append(slices.Clone(kv), workloads.Counter, workloads.Insert, workloads.ListAppend, workloads.RWRegister, workloads.Bank),
 	launch:    launchMariaDB,
 	available: func() error { _, _, err := mariadb.Find(); return err },
 	addr:      urlAddr,
@@ -28,7 +28,7 @@ var mysqlBackend = backend{
 	},
 	isolations: map[workloads.Name][]string{
 		workloads.ListAppend: names(mysql.Isolations), workloads.RWRegister: names(mysql.Isolations),
-		workloads.Counter: names(mysql.Isolations),
+		workloads.Counter: names(mysql.Isolations), workloads.Bank: names(mysql.Isolations),
 	},
 }
 
@@ -54,7 +54,7 @@ func openMySQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 		}
 		return bindTxn(cfg, store, func() { c.Close() })
 	}
-	if cfg.Workload == workloads.Counter || cfg.Workload == workloads.Insert {
+	if cfg.Workload == workloads.Counter || cfg.Workload == workloads.Insert || cfg.Workload == workloads.Bank {
 		return openMySQLMore(ctx, cfg, dsn)
 	}
 	c, err := mysql.Open(ctx, mysql.Config{DSN: dsn, Dial: cfg.dial, Mechanism: mysql.Mechanism(cfg.Mechanism)})
