@@ -20,6 +20,9 @@ const (
 	// isolation by the Elle-class checkers (package workloads/txn).
 	ListAppend Name = "list-append"
 	RWRegister Name = "rw-register"
+	// Bank moves amounts between a few accounts in read-then-write transactions and
+	// reads them all (package workloads/bank): Jepsen's bank test.
+	Bank Name = "bank"
 )
 
 // Final is a workload's final state after a run: the `final` section of results.json,

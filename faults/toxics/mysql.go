@@ -530,7 +530,10 @@ func (c *myConn) proof(cmd *myCommand, affected uint64, status uint16) Verdict {
 		if c.changed == 0 {
 			return Verdict{Action: Release, Pending: p}
 		}
-		return Verdict{Action: Cut, Pending: p, Tag: "COMMIT"}
+		// The statements of the transaction reported rows they matched: the commit
+		// changed them (Txn.Changed), which COMMIT's own OK packet does not say.
+		changed := true
+		return Verdict{Action: Cut, Pending: p, Tag: "COMMIT", Changed: &changed}
 	}
 	if affected == 0 {
 		return Verdict{Action: Release, Pending: p}

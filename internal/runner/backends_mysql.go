@@ -16,7 +16,7 @@ import (
 // MariaDB; --dsn reaches either.
 var mysqlBackend = backend{
 	name: MySQL, schemes: []string{"mysql", "mariadb"}, protocol: toxics.MySQL{},
-	workloads: append(slices.Clone(kv), workloads.ListAppend, workloads.RWRegister),
+	workloads: append(slices.Clone(kv), workloads.Counter, workloads.Insert, workloads.ListAppend, workloads.RWRegister, workloads.Bank),
 	launch:    launchMariaDB,
 	available: func() error { _, _, err := mariadb.Find(); return err },
 	addr:      urlAddr,
@@ -24,10 +24,12 @@ var mysqlBackend = backend{
 	open:      openMySQL,
 	env:       mysqlEnv,
 	mechanisms: map[workloads.Name][]string{
-		workloads.Budget: {string(mysql.Autocommit), string(mysql.Transaction)},
+		workloads.Budget:  {string(mysql.Autocommit), string(mysql.Transaction)},
+		workloads.Counter: names(mysql.CounterMechanisms),
 	},
 	isolations: map[workloads.Name][]string{
 		workloads.ListAppend: names(mysql.Isolations), workloads.RWRegister: names(mysql.Isolations),
+		workloads.Counter: names(mysql.Isolations), workloads.Bank: names(mysql.Isolations),
 	},
 }
 
@@ -52,6 +54,9 @@ func openMySQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 			return nil, nil, err
 		}
 		return bindTxn(cfg, store, func() { c.Close() })
+	}
+	if cfg.Workload == workloads.Counter || cfg.Workload == workloads.Insert || cfg.Workload == workloads.Bank {
+		return openMySQLMore(ctx, cfg, dsn)
 	}
 	c, err := mysql.Open(ctx, mysql.Config{DSN: dsn, Dial: cfg.dial, Mechanism: mysql.Mechanism(cfg.Mechanism)})
 	if err != nil {

@@ -71,6 +71,14 @@ func startNemesis(ctx context.Context, cfg Config, b backend, dsns []string, dir
 		return n, dsns, nil
 	}
 	match := cfg.commitPoint()
+	if srv.topo != nil {
+		// A proxy in front of each node, for the clients beside it (galera_proxy.go).
+		if err := n.proxySides(cfg, b, srv.topo, match); err != nil {
+			n.close()
+			return nil, nil, err
+		}
+		return n, dsns, nil
+	}
 	var out []string
 	for i, dsn := range dsns {
 		upstream, err := b.addr(dsn)

@@ -89,6 +89,9 @@ func checkNetwork(c Config) error {
 		return couldNotRun("%s: the nodes are servers indoubt launches, each in a network namespace of its own; drop --dsn", what)
 	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && c.Store != Etcd && !(c.Store == MySQL && c.Topology == TopologyReplicated):
 		return couldNotRun("%s: this build puts PostgreSQL, Redis, Cassandra and etcd topologies, and a Galera cluster (--store mysql --topology replicated), on nodes of their own, not %s", what, c.Store)
+	case c.galera():
+		// A proxy beside each node, whose upstream dials from that node's clients'
+		// address (galera_proxy.go): partitions cut it as they cut the clients.
 	case c.Proxy == "on" || len(c.Faults) > len(c.Faults.Processes())+len(c.Faults.BetweenNodes()):
 		return couldNotRun("%s: the fault proxy would dial the servers from the harness's own address, which no partition cuts; use partitions, links and process faults, with --proxy auto or off", what)
 	}

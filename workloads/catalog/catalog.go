@@ -9,6 +9,7 @@ import (
 
 	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/bank"
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/counter"
 	"github.com/indoubt/indoubt/workloads/insert"
@@ -32,6 +33,7 @@ var table = []entry{
 	{workloads.TwoRows, decode[transfer.Final]},
 	{workloads.ListAppend, decode[txn.Final]},
 	{workloads.RWRegister, decode[txn.Final]},
+	{workloads.Bank, decode[bank.Final]},
 }
 
 func decode[F workloads.Final](raw json.RawMessage) (workloads.Final, error) {
