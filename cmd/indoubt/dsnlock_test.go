@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/runner"
+	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 )
 
@@ -48,7 +48,7 @@ func TestRunRefusesADatabaseAnotherRunUses(t *testing.T) {
 // refused with one line; once it is gone the run goes ahead, and the run deletes its
 // own lock when it ends, so that the next run is not refused for 30 s.
 func TestRunRefusesARedisAnotherRunUses(t *testing.T) {
-	const redisRunLockKey = "indoubt:run-lock" // docs/stores.md names it
+	const redisRunLockKey = "indoubt:run-lock" // docs/commands.md names it
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv, err := redisserver.Start(ctx, redisserver.Options{Dir: servertest.ReachableDir(t)})
