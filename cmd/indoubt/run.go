@@ -354,12 +354,7 @@ func runEach(ctx context.Context, cfg runner.Config, stores []runner.StoreName, 
 		for _, n := range counts {
 			c := cfg
 			c.Store, c.Workers = store, n
-			unlock, err := runner.LockDSN(ctx, c.Store, c.DSN)
-			if err != nil {
-				return nil, fmt.Errorf("run: %w", err)
-			}
 			res, err := runner.Run(ctx, c)
-			unlock()
 			if err != nil {
 				if len(stores) > 1 {
 					return nil, fmt.Errorf("%s: %w", store, flagError(err))
