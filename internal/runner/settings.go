@@ -359,15 +359,8 @@ var Settings = []Setting{
 	{Field: "Seed", Flag: "seed", Key: "seed", JSON: "seed", Kind: KindInt, Default: "1",
 		Help:    "seed of every random choice (fault decisions, backoff, generators)",
 		Applies: "every run",
-		set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(v, 0, 64)
-			if err != nil {
-				return fmt.Errorf("%q is not an integer", v)
-			}
-			c.Seed = n
-			return nil
-		},
-		get: int64Get(func(c Config) int64 { return c.Seed })},
+		set:     int64Set(func(c *Config) *int64 { return &c.Seed }),
+		get:     int64Get(func(c Config) int64 { return c.Seed })},
 	{Field: "Out", Flag: "out", JSON: "out", Default: "runs", Zero: ZeroFilled,
 		Help:    "parent directory of run directories",
 		Applies: "every run (a suite: indoubt suite --out)",
@@ -394,14 +387,7 @@ var Settings = []Setting{
 	{Workloads: []workloads.Name{workloads.Budget}, Field: "Budget", Flag: "budget", Key: "budget", JSON: "budget", Kind: KindInt, Default: "1000",
 		Help:    "budget workload: the initial balance",
 		Applies: "budget",
-		set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(v, 0, 64)
-			if err != nil {
-				return fmt.Errorf("%q is not an integer", v)
-			}
-			c.Budget = n
-			return nil
-		},
+		set:     int64Set(func(c *Config) *int64 { return &c.Budget }),
 		bounds: func(c Config) error {
 			if c.Budget < 0 {
 				return fmt.Errorf("must not be negative (got %d)", c.Budget)
@@ -627,6 +613,17 @@ func with(s Setting, f func(s *Setting)) Setting { f(&s); return s }
 func intSet(p func(c *Config) *int) func(c *Config, v string) error {
 	return func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+func int64Set(p func(c *Config) *int64) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 0, 64)
 		if err != nil {
 			return fmt.Errorf("%q is not an integer", v)
 		}
