@@ -42,10 +42,12 @@ the Patroni nodes (or NODE) from the pods of their DCS (--dcs-pod) both ways, le
 them reaching one another. What cannot be aimed that way (partition:majority, failover,
 link toxics) is refused.
 
-Not tried: --apply has never run against a real cluster (the machine indoubt is
-developed on has no Kubernetes). The objects it writes are checked against Chaos Mesh's
-published CRD schemas for NetworkChaos and PodChaos; whether a given Chaos Mesh version
-applies them as indoubt applies the same faults on one machine is not known.
+Tried on an API server only: every object it writes is accepted by kube-apiserver 1.36
+with Chaos Mesh's published CRDs (server-side dry run), and --apply creates and deletes
+them there (its test, when scripts/prepare-kube has built the server). No Chaos Mesh
+controller and no pods ran: whether a given Chaos Mesh version applies them as indoubt
+applies the same faults on one machine is not known. --apply runs kubectl once per
+step, so under load an object is created a fraction of a second after its start.
 
 Usage: indoubt chaos-mesh --namespace NS --pod NODE=POD ... --fault SPEC ... [--seed N] [--out FILE] [--apply]
        [--topology etcd|patroni [--leader-label KEY=VALUE --cluster-label KEY=VALUE] [--dcs-pod POD ...]]
