@@ -15,7 +15,7 @@ import (
 // whose nodes report one, cut into spans where the nodes reporting primary or the
 // nodes not answering changed. The timeline runs from the first report to the end of
 // the history (its last operation), the roles last reported held until then. Nil when
-// the history has no role report.
+// the history has no role report before its last instant.
 //
 // Reports at the same time are taken together (the harness records each poll's
 // changes at the poll's time), so a poll that sees the leader move from one node to
@@ -102,6 +102,10 @@ func LeaderTimeline(ops []histories.Op) *results.Leaders {
 			ls = []string{}
 		}
 		out.Timeline = append(out.Timeline, results.LeaderSpan{StartS: secs(s.from), EndS: secs(s.to), Leaders: ls, Down: s.down})
+	}
+	if len(out.Timeline) == 0 {
+		// Every report came at the history's last instant: no role held for a time.
+		return nil
 	}
 	out.NoLeaderS, out.SplitBrainS = secs(none), secs(split)
 	return out

@@ -87,6 +87,12 @@ func TestLeaderTimeline(t *testing.T) {
 	if got := judge.LeaderTimeline(noRoles); got != nil {
 		t.Errorf("a timeline without role reports: %+v", got)
 	}
+	last := noRoles[len(noRoles)-1].Time
+	atEnd := append(noRoles, histories.Op{Time: last, Process: histories.Nemesis, Type: histories.Info, F: results.RoleEvent,
+		Value: histories.Value(rundir.RoleReport{Node: "n1", Role: results.RolePrimary})})
+	if got := judge.LeaderTimeline(atEnd); got != nil {
+		t.Errorf("a timeline of one report at the history's end: %+v", got)
+	}
 }
 
 // The judge puts the timeline in the results of a directory, and a re-check gives it

@@ -1,8 +1,15 @@
 package runner_test
 
 import (
+	"context"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
@@ -12,8 +19,9 @@ import (
 // their roles against the history's role reports themselves: it covers the run from
 // the first report to the end without a gap, each span's leaders are the nodes the
 // reports name primary inside it (leaderAt), the partition's target led when it
-// opened, and the seconds without a leader and with several add up from the spans. It
-// returns the timeline, which partitionRun has re-checked from the run directory.
+// opened, and the seconds without a leader and with several add up from the spans; and
+// the run's report.html draws it in a browser. It returns the timeline, which
+// partitionRun has re-checked from the run directory.
 func leadersHold(t *testing.T, res *results.Results) *results.Leaders {
 	t.Helper()
 	l := res.Leaders
@@ -68,5 +76,42 @@ func leadersHold(t *testing.T, res *results.Results) *results.Leaders {
 		}
 	}
 	t.Logf("%s", l)
+	stripInBrowser(t, res)
 	return l
+}
+
+// stripInBrowser loads the run's report.html in headless chromium and checks that the
+// leader strip was laid out with a segment per span of the timeline, in its order.
+// Skipped without chromium (required under CI=true).
+func stripInBrowser(t *testing.T, res *results.Results) {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is missing (CI=true): install Debian package chromium")
+		}
+		t.Logf("no chromium: report.html not loaded")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+filepath.Join(res.RunDir, "report.html")).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	m := regexp.MustCompile(`<div id="leader-strip" data-spans="([^"]*)"[^>]*data-widths="([^"]*)"`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no leader strip laid out on the run's report.html")
+	}
+	var want []string
+	for _, s := range res.Leaders.Timeline {
+		want = append(want, s.Leader())
+	}
+	if got := string(m[1]); got != strings.Join(want, "|") {
+		t.Errorf("the strip's segments %q, the timeline's %q", got, strings.Join(want, "|"))
+	}
+	if n := len(strings.Fields(string(m[2]))); n != len(want) {
+		t.Errorf("%d segments laid out, %d spans", n, len(want))
+	}
 }
