@@ -63,7 +63,7 @@ Example:
 func chaosMeshCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("chaos-mesh", chaosMeshHelp, stdout)
 	var specs, pods, dcsPods multiFlag
-	fs.Var(&specs, "fault", "fault of the schedule, repeatable: partition:SHAPE@START-END, latency:D,link=replication@START-END, kill@START-END, pause@START-END, failover@T")
+	fs.Var(&specs, "fault", "fault of the schedule, repeatable: partition:SHAPE@START-END, partition:dcs[:NODE]@START-END (--topology patroni), latency:D,link=replication@START-END, kill@START-END, pause@START-END, failover@T")
 	fs.Var(&pods, "pod", "NODE=POD, repeatable, in the topology's node order (n1 first): the pod each node of the schedule is")
 	ns := fs.String("namespace", "", "the Kubernetes namespace of the pods and the objects")
 	primary := fs.String("primary", "", "the node that is primary when the schedule starts (default: the first --pod)")
