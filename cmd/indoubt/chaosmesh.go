@@ -32,42 +32,63 @@ With --apply, and only when a kubeconfig (KUBECONFIG, or ~/.kube/config) names a
 current context, kubectl creates each object at its start and deletes it after its
 window, while you run indoubt run --dsn against the cluster alongside.
 
-Not tried: --apply has never run against a real cluster (the machine indoubt is
-developed on has no Kubernetes). The objects it writes are checked against Chaos Mesh's
-published CRD schemas for NetworkChaos and PodChaos; whether a given Chaos Mesh version
-applies them as indoubt applies the same faults on one machine is not known.
+For etcd and Patroni (--topology etcd|patroni) the faults aim at the leader as it is
+when they fire, as indoubt run aims them: kill, pause, partition:isolate-primary and
+partition:one-way select the leader pod by a label the cluster keeps on it
+(--leader-label, such as Patroni's role label with its Kubernetes DCS) among the pods
+that carry --cluster-label, since a Chaos Mesh object picks its pods when it is
+created; without those labels they are refused. partition:dcs[:NODE]@START-END cuts
+the Patroni nodes (or NODE) from the pods of their DCS (--dcs-pod) both ways, leaving
+them reaching one another. What cannot be aimed that way (partition:majority, failover,
+link toxics) is refused.
+
+Tried on an API server only: every object it writes is accepted by kube-apiserver 1.36
+with Chaos Mesh's published CRDs (server-side dry run), and --apply creates and deletes
+them there (its test, when scripts/prepare-kube has built the server). No Chaos Mesh
+controller and no pods ran: whether a given Chaos Mesh version applies them as indoubt
+applies the same faults on one machine is not known. --apply runs kubectl once per
+step, so under load an object is created a fraction of a second after its start.
 
 Usage: indoubt chaos-mesh --namespace NS --pod NODE=POD ... --fault SPEC ... [--seed N] [--out FILE] [--apply]
+       [--topology etcd|patroni [--leader-label KEY=VALUE --cluster-label KEY=VALUE] [--dcs-pod POD ...]]
 
 Example:
   indoubt chaos-mesh --namespace db --pod n1=redis-0 --pod n2=redis-1 --pod n3=redis-2 \
     --pod n4=sentinel-3 --pod n5=sentinel-4 --fault partition:majority@10s-40s --seed 3
+  indoubt chaos-mesh --namespace db --topology patroni --pod n1=pg-0 --pod n2=pg-1 --pod n3=pg-2 \
+    --leader-label role=master --cluster-label cluster-name=pg --dcs-pod etcd-0 --dcs-pod etcd-1 \
+    --dcs-pod etcd-2 --fault partition:isolate-primary@10s-30s --fault partition:dcs@40s-60s
 `
 
 func chaosMeshCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("chaos-mesh", chaosMeshHelp, stdout)
-	var specs, pods multiFlag
-	fs.Var(&specs, "fault", "fault of the schedule, repeatable: partition:SHAPE@START-END, latency:D,link=replication@START-END, kill@START-END, pause@START-END, failover@T")
+	var specs, pods, dcsPods multiFlag
+	fs.Var(&specs, "fault", "fault of the schedule, repeatable: partition:SHAPE@START-END, partition:dcs[:NODE]@START-END (--topology patroni), latency:D,link=replication@START-END, kill@START-END, pause@START-END, failover@T")
 	fs.Var(&pods, "pod", "NODE=POD, repeatable, in the topology's node order (n1 first): the pod each node of the schedule is")
 	ns := fs.String("namespace", "", "the Kubernetes namespace of the pods and the objects")
 	primary := fs.String("primary", "", "the node that is primary when the schedule starts (default: the first --pod)")
 	seed := fs.Int64("seed", 1, "the seed the shapes are drawn from, as indoubt run --seed")
 	out := fs.String("out", "", "write the YAML here instead of stdout")
 	apply := fs.Bool("apply", false, "create and delete the objects on the cluster the kubeconfig's current context names, at their windows (needs kubectl)")
+	topology := fs.String("topology", "", "etcd or patroni: the faults aim at the leader as they fire (needs --leader-label and --cluster-label)")
+	leaderLabel := fs.String("leader-label", "", "KEY=VALUE: the label the cluster keeps on its leader pod (with --topology)")
+	clusterLabel := fs.String("cluster-label", "", "KEY=VALUE: a label every pod of the cluster carries (with --leader-label)")
+	fs.Var(&dcsPods, "dcs-pod", "a pod of the Patroni cluster's DCS (an etcd member), repeatable: what partition:dcs cuts the nodes from")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("chaos-mesh: unexpected argument %q (see indoubt chaos-mesh --help)", fs.Arg(0))
 	}
-	sched, err := faults.ParseSchedule(specs)
+	sched, err := chaosmesh.ParseSchedule(specs)
 	if err != nil {
 		return fmt.Errorf("chaos-mesh: %w", err)
 	}
 	if len(sched) == 0 {
 		return errors.New("chaos-mesh: no --fault")
 	}
-	opt := chaosmesh.Options{Namespace: *ns, Pods: map[string]string{}, Primary: *primary, Seed: *seed}
+	opt := chaosmesh.Options{Namespace: *ns, Pods: map[string]string{}, Primary: *primary, Seed: *seed,
+		Topology: *topology, LeaderLabel: *leaderLabel, ClusterLabel: *clusterLabel, DCSPods: dcsPods}
 	for _, p := range pods {
 		node, pod, ok := strings.Cut(p, "=")
 		if !ok || node == "" || pod == "" {

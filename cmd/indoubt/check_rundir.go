@@ -134,6 +134,9 @@ func (a checkArgs) printRunDir(w io.Writer, j *judge.Judgement, res *results.Res
 	for _, l := range res.LostWrites {
 		console.Fprintf(w, "  lost: %s\n", l.Explanation)
 	}
+	if res.Leaders != nil {
+		console.Fprintf(w, "  %s\n", res.Leaders)
+	}
 	if res.Final == nil {
 		return
 	}

@@ -14,6 +14,10 @@
 // no SIGSTOP); the clients that stand beside a node are not modelled, since a cluster
 // run's clients are outside it.
 //
+// On etcd and Patroni (Options.Topology) the faults aimed at the leader as they fire
+// select it by a label the cluster keeps on it, and partition:dcs cuts Patroni nodes
+// from their DCS pods (leader.go); what cannot be aimed that way is refused.
+//
 // A Chaos Mesh object starts when it is created and ends after its duration: the
 // annotation indoubt.io/start says when, from the start of the run, to create it.
 package chaosmesh
@@ -50,6 +54,14 @@ type Options struct {
 	Seed int64
 	// Name prefixes the objects' names; "indoubt" when empty.
 	Name string
+	// Topology is TopologyEtcd or TopologyPatroni for a cluster whose faults aim at
+	// the leader as they fire (leader.go), "" for one with a fixed primary (Primary).
+	// LeaderLabel (KEY=VALUE) is the label the cluster keeps on its leader pod, and
+	// ClusterLabel one all its pods carry: the selectors of the faults aimed at the
+	// leader. DCSPods are the pods of a Patroni cluster's DCS, for partition:dcs.
+	Topology                  string
+	LeaderLabel, ClusterLabel string
+	DCSPods                   []string
 }
 
 // Object is one Chaos Mesh object, ready to be written as YAML or JSON.
@@ -90,6 +102,9 @@ func Generate(sched faults.Schedule, opt Options) ([]Object, error) {
 	if err := checkOptions(opt); err != nil {
 		return nil, err
 	}
+	if err := checkTopology(opt); err != nil {
+		return nil, err
+	}
 	if opt.Primary == "" && len(opt.Nodes) > 0 {
 		opt.Primary = opt.Nodes[0]
 	}
@@ -118,6 +133,9 @@ func Generate(sched faults.Schedule, opt Options) ([]Object, error) {
 	return out, nil
 }
 
+// objFunc makes an object of the fault being written.
+type objFunc func(kind, suffix string, spec map[string]any) Object
+
 func generate(i int, f faults.Fault, opt Options, rng *rand.Rand) ([]Object, error) {
 	obj := func(kind, suffix string, spec map[string]any) Object {
 		return Object{APIVersion: APIVersion, Kind: kind, Spec: spec, Metadata: Metadata{
@@ -138,6 +156,13 @@ func generate(i int, f faults.Fault, opt Options, rng *rand.Rand) ([]Object, err
 			return "", errors.New("Chaos Mesh needs a window with an end (a duration)")
 		}
 		return (f.End - f.Start).String(), nil
+	}
+	if opt.Topology != "" {
+		if out, handled, err := leaderFault(f, opt, obj, pods, duration); handled {
+			return out, err
+		}
+	} else if f.Shape == DCSShape {
+		return nil, fmt.Errorf("partition:dcs cuts Patroni nodes from their DCS: --topology %s", TopologyPatroni)
 	}
 	switch {
 	case f.Shape != "":

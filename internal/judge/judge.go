@@ -1,9 +1,10 @@
 // Package judge is the one judge of a run directory: from its files alone (history.jsonl,
 // faults.jsonl, check.json) it reaches the verdict, the anomalies, the lost writes, the
 // proxy's evidence joined to the operations with the final state reconciled, and the
-// timelines of the process faults and partitions. indoubt run, indoubt exec, the test
-// helper and `indoubt check RUNDIR` all call it, so a run directory re-checked gives
-// what the run gave: the directory is the evidence, the checker the only judge.
+// timelines of the process faults, the partitions and the leaders. indoubt run, indoubt
+// exec, the test helper and `indoubt check RUNDIR` all call it, so a run directory
+// re-checked gives what the run gave: the directory is the evidence, the checker the
+// only judge.
 //
 // What only the run could measure (throughput, latency, retries by reason, the server's
 // description) is not the judge's: the caller adds it to the results.
@@ -125,6 +126,7 @@ func History(ctx context.Context, dir string, h *histories.Header, ops []histori
 	res.Ops = CountOps(ops)
 	res.ProcessFaults = results.ProcessTimeline(ops, res.LostWrites)
 	res.Partitions, res.SplitBrain = results.PartitionTimeline(ops, res.LostWrites)
+	res.Leaders = LeaderTimeline(ops)
 	final, err := finalOf(h, c.Final)
 	if err != nil {
 		return nil, err
@@ -226,5 +228,6 @@ func Onto(run, judged *results.Results) *results.Results {
 		out.Final = judged.Final
 	}
 	out.ProcessFaults, out.Partitions, out.SplitBrain = judged.ProcessFaults, judged.Partitions, judged.SplitBrain
+	out.Leaders = judged.Leaders
 	return &out
 }

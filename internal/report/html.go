@@ -637,6 +637,7 @@ type pageData struct {
 	AnomaliesFolded []anomalyView
 	JS              template.JS
 	WindowsDesc     []string
+	Leaders         *leaderView
 	Lost            []lostRow
 	LostTotal       int64
 }
@@ -659,7 +660,7 @@ func renderReport(r *results.Results, d runData, dir string) ([]byte, error) {
 	p := pageData{
 		R: r, Subject: Subject(r), ListAll: ListAllHint(r), Headline: Headline(r), Final: finalRows(r), FinalReads: d.finals, Kinds: kindRows(r),
 		Files: filesIn(dir), Cycles: cycleViews(r.Txn), Drawn: drawn, Total: len(d.spans), Highlighted: hl,
-		JS: template.JS(echartsJS),
+		JS: template.JS(echartsJS), Leaders: leadersOf(r.Leaders),
 	}
 	if len(d.spans) > 0 {
 		var err error
@@ -836,6 +837,7 @@ code{background:#f3f3f3;padding:0 .2em}
 <table id="split-brain"><tr><th>from</th><th>to</th><th>primaries</th><th>acknowledged through each (first)</th><th>writes on both sides</th></tr>
 {{range $s := .R.SplitBrain}}<tr><td>{{printf "%.2f" $s.StartS}} s</td><td>{{printf "%.2f" $s.EndS}} s</td><td>{{range $s.Primaries}}{{.}} {{end}}</td><td>{{range $p, $c := $s.Acked}}{{$p}}: {{$c}} (first {{index $s.Examples $p}})<br>{{end}}</td><td>{{$s.WritesOnBoth}}</td></tr>
 {{end}}</table>{{end}}
+{{template "leaders" .Leaders}}
 {{if .Lost}}<h3>Acknowledged writes lost: {{.LostTotal}}</h3>
 <table id="lost-writes"><tr><th>operation</th><th>worker</th><th>what</th><th>acknowledged at</th><th>fault</th><th>ack to fault</th></tr>
 {{range .Lost}}<tr title="{{.Explanation}}"><td class="named">{{if .OpID}}{{.OpID}}{{else}}—{{end}}</td><td>{{if ge .Worker 0}}{{.Worker}}{{else}}—{{end}}</td><td>{{.What}}</td><td>{{orNone .AckAtS}}</td><td>{{if .Fault}}<code>{{.Fault}}</code>{{else}}none{{end}}</td><td>{{if .Fault}}{{printf "%.3f" .AckBeforeFaultS}} s{{else}}—{{end}}</td></tr>

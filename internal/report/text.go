@@ -123,6 +123,9 @@ func writeFaults(w io.Writer, r *results.Results) {
 			fmt.Fprintf(w, "  %s\n", s)
 		}
 	}
+	if r.Leaders != nil {
+		console.Fprintf(w, "%s\n", r.Leaders)
+	}
 	if len(r.LostWrites) == 0 {
 		return
 	}

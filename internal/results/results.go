@@ -80,6 +80,9 @@ type Results struct {
 	// which two or more of its nodes reported themselves primary.
 	Partitions []Partition  `json:"partitions,omitempty"`
 	SplitBrain []SplitBrain `json:"split_brain,omitempty"`
+	// Leaders is who reported itself leader over the run (leaders.go), from the nodes'
+	// role reports; nil without them.
+	Leaders *Leaders `json:"leaders,omitempty"`
 	// TwoPhase is the two-phase commit section of a transfer or two-rows run; nil for
 	// the other workloads.
 	TwoPhase *TwoPhase `json:"two_phase_commit,omitempty"`

@@ -110,6 +110,7 @@ func TestEtcdRegisterLinearizableLeaderFaults(t *testing.T) {
 		}
 	}
 	t.Logf("%s; %s", res.Partitions[0], res.Summary)
+	leadersHold(t, res)
 }
 
 // etcd with serializable reads, served by each client's own member: the leader

@@ -46,6 +46,7 @@ func TestPatroniSynchronousLeaderPartitioned(t *testing.T) {
 	if len(p.Components) != 2 || isolated == "" {
 		t.Fatalf("components %v: want the leader alone", p.Components)
 	}
+	leadersHold(t, res)
 	switch res.Verdict {
 	case checker.Valid:
 		if res.LostTotal() != 0 {

@@ -34,6 +34,7 @@ type Judged struct {
 	ProcessFaults []results.ProcessFault `json:"process_faults"`
 	Partitions    []results.Partition    `json:"partitions"`
 	SplitBrain    []results.SplitBrain   `json:"split_brain"`
+	Leaders       *results.Leaders       `json:"leaders"`
 	Proxied       bool                   `json:"proxied"`
 }
 
@@ -45,7 +46,7 @@ func JudgedOf(r *results.Results) Judged {
 		AnomalyCount: r.AnomalyTotal(), AnomalyKinds: r.AnomalyKinds, Anomalies: r.Anomalies, LostWrites: r.LostWrites,
 		Txn: r.Txn, Ops: r.Ops, ByKind: r.Faults.ByKind, ByTruth: r.Faults.ByTruth, Commits: r.Faults.Commits,
 		Evidence: r.Evidence, Final: final, ProcessFaults: r.ProcessFaults, Partitions: r.Partitions,
-		SplitBrain: r.SplitBrain, Proxied: r.Proxied,
+		SplitBrain: r.SplitBrain, Leaders: r.Leaders, Proxied: r.Proxied,
 	}
 }
 
