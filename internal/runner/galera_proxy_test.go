@@ -111,7 +111,7 @@ func TestGaleraBank(t *testing.T) {
 
 // A Galera run may have commit faults and --proxy on beside partitions (a proxy beside
 // each node); a single MariaDB may not have partitions, nor another replicated store a
-// proxy beside its partitions.
+// proxy beside its partitions, nor a Galera cluster the insert workload.
 func TestGaleraProxyValidate(t *testing.T) {
 	if err := runner.Available(runner.MySQL); err != nil {
 		servertest.SkipOrFail(t, err)
@@ -128,6 +128,7 @@ func TestGaleraProxyValidate(t *testing.T) {
 	for _, c := range []runner.Config{
 		{Store: runner.MySQL, Faults: schedule(t, "partition:halves@1s-2s")},
 		{Store: runner.Postgres, Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s", "commit-cut")},
+		{Store: runner.MySQL, Topology: runner.TopologyReplicated, Network: runner.NetworkIsolated, Workload: workloads.Insert},
 	} {
 		c.Workers, c.Duration = 1, 3*time.Second
 		if err := c.Validate(); err == nil {
