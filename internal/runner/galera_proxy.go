@@ -4,11 +4,22 @@ import (
 	"fmt"
 
 	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/workloads"
 )
 
 // galera reports whether the run is on a Galera cluster (--store mysql --topology
 // replicated), whose nodes each have a network of their own.
 func (c Config) galera() bool { return c.Store == MySQL && c.Topology == TopologyReplicated }
+
+// checkGalera refuses what a Galera cluster cannot run: the insert workload, whose
+// clients beside each node would draw the same client-side keys (each node's clients
+// have a workload of their own) and whose MariaDB sequences are a node's own.
+func checkGalera(c Config) error {
+	if c.Workload == workloads.Insert {
+		return refuse("Workload", "insert on a Galera cluster: each node's clients would choose the same keys; run it on one MariaDB (leave {Topology} out)")
+	}
+	return nil
+}
 
 // proxySides puts a commit-aware proxy in front of each node of a topology, for the
 // clients beside that node: the proxy listens on loopback, and its upstream is a relay

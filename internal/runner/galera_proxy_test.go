@@ -108,3 +108,31 @@ func TestGaleraBank(t *testing.T) {
 	}
 	t.Logf("%v %v errors %v: %s", res.Verdict, res.AnomalyKinds, res.Errors, res.Summary)
 }
+
+// A Galera run may have commit faults and --proxy on beside partitions (a proxy beside
+// each node); a single MariaDB may not have partitions, nor another replicated store a
+// proxy beside its partitions, nor a Galera cluster the insert workload.
+func TestGaleraProxyValidate(t *testing.T) {
+	if err := runner.Available(runner.MySQL); err != nil {
+		servertest.SkipOrFail(t, err)
+	}
+	ok := runner.Config{Store: runner.MySQL, Topology: runner.TopologyReplicated, Workers: 3, Duration: 3 * time.Second,
+		Faults: schedule(t, "partition:isolate-primary@1s-2s", "commit-cut:0.1")}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("Galera with commit cuts: %v", err)
+	}
+	on := runner.Config{Store: runner.MySQL, Topology: runner.TopologyReplicated, Network: runner.NetworkIsolated, Proxy: "on", Workers: 3, Duration: 3 * time.Second}
+	if err := on.Validate(); err != nil {
+		t.Errorf("Galera with --proxy on: %v", err)
+	}
+	for _, c := range []runner.Config{
+		{Store: runner.MySQL, Faults: schedule(t, "partition:halves@1s-2s")},
+		{Store: runner.Postgres, Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s", "commit-cut")},
+		{Store: runner.MySQL, Topology: runner.TopologyReplicated, Network: runner.NetworkIsolated, Workload: workloads.Insert},
+	} {
+		c.Workers, c.Duration = 1, 3*time.Second
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s %s %v: accepted", c.Store, c.Topology, c.Faults)
+		}
+	}
+}

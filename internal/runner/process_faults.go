@@ -252,6 +252,7 @@ func checkTopology(c Config) error {
 		// A three-node ring, each node in a namespace of its own (partitions.go).
 	case c.Store == MySQL && c.isolated():
 		// A three-node Galera cluster, each node in a namespace of its own (galera.go).
+		return checkGalera(c)
 	case c.Store == Etcd && !c.proxied():
 		// Three members, on loopback or each on a node of its own (backends_etcd.go).
 	case c.Store != Postgres && c.Store != Redis:

@@ -6,6 +6,8 @@
 // whose affected rows tell applied (1) from rejected (0), prepared once per connection
 // and executed either as an autocommit statement or inside START TRANSACTION ... COMMIT,
 // and an idempotent path that records the op id in the same transaction as the effect.
+// The register, the counter (NewCounter), insert (Client.PrepareInsert), the bank
+// (NewBank) and the transactional workloads (NewTxns) are in this package's other files.
 //
 // Errors follow the contract of package workloads: an error the server answered
 // (*mysql.MySQLError) is definite, except 1213 (deadlock, also Galera's certification
