@@ -111,7 +111,7 @@ func check(ctx context.Context, h *histories.Header, next func() (histories.Op, 
 			if err != nil {
 				return Result{}, err
 			}
-			return checkBudgetAmountsStream(ctx, next, all, b)
+			return checkBudgetAmountsStream(ctx, next, all, b, opt.Timeout)
 		}
 		c, err := newBudgetChecker(b)
 		if err != nil {
