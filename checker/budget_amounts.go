@@ -119,6 +119,9 @@ type amtConfig struct {
 	bal  int64
 	lin  uint64
 	used []int32
+	// hold says unknown decrements were just placed, for the observation that must
+	// come next: until it does, no applied decrement is placed.
+	hold bool
 }
 
 // CheckBudgetAmounts decides exactly whether ops, a budget history whose decrements
@@ -349,11 +352,12 @@ func (s *amtSearch) step(o *amtOp, bal int64) (int64, bool) {
 // closure extends configs by every order of the open operations not yet placed and
 // of the unknown decrements invoked so far. It returns false when the bound ran out.
 //
-// Unknown decrements are placed only where an observation (a rejection or a read) is
-// still to be placed after them, or at the end (final): an unknown one placed anywhere
-// else can move later, past the applied decrements after it, which then see more
-// left and still apply, to just before the next observation or out of the history,
-// so the configurations this leaves out are never needed.
+// Unknown decrements are placed only right before an observation (a rejection or a
+// read) that needs them, or at the end (final): an unknown one placed anywhere else
+// can move later, past the applied decrements after it, which then see more left and
+// still apply, to just before the next observation, or past an observation that did
+// not need it, or out of the history; so the configurations this leaves out are never
+// needed.
 func (s *amtSearch) closure(configs []amtConfig, final bool) ([]amtConfig, bool) {
 	var f frontier
 	for _, c := range configs {
@@ -370,28 +374,53 @@ func (s *amtSearch) closure(configs []amtConfig, final bool) ([]amtConfig, bool)
 			continue // a configuration that dominates it is expanded instead
 		}
 		c := f.out[i]
-		observer := false // an observation still to place, which an unknown may precede
 		for slot, o := range s.open {
-			if o == nil || c.lin&(1<<slot) != 0 {
+			if o == nil || c.lin&(1<<slot) != 0 || c.hold && o.kind == budgetApplied {
 				continue
 			}
-			observer = observer || o.kind != budgetApplied
 			if bal, ok := s.step(o, c.bal); ok {
 				f.add(amtConfig{bal: bal, lin: c.lin | 1<<slot, used: c.used})
 			}
 		}
-		if !observer && !final {
-			continue
-		}
 		for k, n := range s.avail {
-			if c.used[k] < n && c.bal >= s.classes[k] {
+			a := s.classes[k]
+			if c.used[k] < n && c.bal >= a && (final || s.awaited(c, a)) {
 				used := slices.Clone(c.used)
 				used[k]++
-				f.add(amtConfig{bal: c.bal - s.classes[k], lin: c.lin, used: used})
+				f.add(amtConfig{bal: c.bal - a, lin: c.lin, used: used, hold: !final})
 			}
 		}
 	}
-	return f.live(), true
+	var out []amtConfig
+	for _, c := range f.live() {
+		if !c.hold {
+			out = append(out, c)
+		}
+	}
+	return out, true
+}
+
+// awaited reports whether an unknown decrement of a units placed at c could serve an
+// observation still open: a read of at most c's balance less a, or a rejection that
+// needs less left than c has. Placed anywhere else, it could move after that
+// observation, or out of the history.
+func (s *amtSearch) awaited(c amtConfig, a int64) bool {
+	for slot, o := range s.open {
+		if o == nil || c.lin&(1<<slot) != 0 {
+			continue
+		}
+		switch o.kind {
+		case budgetRead:
+			if c.bal-a >= o.balance {
+				return true
+			}
+		case budgetRejected:
+			if c.bal >= o.amount {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // frontier keeps configurations that no other dominates. Of two with the same balance
@@ -405,15 +434,16 @@ type frontier struct {
 }
 
 type amtKey struct {
-	bal int64
-	lin uint64
+	bal  int64
+	lin  uint64
+	hold bool
 }
 
 func (f *frontier) add(c amtConfig) {
 	if f.byKey == nil {
 		f.byKey = map[amtKey][]int{}
 	}
-	k := amtKey{c.bal, c.lin}
+	k := amtKey{c.bal, c.lin, c.hold}
 	same := f.byKey[k]
 	for _, i := range same {
 		if !f.dead[i] && usedLeq(f.out[i].used, c.used) {
