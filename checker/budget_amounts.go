@@ -2,13 +2,13 @@ package checker
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/indoubt/indoubt/histories"
 )
@@ -119,16 +119,9 @@ type amtConfig struct {
 	bal  int64
 	lin  uint64
 	used []int32
-}
-
-func (c amtConfig) key() string {
-	b := make([]byte, 0, 16+4*len(c.used))
-	b = binary.AppendVarint(b, c.bal)
-	b = binary.AppendUvarint(b, c.lin)
-	for _, u := range c.used {
-		b = binary.AppendUvarint(b, uint64(u))
-	}
-	return string(b)
+	// hold says unknown decrements were just placed, for the observation that must
+	// come next: until it does, no applied decrement is placed.
+	hold bool
 }
 
 // CheckBudgetAmounts decides exactly whether ops, a budget history whose decrements
@@ -358,50 +351,142 @@ func (s *amtSearch) step(o *amtOp, bal int64) (int64, bool) {
 
 // closure extends configs by every order of the open operations not yet placed and
 // of the unknown decrements invoked so far. It returns false when the bound ran out.
-func (s *amtSearch) closure(configs []amtConfig) ([]amtConfig, bool) {
-	seen := make(map[string]struct{}, len(configs))
-	out := make([]amtConfig, 0, len(configs))
-	add := func(c amtConfig) {
-		k := c.key()
-		if _, ok := seen[k]; ok {
-			return
-		}
-		seen[k] = struct{}{}
-		out = append(out, c)
-	}
+//
+// Unknown decrements are placed only right before an observation (a rejection or a
+// read) that needs them, or at the end (final): an unknown one placed anywhere else
+// can move later, past the applied decrements after it, which then see more left and
+// still apply, to just before the next observation, or past an observation that did
+// not need it, or out of the history; so the configurations this leaves out are never
+// needed.
+func (s *amtSearch) closure(configs []amtConfig, final bool) ([]amtConfig, bool) {
+	var f frontier
 	for _, c := range configs {
-		add(c)
+		f.add(c)
 	}
-	for i := 0; i < len(out); i++ {
-		if len(out) > budgetAmountsMaxConfigs {
+	for i := 0; i < len(f.out); i++ {
+		if len(f.out) > budgetAmountsMaxConfigs {
 			return nil, false
 		}
 		if s.steps++; s.steps%checkEvery == 0 && s.ctx.Err() != nil {
 			return nil, false
 		}
-		c := out[i]
+		if f.dead[i] {
+			continue // a configuration that dominates it is expanded instead
+		}
+		c := f.out[i]
 		for slot, o := range s.open {
-			if o == nil || c.lin&(1<<slot) != 0 {
+			if o == nil || c.lin&(1<<slot) != 0 || c.hold && o.kind == budgetApplied {
 				continue
 			}
 			if bal, ok := s.step(o, c.bal); ok {
-				add(amtConfig{bal: bal, lin: c.lin | 1<<slot, used: c.used})
+				f.add(amtConfig{bal: bal, lin: c.lin | 1<<slot, used: c.used})
 			}
 		}
 		for k, n := range s.avail {
-			if c.used[k] < n && c.bal >= s.classes[k] {
+			a := s.classes[k]
+			if c.used[k] < n && c.bal >= a && (final || s.awaited(c, a)) {
 				used := slices.Clone(c.used)
 				used[k]++
-				add(amtConfig{bal: c.bal - s.classes[k], lin: c.lin, used: used})
+				f.add(amtConfig{bal: c.bal - a, lin: c.lin, used: used, hold: !final})
 			}
+		}
+	}
+	var out []amtConfig
+	for _, c := range f.live() {
+		if !c.hold {
+			out = append(out, c)
 		}
 	}
 	return out, true
 }
 
+// awaited reports whether an unknown decrement of a units placed at c could serve an
+// observation still open: a read of at most c's balance less a, or a rejection that
+// needs less left than c has. Placed anywhere else, it could move after that
+// observation, or out of the history.
+func (s *amtSearch) awaited(c amtConfig, a int64) bool {
+	for slot, o := range s.open {
+		if o == nil || c.lin&(1<<slot) != 0 {
+			continue
+		}
+		switch o.kind {
+		case budgetRead:
+			if c.bal-a >= o.balance {
+				return true
+			}
+		case budgetRejected:
+			if c.bal >= o.amount {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// frontier keeps configurations that no other dominates. Of two with the same balance
+// and the same open operations placed, the one that placed no more unknown decrements
+// of any amount dominates: whatever the other can do next, it can do too (the extra
+// unknown ones it still holds need never be placed).
+type frontier struct {
+	out   []amtConfig
+	dead  []bool
+	byKey map[amtKey][]int
+}
+
+type amtKey struct {
+	bal  int64
+	lin  uint64
+	hold bool
+}
+
+func (f *frontier) add(c amtConfig) {
+	if f.byKey == nil {
+		f.byKey = map[amtKey][]int{}
+	}
+	k := amtKey{c.bal, c.lin, c.hold}
+	same := f.byKey[k]
+	for _, i := range same {
+		if !f.dead[i] && usedLeq(f.out[i].used, c.used) {
+			return
+		}
+	}
+	kept := same[:0]
+	for _, i := range same {
+		if !f.dead[i] && usedLeq(c.used, f.out[i].used) {
+			f.dead[i] = true
+		}
+		if !f.dead[i] {
+			kept = append(kept, i)
+		}
+	}
+	f.byKey[k] = append(kept, len(f.out))
+	f.out = append(f.out, c)
+	f.dead = append(f.dead, false)
+}
+
+// live is the configurations no other dominates.
+func (f *frontier) live() []amtConfig {
+	out := make([]amtConfig, 0, len(f.out))
+	for i, c := range f.out {
+		if !f.dead[i] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func usedLeq(a, b []int32) bool {
+	for i := range a {
+		if a[i] > b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // complete closes o: it must have taken effect by now, in some configuration.
 func (s *amtSearch) complete(o *amtOp, overdraft bool) {
-	all, ok := s.closure(s.configs)
+	all, ok := s.closure(s.configs, false)
 	if !ok {
 		s.stopped = s.ranOut(o)
 		return
@@ -428,17 +513,11 @@ func (s *amtSearch) complete(o *amtOp, overdraft bool) {
 }
 
 func dedupConfigs(cs []amtConfig) []amtConfig {
-	seen := make(map[string]struct{}, len(cs))
-	out := cs[:0]
+	var f frontier
 	for _, c := range cs {
-		k := c.key()
-		if _, ok := seen[k]; ok {
-			continue
-		}
-		seen[k] = struct{}{}
-		out = append(out, c)
+		f.add(c)
 	}
-	return out
+	return f.live()
 }
 
 func (s *amtSearch) ranOut(o *amtOp) string {
@@ -461,9 +540,13 @@ func (s *amtSearch) explain(o *amtOp, all []amtConfig, overdraft bool) {
 		if overdraft {
 			return // the overdraft says it
 		}
+		most := "none"
+		if len(seen) > 0 {
+			most = strconv.FormatInt(seen[len(seen)-1], 10)
+		}
 		s.anomaly("applied-after-exhausted", o.events(), fmt.Sprintf(
-			"%s was acknowledged as applied, but no order of the operations before its completion leaves %d units for it: the balance could be only %s (budget %d)",
-			o.name(), o.amount, words, s.budget))
+			"%s was acknowledged as applied, but no order of the operations before its completion leaves %d units for it: at most %s were left (budget %d)",
+			o.name(), o.amount, most, s.budget))
 	case budgetRejected:
 		s.anomaly("premature-rejection", o.events(), fmt.Sprintf(
 			"%s was rejected, but in every order of the operations before its completion at least %d units were left: the balance could be only %s (budget %d)",
@@ -498,7 +581,7 @@ func balanceList(b []int64) string {
 // finalRange is the lowest and highest final balance the history allows: every
 // configuration left, with any of the unknown decrements not yet placed.
 func (s *amtSearch) finalRange() (lo, hi int64, ok bool) {
-	all, ok := s.closure(s.configs)
+	all, ok := s.closure(s.configs, true)
 	if !ok || len(all) == 0 {
 		return 0, 0, false
 	}
@@ -511,7 +594,7 @@ func (s *amtSearch) finalRange() (lo, hi int64, ok bool) {
 
 // checkBudgetAmountsStream is Check's case of a budget history with amounts: the
 // events of next (or all, when the caller holds them), decided by CheckBudgetAmounts.
-func checkBudgetAmountsStream(ctx context.Context, next func() (histories.Op, error), all []histories.Op, budget int64) (Result, error) {
+func checkBudgetAmountsStream(ctx context.Context, next func() (histories.Op, error), all []histories.Op, budget int64, timeout time.Duration) (Result, error) {
 	if all == nil {
 		done, err := feed(ctx, next, func(op histories.Op) error {
 			all = append(all, op)
@@ -524,9 +607,19 @@ func checkBudgetAmountsStream(ctx context.Context, next func() (histories.Op, er
 			return interrupted("budget", ctx.Err()), nil
 		}
 	}
-	res, err := CheckBudgetAmounts(ctx, all, budget)
+	sctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	res, err := CheckBudgetAmounts(sctx, all, budget)
 	if err != nil || res.Verdict == 0 {
 		return res, err
+	}
+	if ctx.Err() == nil && sctx.Err() != nil {
+		res.Summary = fmt.Sprintf("the search ran out of time (%v) before the history could be decided", timeout)
+		res.Details = map[string]json.RawMessage{"bound": histories.Value("timeout")}
 	}
 	var c completions
 	for _, op := range all {

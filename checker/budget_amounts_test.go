@@ -420,3 +420,26 @@ func TestBudgetAmountsGolden(t *testing.T) {
 		return r, anomalyKinds(r)
 	})
 }
+
+// TestBudgetsAmounts: several named budgets, each its own total, with amounts: each
+// account is searched on its own and the anomalies name their account.
+func TestBudgetsAmounts(t *testing.T) {
+	h := &histories.Header{Model: BudgetsModel, Params: map[string]json.RawMessage{
+		"budgets": json.RawMessage(`{"sku-1":10,"sku-2":4}`), "amounts": json.RawMessage("true")}}
+	ops := amountsScript(t, "0 invoke dec 6\n0 ok dec applied\n1 invoke dec 3\n1 ok dec applied\n2 invoke dec 2\n2 ok dec applied")
+	keys := []string{"sku-1", "sku-1", "sku-2", "sku-2", "sku-2", "sku-2"}
+	for i := range ops {
+		ops[i].Key = keys[i]
+	}
+	r, err := Check(context.Background(), h, ops, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != Invalid || anomalyKinds(r) != "overdraft" || !strings.HasPrefix(r.Anomalies[0].Explanation, "account sku-2: ") {
+		t.Fatalf("got %s %q: %s", r.Verdict, anomalyKinds(r), r.Summary)
+	}
+	ops[4].Value = json.RawMessage(`{"amount":1}`)
+	if r, err := Check(context.Background(), h, ops, Options{}); err != nil || r.Verdict != Valid {
+		t.Fatalf("within each total: %v %v %s", r.Verdict, err, r.Summary)
+	}
+}

@@ -41,8 +41,9 @@ type Options struct {
 	Txn TxnOptions
 	// Final, when set, is the final state of a history that has no final read, as the
 	// value of the model's ok read (budget {"balance":n}, counter {"value":n},
-	// exactly-once an ExactlyOnceState, bank Balances). Check appends it as a read that
-	// begins after every event of the history.
+	// exactly-once an ExactlyOnceState, bank Balances or, with a log, BankLog; models an
+	// object of part name to that part's). Check appends it as a read that begins after
+	// every event of the history.
 	Final json.RawMessage
 
 	// bounds are the bounds of a check CheckStream began, which the search inherits.
@@ -111,7 +112,7 @@ func check(ctx context.Context, h *histories.Header, next func() (histories.Op, 
 			if err != nil {
 				return Result{}, err
 			}
-			return checkBudgetAmountsStream(ctx, next, all, b)
+			return checkBudgetAmountsStream(ctx, next, all, b, opt.Timeout)
 		}
 		c, err := newBudgetChecker(b)
 		if err != nil {

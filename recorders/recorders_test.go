@@ -172,11 +172,11 @@ func TestRecordersWriteTheFormat(t *testing.T) {
 	}
 }
 
-// recorderModels are the models whose values the recorders' helpers write. Transfer,
-// budgets and exactly-once-response take the format's values as they are documented,
-// with no helper of their own yet.
+// recorderModels are the models whose values the recorders' helpers write. Transfer
+// and exactly-once-response take the format's values as they are documented, with no
+// helper of their own yet.
 var recorderModels = []string{"budget", checker.RegisterModel, checker.CASRegisterModel, "counter", checker.ExactlyOnceModel, checker.BankModel,
-	checker.ListAppendModel, checker.RWRegisterModel, checker.ModelsModel}
+	checker.ListAppendModel, checker.RWRegisterModel, checker.ModelsModel, checker.BudgetsModel}
 
 // payments runs a payments client through indoubt exec on PostgreSQL, with the proxy
 // cutting the reply after commit with probability 0.3, and returns exec's exit code,

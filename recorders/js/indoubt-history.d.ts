@@ -87,7 +87,7 @@ export declare class History {
   now(): bigint;
   invoke(f: string, options?: InvokeOptions): Operation;
   /** The final state as an ok read by a process of its own, after every other operation. */
-  finalRead(value: JSONValue, f?: string): void;
+  finalRead(value: JSONValue, f?: string, key?: string): void;
   close(): void;
 }
 

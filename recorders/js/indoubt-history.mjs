@@ -297,10 +297,11 @@ export class History {
   /**
    * Record the final state as an ok read by a process of its own, after every other
    * operation: the exactly-once state { opId: count }, the bank's balances,
-   * values.balance(n) or values.counter(n).
+   * values.balance(n) or values.counter(n). key names the object read, for a model of
+   * several (budgets: one final read per account).
    */
-  finalRead(value, f = 'read') {
-    this.invoke(f, { opId: 'final', fresh: true }).ok(value);
+  finalRead(value, f = 'read', key = undefined) {
+    this.invoke(f, { opId: key === undefined ? 'final' : `final-${key}`, key, fresh: true }).ok(value);
   }
 
   /** Close the file. Operations still open stay open: the checker counts them unknown. */

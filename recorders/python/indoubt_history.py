@@ -294,11 +294,12 @@ class History:
             t = self._event(process, "invoke", f, key=key, value=value, op_id=op_id, conn=conn)
         return Operation(self, process, f, op_id, key, conn, t)
 
-    def final_read(self, value, f="read"):
+    def final_read(self, value, f="read", key=None):
         """Record the final state as an ok read by a process of its own, after every
         other operation: the exactly-once state {op_id: count}, the bank's balances,
-        values.balance(n) or values.counter(n)."""
-        op = self.invoke(f, op_id="final", _fresh=True)
+        values.balance(n) or values.counter(n). key names the object read, for a model
+        of several (budgets: one final read per account)."""
+        op = self.invoke(f, op_id="final" if key is None else "final-" + str(key), key=key, _fresh=True)
         op.ok(value)
 
     def close(self):

@@ -120,3 +120,14 @@ for (const [name, count] of [['models.valid', 1], ['models.invalid', 2]]) {
   h.finalRead({ stock: values.balance(7), reservations: { 'r-1': count } });
   h.close();
 }
+
+// Several budgets, one per key, each its own total, with amounts. Invalid: sku-2 had 4
+// and gave 5.
+for (const [name, second] of [['budgets.valid', 3], ['budgets.invalid', 5]]) {
+  const h = history(name, { model: 'budgets', params: { budgets: { 'sku-1': 10, 'sku-2': 4 }, amounts: true } });
+  h.invoke('decrement', { value: values.amount(6), key: 'sku-1' }).ok(values.decrement(true));
+  h.invoke('decrement', { value: values.amount(second), key: 'sku-2' }).ok(values.decrement(true));
+  h.finalRead(values.balance(4), 'read', 'sku-1');
+  h.finalRead(values.balance(Math.max(0, 4 - second)), 'read', 'sku-2');
+  h.close();
+}

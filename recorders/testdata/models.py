@@ -117,3 +117,13 @@ for name, count in (("models.valid", 1), ("models.invalid", 2)):
     h.invoke("reserve", values.amount(3), op_id="r-1").ok(values.decrement(True))
     h.final_read({"stock": values.balance(7), "reservations": {"r-1": count}})
     h.close()
+
+# Several budgets, one per key, each its own total, with amounts. Invalid: sku-2 had 4
+# and gave 5.
+for name, second in (("budgets.valid", 3), ("budgets.invalid", 5)):
+    h = history(name, model="budgets", params={"budgets": {"sku-1": 10, "sku-2": 4}, "amounts": True})
+    h.invoke("decrement", values.amount(6), key="sku-1").ok(values.decrement(True))
+    h.invoke("decrement", values.amount(second), key="sku-2").ok(values.decrement(True))
+    h.final_read(values.balance(4), key="sku-1")
+    h.final_read(values.balance(max(0, 4 - second)), key="sku-2")
+    h.close()
