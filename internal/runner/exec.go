@@ -205,17 +205,8 @@ func (r *execRun) do(ctx context.Context) (*results.Results, int, error) {
 		}
 	}
 	stop()
-	console.Fprintf(r.a.Console, "indoubt exec: %s %s after %.1fs\n", programName(r.a.Argv), exit, elapsed.Seconds())
-	for _, l := range r.kept {
-		console.Fprintf(r.a.Console, "indoubt exec: %s\n", l)
-	}
-	if err := writeJSON(filepath.Join(r.dir, "program.json"), struct {
-		Argv        []string `json:"argv"`
-		Interrupted bool     `json:"interrupted"`
-		DurationS   float64  `json:"duration_s"`
-		supervise.Exit
-	}{r.a.Argv, interrupted, elapsed.Seconds(), exit}); err != nil {
-		return nil, 0, fmt.Errorf("exec: write program.json: %v", err)
+	if err := r.ended(exit, interrupted, elapsed); err != nil {
+		return nil, 0, err
 	}
 	h, ops, err := r.readProgramHistory(!exit.OK() || interrupted, exit, final, elapsed)
 	if err != nil {
@@ -237,30 +228,29 @@ func (r *execRun) do(ctx context.Context) (*results.Results, int, error) {
 	return res, code, nil
 }
 
+// ended says how the program ended (and what --keep kept) and writes program.json.
+func (r *execRun) ended(exit supervise.Exit, interrupted bool, elapsed time.Duration) error {
+	console.Fprintf(r.a.Console, "indoubt exec: %s %s after %.1fs\n", programName(r.a.Argv), exit, elapsed.Seconds())
+	for _, l := range r.kept {
+		console.Fprintf(r.a.Console, "indoubt exec: %s\n", l)
+	}
+	if err := writeJSON(filepath.Join(r.dir, "program.json"), struct {
+		Argv        []string `json:"argv"`
+		Interrupted bool     `json:"interrupted"`
+		DurationS   float64  `json:"duration_s"`
+		supervise.Exit
+	}{r.a.Argv, interrupted, elapsed.Seconds(), exit}); err != nil {
+		return fmt.Errorf("exec: write program.json: %v", err)
+	}
+	return nil
+}
+
 // serve launches the server (or takes --dsn or --upstream) and starts the proxy in
 // front of it. The function it returns stops both; it may be called more than once.
 func (r *execRun) serve(ctx context.Context) (func(), error) {
-	a := r.a
-	stopServer := func() error { return nil }
-	upstream := a.Upstream
-	switch {
-	case a.DSN != "":
-		r.direct, r.desc = a.DSN, "external"
-		// The program's database is its own while it runs (LockDSN).
-		unlock, err := LockDSN(ctx, a.Store.Name(), a.DSN)
-		if err != nil {
-			return nil, err
-		}
-		stopServer = func() error { unlock(); return nil }
-	case a.Upstream != "":
-		r.desc = "external at " + a.Upstream
-	default:
-		r.progressf("launching a local %s ...", a.Store.Name())
-		srv, err := a.Store.Launch(ctx, r.dir, a.Keep)
-		if err != nil {
-			return nil, err
-		}
-		r.direct, r.desc, stopServer, r.kept = srv.DSN, srv.Desc, srv.Stop, srv.Kept
+	stopServer, err := r.server(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var once sync.Once
 	stop := func() {
@@ -269,15 +259,51 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 			stopServer()
 		})
 	}
+	if err := r.startProxy(); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// server launches the server, or takes --dsn (holding its run lock) or --upstream, and
+// returns what stops it (or releases the lock).
+func (r *execRun) server(ctx context.Context) (func() error, error) {
+	a := r.a
+	switch {
+	case a.DSN != "":
+		r.direct, r.desc = a.DSN, "external"
+		// The program's database is its own while it runs (LockDSN).
+		unlock, err := LockDSN(ctx, a.Store.Name(), a.DSN)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { unlock(); return nil }, nil
+	case a.Upstream != "":
+		r.desc = "external at " + a.Upstream
+		return func() error { return nil }, nil
+	}
+	r.progressf("launching a local %s ...", a.Store.Name())
+	srv, err := a.Store.Launch(ctx, r.dir, a.Keep)
+	if err != nil {
+		return nil, err
+	}
+	r.direct, r.desc, r.kept = srv.DSN, srv.Desc, srv.Kept
+	return srv.Stop, nil
+}
+
+// startProxy starts the proxy in front of the server, and rewrites the server's DSN to
+// go through it.
+func (r *execRun) startProxy() error {
+	a := r.a
+	upstream := a.Upstream
 	if r.direct != "" {
 		if u, err := url.Parse(r.direct); err != nil || u.Port() == "" {
-			stop()
-			return nil, fmt.Errorf("--dsn must be a URL with host:port, to put the proxy in front of it")
+			return fmt.Errorf("--dsn must be a URL with host:port, to put the proxy in front of it")
 		}
 		var err error
 		if upstream, err = a.Store.Upstream(r.direct); err != nil {
-			stop()
-			return nil, err
+			return err
 		}
 	}
 	opt := faults.Options{Upstream: upstream, Protocol: a.Store.Protocol(), Seed: a.Seed, Events: r.onEvent}
@@ -286,21 +312,19 @@ func (r *execRun) serve(ctx context.Context) (func(), error) {
 	}
 	px, err := faults.Start(opt)
 	if err != nil {
-		stop()
-		return nil, err
+		return err
 	}
 	r.px = px
 	if r.direct != "" {
 		if r.proxied, err = a.Store.ProxyDSN(r.direct, px.Addr()); err != nil {
-			stop()
-			return nil, err
+			return err
 		}
 		if tls := a.Store.Encrypted(r.proxied); tls != "" {
 			r.progressf("warning: %s: the proxy cannot see commits inside TLS, so commit faults may not fire", tls)
 		}
 	}
 	r.progressf("%s; fault proxy on %s (seed %d, faults: %s)", r.desc, px.Addr(), a.Seed, orNone(execSpecs(a.Schedule)))
-	return stop, nil
+	return nil
 }
 
 // closeProxy stops the proxy, once.
