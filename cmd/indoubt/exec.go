@@ -6,35 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
-	"github.com/indoubt/indoubt/faults/toxics"
-	"github.com/indoubt/indoubt/histories"
-	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/console"
-	"github.com/indoubt/indoubt/internal/evidence"
-	"github.com/indoubt/indoubt/internal/judge"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
-	"github.com/indoubt/indoubt/internal/results"
-	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/runner"
-	"github.com/indoubt/indoubt/internal/servers"
-	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/internal/supervise"
 )
 
 const execHelp = `indoubt exec: run any program under commit faults and judge what it recorded.
@@ -118,8 +103,15 @@ type execArgs struct {
 }
 
 func execCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if os.Getenv(supervisorEnv) != "" {
-		return superviseProgram(ctx, args)
+	if os.Getenv(supervise.Env) != "" {
+		// indoubt started again as the program's supervisor (runner.Exec).
+		if err := supervise.Main(ctx, args); err != nil {
+			if errors.Is(err, supervise.ErrReported) {
+				return verdictExit{exitCouldNot}
+			}
+			return err
+		}
+		return nil
 	}
 	a, err := parseExecArgs(args, stdout)
 	if err != nil {
@@ -129,16 +121,17 @@ func execCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if a.jsonOut {
 		human = stderr
 	}
-	res, code, err := a.run(ctx, human, stderr)
+	x, err := runner.Exec(ctx, a.config(human, stderr))
 	if err != nil {
 		return redact.Error(err, a.dsn)
 	}
+	report.WriteSummaryNotes(human, x.Results, x.Notes)
 	if a.jsonOut {
-		b, _ := json.MarshalIndent(res, "", "  ")
+		b, _ := json.MarshalIndent(x.Results, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", console.JSON(b))
 	}
-	if code != 0 {
-		return verdictExit{code}
+	if x.Code != 0 {
+		return verdictExit{x.Code}
 	}
 	return nil
 }
@@ -278,546 +271,21 @@ func sqlStores() string {
 	return strings.Join(have, ", ")
 }
 
-// execRun is one exec while it runs: what it launched, in the order to stop it.
-type execRun struct {
-	notes    []string // beside the verdict: whether an acknowledged write was lost
-	a        execArgs
-	dir      string // the run directory, .partial until published
-	name     string
-	start    time.Time
-	direct   string // the server's own DSN; "" with --upstream
-	desc     string // the server, for the report
-	proxied  string // the DSN through the proxy; "" with --upstream
-	px       *faults.Proxy
-	pxOnce   sync.Once
-	env      []string
-	history  string // the program's history file
-	progress io.Writer
-	kept     []string // --keep: what to tell the user about the kept data, line by line
-
-	mu     sync.Mutex
-	events []rundir.FaultLine // faults.jsonl, written when the run ends
-	pstart time.Time          // the program's start: the run clock's zero
-}
-
-func (r *execRun) progressf(format string, a ...any) {
-	if r.progress != nil {
-		console.Fprintf(r.progress, "indoubt exec: "+format+"\n", a...)
+// config is the runner's ExecConfig of these flags: the lines beside the verdict go
+// to human, warnings and progress (unless --quiet) to stderr. The program's own output
+// is indoubt's, but with --json, when stdout is results.json's alone, it goes to stderr.
+func (a execArgs) config(human, stderr io.Writer) runner.ExecConfig {
+	c := runner.ExecConfig{
+		Store: a.store, DSN: a.dsn, Upstream: a.upstream, Schedule: a.schedule, Seed: a.seed, Out: a.out,
+		Model: a.model, Params: a.params, FinalSQL: a.finalSQL, FinalCmd: a.finalCmd, Match: a.match,
+		Grace: a.grace, Keep: a.keep, Argv: a.argv,
+		Console: human, Warn: stderr, ProgramOut: os.Stdout, ProgramErr: os.Stderr,
 	}
-}
-
-// run does the whole exec and returns the results, the exit code, and an error when it
-// could not run.
-func (a execArgs) run(ctx context.Context, human, stderr io.Writer) (*results.Results, int, error) {
-	r := &execRun{a: a, start: time.Now()}
 	if !a.quiet {
-		r.progress = stderr
+		c.Progress = stderr
 	}
-	r.name = strings.NewReplacer(":", "_", "/", "_").Replace(fmt.Sprintf("%s-exec-%s-%s", r.start.Format("20060102-150405.000"), a.store.Name(), faultNames(a.schedule)))
-	if err := os.MkdirAll(a.out, 0o755); err != nil {
-		return nil, 0, fmt.Errorf("exec: create %s: %v", a.out, err)
+	if a.jsonOut {
+		c.ProgramOut = os.Stderr
 	}
-	r.dir = filepath.Join(a.out, "."+r.name+".partial")
-	if err := os.Mkdir(r.dir, 0o700); err != nil {
-		return nil, 0, fmt.Errorf("exec: create run directory: %v", err)
-	}
-	// A run killed before it publishes leaves its .partial directory: the marker lets
-	// indoubt clean tell it from a live run's.
-	if err := servers.MarkOwned(r.dir); err != nil {
-		os.RemoveAll(r.dir)
-		return nil, 0, fmt.Errorf("exec: create run directory: %v", err)
-	}
-	res, code, err := r.do(ctx, human)
-	if err != nil {
-		os.RemoveAll(r.dir)
-		return nil, 0, err
-	}
-	final := filepath.Join(a.out, r.name)
-	res.RunDir = final
-	res.Trim(results.DefaultMaxAnomalies)
-	// Nothing is published half-written: every file whole or not at all (atomicfile),
-	// the directory fsynced before its rename. The report is a view of results.json:
-	// one that does not fit (a full disk) is left out and said in not_written.
-	if err := report.WriteHTML(filepath.Join(r.dir, "report.html"), res); err != nil {
-		why := err.Error()
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			why = pe.Err.Error()
-		}
-		res.NotWritten = append(res.NotWritten, "report.html: "+why)
-		console.Fprintf(stderr, "indoubt exec: warning: report.html not written (%s): the run is published without it, results.json says so in not_written; indoubt report %s writes it\n", why, final)
-	}
-	if err := writeRunJSON(filepath.Join(r.dir, "results.json"), res); err != nil {
-		os.RemoveAll(r.dir)
-		return nil, 0, fmt.Errorf("exec: write results: %v", err)
-	}
-	if err := atomicfile.SyncDir(r.dir); err != nil {
-		os.RemoveAll(r.dir)
-		return nil, 0, fmt.Errorf("exec: publish run directory: %v", err)
-	}
-	if err := os.Rename(r.dir, final); err != nil {
-		os.RemoveAll(r.dir)
-		return nil, 0, fmt.Errorf("exec: publish run directory: %v", err)
-	}
-	_ = servers.Unmark(final)
-	_ = atomicfile.SyncDir(a.out)
-	report.WriteSummaryNotes(human, res, r.notes)
-	return res, code, nil
-}
-
-// do serves the program its server and proxy, runs it, and judges what it recorded.
-func (r *execRun) do(ctx context.Context, human io.Writer) (*results.Results, int, error) {
-	stop, err := r.serve(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, 0, fmt.Errorf("exec: interrupted before the program started")
-		}
-		return nil, 0, fmt.Errorf("exec: %v", err)
-	}
-	defer stop()
-	if err := r.prepareHistory(); err != nil {
-		return nil, 0, err
-	}
-	if err := r.writeConfig(); err != nil {
-		return nil, 0, err
-	}
-	exit, interrupted, err := r.runProgram(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	elapsed := time.Since(r.pstart)
-	// No fault after the program: its events are complete.
-	r.closeProxy()
-	var final json.RawMessage
-	if r.a.finalSQL != "" || r.a.finalCmd != "" {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		final, err = r.readFinal(fctx)
-		cancel()
-		if err != nil {
-			return nil, 0, fmt.Errorf("exec: final read: %v", err)
-		}
-	}
-	stop()
-	console.Fprintf(human, "indoubt exec: %s %s after %.1fs\n", programName(r.a.argv), exit, elapsed.Seconds())
-	for _, l := range r.kept {
-		console.Fprintf(human, "indoubt exec: %s\n", l)
-	}
-	if err := writeRunJSON(filepath.Join(r.dir, "program.json"), struct {
-		Argv        []string `json:"argv"`
-		Interrupted bool     `json:"interrupted"`
-		DurationS   float64  `json:"duration_s"`
-		programExit
-	}{r.a.argv, interrupted, elapsed.Seconds(), exit}); err != nil {
-		return nil, 0, fmt.Errorf("exec: write program.json: %v", err)
-	}
-	h, ops, err := r.readProgramHistory(!exit.ok() || interrupted, exit, final, elapsed)
-	if err != nil {
-		return nil, 0, err
-	}
-	res, unjoined, err := r.judge(ctx, h, ops, elapsed, interrupted)
-	if err != nil {
-		return nil, 0, err
-	}
-	r.notes = report.LostWriteNotes(res, ops)
-	for _, s := range unjoined {
-		console.Fprintf(human, "not joined: %s\n", s)
-	}
-	code := res.Verdict.ExitCode()
-	if code == exitValid && (!exit.ok() || interrupted) {
-		console.Fprintf(human, "indoubt exec: the program %s: the verdict covers only what it recorded (exit 2)\n", exit)
-		code = exitUnknown
-	}
-	return res, code, nil
-}
-
-// serve launches the server (or takes --dsn or --upstream) and starts the proxy in
-// front of it. The function it returns stops both; it may be called more than once.
-func (r *execRun) serve(ctx context.Context) (func(), error) {
-	a := r.a
-	stopServer := func() error { return nil }
-	upstream := a.upstream
-	switch {
-	case a.dsn != "":
-		r.direct, r.desc = a.dsn, "external"
-		// The program's database is its own while it runs (runner.LockDSN).
-		unlock, err := runner.LockDSN(ctx, a.store.Name(), a.dsn)
-		if err != nil {
-			return nil, err
-		}
-		stopServer = func() error { unlock(); return nil }
-	case a.upstream != "":
-		r.desc = "external at " + a.upstream
-	default:
-		r.progressf("launching a local %s ...", a.store.Name())
-		srv, err := a.store.Launch(ctx, r.dir, a.keep)
-		if err != nil {
-			return nil, err
-		}
-		r.direct, r.desc, stopServer, r.kept = srv.DSN, srv.Desc, srv.Stop, srv.Kept
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			r.closeProxy()
-			stopServer()
-		})
-	}
-	if r.direct != "" {
-		if u, err := url.Parse(r.direct); err != nil || u.Port() == "" {
-			stop()
-			return nil, fmt.Errorf("--dsn must be a URL with host:port, to put the proxy in front of it")
-		}
-		var err error
-		if upstream, err = a.store.Upstream(r.direct); err != nil {
-			stop()
-			return nil, err
-		}
-	}
-	opt := faults.Options{Upstream: upstream, Protocol: a.store.Protocol(), Seed: a.seed, Events: r.onEvent}
-	if a.match != "" {
-		opt.Match = regexp.MustCompile(a.match).MatchString
-	}
-	px, err := faults.Start(opt)
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	r.px = px
-	if r.direct != "" {
-		if r.proxied, err = a.store.ProxyDSN(r.direct, px.Addr()); err != nil {
-			stop()
-			return nil, err
-		}
-		if tls := a.store.Encrypted(r.proxied); tls != "" {
-			r.progressf("warning: %s: the proxy cannot see commits inside TLS, so commit faults may not fire", tls)
-		}
-	}
-	r.progressf("%s; fault proxy on %s (seed %d, faults: %s)", r.desc, px.Addr(), a.seed, orNone(specsOf(a.schedule)))
-	return stop, nil
-}
-
-// closeProxy stops the proxy, once.
-func (r *execRun) closeProxy() {
-	r.pxOnce.Do(func() {
-		if r.px != nil {
-			r.px.Close()
-		}
-	})
-}
-
-// onEvent receives a commit fault from the proxy's goroutines.
-func (r *execRun) onEvent(e toxics.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, rundir.EventLine(e, int64(e.Time.Sub(r.pstart))))
-}
-
-// onWindow records a fault window opening or closing.
-func (r *execRun) onWindow(w faults.Window) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, rundir.WindowLine(w, int64(w.Time.Sub(r.pstart)), nil))
-}
-
-// prepareHistory creates the program's history file (program.jsonl in the run
-// directory), with the header when --model gave it, and the program's environment.
-func (r *execRun) prepareHistory() error {
-	r.history = filepath.Join(r.dir, "program.jsonl")
-	f, err := os.OpenFile(r.history, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("exec: create the program's history: %v", err)
-	}
-	if r.a.model != "" {
-		hdr := histories.Header{Format: histories.FormatV1, Workload: r.a.model, Model: r.a.model, Store: string(r.a.store.Name()), Seed: r.a.seed, Params: r.a.params}
-		line, _ := json.Marshal(struct {
-			Header histories.Header `json:"header"`
-		}{hdr})
-		_, err = f.Write(append(line, '\n'))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("exec: write the history's header: %v", err)
-	}
-	abs, err := filepath.Abs(r.history)
-	if err != nil {
-		return err
-	}
-	storeEnv, err := r.a.store.Env(r.proxied, r.px.Addr())
-	if err != nil {
-		return fmt.Errorf("exec: %v", err)
-	}
-	ours := append(storeEnv,
-		"INDOUBT_HISTORY="+abs, "INDOUBT_PROXY_ADDR="+r.px.Addr(), "INDOUBT_SEED="+strconv.FormatInt(r.a.seed, 10),
-		"INDOUBT_STORE="+string(r.a.store.Name()))
-	if r.direct != "" {
-		ours = append(ours, "INDOUBT_DIRECT_URL="+r.direct)
-	}
-	drop := []string{"PGHOSTADDR", "PGSERVICE", "INDOUBT_DIRECT_URL", supervisorEnv}
-	for _, kv := range ours {
-		k, _, _ := strings.Cut(kv, "=")
-		drop = append(drop, k)
-	}
-	r.env = append(withoutVars(os.Environ(), drop...), ours...)
-	return nil
-}
-
-// writeConfig writes config.json: what exec was asked, the DSN's secrets masked.
-func (r *execRun) writeConfig() error {
-	a := r.a
-	cfg := rundir.ExecConfig{
-		Command: "exec", Argv: a.argv, Store: string(a.store.Name()), DSN: redact.DSN(a.dsn), Upstream: a.upstream,
-		Faults: specsOf(a.schedule), Seed: a.seed, Model: a.model, Params: a.params,
-		FinalSQL: a.finalSQL, FinalCmd: a.finalCmd, Match: a.match, Grace: a.grace.String(),
-	}
-	if err := writeRunJSON(filepath.Join(r.dir, rundir.ConfigFile), cfg); err != nil {
-		return fmt.Errorf("exec: write config: %v", err)
-	}
-	return nil
-}
-
-// runProgram runs the program with the fault schedule armed from its start, until it
-// ends. The first SIGINT or SIGTERM (ctx) is sent on to its process group; after
-// --grace it is killed.
-func (r *execRun) runProgram(ctx context.Context) (programExit, bool, error) {
-	r.mu.Lock()
-	r.pstart = time.Now()
-	r.mu.Unlock()
-	// With --json, stdout is results.json's alone: the program's output goes to stderr.
-	out := io.Writer(os.Stdout)
-	if r.a.jsonOut {
-		out = os.Stderr
-	}
-	p, err := startProgram(r.a.argv, r.env, out, os.Stderr)
-	if err != nil {
-		return programExit{}, false, fmt.Errorf("exec: %v", err)
-	}
-	r.mu.Lock()
-	r.pstart = p.started
-	r.mu.Unlock()
-	sctx, cancel := context.WithCancel(context.Background())
-	sched := make(chan error, 1)
-	go func() { sched <- r.a.schedule.Run(sctx, r.px, p.started, r.onWindow) }()
-	var exit programExit
-	interrupted := false
-	select {
-	case exit = <-p.done:
-	case <-ctx.Done():
-		interrupted = true
-		sig := syscall.SIGINT
-		if c := context.Cause(ctx); c != nil && strings.Contains(c.Error(), syscall.SIGTERM.String()) {
-			sig = syscall.SIGTERM
-		}
-		r.progressf("%s: sent to the program; waiting up to %v for it to stop", unixSignalName(sig), r.a.grace)
-		p.interrupt(sig)
-		select {
-		case exit = <-p.done:
-		case <-time.After(r.a.grace):
-			r.progressf("the program did not stop within %v: killing it", r.a.grace)
-			p.kill()
-			exit = <-p.done
-		}
-	}
-	cancel()
-	if err := <-sched; err != nil {
-		return exit, interrupted, fmt.Errorf("exec: fault schedule: %v", err)
-	}
-	return exit, interrupted, nil
-}
-
-// readFinal reads the final state after the program ended, by --final-sql or
-// --final-cmd.
-func (r *execRun) readFinal(ctx context.Context) (json.RawMessage, error) {
-	if r.a.finalSQL != "" {
-		return r.a.store.FinalSQL(ctx, r.direct, r.a.finalSQL, r.modelName())
-	}
-	var size int64
-	if fi, err := os.Stat(r.history); err == nil {
-		size = fi.Size()
-	}
-	return runFinalCmd(ctx, r.a.finalCmd, r.env, finalCmdMost(size))
-}
-
-// modelName is the model the history will be checked with: --model, else the header's.
-func (r *execRun) modelName() string {
-	if r.a.model != "" {
-		return r.a.model
-	}
-	if regularHistory(r.history) != nil {
-		return "" // refused when the history is read
-	}
-	f, err := os.Open(r.history)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	rd, err := histories.NewReader(f, r.history)
-	if err != nil || rd.Header() == nil {
-		return ""
-	}
-	return rd.Header().Model
-}
-
-// readProgramHistory reads what the program recorded, shifts its times (Unix
-// nanoseconds) to the run clock (nanoseconds since the program started), appends the
-// final read when exec made one, and writes history.jsonl; program.jsonl is then
-// removed. partial accepts a last line cut short, when the program did not end by itself.
-func (r *execRun) readProgramHistory(partial bool, exit programExit, final json.RawMessage, elapsed time.Duration) (*histories.Header, []histories.Op, error) {
-	if err := regularHistory(r.history); err != nil {
-		return nil, nil, err
-	}
-	h, ops, err := histories.ReadFile(r.history, partial)
-	if errors.Is(err, histories.ErrEmpty) || err == nil && !slices.ContainsFunc(ops, histories.Op.IsClient) {
-		return nil, nil, fmt.Errorf("exec: the program (%s) wrote no history to INDOUBT_HISTORY: nothing to check (docs/history-format.md; recorders/ has writers for Python and Node)", exit)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("exec: the program's history: %v", err)
-	}
-	if h == nil {
-		return nil, nil, fmt.Errorf("exec: the program's history has no header naming its model: give --model, or write the header (docs/history-format.md)")
-	}
-	if err := checkProgramHistory(r.a.model, h, ops); err != nil {
-		return nil, nil, err
-	}
-	if err := evidence.CheckClock(ops, evidence.WallClock); err != nil {
-		return nil, nil, fmt.Errorf("exec: the program's history: %v", err)
-	}
-	zero := r.pstart.UnixNano()
-	proc := 0
-	for i := range ops {
-		ops[i].Time -= zero
-		for k := range ops[i].Failed {
-			ops[i].Failed[k].Start -= zero
-			ops[i].Failed[k].End -= zero
-		}
-		proc = max(proc, ops[i].Process+1)
-	}
-	if final != nil {
-		t := int64(elapsed)
-		for _, op := range ops {
-			t = max(t, op.Time+1)
-		}
-		ops = append(ops,
-			histories.Op{Time: t, Process: proc, Type: histories.Invoke, F: "read", OpID: histories.FinalReadID(0)},
-			histories.Op{Time: t + 1, Process: proc, Type: histories.OK, F: "read", OpID: histories.FinalReadID(0), Value: final})
-	}
-	hdr := *h
-	if hdr.Store == "" {
-		hdr.Store = string(r.a.store.Name())
-	}
-	hdr.Seed = r.a.seed
-	if err := rundir.WriteHistory(r.dir, hdr, ops); err != nil {
-		return nil, nil, fmt.Errorf("exec: write history.jsonl: %v", err)
-	}
-	os.Remove(r.history)
-	// Read back as `indoubt check` will, so that the verdict is of the file.
-	h, ops, err = histories.ReadFile(filepath.Join(r.dir, "history.jsonl"), false)
-	if err != nil {
-		return nil, nil, fmt.Errorf("exec: reread history.jsonl: %v", err)
-	}
-	return h, ops, nil
-}
-
-// judge writes faults.jsonl, checks the history and joins the proxy's events to it.
-func (r *execRun) judge(ctx context.Context, h *histories.Header, ops []histories.Op, elapsed time.Duration, interrupted bool) (*results.Results, []string, error) {
-	r.mu.Lock()
-	lines, err := rundir.MarshalFaults(r.events)
-	r.mu.Unlock()
-	if err != nil {
-		return nil, nil, fmt.Errorf("exec: write faults.jsonl: %v", err)
-	}
-	faultsPath := filepath.Join(r.dir, rundir.FaultsFile)
-	if err := atomicfile.Write(faultsPath, lines, 0o644); err != nil {
-		return nil, nil, fmt.Errorf("exec: write faults.jsonl: %v", err)
-	}
-	if err := rundir.WriteCheck(r.dir, rundir.Check{Limits: execLimits, Proxied: true}); err != nil {
-		return nil, nil, fmt.Errorf("exec: write %s: %v", rundir.CheckFile, err)
-	}
-	opt := judge.Options{}
-	if h.Model == checker.RegisterModel || h.Model == checker.CASRegisterModel {
-		opt.VisualizePath = filepath.Join(r.dir, "linearizability.html")
-	}
-	j, err := judge.History(context.WithoutCancel(ctx), r.dir, h, ops, opt)
-	if err != nil {
-		if strings.Contains(err.Error(), "no final read") {
-			return nil, nil, fmt.Errorf("exec: check: the history has no final read: record one, or give --final-sql or --final-cmd")
-		}
-		return nil, nil, fmt.Errorf("exec: %v", strings.TrimPrefix(err.Error(), "exec: "))
-	}
-	res := j.Results
-	judge.Figures(res, ops, elapsed)
-	res.Retry, res.StartedAt = "program", r.pstart.UTC()
-	res.Workload = execWorkload
-	res.Store, res.Seed, res.Server, res.Interrupted = string(r.a.store.Name()), r.a.seed, r.desc, interrupted
-	res.Mechanism = shorten(programName(r.a.argv), 48)
-	res.Faults.Schedule = specsOf(r.a.schedule)
-	return res, evidence.Unjoined(j.Events, j.Spans, ops), nil
-}
-
-// execLimits bound exec's check: the register models' search stops after a minute.
-var execLimits = rundir.Limits{Timeout: time.Minute}
-
-// programName is the program's command line as the report shows it: paths by their
-// last element.
-func programName(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		out[i] = a
-		if strings.Contains(a, "/") && !strings.HasPrefix(a, "-") && !strings.ContainsAny(a, " =") {
-			out[i] = filepath.Base(a)
-		}
-	}
-	return strings.Join(out, " ")
-}
-
-// execWorkload is results.json's workload of an exec: the program's own workload is in
-// its history's header.
-const execWorkload workloads.Name = "exec"
-
-// shorten cuts s to at most n bytes, on a rune boundary, marking the cut.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
-}
-
-// specsOf returns the schedule's entries as written.
-func specsOf(s faults.Schedule) []string {
-	out := []string{}
-	for _, f := range s {
-		out = append(out, f.Spec)
-	}
-	return out
-}
-
-func faultNames(s faults.Schedule) string {
-	if len(s) == 0 {
-		return "nofault"
-	}
-	var ns []string
-	for _, f := range s {
-		ns = append(ns, f.Name)
-	}
-	return strings.Join(ns, "+")
-}
-
-func orNone(ss []string) string {
-	if len(ss) == 0 {
-		return "none"
-	}
-	return strings.Join(ss, ", ")
-}
-
-// writeRunJSON writes v indented, readable by its owner only, like the run directory.
-func writeRunJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(path, append(b, '\n'), 0o600)
+	return c
 }

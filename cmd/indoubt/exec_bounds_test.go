@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/indoubt/indoubt/internal/runner"
 )
 
 // TestExecFinalCmdIsBounded: a --final-cmd that prints more than a history line may
@@ -17,8 +19,8 @@ func TestExecFinalCmdIsBounded(t *testing.T) {
 	if code != 3 || !strings.Contains(stderr, "--final-cmd printed more than") {
 		t.Errorf("200 MB --final-cmd: exit %d, stdout %q, stderr %q; want exit 3 saying it printed too much", code, stdout, cut(stderr, 300))
 	}
-	defer func(d time.Duration) { finalCmdTimeout = d }(finalCmdTimeout)
-	finalCmdTimeout = 2 * time.Second
+	defer func(d time.Duration) { runner.FinalCmdTimeout = d }(runner.FinalCmdTimeout)
+	runner.FinalCmdTimeout = 2 * time.Second
 	code, stdout, stderr = invoke(t, execArgsFor(t.TempDir(), "--final-cmd", `sleep 600 & sleep 600`, "--", prog)...)
 	if code != 3 || !strings.Contains(stderr, "--final-cmd did not end within 2s") {
 		t.Errorf("endless --final-cmd: exit %d, stdout %q, stderr %q; want exit 3 saying it did not end", code, stdout, cut(stderr, 300))

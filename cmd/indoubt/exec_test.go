@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/internal/judge/judgetest"
+	"github.com/indoubt/indoubt/internal/supervise"
 )
 
 // script writes a shell program for exec to run and returns its path. Its events are
@@ -205,7 +206,7 @@ ev ok apply 0 p-1
 	if !strings.HasSuffix(env["INDOUBT_HISTORY"], "program.jsonl") || env["INDOUBT_SEED"] != "1" {
 		t.Errorf("INDOUBT_HISTORY %q INDOUBT_SEED %q", env["INDOUBT_HISTORY"], env["INDOUBT_SEED"])
 	}
-	if _, ok := env[supervisorEnv]; ok {
+	if _, ok := env[supervise.Env]; ok {
 		t.Errorf("the supervisor's marker reaches the program")
 	}
 	if !strings.Contains(stdout, "verdict: valid") {

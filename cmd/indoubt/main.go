@@ -35,6 +35,7 @@ import (
 
 	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/supervise"
 )
 
 func main() {
@@ -45,7 +46,7 @@ func main() {
 		debug.SetGCPercent(300)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	if os.Getenv(supervisorEnv) == "" {
+	if os.Getenv(supervise.Env) == "" {
 		// exec's supervisor may be sent SIGTERM twice as indoubt dies (the
 		// parent-death signal, and indoubt's own): it must not stop before it has
 		// killed what the program started.

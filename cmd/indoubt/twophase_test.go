@@ -18,14 +18,15 @@ import (
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
+	"github.com/indoubt/indoubt/internal/supervise"
 )
 
 // TestMain runs the child processes of startBinary as the command itself (and lets the
 // test binary stand in for indoubt as exec's supervisor: indoubt exec starts its own
-// binary again, os.Executable, with supervisorEnv set), and stops the servers the tests
+// binary again, os.Executable, with supervise.Env set), and stops the servers the tests
 // shared (the pair, and startPostgres's).
 func TestMain(m *testing.M) {
-	if os.Getenv(supervisorEnv) != "" {
+	if os.Getenv(supervise.Env) != "" {
 		main()
 	}
 	asBinary()

@@ -74,7 +74,24 @@ type backend struct {
 	// lock takes the run lock of the database a DSN names and returns its release
 	// (dsnlock.go); nil for a store that takes none.
 	lock func(ctx context.Context, dsn string) (func(), error)
+	// isolated launches the store with each node in a network namespace of its own
+	// (--network isolated, partitions.go), by --topology (single for ""); a topology
+	// not listed has no such launch.
+	isolated map[string]isolatedLaunch
 }
+
+// isolatedLaunch is one topology of a store on nodes of their own: the nodes' names, in
+// order, and the launcher that starts the servers on them.
+type isolatedLaunch struct {
+	nodes  []string
+	launch func(t *topology, ctx context.Context, cfg Config, dir string) (launched, error)
+}
+
+// oneNode and threeNodes name the nodes of the isolated topologies.
+var (
+	oneNode    = []string{"n1"}
+	threeNodes = []string{"n1", "n2", "n3"}
+)
 
 // launched is a server started for this run.
 type launched struct {
@@ -107,6 +124,8 @@ var backends = []backend{
 		rewrite:   pgRewrite,
 		open:      openPostgres,
 		env:       pgEnv, finalSQL: queryFinal, keep: launchKeptPostgres, lock: lockPostgres,
+		isolated: map[string]isolatedLaunch{TopologySingle: {oneNode, (*topology).launchPostgresSingle},
+			TopologyReplicated: {[]string{"n1", "n2"}, (*topology).launchPostgres}, TopologyPatroni: {threeNodes, (*topology).launchPatroni}},
 		mechanisms: map[workloads.Name][]string{
 			workloads.Budget:  {string(postgres.Autocommit), string(postgres.Transaction)},
 			workloads.Counter: names(postgres.CounterMechanisms),
@@ -123,6 +142,9 @@ var backends = []backend{
 		rewrite:   urlRewrite,
 		open:      openRedis,
 		env:       urlEnv("REDIS_URL"), lock: lockRedis,
+		// Replicated, Jepsen's layout: five nodes, a Sentinel on each, the data on three.
+		isolated: map[string]isolatedLaunch{TopologySingle: {oneNode, (*topology).launchRedisSingle},
+			TopologyReplicated: {[]string{"n1", "n2", "n3", "n4", "n5"}, (*topology).launchRedis}},
 		mechanisms: map[workloads.Name][]string{
 			workloads.ListAppend: names(redisstore.TxnMechanisms), workloads.RWRegister: names(redisstore.TxnMechanisms),
 		},
@@ -148,6 +170,8 @@ var backends = []backend{
 		addr:      cqlAddr,
 		rewrite:   cqlRewrite,
 		open:      openCQL,
+		isolated: map[string]isolatedLaunch{TopologySingle: {oneNode, (*topology).launchCassandra},
+			TopologyReplicated: {threeNodes, (*topology).launchCassandra}},
 	},
 	{
 		// etcd v3 (backends_etcd.go): no fault proxy (gRPC to every member).
@@ -155,6 +179,8 @@ var backends = []backend{
 		workloads: append(slices.Clone(kv), workloads.ListAppend, workloads.RWRegister), launch: launchEtcd, available: etcdAvailable,
 		addr: etcdNoProxy, rewrite: func(dsn, _ string) (string, error) { return dsn, nil },
 		open: openEtcd, mechanisms: etcdMechanisms,
+		isolated: map[string]isolatedLaunch{TopologySingle: {oneNode, (*topology).launchEtcd},
+			TopologyReplicated: {threeNodes, (*topology).launchEtcd}},
 	},
 	{
 		// CockroachDB runs only where --dsn points at one: nothing launches it here.

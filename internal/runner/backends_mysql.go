@@ -23,6 +23,8 @@ var mysqlBackend = backend{
 	rewrite:   urlRewrite,
 	open:      openMySQL,
 	env:       mysqlEnv,
+	// A Galera cluster (galera.go); one MariaDB has no nodes of its own.
+	isolated: map[string]isolatedLaunch{TopologyReplicated: {threeNodes, (*topology).launchGalera}},
 	mechanisms: map[workloads.Name][]string{
 		workloads.Budget:  {string(mysql.Autocommit), string(mysql.Transaction)},
 		workloads.Counter: names(mysql.CounterMechanisms),

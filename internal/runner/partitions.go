@@ -146,44 +146,21 @@ func serverNode(nw *netns.Network, n *netns.Node) *servers.Node {
 // launchIsolated launches the topology of cfg on a network of its own. The returned
 // server's stop stops the servers, then deletes the network.
 func launchIsolated(ctx context.Context, cfg Config, dir string) (launched, error) {
-	names := []string{"n1"}
-	if cfg.Topology == TopologyReplicated {
-		names = []string{"n1", "n2"}
-		switch cfg.Store {
-		case Redis:
-			// Jepsen's layout: five nodes, a Sentinel on each, the data on three.
-			names = []string{"n1", "n2", "n3", "n4", "n5"}
-		case CQL, MySQL, Etcd:
-			names = []string{"n1", "n2", "n3"}
-		}
+	b, _ := lookupBackend(cfg.Store)
+	top := cfg.Topology
+	if top == "" {
+		top = TopologySingle
 	}
-	if cfg.Topology == TopologyPatroni {
-		names = []string{"n1", "n2", "n3"}
+	iso, ok := b.isolated[top]
+	if !ok {
+		return launched{}, fmt.Errorf("%s: no %s topology on nodes of their own", cfg.Store, top)
 	}
-	nw, err := netns.New(names)
+	nw, err := netns.New(iso.nodes)
 	if err != nil {
 		return launched{}, err
 	}
-	topo := &topology{net: nw, nodes: names}
-	var l launched
-	switch {
-	case cfg.Topology == TopologyPatroni:
-		l, err = topo.launchPatroni(ctx, cfg, dir)
-	case cfg.Store == Postgres && cfg.Topology == TopologyReplicated:
-		l, err = topo.launchPostgres(ctx, cfg, dir)
-	case cfg.Store == Postgres:
-		l, err = topo.launchPostgresSingle(ctx, cfg, dir)
-	case cfg.Store == Redis && cfg.Topology == TopologyReplicated:
-		l, err = topo.launchRedis(ctx, cfg, dir)
-	case cfg.Store == CQL:
-		l, err = topo.launchCassandra(ctx, cfg, dir)
-	case cfg.Store == MySQL && cfg.Topology == TopologyReplicated:
-		l, err = topo.launchGalera(ctx, cfg, dir)
-	case cfg.Store == Etcd:
-		l, err = topo.launchEtcd(ctx, cfg, dir)
-	default:
-		l, err = topo.launchRedisSingle(ctx, cfg, dir)
-	}
+	topo := &topology{net: nw, nodes: append([]string(nil), iso.nodes...)}
+	l, err := iso.launch(topo, ctx, cfg, dir)
 	if err != nil {
 		if topo.link != nil {
 			topo.link.Close()

@@ -21,12 +21,16 @@ import (
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
+	"github.com/indoubt/indoubt/internal/supervise"
 	"github.com/indoubt/indoubt/workloads/budget"
 )
 
 var pg = servertest.Postgres(postgres.Options{})
 
 func TestMain(m *testing.M) {
+	if os.Getenv(supervise.Env) != "" {
+		os.Exit(superviseMain())
+	}
 	// The parallel tests each run on servers of their own and spend most of their time
 	// waiting on them (a failover's promotion, a power loss's restart, a run's fixed
 	// length): four at a time, unless -test.parallel says otherwise.

@@ -1,11 +1,11 @@
-package main
+package runner
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -14,9 +14,10 @@ import (
 	"github.com/indoubt/indoubt/histories"
 )
 
-// finalCmdTimeout bounds --final-cmd: a final read is one query, and a command that
-// never ends must not hold the run (its directory, its server) forever.
-var finalCmdTimeout = 5 * time.Minute
+// FinalCmdTimeout bounds --final-cmd: a final read is one query, and a command that
+// never ends must not hold the run (its directory, its server) forever. A variable so
+// that a test can shorten it.
+var FinalCmdTimeout = 5 * time.Minute
 
 // finalCmdMost is the most --final-cmd may print for a history of size bytes: the
 // final read becomes one line of history.jsonl, and a line may be as long as the
@@ -51,13 +52,14 @@ func (w *boundedBuffer) Write(p []byte) (int, error) {
 
 // runFinalCmd runs line with sh -c and env, in a process group of its own that is
 // killed whole when it ends, prints more than most bytes, or runs past
-// finalCmdTimeout (or ctx ends), and returns what it printed, one JSON value.
-func runFinalCmd(ctx context.Context, line string, env []string, most int64) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, finalCmdTimeout)
+// FinalCmdTimeout (or ctx ends), and returns what it printed, one JSON value. Its
+// standard error goes to stderr.
+func runFinalCmd(ctx context.Context, line string, env []string, stderr io.Writer, most int64) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, FinalCmdTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", line)
 	cmd.Env = env
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A child of sh that keeps stdout open must not hold Wait.
@@ -73,7 +75,7 @@ func runFinalCmd(ctx context.Context, line string, env []string, most int64) (js
 	case out.over:
 		return nil, fmt.Errorf("--final-cmd printed more than %d bytes: a final read is one line of the history, at most as long as the history before it", most)
 	case ctx.Err() == context.DeadlineExceeded:
-		return nil, fmt.Errorf("--final-cmd did not end within %v", finalCmdTimeout)
+		return nil, fmt.Errorf("--final-cmd did not end within %v", FinalCmdTimeout)
 	case err != nil:
 		return nil, fmt.Errorf("--final-cmd: %v", err)
 	}

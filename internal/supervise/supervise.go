@@ -1,4 +1,20 @@
-package main
+// Package supervise runs a user's program so that nothing it starts outlives it: under
+// a supervisor that is the calling binary itself, started again with Env set.
+//
+// The program of `indoubt exec` runs under a supervisor: indoubt itself, started again
+// with Env set, in a process group of its own, with a parent-death signal.
+// The supervisor starts the program in a second group, with a parent-death signal of
+// its own, tells indoubt its pid and, when it ends, how; on SIGTERM (sent by indoubt,
+// or by the kernel when indoubt dies, even of SIGKILL) it kills the program's whole
+// group. A parent-death signal reaches only a direct child, so without the supervisor
+// the program's own children would outlive a killed indoubt.
+//
+// Why two groups: indoubt forwards Ctrl-C to the program's group, as a terminal would
+// to a foreground job, and the supervisor must not receive it.
+//
+// A binary that calls Start must, when started with Env set, call Main with the
+// arguments it was given after its subcommand (see SelfArgs), and nothing else.
+package supervise
 
 import (
 	"bufio"
@@ -8,6 +24,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,40 +33,41 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The program of `indoubt exec` runs under a supervisor: indoubt itself, started again
-// with supervisorEnv set, in a process group of its own, with a parent-death signal.
-// The supervisor starts the program in a second group, with a parent-death signal of
-// its own, tells indoubt its pid and, when it ends, how; on SIGTERM (sent by indoubt,
-// or by the kernel when indoubt dies, even of SIGKILL) it kills the program's whole
-// group. A parent-death signal reaches only a direct child, so without the supervisor
-// the program's own children would outlive a killed indoubt.
-//
-// Why two groups: indoubt forwards Ctrl-C to the program's group, as a terminal would
-// to a foreground job, and the supervisor must not receive it.
-const supervisorEnv = "INDOUBT_EXEC_SUPERVISE"
+// Env is the variable that makes the binary a supervisor: Start sets it.
+const Env = "INDOUBT_EXEC_SUPERVISE"
 
-// program is the user's program, started under its supervisor.
-type program struct {
+// SelfArgs are the arguments Start gives its own binary before the program's argv:
+// indoubt's exec subcommand, which calls Main when Env is set.
+var SelfArgs = []string{"exec", "--"}
+
+// ErrReported is Main's error when it could not start or contain the program and has
+// said why on the status descriptor: the binary exits 3 without a word.
+var ErrReported = errors.New("supervise: reported to the parent")
+
+// Program is the user's program, started under its supervisor.
+type Program struct {
 	argv       []string
 	supervisor *exec.Cmd
 	pid        int // the program's pid, which is also its process group
 	status     *bufio.Reader
-	started    time.Time
-	done       chan programExit // receives once, when the program has ended
+	// Started is when the program was known to run.
+	Started time.Time
+	// Done receives once, when the program has ended.
+	Done chan Exit
 }
 
-// programExit is how the program ended.
-type programExit struct {
+// Exit is how the program ended.
+type Exit struct {
 	Code   int    `json:"exit_code"`        // its exit status; -1 when a signal ended it
 	Signal string `json:"signal,omitempty"` // the signal that ended it
 	// Err says why nothing is known of its end (the supervisor vanished); "" otherwise.
 	Err string `json:"error,omitempty"`
 }
 
-// ok reports whether the program ended by itself with status 0.
-func (e programExit) ok() bool { return e.Err == "" && e.Signal == "" && e.Code == 0 }
+// OK reports whether the program ended by itself with status 0.
+func (e Exit) OK() bool { return e.Err == "" && e.Signal == "" && e.Code == 0 }
 
-func (e programExit) String() string {
+func (e Exit) String() string {
 	switch {
 	case e.Err != "":
 		return "ended, how is not known (" + e.Err + ")"
@@ -59,12 +77,12 @@ func (e programExit) String() string {
 	return "exited " + strconv.Itoa(e.Code)
 }
 
-// startProgram starts argv under a supervisor with env, and returns once the program
+// Start starts argv under a supervisor with env, and returns once the program
 // runs (or could not be started: not found, not executable). The program's standard
 // output and error are indoubt's; its standard input is indoubt's unless that is a
 // terminal, which a program outside the terminal's foreground group cannot read from
 // (it would be stopped), so it gets /dev/null.
-func startProgram(argv, env []string, stdout, stderr io.Writer) (*program, error) {
+func Start(argv, env []string, stdout, stderr io.Writer) (*Program, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find indoubt's own binary to supervise the program: %v", err)
@@ -73,8 +91,8 @@ func startProgram(argv, env []string, stdout, stderr io.Writer) (*program, error
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, append([]string{"exec", "--"}, argv...)...)
-	cmd.Env = append(withoutVars(env, "INDOUBT_CPUPROFILE", "INDOUBT_MEMPROFILE"), supervisorEnv+"=1")
+	cmd := exec.Command(self, append(slices.Clone(SelfArgs), argv...)...)
+	cmd.Env = append(WithoutVars(env, "INDOUBT_CPUPROFILE", "INDOUBT_MEMPROFILE"), Env+"=1")
 	cmd.Stdin = programStdin()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = []*os.File{w}
@@ -88,14 +106,14 @@ func startProgram(argv, env []string, stdout, stderr io.Writer) (*program, error
 		r.Close()
 		return nil, fmt.Errorf("start the program's supervisor: %v", err)
 	}
-	p := &program{argv: argv, supervisor: cmd, status: bufio.NewReader(r), done: make(chan programExit, 1)}
+	p := &Program{argv: argv, supervisor: cmd, status: bufio.NewReader(r), Done: make(chan Exit, 1)}
 	line, err := p.status.ReadString('\n')
 	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 	switch {
 	case err == nil && word == "started":
 		p.pid, err = strconv.Atoi(rest)
 		if err == nil {
-			p.started = time.Now()
+			p.Started = time.Now()
 			go p.wait(r)
 			return p, nil
 		}
@@ -121,12 +139,12 @@ func programStdin() io.Reader {
 
 // wait reads how the program ended from its supervisor, reaps the supervisor, and kills
 // whatever is left of the program's group.
-func (p *program) wait(r *os.File) {
+func (p *Program) wait(r *os.File) {
 	defer r.Close()
 	line, rerr := p.status.ReadString('\n')
 	serr := p.supervisor.Wait()
 	syscall.Kill(-p.pid, syscall.SIGKILL)
-	var e programExit
+	var e Exit
 	f := strings.Fields(line)
 	switch {
 	case rerr == nil && len(f) >= 2 && f[0] == "exit":
@@ -135,23 +153,24 @@ func (p *program) wait(r *os.File) {
 			e.Signal = f[2]
 		}
 	default:
-		e = programExit{Code: -1, Err: fmt.Sprintf("its supervisor ended first: %v", errors.Join(rerr, serr))}
+		e = Exit{Code: -1, Err: fmt.Sprintf("its supervisor ended first: %v", errors.Join(rerr, serr))}
 	}
-	p.done <- e
+	p.Done <- e
 }
 
-// interrupt sends sig to the program's process group, as a terminal sends Ctrl-C to its
+// Interrupt sends sig to the program's process group, as a terminal sends Ctrl-C to its
 // foreground job: the program and the children it started.
-func (p *program) interrupt(sig syscall.Signal) { syscall.Kill(-p.pid, sig) }
+func (p *Program) Interrupt(sig syscall.Signal) { syscall.Kill(-p.pid, sig) }
 
-// kill has the supervisor kill the program's group at once.
-func (p *program) kill() { p.supervisor.Process.Signal(syscall.SIGTERM) }
+// Kill has the supervisor kill the program's group at once; Done then receives.
+func (p *Program) Kill() { p.supervisor.Process.Signal(syscall.SIGTERM) }
 
-// superviseProgram is the supervisor's side: it runs args (after "--") in a process group
+// Main is the supervisor's side: it runs args (after "--") in a process group
 // of its own and reports on descriptor 3 "started PID", then "exit CODE [SIGNAL]"; or
 // "error TEXT" when it cannot start it. When ctx ends (SIGTERM: indoubt asks, or it died)
-// the program's group is killed.
-func superviseProgram(ctx context.Context, args []string) error {
+// the program's group is killed. It returns ErrReported when it said "error" on the
+// descriptor.
+func Main(ctx context.Context, args []string) error {
 	status := os.NewFile(3, "status")
 	if status == nil || len(args) < 2 || args[0] != "--" {
 		return errors.New("exec: the supervisor is started by indoubt exec itself")
@@ -159,16 +178,16 @@ func superviseProgram(ctx context.Context, args []string) error {
 	defer status.Close()
 	argv := args[1:]
 	if err := becomeSubreaper(); err != nil {
-		fmt.Fprintf(status, "error cannot contain the program's processes: %s\n", oneLine(err.Error()))
-		return verdictExit{exitCouldNot}
+		fmt.Fprintf(status, "error cannot contain the program's processes: %s\n", oneLine(err))
+		return ErrReported
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = withoutVars(os.Environ(), supervisorEnv)
+	cmd.Env = WithoutVars(os.Environ(), Env)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(status, "error %s\n", oneLine(err.Error()))
-		return verdictExit{exitCouldNot}
+		fmt.Fprintf(status, "error %s\n", oneLine(err))
+		return ErrReported
 	}
 	pid := cmd.Process.Pid
 	fmt.Fprintf(status, "started %d\n", pid)
@@ -189,7 +208,7 @@ func superviseProgram(ctx context.Context, args []string) error {
 	if errors.As(err, &exit) {
 		code = exit.ExitCode()
 		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code, sig = -1, unixSignalName(ws.Signal())
+			code, sig = -1, SignalName(ws.Signal())
 		}
 	}
 	if sig != "" {
@@ -200,8 +219,8 @@ func superviseProgram(ctx context.Context, args []string) error {
 	return nil
 }
 
-// unixSignalName is a signal's conventional name: SIGKILL, SIGSEGV.
-func unixSignalName(s syscall.Signal) string {
+// SignalName is a signal's conventional name: SIGKILL, SIGSEGV.
+func SignalName(s syscall.Signal) string {
 	names := map[syscall.Signal]string{
 		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL",
 		syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
@@ -214,8 +233,8 @@ func unixSignalName(s syscall.Signal) string {
 	return "signal " + strconv.Itoa(int(s))
 }
 
-// withoutVars returns env without the variables named.
-func withoutVars(env []string, names ...string) []string {
+// WithoutVars returns env without the variables named.
+func WithoutVars(env []string, names ...string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -231,4 +250,9 @@ func withoutVars(env []string, names ...string) []string {
 		}
 	}
 	return out
+}
+
+// oneLine is err's text on one line, as the status descriptor's protocol needs.
+func oneLine(err error) string {
+	return strings.NewReplacer("\n", " ", "\r", " ").Replace(err.Error())
 }

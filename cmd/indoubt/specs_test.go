@@ -1,0 +1,12 @@
+package main
+
+import "github.com/indoubt/indoubt/faults"
+
+// specsOf returns the schedule's entries as written.
+func specsOf(s faults.Schedule) []string {
+	out := []string{}
+	for _, f := range s {
+		out = append(out, f.Spec)
+	}
+	return out
+}
