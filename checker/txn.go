@@ -716,6 +716,7 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 		an.join()
 	}
 	axCheckFor(ctx, tc.h, an, tc.c, tc.model)
+	searchVersionOrders(ctx, tc.h, an, tc.c, tc.model)
 	if ctx.Err() != nil {
 		return interrupted(tc.h.model, ctx.Err()), nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ type txnAnalysis struct {
 	// graph, when set, is the dependency graph, built by the model (and from, to
 	// and bits left empty).
 	graph *txnGraph
+	// complete are the models asked for that a search for a version order decided
+	// (txn_search_order.go), though the inferred graph alone would not have.
+	complete []string
 }
 
 // merge adds the findings of o.
@@ -280,7 +284,12 @@ func (an *txnAnalysis) result(h *txnHistory, c *txnCheck) Result {
 			what = strings.TrimPrefix(what+", "+strings.Join(c.opt.Anomalies, ", "), ", ")
 		}
 		res.Summary = fmt.Sprintf("%d transactions, none of the anomalies %s forbids", len(h.txns), what)
-		if inc := incompleteModels(h.model, c.opt); len(inc) > 0 {
+		inc := slices.DeleteFunc(incompleteModels(h.model, c.opt), func(m string) bool { return slices.Contains(an.complete, m) })
+		if len(an.complete) > 0 {
+			res.Summary += " (" + completeText(an.complete) + ")"
+			details["complete_for"] = an.complete
+		}
+		if len(inc) > 0 {
 			res.Summary += fmt.Sprintf(" (not complete for this model: %s, whose anomalies are found only where the reads reveal them)", strings.Join(inc, ", "))
 			details["not_complete_for"] = inc
 		}
