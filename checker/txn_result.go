@@ -34,6 +34,8 @@ type txnAnalysis struct {
 	// complete are the models asked for that a search for a version order decided
 	// (txn_search_order.go), though the inferred graph alone would not have.
 	complete []string
+	// searches are the figures of those searches, for Details.
+	searches []orderFigures
 }
 
 // merge adds the findings of o.
@@ -271,6 +273,9 @@ func (an *txnAnalysis) result(h *txnHistory, c *txnCheck) Result {
 	}
 	if an.largest > 0 {
 		details["largest_component"] = an.largest
+	}
+	if len(an.searches) > 0 {
+		details["version_order_search"] = an.searches
 	}
 	asked := c.opt.ConsistencyModels
 	if len(asked) == 0 && len(c.opt.Anomalies) == 0 {

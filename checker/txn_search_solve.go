@@ -226,7 +226,7 @@ func (d depSet) merge(o depSet) {
 // tick reports whether the search must stop: out of time, or ctx ended.
 func (s *orderSolver) tick() bool {
 	s.ticks++
-	if s.ticks&63 == 0 && !s.stopped {
+	if s.ticks&63 == 1 && !s.stopped {
 		s.stopped = s.ctx.Err() != nil || time.Now().After(s.deadline)
 	}
 	return s.stopped
