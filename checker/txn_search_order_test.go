@@ -2,8 +2,10 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +166,129 @@ func TestVersionOrderSearchOutOfTime(t *testing.T) {
 	if r.Verdict != Unknown || !strings.Contains(anomalyText(r), "ran out of time") {
 		t.Errorf("got %v: %s\n%s", r.Verdict, r.Summary, anomalyText(r))
 	}
+}
+
+// mediumRegisterHistory returns an rw-register history of n transactions over a few
+// keys, run one at a time in a random order at their completions, each reading now
+// and then an older state than the one it writes over (stale), with real time that
+// overlaps: histories with many writes per key, some satisfying the models and some
+// not, too large to enumerate.
+func mediumRegisterHistory(rng *rand.Rand, n, keys int, stale float64) []histories.Op {
+	type txn struct {
+		proc     int
+		mops     [][3]any
+		inv, end int
+	}
+	state := make([]any, keys)
+	var snapshots [][]any
+	next := 0
+	txns := make([]txn, n)
+	for i := range txns {
+		snap := state
+		if len(snapshots) > 0 && rng.Float64() < stale {
+			snap = snapshots[rng.IntN(len(snapshots))]
+		}
+		local := slices.Clone(snap)
+		for m := 1 + rng.IntN(4); m > 0; m-- {
+			k := rng.IntN(keys)
+			if rng.IntN(2) == 0 {
+				txns[i].mops = append(txns[i].mops, [3]any{"r", k, local[k]})
+			} else {
+				next++
+				local[k] = next
+				state[k] = next
+				txns[i].mops = append(txns[i].mops, [3]any{"w", k, next})
+			}
+		}
+		snapshots = append(snapshots, slices.Clone(state))
+		if len(snapshots) > 6 {
+			snapshots = snapshots[1:]
+		}
+	}
+	// Each transaction's invocation some steps before its completion, which is its
+	// place in the serial order.
+	type event struct {
+		at   int
+		done bool
+		t    int
+	}
+	var evs []event
+	for i := range txns {
+		evs = append(evs, event{at: 4*i + 3, done: true, t: i}, event{at: 4*i - rng.IntN(12), t: i})
+	}
+	slices.SortStableFunc(evs, func(a, b event) int { return a.at - b.at })
+	var ops []histories.Op
+	busy := map[int]bool{}
+	proc := make([]int, n)
+	for _, e := range evs {
+		if !e.done {
+			p := 0
+			for busy[p] {
+				p++
+			}
+			busy[p], proc[e.t] = true, p
+		} else {
+			busy[proc[e.t]] = false
+		}
+		typ := histories.Invoke
+		var parts []string
+		for _, m := range txns[e.t].mops {
+			v := m[2]
+			if m[0] == "r" && !e.done {
+				v = nil
+			}
+			b, _ := json.Marshal([]any{m[0], m[1], v})
+			parts = append(parts, string(b))
+		}
+		if e.done {
+			typ = histories.OK
+		}
+		ops = append(ops, histories.Op{Index: int64(len(ops)), Time: int64(len(ops)), Process: proc[e.t], Type: typ, F: TxnFunction,
+			Value: json.RawMessage("[" + strings.Join(parts, ",") + "]")})
+	}
+	return ops
+}
+
+// TestVersionOrderSearchRegions holds the lazy search, which searches only the
+// regions where the order of the completions closes a cycle and grows them, to the
+// same search over the whole history as one region, on medium random histories: the
+// same outcome for every model.
+func TestVersionOrderSearchRegions(t *testing.T) {
+	n := 120
+	if testing.Short() {
+		n = 30
+	}
+	rng := rand.New(rand.NewPCG(43, 8))
+	outcomes := map[string]int{}
+	for i := 0; i < n; i++ {
+		ops := mediumRegisterHistory(rng, 20+rng.IntN(40), 2+rng.IntN(4), rng.Float64()*0.3)
+		tc, err := newTxnChecker(RWRegisterModel, TxnOptions{ConsistencyModels: []string{"strict-serializable"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			if err := tc.add(op); err != nil {
+				t.Fatalf("%v\n%s", err, dumpTxnOps(ops))
+			}
+		}
+		if err := tc.h.close(); err != nil {
+			t.Fatal(err)
+		}
+		an, err := tc.model.analyze(context.Background(), tc.h, tc.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		an.join()
+		rr := tc.model.(*rwRegister)
+		for _, s := range orderSpecs {
+			lazy := newOrderProblem(tc.h, rr.index(tc.h), nil, s).search(context.Background(), time.Minute)
+			whole := newOrderProblem(tc.h, rr.index(tc.h), nil, s)
+			got, _, _ := whole.solveRegion(context.Background(), whole.txns, time.Minute)
+			if lazy.outcome != got {
+				t.Fatalf("history %d, %s: the regions' search says %v, the whole history's %v\n%s", i, s.model, lazy.outcome, got, dumpTxnOps(ops))
+			}
+			outcomes[s.model+" "+got.String()]++
+		}
+	}
+	t.Log(outcomes)
 }
