@@ -88,6 +88,7 @@ func (s orderSpec) forbids() string {
 // orderWrite is a write of a key by a transaction that takes part.
 type orderWrite struct {
 	txn int32
+	ent int32 // its entry in the index's values
 	val int64
 }
 
@@ -114,10 +115,9 @@ type orderProblem struct {
 // newOrderProblem reads what the search needs of the analysed history.
 func newOrderProblem(h *txnHistory, x *rwIndex, vg []versionEdge, spec orderSpec) *orderProblem {
 	n := len(h.txns)
-	p := &orderProblem{h: h, x: x, vg: vg, spec: spec, part: make([]bool, n), pos: make([]int64, n), loc: make([]int32, n)}
+	p := &orderProblem{h: h, x: x, vg: vg, spec: spec, part: make([]bool, n), pos: make([]int64, n)}
 	for id, t := range h.txns {
 		p.part[id] = t.status == txnOK
-		p.loc[id] = -1
 		switch {
 		case t.comp >= 0:
 			p.pos[id] = t.comp
@@ -148,10 +148,22 @@ func newOrderProblem(h *txnHistory, x *rwIndex, vg []versionEdge, spec orderSpec
 	}
 	p.kw = make([]orderWrite, p.kAt[nk])
 	fill := slices.Clone(p.kAt[:nk])
+	// In the order of pos, so that each key's writes need no sorting: the ok
+	// transactions by their completions, then the others that take part.
+	byPos := h.okOrder()
+	var others []int32
 	for _, t := range p.txns {
-		for _, w := range x.writes(t) {
+		if h.txns[t].status != txnOK {
+			others = append(others, t)
+		}
+	}
+	slices.SortFunc(others, func(a, b int32) int { return cmpInt64(p.pos[a], p.pos[b]) })
+	byPos = mergeByPos(byPos, others, p.pos)
+	for _, t := range byPos {
+		ents := x.writeEnts(t)
+		for i, w := range x.writes(t) {
 			if w.val != valueNil {
-				p.kw[fill[w.key]] = orderWrite{txn: t, val: w.val}
+				p.kw[fill[w.key]] = orderWrite{txn: t, ent: ents[i], val: w.val}
 				fill[w.key]++
 			}
 		}
@@ -160,6 +172,36 @@ func newOrderProblem(h *txnHistory, x *rwIndex, vg []versionEdge, spec orderSpec
 		p.prev = h.processPrev(h.okOrder())
 	}
 	return p
+}
+
+// ensureLoc makes loc, for the searches of regions: no transaction in one yet.
+func (p *orderProblem) ensureLoc() {
+	if p.loc != nil {
+		return
+	}
+	p.loc = make([]int32, len(p.h.txns))
+	for i := range p.loc {
+		p.loc[i] = -1
+	}
+}
+
+// mergeByPos merges two lists of transactions sorted by pos.
+func mergeByPos(a, b []int32, pos []int64) []int32 {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]int32, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if j == len(b) || i < len(a) && pos[a[i]] < pos[b[j]] {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	return out
 }
 
 // sortWrites puts each key's writes in the order of pos.
@@ -185,6 +227,11 @@ func cmpInt64(a, b int64) int {
 // edges calls emit with every edge of the graph under the version orders of pos
 // (sortWrites first), until emit returns false; it returns false then.
 func (p *orderProblem) edges(emit func(a, b int32, rel edgeBits) bool) bool {
+	return p.edgesOf(true, emit)
+}
+
+// edgesOf is edges, with process and real-time order only when order is set.
+func (p *orderProblem) edgesOf(order bool, emit func(a, b int32, rel edgeBits) bool) bool {
 	x := p.x
 	ed := func(a, b int32, rel edgeBits) bool {
 		if a == b {
@@ -223,9 +270,11 @@ func (p *orderProblem) edges(emit func(a, b int32, rel edgeBits) bool) bool {
 			if !ed(ws[i].txn, ws[i+1].txn, relWW) {
 				return false
 			}
-			for _, r := range x.readersOf(uint32(k), ws[i].val) {
-				if !ed(r, ws[i+1].txn, relRW) {
-					return false
+			if e := ws[i].ent; e >= 0 {
+				for _, r := range x.readers[x.rAt[e]:x.rAt[e+1]] {
+					if !ed(r, ws[i+1].txn, relRW) {
+						return false
+					}
 				}
 			}
 		}
@@ -243,6 +292,9 @@ func (p *orderProblem) edges(emit func(a, b int32, rel edgeBits) bool) bool {
 				}
 			}
 		}
+	}
+	if !order {
+		return true
 	}
 	switch p.spec.order {
 	case relProcess:
@@ -274,7 +326,10 @@ func realtimeReduction(h *txnHistory, txns []int32, emit func(a, b int32)) {
 			byInv = append(byInv, t)
 		}
 	}
-	slices.SortFunc(byInv, func(a, b int32) int { return cmpInt64(h.txns[a].inv, h.txns[b].inv) })
+	byInvocation := func(a, b int32) int { return cmpInt64(h.txns[a].inv, h.txns[b].inv) }
+	if !slices.IsSortedFunc(byInv, byInvocation) {
+		slices.SortFunc(byInv, byInvocation)
+	}
 	// sufMin[i]: the earliest ok completion among byInv[i:].
 	sufMin := make([]int64, len(byInv)+1)
 	sufMin[len(byInv)] = math.MaxInt64
@@ -299,8 +354,12 @@ func realtimeReduction(h *txnHistory, txns []int32, emit func(a, b int32)) {
 
 // forward reports whether every edge goes forward in pos: then the graph has no
 // cycle.
+//
+// Process and real-time order are left out: with pos the order of the completions,
+// as forward is called, they go forward always (a transaction completes after it was
+// invoked, which real-time order puts after the completions it follows).
 func (p *orderProblem) forward() bool {
-	return p.edges(func(a, b int32, _ edgeBits) bool { return p.pos[a] < p.pos[b] })
+	return p.edgesOf(false, func(a, b int32, _ edgeBits) bool { return p.pos[a] < p.pos[b] })
 }
 
 // layers is how many vertices a transaction has in the search's graphs: for snapshot
@@ -464,10 +523,10 @@ type orderResult struct {
 // search looks for a version order of every key under which nothing the spec forbids
 // occurs, each region's search bounded by budget, the whole by ctx.
 func (p *orderProblem) search(ctx context.Context, budget time.Duration) orderResult {
-	p.sortWrites()
 	if p.forward() {
 		return orderResult{outcome: orderFound}
 	}
+	p.ensureLoc()
 	// Regions, as sets of transactions: region[t] is t's, -1 for none.
 	region := make([]int32, len(p.h.txns))
 	for i := range region {

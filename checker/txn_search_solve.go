@@ -413,6 +413,7 @@ func (s *orderSolver) solve() (bool, *orderNode, depSet) {
 // topological, or the witness that there is none.
 func (p *orderProblem) solveRegion(ctx context.Context, ms []int32, budget time.Duration) (orderOutcome, []int32, *orderWitness) {
 	m := int32(len(ms))
+	p.ensureLoc()
 	for i, t := range ms {
 		p.loc[t] = int32(i)
 	}
