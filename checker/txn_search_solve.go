@@ -256,6 +256,22 @@ func (s *orderSolver) forwardSide(v int32, side int8) bool {
 	return true
 }
 
+// fewerBackward returns the side of v with fewer edges backward in the order.
+func (s *orderSolver) fewerBackward(v int32) int8 {
+	var n [2]int
+	for side := range 2 {
+		for _, e := range s.vars[v].edges[side] {
+			if s.g.ord[e.from] >= s.g.ord[e.to] {
+				n[side]++
+			}
+		}
+	}
+	if n[1] < n[0] {
+		return 1
+	}
+	return 0
+}
+
 // feasible reports whether side of v can be taken now, and if not the cycle it
 // closes.
 func (s *orderSolver) feasible(v int32, side int8) (bool, []orderEdge) {
@@ -291,34 +307,40 @@ func (s *orderSolver) undo(n int) {
 	s.trail = s.trail[:n]
 }
 
-// propagate forces every choice one side of which closes a cycle, until none is left;
+// propagate looks at every choice with no side whose edges go forward in the order:
+// one side is tried, and if it closes a cycle the other is forced; until nothing
+// changes;
 // a choice both sides of which do is a conflict, returned as a branch with both
 // cycles, with the choices its cycles used.
 func (s *orderSolver) propagate() (*orderNode, depSet) {
 	for {
 		changed := false
 		for v := range s.vars {
-			if s.vars[v].side >= 0 {
+			if s.vars[v].side >= 0 || s.forwardSide(int32(v), 0) || s.forwardSide(int32(v), 1) {
+				// A side whose edges go forward can be taken as things are: only a
+				// choice with no such side forces or conflicts now.
 				continue
 			}
 			if s.tick() {
 				return nil, nil
 			}
-			ok0, c0 := s.feasible(int32(v), 0)
-			ok1, c1 := s.feasible(int32(v), 1)
-			switch {
-			case !ok0 && !ok1:
+			// One side is tried: if it can be taken, trying it has put its edges
+			// forward in the order, and the choice waits; if not, the other is forced.
+			side := s.fewerBackward(int32(v))
+			ok, c0 := s.feasible(int32(v), side)
+			if ok {
+				continue
+			}
+			reason := &orderNode{v: -1, cycle: c0}
+			if c1 := s.assign(int32(v), 1-side, true, reason); c1 != nil {
 				d := cycleDeps(c0)
 				d.merge(cycleDeps(c1))
 				delete(d, int32(v))
-				return &orderNode{v: int32(v), kids: [2]*orderNode{{v: -1, cycle: c0}, {v: -1, cycle: c1}}}, d
-			case !ok0:
-				s.assign(int32(v), 1, true, &orderNode{v: -1, cycle: c0})
-				changed = true
-			case !ok1:
-				s.assign(int32(v), 0, true, &orderNode{v: -1, cycle: c1})
-				changed = true
+				n := &orderNode{v: int32(v)}
+				n.kids[side], n.kids[1-side] = reason, &orderNode{v: -1, cycle: c1}
+				return n, d
 			}
+			changed = true
 		}
 		if !changed {
 			return nil, nil
@@ -347,9 +369,10 @@ func (s *orderSolver) unwind(mark int, n *orderNode, d depSet) (*orderNode, depS
 	return n, d
 }
 
-// solve searches on from the choices made: true when every choice is made and the
-// graph has no cycle (the choices are left in place); else the witness and the
-// choices made before that it used (s.stopped: neither).
+// solve searches on from the choices made: true when every choice left has a side
+// whose edges go forward in the order, which then decides them all (the choices are
+// left in place, and the order is the solution); else the witness and the choices
+// made before that it used (s.stopped: neither).
 func (s *orderSolver) solve() (bool, *orderNode, depSet) {
 	mark := len(s.trail)
 	if n, d := s.propagate(); n != nil || s.stopped {
@@ -360,9 +383,12 @@ func (s *orderSolver) solve() (bool, *orderNode, depSet) {
 		s.undo(mark)
 		return false, n, d
 	}
+	// Every undecided choice with a side whose edges go forward in the order takes
+	// that side: all of them together close no cycle, the order stays topological,
+	// and the search is done. A choice with no such side is decided.
 	v := int32(-1)
 	for i := range s.vars {
-		if s.vars[i].side < 0 {
+		if s.vars[i].side < 0 && !s.forwardSide(int32(i), 0) && !s.forwardSide(int32(i), 1) {
 			v = int32(i)
 			break
 		}
@@ -370,10 +396,7 @@ func (s *orderSolver) solve() (bool, *orderNode, depSet) {
 	if v < 0 {
 		return true, nil, nil
 	}
-	first := int8(0)
-	if !s.forwardSide(v, 0) && s.forwardSide(v, 1) {
-		first = 1
-	}
+	first := s.fewerBackward(v)
 	var kids [2]*orderNode
 	all := depSet{}
 	for _, side := range []int8{first, 1 - first} {
