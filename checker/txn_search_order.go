@@ -499,16 +499,15 @@ func (o orderOutcome) String() string {
 }
 
 // orderFigures are what one search did, as Details' version_order_search reports
-// it: the model, whether an order was found, none exists or the search stopped, its
-// time, the graphs of the whole history it built, the regions it searched and the
-// transactions of the largest.
+// it: the model, whether an order was found, none exists or the search stopped, the
+// graphs of the whole history it built, the regions it searched and the transactions
+// of the largest. No time: the same history gives the same Result.
 type orderFigures struct {
-	Model   string  `json:"model"`
-	Outcome string  `json:"outcome"`
-	Seconds float64 `json:"seconds"`
-	Graphs  int     `json:"graphs"`
-	Regions int     `json:"regions"`
-	Largest int     `json:"largest_region"`
+	Model   string `json:"model"`
+	Outcome string `json:"outcome"`
+	Graphs  int    `json:"graphs"`
+	Regions int    `json:"regions"`
+	Largest int    `json:"largest_region"`
 }
 
 // orderResult is a search's outcome, the witness of orderNone, and figures.
@@ -683,11 +682,10 @@ func searchVersionOrders(ctx context.Context, h *txnHistory, an *txnAnalysis, c 
 		if slices.ContainsFunc(holds, func(m string) bool { return closure(modelImplies, m)[s.model] }) {
 			continue
 		}
-		start := time.Now()
 		p := newOrderProblem(h, rr.index(h), vg, s)
 		r := p.search(ctx, budget)
 		an.searches = append(an.searches, orderFigures{Model: friendly(s.model), Outcome: r.outcome.String(),
-			Seconds: time.Since(start).Seconds(), Graphs: r.rounds, Regions: r.regions, Largest: r.largest})
+			Graphs: r.rounds, Regions: r.regions, Largest: r.largest})
 		switch r.outcome {
 		case orderFound:
 			holds = append(holds, s.model)
