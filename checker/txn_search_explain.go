@@ -52,14 +52,15 @@ func (w *orderWitness) anomaly(h *txnHistory, s orderSpec) txnAnomaly {
 			return
 		}
 		v := w.vars[n.v]
-		an, bn := name(v.a), name(v.b)
 		key := h.in.keyString(v.key)
 		for side := 0; side < 2; side++ {
-			first, then := fmt.Sprintf("%s = %s (%s)", key, h.in.valueString(v.va), an), fmt.Sprintf("%s (%s)", h.in.valueString(v.vb), bn)
-			if side == 1 {
-				first, then = fmt.Sprintf("%s = %s (%s)", key, h.in.valueString(v.vb), bn), fmt.Sprintf("%s (%s)", h.in.valueString(v.va), an)
-			}
+			// Transactions are named only as lines name them.
 			if len(lines) < maxWitnessLines {
+				an, bn := name(v.a), name(v.b)
+				first, then := fmt.Sprintf("%s = %s (%s)", key, h.in.valueString(v.va), an), fmt.Sprintf("%s (%s)", h.in.valueString(v.vb), bn)
+				if side == 1 {
+					first, then = fmt.Sprintf("%s = %s (%s)", key, h.in.valueString(v.vb), bn), fmt.Sprintf("%s (%s)", h.in.valueString(v.va), an)
+				}
 				lines = append(lines, fmt.Sprintf("%sif %s precedes %s:", ind, first, then))
 			}
 			walk(n.kids[side], depth+1)
