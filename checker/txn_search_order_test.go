@@ -254,9 +254,9 @@ func mediumRegisterHistory(rng *rand.Rand, n, keys int, stale float64) []histori
 // same search over the whole history as one region, on medium random histories: the
 // same outcome for every model.
 func TestVersionOrderSearchRegions(t *testing.T) {
-	n := 120
+	n := 400
 	if testing.Short() {
-		n = 30
+		n = 100
 	}
 	rng := rand.New(rand.NewPCG(43, 8))
 	outcomes := map[string]int{}
