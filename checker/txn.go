@@ -43,8 +43,10 @@ type TxnOptions struct {
 	// and G0.
 	Anomalies []string
 	// CycleSearchTimeout bounds the search for each strongly connected component's
-	// cycles; 0 means one second. A search cut short reports cycle-search-timeout,
-	// which leaves the verdict Unknown unless something else proves it Invalid.
+	// cycles, and on rw-register histories the search of each region of
+	// transactions for a version order (CheckRWRegister); 0 means one second. A
+	// search cut short reports cycle-search-timeout, which leaves the verdict
+	// Unknown unless something else proves it Invalid.
 	CycleSearchTimeout time.Duration
 	// Timeout bounds the whole check; 0 means no bound. When it or the context ends
 	// first the verdict is Unknown.
@@ -716,6 +718,7 @@ func (tc *txnChecker) result(ctx context.Context) (Result, error) {
 		an.join()
 	}
 	axCheckFor(ctx, tc.h, an, tc.c, tc.model)
+	searchVersionOrders(ctx, tc.h, an, tc.c, tc.model)
 	if ctx.Err() != nil {
 		return interrupted(tc.h.model, ctx.Err()), nil
 	}
@@ -1057,6 +1060,20 @@ func CheckListAppend(ctx context.Context, ops []histories.Op, opt TxnOptions) (R
 // axiom forces exists, and the Result names such a cycle, one line per edge, as
 // read-committed-cycle, read-atomic-cycle or causal-cycle (causality-cycle when
 // session order and write-read alone close it).
+//
+// Serializability and snapshot isolation (serializable, snapshot-isolation, and
+// their strong-session and strong variants, strict-serializable among them) are
+// decided completely too, where nothing the reads reveal rules them out already: a
+// search looks for a version order of every key under which the dependency graph
+// (with process or real-time order as the model has it) has no cycle the model
+// forbids (for snapshot isolation, none without two adjacent rw edges). Found, the
+// verdict names the models it decides ("complete for ..."; Details'
+// "complete_for"); none existing, the anomaly <model>-cycle-every-order (such as
+// PL-3-cycle-every-order) explains it as a tree, each two writes of a key either
+// way and the cycle each choice closes; a search that outlasts CycleSearchTimeout on
+// a region of transactions, or the check's Timeout, leaves the verdict Unknown
+// (cycle-search-timeout), never Valid. Details' "version_order_search" gives each
+// search's model, outcome and regions.
 func CheckRWRegister(ctx context.Context, ops []histories.Op, opt TxnOptions) (Result, error) {
 	return checkTxn(ctx, RWRegisterModel, ops, opt)
 }

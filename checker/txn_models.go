@@ -83,6 +83,15 @@ var anomalyImplies = map[string][]string{
 	axNotOwnWrite: {"internal"},
 	// A cycle of read atomic's axiom without session order is one with it.
 	axSessionlessCycle: {axRACycle},
+
+	// No version order avoids a cycle a model forbids (txn_search_order.go): the
+	// same cycles are forbidden by the stronger models, and by serializability
+	// where snapshot isolation forbids them.
+	"PL-SI-cycle-every-order":                             {"PL-3-cycle-every-order", "strong-session-snapshot-isolation-cycle-every-order"},
+	"PL-3-cycle-every-order":                              {"strong-session-serializable-cycle-every-order"},
+	"strong-session-snapshot-isolation-cycle-every-order": {"strong-snapshot-isolation-cycle-every-order", "strong-session-serializable-cycle-every-order"},
+	"strong-session-serializable-cycle-every-order":       {"PL-SS-cycle-every-order"},
+	"strong-snapshot-isolation-cycle-every-order":         {"PL-SS-cycle-every-order"},
 }
 
 // anomalySeverity orders anomalies that imply one another not at all but are worse
@@ -207,22 +216,22 @@ var modelForbids = map[string][]string{
 	"PL-2+":                             {"G1", "G-single", axSessionlessCycle},
 	"PL-FCV":                            {"G1", "G-SIb"},
 	"parallel-snapshot-isolation":       {"internal", "G1a"},
-	"PL-3":                              {"G1", "G2", "predicate-read-miss", "PL-3-cycle-exists", "internal"},
+	"PL-3":                              {"G1", "G2", "predicate-read-miss", "PL-3-cycle-exists", "internal", "PL-3-cycle-every-order"},
 	"PL-2":                              {"G1", "PL-2-cycle-exists"},
 	"PL-1":                              {"G0", "duplicate-elements", "cyclic-versions", "PL-1-cycle-exists"},
 	"prefix":                            {"internal", "G1a"},
-	"PL-SI":                             {"internal", "G1", "G-SI", "G-nonadjacent", "PL-SI-cycle-exists"},
+	"PL-SI":                             {"internal", "G1", "G-SI", "G-nonadjacent", "PL-SI-cycle-exists", "PL-SI-cycle-every-order"},
 	"read-atomic":                       {"internal", "G1a", "future-read", axSessionlessCycle},
 	"PL-2.99":                           {"G1", "G2-item", "PL-2.99-cycle-exists", "lost-update", axSessionlessCycle},
 	"update-atomic":                     {"lost-update"},
-	"PL-SS":                             {"G1", "G1c-realtime", "G2-realtime", "PL-SS-cycle-exists"},
+	"PL-SS":                             {"G1", "G1c-realtime", "G2-realtime", "PL-SS-cycle-exists", "PL-SS-cycle-every-order"},
 	"strong-session-PL-1":               {"strong-session-PL-1-cycle-exists", "G0-process"},
 	"strong-session-PL-2":               {"strong-session-PL-2-cycle-exists", "G1c-process"},
 	"strong-PL-1":                       {"strong-PL-1-cycle-exists", "G0-realtime"},
 	"strong-PL-2":                       {"strong-PL-2-cycle-exists", "G1c-realtime"},
-	"strong-session-snapshot-isolation": {"internal", "G1-process", "G-nonadjacent-process", "strong-session-snapshot-isolation-cycle-exists"},
-	"strong-snapshot-isolation":         {"internal", "G1-realtime", "G-nonadjacent-realtime", "strong-snapshot-isolation-cycle-exists"},
-	"strong-session-serializable":       {"G1-process", "G2-process", "strong-session-serializable-cycle-exists"},
+	"strong-session-snapshot-isolation": {"internal", "G1-process", "G-nonadjacent-process", "strong-session-snapshot-isolation-cycle-exists", "strong-session-snapshot-isolation-cycle-every-order"},
+	"strong-snapshot-isolation":         {"internal", "G1-realtime", "G-nonadjacent-realtime", "strong-snapshot-isolation-cycle-exists", "strong-snapshot-isolation-cycle-every-order"},
+	"strong-session-serializable":       {"G1-process", "G2-process", "strong-session-serializable-cycle-exists", "strong-session-serializable-cycle-every-order"},
 	"PL-3U":                             {"G1", "G-update"},
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +32,11 @@ type txnAnalysis struct {
 	// graph, when set, is the dependency graph, built by the model (and from, to
 	// and bits left empty).
 	graph *txnGraph
+	// complete are the models asked for that a search for a version order decided
+	// (txn_search_order.go), though the inferred graph alone would not have.
+	complete []string
+	// searches are the figures of those searches, for Details.
+	searches []orderFigures
 }
 
 // aside runs find on another core, into an analysis of its own, and sets join to wait
@@ -288,6 +294,9 @@ func (an *txnAnalysis) result(h *txnHistory, c *txnCheck) Result {
 	if an.largest > 0 {
 		details["largest_component"] = an.largest
 	}
+	if len(an.searches) > 0 {
+		details["version_order_search"] = an.searches
+	}
 	asked := c.opt.ConsistencyModels
 	if len(asked) == 0 && len(c.opt.Anomalies) == 0 {
 		asked = []string{"strict-serializable"}
@@ -300,7 +309,12 @@ func (an *txnAnalysis) result(h *txnHistory, c *txnCheck) Result {
 			what = strings.TrimPrefix(what+", "+strings.Join(c.opt.Anomalies, ", "), ", ")
 		}
 		res.Summary = fmt.Sprintf("%d transactions, none of the anomalies %s forbids", len(h.txns), what)
-		if inc := incompleteModels(h.model, c.opt); len(inc) > 0 {
+		inc := slices.DeleteFunc(incompleteModels(h.model, c.opt), func(m string) bool { return slices.Contains(an.complete, m) })
+		if len(an.complete) > 0 {
+			res.Summary += " (" + completeText(an.complete) + ")"
+			details["complete_for"] = an.complete
+		}
+		if len(inc) > 0 {
 			res.Summary += fmt.Sprintf(" (not complete for this model: %s, whose anomalies are found only where the reads reveal them)", strings.Join(inc, ", "))
 			details["not_complete_for"] = inc
 		}
