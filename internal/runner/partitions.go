@@ -19,10 +19,10 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/netns"
+	"github.com/indoubt/indoubt/internal/outages"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/servers"
@@ -44,7 +44,7 @@ import (
 //
 // A partition is applied on every node at its START (each node's nftables set of the
 // sources it drops) and healed at its END; each change is a nemesis event with the
-// ground truth, who drops whose packets and who reaches whom (checker.Partitions).
+// ground truth, who drops whose packets and who reaches whom (outages.Partitions).
 // The data nodes' own reports of their role are polled and recorded on every change
 // (results.RoleEvent): two nodes reporting primary at once are a split brain, and the
 // clients' side joins each acknowledgement to the primary it could reach.
@@ -633,9 +633,9 @@ func (n *nodeNemesis) apply(i int, open bool) {
 	if open {
 		at = n.run.now()
 	}
-	action := checker.HealAction
+	action := outages.HealAction
 	if open {
-		action = checker.PartitionAction
+		action = outages.PartitionAction
 	}
 	n.mu.Lock()
 	if open {

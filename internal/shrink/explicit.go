@@ -7,10 +7,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/outages"
 	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads"
@@ -86,7 +86,7 @@ func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, 
 		}
 	}
 	applied := map[string]bool{}
-	for _, pf := range checker.ProcessFaults(ops) {
+	for _, pf := range outages.ProcessFaults(ops) {
 		applied[pf.Fault] = true
 	}
 	severalProxies := cfg.Workload == workloads.Transfer || cfg.Workload == workloads.TwoRows
