@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/chaosmesh"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 const chaosMeshHelp = `indoubt chaos-mesh: the fault schedule as Chaos Mesh objects, for a cluster on Kubernetes.
@@ -60,7 +60,7 @@ func chaosMeshCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if fs.NArg() > 0 {
 		return fmt.Errorf("chaos-mesh: unexpected argument %q (see indoubt chaos-mesh --help)", fs.Arg(0))
 	}
-	sched, err := faults.ParseSchedule(specs)
+	sched, err := schedule.Parse(specs)
 	if err != nil {
 		return fmt.Errorf("chaos-mesh: %w", err)
 	}
@@ -139,7 +139,7 @@ func kubeContext() (string, error) {
 // applyObjects creates each object at its start with kubectl apply and deletes it
 // after its fault's window (a kill's object at once: the pod is gone then), until the
 // last window ends or ctx does; what is still there is deleted before it returns.
-func applyObjects(ctx context.Context, objs []chaosmesh.Object, sched faults.Schedule, log io.Writer) error {
+func applyObjects(ctx context.Context, objs []chaosmesh.Object, sched schedule.Schedule, log io.Writer) error {
 	start := time.Now()
 	end := map[string]time.Duration{}
 	for _, f := range sched {

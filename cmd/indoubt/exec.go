@@ -40,6 +40,7 @@ import (
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/ferret"
 	"github.com/indoubt/indoubt/workloads"
@@ -110,7 +111,7 @@ type execArgs struct {
 	store    execStore
 	dsn      string // --dsn, "" to launch
 	upstream string // --upstream, "" unless given
-	schedule faults.Schedule
+	schedule schedule.Schedule
 	seed     int64
 	out      string
 	model    string
@@ -186,7 +187,7 @@ func parseExecArgs(args []string, stdout io.Writer) (execArgs, error) {
 	if a.dsn != "" && a.upstream != "" {
 		return a, fmt.Errorf("exec: --dsn and --upstream both name the server: give one")
 	}
-	if a.schedule, err = faults.ParseSchedule(specs); err != nil {
+	if a.schedule, err = schedule.Parse(specs); err != nil {
 		return a, fmt.Errorf("exec: %v", err)
 	}
 	if p := a.schedule.Processes(); len(p) > 0 {
@@ -645,7 +646,7 @@ func (r *execRun) onEvent(e toxics.Event) {
 }
 
 // onWindow records a fault window opening or closing.
-func (r *execRun) onWindow(w faults.Window) {
+func (r *execRun) onWindow(w schedule.Window) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, rundir.WindowLine(w, int64(w.Time.Sub(r.pstart)), nil))
@@ -919,7 +920,7 @@ func shorten(s string, n int) string {
 }
 
 // specsOf returns the schedule's entries as written.
-func specsOf(s faults.Schedule) []string {
+func specsOf(s schedule.Schedule) []string {
 	out := []string{}
 	for _, f := range s {
 		out = append(out, f.Spec)
@@ -927,7 +928,7 @@ func specsOf(s faults.Schedule) []string {
 	return out
 }
 
-func faultNames(s faults.Schedule) string {
+func faultNames(s schedule.Schedule) string {
 	if len(s) == 0 {
 		return "nofault"
 	}

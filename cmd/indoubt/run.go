@@ -16,17 +16,17 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/catalog"
 	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/catalog"
 	"github.com/indoubt/indoubt/workloads/insert"
 	"github.com/indoubt/indoubt/workloads/transfer"
 )
@@ -288,7 +288,7 @@ func parseRunArgs(args []string, stdout, stderr io.Writer) (runArgs, error) {
 	if cfg.Retry, err = runner.ParsePolicy(*retry); err != nil {
 		return a, fmt.Errorf("run: %v", err)
 	}
-	if cfg.Faults, err = faults.ParseSchedule(specs); err != nil {
+	if cfg.Faults, err = schedule.Parse(specs); err != nil {
 		return a, fmt.Errorf("run: %v", err)
 	}
 	cfg.CheckTimeout = *checkTO

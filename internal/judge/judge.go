@@ -18,11 +18,11 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/catalog"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/catalog"
 )
 
 // Options adjust a judgement.
@@ -145,7 +145,7 @@ func History(ctx context.Context, dir string, h *histories.Header, ops []histori
 	} else if final != nil {
 		// No proxy, no ground truth: the final state is reconciled with none (a
 		// counter's lost and extra increments).
-		res.Final, _ = evidence.Reconcile(final, workloads.Truth{})
+		res.Final, _ = evidence.Reconcile(final, evidence.Truth{})
 	}
 	j.Results = res
 	return j, nil

@@ -25,6 +25,7 @@ import (
 	"github.com/indoubt/indoubt/internal/outages"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
@@ -350,7 +351,7 @@ func (t *topology) launchRedisSingle(ctx context.Context, cfg Config, dir string
 }
 
 // hasLink reports whether the schedule puts a toxic on a link.
-func hasLink(s faults.Schedule) bool {
+func hasLink(s schedule.Schedule) bool {
 	for _, f := range s {
 		if f.Link != "" {
 			return true
@@ -456,7 +457,7 @@ func openWorkload(ctx context.Context, cfg Config, b backend, dsn string, topo *
 type nodeNemesis struct {
 	cfg   Config
 	topo  *topology
-	sched faults.Schedule
+	sched schedule.Schedule
 	rng   *rand.Rand
 
 	run    *run
@@ -585,7 +586,7 @@ func (n *nodeNemesis) pollRoles(ctx context.Context, last map[string]string) {
 	}
 }
 
-func linkToxicName(i int, f faults.Fault) string {
+func linkToxicName(i int, f schedule.Fault) string {
 	return fmt.Sprintf("link_%d_%s", i, f.Toxic.Type)
 }
 
@@ -663,7 +664,7 @@ func (n *nodeNemesis) apply(i int, open bool) {
 // the removal began. Removing a latency toxic releases what it holds at once, so a
 // commit acknowledged as the removal runs may have waited less than the latency; it
 // falls after the stop.
-func (n *nodeNemesis) applyLink(i int, f faults.Fault, open bool) {
+func (n *nodeNemesis) applyLink(i int, f schedule.Fault, open bool) {
 	px := n.topo.link
 	at := n.run.now()
 	var err error

@@ -32,10 +32,10 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
@@ -91,9 +91,9 @@ type Config struct {
 	// PGVersion chooses a launched PostgreSQL's binaries: "15", "18" or a bin directory
 	// (internal/servers/postgres.Bin); "" for the default.
 	PGVersion string `json:"pg_version,omitempty"`
-	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
+	// Faults is the fault schedule, parsed by the caller (schedule.Parse); in
 	// config.json, one NAME[:P][@START-END] per entry.
-	Faults faults.Schedule `json:"-"`
+	Faults schedule.Schedule `json:"-"`
 	// Proxy is auto (through the proxy when faults are asked for), on or off.
 	Proxy string `json:"proxy"`
 	// Progress receives human-readable progress lines; nil for none.
@@ -175,7 +175,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 }
 
 // specs returns the schedule's entries as written.
-func specs(s faults.Schedule) []string {
+func specs(s schedule.Schedule) []string {
 	var out []string
 	for _, f := range s {
 		out = append(out, f.Spec)

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/catalog"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/catalog"
 	"github.com/indoubt/indoubt/workloads/transfer"
 	"github.com/indoubt/indoubt/workloads/txn"
 )
@@ -328,7 +328,7 @@ var Settings = []Setting{
 		Applies: "each fault its stores and topologies (docs/faults.md)",
 		set: func(c *Config, v string) error {
 			specs := append(specs(c.Faults), v)
-			s, err := faults.ParseSchedule(specs)
+			s, err := schedule.Parse(specs)
 			if err != nil {
 				return err
 			}

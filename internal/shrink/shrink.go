@@ -55,11 +55,11 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/register"
 )
@@ -197,7 +197,7 @@ func LoadRun(dir, dsn string) (runner.Config, *results.Results, error) {
 		return runner.Config{}, nil, err
 	}
 	cfg := raw.Config
-	sched, err := faults.ParseSchedule(raw.Faults)
+	sched, err := schedule.Parse(raw.Faults)
 	if err != nil {
 		return runner.Config{}, nil, fmt.Errorf("%s: %v", filepath.Join(dir, "config.json"), err)
 	}
@@ -421,7 +421,7 @@ func withFaults(cfg runner.Config, list []Fault) (runner.Config, error) {
 	for i, f := range list {
 		specs[i] = f.Spec
 	}
-	sched, err := faults.ParseSchedule(specs)
+	sched, err := schedule.Parse(specs)
 	if err != nil {
 		return cfg, err
 	}
@@ -637,12 +637,12 @@ func (s *shrinker) simplify() {
 }
 
 // withWindow writes a fault's entry with the window [start, end).
-func withWindow(f faults.Fault, start, end time.Duration) string {
+func withWindow(f schedule.Fault, start, end time.Duration) string {
 	return head(f.Spec) + "@" + dur(start) + "-" + dur(end)
 }
 
 // withPoint writes a fault of an instant's entry at t.
-func withPoint(f faults.Fault, t time.Duration) string {
+func withPoint(f schedule.Fault, t time.Duration) string {
 	return head(f.Spec) + "@" + dur(t)
 }
 
@@ -663,7 +663,7 @@ func (s *shrinker) lower(phase string, cur, lo, gran int64, spec func(v int64) (
 		if !ok {
 			return false
 		}
-		f, err := faults.ParseFault(sp)
+		f, err := schedule.ParseFault(sp)
 		if err != nil {
 			return false
 		}
