@@ -1,3 +1,6 @@
+// The commit decisions are seeded (see toxics.Faults): the same seed and the same
+// messages in the same order give the same decisions. toxiproxy's latency jitter uses
+// its own unseeded generator.
 // Package faults is indoubt's fault layer: a proxy that makes ambiguous commits on
 // purpose, and tells what it did.
 //
