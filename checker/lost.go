@@ -11,11 +11,12 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/outages"
 )
 
 // Lost writes. A server that is killed, restarted, failed over or loses power may come
 // back without writes it acknowledged. The nemesis records each of those faults in the
-// history (ProcessFaults reads them), and the final reads (or, for a register, the
+// history (internal/nemesis reads them), and the final reads (or, for a register, the
 // reads after the server answered again) show what survived, so the check finds what
 // was lost from the history alone, as `indoubt check` of a run directory does. A lost
 // write is an anomaly of kind LostWriteKind, listed in Result.LostWrites with the
@@ -48,139 +49,8 @@ type LostWrite struct {
 	Explanation string `json:"explanation"`
 }
 
-// ProcessFault is one process fault as the history's nemesis events record it: what
-// was done to which server process, from when it was applied until the server answered
-// again (or was continued). Times are the history's clock.
-type ProcessFault struct {
-	// Fault is the schedule entry as written; Action what was done: kill, pause,
-	// restart, failover or power-loss.
-	Fault  string
-	Action string
-	// Server describes the server; Pid is the process the fault was applied to.
-	Server string
-	Pid    int
-	// Start is the time of the event that applied the fault; End that of the event
-	// that ended it (start, resume, started, promoted), or -1 when the history has none.
-	Start, End int64
-	// Error is what went wrong applying or ending the fault, as the events say.
-	Error string
-}
-
-// LosesData reports whether the fault can lose what the server acknowledged: a kill,
-// a restart, a failover, a power loss (a pause loses nothing), or a partition between
-// nodes (partitions.go), through the failover it lets a system make on its own.
-func (f ProcessFault) LosesData() bool {
-	switch f.Action {
-	case "kill", "restart", "failover", "power-loss", PartitionAction:
-		return true
-	}
-	return false
-}
-
-// processFaultEnds maps the event that applies a process fault to the one that ends it.
-var processFaultEnds = map[string]string{
-	"kill": "start", "pause": "resume", "power-loss": "start", "failover": "promoted", "restart": "started",
-}
-
-// processEvent is the value of a process fault's nemesis event.
-type processEvent struct {
-	Fault  string `json:"fault"`
-	Server string `json:"server"`
-	Pid    *int   `json:"pid"`
-	Error  string `json:"error"`
-}
-
-// processEventOf reads a nemesis event of a process fault: its value names the fault,
-// the server and the pid (the proxy's events and the schedule's windows name no pid).
-func processEventOf(op histories.Op) (processEvent, bool) {
-	if op.IsClient() || !bytes.Contains(op.Value, []byte(`"pid"`)) {
-		return processEvent{}, false
-	}
-	var e processEvent
-	if json.Unmarshal(op.Value, &e) != nil || e.Pid == nil || e.Fault == "" {
-		return processEvent{}, false
-	}
-	return e, true
-}
-
-// ProcessFaults reads the process faults from a history's nemesis events, in the
-// order they were applied. Events the nemesis records beside them (a rejoin, the
-// proxy's faults, fault windows) are not process faults and are skipped.
-func ProcessFaults(ops []histories.Op) []ProcessFault {
-	var out []ProcessFault
-	for _, f := range losingFaults(ops) {
-		if f.Action != PartitionAction {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// losingFaults is ProcessFaults with the partitions between nodes among them, in the
-// order they began: every fault a lost write may be attributed to.
-func losingFaults(ops []histories.Op) []ProcessFault {
-	var t processTimeline
-	for _, op := range ops {
-		t.add(op)
-	}
-	return t.faults
-}
-
-// processTimeline builds ProcessFaults one event at a time.
-type processTimeline struct {
-	faults []ProcessFault
-	open   []int // faults whose end has not been seen, oldest first
-}
-
-// add takes the next event; started reports whether it applied a process fault.
-func (t *processTimeline) add(op histories.Op) (started bool) {
-	if p, ok := partitionEventOf(op); ok {
-		return t.addPartition(op, p)
-	}
-	e, ok := processEventOf(op)
-	if !ok {
-		return false
-	}
-	if _, starts := processFaultEnds[op.F]; starts {
-		t.faults = append(t.faults, ProcessFault{Fault: e.Fault, Action: op.F, Server: e.Server, Pid: *e.Pid, Start: op.Time, End: -1, Error: e.Error})
-		t.open = append(t.open, len(t.faults)-1)
-		return true
-	}
-	for k, i := range t.open {
-		f := &t.faults[i]
-		if f.Fault == e.Fault && processFaultEnds[f.Action] == op.F {
-			f.End = op.Time
-			if e.Error != "" {
-				f.Error = strings.TrimPrefix(f.Error+"; "+e.Error, "; ")
-			}
-			t.open = slices.Delete(t.open, k, k+1)
-			return false
-		}
-	}
-	return false
-}
-
-// lastLosing is the last fault that can lose data, or nil.
-func lastLosing(fs []ProcessFault) *ProcessFault {
-	var last *ProcessFault
-	for i := range fs {
-		if fs[i].LosesData() {
-			last = &fs[i]
-		}
-	}
-	return last
-}
-
 // secs is nanoseconds as seconds, to the millisecond.
 func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
-
-// describe names a fault as the explanations do: "kill@1s-2s (kill of pid 7 at 1.00s)".
-func (f ProcessFault) describe() string {
-	if f.Action == PartitionAction {
-		return fmt.Sprintf("%s (%s at %.2fs)", f.Fault, f.Server, float64(f.Start)/1e9)
-	}
-	return fmt.Sprintf("%s (%s of pid %d at %.2fs)", f.Fault, f.Action, f.Pid, float64(f.Start)/1e9)
-}
 
 // lostExamples is how many of the lost operations an explanation names.
 const lostExamples = 5
@@ -193,7 +63,7 @@ type countingLoss struct {
 	model string // budget or counter
 	// effect is the function whose acknowledgements count: decrement or increment.
 	effect string
-	procs  processTimeline
+	procs  outages.Timeline
 	pairs  histories.Pairer[struct{}]
 	// acks are the times of the acknowledged effects, in history order; first names
 	// the first few, recent the latest (a ring), and beforeFault the last one
@@ -238,12 +108,12 @@ func newCountingLoss(model string) *countingLoss {
 // add takes the next event of the history; a history that does not pair has already
 // been refused by the model's checker.
 func (c *countingLoss) add(op histories.Op) {
-	if c.procs.add(op) {
+	if c.procs.Add(op) {
 		// Acknowledgements timed before the fault may be written after its event (the
 		// nemesis records the fault once it has been applied, with the time it began),
 		// and acknowledgements timed after it may come before: the latest of the
 		// recent ones that completed before it (recentAcks).
-		at := c.procs.faults[len(c.procs.faults)-1].Start
+		at := c.procs.Faults[len(c.procs.Faults)-1].Start
 		var best ack
 		for i := range min(c.nrecent, len(c.recent)) {
 			if a := c.recent[i]; a.time < at && (best.opID == "" || a.time > best.time) {
@@ -251,7 +121,7 @@ func (c *countingLoss) add(op histories.Op) {
 			}
 		}
 		if best.opID != "" {
-			c.beforeFault[len(c.procs.faults)-1] = best
+			c.beforeFault[len(c.procs.Faults)-1] = best
 		}
 	}
 	if !op.IsClient() {
@@ -318,8 +188,8 @@ func (c *countingLoss) lost(initial int64) ([]LostWrite, error) {
 		return nil, nil
 	}
 	fi := -1
-	for i := range c.procs.faults {
-		if c.procs.faults[i].LosesData() {
+	for i := range c.procs.Faults {
+		if c.procs.Faults[i].LosesData() {
 			fi = i
 		}
 	}
@@ -349,14 +219,14 @@ func (c *countingLoss) lost(initial int64) ([]LostWrite, error) {
 	if n <= 0 || fi < 0 {
 		return nil, nil
 	}
-	fault := c.procs.faults[fi]
+	fault := c.procs.Faults[fi]
 	l := LostWrite{Count: n, Fault: fault.Fault}
-	l.Explanation = fmt.Sprintf("%d acknowledged %s missing from the final state after %s", n, plural, fault.describe())
+	l.Explanation = fmt.Sprintf("%d acknowledged %s missing from the final state after %s", n, plural, fault.Describe())
 	before, err := c.acks.countBefore(fault.Start)
 	if err != nil {
 		return nil, err
 	}
-	if fault.Action == PartitionAction && fault.End >= 0 {
+	if fault.Action == outages.PartitionAction && fault.End >= 0 {
 		untilEnd, err := c.acks.countBefore(fault.End)
 		if err != nil {
 			return nil, err
@@ -393,9 +263,9 @@ func (c *countingLoss) lostAccount(budget int64, fi int) (LostWrite, error) {
 	l := LostWrite{Count: c.acks.n}
 	last, hasLast := c.recent[(c.nrecent-1+len(c.recent))%len(c.recent)], c.nrecent > 0
 	if fi >= 0 {
-		f := c.procs.faults[fi]
+		f := c.procs.Faults[fi]
 		at, l.Fault = f.Start, f.Fault
-		cause = "after " + f.describe()
+		cause = "after " + f.Describe()
 		last, hasLast = c.beforeFault[fi]
 	}
 	l.Explanation = fmt.Sprintf("the account is gone %s: the final read found no balance at all, so the budget of %d the run set up and all %d decrements acknowledged as applied are lost", cause, budget, c.acks.n)
@@ -431,8 +301,8 @@ func (c *countingLoss) lostAccount(budget int64, fi int) (LostWrite, error) {
 // write in any linearization, so the write is gone. (An unknown write may apply at any
 // time, so its value always counts as one that may follow.)
 func lostRegisterWrites(ops []histories.Op) []LostWrite {
-	faults := losingFaults(ops)
-	if !slices.ContainsFunc(faults, ProcessFault.LosesData) {
+	faults := outages.LosingFaults(ops)
+	if !slices.ContainsFunc(faults, outages.ProcessFault.LosesData) {
 		return nil // nothing can have been lost: no need to pair a long history
 	}
 	all, err := histories.Pair(ops)
@@ -454,7 +324,7 @@ func lostRegisterWrites(ops []histories.Op) []LostWrite {
 		if !f.LosesData() || f.End < 0 {
 			continue
 		}
-		if f.Action == PartitionAction {
+		if f.Action == outages.PartitionAction {
 			// What a partition loses was acknowledged while it lasted (by a side that
 			// went on as primary): the last write acknowledged before the heal, and the
 			// first read invoked after it.
@@ -475,7 +345,7 @@ func lostRegisterWrites(ops []histories.Op) []LostWrite {
 
 // lostRegisterWrite is lostRegisterWrites for one key's operations and one fault; next
 // is when the fault after it began.
-func lostRegisterWrite(ops []histories.Operation, f ProcessFault, next int64) (LostWrite, bool) {
+func lostRegisterWrite(ops []histories.Operation, f outages.ProcessFault, next int64) (LostWrite, bool) {
 	var w *histories.Operation
 	for i, o := range ops {
 		if o.Type() == histories.OK && o.Invoke.F != "read" && o.Complete.Time < f.Start {
@@ -514,7 +384,7 @@ func lostRegisterWrite(ops []histories.Operation, f ProcessFault, next int64) (L
 	k := w.Invoke.Key
 	l := LostWrite{OpID: w.Invoke.OpID, Index: w.Complete.Index, Key: k, Value: wv, Fault: f.Fault, AckBeforeFaultS: secs(f.Start - w.Complete.Time)}
 	l.Explanation = fmt.Sprintf("%s %s of %s by op %s (acknowledged %.3fs before %s) is lost: read %s, invoked after the server answered again, returned %s",
-		w.Invoke.F, string(w.Invoke.Value), k, w.Invoke.OpID, l.AckBeforeFaultS, f.describe(), r.Invoke.OpID, string(r.Complete.Value))
+		w.Invoke.F, string(w.Invoke.Value), k, w.Invoke.OpID, l.AckBeforeFaultS, f.Describe(), r.Invoke.OpID, string(r.Complete.Value))
 	return l, true
 }
 
@@ -594,8 +464,8 @@ func equalExact(x, y any) bool {
 // the fault took. (The exactly-once checker names every absent one as lost; this names
 // the fault beside it.)
 func lostEffects(ops []histories.Op) []LostWrite {
-	faults := losingFaults(ops)
-	fault := lastLosing(faults)
+	faults := outages.LosingFaults(ops)
+	fault := outages.LastLosing(faults)
 	if fault == nil {
 		return nil
 	}
@@ -620,7 +490,7 @@ func lostEffects(ops []histories.Op) []LostWrite {
 		}
 		seen[id] = true
 		l := LostWrite{OpID: id, Index: o.ret.Index, Fault: fault.Fault, AckBeforeFaultS: secs(fault.Start - o.ret.Time)}
-		l.Explanation = fmt.Sprintf("op id %s, acknowledged %.3fs before %s, is absent from the final state", id, l.AckBeforeFaultS, fault.describe())
+		l.Explanation = fmt.Sprintf("op id %s, acknowledged %.3fs before %s, is absent from the final state", id, l.AckBeforeFaultS, fault.Describe())
 		out = append(out, l)
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/outages"
 )
 
 // lostHist builds a history from events in time order, numbering them.
@@ -113,8 +114,8 @@ func TestProcessFaults(t *testing.T) {
 	h.fault("failover:rejoin@3s", "failover", "promoted", 3*sec, 4*sec)
 	h.ops = append(h.ops, histories.Op{Index: 6, Time: 5 * sec, Process: histories.Nemesis, Type: histories.Info, F: "rejoin", Value: []byte(`{"fault":"failover:rejoin@3s","server":"pg","pid":1}`)})
 	h.fault("pause@6s-7s", "pause", "resume", 6*sec, 7*sec)
-	got := ProcessFaults(h.ops)
-	want := []ProcessFault{
+	got := outages.ProcessFaults(h.ops)
+	want := []outages.ProcessFault{
 		{Fault: "kill@1s-2s", Action: "kill", Server: "redis", Pid: 42, Start: sec, End: 2 * sec},
 		{Fault: "failover:rejoin@3s", Action: "failover", Server: "redis", Pid: 42, Start: 3 * sec, End: 4 * sec},
 		{Fault: "pause@6s-7s", Action: "pause", Server: "redis", Pid: 42, Start: 6 * sec, End: 7 * sec},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/outages"
 )
 
 // partition adds a partition's two nemesis events, as the runner records them.
@@ -17,8 +18,8 @@ func (h *lostHist) partition(spec string, from, to int64) *lostHist {
 		"components": [][]string{{"n1"}, {"n2"}}, "nodes": map[string]string{"n1": "198.18.0.11", "n2": "198.18.0.12"},
 		"clients": map[string]string{"n1": "198.18.0.101", "n2": "198.18.0.102"}}
 	heal := map[string]any{"fault": spec, "grudge": map[string][]string{}}
-	h.ops = append(h.ops, histories.Op{Index: int64(len(h.ops)), Time: from, Process: histories.Nemesis, Type: histories.Info, F: PartitionAction, Value: histories.Value(g)})
-	h.ops = append(h.ops, histories.Op{Index: int64(len(h.ops)), Time: to, Process: histories.Nemesis, Type: histories.Info, F: HealAction, Value: histories.Value(heal)})
+	h.ops = append(h.ops, histories.Op{Index: int64(len(h.ops)), Time: from, Process: histories.Nemesis, Type: histories.Info, F: outages.PartitionAction, Value: histories.Value(g)})
+	h.ops = append(h.ops, histories.Op{Index: int64(len(h.ops)), Time: to, Process: histories.Nemesis, Type: histories.Info, F: outages.HealAction, Value: histories.Value(heal)})
 	return h
 }
 
@@ -31,7 +32,7 @@ func TestLostWritesAfterAPartition(t *testing.T) {
 		h := new(lostHist)
 		h.add(0, 0, histories.Invoke, "decrement", "0-0", "").add(1, 0, histories.OK, "decrement", "0-0", `{"applied":true,"balance":9}`)
 		if failover {
-			h.ops = append(h.ops, histories.Op{Index: int64(len(h.ops)), Time: sec / 2, Process: histories.Nemesis, Type: histories.Info, F: PartitionAction,
+			h.ops = append(h.ops, histories.Op{Index: int64(len(h.ops)), Time: sec / 2, Process: histories.Nemesis, Type: histories.Info, F: outages.PartitionAction,
 				Value: histories.Value(map[string]any{"fault": "partition:isolate-primary@0.5s-3s", "shape": "isolate-primary", "grudge": map[string][]string{"n1": {"n2"}}})})
 		} else {
 			h.partition("partition:isolate-primary@0.5s-3s", sec/2, 3*sec)
@@ -69,7 +70,7 @@ func TestLostWritesAfterAPartition(t *testing.T) {
 			t.Errorf("%s: %+v, want %q in the explanation", tc.name, l, tc.explain)
 		}
 		// A partition is no process fault: the process timeline does not list it.
-		if got := len(ProcessFaults(h.ops)); got != tc.processes {
+		if got := len(outages.ProcessFaults(h.ops)); got != tc.processes {
 			t.Errorf("%s: %d process faults, want %d", tc.name, got, tc.processes)
 		}
 	}
@@ -77,7 +78,7 @@ func TestLostWritesAfterAPartition(t *testing.T) {
 
 func TestPartitions(t *testing.T) {
 	h := new(lostHist).partition("partition:isolate-primary@1s-2s", sec, 2*sec).partition("partition:isolate-primary@3s-4s", 3*sec, 4*sec)
-	ps := Partitions(h.ops)
+	ps := outages.Partitions(h.ops)
 	if len(ps) != 2 || ps[0].Start != sec || ps[0].End != 2*sec || ps[1].Start != 3*sec || ps[1].End != 4*sec {
 		t.Fatalf("partitions %+v", ps)
 	}

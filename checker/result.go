@@ -94,8 +94,9 @@ type Result struct {
 	// Details holds checker-specific figures (budget: acknowledged, possible range).
 	Details map[string]json.RawMessage `json:"details,omitempty"`
 	// LostWrites lists the acknowledged writes found missing after the process faults
-	// the history records, each also an anomaly of kind LostWriteKind (see
-	// ProcessFaults).
+	// the history records, each also an anomaly of kind LostWriteKind: the
+	// nemesis events a run records for the faults it applied (kill, restart, failover,
+	// power loss, a partition between nodes) name the fault each followed.
 	LostWrites []LostWrite `json:"lost_writes,omitempty"`
 }
 

@@ -392,7 +392,10 @@ func TestAPIToxicValues(t *testing.T) {
 			t.Errorf("AddToxic %+v: no error", tx)
 		}
 	}
-	if _, err := ParseFault("latency:25h"); err == nil {
-		t.Errorf("latency:25h parsed")
+	if err := (Toxic{Type: "latency", Attributes: map[string]int64{"latency": 25 * 3600 * 1000}}).Check(); err == nil {
+		t.Errorf("a latency of 25h checked")
+	}
+	if err := (Toxic{Type: "latency", Attributes: map[string]int64{"latency": 50}}).Check(); err != nil {
+		t.Errorf("a latency of 50ms: %v", err)
 	}
 }

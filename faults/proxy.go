@@ -192,8 +192,9 @@ func (p *Proxy) APIAddr() string {
 func (p *Proxy) Done() <-chan struct{} { return p.done }
 
 // Faults returns the knobs of the commit faults, or nil without a protocol. They start
-// disarmed; Set and Disarm take effect on open connections. A Schedule and the HTTP
-// API's commit toxics drive the same knobs: the last change wins.
+// disarmed; Set and Disarm take effect on open connections. Go code, indoubt's fault
+// schedules and the HTTP API's commit toxics drive the same knobs: the last change
+// wins.
 func (p *Proxy) Faults() *toxics.Faults {
 	if p.commits == nil {
 		return nil
@@ -247,6 +248,15 @@ func (t Toxic) check() ([]byte, error) {
 		err = checkToxic(w)
 	}
 	return body, err
+}
+
+// Check reports why AddToxic would refuse t's type or attributes (an unknown type, a
+// negative latency, a duration over a day, a rate beyond 1 TB/s), or nil when it
+// would take them, without a proxy: a program that reads toxics from its user checks
+// them all before it starts.
+func (t Toxic) Check() error {
+	_, err := t.check()
+	return err
 }
 
 // RemoveToxic removes a toxic that AddToxic added. It fails on an unknown name.

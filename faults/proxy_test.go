@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -477,123 +476,6 @@ func TestGarbageNeverPanics(t *testing.T) {
 			c.Close()
 		}
 		px.Close()
-	}
-}
-
-// TestScheduleRun: a schedule arms and disarms each fault at its window, reports each
-// change, and the proxy does what each fault says in between. Each step waits for the
-// report of the window it is about, and opens its connection before: one update on an
-// open connection is all that must fit in a window, whatever the load.
-func TestScheduleRun(t *testing.T) {
-	srv := pg.Get(t)
-	direct := connect(t, srv.DSN)
-	table := freshAccount(t, direct, 1000)
-	px, evs := startProxy(t, srv, 1)
-	specs := []string{"commit-drop:1@600ms-1600ms", "partition@2200ms-2800ms", "latency:60ms@3200ms-"}
-	sched, err := ParseSchedule(specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var mu sync.Mutex
-	var windows []Window
-	reported := make(chan Window, 16)
-	done := make(chan error, 1)
-	go func() {
-		done <- sched.Run(ctx, px, time.Now(), func(w Window) {
-			mu.Lock()
-			windows = append(windows, w)
-			mu.Unlock()
-			reported <- w
-		})
-	}()
-	// until waits for the report that fault's window opened (or closed).
-	until := func(fault string, open bool) {
-		t.Helper()
-		for {
-			select {
-			case w := <-reported:
-				if w.Fault == fault && w.Open == open {
-					return
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("no report of %s open=%v", fault, open)
-			}
-		}
-	}
-	dsn := dsnVia(t, srv, px.Addr())
-	open := func() *pgx.Conn {
-		t.Helper()
-		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
-		defer ccancel()
-		c, err := pgx.Connect(cctx, dsn)
-		if err != nil {
-			t.Fatalf("connect through the proxy: %v", err)
-		}
-		t.Cleanup(func() { c.Close(context.Background()) })
-		return c
-	}
-	update := func(c *pgx.Conn) (time.Duration, error) {
-		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
-		defer ccancel()
-		t0 := time.Now()
-		_, err := c.Exec(cctx, "update "+table+" set balance = balance - 1 where id = 1")
-		return time.Since(t0), err
-	}
-
-	if _, err := update(open()); err != nil {
-		t.Fatalf("before the drop window: %v", err)
-	}
-	c := open()
-	until(specs[0], true)
-	if _, err := update(c); !ambiguous(err) {
-		t.Fatalf("in the drop window: error %v, want a dropped commit", err)
-	}
-	until(specs[0], false)
-	if _, err := update(open()); err != nil {
-		t.Fatalf("after the drop window: %v", err)
-	}
-	c = open()
-	until(specs[1], true)
-	if _, err := update(c); err == nil {
-		t.Fatalf("in the partition: no error")
-	}
-	until(specs[1], false)
-	c = open()
-	until(specs[2], true)
-	took, err := update(c)
-	if err != nil {
-		t.Fatalf("under the latency: %v", err)
-	}
-	if took < 60*time.Millisecond {
-		t.Errorf("with 60ms latency downstream the update took %v", took)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	var got []string
-	for _, w := range windows {
-		got = append(got, fmt.Sprintf("%s open=%v", w.Fault, w.Open))
-	}
-	mu.Unlock()
-	var want []string
-	for _, f := range specs {
-		want = append(want, f+" open=true", f+" open=false")
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("windows %q, want %q", got, want)
-	}
-	if n := len(evs.All()); n != 1 {
-		t.Errorf("%d fault events, want the one drop", n)
-	}
-	if px.Faults().Drop.P() != 0 {
-		t.Errorf("drop still armed after its window")
-	}
-	if b := balance(t, direct, table); b != 997 {
-		t.Errorf("balance %d, want 997 (three updates, one dropped, one partitioned)", b)
 	}
 }
 

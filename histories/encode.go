@@ -71,6 +71,14 @@ func appendOp(b []byte, op Op) ([]byte, error) {
 		b = append(b, `,"failed_attempts":`...)
 		b = append(b, f...)
 	}
+	if op.Ended != "" {
+		b = append(b, `,"ended":`...)
+		b = appendString(b, op.Ended)
+	}
+	if op.Conflicts != 0 {
+		b = append(b, `,"conflicts":`...)
+		b = strconv.AppendInt(b, int64(op.Conflicts), 10)
+	}
 	return append(b, '}'), nil
 }
 

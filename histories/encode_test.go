@@ -17,7 +17,8 @@ func FuzzAppendOp(f *testing.F) {
 	f.Fuzz(func(t *testing.T, index, tm int64, process int, typ uint8, fn, key string, value []byte, opID, conn, errText string, attempt int) {
 		op := Op{Index: index, Time: tm, Process: process, Type: Type(typ), F: fn, Key: key, Value: value, OpID: opID, Conn: conn, Error: errText, Attempt: attempt}
 		if attempt > 1 {
-			op.Failed = []FailedAttempt{{Conn: conn, Start: tm - 1, End: tm, Error: errText, Class: key}}
+			op.Failed = []FailedAttempt{{Conn: conn, Start: tm - 1, End: tm, Error: errText, Class: key, Reason: opID}}
+			op.Ended, op.Conflicts = errText, attempt
 		}
 		got, err := appendOp(nil, op)
 		want, werr := json.Marshal(op)

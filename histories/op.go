@@ -105,7 +105,33 @@ type Op struct {
 	// connection each used, when, and what error the client saw. It is how the
 	// proxy's fault events join the attempt they cut from the history alone.
 	Failed []FailedAttempt `json:"failed_attempts,omitempty"`
+	// Ended says, on a completion that is not ok, why the recorder stopped trying, when
+	// it says: EndedNoEffect, EndedNotRetryable, EndedExhausted, EndedDeadline or
+	// EndedInterrupted. Empty: a reader takes an operation of one attempt as not
+	// retryable, of more as exhausted.
+	Ended string `json:"ended,omitempty"`
+	// Conflicts counts, on a completion, the rounds the store's own mechanism lost to
+	// contention and tried again inside the operation (a compare-and-set that found
+	// another value): they are not attempts of the operation.
+	Conflicts int `json:"conflicts,omitempty"`
 }
+
+// Why a recorder stopped trying an operation (Op.Ended).
+const (
+	// EndedNoEffect: the last attempt was answered, and the answer was that the
+	// operation did nothing by the workload's own rule (a decrement of an exhausted
+	// budget, a compare-and-set whose value did not match). Its last attempt is not
+	// among Failed.
+	EndedNoEffect = "no-effect"
+	// EndedNotRetryable: the last attempt's error is one the retry policy does not retry.
+	EndedNotRetryable = "not-retryable"
+	// EndedExhausted: the retry policy's attempts ran out.
+	EndedExhausted = "exhausted"
+	// EndedDeadline: the run's end came before the next attempt could.
+	EndedDeadline = "deadline"
+	// EndedInterrupted: the run was interrupted before the next attempt.
+	EndedInterrupted = "interrupted"
+)
 
 // FailedAttempt is one attempt of an operation that ended in an error.
 type FailedAttempt struct {
@@ -120,6 +146,10 @@ type FailedAttempt struct {
 	// request may have applied), definite (it did not) or conflict (it did not, and a
 	// retry is reasonable); empty when the recorder did not say.
 	Class string `json:"class,omitempty"`
+	// Reason is the error's reason in the error contract's vocabulary, finer than its
+	// class (workloads.Reason: dial, timeout, conflict, broken-pipe, ...); empty when
+	// the recorder did not say.
+	Reason string `json:"reason,omitempty"`
 }
 
 // IsClient reports whether the event belongs to a worker rather than the nemesis.

@@ -75,14 +75,15 @@ func TestSchemaValidatesRecordedHistories(t *testing.T) {
 	}
 	for _, op := range []histories.Op{
 		{Process: 0, Type: histories.Invoke, F: "cas", Key: "k1", Value: histories.Value([]int{0, 1}), OpID: "0-1", Conn: "127.0.0.1:5000"},
-		{Process: 0, Type: histories.Fail, F: "cas", Key: "k1", Value: histories.Value([]int{0, 1}), Attempt: 1},
+		{Process: 0, Type: histories.Fail, F: "cas", Key: "k1", Value: histories.Value([]int{0, 1}), Attempt: 1, Ended: histories.EndedNoEffect, Conflicts: 2},
 		{Process: histories.Nemesis, Type: histories.Info, F: "cut-after-commit", Value: histories.Value(map[string]string{"truth": "committed"})},
 		{Process: 1, Type: histories.Invoke, F: "decrement", OpID: "1-1"},
 		{Process: 1, Type: histories.OK, F: "decrement", Value: histories.Value(map[string]any{"applied": true, "balance": 2}), Attempt: 2},
 		{Process: 2, Type: histories.Invoke, F: "read"},
 		{Process: 2, Type: histories.OK, F: "read", Value: histories.Value(nil)},
 		{Process: 3, Type: histories.Invoke, F: "increment"},
-		{Process: 3, Type: histories.Info, F: "increment", Error: "conn closed"},
+		{Process: 3, Type: histories.Info, F: "increment", Error: "conn closed", Attempt: 1, Ended: histories.EndedDeadline,
+			Failed: []histories.FailedAttempt{{Error: "conn closed", Class: "unknown", Reason: "conn-closed"}}},
 	} {
 		if _, err := w.Write(op); err != nil {
 			t.Fatal(err)

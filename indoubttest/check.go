@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/judge"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 // Report is what Evaluate and Check found: the checker's verdict and anomalies, what
@@ -130,7 +130,7 @@ func evaluate(tb testing.TB, rec *Recorder, model Model) *Report {
 	rec.mu.Unlock()
 	var (
 		events  []toxics.Event
-		windows []faults.Window
+		windows []schedule.Window
 		specs   []string
 		schErr  error
 		store   string
@@ -218,7 +218,7 @@ func checkTimeout(tb testing.TB) time.Duration {
 // merge puts the client's events and the proxy's in one history, in time order, and
 // numbers them, as indoubt run's nemesis records them: fault windows opened and
 // closed, and each fault with its ground truth.
-func merge(client []histories.Op, events []toxics.Event, windows []faults.Window, start time.Time) []histories.Op {
+func merge(client []histories.Op, events []toxics.Event, windows []schedule.Window, start time.Time) []histories.Op {
 	ops := make([]histories.Op, 0, len(client)+len(events)+len(windows))
 	ops = append(ops, client...)
 	for _, w := range windows {
@@ -264,7 +264,7 @@ func runDir(tb testing.TB) (dir string, keep bool, err error) {
 // writeFaults writes faults.jsonl as indoubt run does: each event with run_time, its
 // time on the history's clock, so that `indoubt check --faults` joins it, and the
 // fault windows.
-func writeFaults(dir string, events []toxics.Event, windows []faults.Window, start time.Time) error {
+func writeFaults(dir string, events []toxics.Event, windows []schedule.Window, start time.Time) error {
 	var lines []rundir.FaultLine
 	for _, e := range events {
 		lines = append(lines, rundir.EventLine(e, e.Time.Sub(start).Nanoseconds()))

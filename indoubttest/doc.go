@@ -86,7 +86,7 @@
 //
 // # Faults
 //
-// Server.Arm arms faults in the schedule syntax of package faults: "commit-cut:0.2",
+// Server.Arm arms faults in the syntax of `indoubt run --fault` (docs/faults.md): "commit-cut:0.2",
 // "commit-drop:1,max=3", "commit-mixed:0.1", "latency:5ms", "partition@1s-2s". A window
 // "@START-END" is measured from the Arm call ("commit-cut:0.5@300ms-700ms": from 300 ms
 // after it to 700 ms after it; "@1s-" until Disarm). A commit fault takes the statement

@@ -14,6 +14,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/indoubttest/internal/serve"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -47,7 +48,7 @@ type Server struct {
 	match    atomic.Pointer[regexp.Regexp]
 	mu       sync.Mutex
 	events   []toxics.Event
-	windows  []faults.Window
+	windows  []schedule.Window
 	specs    []string
 	cancel   []context.CancelFunc
 	running  sync.WaitGroup
@@ -115,8 +116,8 @@ func (s *Server) record(e toxics.Event) {
 	s.mu.Unlock()
 }
 
-// Arm arms faults from now on, each given in the schedule syntax of package faults:
-// "commit-cut:0.2", "commit-drop:1,max=3", "commit-mixed:0.1@2s-5s" (a window measured
+// Arm arms faults from now on, each in the syntax of `indoubt run --fault`
+// (docs/faults.md): "commit-cut:0.2", "commit-drop:1,max=3", "commit-mixed:0.1@2s-5s" (a window measured
 // from this call: from 2 s after Arm to 5 s after it), "latency:5ms",
 // "partition@1s-2s". A commit fault takes the option match=REGEXP, the statement match
 // of `indoubt proxy --match`: only commit points whose text the regular expression
@@ -137,7 +138,7 @@ func (s *Server) Arm(specs ...string) {
 		s.tb.Fatalf("indoubttest: arm: %v", err)
 		return
 	}
-	sched, err := faults.ParseSchedule(plain)
+	sched, err := schedule.Parse(plain)
 	if err != nil {
 		s.tb.Fatalf("indoubttest: arm: %v", err)
 		return
@@ -159,7 +160,7 @@ func (s *Server) Arm(specs ...string) {
 	s.running.Add(1)
 	go func() {
 		defer s.running.Done()
-		err := sched.Run(ctx, s.proxy, time.Now(), func(w faults.Window) {
+		err := sched.Run(ctx, s.proxy, time.Now(), func(w schedule.Window) {
 			s.mu.Lock()
 			s.windows = append(s.windows, w)
 			s.mu.Unlock()
@@ -236,7 +237,7 @@ func cutMatch(spec string) (rest, expr string, ok bool) {
 	return spec[:i] + at, expr, true
 }
 
-func windowed(sched faults.Schedule) bool {
+func windowed(sched schedule.Schedule) bool {
 	for _, f := range sched {
 		if f.Start > 0 {
 			return true
@@ -274,10 +275,10 @@ func (s *Server) Events() []toxics.Event {
 
 // armed returns what the faults did so far: the events, the windows opened and
 // closed, the specs armed, and an error of a schedule that could not run.
-func (s *Server) armed() ([]toxics.Event, []faults.Window, []string, error) {
+func (s *Server) armed() ([]toxics.Event, []schedule.Window, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]toxics.Event(nil), s.events...), append([]faults.Window(nil), s.windows...), append([]string(nil), s.specs...), s.schedErr
+	return append([]toxics.Event(nil), s.events...), append([]schedule.Window(nil), s.windows...), append([]string(nil), s.specs...), s.schedErr
 }
 
 // Proxy returns the proxy, for what Arm does not cover (a toxic of toxiproxy's added by

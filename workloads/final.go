@@ -29,22 +29,10 @@ const (
 // computed from the history by Workload.Summary. It marshals to that section's JSON, and
 // it is the only way the runner, the evidence and the reports read the final state. A
 // workload reads its final state; it does not judge it: indoubt holds it to the fault
-// proxy's ground truth (Truth) beside the checker's verdict.
+// proxy's ground truth beside the checker's verdict.
 type Final interface {
 	// Figures is what the stand's table and the summaries show of the final state.
 	Figures() Figures
-}
-
-// Truth is what the fault proxy knows of the run's commits, joined to the operations
-// whose attempts it cut: what a final state is reconciled with.
-type Truth struct {
-	// Applied holds, per commit the proxy cut after the server applied it, the op id of
-	// its operation (an operation cut twice appears twice).
-	Applied []string
-	// Proven counts cut attempts whose reply proves they changed rows ("UPDATE 1");
-	// Committed counts cut attempts that committed with a reply that does not say what
-	// changed ("COMMIT", "CALL").
-	Proven, Committed int64
 }
 
 // Figures is what a report shows of a final state. A nil figure shows as "-".

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/atomicfile"
 	"github.com/indoubt/indoubt/internal/chaosmesh"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 const chaosMeshHelp = `indoubt chaos-mesh: the fault schedule as Chaos Mesh objects, for a cluster on Kubernetes.
@@ -160,7 +160,7 @@ func kubeContext() (string, error) {
 // applyObjects creates each object at its start with kubectl apply and deletes it
 // after its fault's window (a kill's object at once: the pod is gone then), until the
 // last window ends or ctx does; what is still there is deleted before it returns.
-func applyObjects(ctx context.Context, objs []chaosmesh.Object, sched faults.Schedule, log io.Writer) error {
+func applyObjects(ctx context.Context, objs []chaosmesh.Object, sched schedule.Schedule, log io.Writer) error {
 	start := time.Now()
 	end := map[string]time.Duration{}
 	for _, f := range sched {

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/supervise"
 )
 
@@ -87,7 +87,7 @@ type execArgs struct {
 	store    runner.Store
 	dsn      string // --dsn, "" to launch
 	upstream string // --upstream, "" unless given
-	schedule faults.Schedule
+	schedule schedule.Schedule
 	seed     int64
 	out      string
 	model    string
@@ -171,7 +171,7 @@ func parseExecArgs(args []string, stdout io.Writer) (execArgs, error) {
 	if a.dsn != "" && a.upstream != "" {
 		return a, fmt.Errorf("exec: --dsn and --upstream both name the server: give one")
 	}
-	if a.schedule, err = faults.ParseSchedule(specs); err != nil {
+	if a.schedule, err = schedule.Parse(specs); err != nil {
 		return a, fmt.Errorf("exec: %v", err)
 	}
 	if p := a.schedule.Processes(); len(p) > 0 {

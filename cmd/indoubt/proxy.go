@@ -16,6 +16,7 @@ import (
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 const proxyHelp = `indoubt proxy: the commit-aware fault proxy, standalone, in front of any application.
@@ -134,7 +135,7 @@ type proxyConfig struct {
 	opt          faults.Options // without Events
 	protocol     string
 	cut, drop    float64
-	schedule     faults.Schedule
+	schedule     schedule.Schedule
 	events       string
 	appendEvents bool
 }
@@ -226,12 +227,12 @@ func proxyProtocol(name string) (toxics.Protocol, error) {
 }
 
 // parseSchedule parses the --fault entries and checks them against the flags.
-func (cfg proxyConfig) parseSchedule(specs []string) (faults.Schedule, error) {
-	schedule, err := faults.ParseSchedule(specs)
+func (cfg proxyConfig) parseSchedule(specs []string) (schedule.Schedule, error) {
+	sched, err := schedule.Parse(specs)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	for _, f := range schedule {
+	for _, f := range sched {
 		switch {
 		case f.Process:
 			return nil, fmt.Errorf("proxy: --fault %s is a process fault, which needs a server indoubt launched: indoubt proxy has none (use indoubt run)", f.Spec)
@@ -245,7 +246,7 @@ func (cfg proxyConfig) parseSchedule(specs []string) (faults.Schedule, error) {
 			return nil, fmt.Errorf("proxy: --fault %s needs a protocol: --protocol postgres", f.Spec)
 		}
 	}
-	return schedule, nil
+	return sched, nil
 }
 
 // proxySink prints each fault on stdout, writes it to the events file and counts it.
@@ -347,10 +348,10 @@ func warnRemote(stderr io.Writer, px *faults.Proxy) {
 }
 
 // runProxySchedule runs the schedule, printing its windows, until ctx is done.
-func runProxySchedule(ctx context.Context, schedule faults.Schedule, px *faults.Proxy, sink *proxySink) error {
+func runProxySchedule(ctx context.Context, sched schedule.Schedule, px *faults.Proxy, sink *proxySink) error {
 	done := make(chan error, 1)
 	go func() {
-		done <- schedule.Run(ctx, px, time.Now(), func(w faults.Window) {
+		done <- sched.Run(ctx, px, time.Now(), func(w schedule.Window) {
 			state := "closed"
 			if w.Open {
 				state = "opened"

@@ -13,9 +13,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/shrink"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
@@ -56,8 +56,8 @@ func shellWords(t *testing.T, line string) []string {
 // The command a shrink prints is indoubt run's: parsed by indoubt run, it gives back the
 // configuration it was written from, for every setting a run directory records.
 func TestShrinkCommandParsesBack(t *testing.T) {
-	sched := func(specs ...string) faults.Schedule {
-		s, err := faults.ParseSchedule(specs)
+	sched := func(specs ...string) schedule.Schedule {
+		s, err := schedule.Parse(specs)
 		if err != nil {
 			t.Fatal(err)
 		}

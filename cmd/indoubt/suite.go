@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/catalog"
 	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/console"
 	"github.com/indoubt/indoubt/internal/netns"
@@ -25,7 +26,6 @@ import (
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/catalog"
 )
 
 const suiteHelp = `indoubt suite: run the cases of a suite file in order, each a run with its

@@ -33,8 +33,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/netns"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 // APIVersion is Chaos Mesh's API group and version of NetworkChaos and PodChaos.
@@ -87,7 +87,7 @@ func (o Object) Start() (time.Duration, error) {
 // Generate returns the objects for the schedule, in the order they start. It fails,
 // naming the entry, on a fault with no Chaos Mesh equivalent, on a window without an
 // end (Chaos Mesh needs a duration), and on a node without a pod.
-func Generate(sched faults.Schedule, opt Options) ([]Object, error) {
+func Generate(sched schedule.Schedule, opt Options) ([]Object, error) {
 	if opt.Namespace == "" {
 		return nil, errors.New("chaos mesh: no namespace")
 	}
@@ -136,7 +136,7 @@ func Generate(sched faults.Schedule, opt Options) ([]Object, error) {
 // objFunc makes an object of the fault being written.
 type objFunc func(kind, suffix string, spec map[string]any) Object
 
-func generate(i int, f faults.Fault, opt Options, rng *rand.Rand) ([]Object, error) {
+func generate(i int, f schedule.Fault, opt Options, rng *rand.Rand) ([]Object, error) {
 	obj := func(kind, suffix string, spec map[string]any) Object {
 		return Object{APIVersion: APIVersion, Kind: kind, Spec: spec, Metadata: Metadata{
 			Name: fmt.Sprintf("%s-%d-%s", opt.Name, i, suffix), Namespace: opt.Namespace,

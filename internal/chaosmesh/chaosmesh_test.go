@@ -13,8 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/netns"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 // crdSchema compiles the openAPIV3Schema of a CRD in testdata, made strict: an object
@@ -100,9 +100,9 @@ var opt = Options{
 	Pods: map[string]string{"n1": "redis-0", "n2": "redis-1", "n3": "redis-2", "n4": "sentinel-3", "n5": "sentinel-4"},
 }
 
-func parse(t *testing.T, specs ...string) faults.Schedule {
+func parse(t *testing.T, specs ...string) schedule.Schedule {
 	t.Helper()
-	s, err := faults.ParseSchedule(specs)
+	s, err := schedule.Parse(specs)
 	if err != nil {
 		t.Fatal(err)
 	}

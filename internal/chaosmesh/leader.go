@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 // The topologies whose faults aim at the leader when they fire (Options.Topology), as
@@ -27,10 +27,10 @@ var Topologies = []string{TopologyEtcd, TopologyPatroni}
 // cut to make there; on Kubernetes the DCS is pods of its own.
 const DCSShape = "dcs"
 
-// ParseSchedule parses a schedule as faults.ParseSchedule does, and also takes
+// ParseSchedule parses a schedule as schedule.Parse does, and also takes
 // partition:dcs[:NODE]@START-END (DCSShape): its window is read, and held not to
 // overlap the other partitions, as a partition's.
-func ParseSchedule(specs []string) (faults.Schedule, error) {
+func ParseSchedule(specs []string) (schedule.Schedule, error) {
 	plain := slices.Clone(specs)
 	type dcs struct {
 		i      int
@@ -50,7 +50,7 @@ func ParseSchedule(specs []string) (faults.Schedule, error) {
 		plain[i] = "partition@" + window
 		cuts = append(cuts, dcs{i, target})
 	}
-	s, err := faults.ParseSchedule(plain)
+	s, err := schedule.Parse(plain)
 	if err != nil {
 		// Name the entry as it was written.
 		for _, c := range cuts {
@@ -109,7 +109,7 @@ func checkTopology(opt Options) error {
 // when the object is created: Options.LeaderLabel (KEY=VALUE, a label the cluster keeps
 // on its leader, such as Patroni's role label with its Kubernetes DCS), the cluster's
 // other pods those with Options.ClusterLabel and without the leader's.
-func leaderFault(f faults.Fault, opt Options, obj objFunc, pods func(...string) map[string]any, duration func() (string, error)) (out []Object, handled bool, err error) {
+func leaderFault(f schedule.Fault, opt Options, obj objFunc, pods func(...string) map[string]any, duration func() (string, error)) (out []Object, handled bool, err error) {
 	lk, lv, _ := strings.Cut(opt.LeaderLabel, "=")
 	ck, cv, _ := strings.Cut(opt.ClusterLabel, "=")
 	leader := map[string]any{"namespaces": []string{opt.Namespace}, "labelSelectors": map[string]string{ck: cv, lk: lv}}
@@ -166,7 +166,7 @@ func leaderFault(f faults.Fault, opt Options, obj objFunc, pods func(...string) 
 			spec = map[string]any{"action": "pod-failure", "mode": "one", "selector": leader, "duration": d}
 		}
 		return []Object{obj("PodChaos", f.Name+"-leader", spec)}, true, nil
-	case f.Shape == faults.IsolatePrimary, f.Shape == faults.OneWay && f.Target == "":
+	case f.Shape == schedule.IsolatePrimary, f.Shape == schedule.OneWay && f.Target == "":
 		if err := needLabel(); err != nil {
 			return nil, true, err
 		}
@@ -182,11 +182,11 @@ func leaderFault(f faults.Fault, opt Options, obj objFunc, pods func(...string) 
 				"direction": "from", "target": map[string]any{"mode": "all", "selector": from}, "duration": d})
 		}
 		out := []Object{drop("partition-others", others, leader)}
-		if f.Shape == faults.IsolatePrimary {
+		if f.Shape == schedule.IsolatePrimary {
 			out = append([]Object{drop("partition-leader", leader, others)}, out...)
 		}
 		return out, true, nil
-	case f.Shape == faults.Majority:
+	case f.Shape == schedule.Majority:
 		return nil, true, fmt.Errorf("partition:majority puts the leader in a minority with nodes drawn around it, which needs the leader's name when it fires; with 3 nodes partition:isolate-primary is the same cut")
 	}
 	return nil, false, nil

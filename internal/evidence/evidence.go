@@ -593,8 +593,8 @@ func (j *join) disagree(verdictInvalid bool) {
 }
 
 // truth is the ground truth the workload's final state is reconciled with.
-func (j *join) truth() workloads.Truth {
-	var t workloads.Truth
+func (j *join) truth() Truth {
+	var t Truth
 	for _, id := range j.order {
 		for _, h := range j.facts[id].hits {
 			if h.e.Truth != "applied" {

@@ -9,6 +9,18 @@ import (
 	"github.com/indoubt/indoubt/workloads/insert"
 )
 
+// Truth is what the fault proxy knows of the run's commits, joined to the operations
+// whose attempts it cut: what a final state is reconciled with.
+type Truth struct {
+	// Applied holds, per commit the proxy cut after the server applied it, the op id of
+	// its operation (an operation cut twice appears twice).
+	Applied []string
+	// Proven counts cut attempts whose reply proves they changed rows ("UPDATE 1");
+	// Committed counts cut attempts that committed with a reply that does not say what
+	// changed ("COMMIT", "CALL").
+	Proven, Committed int64
+}
+
 // Reconcile holds a workload's final state, as its final reads found it, to the fault
 // proxy's ground truth t (the zero Truth for a run without a proxy), and returns it with
 // what the reconciliation counts filled in, and the sentences that say where the two
@@ -26,7 +38,7 @@ import (
 //     than such cuts is a disagreement.
 //
 // The other workloads' final states are returned as they are: their checkers judge them.
-func Reconcile(f workloads.Final, t workloads.Truth) (workloads.Final, []string) {
+func Reconcile(f workloads.Final, t Truth) (workloads.Final, []string) {
 	switch f := f.(type) {
 	case budget.Final:
 		return f, reconcileBudget(f, t)
@@ -44,7 +56,7 @@ func Reconcile(f workloads.Final, t workloads.Truth) (workloads.Final, []string)
 	return f, nil
 }
 
-func reconcileBudget(f budget.Final, t workloads.Truth) []string {
+func reconcileBudget(f budget.Final, t Truth) []string {
 	if f.Balance == nil {
 		return nil
 	}

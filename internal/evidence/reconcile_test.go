@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/internal/evidence"
-	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/counter"
 )
@@ -33,7 +32,7 @@ func TestReconcileCounter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var truth workloads.Truth
+			var truth evidence.Truth
 			for range tc.cuts {
 				truth.Applied = append(truth.Applied, "1-1")
 			}
@@ -60,14 +59,14 @@ func TestReconcileCounter(t *testing.T) {
 func TestReconcileBudget(t *testing.T) {
 	ptr := func(v int64) *int64 { return &v }
 	f := budget.Final{Budget: 100, Balance: ptr(90), Applied: 8}
-	if _, dis := evidence.Reconcile(f, workloads.Truth{Proven: 2}); len(dis) != 0 {
+	if _, dis := evidence.Reconcile(f, evidence.Truth{Proven: 2}); len(dis) != 0 {
 		t.Errorf("8 acknowledged and 2 proven cuts account for a fall of 10: %v", dis)
 	}
-	_, dis := evidence.Reconcile(f, workloads.Truth{})
+	_, dis := evidence.Reconcile(f, evidence.Truth{})
 	if len(dis) != 1 || !strings.Contains(dis[0], "the balance fell by 10") || !strings.Contains(dis[0], "between 8 and 8") {
 		t.Errorf("a fall of 10 with 8 acknowledged and no cut: %v", dis)
 	}
-	if _, dis := evidence.Reconcile(budget.Final{Budget: 100}, workloads.Truth{}); dis != nil {
+	if _, dis := evidence.Reconcile(budget.Final{Budget: 100}, evidence.Truth{}); dis != nil {
 		t.Errorf("no balance read, nothing to reconcile: %v", dis)
 	}
 }

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/isolation"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
@@ -131,7 +131,7 @@ func TestRandomWorkloadAtEachLevel(t *testing.T) {
 // dropped at random leave transactions in doubt (info), and the checker, deciding from
 // the reads which of them committed, finds the history serializable.
 func TestSerializableUnderCommitMixed(t *testing.T) {
-	sched, err := faults.ParseSchedule([]string{"commit-mixed:0.2"})
+	sched, err := schedule.Parse([]string{"commit-mixed:0.2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestRedisTransactions(t *testing.T) {
 			Workers: 6, Ops: 40, Seed: 4, Out: t.TempDir(), Retry: conflictPolicy(t),
 		}
 		if len(fault) > 0 {
-			sched, err := faults.ParseSchedule(fault)
+			sched, err := schedule.Parse(fault)
 			if err != nil {
 				t.Fatal(err)
 			}

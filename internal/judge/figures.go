@@ -10,8 +10,8 @@ import (
 )
 
 // The reason words of the figures of a recorded history, for an attempt that ended in
-// an error: its class as the recorder wrote it (definite, conflict, unknown), else
-// these.
+// an error: its reason as the recorder wrote it (indoubt run's: dial, timeout,
+// conflict, ...), else its class (definite, conflict, unknown), else these.
 const (
 	// ReasonUnclassified: the failed attempt is listed without a class.
 	ReasonUnclassified = "unclassified"
@@ -20,22 +20,27 @@ const (
 	ReasonUnrecorded = "unrecorded"
 )
 
-// Figures fills res's figures from a history recorded by a program (indoubt exec, the
-// test helper), which the run did not drive and knows only as it was recorded: the
-// outcomes and attempts, the retries by reason and outcome, the errors by reason, the
-// latency, the completions per second and throughput, and workers, the most
-// operations in flight at once. elapsed is the run's length; 0 takes the last
-// completion's time. Final reads are counted in ops (the judge's) only.
+// Figures fills res's figures from a history as it was recorded, by indoubt run or by
+// a program (indoubt exec, the test helper): the outcomes and attempts, the retries by
+// reason and outcome, the errors by reason, the conflicts, the latency, the
+// completions per second and throughput, and workers, the most operations in flight
+// at once. elapsed is the run's length; 0 takes the last completion's time. Final
+// reads are counted in ops (the judge's) only.
 //
 // An operation never completed is of unknown outcome (outcomes.unknown), as a
-// completion of type info is. An operation that failed after more than one attempt
-// exhausted its retries; after one, it was not retryable. A retry's reason, and an
-// error's, is the class of the failed attempt the completion lists for it
-// (failed_attempts), ReasonUnclassified when it has none, ReasonUnrecorded when the
-// completion does not list it.
+// completion of type info is. A failed operation ended as its completion says
+// (histories.Op.Ended: exhausted; not retryable or of no effect; stopped by the
+// run's deadline or its interruption); when it does not say, after more than one
+// attempt it exhausted its retries, after one it was not retryable. Retries of an
+// operation the deadline stopped count under retries.by_outcome.deadline. A retry's
+// reason, and an error's, is the reason of the failed attempt the completion lists for
+// it (failed_attempts), else its class, ReasonUnclassified when it has neither,
+// ReasonUnrecorded when the completion does not list it (histories.EndedNoEffect when
+// the attempt was answered that the operation did nothing). Conflicts are the
+// completions' conflicts summed.
 func Figures(res *results.Results, ops []histories.Op, elapsed time.Duration) {
 	res.Errors, res.Retries = map[string]int64{}, results.RetryCounts{ByReason: map[string]int64{}}
-	res.Outcomes, res.PerSecond = results.Outcomes{}, []int64{}
+	res.Outcomes, res.PerSecond, res.Conflicts = results.Outcomes{}, []int64{}, 0
 	all, _ := histories.Pair(ops) // the checker paired them already
 	var lat []time.Duration
 	type edge struct {
@@ -65,21 +70,22 @@ func Figures(res *results.Results, ops []histories.Op, elapsed time.Duration) {
 			}
 		}
 		retries := attempts - 1
+		res.Conflicts += int64(c.Conflicts)
 		var oc *results.OutcomeCount
+		by := &res.Retries.ByOutcome.Info
 		switch c.Type {
 		case histories.OK:
-			oc = &res.Outcomes.Succeeded
-			res.Retries.ByOutcome.OK += retries
+			oc, by = &res.Outcomes.Succeeded, &res.Retries.ByOutcome.OK
 		case histories.Fail:
-			oc = &res.Outcomes.NonRetryable
-			if attempts > 1 {
-				oc = &res.Outcomes.Exhausted
-			}
-			res.Retries.ByOutcome.Fail += retries
+			oc, by = failedOutcome(&res.Outcomes, c.Ended, attempts), &res.Retries.ByOutcome.Fail
 		default:
 			oc = &res.Outcomes.Unknown
-			res.Retries.ByOutcome.Info += retries
 		}
+		if c.Ended == histories.EndedDeadline {
+			// The deadline, not the outcome, is what stopped the retries.
+			by = &res.Retries.ByOutcome.Deadline
+		}
+		*by += retries
 		oc.Ops++
 		oc.Attempts += attempts
 		res.Retries.Total += retries
@@ -131,16 +137,39 @@ func Figures(res *results.Results, ops []histories.Op, elapsed time.Duration) {
 	}
 }
 
-// attemptReason is the reason of attempt i (from 0) of the completion c: the class of
-// the failed attempt it lists at i.
+// failedOutcome is the outcome count of a failed operation that took attempts and
+// ended as ended says (histories.Op.Ended).
+func failedOutcome(o *results.Outcomes, ended string, attempts int64) *results.OutcomeCount {
+	switch ended {
+	case histories.EndedExhausted:
+		return &o.Exhausted
+	case histories.EndedNoEffect, histories.EndedNotRetryable:
+		return &o.NonRetryable
+	case histories.EndedDeadline, histories.EndedInterrupted:
+		return &o.Deadline
+	}
+	if attempts > 1 {
+		return &o.Exhausted
+	}
+	return &o.NonRetryable
+}
+
+// attemptReason is the reason of attempt i (from 0) of the completion c: the reason,
+// else the class, of the failed attempt it lists at i.
 func attemptReason(c *histories.Op, i int) string {
+	if i == len(c.Failed) && c.Ended == histories.EndedNoEffect {
+		return histories.EndedNoEffect
+	}
 	if i < 0 || i >= len(c.Failed) {
 		return ReasonUnrecorded
 	}
-	if c.Failed[i].Class == "" {
-		return ReasonUnclassified
+	switch a := c.Failed[i]; {
+	case a.Reason != "":
+		return a.Reason
+	case a.Class != "":
+		return a.Class
 	}
-	return c.Failed[i].Class
+	return ReasonUnclassified
 }
 
 func msOf(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/10) / 100 }

@@ -6,8 +6,11 @@
 // re-checked gives what the run gave: the directory is the evidence, the checker the
 // only judge.
 //
-// What only the run could measure (throughput, latency, retries by reason, the server's
-// description) is not the judge's: the caller adds it to the results.
+// The figures of the operations (outcomes, retries by reason and outcome, errors,
+// conflicts, completions per second) are the judge's too, counted from the history as
+// it was recorded (Figures). What only the run could measure (its length, throughput
+// and latency as it timed them, its workers, the server's description) is the
+// caller's to add.
 package judge
 
 import (
@@ -19,11 +22,11 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/catalog"
 	"github.com/indoubt/indoubt/internal/evidence"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/catalog"
 )
 
 // Options adjust a judgement.
@@ -41,8 +44,8 @@ type Options struct {
 type Judgement struct {
 	// Results holds the judged sections of results.json: verdict, summary, anomalies
 	// (all of them: the caller trims), lost writes, the transactional details, the
-	// operation counts, the fault counts, the evidence, the final state reconciled
-	// with the proxy's truth, and the timelines.
+	// operation counts and figures, the fault counts, the evidence, the final state
+	// reconciled with the proxy's truth, and the timelines.
 	Results *results.Results
 	// Checked is the checker's result as it returned it.
 	Checked checker.Result
@@ -148,8 +151,9 @@ func History(ctx context.Context, dir string, h *histories.Header, ops []histori
 	} else if final != nil {
 		// No proxy, no ground truth: the final state is reconciled with none (a
 		// counter's lost and extra increments).
-		res.Final, _ = evidence.Reconcile(final, workloads.Truth{})
+		res.Final, _ = evidence.Reconcile(final, evidence.Truth{})
 	}
+	Figures(res, ops, 0)
 	j.Results = res
 	return j, nil
 }

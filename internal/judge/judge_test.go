@@ -138,3 +138,41 @@ func TestFigures(t *testing.T) {
 		t.Errorf("duration %v, throughput %v, per second %v", r.DurationS, r.Throughput, r.PerSecond)
 	}
 }
+
+// Figures of a history as indoubt run records it: each failed attempt's reason, how
+// each operation ended and the conflicts its store resolved, so that the directory
+// alone gives the run's figures.
+func TestFiguresAsRecorded(t *testing.T) {
+	dial := histories.FailedAttempt{Class: "definite", Reason: "dial"}
+	timeout := histories.FailedAttempt{Class: "unknown", Reason: "timeout"}
+	ops := []histories.Op{
+		{Time: 0, Process: 0, Type: histories.Invoke, F: "decrement", OpID: "0-0"},
+		{Time: 1, Process: 0, Type: histories.OK, F: "decrement", OpID: "0-0", Attempt: 2, Failed: []histories.FailedAttempt{dial}, Conflicts: 3},
+		{Time: 2, Process: 0, Type: histories.Invoke, F: "decrement", OpID: "0-1"},
+		{Time: 3, Process: 0, Type: histories.Fail, F: "decrement", OpID: "0-1", Attempt: 2, Failed: []histories.FailedAttempt{dial}, Ended: histories.EndedNoEffect},
+		{Time: 4, Process: 0, Type: histories.Invoke, F: "decrement", OpID: "0-2"},
+		{Time: 5, Process: 0, Type: histories.Fail, F: "decrement", OpID: "0-2", Attempt: 2, Failed: []histories.FailedAttempt{dial, dial}, Ended: histories.EndedDeadline},
+		{Time: 6, Process: 0, Type: histories.Invoke, F: "decrement", OpID: "0-3"},
+		{Time: 7, Process: 0, Type: histories.Fail, F: "decrement", OpID: "0-3", Attempt: 1, Failed: []histories.FailedAttempt{dial}, Ended: histories.EndedExhausted},
+		{Time: 8, Process: 0, Type: histories.Invoke, F: "decrement", OpID: "0-4"},
+		{Time: 9, Process: 0, Type: histories.Info, F: "decrement", OpID: "0-4", Attempt: 2, Failed: []histories.FailedAttempt{timeout, dial}, Ended: histories.EndedDeadline, Conflicts: 1},
+	}
+	var r results.Results
+	judge.Figures(&r, ops, 0)
+	o := r.Outcomes
+	if o.Succeeded.Ops != 1 || o.NonRetryable.Ops != 1 || o.Deadline.Ops != 1 || o.Exhausted.Ops != 1 || o.Unknown.Ops != 1 {
+		t.Errorf("outcomes %+v: want one of each, as the completions say they ended", o)
+	}
+	if got, want := r.Errors, map[string]int64{histories.EndedNoEffect: 1, "dial": 3}; len(got) != len(want) || got["dial"] != 3 || got[histories.EndedNoEffect] != 1 {
+		t.Errorf("errors %v, want %v (the reasons, not the classes)", got, want)
+	}
+	if got := r.Retries.ByReason; len(got) != 2 || got["dial"] != 3 || got["timeout"] != 1 {
+		t.Errorf("retries by reason %v, want dial 3, timeout 1", got)
+	}
+	if b := r.Retries.ByOutcome; b.OK != 1 || b.Fail != 1 || b.Deadline != 2 || b.Info != 0 || r.Retries.Total != 4 {
+		t.Errorf("retries by outcome %+v, total %d: want the deadline's two apart", b, r.Retries.Total)
+	}
+	if r.Conflicts != 4 {
+		t.Errorf("conflicts %d, want 4", r.Conflicts)
+	}
+}

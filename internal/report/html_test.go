@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
 )
@@ -62,7 +62,7 @@ func faultedRun(t *testing.T, retry string, cfg runner.Config, specs ...string) 
 	if err := runner.Available(cfg.Store); err != nil {
 		skipOrFail(t, "%s: %v", cfg.Store, err)
 	}
-	sched, err := faults.ParseSchedule(specs)
+	sched, err := schedule.Parse(specs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/outages"
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
@@ -37,7 +38,7 @@ func partitionHistory(t *testing.T, dir string) []histories.Op {
 	for i := 0; i < 40; i++ {
 		at := int64(i) * s / 10
 		if at == s {
-			nem(at, checker.PartitionAction, map[string]any{"fault": "partition:majority@1s-3s", "shape": "majority",
+			nem(at, outages.PartitionAction, map[string]any{"fault": "partition:majority@1s-3s", "shape": "majority",
 				"grudge": map[string][]string{"n1": {"n3"}, "n3": {"n1"}}, "reach": map[string][]string{"n1": {"n1"}, "n3": {"n3"}},
 				"components": [][]string{{"n1"}, {"n3"}}, "nodes": map[string]string{"n1": "198.18.0.11", "n3": "198.18.0.13"}, "clients": clients})
 		}
@@ -45,7 +46,7 @@ func partitionHistory(t *testing.T, dir string) []histories.Op {
 			role(at, "n3", results.RolePrimary)
 		}
 		if at == 3*s {
-			nem(at, checker.HealAction, map[string]any{"fault": "partition:majority@1s-3s", "grudge": map[string][]string{}})
+			nem(at, outages.HealAction, map[string]any{"fault": "partition:majority@1s-3s", "grudge": map[string][]string{}})
 		}
 		if at == 35*s/10 {
 			role(at, "n1", results.RoleReplica)

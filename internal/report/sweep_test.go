@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/catalog"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/catalog"
 )
 
 func sweepRun(workers int, ok, okAttempts, exhausted, deadline, deadlineAttempts int64, final map[string]any) *results.Results {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/outages"
 )
 
 // RoleEvent is the function of the nemesis events in which a launched topology's data
@@ -148,11 +149,11 @@ func splitWindows(changes []roleChange, end int64) []splitWindow {
 }
 
 // PartitionTimeline is results.json's partitions and split_brain, from the history
-// alone: the partitions' nemesis events with their ground truth (checker.Partitions),
+// alone: the partitions' nemesis events with their ground truth (outages.Partitions),
 // the nodes' role reports (RoleEvent), the client operations, and the checker's lost
 // writes. The runner fills them this way, and so can `indoubt check`.
 func PartitionTimeline(ops []histories.Op, lost []checker.LostWrite) ([]Partition, []SplitBrain) {
-	parts := checker.Partitions(ops)
+	parts := outages.Partitions(ops)
 	var last int64
 	for _, op := range ops {
 		last = max(last, op.Time)
@@ -164,7 +165,7 @@ func PartitionTimeline(ops []histories.Op, lost []checker.LostWrite) ([]Partitio
 	all, _ := histories.Pair(ops) // the checker has refused a history that does not pair
 	side := sides(parts)
 	// in returns the partition in force at t, or nil.
-	in := func(t int64) *checker.Partition {
+	in := func(t int64) *outages.Partition {
 		for i := range parts {
 			if p := &parts[i]; t >= p.Start && (p.End < 0 || t < p.End) {
 				return p
@@ -213,7 +214,7 @@ func PartitionTimeline(ops []histories.Op, lost []checker.LostWrite) ([]Partitio
 		sb.WritesOnBoth = n >= 2
 		splits = append(splits, sb)
 	}
-	procs := checker.ProcessFaults(ops)
+	procs := outages.ProcessFaults(ops)
 	out := make([]Partition, 0, len(parts))
 	for _, p := range parts {
 		end := p.End
@@ -267,7 +268,7 @@ func PartitionTimeline(ops []histories.Op, lost []checker.LostWrite) ([]Partitio
 }
 
 // insideFault reports whether the process fault named spec began in [from, to).
-func insideFault(procs []checker.ProcessFault, spec string, from, to int64) bool {
+func insideFault(procs []outages.ProcessFault, spec string, from, to int64) bool {
 	for _, f := range procs {
 		if f.Fault == spec && f.Start >= from && f.Start < to {
 			return true
@@ -278,7 +279,7 @@ func insideFault(procs []checker.ProcessFault, spec string, from, to int64) bool
 
 // sides returns the function from a client connection's local address to the node its
 // clients stand beside, from the partitions' ground truth; "" for another address.
-func sides(parts []checker.Partition) func(conn string) string {
+func sides(parts []outages.Partition) func(conn string) string {
 	byIP := map[string]string{}
 	for _, p := range parts {
 		for n, ip := range p.Clients {

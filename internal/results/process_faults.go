@@ -6,6 +6,7 @@ import (
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/outages"
 )
 
 // ProcessFault is one process fault as it happened to a launched server: results.json's
@@ -49,13 +50,13 @@ const LostWriteKind = checker.LostWriteKind
 type LostWrite = checker.LostWrite
 
 // ProcessTimeline is results.json's process_faults: the process faults a history's
-// nemesis events record (checker.ProcessFaults), each with its figures from the
+// nemesis events record (outages.ProcessFaults), each with its figures from the
 // history (the operations in flight when it was applied and how they ended, the first
 // acknowledgement after the server answered again) and the checker's lost writes that
 // followed it. The runner and `indoubt check` both fill it this way, from the history
 // alone.
 func ProcessTimeline(ops []histories.Op, lost []checker.LostWrite) []ProcessFault {
-	faults := checker.ProcessFaults(ops)
+	faults := outages.ProcessFaults(ops)
 	if len(faults) == 0 {
 		return nil
 	}

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/catalog"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/catalog"
 )
 
 // SchemaVersion is the version of results.json's layout, written in every results.json

@@ -11,10 +11,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 // FaultLine is one line of faults.jsonl. Exactly one of its fields is set: the kind of
@@ -124,7 +124,7 @@ func EventLine(e toxics.Event, at int64) FaultLine {
 
 // WindowLine is the line of a fault window w, at run time at; points is the proxy's
 // count of commit points when it opened, nil when not known.
-func WindowLine(w faults.Window, at int64, points *uint64) FaultLine {
+func WindowLine(w schedule.Window, at int64, points *uint64) FaultLine {
 	f := "start"
 	if !w.Open {
 		f, points = "stop", nil

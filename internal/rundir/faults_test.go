@@ -12,10 +12,10 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 // Every kind of line written by the writer is read back as the same line by the reader.
@@ -23,14 +23,14 @@ func TestFaultLinesRoundTrip(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 123, time.UTC)
 	points := uint64(41)
 	lines := []rundir.FaultLine{
-		rundir.WindowLine(faults.Window{Time: at, Fault: "commit-cut:0.3", Open: true}, 5, &points),
+		rundir.WindowLine(schedule.Window{Time: at, Fault: "commit-cut:0.3", Open: true}, 5, &points),
 		rundir.EventLine(toxics.Event{Time: at, Conn: "127.0.0.1:5000", ConnIndex: 3, Point: 42, Protocol: "postgres",
 			Kind: toxics.CommitCut, Truth: toxics.Applied, Statement: "commit", Tag: "COMMIT",
 			Txn: &toxics.Txn{Seq: 8, Wrote: true, Digest: "5d2f0c4b9a81e637", Text: "insert ...; commit"}}, 1000),
 		rundir.ProcessLine(histories.Op{Time: 2000, Process: histories.Nemesis, Type: histories.Info, F: "kill",
 			Value: histories.Value(map[string]any{"fault": "kill@1s-2s", "server": "postgres", "pid": 7})}),
 		rundir.CoordinatorLine("coordinator-crash", "coordinator-crash@1s", 3000, at),
-		rundir.WindowLine(faults.Window{Time: at, Fault: "commit-cut:0.3"}, 4000, &points),
+		rundir.WindowLine(schedule.Window{Time: at, Fault: "commit-cut:0.3"}, 4000, &points),
 	}
 	b, err := rundir.MarshalFaults(lines)
 	if err != nil {

@@ -9,25 +9,38 @@ import (
 	"github.com/indoubt/indoubt/workloads"
 )
 
-// ending is how the retry loop ended one logical operation.
+// ending is how the retry policy ended a logical operation that did not succeed.
 type ending uint8
 
 const (
-	succeeded    ending = 1 + iota // an attempt returned without error
-	exhausted                      // every allowed attempt hit a retryable error
-	nonRetryable                   // the policy does not retry the last error, or the operation certainly had no effect
-	endedUnknown                   // some attempt may have applied: the outcome is unknown
+	exhausted    ending = 1 + iota // every allowed attempt hit a retryable error
+	nonRetryable                   // the policy does not retry the last error
 	cutByEnd                       // the run's deadline or its interruption stopped the retries
 )
 
-// retried is what the retry loop saw beyond the completion event itself.
+// recorded is how the completion records an ending the retry policy decided
+// (histories.Op.Ended): deadline says whether the run's deadline, rather than its
+// interruption, stopped the retries.
+func (e ending) recorded(deadline bool) string {
+	switch {
+	case e == exhausted:
+		return histories.EndedExhausted
+	case e == nonRetryable:
+		return histories.EndedNotRetryable
+	case e == cutByEnd && deadline:
+		return histories.EndedDeadline
+	case e == cutByEnd:
+		return histories.EndedInterrupted
+	}
+	return ""
+}
+
+// retried is what the retry loop saw of one operation beyond its attempts: the
+// completion records it (histories.Op.Ended, Conflicts).
 type retried struct {
-	retries   int
-	reasons   []string
+	// deadline is set when the run's deadline stopped the retries.
 	deadline  bool
 	conflicts int
-	errReason string
-	end       ending
 }
 
 // operation is one logical operation the retry loop runs: its call, its op id, the
@@ -53,8 +66,9 @@ type retrier struct {
 }
 
 // do runs op's attempts until one succeeds or the policy, the deadline or ctx stops it,
-// and returns the completion.
-func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) {
+// and returns the completion: its attempts, how it ended and the conflicts its store
+// resolved, from which the run's figures are counted (judge.Figures).
+func (t *retrier) do(ctx context.Context, op operation) histories.Op {
 	pol := t.r.cfg.Retry
 	req := workloads.Request{OpID: op.id, Idempotent: pol.Idempotent()}
 	var rt retried
@@ -71,32 +85,27 @@ func (t *retrier) do(ctx context.Context, op operation) (histories.Op, retried) 
 		conn := t.w.Conn()
 		rt.conflicts += reply.Conflicts
 		if err == nil {
-			rt.end = succeeded
-			typ := histories.OK
+			typ, ended := histories.OK, ""
 			if reply.Failed {
-				rt.end, rt.errReason, typ = nonRetryable, "no-effect", histories.Fail
+				typ, ended = histories.Fail, histories.EndedNoEffect
 			}
-			return histories.Op{Type: typ, Value: histories.Value(reply.Value), Conn: conn, Attempt: n, Failed: failed}, rt
+			return histories.Op{Type: typ, Value: histories.Value(reply.Value), Conn: conn, Attempt: n, Failed: failed, Ended: ended, Conflicts: rt.conflicts}
 		}
 		class := workloads.Classify(err)
 		if class == workloads.ClassUnknown {
 			maybeApplied = true
 		}
 		errText := t.r.scrub.text(err.Error())
-		failed = append(failed, histories.FailedAttempt{Conn: conn, Start: from, End: t.r.now(), Error: errText, Class: class.String()})
+		failed = append(failed, histories.FailedAttempt{Conn: conn, Start: from, End: t.r.now(), Error: errText, Class: class.String(), Reason: string(workloads.ReasonOf(err))})
 		if end, stop := t.stop(ctx, class, n, &rt); stop {
-			rt.errReason = string(workloads.ReasonOf(err))
-			rt.end = end
 			typ := histories.Fail
 			if maybeApplied {
 				// An earlier attempt may have applied: the truth is unknown, whatever
 				// the last attempt said.
-				rt.end, typ = endedUnknown, histories.Info
+				typ = histories.Info
 			}
-			return histories.Op{Type: typ, Error: errText, Conn: conn, Attempt: n, Failed: failed}, rt
+			return histories.Op{Type: typ, Error: errText, Conn: conn, Attempt: n, Failed: failed, Ended: end.recorded(rt.deadline), Conflicts: rt.conflicts}
 		}
-		rt.retries++
-		rt.reasons = append(rt.reasons, string(workloads.ReasonOf(err)))
 	}
 }
 

@@ -24,7 +24,7 @@ func cassandraPowerConfig(t *testing.T, sync string, d time.Duration, specs ...s
 	cfg := budgetConfig(t)
 	cfg.Store, cfg.CommitLogSync, cfg.PowerFSEntries = runner.CQL, sync, runner.EntriesOrdered
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, d, 100_000_000
-	cfg.Faults = schedule(t, specs...)
+	cfg.Faults = parseSchedule(t, specs...)
 	return cfg
 }
 
@@ -140,7 +140,7 @@ func TestPowerLossCassandraPeriodicNamesLosses(t *testing.T) {
 func TestCassandraTxnsUnderCommitMixed(t *testing.T) {
 	t.Parallel() // a server of its own, launched by the run
 	cfg := runner.Config{Workload: workloads.ListAppend, Store: runner.CQL, Workers: 4, Ops: 40, Seed: 1,
-		Out: t.TempDir(), Retry: policy(t, "conflict"), Faults: schedule(t, "commit-mixed:0.1"), Proxy: "auto",
+		Out: t.TempDir(), Retry: policy(t, "conflict"), Faults: parseSchedule(t, "commit-mixed:0.1"), Proxy: "auto",
 		Txn: txn.Options{Keys: 1, MaxWritesPerKey: 1000}}
 	res, err := runner.Run(context.Background(), cfg)
 	if err != nil {

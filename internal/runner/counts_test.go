@@ -37,7 +37,7 @@ func TestRetryCountsAddUp(t *testing.T) {
 			c.Retry = policy(t, "conflict")
 		}, "8 workers on one serializable row should conflict"},
 		{"budget under commit faults, naive retry", func(t *testing.T, c *runner.Config) {
-			c.Faults = schedule(t, "commit-mixed:0.3")
+			c.Faults = parseSchedule(t, "commit-mixed:0.3")
 			c.Retry = policy(t, "naive")
 		}, "commit-mixed:0.3 cuts and drops commits"},
 	} {

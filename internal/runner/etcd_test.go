@@ -19,7 +19,7 @@ import (
 func etcdRegister(t *testing.T, reads string, specs ...string) runner.Config {
 	return runner.Config{Workload: "register", Store: "etcd", Topology: runner.TopologyReplicated, Mechanism: reads,
 		Network: runner.NetworkIsolated, Workers: 6, Duration: 6 * time.Second, Seed: 1, Out: t.TempDir(),
-		Retry: policy(t, "none"), Faults: schedule(t, specs...)}
+		Retry: policy(t, "none"), Faults: parseSchedule(t, specs...)}
 }
 
 // leaderAt returns the node the role reports of the history name primary at time at
@@ -149,7 +149,7 @@ func TestEtcdBudgetLeaderPaused(t *testing.T) {
 	t.Parallel() // a cluster of its own, launched by the run
 	cfg := runner.Config{Workload: "budget", Store: "etcd", Topology: runner.TopologyReplicated, Budget: 1_000_000,
 		Workers: 4, Duration: 4 * time.Second, Seed: 1, Out: t.TempDir(), Retry: policy(t, "none"),
-		Faults: schedule(t, "pause@1s-2500ms")}
+		Faults: parseSchedule(t, "pause@1s-2500ms")}
 	res := processRun(t, cfg)
 	if res.Verdict != checker.Valid || res.LostTotal() != 0 {
 		t.Fatalf("verdict %v, lost %d: %s", res.Verdict, res.LostTotal(), res.Summary)
@@ -168,7 +168,7 @@ func TestEtcdTxnsLeaderKilled(t *testing.T) {
 			t.Parallel()
 			cfg := runner.Config{Workload: workloads.Name(w), Store: "etcd", Topology: runner.TopologyReplicated,
 				Workers: 4, Duration: 4 * time.Second, Seed: 1, Out: t.TempDir(), Retry: policy(t, "conflict"),
-				Faults: schedule(t, "kill@1s-2s")}
+				Faults: parseSchedule(t, "kill@1s-2s")}
 			res := processRun(t, cfg)
 			if res.Verdict != checker.Valid {
 				t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
@@ -188,7 +188,7 @@ func TestEtcdRefusals(t *testing.T) {
 	}{
 		{"unknown read mode", runner.Config{Workload: "register", Store: "etcd", Mechanism: "stale", Workers: 1, Ops: 1}, "Mechanism"},
 		{"proxy", runner.Config{Workload: "register", Store: "etcd", Proxy: "on", Workers: 1, Ops: 1}, "Proxy"},
-		{"commit fault", runner.Config{Workload: "register", Store: "etcd", Workers: 1, Ops: 1, Faults: schedule(t, "commit-cut:0.1")}, "Proxy"},
+		{"commit fault", runner.Config{Workload: "register", Store: "etcd", Workers: 1, Ops: 1, Faults: parseSchedule(t, "commit-cut:0.1")}, "Proxy"},
 		{"patroni of redis", runner.Config{Workload: "register", Store: "redis", Topology: runner.TopologyPatroni, Workers: 1, Ops: 1}, "Topology"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,7 @@ import (
 	"github.com/indoubt/indoubt/internal/report"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/supervise"
 	"github.com/indoubt/indoubt/workloads"
@@ -43,7 +44,7 @@ type ExecConfig struct {
 	Store    Store
 	DSN      string // the user's server; "" to launch one (or with Upstream)
 	Upstream string // host:port the proxy goes in front of; "" unless given
-	Schedule faults.Schedule
+	Schedule schedule.Schedule
 	Seed     int64
 	Out      string // parent directory of run directories
 	Model    string // the header exec writes before the program starts; "" for none
@@ -344,7 +345,7 @@ func (r *execRun) onEvent(e toxics.Event) {
 }
 
 // onWindow records a fault window opening or closing.
-func (r *execRun) onWindow(w faults.Window) {
+func (r *execRun) onWindow(w schedule.Window) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, rundir.WindowLine(w, int64(w.Time.Sub(r.pstart)), nil))
@@ -613,9 +614,9 @@ func shorten(s string, n int) string {
 }
 
 // execSpecs returns the schedule's entries as written, [] (not null) for none.
-func execSpecs(s faults.Schedule) []string { return append([]string{}, specs(s)...) }
+func execSpecs(s schedule.Schedule) []string { return append([]string{}, specs(s)...) }
 
-func faultNames(s faults.Schedule) string {
+func faultNames(s schedule.Schedule) string {
 	if len(s) == 0 {
 		return "nofault"
 	}

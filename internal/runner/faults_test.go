@@ -17,7 +17,7 @@ func faultRun(t *testing.T, retry string, specs ...string) *results.Results {
 	t.Helper()
 	cfg := budgetConfig(t)
 	cfg.Retry = policy(t, retry)
-	cfg.Faults = schedule(t, specs...)
+	cfg.Faults = parseSchedule(t, specs...)
 	res, err := runner.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestIdempotentRetryReconcilesExactly(t *testing.T) {
 	for _, mech := range []string{"autocommit", "transaction"} {
 		t.Run(mech, func(t *testing.T) {
 			cfg := budgetConfig(t)
-			cfg.Retry, cfg.Faults, cfg.Mechanism = policy(t, "idempotent"), schedule(t, "commit-cut:0.2"), mech
+			cfg.Retry, cfg.Faults, cfg.Mechanism = policy(t, "idempotent"), parseSchedule(t, "commit-cut:0.2"), mech
 			res, err := runner.Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -127,7 +127,7 @@ func TestEachCommitFaultHasItsTruth(t *testing.T) {
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			cfg := budgetConfig(t)
-			cfg.Workers, cfg.Ops, cfg.Budget, cfg.Faults = 1, 1, 5, schedule(t, tc.fault)
+			cfg.Workers, cfg.Ops, cfg.Budget, cfg.Faults = 1, 1, 5, parseSchedule(t, tc.fault)
 			res, err := runner.Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -152,7 +152,7 @@ func TestSameSeedSameFaultDecisions(t *testing.T) {
 	decisions := func(seed int64) []string {
 		cfg := budgetConfig(t)
 		cfg.Workers, cfg.Ops, cfg.Budget, cfg.Seed = 1, 60, 1000, seed
-		cfg.Retry, cfg.Faults = policy(t, "naive"), schedule(t, "commit-mixed:0.3")
+		cfg.Retry, cfg.Faults = policy(t, "naive"), parseSchedule(t, "commit-mixed:0.3")
 		res, err := runner.Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -39,7 +39,7 @@ func TestGaleraProxyBudget(t *testing.T) {
 		t.Run(retry, func(t *testing.T) {
 			cfg := runner.Config{Workload: workloads.Budget, Store: runner.MySQL, Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
 				Workers: 3, Duration: 6 * time.Second, Seed: 1, Retry: policy(t, retry),
-				Faults: schedule(t, "commit-cut:0.2", "partition:isolate-primary@2s-4s")}
+				Faults: parseSchedule(t, "commit-cut:0.2", "partition:isolate-primary@2s-4s")}
 			res := partitionRun(t, cfg)
 			c := res.Faults.Commits
 			if c == nil || c.ChangedRows == 0 {
@@ -71,7 +71,7 @@ func TestGaleraTxnPartition(t *testing.T) {
 		t.Run(string(w), func(t *testing.T) {
 			cfg := runner.Config{Workload: w, Store: runner.MySQL, Topology: runner.TopologyReplicated, Isolation: "repeatable-read",
 				Workers: 6, Duration: 7 * time.Second, Seed: 1, Retry: policy(t, "none"),
-				Faults: schedule(t, "partition:isolate-primary@2s-5s")}
+				Faults: parseSchedule(t, "partition:isolate-primary@2s-5s")}
 			res := partitionRun(t, cfg)
 			if res.Verdict == checker.Unknown {
 				t.Fatalf("verdict unknown: %s", res.Summary)
@@ -98,7 +98,7 @@ func TestGaleraBank(t *testing.T) {
 	t.Parallel()
 	cfg := runner.Config{Workload: workloads.Bank, Store: runner.MySQL, Topology: runner.TopologyReplicated, Isolation: "serializable",
 		Workers: 6, Duration: 7 * time.Second, Seed: 1, Retry: policy(t, "none"), Proxy: "on",
-		Faults: schedule(t, "partition:isolate-primary@2s-5s")}
+		Faults: parseSchedule(t, "partition:isolate-primary@2s-5s")}
 	res := partitionRun(t, cfg)
 	if res.Verdict == checker.Unknown || res.Ops.OK == 0 {
 		t.Fatalf("verdict %v, %+v: %s", res.Verdict, res.Ops, res.Summary)
@@ -117,7 +117,7 @@ func TestGaleraProxyValidate(t *testing.T) {
 		servertest.SkipOrFail(t, err)
 	}
 	ok := runner.Config{Store: runner.MySQL, Topology: runner.TopologyReplicated, Workers: 3, Duration: 3 * time.Second,
-		Faults: schedule(t, "partition:isolate-primary@1s-2s", "commit-cut:0.1")}
+		Faults: parseSchedule(t, "partition:isolate-primary@1s-2s", "commit-cut:0.1")}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("Galera with commit cuts: %v", err)
 	}
@@ -126,8 +126,8 @@ func TestGaleraProxyValidate(t *testing.T) {
 		t.Errorf("Galera with --proxy on: %v", err)
 	}
 	for _, c := range []runner.Config{
-		{Store: runner.MySQL, Faults: schedule(t, "partition:halves@1s-2s")},
-		{Store: runner.Postgres, Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s", "commit-cut")},
+		{Store: runner.MySQL, Faults: parseSchedule(t, "partition:halves@1s-2s")},
+		{Store: runner.Postgres, Topology: runner.TopologyReplicated, Faults: parseSchedule(t, "partition:halves@1s-2s", "commit-cut")},
 		{Store: runner.MySQL, Topology: runner.TopologyReplicated, Network: runner.NetworkIsolated, Workload: workloads.Insert},
 	} {
 		c.Workers, c.Duration = 1, 3*time.Second

@@ -32,7 +32,7 @@ func TestPartitionGaleraBudget(t *testing.T) {
 	t.Parallel() // a topology of its own
 	cfg := runner.Config{Workload: "budget", Store: runner.MySQL, Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
 		Workers: 3, Duration: 7 * time.Second, Seed: 1, Retry: policy(t, "none"),
-		Faults: schedule(t, "partition:isolate-primary@2s-5s")}
+		Faults: parseSchedule(t, "partition:isolate-primary@2s-5s")}
 	res := partitionRun(t, cfg)
 	p := res.Partitions[0]
 	if len(p.Components) != 2 {

@@ -21,7 +21,7 @@ func TestProcessFaultsRedisNoneBudgetAccountLost(t *testing.T) {
 	cfg := budgetConfig(t)
 	cfg.Store, cfg.Persistence = "redis", redis.NoPersistence
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, 3500*time.Millisecond, 1_000_000_000
-	cfg.Faults = schedule(t, "kill@1s-2s")
+	cfg.Faults = parseSchedule(t, "kill@1s-2s")
 	// No operation is acknowledged after the kill, so the run goes on past its time
 	// for RecoveryWait: a second here, not the default minute.
 	cfg.RecoveryWait = time.Second

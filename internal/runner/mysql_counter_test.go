@@ -32,7 +32,7 @@ func TestMySQLCounterAndInsertUnderCommitCuts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := runner.Config{Workload: tc.workload, Store: runner.MySQL, DSN: m.DSN, Mechanism: tc.mech, Key: tc.key,
-				Workers: 4, Ops: 25, Seed: 1, Out: t.TempDir(), Retry: policy(t, tc.retry), Faults: schedule(t, "commit-cut:0.3")}
+				Workers: 4, Ops: 25, Seed: 1, Out: t.TempDir(), Retry: policy(t, tc.retry), Faults: parseSchedule(t, "commit-cut:0.3")}
 			res, err := runner.Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -41,7 +41,7 @@ func TestMySQLBudgetUnderCommitCuts(t *testing.T) {
 		return runner.Config{
 			Workload: "budget", Store: runner.MySQL, DSN: m.DSN, Mechanism: mech,
 			Workers: 4, Ops: 40, Budget: 120, Seed: 1, Out: t.TempDir(),
-			Retry: policy(t, retry), Faults: schedule(t, fault),
+			Retry: policy(t, retry), Faults: parseSchedule(t, fault),
 		}
 	}
 	t.Run("naive", func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 // nemesis owns the fault proxy of a run and its schedule. It writes every fault event
@@ -25,7 +26,7 @@ type nemesis struct {
 	// when the schedule has process faults or a coordinator crash only: those need no
 	// proxy, and through one a refused connection would look like a cut one.
 	pxs   []*faults.Proxy
-	sched faults.Schedule
+	sched schedule.Schedule
 	// procs applies the process faults to the launched server; nil when there are none.
 	procs *procNemesis
 	// nodes applies the partitions and links between the nodes of a topology with a
@@ -166,7 +167,7 @@ func (n *nemesis) onEvent(e toxics.Event) {
 }
 
 // onWindow records a fault window opening or closing.
-func (n *nemesis) onWindow(w faults.Window) {
+func (n *nemesis) onWindow(w schedule.Window) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	at := int64(w.Time.Sub(n.r.start))
@@ -219,7 +220,7 @@ func (n *nemesis) begin(r *run) {
 		// Every proxy follows the one schedule; the first one's windows are recorded.
 		report := n.onWindow
 		if i > 0 {
-			report = func(w faults.Window) {
+			report = func(w schedule.Window) {
 				if w.Open {
 					select {
 					case n.opened <- struct{}{}:

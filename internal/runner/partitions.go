@@ -19,12 +19,13 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/netns"
+	"github.com/indoubt/indoubt/internal/outages"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
@@ -44,7 +45,7 @@ import (
 //
 // A partition is applied on every node at its START (each node's nftables set of the
 // sources it drops) and healed at its END; each change is a nemesis event with the
-// ground truth, who drops whose packets and who reaches whom (checker.Partitions).
+// ground truth, who drops whose packets and who reaches whom (outages.Partitions).
 // The data nodes' own reports of their role are polled and recorded on every change
 // (results.RoleEvent): two nodes reporting primary at once are a split brain, and the
 // clients' side joins each acknowledgement to the primary it could reach.
@@ -330,7 +331,7 @@ func (t *topology) launchRedisSingle(ctx context.Context, cfg Config, dir string
 }
 
 // hasLink reports whether the schedule puts a toxic on a link.
-func hasLink(s faults.Schedule) bool {
+func hasLink(s schedule.Schedule) bool {
 	for _, f := range s {
 		if f.Link != "" {
 			return true
@@ -436,7 +437,7 @@ func openWorkload(ctx context.Context, cfg Config, b backend, dsn string, topo *
 type nodeNemesis struct {
 	cfg   Config
 	topo  *topology
-	sched faults.Schedule
+	sched schedule.Schedule
 	rng   *rand.Rand
 
 	run    *run
@@ -565,7 +566,7 @@ func (n *nodeNemesis) pollRoles(ctx context.Context, last map[string]string) {
 	}
 }
 
-func linkToxicName(i int, f faults.Fault) string {
+func linkToxicName(i int, f schedule.Fault) string {
 	return fmt.Sprintf("link_%d_%s", i, f.Toxic.Type)
 }
 
@@ -613,9 +614,9 @@ func (n *nodeNemesis) apply(i int, open bool) {
 	if open {
 		at = n.run.now()
 	}
-	action := checker.HealAction
+	action := outages.HealAction
 	if open {
-		action = checker.PartitionAction
+		action = outages.PartitionAction
 	}
 	n.mu.Lock()
 	if open {
@@ -643,7 +644,7 @@ func (n *nodeNemesis) apply(i int, open bool) {
 // the removal began. Removing a latency toxic releases what it holds at once, so a
 // commit acknowledged as the removal runs may have waited less than the latency; it
 // falls after the stop.
-func (n *nodeNemesis) applyLink(i int, f faults.Fault, open bool) {
+func (n *nodeNemesis) applyLink(i int, f schedule.Fault, open bool) {
 	px := n.topo.link
 	at := n.run.now()
 	var err error

@@ -78,7 +78,7 @@ func TestPartitionPostgresFailover(t *testing.T) {
 			}
 			cfg := runner.Config{Workload: "insert", Store: "postgres", Topology: runner.TopologyReplicated, Replication: repl,
 				Workers: 4, Duration: d, Seed: 1, Retry: policy(t, "none"),
-				Faults: schedule(t, specs...)}
+				Faults: parseSchedule(t, specs...)}
 			res := partitionRun(t, cfg)
 			if repl == "sync" {
 				checkLinkLatency(t, historyOps(t, res))
@@ -177,7 +177,7 @@ func checkLinkLatency(t *testing.T, ops []histories.Op) {
 func TestPartitionRedisSentinelsMajority(t *testing.T) {
 	cfg := runner.Config{Workload: "budget", Store: "redis", Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
 		Workers: 5, Duration: 6 * time.Second, Seed: 1, Retry: policy(t, "none"),
-		Faults: schedule(t, "partition:majority@1s-5s")}
+		Faults: parseSchedule(t, "partition:majority@1s-5s")}
 	res := partitionRun(t, cfg)
 	p := res.Partitions[0]
 	var minority []string
@@ -233,11 +233,11 @@ func TestPartitionRefusals(t *testing.T) {
 		cfg  runner.Config
 		want string
 	}{
-		{runner.Config{Store: "postgres", Faults: schedule(t, "partition:halves@1s-2s")}, "add --topology replicated"},
-		{runner.Config{Store: "postgres", DSN: "postgres://x@127.0.0.1:5432/x", Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s")}, "drop --dsn"},
-		{runner.Config{Store: "mongo", Faults: schedule(t, "partition:halves@1s-2s")}, "not mongo"},
-		{runner.Config{Store: "redis", Faults: schedule(t, "latency:5ms,link=replication@1s-2s")}, "link=replication"},
-		{runner.Config{Store: "postgres", Topology: runner.TopologyReplicated, Faults: schedule(t, "partition:halves@1s-2s", "commit-cut")}, "fault proxy"},
+		{runner.Config{Store: "postgres", Faults: parseSchedule(t, "partition:halves@1s-2s")}, "add --topology replicated"},
+		{runner.Config{Store: "postgres", DSN: "postgres://x@127.0.0.1:5432/x", Topology: runner.TopologyReplicated, Faults: parseSchedule(t, "partition:halves@1s-2s")}, "drop --dsn"},
+		{runner.Config{Store: "mongo", Faults: parseSchedule(t, "partition:halves@1s-2s")}, "not mongo"},
+		{runner.Config{Store: "redis", Faults: parseSchedule(t, "latency:5ms,link=replication@1s-2s")}, "link=replication"},
+		{runner.Config{Store: "postgres", Topology: runner.TopologyReplicated, Faults: parseSchedule(t, "partition:halves@1s-2s", "commit-cut")}, "fault proxy"},
 		{runner.Config{Store: "postgres", Network: "bridged"}, "--network"},
 	} {
 		tc.cfg.Workers, tc.cfg.Duration = 1, 3*time.Second
@@ -258,7 +258,7 @@ func TestPartitionCassandraRingQuorum(t *testing.T) {
 	longCassandra(t)
 	cfg := runner.Config{Workload: "budget", Store: "cql", Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
 		Workers: 3, Duration: 12 * time.Second, Seed: 1, Retry: policy(t, "none"),
-		Faults: schedule(t, "partition:isolate-primary@3s-8s")}
+		Faults: parseSchedule(t, "partition:isolate-primary@3s-8s")}
 	res := partitionRun(t, cfg)
 	p := res.Partitions[0]
 	if want := [][]string{{"n1"}, {"n2", "n3"}}; !reflect.DeepEqual(p.Components, want) {
@@ -315,7 +315,7 @@ func TestLinkResetRedisReplication(t *testing.T) {
 	t.Parallel() // a topology of its own
 	cfg := runner.Config{Workload: "budget", Store: "redis", Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
 		Workers: 2, Duration: 3 * time.Second, Seed: 1, Retry: policy(t, "none"),
-		Faults: schedule(t, "reset_peer:0s,link=replication@1s-2s")}
+		Faults: parseSchedule(t, "reset_peer:0s,link=replication@1s-2s")}
 	res := partitionRun(t, cfg)
 	if res.Verdict != checker.Valid {
 		t.Fatalf("%v: %s", res.Verdict, res.Summary)
@@ -381,7 +381,7 @@ func TestLinkResetCassandraInternode(t *testing.T) {
 	longCassandra(t)
 	cfg := runner.Config{Workload: "budget", Store: "cql", Topology: runner.TopologyReplicated, Budget: 1_000_000_000,
 		Workers: 3, Duration: 8 * time.Second, Seed: 1, Retry: policy(t, "none"),
-		Faults: schedule(t, "reset_peer:0s,stream=up,link=replication@3s-5s")}
+		Faults: parseSchedule(t, "reset_peer:0s,stream=up,link=replication@3s-5s")}
 	res := partitionRun(t, cfg)
 	if res.Verdict != checker.Valid || res.LostTotal() != 0 {
 		t.Fatalf("verdict %v, lost %d: %s", res.Verdict, res.LostTotal(), res.Summary)

@@ -21,7 +21,7 @@ func patroniBudget(t *testing.T, replication string) runner.Config {
 	}
 	return runner.Config{Workload: "budget", Store: "postgres", Topology: runner.TopologyPatroni, Replication: replication,
 		Budget: 1_000_000_000, Workers: 4, Duration: 22 * time.Second, Seed: 1, Out: t.TempDir(), Retry: policy(t, "none"),
-		Faults: schedule(t, "partition:isolate-primary@2s-18s")}
+		Faults: parseSchedule(t, "partition:isolate-primary@2s-18s")}
 }
 
 // Synchronous mode on: a commit on the leader waits for the synchronous standby, so
@@ -100,7 +100,7 @@ func longPatroni(t *testing.T) {
 func TestPatroniSynchronousLeaderKilled(t *testing.T) {
 	longPatroni(t)
 	cfg := patroniBudget(t, "sync")
-	cfg.Faults = schedule(t, "kill@2s-12s")
+	cfg.Faults = parseSchedule(t, "kill@2s-12s")
 	cfg.Topology, cfg.Network = runner.TopologyPatroni, ""
 	res := processRun(t, cfg)
 	t.Logf("%+v; %s", res.ProcessFaults, res.Summary)

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/powerfs"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/cassandra"
 	"github.com/indoubt/indoubt/internal/servers/powerloss"
@@ -134,7 +134,7 @@ var commitLogSyncs = []string{cassandra.CommitLogPeriodic, cassandra.CommitLogBa
 // powerLoss applies power-loss fault f (the i-th of the schedule), recording its start
 // and end as nemesis events. A server that does not start again is remembered as the
 // run's failure (nemesis.explain).
-func (p *procNemesis) powerLoss(ctx context.Context, i int, f faults.Fault) {
+func (p *procNemesis) powerLoss(ctx context.Context, i int, f schedule.Fault) {
 	pc, ok := p.ctl.(powerloss.Server)
 	at := p.run.now()
 	if !ok {

@@ -40,7 +40,7 @@ func powerConfig(t *testing.T, store runner.StoreName, seed int64) runner.Config
 	if store == runner.Redis {
 		cfg.Workload = "budget"
 	}
-	cfg.Faults = schedule(t, "power-loss@1500ms")
+	cfg.Faults = parseSchedule(t, "power-loss@1500ms")
 	return cfg
 }
 
@@ -73,7 +73,7 @@ func TestPowerLossDurableSettingsValid(t *testing.T) {
 		for seed := int64(1); seed <= 3; seed++ {
 			t.Run(tc.name+"-seed"+strconv.FormatInt(seed, 10), func(t *testing.T) {
 				cfg := powerConfig(t, tc.store, seed)
-				cfg.Faults = schedule(t, "power-loss:tear@1500ms")
+				cfg.Faults = parseSchedule(t, "power-loss:tear@1500ms")
 				tc.set(&cfg)
 				res := processRun(t, cfg)
 				if res.Verdict != checker.Valid || len(res.LostWrites) != 0 {
@@ -145,7 +145,7 @@ func TestPowerLossRefused(t *testing.T) {
 		cfg := budgetConfig(t)
 		cfg.Store, cfg.DSN, cfg.Workload = runner.StoreName(tc.store), tc.dsn, "register"
 		if tc.fault != "" {
-			cfg.Faults = schedule(t, tc.fault)
+			cfg.Faults = parseSchedule(t, tc.fault)
 		}
 		if tc.set != nil {
 			tc.set(&cfg)

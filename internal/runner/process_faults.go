@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/internal/schedule"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 )
@@ -38,7 +38,7 @@ func checkProcessFaults(c Config) error {
 	f := procs[0]
 	switch {
 	case c.DSN != "":
-		return refuse("Faults", "%s: process faults (%s) need a server indoubt launches; over {DSN} it cannot reach the server's process (commit and network faults still work)", f.Spec, faults.ProcessFaults)
+		return refuse("Faults", "%s: process faults (%s) need a server indoubt launches; over {DSN} it cannot reach the server's process (commit and network faults still work)", f.Spec, schedule.ProcessFaults)
 	case c.Store == Mongo:
 		return refuse("Faults", "%s: the local MongoDB-wire server (FerretDB) runs inside indoubt's own process, which cannot kill, pause or restart itself", f.Spec)
 	case c.Store != Postgres && c.Store != Redis && c.Store != CQL && c.Store != MySQL && c.Store != Etcd:
@@ -56,7 +56,7 @@ func checkProcessFaults(c Config) error {
 // their times and records each, with its ground truth (what was done to which process,
 // when), as nemesis events in the history.
 type procNemesis struct {
-	sched  faults.Schedule
+	sched  schedule.Schedule
 	ctl    processCtl
 	server string
 	cfg    Config
@@ -113,7 +113,7 @@ func (p *procNemesis) sleepUntil(ctx context.Context, at time.Duration) bool {
 
 // event records one thing done to the server at run time at (taken before it was
 // done: operations in flight then are the ones it hit).
-func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, err error) {
+func (p *procNemesis) event(at int64, f schedule.Fault, action string, pid int, err error) {
 	v := rundir.ProcessStep{Fault: f.Spec, Server: p.server, Pid: pid}
 	if n, ok := p.ctl.(interface{ Node(pid int) string }); ok {
 		// A topology whose faults aim at whichever member leads: the one hit.
@@ -135,7 +135,7 @@ func (p *procNemesis) event(at int64, f faults.Fault, action string, pid int, er
 // step is a nemesis event in the history, with the error it met: the timeline of
 // results.json is read from those events (results.ProcessTimeline), as `indoubt check`
 // reads it.
-func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
+func (p *procNemesis) apply(ctx context.Context, i int, f schedule.Fault) {
 	pid := p.ctl.Pid()
 	defer p.state.during(f)()
 	p.run.end.faultBegins()
@@ -189,8 +189,8 @@ func (p *procNemesis) apply(ctx context.Context, i int, f faults.Fault) {
 // records it as a nemesis event; a progress line says when it was done (a PostgreSQL
 // old primary then streams from the new one, a Redis one answers PING). The fault's
 // end stays the promotion: the new primary took writes from then on.
-func (p *procNemesis) rejoin(ctx, rctx context.Context, f faults.Fault, pid int) {
-	p.sleepUntil(ctx, f.Start+faults.DefaultKillDowntime)
+func (p *procNemesis) rejoin(ctx, rctx context.Context, f schedule.Fault, pid int) {
+	p.sleepUntil(ctx, f.Start+schedule.DefaultKillDowntime)
 	at := p.run.now()
 	var err error
 	if rj, ok := p.ctl.(interface{ Rejoin(context.Context) error }); ok {

@@ -95,7 +95,7 @@ func TestProcessFaultsPostgresBudgetValid(t *testing.T) {
 	// PostgreSQL syncs its data directory before crash recovery, seconds on a busy
 	// machine: the kill comes last, so that its recovery delays no other fault.
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, 8*time.Second, 1_000_000
-	cfg.Faults = schedule(t, "pause@1s-1500ms", "restart@2500ms", "kill@4s-5s")
+	cfg.Faults = parseSchedule(t, "pause@1s-1500ms", "restart@2500ms", "kill@4s-5s")
 	res := processRun(t, cfg)
 	if res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
@@ -193,7 +193,7 @@ func redisRegister(t *testing.T, persistence string, specs ...string) runner.Con
 	cfg := budgetConfig(t)
 	cfg.Store, cfg.Workload, cfg.Persistence = "redis", "register", persistence
 	cfg.Workers, cfg.Ops, cfg.Duration = 3, 0, 4*time.Second
-	cfg.Faults = schedule(t, specs...)
+	cfg.Faults = parseSchedule(t, specs...)
 	return cfg
 }
 
@@ -257,7 +257,7 @@ func TestProcessFaultsRefused(t *testing.T) {
 	} {
 		cfg := budgetConfig(t)
 		cfg.Store, cfg.DSN, cfg.Workload = runner.StoreName(tc.store), tc.dsn, "register"
-		cfg.Faults = schedule(t, tc.fault)
+		cfg.Faults = parseSchedule(t, tc.fault)
 		_, err := runner.Run(context.Background(), cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s %s: got %v, want one line with %q", tc.store, tc.fault, err, tc.want)
@@ -273,10 +273,12 @@ func TestRecoveryWaitRefused(t *testing.T) {
 		set   func(*runner.Config)
 		field string
 	}{
-		{"no process fault", func(c *runner.Config) { c.Ops, c.Duration, c.Faults = 0, 2*time.Second, schedule(t, "commit-cut:0.1") }, "RecoveryWait"},
-		{"by operations", func(c *runner.Config) { c.DSN, c.Faults = "", schedule(t, "kill@1s-2s") }, "RecoveryWait"},
+		{"no process fault", func(c *runner.Config) {
+			c.Ops, c.Duration, c.Faults = 0, 2*time.Second, parseSchedule(t, "commit-cut:0.1")
+		}, "RecoveryWait"},
+		{"by operations", func(c *runner.Config) { c.DSN, c.Faults = "", parseSchedule(t, "kill@1s-2s") }, "RecoveryWait"},
 		{"negative", func(c *runner.Config) {
-			c.DSN, c.Ops, c.Duration, c.Faults = "", 0, 2*time.Second, schedule(t, "kill@1s-2s")
+			c.DSN, c.Ops, c.Duration, c.Faults = "", 0, 2*time.Second, parseSchedule(t, "kill@1s-2s")
 		}, "RecoveryWait"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,7 +301,7 @@ func failoverRun(t *testing.T, replication string, seed int64) *results.Results 
 	cfg := budgetConfig(t)
 	cfg.Topology, cfg.Replication, cfg.Seed = runner.TopologyReplicated, replication, seed
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 16, 0, 3500*time.Millisecond, 1_000_000
-	cfg.Faults = schedule(t, "failover@1500ms")
+	cfg.Faults = parseSchedule(t, "failover@1500ms")
 	res := processRun(t, cfg)
 	faultsHappened(t, res, "failover", "promoted")
 	return res
@@ -355,7 +357,7 @@ func TestFailoverPostgresRejoin(t *testing.T) {
 			cfg := budgetConfig(t)
 			cfg.Topology, cfg.Replication = runner.TopologyReplicated, replication
 			cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 16, 0, 3500*time.Millisecond, 1_000_000
-			cfg.Faults = schedule(t, "failover:rejoin@1s")
+			cfg.Faults = parseSchedule(t, "failover:rejoin@1s")
 			res := processRun(t, cfg)
 			// Not faultsHappened: a promotion asked for while the standby waits to
 			// retry its lost stream takes wal_retrieve_retry_interval (5 s), past the

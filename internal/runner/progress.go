@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 // Progress is a snapshot of a run while its workers drive it, for a live progress line.
@@ -76,7 +76,7 @@ type serverState struct {
 }
 
 // during says that fault f is being applied; the returned func says it is over.
-func (s *serverState) during(f faults.Fault) (over func()) {
+func (s *serverState) during(f schedule.Fault) (over func()) {
 	what := "down"
 	switch f.Name {
 	case "pause":

@@ -35,10 +35,10 @@ func TestRecheckCounterAndInsert(t *testing.T) {
 		name string
 		cfg  runner.Config
 	}{
-		{"counter commit-cut naive", runner.Config{Workload: workloads.Counter, Retry: policy(t, "naive"), Workers: 4, Ops: 25, Faults: schedule(t, "commit-cut:0.3")}},
-		{"counter kill", runner.Config{Workload: workloads.Counter, Retry: policy(t, "naive"), Workers: 4, Duration: 2 * time.Second, Faults: schedule(t, "kill@500ms-1s")}},
-		{"insert commit-cut naive", runner.Config{Workload: workloads.Insert, Retry: policy(t, "naive"), Workers: 4, Ops: 25, Faults: schedule(t, "commit-cut:0.3")}},
-		{"insert kill", runner.Config{Workload: workloads.Insert, Retry: policy(t, "naive"), Workers: 4, Duration: 2 * time.Second, Faults: schedule(t, "kill@500ms-1s")}},
+		{"counter commit-cut naive", runner.Config{Workload: workloads.Counter, Retry: policy(t, "naive"), Workers: 4, Ops: 25, Faults: parseSchedule(t, "commit-cut:0.3")}},
+		{"counter kill", runner.Config{Workload: workloads.Counter, Retry: policy(t, "naive"), Workers: 4, Duration: 2 * time.Second, Faults: parseSchedule(t, "kill@500ms-1s")}},
+		{"insert commit-cut naive", runner.Config{Workload: workloads.Insert, Retry: policy(t, "naive"), Workers: 4, Ops: 25, Faults: parseSchedule(t, "commit-cut:0.3")}},
+		{"insert kill", runner.Config{Workload: workloads.Insert, Retry: policy(t, "naive"), Workers: 4, Duration: 2 * time.Second, Faults: parseSchedule(t, "kill@500ms-1s")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg

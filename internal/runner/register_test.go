@@ -17,7 +17,7 @@ import (
 func TestRegisterWithCommitFaultsIsLinearizable(t *testing.T) {
 	cfg := budgetConfig(t)
 	cfg.Workload, cfg.Workers, cfg.Ops = "register", 8, 40
-	cfg.Faults = schedule(t, "commit-mixed:0.2")
+	cfg.Faults = parseSchedule(t, "commit-mixed:0.2")
 	res, err := runner.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -32,10 +32,10 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/report"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
@@ -91,9 +91,9 @@ type Config struct {
 	// PGVersion chooses a launched PostgreSQL's binaries: "15", "18" or a bin directory
 	// (internal/servers/postgres.Bin); "" for the default.
 	PGVersion string `json:"pg_version,omitempty"`
-	// Faults is the fault schedule, parsed by the caller (faults.ParseSchedule); in
+	// Faults is the fault schedule, parsed by the caller (schedule.Parse); in
 	// config.json, one NAME[:P][@START-END] per entry.
-	Faults faults.Schedule `json:"-"`
+	Faults schedule.Schedule `json:"-"`
 	// Proxy is auto (through the proxy when faults are asked for), on or off.
 	Proxy string `json:"proxy"`
 	// Progress receives human-readable progress lines; nil for none.
@@ -175,7 +175,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 }
 
 // specs returns the schedule's entries as written.
-func specs(s faults.Schedule) []string {
+func specs(s schedule.Schedule) []string {
 	var out []string
 	for _, f := range s {
 		out = append(out, f.Spec)
@@ -551,22 +551,21 @@ func check(ctx context.Context, cfg Config, wl workloads.Workload, dir string, p
 	return j, notWritten, nil
 }
 
-// results assembles results.json: the judgement of the run directory, and the figures
-// only the run measured (its counts, latency, the server).
+// results assembles results.json: the judgement of the run directory (its figures
+// counted from the history), and what only the run measured (its length, throughput
+// and latency, the server).
 func (r *run) results(j *judge.Judgement, serverDesc string) *results.Results {
 	cfg := r.cfg
 	res := j.Results
 	res.Workload, res.Store, res.Mechanism, res.Retry = r.wl.Name(), string(cfg.Store), r.wl.Mechanism(), string(cfg.Retry.Name)
 	res.Seed, res.Workers, res.Interrupted = cfg.Seed, cfg.Workers, r.interrupted
 	res.StartedAt, res.DurationS = r.startWall(), r.elapsed.Seconds()
-	res.Retries, res.Conflicts, res.Errors, res.Outcomes = r.tally.retries, r.tally.conflicts, r.tally.errors, r.tally.outcomes
 	res.Server = serverDesc
 	res.Faults.Schedule = specs(cfg.Faults)
 	if r.elapsed > 0 {
 		res.Throughput = float64(r.completed.Load()) / r.elapsed.Seconds()
 	}
 	lat := r.tally.lat
-	res.PerSecond = r.tally.perSecond
 	res.LatencyMs = results.Latency{
 		P50: ms(lat.ValueAtQuantile(50)), P95: ms(lat.ValueAtQuantile(95)),
 		P99: ms(lat.ValueAtQuantile(99)), Max: ms(lat.Max()),
@@ -679,7 +678,7 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 		if err != nil {
 			return err
 		}
-		comp, retried := t.do(ctx, operation{call: call, id: opID, process: process, invoke: inv, at: at})
+		comp := t.do(ctx, operation{call: call, id: opID, process: process, invoke: inv, at: at})
 		t1 := time.Now()
 		comp.Time = int64(t1.Sub(r.start))
 		comp.Process = process
@@ -687,7 +686,7 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 		if _, err := r.hw.Write(comp); err != nil {
 			return err
 		}
-		tl.account(comp, retried, t1.Sub(t0))
+		tl.account(comp, t1.Sub(t0))
 		r.completed.Add(1)
 		if comp.Type == histories.OK {
 			r.end.acked(t1)
@@ -703,105 +702,30 @@ func (r *run) work(ctx context.Context, id int, w workloads.Worker, rng *rand.Ra
 	return nil
 }
 
-// tally is one worker's metrics, kept without a lock while it works and added to the
-// run's when it stops.
+// tally is one worker's latencies, kept without a lock while it works and added to the
+// run's when it stops: what the run timed itself. Every other figure of the
+// operations is counted from the history (judge.Figures), where the completions
+// record their attempts, how they ended and their conflicts.
 type tally struct {
-	lat       *hdrhistogram.Histogram // microseconds
-	retries   results.RetryCounts
-	outcomes  results.Outcomes
-	conflicts int64
-	errors    map[string]int64
-	perSecond []int64
+	lat *hdrhistogram.Histogram // microseconds
 	// tx counts a two-phase commit run's transactions; nil for the other workloads.
 	tx *txTally
 }
 
 func newTally() *tally {
-	return &tally{
-		lat:     hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3),
-		retries: results.RetryCounts{ByReason: map[string]int64{}},
-		errors:  map[string]int64{},
-	}
+	return &tally{lat: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
 }
 
-// account adds one completed operation.
-func (t *tally) account(comp histories.Op, rt retried, lat time.Duration) {
-	sec := int(comp.Time / int64(time.Second))
-	for len(t.perSecond) <= sec {
-		t.perSecond = append(t.perSecond, 0)
-	}
-	t.perSecond[sec]++
+// account adds one completed operation and its latency.
+func (t *tally) account(comp histories.Op, lat time.Duration) {
 	t.lat.RecordValue(max(lat.Microseconds(), 1))
 	t.tx.account(comp, lat)
-	// Compare-and-set rounds lost inside a store's mechanism are not retries of the
-	// operation: they are counted in conflicts only, so that retries.total is the sum of
-	// retries.by_reason and of retries.by_outcome.
-	t.conflicts += int64(rt.conflicts)
-	if rt.errReason != "" {
-		t.errors[rt.errReason]++
-	}
-	t.countOutcome(rt, comp.Attempt)
-	if rt.retries == 0 {
-		return
-	}
-	n := int64(rt.retries)
-	t.retries.Total += n
-	for _, reason := range rt.reasons {
-		t.retries.ByReason[reason]++
-	}
-	switch {
-	case rt.deadline:
-		t.retries.ByOutcome.Deadline += n
-	case comp.Type == histories.OK:
-		t.retries.ByOutcome.OK += n
-	case comp.Type == histories.Fail:
-		t.retries.ByOutcome.Fail += n
-	default:
-		t.retries.ByOutcome.Info += n
-	}
-}
-
-// countOutcome adds one operation to the per-outcome counts.
-func (t *tally) countOutcome(rt retried, attempts int) {
-	var c *results.OutcomeCount
-	switch rt.end {
-	case succeeded:
-		c = &t.outcomes.Succeeded
-	case exhausted:
-		c = &t.outcomes.Exhausted
-	case nonRetryable:
-		c = &t.outcomes.NonRetryable
-	case endedUnknown:
-		c = &t.outcomes.Unknown
-	case cutByEnd:
-		c = &t.outcomes.Deadline
-	default:
-		return
-	}
-	c.Ops++
-	c.Attempts += int64(attempts)
-	if rt.errReason != "" {
-		if c.Errors == nil {
-			c.Errors = map[string]int64{}
-		}
-		c.Errors[rt.errReason]++
-	}
 }
 
 // add adds o's metrics to t's.
 func (t *tally) add(o *tally) {
 	t.lat.Merge(o.lat)
-	t.retries.Add(o.retries)
-	t.outcomes.Add(o.outcomes)
-	t.conflicts += o.conflicts
-	t.errors = results.AddCounts(t.errors, o.errors)
 	t.tx.add(o.tx)
-	for len(t.perSecond) < len(o.perSecond) {
-		t.perSecond = append(t.perSecond, 0)
-	}
-	for i, v := range o.perSecond {
-		t.perSecond[i] += v
-	}
 }
 
 // finalReads records the workload's final reads as operations of a process of their own.

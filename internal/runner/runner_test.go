@@ -15,9 +15,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -60,9 +60,9 @@ func policy(t *testing.T, name string) runner.Policy {
 }
 
 // schedule parses a fault schedule, as the command line does before a run.
-func schedule(t *testing.T, specs ...string) faults.Schedule {
+func parseSchedule(t *testing.T, specs ...string) schedule.Schedule {
 	t.Helper()
-	s, err := faults.ParseSchedule(specs)
+	s, err := schedule.Parse(specs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestResultsMatchTheSchema(t *testing.T) {
 	}{
 		{"budget on postgres under commit faults", func(c *runner.Config) {
 			c.Workers, c.Ops, c.Budget = 4, 20, 50
-			c.Retry, c.Faults = policy(t, "naive"), schedule(t, "commit-mixed:0.3")
+			c.Retry, c.Faults = policy(t, "naive"), parseSchedule(t, "commit-mixed:0.3")
 		}},
 		{"counter on postgres", func(c *runner.Config) {
 			c.Workload, c.Mechanism, c.Workers, c.Ops = "counter", "read-write", 4, 20
@@ -56,11 +56,11 @@ func TestResultsMatchTheSchema(t *testing.T) {
 		}},
 		{"register on postgres under commit faults", func(c *runner.Config) {
 			c.Workload, c.Workers, c.Ops = "register", 4, 20
-			c.Faults = schedule(t, "commit-mixed:0.2")
+			c.Faults = parseSchedule(t, "commit-mixed:0.2")
 		}},
 		{"insert on postgres under commit faults", func(c *runner.Config) {
 			c.Workload, c.Key, c.Workers, c.Ops = "insert", "bigserial", 4, 20
-			c.Retry, c.Faults = policy(t, "naive"), schedule(t, "commit-cut:0.2")
+			c.Retry, c.Faults = policy(t, "naive"), parseSchedule(t, "commit-cut:0.2")
 		}},
 		{"list-append on postgres losing updates at read committed", func(c *runner.Config) {
 			c.Workload, c.Isolation, c.Workers, c.Ops = "list-append", "read-committed", 8, 15
@@ -69,7 +69,7 @@ func TestResultsMatchTheSchema(t *testing.T) {
 		}},
 		{"rw-register on postgres under commit faults", func(c *runner.Config) {
 			c.Workload, c.Isolation, c.Workers, c.Ops = "rw-register", "serializable", 4, 20
-			c.Retry, c.Faults = policy(t, "conflict"), schedule(t, "commit-mixed:0.2")
+			c.Retry, c.Faults = policy(t, "conflict"), parseSchedule(t, "commit-mixed:0.2")
 		}},
 		{"budget on a launched redis", func(c *runner.Config) {
 			if err := runner.Available(runner.Redis); err != nil {

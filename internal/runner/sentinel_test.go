@@ -64,7 +64,7 @@ func TestFailoverRedisSentinel(t *testing.T) {
 		cfg := budgetConfig(t)
 		cfg.Store, cfg.Topology, cfg.Seed = "redis", runner.TopologyReplicated, try
 		cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 16, 0, 6*time.Second, 1_000_000
-		cfg.Faults = schedule(t, "failover@1s")
+		cfg.Faults = parseSchedule(t, "failover@1s")
 		res := processRun(t, cfg)
 		promotedElsewhere(t, res)
 		f := res.ProcessFaults[0]
@@ -135,7 +135,7 @@ func TestReplicatedRedisRefused(t *testing.T) {
 			cfg := budgetConfig(t)
 			cfg.Store, cfg.Workload, cfg.DSN = "redis", "register", tc.dsn
 			cfg.Topology, cfg.Replication = tc.topology, tc.replication
-			cfg.Faults = schedule(t, tc.fault)
+			cfg.Faults = parseSchedule(t, tc.fault)
 			var progress strings.Builder
 			cfg.Progress = &progress
 			_, err := runner.Run(context.Background(), cfg)

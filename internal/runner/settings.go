@@ -7,14 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/catalog"
 	"github.com/indoubt/indoubt/internal/choice"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/schedule"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
-	"github.com/indoubt/indoubt/workloads/catalog"
 	"github.com/indoubt/indoubt/workloads/insert"
 	"github.com/indoubt/indoubt/workloads/register"
 	"github.com/indoubt/indoubt/workloads/transfer"
@@ -454,7 +454,7 @@ var Settings = []Setting{
 		Applies: "each fault its stores and topologies (docs/faults.md)",
 		set: func(c *Config, v string) error {
 			specs := append(specs(c.Faults), v)
-			s, err := faults.ParseSchedule(specs)
+			s, err := schedule.Parse(specs)
 			if err != nil {
 				return err
 			}

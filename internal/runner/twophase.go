@@ -13,10 +13,10 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/rundir"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
@@ -43,7 +43,7 @@ import (
 type twoPhase struct {
 	cfg   Config
 	cl    *twopc.Cluster
-	crash *faults.Fault // the schedule's coordinator-crash, nil without one
+	crash *schedule.Fault // the schedule's coordinator-crash, nil without one
 
 	report      *twopc.CrashReport
 	resolutions []twopc.Resolution

@@ -52,7 +52,7 @@ func twoPhaseConfig(t *testing.T, w workloads.Name, pl transfer.Placement, fault
 	c := runner.Config{
 		Workload: w, Store: runner.Postgres, DSNs: dsns, Placement: pl,
 		Workers: 4, Ops: 40, RowsPerWorker: 50, Seed: 1, Out: t.TempDir(),
-		Faults: schedule(t, faults...),
+		Faults: parseSchedule(t, faults...),
 	}
 	if testing.Verbose() {
 		c.Progress = os.Stderr
@@ -218,17 +218,17 @@ func TestTwoPhaseRefuses(t *testing.T) {
 		{"a placement of none", "Placement", func(c *runner.Config) { c.Placement = "nowhere" }},
 		{"a magic coordinator", "Coordinator", func(c *runner.Config) { c.Coordinator = "magic" }},
 		{"crash of local transactions", "Faults", func(c *runner.Config) {
-			c.Placement, c.Faults = transfer.Local, schedule(t, "coordinator-crash@1s")
+			c.Placement, c.Faults = transfer.Local, parseSchedule(t, "coordinator-crash@1s")
 		}},
-		{"faults of two phases", "Faults", func(c *runner.Config) { c.Faults = schedule(t, "commit-cut@0s-1s", "prepare-drop@2s-3s") }},
-		{"a kill", "Faults", func(c *runner.Config) { c.Faults = schedule(t, "kill@1s-2s") }},
+		{"faults of two phases", "Faults", func(c *runner.Config) { c.Faults = parseSchedule(t, "commit-cut@0s-1s", "prepare-drop@2s-3s") }},
+		{"a kill", "Faults", func(c *runner.Config) { c.Faults = parseSchedule(t, "kill@1s-2s") }},
 		{"naive retries", "Retry", func(c *runner.Config) { c.Retry = policy(t, "naive") }},
 		{"reads on two-rows", "Reads", func(c *runner.Config) { c.Workload, c.Reads = workloads.TwoRows, 0.5 }},
 		{"persistence on postgres", "Persistence", func(c *runner.Config) { c.Persistence = "always" }},
 		{"one DSN", "DSN", func(c *runner.Config) { c.DSN, c.DSNs = c.DSNs[0], nil }},
-		{"prepare-cut on budget", "Faults", func(c *runner.Config) { c.Workload, c.DSNs, c.Faults = "budget", nil, schedule(t, "prepare-cut") }},
+		{"prepare-cut on budget", "Faults", func(c *runner.Config) { c.Workload, c.DSNs, c.Faults = "budget", nil, parseSchedule(t, "prepare-cut") }},
 		{"a window after the end", "Faults", func(c *runner.Config) {
-			c.Ops, c.Duration, c.Faults = 0, 3*time.Second, schedule(t, "commit-cut:0.1@10s-20s")
+			c.Ops, c.Duration, c.Faults = 0, 3*time.Second, parseSchedule(t, "commit-cut:0.1@10s-20s")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/txn"
 )
@@ -26,7 +26,7 @@ func mongoTxnRun(t *testing.T, w workloads.Name, workers, txns int, opt txn.Opti
 	cfg := runner.Config{Workload: w, Store: runner.Mongo, Workers: workers, Ops: txns, Seed: 1,
 		Out: t.TempDir(), Retry: policy(t, "conflict"), Txn: opt}
 	if len(fault) > 0 {
-		sched, err := faults.ParseSchedule(fault)
+		sched, err := schedule.Parse(fault)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -138,7 +138,7 @@ func TestTxnFailoverToSyncStandby(t *testing.T) {
 	t.Parallel() // servers of its own, launched by the run
 	cfg := txnConfig(t, workloads.ListAppend, "serializable", 8, 0)
 	cfg.DSN, cfg.Topology, cfg.Replication = "", runner.TopologyReplicated, "sync"
-	cfg.Duration, cfg.Faults = 3500*time.Millisecond, schedule(t, "failover@1500ms")
+	cfg.Duration, cfg.Faults = 3500*time.Millisecond, parseSchedule(t, "failover@1500ms")
 	cfg.Txn = txn.Options{ConsistencyModels: []string{"strict-serializable"}}
 	res := processRun(t, cfg)
 	faultsHappened(t, res, "failover", "promoted")

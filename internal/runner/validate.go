@@ -8,7 +8,7 @@ import (
 
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 
-	"github.com/indoubt/indoubt/faults"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/twopc"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/transfer"
@@ -122,7 +122,7 @@ func (c *Config) defaults() error {
 	case c.RecoveryWait < 0:
 		return refuse("RecoveryWait", "must not be negative (got %v)", c.RecoveryWait)
 	case c.RecoveryWait > 0 && (c.Duration == 0 || len(c.Faults.Processes()) == 0):
-		return refuse("RecoveryWait", "applies to a timed run with a process fault (%s)", faults.ProcessFaults)
+		return refuse("RecoveryWait", "applies to a timed run with a process fault (%s)", schedule.ProcessFaults)
 	}
 	if c.CheckTimeout < 0 {
 		return refuse("CheckTimeout", "must not be negative (got %v)", c.CheckTimeout)
@@ -259,7 +259,7 @@ func (c *Config) twoPhaseDefaults() error {
 		case f.Coordinator || f.Toxic != nil || f.Name == "partition":
 			continue
 		}
-		at := faults.PrepareStatement
+		at := schedule.PrepareStatement
 		if f.Statement == "" {
 			at = commitPrepared
 		}

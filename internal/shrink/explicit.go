@@ -7,12 +7,12 @@ import (
 	"sort"
 	"time"
 
-	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/outages"
 	"github.com/indoubt/indoubt/internal/rundir"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/workloads"
 )
 
@@ -32,11 +32,11 @@ type Fault struct {
 	// fault of an instant.
 	DurationS float64 `json:"duration_s"`
 
-	f faults.Fault
+	f schedule.Fault
 }
 
 // newFault describes a parsed entry; at is when it fired, for a listed commit fault.
-func newFault(f faults.Fault, at time.Duration) Fault {
+func newFault(f schedule.Fault, at time.Duration) Fault {
 	out := Fault{Spec: f.Spec, Kind: f.Name, f: f, AtS: f.Start.Seconds()}
 	if f.Bounded {
 		out.DurationS = (f.End - f.Start).Seconds()
@@ -86,7 +86,7 @@ func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, 
 		}
 	}
 	applied := map[string]bool{}
-	for _, pf := range checker.ProcessFaults(ops) {
+	for _, pf := range outages.ProcessFaults(ops) {
 		applied[pf.Fault] = true
 	}
 	severalProxies := cfg.Workload == workloads.Transfer || cfg.Workload == workloads.TwoRows
@@ -137,7 +137,7 @@ func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, 
 				continue
 			}
 			seen[k] = true
-			f, err := faults.ParseFault(pin.String())
+			f, err := schedule.ParseFault(pin.String())
 			if err != nil {
 				return nil, nil, err
 			}
@@ -148,8 +148,8 @@ func explicit(dir string, cfg runner.Config, ops []histories.Op) (list []Fault, 
 	return list, notes, nil
 }
 
-func hasCommitFaults(s faults.Schedule) bool {
-	return slices.ContainsFunc(s, func(f faults.Fault) bool {
+func hasCommitFaults(s schedule.Schedule) bool {
+	return slices.ContainsFunc(s, func(f schedule.Fault) bool {
 		return f.Toxic == nil && !f.Process && !f.Coordinator && f.Name != "partition"
 	})
 }

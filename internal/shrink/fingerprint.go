@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/internal/schedule"
 )
 
 // Fingerprint is what a failure must keep to count as the same failure while it
@@ -91,7 +91,7 @@ func faultKind(spec string) string {
 	if spec == "" {
 		return ""
 	}
-	if f, err := faults.ParseFault(spec); err == nil {
+	if f, err := schedule.ParseFault(spec); err == nil {
 		return f.Name
 	}
 	name, _, _ := strings.Cut(spec, "@")

@@ -55,11 +55,11 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/redact"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/register"
 )
@@ -417,7 +417,7 @@ func withFaults(cfg runner.Config, list []Fault) (runner.Config, error) {
 	for i, f := range list {
 		specs[i] = f.Spec
 	}
-	sched, err := faults.ParseSchedule(specs)
+	sched, err := schedule.Parse(specs)
 	if err != nil {
 		return cfg, err
 	}
@@ -633,12 +633,12 @@ func (s *shrinker) simplify() {
 }
 
 // withWindow writes a fault's entry with the window [start, end).
-func withWindow(f faults.Fault, start, end time.Duration) string {
+func withWindow(f schedule.Fault, start, end time.Duration) string {
 	return head(f.Spec) + "@" + dur(start) + "-" + dur(end)
 }
 
 // withPoint writes a fault of an instant's entry at t.
-func withPoint(f faults.Fault, t time.Duration) string {
+func withPoint(f schedule.Fault, t time.Duration) string {
 	return head(f.Spec) + "@" + dur(t)
 }
 
@@ -659,7 +659,7 @@ func (s *shrinker) lower(phase string, cur, lo, gran int64, spec func(v int64) (
 		if !ok {
 			return false
 		}
-		f, err := faults.ParseFault(sp)
+		f, err := schedule.ParseFault(sp)
 		if err != nil {
 			return false
 		}

@@ -38,9 +38,14 @@ var _ workloads.Workload = (*Workload)(nil)
 // New returns the workload with the given budget on store.
 func New(store Store, amount int64) *Workload { return &Workload{Store: store, Budget: amount} }
 
+// Name is workloads.Budget.
 func (w *Workload) Name() workloads.Name { return workloads.Budget }
-func (w *Workload) Model() string        { return string(workloads.Budget) }
-func (w *Workload) Mechanism() string    { return w.Store.Mechanism() }
+
+// Model is the checker's budget model.
+func (w *Workload) Model() string { return string(workloads.Budget) }
+
+// Mechanism is the store's: how it decrements (Store.Mechanism).
+func (w *Workload) Mechanism() string { return w.Store.Mechanism() }
 
 // Params records the budget for the checker.
 func (w *Workload) Params() map[string]json.RawMessage {

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/workloads"
@@ -35,11 +34,6 @@ type Workload struct {
 	restarts map[string]int64 // server restart counters at Setup, when the store has them
 	after    map[string]int64 // and at Final
 
-	mu sync.Mutex
-	// ambiguous counts attempts whose error said the outcome is unknown with the
-	// server's own word for it (workloads.ReasonServerUnknown: SQLSTATE 40003,
-	// statement_completion_unknown, on PostgreSQL and CockroachDB), by op id.
-	ambiguous map[string]int
 	// restartErr is why the restart counters could not be read, if they could not.
 	restartErr string
 }
@@ -78,7 +72,6 @@ func (w *Workload) Setup(ctx context.Context) error {
 		return fmt.Errorf("read the counter before the run: %w", err)
 	}
 	w.before = v
-	w.ambiguous = map[string]int{}
 	w.restarts, w.after, w.restartErr = nil, nil, ""
 	if rc, ok := w.Store.(RestartCounters); ok {
 		m, err := rc.RestartCounters(ctx)
@@ -139,11 +132,6 @@ func (k *worker) Do(ctx context.Context, call workloads.Call, req workloads.Requ
 	case "increment":
 		out, err := k.Increment(ctx, req)
 		if err != nil {
-			if workloads.Classify(err) == workloads.ClassUnknown && workloads.ReasonOf(err) == workloads.ReasonServerUnknown {
-				k.w.mu.Lock()
-				k.w.ambiguous[req.OpID]++
-				k.w.mu.Unlock()
-			}
 			return workloads.Reply{}, err
 		}
 		return workloads.Reply{Value: out, Replayed: out.Replayed}, nil
@@ -198,6 +186,20 @@ type Final struct {
 }
 
 // Summary reconciles the counter from the history (final read included).
+// serverUnknown counts the failed attempts whose error said the outcome is unknown in
+// the server's own word (workloads.ReasonServerUnknown: SQLSTATE 40003,
+// statement_completion_unknown, on PostgreSQL and CockroachDB), as the history records
+// each attempt's class and reason.
+func serverUnknown(failed []histories.FailedAttempt) int64 {
+	var n int64
+	for _, a := range failed {
+		if a.Class == workloads.ClassUnknown.String() && a.Reason == string(workloads.ReasonServerUnknown) {
+			n++
+		}
+	}
+	return n
+}
+
 func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 	f := Final{Before: w.before}
 	open := map[int]string{}
@@ -213,6 +215,9 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 		}
 		fn := open[op.Process]
 		delete(open, op.Process)
+		if fn == "increment" {
+			f.EvidenceServerUnknown += serverUnknown(op.Failed)
+		}
 		switch {
 		case fn == "increment" && op.Type == histories.OK:
 			f.Acknowledged++
@@ -242,11 +247,6 @@ func (w *Workload) Summary(ops []histories.Op) workloads.Final {
 		}
 	}
 	f.SameValueWrites = withValue - int64(len(wrote))
-	w.mu.Lock()
-	for _, n := range w.ambiguous {
-		f.EvidenceServerUnknown += int64(n)
-	}
-	w.mu.Unlock()
 	if w.restarts != nil && w.after != nil {
 		f.ServerRestarts = map[string]int64{}
 		for k, v := range w.after {

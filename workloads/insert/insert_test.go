@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
-	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/schedule"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
 	"github.com/indoubt/indoubt/workloads/insert"
@@ -113,7 +113,7 @@ func TestCommitCutNaiveRetry(t *testing.T) {
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
 			srv := v.srv.Get(t)
-			sched, err := faults.ParseSchedule([]string{"commit-cut:0.2"})
+			sched, err := schedule.Parse([]string{"commit-cut:0.2"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,8 +37,11 @@ func New(store Store) *Workload {
 	return &Workload{Store: store, Keys: DefaultKeys, Values: DefaultValues}
 }
 
+// Name is workloads.Register.
 func (w *Workload) Name() workloads.Name { return workloads.Register }
-func (w *Workload) Model() string        { return "cas-register" }
+
+// Model is the checker's cas-register model.
+func (w *Workload) Model() string { return "cas-register" }
 
 // Mechanism is the store's own description when it offers one (RegisterMechanism),
 // else a generic one.

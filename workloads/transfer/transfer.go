@@ -139,8 +139,11 @@ func New(store Store, kind workloads.Name, placement Placement, rows int, reads 
 	return &Workload{Store: store, Kind: kind, Placement: placement, Rows: rows, Reads: reads}, nil
 }
 
+// Name is the workload's kind: transfer or two-rows.
 func (w *Workload) Name() workloads.Name { return w.Kind }
-func (w *Workload) Model() string        { return checker.TransferModel }
+
+// Model is the checker's transfer model.
+func (w *Workload) Model() string { return checker.TransferModel }
 
 // Mechanism says where the rows are and how a transaction commits.
 func (w *Workload) Mechanism() string {

@@ -104,7 +104,10 @@ type OptionError struct {
 	Err   error
 }
 
+// Error names the field: "txn.Keys: ...".
 func (e *OptionError) Error() string { return "txn." + e.Field + ": " + e.Err.Error() }
+
+// Unwrap returns what is wrong with the field.
 func (e *OptionError) Unwrap() error { return e.Err }
 
 func optErr(field, format string, a ...any) error {

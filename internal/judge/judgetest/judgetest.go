@@ -15,7 +15,7 @@ import (
 )
 
 // Judged is what the judge decides of a run directory, as results.json holds it: every
-// section but the figures only the run measured (timing, throughput, retries).
+// section but what only the run measured (its length, throughput, latency, workers).
 type Judged struct {
 	Verdict       checker.Verdict        `json:"verdict"`
 	ExitCode      int                    `json:"exit_code"`
@@ -36,6 +36,11 @@ type Judged struct {
 	SplitBrain    []results.SplitBrain   `json:"split_brain"`
 	Leaders       *results.Leaders       `json:"leaders"`
 	Proxied       bool                   `json:"proxied"`
+	Outcomes      results.Outcomes       `json:"outcomes"`
+	Retries       results.RetryCounts    `json:"retries"`
+	Errors        map[string]int64       `json:"errors"`
+	Conflicts     int64                  `json:"conflicts"`
+	PerSecond     []int64                `json:"per_second"`
 }
 
 // JudgedOf is the judged sections of r.
@@ -47,14 +52,15 @@ func JudgedOf(r *results.Results) Judged {
 		Txn: r.Txn, Ops: r.Ops, ByKind: r.Faults.ByKind, ByTruth: r.Faults.ByTruth, Commits: r.Faults.Commits,
 		Evidence: r.Evidence, Final: final, ProcessFaults: r.ProcessFaults, Partitions: r.Partitions,
 		SplitBrain: r.SplitBrain, Leaders: r.Leaders, Proxied: r.Proxied,
+		Outcomes: r.Outcomes, Retries: r.Retries, Errors: r.Errors, Conflicts: r.Conflicts, PerSecond: r.PerSecond,
 	}
 }
 
 // Recheck judges the run directory dir again from its files alone, under the limits it
 // names, and fails the test unless the judged sections of its results.json come back:
 // verdict, exit code, summary, anomalies, lost writes, evidence, final state,
-// timelines and counts, unknown verdicts compared as any other. It returns the
-// judgement.
+// timelines, counts and figures (outcomes, retries, errors, conflicts, completions per
+// second), unknown verdicts compared as any other. It returns the judgement.
 func Recheck(tb testing.TB, dir string) *judge.Judgement {
 	tb.Helper()
 	run, err := rundir.ReadResults(dir)

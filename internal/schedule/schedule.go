@@ -1,4 +1,4 @@
-package faults
+package schedule
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/indoubt/indoubt/faults"
 	"github.com/indoubt/indoubt/faults/toxics"
 )
 
@@ -29,7 +30,7 @@ type Fault struct {
 	P   float64
 	Max int64
 	// Toxic is the standard toxic to add (Name is set when the window opens).
-	Toxic *Toxic
+	Toxic *faults.Toxic
 	// Start and End bound the window, from the start of the run. Bounded is false for
 	// an entry without a window (armed for the whole run) and for "@START-" (armed
 	// until the end of the run); End is 0 then.
@@ -117,9 +118,9 @@ const ProcessFaults = "kill, pause, restart, failover, power-loss"
 // Schedule is a list of faults, each armed for its window.
 type Schedule []Fault
 
-// ParseSchedule parses the entries and checks that windows of one commit fault, or of
+// Parse parses the entries and checks that windows of one commit fault, or of
 // partitions, do not overlap. Errors are one line naming the entry.
-func ParseSchedule(specs []string) (Schedule, error) {
+func Parse(specs []string) (Schedule, error) {
 	var s Schedule
 	for _, spec := range specs {
 		f, err := ParseFault(spec)
@@ -417,8 +418,8 @@ func (s Schedule) Processes() Schedule {
 	return out
 }
 
-func parseToxic(typ, arg string) (*Toxic, error) {
-	t := &Toxic{Type: typ, Attributes: map[string]int64{}}
+func parseToxic(typ, arg string) (*faults.Toxic, error) {
+	t := &faults.Toxic{Type: typ, Attributes: map[string]int64{}}
 	need := func(what string) error {
 		if arg == "" {
 			return fmt.Errorf("%s needs %s, as in %s", typ, what, example[typ])
@@ -489,7 +490,7 @@ func parseToxic(typ, arg string) (*Toxic, error) {
 	}
 	// The bounds AddToxic will hold it to (a duration over a day, a rate beyond
 	// 1 TB/s), checked now rather than when its window opens.
-	if _, err := t.check(); err != nil {
+	if err := t.Check(); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -563,7 +564,7 @@ type action struct {
 // ctx is done, after disarming what is still armed; the error is nil then. It fails at
 // once if p cannot carry a fault (commit faults without a protocol), and returns the
 // error of a toxic that cannot be added, after disarming.
-func (s Schedule) Run(ctx context.Context, p *Proxy, start time.Time, report func(Window)) error {
+func (s Schedule) Run(ctx context.Context, p *faults.Proxy, start time.Time, report func(Window)) error {
 	for _, f := range s {
 		if f.Toxic == nil && !f.Process && !f.Coordinator && f.Name != "partition" && p.Faults() == nil {
 			return fmt.Errorf("fault %q: the proxy has no protocol for commit faults", f.Spec)
@@ -638,7 +639,7 @@ func (s Schedule) Run(ctx context.Context, p *Proxy, start time.Time, report fun
 	return nil
 }
 
-func (s Schedule) apply(p *Proxy, i int, open bool) error {
+func (s Schedule) apply(p *faults.Proxy, i int, open bool) error {
 	f := s[i]
 	switch {
 	case f.Pin != nil:
@@ -662,7 +663,7 @@ func (s Schedule) apply(p *Proxy, i int, open bool) error {
 		}
 		return p.Enable()
 	}
-	k := p.knob(f.Name)
+	k := knob(p, f.Name)
 	if open {
 		k.Set(f.P, f.Max)
 	} else {
@@ -671,7 +672,7 @@ func (s Schedule) apply(p *Proxy, i int, open bool) error {
 	return nil
 }
 
-func (p *Proxy) knob(name string) *toxics.Knob {
+func knob(p *faults.Proxy, name string) *toxics.Knob {
 	f := p.Faults()
 	switch (Fault{Name: name}).knob() {
 	case "cut":

@@ -1,4 +1,4 @@
-package checker
+package outages
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // the side that goes on as primary acknowledges writes that the other side's primary
 // never receives, and one of the two is thrown away at the heal. Lost writes are
 // attributed to the last data-losing fault, process fault or partition, that began
-// before them (lost.go); a failover of the harness's inside a partition is the later
+// before them (the checker's lost writes); a failover of the harness's inside a partition is the later
 // of the two and takes them.
 
 // PartitionAction is ProcessFault.Action of a partition in the timeline lost writes
@@ -71,18 +71,18 @@ func partitionEventOf(op histories.Op) (partitionEvent, bool) {
 
 // addPartition takes a partition's event into the timeline; it reports whether the
 // event began one.
-func (t *processTimeline) addPartition(op histories.Op, e partitionEvent) bool {
+func (t *Timeline) addPartition(op histories.Op, e partitionEvent) bool {
 	if op.F == PartitionAction {
 		desc := "partition " + e.Shape
 		if e.Primary != "" {
 			desc += fmt.Sprintf(" (primary %s)", e.Primary)
 		}
-		t.faults = append(t.faults, ProcessFault{Fault: e.Fault, Action: PartitionAction, Server: desc, Start: op.Time, End: -1, Error: e.Error})
-		t.open = append(t.open, len(t.faults)-1)
+		t.Faults = append(t.Faults, ProcessFault{Fault: e.Fault, Action: PartitionAction, Server: desc, Start: op.Time, End: -1, Error: e.Error})
+		t.open = append(t.open, len(t.Faults)-1)
 		return true
 	}
 	for k, i := range t.open {
-		f := &t.faults[i]
+		f := &t.Faults[i]
 		if f.Fault == e.Fault && f.Action == PartitionAction {
 			f.End = op.Time
 			t.open = append(t.open[:k], t.open[k+1:]...)

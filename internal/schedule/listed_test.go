@@ -1,4 +1,4 @@
-package faults
+package schedule
 
 import (
 	"strings"
@@ -61,14 +61,14 @@ func TestParseListedErrors(t *testing.T) {
 func TestParseScheduleListed(t *testing.T) {
 	// Listed entries have no window: they never overlap one another or a window of
 	// the same knob.
-	s, err := ParseSchedule([]string{"commit-cut@commit:3", "commit-cut@commit:9", "commit-cut:0.1@1s-2s", "commit-drop@conn:1/txn:2"})
+	s, err := Parse([]string{"commit-cut@commit:3", "commit-cut@commit:9", "commit-cut:0.1@1s-2s", "commit-drop@conn:1/txn:2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(s.OnProxy()) != 4 {
 		t.Errorf("on the proxy: %d entries, want 4", len(s.OnProxy()))
 	}
-	if _, err := ParseSchedule([]string{"commit-cut@commit:3", "commit-drop@commit:3"}); err == nil || !strings.Contains(err.Error(), "lists already") {
+	if _, err := Parse([]string{"commit-cut@commit:3", "commit-drop@commit:3"}); err == nil || !strings.Contains(err.Error(), "lists already") {
 		t.Errorf("one point listed twice: %v", err)
 	}
 }

@@ -1,10 +1,12 @@
-package faults
+package schedule
 
 import (
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/indoubt/indoubt/faults"
 )
 
 func TestParseFault(t *testing.T) {
@@ -16,23 +18,23 @@ func TestParseFault(t *testing.T) {
 		{"commit-cut:0.2@5s-15s", Fault{Name: "commit-cut", P: 0.2, Start: 5 * time.Second, End: 15 * time.Second, Bounded: true}},
 		{"commit_drop:0.5,max=3", Fault{Name: "commit-drop", P: 0.5, Max: 3}},
 		{"commit-mixed:0.2@1m-", Fault{Name: "commit-mixed", P: 0.2, Start: time.Minute}},
-		{"latency:50ms", Fault{Name: "latency", Toxic: &Toxic{Type: "latency", Attributes: map[string]int64{"latency": 50}}}},
-		{"latency:50ms~10ms,stream=up@0s-30s", Fault{Name: "latency", Toxic: &Toxic{Type: "latency", Upstream: true,
+		{"latency:50ms", Fault{Name: "latency", Toxic: &faults.Toxic{Type: "latency", Attributes: map[string]int64{"latency": 50}}}},
+		{"latency:50ms~10ms,stream=up@0s-30s", Fault{Name: "latency", Toxic: &faults.Toxic{Type: "latency", Upstream: true,
 			Attributes: map[string]int64{"latency": 50, "jitter": 10}}, End: 30 * time.Second, Bounded: true}},
-		{"bandwidth:100", Fault{Name: "bandwidth", Toxic: &Toxic{Type: "bandwidth", Attributes: map[string]int64{"rate": 100}}}},
-		{"timeout:1s", Fault{Name: "timeout", Toxic: &Toxic{Type: "timeout", Attributes: map[string]int64{"timeout": 1000}}}},
-		{"timeout:0s", Fault{Name: "timeout", Toxic: &Toxic{Type: "timeout", Attributes: map[string]int64{"timeout": 0}}}},
-		{"reset_peer", Fault{Name: "reset_peer", Toxic: &Toxic{Type: "reset_peer", Attributes: map[string]int64{}}}},
-		{"reset-peer:500ms", Fault{Name: "reset_peer", Toxic: &Toxic{Type: "reset_peer", Attributes: map[string]int64{"timeout": 500}}}},
-		{"slow_close:100ms", Fault{Name: "slow_close", Toxic: &Toxic{Type: "slow_close", Attributes: map[string]int64{"delay": 100}}}},
-		{"limit_data:1000", Fault{Name: "limit_data", Toxic: &Toxic{Type: "limit_data", Attributes: map[string]int64{"bytes": 1000}}}},
+		{"bandwidth:100", Fault{Name: "bandwidth", Toxic: &faults.Toxic{Type: "bandwidth", Attributes: map[string]int64{"rate": 100}}}},
+		{"timeout:1s", Fault{Name: "timeout", Toxic: &faults.Toxic{Type: "timeout", Attributes: map[string]int64{"timeout": 1000}}}},
+		{"timeout:0s", Fault{Name: "timeout", Toxic: &faults.Toxic{Type: "timeout", Attributes: map[string]int64{"timeout": 0}}}},
+		{"reset_peer", Fault{Name: "reset_peer", Toxic: &faults.Toxic{Type: "reset_peer", Attributes: map[string]int64{}}}},
+		{"reset-peer:500ms", Fault{Name: "reset_peer", Toxic: &faults.Toxic{Type: "reset_peer", Attributes: map[string]int64{"timeout": 500}}}},
+		{"slow_close:100ms", Fault{Name: "slow_close", Toxic: &faults.Toxic{Type: "slow_close", Attributes: map[string]int64{"delay": 100}}}},
+		{"limit_data:1000", Fault{Name: "limit_data", Toxic: &faults.Toxic{Type: "limit_data", Attributes: map[string]int64{"bytes": 1000}}}},
 		{"partition@5s-7s", Fault{Name: "partition", Start: 5 * time.Second, End: 7 * time.Second, Bounded: true}},
 		{"partition:halves@1s-2s", Fault{Name: "partition", Shape: Halves, Start: time.Second, End: 2 * time.Second, Bounded: true}},
 		{"partition:isolate:n2@1s-2s", Fault{Name: "partition", Shape: Isolate, Target: "n2", Start: time.Second, End: 2 * time.Second, Bounded: true}},
 		{"partition:one-way@1s-2s", Fault{Name: "partition", Shape: OneWay, Start: time.Second, End: 2 * time.Second, Bounded: true}},
 		{"partition:one-way:n3@1s-2s", Fault{Name: "partition", Shape: OneWay, Target: "n3", Start: time.Second, End: 2 * time.Second, Bounded: true}},
 		{"partition:majorities-ring@0s-9s", Fault{Name: "partition", Shape: MajoritiesRing, End: 9 * time.Second, Bounded: true}},
-		{"latency:200ms,link=replication@2s-6s", Fault{Name: "latency", Link: "replication", Toxic: &Toxic{Type: "latency", Attributes: map[string]int64{"latency": 200}},
+		{"latency:200ms,link=replication@2s-6s", Fault{Name: "latency", Link: "replication", Toxic: &faults.Toxic{Type: "latency", Attributes: map[string]int64{"latency": 200}},
 			Start: 2 * time.Second, End: 6 * time.Second, Bounded: true}},
 		{"prepare-cut", Fault{Name: "prepare-cut", P: 1, Statement: PrepareStatement}},
 		{"prepare_drop:0.3@1s-2s", Fault{Name: "prepare-drop", P: 0.3, Statement: PrepareStatement, Start: time.Second, End: 2 * time.Second, Bounded: true}},
@@ -102,7 +104,7 @@ func TestParseFaultErrors(t *testing.T) {
 }
 
 func TestParseScheduleOverlap(t *testing.T) {
-	if _, err := ParseSchedule([]string{"commit-cut:0.1@0s-10s", "commit-cut:0.5@10s-20s", "commit-drop@5s-", "latency:5ms", "latency:9ms@1s-2s"}); err != nil {
+	if _, err := Parse([]string{"commit-cut:0.1@0s-10s", "commit-cut:0.5@10s-20s", "commit-drop@5s-", "latency:5ms", "latency:9ms@1s-2s"}); err != nil {
 		t.Fatalf("back-to-back windows and distinct faults: %v", err)
 	}
 	for _, specs := range [][]string{
@@ -114,14 +116,14 @@ func TestParseScheduleOverlap(t *testing.T) {
 		// prepare-cut arms the same knob as commit-cut.
 		{"commit-cut@0s-10s", "prepare-cut@5s-15s"},
 	} {
-		if _, err := ParseSchedule(specs); err == nil || !strings.Contains(err.Error(), "overlaps") {
+		if _, err := Parse(specs); err == nil || !strings.Contains(err.Error(), "overlaps") {
 			t.Errorf("%q: error %v, want an overlap", specs, err)
 		}
 	}
 }
 
 func TestBetweenNodesAreLeftToTheRunner(t *testing.T) {
-	s, err := ParseSchedule([]string{"partition:majority@1s-2s", "latency:5ms,link=replication", "latency:5ms", "partition@3s-4s", "kill@5s"})
+	s, err := Parse([]string{"partition:majority@1s-2s", "latency:5ms,link=replication", "latency:5ms", "partition@3s-4s", "kill@5s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestBetweenNodesAreLeftToTheRunner(t *testing.T) {
 // TestScheduleOnProxy: the proxy's share of a schedule leaves out what the runner
 // applies itself, and a second coordinator crash is refused.
 func TestScheduleOnProxy(t *testing.T) {
-	s, err := ParseSchedule([]string{"commit-cut:0.1", "kill@1s-2s", "coordinator-crash@3s", "prepare-drop@4s-5s"})
+	s, err := Parse([]string{"commit-cut:0.1", "kill@1s-2s", "coordinator-crash@3s", "prepare-drop@4s-5s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func TestScheduleOnProxy(t *testing.T) {
 	if strings.Join(names, " ") != "commit-cut prepare-drop" {
 		t.Errorf("OnProxy = %v, want commit-cut prepare-drop", names)
 	}
-	if _, err := ParseSchedule([]string{"coordinator-crash@1s", "coordinator-crash@2s"}); err == nil || !strings.Contains(err.Error(), "one coordinator crash") {
+	if _, err := Parse([]string{"coordinator-crash@1s", "coordinator-crash@2s"}); err == nil || !strings.Contains(err.Error(), "one coordinator crash") {
 		t.Errorf("two crashes: %v", err)
 	}
 }
@@ -191,10 +193,10 @@ func TestParseProcessFaults(t *testing.T) {
 			t.Errorf("%s: got %v, want an error with %q", tt.spec, err, tt.want)
 		}
 	}
-	if _, err := ParseSchedule([]string{"kill@1s-3s", "pause@2s-4s"}); err == nil || !strings.Contains(err.Error(), "one process fault at a time") {
+	if _, err := Parse([]string{"kill@1s-3s", "pause@2s-4s"}); err == nil || !strings.Contains(err.Error(), "one process fault at a time") {
 		t.Errorf("overlapping process faults: got %v", err)
 	}
-	s, err := ParseSchedule([]string{"restart@1s", "restart@2s", "commit-cut:0.1", "kill@3s-4s"})
+	s, err := Parse([]string{"restart@1s", "restart@2s", "commit-cut:0.1", "kill@3s-4s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +223,7 @@ func TestParsePowerLoss(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", spec, err, want)
 		}
 	}
-	if _, err := ParseSchedule([]string{"kill@1s-3s", "power-loss@2s"}); err == nil {
+	if _, err := Parse([]string{"kill@1s-3s", "power-loss@2s"}); err == nil {
 		t.Error("a power loss inside a kill's window: no error")
 	}
 }
