@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,7 +50,15 @@ var errDSNInUse = errors.New("another indoubt run is using this database: two ru
 // nothing.
 func LockDSN(ctx context.Context, store StoreName, dsn string) (func(), error) {
 	if b, ok := lookupBackend(store); ok && b.lock != nil && dsn != "" {
-		return b.lock(ctx, dsn)
+		unlock, err := b.lock(ctx, dsn)
+		if err != nil && strings.ContainsAny(err.Error(), "\r\n") {
+			// A driver's dial error may list each address tried on a line of its own.
+			return nil, errors.New(strings.Join(strings.Fields(err.Error()), " "))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return unlock, nil
 	}
 	return func() {}, nil
 }

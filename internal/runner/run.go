@@ -214,13 +214,6 @@ func Run(ctx context.Context, cfg Config) (*results.Results, error) {
 		return nil, err
 	}
 	b, _ := lookupBackend(cfg.Store)
-	// A run on a database it did not launch holds that database's run lock while it
-	// runs (LockDSN): indoubt run, a suite's case and shrink's runs alike.
-	unlock, err := LockDSN(ctx, cfg.Store, cfg.DSN)
-	if err != nil {
-		return nil, couldNotRun("%w", err)
-	}
-	defer unlock()
 	start := time.Now()
 	name := runName(cfg, start)
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
@@ -378,6 +371,14 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 			sc.add(d)
 		}
 	}
+	// A run on a database it did not launch holds that database's run lock from here,
+	// before anything is written, to its end (LockDSN): indoubt run, a suite's case and
+	// shrink's runs alike. Taken once the DSN has passed every check above.
+	unlock, err := LockDSN(ctx, cfg.Store, cfg.DSN)
+	if err != nil {
+		return nil, couldNotRun("%w", err)
+	}
+	defer unlock()
 	took(&ph.Launch, &cpu.Launch)
 	var tp *twoPhase
 	var wl workloads.Workload
