@@ -337,6 +337,13 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip(err)
 	}
+	// A writer that holds the FIFO open and never writes: check waits in its read (a
+	// FIFO with no writer at all is refused at once as empty).
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	cmd, _, stderr := startBinary(t, "check", fifo)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
