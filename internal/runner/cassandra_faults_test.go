@@ -25,6 +25,10 @@ func cassandraPowerConfig(t *testing.T, sync string, d time.Duration, specs ...s
 	cfg.Store, cfg.CommitLogSync, cfg.PowerFSEntries = runner.CQL, sync, runner.EntriesOrdered
 	cfg.Workers, cfg.Ops, cfg.Duration, cfg.Budget = 4, 0, d, 100_000_000
 	cfg.Faults = parseSchedule(t, specs...)
+	// The outcome held is an acknowledgement after the node came back, not how soon:
+	// on a loaded machine the JVM's start after a kill or a power loss took 73 s, past
+	// the default minute, and the run ended before the workers could reconnect.
+	cfg.RecoveryWait = 5 * time.Minute
 	return cfg
 }
 
