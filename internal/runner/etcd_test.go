@@ -158,7 +158,9 @@ func TestEtcdBudgetLeaderPaused(t *testing.T) {
 		t.Fatalf("verdict %v, lost %d: %s", res.Verdict, res.LostTotal(), res.Summary)
 	}
 	faultsHappened(t, res, "pause", "resume")
-	leadersHold(t, res)
+	if l := leadersHold(t, res); !strings.Contains(l.Signal, "etcd Status") {
+		t.Errorf("the timeline's signal %q does not say it is etcd's Status", l.Signal)
+	}
 	hitDown(t, res, "pause")
 }
 
