@@ -21,23 +21,39 @@ import (
 // changes at the poll's time), so a poll that sees the leader move from one node to
 // another makes no span with two or none. A report whose value is not a role report
 // is skipped, as PartitionTimeline skips it.
+//
+// Where the nodes' databases were also asked whether they take writes
+// (results.WriteRoleEvent), the timeline of those reports is the result's Writes.
 func LeaderTimeline(ops []histories.Op) *results.Leaders {
+	l := leaderTimeline(ops, results.RoleEvent)
+	if l != nil {
+		l.Writes = leaderTimeline(ops, results.WriteRoleEvent)
+	}
+	return l
+}
+
+// leaderTimeline is the timeline of the role reports of function f.
+func leaderTimeline(ops []histories.Op, f string) *results.Leaders {
 	type report struct {
 		at         int64
 		node, role string
 	}
 	var reps []report
 	var last int64
+	signal := ""
 	for _, op := range ops {
 		last = max(last, op.Time)
-		if op.IsClient() || op.F != results.RoleEvent {
+		if op.IsClient() || op.F != f {
 			continue
 		}
-		var v struct{ Node, Role string }
+		var v struct{ Node, Role, Signal string }
 		if json.Unmarshal(op.Value, &v) != nil || v.Node == "" {
 			continue
 		}
 		reps = append(reps, report{op.Time, v.Node, v.Role})
+		if signal == "" {
+			signal = v.Signal
+		}
 	}
 	if len(reps) == 0 {
 		return nil
@@ -45,7 +61,7 @@ func LeaderTimeline(ops []histories.Op) *results.Leaders {
 	sort.SliceStable(reps, func(a, b int) bool { return reps[a].at < reps[b].at })
 	from := reps[0].at
 	end := max(last, reps[len(reps)-1].at)
-	out := &results.Leaders{FromS: secs(from), ToS: secs(end), Timeline: []results.LeaderSpan{}}
+	out := &results.Leaders{FromS: secs(from), ToS: secs(end), Timeline: []results.LeaderSpan{}, Signal: signal}
 	roles := map[string]string{}
 	with := func(role string) []string {
 		var ns []string

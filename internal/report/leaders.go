@@ -30,6 +30,9 @@ type leaderView struct {
 	*results.Leaders
 	Segments []leaderSegment
 	Rows     []results.LeaderSpan
+	// ByWrites is the timeline read from whether each node's database takes writes,
+	// where the run recorded it (results.Leaders's writes); nil elsewhere.
+	ByWrites *leaderView
 	More     int
 	// Spans is each segment's leader, "|" between them: the strip's data-spans.
 	Spans string
@@ -88,6 +91,7 @@ func leadersOf(l *results.Leaders) *leaderView {
 	v.Spans = strings.Join(spans, "|")
 	v.Rows = l.Timeline[:min(len(l.Timeline), leaderRows)]
 	v.More = len(l.Timeline) - len(v.Rows)
+	v.ByWrites = leadersOf(l.Writes)
 	return v
 }
 
@@ -101,12 +105,17 @@ func contains(ss []string, s string) bool {
 }
 
 const leadersTemplate = `{{if .}}<h3>Leader over time</h3>
-<p id="leader-figures">From {{printf "%.2f" .FromS}} s to {{printf "%.2f" .ToS}} s, as the nodes reported their own role when polled: {{printf "%.2f" .NoLeaderS}} s with no node reporting itself leader, {{printf "%.2f" .SplitBrainS}} s with two or more (red), {{.Changes}} leader {{if eq .Changes 1}}change{{else}}changes{{end}}. A node that did not answer (killed, paused, cut off) counts as no leader, whatever it thought of itself.</p>
+<p id="leader-figures">From {{printf "%.2f" .FromS}} s to {{printf "%.2f" .ToS}} s, as the nodes reported their own role when polled: {{printf "%.2f" .NoLeaderS}} s with no node reporting itself leader, {{printf "%.2f" .SplitBrainS}} s with two or more (red), {{.Changes}} leader {{if eq .Changes 1}}change{{else}}changes{{end}}. A node that did not answer (killed, paused, cut off) counts as no leader, whatever it thought of itself.{{if .Signal}} Asked: {{.Signal}}.{{end}}</p>
 <div id="leader-strip" data-spans="{{.Spans}}" style="display:flex;height:1.8em;border:1px solid #999;font-size:12px;line-height:1.8em;color:#fff;overflow:hidden">{{range .Segments}}<div class="leader-segment" title="{{.Title}}" style="{{.Style}};min-width:1px;text-align:center;white-space:nowrap;overflow:hidden">{{.Label}}</div>{{end}}</div>
 <div style="display:flex;justify-content:space-between;font-size:12px;color:#555"><span>{{printf "%.2f" .FromS}} s</span><span>{{printf "%.2f" .ToS}} s</span></div>
 <table id="leaders"><tr><th>from</th><th>to</th><th>for</th><th>leader</th><th>not answering</th></tr>
 {{range .Rows}}<tr><td>{{printf "%.2f" .StartS}} s</td><td>{{printf "%.2f" .EndS}} s</td><td>{{printf "%.2f" (dur .)}} s</td><td>{{if eq (len .Leaders) 0}}none{{else}}{{.Leader}}{{if gt (len .Leaders) 1}} (split brain){{end}}{{end}}</td><td>{{range $i, $n := .Down}}{{if $i}}, {{end}}{{$n}}{{end}}</td></tr>
 {{end}}</table>{{if .More}}<p>and {{.More}} more spans in results.json (leaders.timeline).</p>{{end}}
+{{with .ByWrites}}<h4>Leader by writes taken</h4>
+<p id="leader-writes-figures">The same nodes, each asked whether its database takes writes ({{.Signal}}): {{printf "%.2f" .NoLeaderS}} s with none taking writes, {{printf "%.2f" .SplitBrainS}} s with two or more, {{.Changes}} leader {{if eq .Changes 1}}change{{else}}changes{{end}}, from {{printf "%.2f" .FromS}} s to {{printf "%.2f" .ToS}} s.</p>
+<table id="leaders-writes"><tr><th>from</th><th>to</th><th>for</th><th>taking writes</th><th>not answering</th></tr>
+{{range .Rows}}<tr><td>{{printf "%.2f" .StartS}} s</td><td>{{printf "%.2f" .EndS}} s</td><td>{{printf "%.2f" (dur .)}} s</td><td>{{if eq (len .Leaders) 0}}none{{else}}{{.Leader}}{{if gt (len .Leaders) 1}} (split brain){{end}}{{end}}</td><td>{{range $i, $n := .Down}}{{if $i}}, {{end}}{{$n}}{{end}}</td></tr>
+{{end}}</table>{{if .More}}<p>and {{.More}} more spans in results.json (leaders.writes.timeline).</p>{{end}}{{end}}
 <script>
 (function(){
   var s=document.getElementById("leader-strip"); if(!s) return;

@@ -27,6 +27,13 @@ type Leaders struct {
 	// Changes counts the times one node alone reporting primary was followed, directly
 	// or after spans with none or several, by another node alone.
 	Changes int `json:"leader_changes"`
+	// Signal is what the harness asked the nodes (their role reports' signal): etcd's
+	// Status, Patroni's REST API ...; empty when the reports do not say.
+	Signal string `json:"signal,omitempty"`
+	// Writes is the same timeline read from whether each node's database takes writes
+	// (WriteRoleEvent), where the topology records it beside the role it reports
+	// (Patroni); nil elsewhere.
+	Writes *Leaders `json:"writes,omitempty"`
 }
 
 // LeaderSpan is a time during which the same nodes reported themselves primary and the
@@ -66,6 +73,9 @@ func (l Leaders) String() string {
 			spans = append(spans, sp)
 		}
 		out += " (" + strings.Join(spans, ", ") + ")"
+	}
+	if l.Writes != nil {
+		out += "; by writes taken: " + l.Writes.String()
 	}
 	return out
 }

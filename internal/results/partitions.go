@@ -19,6 +19,13 @@ import (
 // primary are a split brain.
 const RoleEvent = "role"
 
+// WriteRoleEvent is the function of the nemesis events in which a node's role is read
+// from whether its database takes writes, beside its RoleEvent (Patroni's nodes: the
+// harness asks each PostgreSQL pg_is_in_recovery() on a connection of its own): the
+// same value, role primary when it takes writes. Split brain and partitions read the
+// RoleEvents only; results.json's leaders.writes is the timeline of these.
+const WriteRoleEvent = "write-role"
+
 // Roles a RoleEvent carries.
 const (
 	RolePrimary = "primary"

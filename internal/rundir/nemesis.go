@@ -50,4 +50,7 @@ type RoleReport struct {
 	Role string `json:"role"`
 	// Reported is what the node answered, when it says more than the role.
 	Reported string `json:"reported,omitempty"`
+	// Signal says what the harness asked the node (results.Leaders's signal), when the
+	// topology names it.
+	Signal string `json:"signal,omitempty"`
 }

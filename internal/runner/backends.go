@@ -106,6 +106,9 @@ type launched struct {
 	standby string
 	// topo is the topology when its nodes have a network of their own (partitions.go).
 	topo *topology
+	// roles, when set, asks the members of a cluster on loopback for their roles,
+	// recorded as on a topology of its own (roles.go); nil for others and with topo.
+	roles *roleSource
 	// kept says how to look at a kept server's data again (exec --keep); nil for others.
 	kept []string
 }

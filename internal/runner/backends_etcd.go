@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/servers"
 	etcdserver "github.com/indoubt/indoubt/internal/servers/etcd"
 	"github.com/indoubt/indoubt/stores/etcd"
@@ -47,7 +46,7 @@ func launchEtcd(ctx context.Context, cfg Config, dir string) (launched, error) {
 		return launched{}, err
 	}
 	dsn := etcd.DSN(c.Endpoints, "")
-	return launched{dsn: dsn, desc: etcdDesc(c, t0), stop: c.Stop, ctl: etcdCtl(c)}, nil
+	return launched{dsn: dsn, desc: etcdDesc(c, t0), stop: c.Stop, ctl: etcdCtl(c), roles: etcdRoles(c)}, nil
 }
 
 // etcdDesc describes a launched cluster: its members, its leader, what it took.
@@ -74,21 +73,7 @@ func (t *topology) launchEtcd(ctx context.Context, cfg Config, dir string) (laun
 	t.admin = etcd.DSN(c.Endpoints, etcd.Linearizable)
 	t.addSides(func(i int) string { return etcd.DSN(c.Endpoints[i:i+1], "") })
 	t.primary = func() string { return c.Leader().Name }
-	t.roles = func(ctx context.Context) map[string][2]string {
-		leader, errs := c.Roles(ctx)
-		out := map[string][2]string{}
-		for i, m := range c.Members {
-			switch {
-			case errs[i] != nil:
-				out[m.Name] = [2]string{results.RoleDown, ""}
-			case leader[i]:
-				out[m.Name] = [2]string{results.RolePrimary, "leader"}
-			default:
-				out[m.Name] = [2]string{results.RoleReplica, "follower"}
-			}
-		}
-		return out
-	}
+	etcdRoles(c).onTopology(t)
 	return launched{dsn: t.admin, desc: etcdDesc(c, t0) + ", one on each of n1 to n" + fmt.Sprint(len(nodes)), stop: c.Stop, ctl: etcdCtl(c)}, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/servers"
 	"github.com/indoubt/indoubt/internal/servers/patroni"
 	pgserver "github.com/indoubt/indoubt/internal/servers/postgres"
@@ -44,7 +43,8 @@ func launchPatroni(ctx context.Context, cfg Config, dir string) (launched, error
 	if err != nil {
 		return launched{}, err
 	}
-	return launched{dsn: c.DSN, desc: patroniDesc(c, t0), stop: c.Stop, ctl: patroniCtl(c)}, nil
+	roles := patroniRoles(c)
+	return launched{dsn: c.DSN, desc: patroniDesc(c, t0), stop: roles.stopWith(c.Stop), ctl: patroniCtl(c), roles: roles}, nil
 }
 
 // launchPatroni launches one node (Patroni, PostgreSQL, an etcd member) on each node
@@ -63,22 +63,9 @@ func (t *topology) launchPatroni(ctx context.Context, cfg Config, dir string) (l
 	t.admin = c.DSN
 	t.addSides(func(int) string { return c.DSN })
 	t.primary = func() string { return c.Leader().Name }
-	t.roles = func(ctx context.Context) map[string][2]string {
-		out := map[string][2]string{}
-		for _, m := range c.Members {
-			role, _, err := m.Role(ctx)
-			switch {
-			case err != nil:
-				out[m.Name] = [2]string{results.RoleDown, ""}
-			case role == "master" || role == "primary":
-				out[m.Name] = [2]string{results.RolePrimary, role}
-			default:
-				out[m.Name] = [2]string{results.RoleReplica, role}
-			}
-		}
-		return out
-	}
-	return launched{dsn: c.DSN, desc: patroniDesc(c, t0) + ", one node on each of n1 to n3", stop: c.Stop, ctl: patroniCtl(c)}, nil
+	roles := patroniRoles(c)
+	roles.onTopology(t)
+	return launched{dsn: c.DSN, desc: patroniDesc(c, t0) + ", one node on each of n1 to n3", stop: roles.stopWith(c.Stop), ctl: patroniCtl(c)}, nil
 }
 
 // patroniCtl aims kill, pause and restart at the node Patroni names leader when the

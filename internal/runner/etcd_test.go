@@ -3,6 +3,7 @@ package runner_test
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,7 +145,9 @@ func TestEtcdRegisterSerializableReadsIsolatedLeader(t *testing.T) {
 }
 
 // On loopback (no namespaces), the budget on a three-member cluster with its leader
-// paused: the others elect another, the decrements go on, none is lost.
+// paused: the others elect another, the decrements go on, none is lost. The members'
+// roles are polled on loopback too: results.json's leader timeline covers the run
+// (re-read from the history by the recheck), and shows the paused leader down.
 func TestEtcdBudgetLeaderPaused(t *testing.T) {
 	t.Parallel() // a cluster of its own, launched by the run
 	cfg := runner.Config{Workload: "budget", Store: "etcd", Topology: runner.TopologyReplicated, Budget: 1_000_000,
@@ -155,12 +158,47 @@ func TestEtcdBudgetLeaderPaused(t *testing.T) {
 		t.Fatalf("verdict %v, lost %d: %s", res.Verdict, res.LostTotal(), res.Summary)
 	}
 	faultsHappened(t, res, "pause", "resume")
+	if l := leadersHold(t, res); !strings.Contains(l.Signal, "etcd Status") {
+		t.Errorf("the timeline's signal %q does not say it is etcd's Status", l.Signal)
+	}
+	hitDown(t, res, "pause")
+}
+
+// hitDown checks that the member the process fault f hit (the node its nemesis event
+// names) is down in a span of the leader timeline that overlaps the fault.
+func hitDown(t *testing.T, res *results.Results, f string) {
+	t.Helper()
+	node, from, to := "", 0.0, res.DurationS
+	for _, op := range historyOps(t, res) {
+		if op.Process != histories.Nemesis {
+			continue
+		}
+		var v struct{ Node string }
+		if json.Unmarshal(op.Value, &v) != nil {
+			continue
+		}
+		switch {
+		case op.F == f && node == "":
+			node, from = v.Node, float64(op.Time)/1e9
+		case node != "" && v.Node == node && (op.F == "resume" || op.F == "start"):
+			to = float64(op.Time) / 1e9
+		}
+	}
+	if node == "" {
+		t.Fatalf("no %s event naming its member in the history", f)
+	}
+	for _, s := range res.Leaders.Timeline {
+		if s.StartS <= to && s.EndS >= from && slices.Contains(s.Down, node) {
+			return
+		}
+	}
+	t.Errorf("the %s hit %s at %.2fs (back at %.2fs); no span of the leader timeline shows it down: %s", f, node, from, to, res.Leaders)
 }
 
 // list-append and rw-register on three members on loopback, the leader killed for a
 // second: every transaction is one Txn of reads and one of compare-and-puts, and the
 // history is strict serializable (the checker's verdict, reproduced from the run
-// directory).
+// directory); the leader timeline shows the killed leader down.
 func TestEtcdTxnsLeaderKilled(t *testing.T) {
 	t.Parallel() // clusters of their own, launched by the runs
 	for _, w := range []string{"list-append", "rw-register"} {
@@ -174,6 +212,8 @@ func TestEtcdTxnsLeaderKilled(t *testing.T) {
 				t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
 			}
 			faultsHappened(t, res, "kill", "start")
+			leadersHold(t, res)
+			hitDown(t, res, "kill")
 			t.Log(res.Summary)
 		})
 	}

@@ -67,6 +67,8 @@ func startNemesis(ctx context.Context, cfg Config, b backend, dsns []string, dir
 	}
 	if srv.topo != nil {
 		n.nodes = newNodeNemesis(cfg, srv.topo)
+	} else if srv.roles != nil {
+		n.nodes = newNodeNemesis(cfg, srv.roles.roleTopology())
 	}
 	if !cfg.proxied() {
 		return n, dsns, nil

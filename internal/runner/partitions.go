@@ -123,6 +123,10 @@ type topology struct {
 	// roles asks each data node for its role (results.RolePrimary ...) and its own
 	// word for it.
 	roles func(ctx context.Context) map[string][2]string
+	// signal names what roles asks (results.Leaders's signal); writes, when set, asks
+	// each node's database whether it takes writes, recorded beside (roles.go).
+	signal string
+	writes func(ctx context.Context) map[string][2]string
 	// link is the proxy on the replication path, when a link fault asks for one.
 	link *faults.Proxy
 	// linkEnds are the nodes the link joins: the standby and the primary.
@@ -541,28 +545,35 @@ func (n *nodeNemesis) end() {
 }
 
 // pollRoles records each node whose role differs from last (nil: every node), and
-// updates last.
+// updates last; then, where the topology has them, the roles by writes taken.
 func (n *nodeNemesis) pollRoles(ctx context.Context, last map[string]string) {
-	if n.topo.roles == nil {
+	n.pollSignal(ctx, last, "", n.topo.roles, results.RoleEvent, n.topo.signal)
+	n.pollSignal(ctx, last, "writes:", n.topo.writes, results.WriteRoleEvent, writesSignal)
+}
+
+// pollSignal asks roles and records each node's report (as function f) whose role
+// differs from last[key+node], updating it.
+func (n *nodeNemesis) pollSignal(ctx context.Context, last map[string]string, key string, roles func(context.Context) map[string][2]string, f, signal string) {
+	if roles == nil {
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	roles := n.topo.roles(rctx)
+	got := roles(rctx)
 	if ctx.Err() != nil {
 		return
 	}
 	at := n.run.now()
 	for _, node := range n.topo.nodes {
-		r, ok := roles[node]
-		if !ok || last != nil && last[node] == r[0] {
+		r, ok := got[node]
+		if !ok || last != nil && last[key+node] == r[0] {
 			continue
 		}
 		if last != nil {
-			last[node] = r[0]
+			last[key+node] = r[0]
 		}
-		v := rundir.RoleReport{Node: node, Role: r[0], Reported: r[1]}
-		n.record(histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: results.RoleEvent, Value: histories.Value(v)})
+		v := rundir.RoleReport{Node: node, Role: r[0], Reported: r[1], Signal: signal}
+		n.record(histories.Op{Time: at, Process: histories.Nemesis, Type: histories.Info, F: f, Value: histories.Value(v)})
 	}
 }
 

@@ -1,11 +1,14 @@
 package runner_test
 
 import (
+	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/internal/servers/patroni"
 	"github.com/indoubt/indoubt/internal/servers/servertest"
@@ -47,6 +50,7 @@ func TestPatroniSynchronousLeaderPartitioned(t *testing.T) {
 		t.Fatalf("components %v: want the leader alone", p.Components)
 	}
 	leadersHold(t, res)
+	writesHold(t, res)
 	switch res.Verdict {
 	case checker.Valid:
 		if res.LostTotal() != 0 {
@@ -81,6 +85,53 @@ func TestPatroniAsynchronousLeaderPartitioned(t *testing.T) {
 		t.Errorf("verdict %v with nothing lost: %s", res.Verdict, res.Summary)
 	default:
 		t.Logf("finding: no acknowledged decrement lost")
+	}
+}
+
+// writesHold checks the timeline of a Patroni run read from whether each node's
+// PostgreSQL takes writes, recorded beside the REST API's role: there, named by its
+// signal, from the first poll to the end of the history without a gap.
+func writesHold(t *testing.T, res *results.Results) {
+	t.Helper()
+	w := res.Leaders.Writes
+	if w == nil || len(w.Timeline) == 0 {
+		t.Fatalf("no timeline by writes taken in a Patroni run: %s", res.Leaders)
+	}
+	if !strings.Contains(res.Leaders.Signal, "Patroni REST API") || !strings.Contains(w.Signal, "pg_is_in_recovery()") {
+		t.Errorf("signals %q and %q", res.Leaders.Signal, w.Signal)
+	}
+	at := w.FromS
+	for i, s := range w.Timeline {
+		if math.Abs(s.StartS-at) > 0.0015 || s.EndS < s.StartS {
+			t.Errorf("span %d (%+v) does not follow the one before, which ended at %.3f s", i, s, at)
+		}
+		at = s.EndS
+	}
+	if math.Abs(at-w.ToS) > 0.0015 {
+		t.Errorf("the timeline by writes ends at %.3f s, not at %.3f s", at, w.ToS)
+	}
+}
+
+// On loopback (no namespaces, the default), a Patroni run records its nodes' roles
+// all the same: list-append under no fault, a handful of transactions; results.json's
+// leaders (re-read from the history by the recheck) name one leader from the first
+// poll, by Patroni's REST API and by the PostgreSQL that takes writes alike.
+func TestPatroniLoopbackLeaders(t *testing.T) {
+	t.Parallel() // a cluster of its own, launched by the run
+	if err := patroni.Available(); err != nil {
+		servertest.SkipOrFail(t, err)
+	}
+	cfg := runner.Config{Workload: "list-append", Store: "postgres", Topology: runner.TopologyPatroni, Replication: "sync",
+		Workers: 2, Ops: 40, Seed: 1, Retry: policy(t, "conflict")}
+	res := processRun(t, cfg)
+	if res.Verdict != checker.Valid {
+		t.Fatalf("verdict %v: %s", res.Verdict, res.Summary)
+	}
+	l := leadersHold(t, res)
+	writesHold(t, res)
+	first, byWrites := l.Timeline[0], l.Writes.Timeline[0]
+	if len(first.Leaders) != 1 || len(byWrites.Leaders) != 1 || first.Leaders[0] != byWrites.Leaders[0] {
+		t.Errorf("first spans %+v (REST API) and %+v (writes taken): want the one leader in both", first, byWrites)
 	}
 }
 

@@ -354,7 +354,7 @@ func runIn(ctx context.Context, cfg Config, b backend, dir string, sc *scrubber)
 	cfg.standbyDSN = srv.standby
 	sc.add(srv.standby)
 	var nem *nemesis
-	if cfg.proxied() || len(cfg.Faults) > 0 || srv.topo != nil {
+	if cfg.proxied() || len(cfg.Faults) > 0 || srv.topo != nil || srv.roles != nil {
 		n, pdsns, err := startNemesis(ctx, cfg, b, dsns, dir, srv)
 		if err != nil {
 			return nil, couldNotRun("%w", err)
