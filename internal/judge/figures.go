@@ -7,6 +7,8 @@ import (
 
 	"github.com/indoubt/indoubt/histories"
 	"github.com/indoubt/indoubt/internal/results"
+	"github.com/indoubt/indoubt/workloads"
+	"github.com/indoubt/indoubt/workloads/transfer"
 )
 
 // The reason words of the figures of a recorded history, for an attempt that ended in
@@ -173,3 +175,34 @@ func attemptReason(c *histories.Op, i int) string {
 }
 
 func msOf(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/10) / 100 }
+
+// TwoPhaseTransactions counts a two-phase commit run's transactions by what the
+// client was told: the completions of a transfer (workload transfer) or of a read of
+// two rows (workload two-rows), the reads of the total left out; ok committed, fail
+// aborted, info abandoned. An operation never completed is not counted. ok is false
+// for the other workloads, which have no such section.
+func TwoPhaseTransactions(workload string, ops []histories.Op) (c results.TxCounts, ok bool) {
+	var f string
+	switch workloads.Name(workload) {
+	case workloads.Transfer:
+		f = transfer.FTransfer
+	case workloads.TwoRows:
+		f = transfer.FRows
+	default:
+		return c, false
+	}
+	for _, op := range ops {
+		if op.F != f || op.Process < 0 || histories.IsFinalReadID(op.OpID) {
+			continue
+		}
+		switch op.Type {
+		case histories.OK:
+			c.Committed++
+		case histories.Fail:
+			c.Aborted++
+		case histories.Info:
+			c.Abandoned++
+		}
+	}
+	return c, true
+}

@@ -154,6 +154,11 @@ func History(ctx context.Context, dir string, h *histories.Header, ops []histori
 		res.Final, _ = evidence.Reconcile(final, evidence.Truth{})
 	}
 	Figures(res, ops, 0)
+	if h != nil {
+		if tx, ok := TwoPhaseTransactions(h.Workload, ops); ok {
+			res.TwoPhase = &results.TwoPhase{Transactions: tx, Recovery: []results.Resolution{}}
+		}
+	}
 	j.Results = res
 	return j, nil
 }

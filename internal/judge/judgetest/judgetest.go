@@ -41,6 +41,7 @@ type Judged struct {
 	Errors        map[string]int64       `json:"errors"`
 	Conflicts     int64                  `json:"conflicts"`
 	PerSecond     []int64                `json:"per_second"`
+	TwoPhaseTx    *results.TxCounts      `json:"two_phase_transactions"`
 }
 
 // JudgedOf is the judged sections of r.
@@ -53,14 +54,24 @@ func JudgedOf(r *results.Results) Judged {
 		Evidence: r.Evidence, Final: final, ProcessFaults: r.ProcessFaults, Partitions: r.Partitions,
 		SplitBrain: r.SplitBrain, Leaders: r.Leaders, Proxied: r.Proxied,
 		Outcomes: r.Outcomes, Retries: r.Retries, Errors: r.Errors, Conflicts: r.Conflicts, PerSecond: r.PerSecond,
+		TwoPhaseTx: twoPhaseTx(r),
 	}
+}
+
+// twoPhaseTx is r's two-phase transaction counts; nil without the section.
+func twoPhaseTx(r *results.Results) *results.TxCounts {
+	if r.TwoPhase == nil {
+		return nil
+	}
+	tx := r.TwoPhase.Transactions
+	return &tx
 }
 
 // Recheck judges the run directory dir again from its files alone, under the limits it
 // names, and fails the test unless the judged sections of its results.json come back:
 // verdict, exit code, summary, anomalies, lost writes, evidence, final state,
 // timelines, counts and figures (outcomes, retries, errors, conflicts, completions per
-// second), unknown verdicts compared as any other. It returns the judgement.
+// second, a two-phase run's transactions), unknown verdicts compared as any other. It returns the judgement.
 func Recheck(tb testing.TB, dir string) *judge.Judgement {
 	tb.Helper()
 	run, err := rundir.ReadResults(dir)
