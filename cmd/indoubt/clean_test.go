@@ -23,7 +23,8 @@ func TestCleanAfterKilledServer(t *testing.T) {
 	if store := os.Getenv("INDOUBT_TEST_CLEAN_SERVER"); store != "" {
 		os.Exit(exitCode(run(context.Background(), []string{"server", "--store", store}, os.Stdout, os.Stderr), os.Stderr))
 	}
-	for _, store := range []string{"postgres", "redis"} {
+	// The directory is named by the server, not the store.
+	for store, server := range map[string]string{"postgres": "postgres", "redis": "redis", "mysql": "mariadb"} {
 		t.Run(store, func(t *testing.T) {
 			// A parent the server's user can enter (t.TempDir's parent is root-only).
 			parent := t.TempDir()
@@ -74,7 +75,7 @@ func TestCleanAfterKilledServer(t *testing.T) {
 					t.Fatalf("server %d outlived indoubt server", pid)
 				}
 			}
-			dirs, _ := filepath.Glob(filepath.Join(parent, "indoubt-"+store+"-"+strconv.Itoa(cmd.Process.Pid)+"-*"))
+			dirs, _ := filepath.Glob(filepath.Join(parent, "indoubt-"+server+"-"+strconv.Itoa(cmd.Process.Pid)+"-*"))
 			if len(dirs) != 1 {
 				t.Fatalf("left in %s: %v; want one directory of pid %d", parent, dirs, cmd.Process.Pid)
 			}

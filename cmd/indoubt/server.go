@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/internal/runner"
+	"github.com/indoubt/indoubt/internal/servers/mariadb"
 	"github.com/indoubt/indoubt/internal/servers/postgres"
 	redisserver "github.com/indoubt/indoubt/internal/servers/redis"
 	"github.com/indoubt/indoubt/stores/redis"
@@ -18,7 +19,7 @@ It prints the server's DSN and address as shell assignments, so a script or an
 application under test can reach it (and 'indoubt run --dsn' or 'indoubt proxy
 --upstream' can share it). The server accepts no client without its password, random
 for each launch, which is in the DSN and in PASSWORD (for PGPASSWORD, or redis-cli's
-REDISCLI_AUTH). The data directory is removed when it stops. For Redis it
+REDISCLI_AUTH, or MariaDB's MYSQL_PWD). The data directory is removed when it stops. For Redis it
 also loads the budget's decrement script and prints its SHA and keys, so a reference
 client such as redis-benchmark can run the very script indoubt runs.
 
@@ -31,11 +32,13 @@ Example:
   # PASSWORD=PASSWORD
   # BINDIR=/usr/lib/postgresql/15/bin
   indoubt server --store redis --persistence always
+  indoubt server --store mysql
+  # DSN=mysql://indoubt:PASSWORD@127.0.0.1:41235/indoubt, HOST, PORT, USER, DATABASE too
 `
 
 func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("server", serverHelp, stdout)
-	store := fs.String("store", string(runner.Postgres), "which server: postgres, redis")
+	store := fs.String("store", string(runner.Postgres), "which server: postgres, redis, mysql (MariaDB)")
 	persistence := fs.String("persistence", "none", "redis: none, everysec, always")
 	pgVersion := fs.String("pg-version", "", "postgres: 15, 18 (scripts/prepare-postgres18) or a directory of its binaries (default: INDOUBT_PG_VERSION, INDOUBT_PG_BIN, else the installed one)")
 	if err := parseFlags(fs, args); err != nil {
@@ -73,8 +76,19 @@ func serverCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "DSN=%s\nADDR=%s\nHOST=127.0.0.1\nPORT=%d\nPASSWORD=%s\nBUDGET_SHA=%s\nBUDGET_KEYS='%s'\nPID=%d\n",
 			rs.DSN, rs.Addr, rs.Port, rs.Password, sha, strings.Join(keys, " "), rs.Pid())
 		exited, logPath = rs.Exited(), rs.LogPath
+	case runner.MySQL:
+		// The options indoubt run --store mysql launches with, so that a reference
+		// client measures the same server.
+		m, err := mariadb.Start(ctx, mariadb.Options{})
+		if err != nil {
+			return err
+		}
+		defer m.Stop()
+		fmt.Fprintf(stdout, "DSN=%s\nADDR=%s\nHOST=127.0.0.1\nPORT=%d\nUSER=%s\nPASSWORD=%s\nDATABASE=%s\nPID=%d\n",
+			m.DSN, m.Addr, m.Port, m.User, m.Password, m.Database, m.Pid())
+		exited, logPath = m.Exited(), m.LogPath
 	default:
-		return fmt.Errorf("server: unknown --store %q (want postgres or redis)", *store)
+		return fmt.Errorf("server: unknown --store %q (want postgres, redis or mysql)", *store)
 	}
 	if f, ok := stdout.(interface{ Sync() error }); ok {
 		f.Sync()

@@ -1,6 +1,6 @@
 // Package floor is the measuring loop of the floor commands (scripts/pgfloor,
-// scripts/respfloor): the bare client calls a benchmark of indoubt reads its own figure
-// against.
+// scripts/respfloor, scripts/mysqlfloor): the bare client calls a benchmark of indoubt
+// reads its own figure against.
 package floor
 
 import (
