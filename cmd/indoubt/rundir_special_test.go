@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runBinary runs the binary with args to its end (killed, and the test failed, if it
+// is still running after limit) and returns its exit code, stdout and stderr.
+func runBinary(t *testing.T, limit time.Duration, args ...string) (int, string, string) {
+	t.Helper()
+	cmd, out, errb := startBinary(t, args...)
+	waitBinary(t, cmd, limit)
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// TestRunDirSpecialFilesAreRefused: a run directory whose check.json, faults.jsonl or
+// history.jsonl is a FIFO no program writes, or a link to /dev/zero, holds no command:
+// check RUNDIR refuses it in one line naming the file, report refuses it (or, for
+// check.json, renders the run unconfirmed and says why), and compare shows the run
+// unconfirmed and says why. check.json was read whole by every one of them (/dev/zero:
+// until memory ran out; a FIFO: forever), and faults.jsonl and history.jsonl by check
+// RUNDIR and compare.
+func TestRunDirSpecialFilesAreRefused(t *testing.T) {
+	parent := t.TempDir()
+	good := copyRun(t, naiveCut, filepath.Join(parent, "good"))
+	for _, name := range []string{"check.json", "faults.jsonl", "history.jsonl"} {
+		for _, kind := range []string{"FIFO", "device"} {
+			t.Run(name+" "+kind, func(t *testing.T) {
+				run := copyRun(t, naiveCut, filepath.Join(t.TempDir(), "run"))
+				path := filepath.Join(run, name)
+				os.Remove(path)
+				if kind == "FIFO" {
+					if err := syscall.Mkfifo(path, 0o600); err != nil {
+						t.Skipf("no FIFO: %v", err)
+					}
+				} else if err := os.Symlink("/dev/zero", path); err != nil {
+					t.Fatal(err)
+				}
+				want := name + " is a " + map[string]string{"FIFO": "FIFO", "device": "device"}[kind] + ", not a regular file"
+				code, out, errs := runBinary(t, 2*time.Minute, "check", run)
+				if code != 3 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, want) {
+					t.Errorf("check RUNDIR: exit %d, stdout %q, stderr %q; want 3 and one line holding %q", code, out, errs, want)
+				}
+				code, _, errs = runBinary(t, 2*time.Minute, "report", run)
+				if name == "check.json" {
+					if code != 0 || !strings.Contains(errs, "could not be judged again") || !strings.Contains(errs, want) {
+						t.Errorf("report: exit %d, stderr %q; want 0, unconfirmed because %q", code, errs, want)
+					}
+				} else if code != 3 || !strings.Contains(errs, want) {
+					t.Errorf("report: exit %d, stderr %q; want 3 and %q", code, errs, want)
+				}
+				code, _, errs = runBinary(t, 2*time.Minute, "compare", run, good)
+				if code != 0 || !strings.Contains(errs, "could not be judged again") || !strings.Contains(errs, want) {
+					t.Errorf("compare: exit %d, stderr %q; want 0, unconfirmed because %q", code, errs, want)
+				}
+			})
+		}
+	}
+}
