@@ -62,3 +62,38 @@ func TestRunDirSpecialFilesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputPathsCheckedWithoutLeavingAnything: a FIFO no program reads, given as
+// check --html or suite --junit, is refused in one line (opening it for writing used
+// to wait for a reader, past any signal); a dangling link given as --html is left as
+// it was when the check is refused, its target not created (the test file was removed
+// in place of the file the open made: the link went, and an empty target stayed).
+func TestOutputPathsCheckedWithoutLeavingAnything(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "out.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO: %v", err)
+	}
+	hist := filepath.Join(naiveCut, "history.jsonl")
+	for _, args := range [][]string{
+		{"check", "--html", fifo, hist},
+		{"suite", "--junit", fifo, filepath.Join("..", "..", "suites", "faults.yaml")},
+	} {
+		code, out, errs := runBinary(t, 2*time.Minute, args...)
+		if code != 3 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "out.fifo is a FIFO no program reads") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 3 and one line naming the FIFO", args, code, out, errs)
+		}
+	}
+	link, target := filepath.Join(dir, "page.html"), filepath.Join(dir, "elsewhere.html")
+	os.Symlink(target, link)
+	code, _, errs := invoke(t, "check", "--html", link, hist)
+	if code != 3 || !strings.Contains(errs, "--html applies to the register") {
+		t.Fatalf("check --html of a budget history: exit %d, %s; want 3, refused", code, errs)
+	}
+	if _, err := os.Lstat(link); err != nil {
+		t.Errorf("the link given as --html is gone: %v", err)
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Errorf("the dangling link's target %s was created", target)
+	}
+}
