@@ -167,6 +167,9 @@ func (r *Reader) readFirst() error {
 		if !utf8.Valid(raw) {
 			return r.errf("malformed header: not valid UTF-8")
 		}
+		if err := keyTwice(raw, true); err != nil {
+			return r.errf("malformed header: %v", err)
+		}
 		if h.Header.Format != "" && h.Header.Format != FormatV1 {
 			return r.errf("unsupported history format %q", h.Header.Format)
 		}
@@ -281,6 +284,9 @@ func decodeJSON(raw []byte) (Op, error) {
 	}
 	if dec.More() {
 		return Op{}, errTrailing
+	}
+	if err := keyTwice(raw, false); err != nil {
+		return Op{}, err
 	}
 	return op, nil
 }
