@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
@@ -49,25 +47,28 @@ func (w *boundedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// runFinalCmd runs line with sh -c and env, in a process group of its own that is
-// killed whole when it ends, prints more than most bytes, or runs past
-// finalCmdTimeout (or ctx ends), and returns what it printed, one JSON value.
+// runFinalCmd runs line with sh -c and env under the supervisor the program runs
+// under (startProgram), so that everything it starts ends with it, a daemon in a
+// session of its own included (one used to outlive indoubt, holding the output open);
+// it is killed when it prints more than most bytes, or runs past finalCmdTimeout (or
+// ctx ends), and returns what it printed, one JSON value.
 func runFinalCmd(ctx context.Context, line string, env []string, most int64) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, finalCmdTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", line)
-	cmd.Env = env
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// A child of sh that keeps stdout open must not hold Wait.
-	cmd.WaitDelay = 2 * time.Second
 	out := &boundedBuffer{most: most, stop: cancel}
-	cmd.Stdout = out
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// Whatever the shell started goes with it.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	p, err := startProgram([]string{"sh", "-c", line}, env, out, os.Stderr)
+	if err != nil {
+		return nil, fmt.Errorf("--final-cmd: %v", err)
+	}
+	var e programExit
+	select {
+	case e = <-p.done:
+	case <-ctx.Done():
+		p.kill()
+		e = <-p.done
+	}
+	if !e.ok() {
+		err = fmt.Errorf("sh -c %s", e)
 	}
 	switch {
 	case out.over:
