@@ -3,6 +3,7 @@ package histories
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -370,11 +371,29 @@ func (r *Reader) readAll(ops []Op) ([]Op, error) {
 // ReadFile reads a whole JSONL history file. With partial, a truncated last line is
 // dropped instead of being an error.
 func ReadFile(path string, partial bool) (*Header, []Op, error) {
+	return ReadFileContext(context.Background(), path, partial)
+}
+
+// ReadFileContext is ReadFile that stops when ctx ends, returning ctx's error: a
+// history of millions of events takes seconds to read, and a command given SIGTERM
+// meanwhile must not read on to its end first.
+func ReadFileContext(ctx context.Context, path string, partial bool) (*Header, []Op, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
+	h, ops, err := readFile(f, path, partial)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil, ctx.Err()
+	}
+	return h, ops, err
+}
+
+// readFile reads the history f, named path, from its start.
+func readFile(f *os.File, path string, partial bool) (*Header, []Op, error) {
 	// One event per line after the header: counting the lines first lets the events go
 	// into one slice of the right size, not a slice copied each time it grows.
 	lines, err := countLines(f)

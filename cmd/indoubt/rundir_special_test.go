@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,38 @@ func TestOutputPathsCheckedWithoutLeavingAnything(t *testing.T) {
 	}
 	if _, err := os.Lstat(target); err == nil {
 		t.Errorf("the dangling link's target %s was created", target)
+	}
+}
+
+// TestSignalStopsTheJudgementOfARunDirectory: SIGTERM while report, compare or check
+// RUNDIR reads a run directory's history of 600,000 events ends the command,
+// interrupted (exit 2), and report draws no page: the history was read to its end
+// whatever the signal, and report and compare then went on, exit 0, showing
+// results.json as if the judgement had said unknown.
+func TestSignalStopsTheJudgementOfARunDirectory(t *testing.T) {
+	run := copyRun(t, naiveCut, filepath.Join(t.TempDir(), "big"))
+	os.Remove(filepath.Join(run, "faults.jsonl"))
+	var b strings.Builder
+	const n = 300000
+	fmt.Fprintf(&b, `{"header":{"format":"indoubt-history/1","workload":"budget","model":"budget","params":{"budget":%d}}}`+"\n", n)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"index":%d,"time":%d,"process":%d,"type":"invoke","f":"decrement","op_id":"%d"}`+"\n", 2*i, 2*i+1, i%64, i)
+		fmt.Fprintf(&b, `{"index":%d,"time":%d,"process":%d,"type":"ok","f":"decrement","op_id":"%d","value":{"applied":true,"balance":%d}}`+"\n", 2*i+1, 2*i+2, i%64, i, n-i-1)
+	}
+	hist := filepath.Join(run, "history.jsonl")
+	if err := os.WriteFile(hist, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"report", run}, {"compare", run, naiveCut}, {"check", run}} {
+		cmd, out, errb := startBinary(t, args...)
+		waitHolding(t, cmd.Process.Pid, hist)
+		cmd.Process.Signal(syscall.SIGTERM)
+		waitBinary(t, cmd, 2*time.Minute)
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(errb.String(), "interrupted") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, interrupted", args, code, cut(out.String(), 200), errb)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(run, "report.html")); err == nil {
+		t.Errorf("an interrupted report drew report.html")
 	}
 }

@@ -79,7 +79,7 @@ func Dir(ctx context.Context, dir string, opt Options) (*Judgement, error) {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	f.Close()
-	h, ops, err := histories.ReadFile(filepath.Join(dir, rundir.HistoryFile), false)
+	h, ops, err := histories.ReadFileContext(ctx, filepath.Join(dir, rundir.HistoryFile), false)
 	if err != nil {
 		return nil, err
 	}
