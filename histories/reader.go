@@ -3,6 +3,7 @@ package histories
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -167,6 +168,9 @@ func (r *Reader) readFirst() error {
 		if !utf8.Valid(raw) {
 			return r.errf("malformed header: not valid UTF-8")
 		}
+		if err := keyTwice(raw, true); err != nil {
+			return r.errf("malformed header: %v", err)
+		}
 		if h.Header.Format != "" && h.Header.Format != FormatV1 {
 			return r.errf("unsupported history format %q", h.Header.Format)
 		}
@@ -282,6 +286,9 @@ func decodeJSON(raw []byte) (Op, error) {
 	if dec.More() {
 		return Op{}, errTrailing
 	}
+	if err := keyTwice(raw, false); err != nil {
+		return Op{}, err
+	}
 	return op, nil
 }
 
@@ -364,11 +371,29 @@ func (r *Reader) readAll(ops []Op) ([]Op, error) {
 // ReadFile reads a whole JSONL history file. With partial, a truncated last line is
 // dropped instead of being an error.
 func ReadFile(path string, partial bool) (*Header, []Op, error) {
+	return ReadFileContext(context.Background(), path, partial)
+}
+
+// ReadFileContext is ReadFile that stops when ctx ends, returning ctx's error: a
+// history of millions of events takes seconds to read, and a command given SIGTERM
+// meanwhile must not read on to its end first.
+func ReadFileContext(ctx context.Context, path string, partial bool) (*Header, []Op, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
+	h, ops, err := readFile(f, path, partial)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil, ctx.Err()
+	}
+	return h, ops, err
+}
+
+// readFile reads the history f, named path, from its start.
+func readFile(f *os.File, path string, partial bool) (*Header, []Op, error) {
 	// One event per line after the header: counting the lines first lets the events go
 	// into one slice of the right size, not a slice copied each time it grows.
 	lines, err := countLines(f)

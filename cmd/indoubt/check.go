@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/indoubt/indoubt/checker"
 	"github.com/indoubt/indoubt/histories"
@@ -642,13 +643,21 @@ func checkWritable(path string) error {
 		return fmt.Errorf("%s is a directory", path)
 	}
 	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	// Not waiting: a FIFO no program reads is refused (ENXIO) rather than held open
+	// until a reader comes, which never did.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ENXIO) {
+		return fmt.Errorf("%s is a FIFO no program reads", path)
+	}
 	if err != nil {
 		return err
 	}
 	f.Close()
 	if os.IsNotExist(statErr) {
-		os.Remove(path)
+		// What the open created: the file a dangling link names, not the link.
+		if made, err := filepath.EvalSymlinks(path); err == nil {
+			os.Remove(made)
+		}
 	}
 	return nil
 }

@@ -39,8 +39,11 @@ func runDirArgs(a *checkArgs, set map[string]bool) error {
 		}
 	}
 	fi, err := os.Stat(filepath.Join(a.path, rundir.HistoryFile))
-	if err != nil || !fi.Mode().IsRegular() {
+	if err != nil {
 		return fmt.Errorf("check: %s is a directory without %s: not a run directory", a.path, rundir.HistoryFile)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("check: %s: %s is %s, not a regular file", a.path, rundir.HistoryFile, rundir.FileKind(fi.Mode()))
 	}
 	a.dir, a.timeoutSet, a.memorySet = a.path, set["timeout"], set["max-memory"]
 	return nil

@@ -41,7 +41,10 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	for _, r := range []**results.Results{&a, &b} {
 		var why string
-		if *r, why = judged(ctx, (*r).RunDir, *r); why != "" {
+		if *r, why = judged(ctx, (*r).RunDir, *r); ctx.Err() != nil {
+			return fmt.Errorf("compare: %s: %w", (*r).RunDir, ctx.Err())
+		}
+		if why != "" {
 			console.Fprintf(stderr, "indoubt: warning: %s: %s\n", (*r).RunDir, why)
 		}
 	}

@@ -74,9 +74,13 @@ func reportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	for i, r := range all {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return fmt.Errorf("report: %w", ctx.Err())
 		}
 		r, why := judged(ctx, fs.Arg(i), r)
+		if ctx.Err() != nil {
+			// The signal ended the judgement: nothing more is drawn.
+			return fmt.Errorf("report: %s: %w", fs.Arg(i), ctx.Err())
+		}
 		if why != "" {
 			console.Fprintf(stderr, "indoubt: warning: %s: %s\n", fs.Arg(i), why)
 		}

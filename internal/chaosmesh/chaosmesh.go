@@ -123,6 +123,11 @@ func Generate(sched schedule.Schedule, opt Options) ([]Object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("chaos mesh: fault %q: %w", f.Spec, err)
 		}
+		if len(objs) == 0 {
+			// A partition of one node has no side to cut it from: writing nothing
+			// for it would let the schedule pass for one that was kept.
+			return nil, fmt.Errorf("chaos mesh: fault %q: makes no Chaos Mesh object with the nodes %v", f.Spec, opt.Nodes)
+		}
 		out = append(out, objs...)
 	}
 	sort.SliceStable(out, func(a, b int) bool {

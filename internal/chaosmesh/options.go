@@ -10,6 +10,9 @@ import (
 // separate a pod from itself), and a primary or standby that is not one of the nodes
 // (its objects would select pod "").
 func checkOptions(opt Options) error {
+	if err := checkNames(opt); err != nil {
+		return err
+	}
 	seen := map[string]string{}
 	for i, n := range opt.Nodes {
 		if slices.Contains(opt.Nodes[:i], n) {

@@ -76,7 +76,14 @@ func (j *Judgement) OtherLimits() (string, bool) {
 
 // Dir judges the run directory dir from its files alone.
 func Dir(ctx context.Context, dir string, opt Options) (*Judgement, error) {
-	h, ops, err := histories.ReadFile(filepath.Join(dir, rundir.HistoryFile), false)
+	// A run directory may come from elsewhere: a FIFO or a device in place of its
+	// history would hold the judge forever.
+	f, err := rundir.OpenRegular(filepath.Join(dir, rundir.HistoryFile))
+	if err != nil {
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	f.Close()
+	h, ops, err := histories.ReadFileContext(ctx, filepath.Join(dir, rundir.HistoryFile), false)
 	if err != nil {
 		return nil, err
 	}

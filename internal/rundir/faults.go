@@ -325,7 +325,7 @@ func ReadFaults(r io.Reader, name string) ([]FaultLine, error) {
 // ReadFaultsFile reads the faults.jsonl at path; a missing file is a run without a
 // nemesis (no lines, no error).
 func ReadFaultsFile(path string) ([]FaultLine, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -52,21 +53,11 @@ func ReadResults(dir string) (*results.Results, error) {
 // it is opened (and checked again once open), so a tampered directory can make no
 // read block or run on forever.
 func ReadFileBounded(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", filepath.Base(path), FileKind(fi.Mode()))
-	}
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
-	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
@@ -75,6 +66,29 @@ func ReadFileBounded(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is longer than %d bytes", filepath.Base(path), max)
 	}
 	return b, nil
+}
+
+// OpenRegular opens a file of a run directory from elsewhere for reading, and refuses
+// it unless it is a regular file: a FIFO, a device, a socket or a directory in its
+// place (a link to /dev/zero, a FIFO no program writes) would make a read block or run
+// on forever. The open itself does not wait (O_NONBLOCK, which a regular file's reads
+// ignore), so a FIFO is refused at once rather than waiting for a writer. A missing
+// file is an error matching fs.ErrNotExist.
+func OpenRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is %s, not a regular file", filepath.Base(path), FileKind(fi.Mode()))
+	}
+	return f, nil
 }
 
 // FileKind names what a file that is not a regular file is: "a directory", "a FIFO".

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -88,7 +87,7 @@ func WriteCheck(dir string, c Check) error {
 
 // ReadCheck reads dir's check.json; ok is false when there is none.
 func ReadCheck(dir string) (c Check, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(dir, CheckFile))
+	b, err := ReadFileBounded(filepath.Join(dir, CheckFile), MaxResultsSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Check{}, false, nil
 	}

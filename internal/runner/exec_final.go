@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/indoubt/indoubt/histories"
+	"github.com/indoubt/indoubt/internal/supervise"
 )
 
 // FinalCmdTimeout bounds --final-cmd: a final read is one query, and a command that
@@ -50,26 +49,29 @@ func (w *boundedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// runFinalCmd runs line with sh -c and env, in a process group of its own that is
-// killed whole when it ends, prints more than most bytes, or runs past
-// FinalCmdTimeout (or ctx ends), and returns what it printed, one JSON value. Its
-// standard error goes to stderr.
+// runFinalCmd runs line with sh -c and env under the supervisor the program runs
+// under (supervise.Start), so that everything it starts ends with it, a daemon in a
+// session of its own included (one used to outlive indoubt, holding the output open);
+// it is killed when it prints more than most bytes, or runs past FinalCmdTimeout (or
+// ctx ends), and returns what it printed, one JSON value. Its standard error goes to
+// stderr.
 func runFinalCmd(ctx context.Context, line string, env []string, stderr io.Writer, most int64) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, FinalCmdTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", line)
-	cmd.Env = env
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// A child of sh that keeps stdout open must not hold Wait.
-	cmd.WaitDelay = 2 * time.Second
 	out := &boundedBuffer{most: most, stop: cancel}
-	cmd.Stdout = out
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// Whatever the shell started goes with it.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	p, err := supervise.Start([]string{"sh", "-c", line}, env, out, stderr)
+	if err != nil {
+		return nil, fmt.Errorf("--final-cmd: %v", err)
+	}
+	var e supervise.Exit
+	select {
+	case e = <-p.Done:
+	case <-ctx.Done():
+		p.Kill()
+		e = <-p.Done
+	}
+	if !e.OK() {
+		err = fmt.Errorf("sh -c %s", e)
 	}
 	switch {
 	case out.over:
