@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"unicode/utf8"
+
+	"github.com/indoubt/indoubt/internal/jsonkeys"
 )
 
 // MaxLine is the longest line the readers accept at the start of a history. Further
@@ -168,7 +170,7 @@ func (r *Reader) readFirst() error {
 		if !utf8.Valid(raw) {
 			return r.errf("malformed header: not valid UTF-8")
 		}
-		if err := keyTwice(raw, true); err != nil {
+		if err := jsonkeys.Twice(raw, true); err != nil {
 			return r.errf("malformed header: %v", err)
 		}
 		if h.Header.Format != "" && h.Header.Format != FormatV1 {
@@ -286,7 +288,7 @@ func decodeJSON(raw []byte) (Op, error) {
 	if dec.More() {
 		return Op{}, errTrailing
 	}
-	if err := keyTwice(raw, false); err != nil {
+	if err := jsonkeys.Twice(raw, false); err != nil {
 		return Op{}, err
 	}
 	return op, nil

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/indoubt/indoubt/internal/jsonkeys"
 	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/schemas"
 )
@@ -38,9 +40,17 @@ func ReadResults(dir string) (*results.Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !utf8.Valid(b) {
+		return nil, fmt.Errorf("%s: not valid UTF-8", ResultsFile)
+	}
 	var r results.Results
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: %v", ResultsFile, results.JSONError(err))
+	}
+	// A key given twice is read last-wins by encoding/json: a second "verdict" would
+	// override the first without a word.
+	if err := jsonkeys.Twice(b, true); err != nil {
+		return nil, fmt.Errorf("%s: %v", ResultsFile, err)
 	}
 	if err := validateResults(b); err != nil {
 		return nil, fmt.Errorf("%s: %v", ResultsFile, err)

@@ -1,4 +1,6 @@
-package histories
+// Package jsonkeys refuses JSON objects that give a key twice, which encoding/json
+// reads last-wins without a word.
+package jsonkeys
 
 import (
 	"bytes"
@@ -7,13 +9,13 @@ import (
 	"strings"
 )
 
-// keyTwice refuses a JSON object in raw that gives a key twice: encoding/json keeps the
+// Twice refuses a JSON object in raw that gives a key twice: encoding/json keeps the
 // last silently, so that {"type":"ok", ..., "type":"fail"} is read as a fail, and a
 // header's second "model" overrides its first. Keys are compared as encoding/json
 // matches them to a struct's fields, case folded ("type" and "Type" name one field).
 // With deep, every object inside raw is held to it too; without, only the outermost
 // (an event's own fields; its value is the checker's to read).
-func keyTwice(raw []byte, deep bool) error {
+func Twice(raw []byte, deep bool) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	// keys holds, per container open at the point read, the keys seen in it: nil
