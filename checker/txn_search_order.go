@@ -42,7 +42,7 @@ import (
 // (the region's choice has none of its own), so regions only grow or merge, and the
 // loop ends: with an order under which nothing the model forbids occurs (valid), a
 // region with no choice, explained as a tree of the cycles every choice closes
-// (invalid), or out of time (unknown).
+// (invalid), or out of steps or time (unknown).
 
 // orderSpec is a model the search decides: serializability or snapshot isolation,
 // with process or real-time order or neither.
