@@ -43,11 +43,17 @@ type TxnOptions struct {
 	// and G0.
 	Anomalies []string
 	// CycleSearchTimeout bounds the search for each strongly connected component's
-	// cycles, and on rw-register histories the search of each region of
-	// transactions for a version order (CheckRWRegister); 0 means one second. A
-	// search cut short reports cycle-search-timeout, which leaves the verdict
-	// Unknown unless something else proves it Invalid.
+	// cycles; 0 means one second. A search cut short reports cycle-search-timeout,
+	// which leaves the verdict Unknown unless something else proves it Invalid.
 	CycleSearchTimeout time.Duration
+	// OrderSearchSteps bounds, on rw-register histories (CheckRWRegister), the
+	// search of each region of transactions for a version order, in steps (a
+	// choice between two writes looked at), not time, so that a search's outcome
+	// does not depend on how busy the machine is; 0 means
+	// DefaultOrderSearchSteps. The whole search is bounded by Timeout and the
+	// context. A search cut short reports cycle-search-timeout naming the bound:
+	// Unknown, never Valid.
+	OrderSearchSteps int64
 	// Timeout bounds the whole check; 0 means no bound. When it or the context ends
 	// first the verdict is Unknown.
 	Timeout time.Duration
@@ -68,6 +74,13 @@ type TxnOptions struct {
 	// read x = 1 and then wrote x = 2 installed a later version (Elle's :wfr-keys?).
 	WFRKeys bool
 }
+
+// DefaultOrderSearchSteps is the steps each region's search for a version order may
+// take when TxnOptions.OrderSearchSteps is 0: seconds of one core at the least
+// (a step took about 10 us in regions of tens of transactions, more in larger
+// ones), where the regions of the random histories the tests search took at most
+// a few hundred.
+const DefaultOrderSearchSteps = 1 << 20
 
 // Validate reports the first option that cannot be checked for: an unknown model or
 // anomaly name, a negative timeout. CheckListAppend and CheckRWRegister call it; a
@@ -583,8 +596,8 @@ func newTxnCheck(opt TxnOptions) (*txnCheck, error) {
 	if err := checkAnomalyNames(opt.Anomalies); err != nil {
 		return nil, err
 	}
-	if opt.CycleSearchTimeout < 0 || opt.Timeout < 0 {
-		return nil, errors.New("timeouts must not be negative")
+	if opt.CycleSearchTimeout < 0 || opt.Timeout < 0 || opt.OrderSearchSteps < 0 {
+		return nil, errors.New("timeouts and steps must not be negative")
 	}
 	models := opt.ConsistencyModels
 	if len(models) == 0 && len(opt.Anomalies) == 0 {
@@ -1070,10 +1083,10 @@ func CheckListAppend(ctx context.Context, ops []histories.Op, opt TxnOptions) (R
 // verdict names the models it decides ("complete for ..."; Details'
 // "complete_for"); none existing, the anomaly <model>-cycle-every-order (such as
 // PL-3-cycle-every-order) explains it as a tree, each two writes of a key either
-// way and the cycle each choice closes; a search that outlasts CycleSearchTimeout on
-// a region of transactions, or the check's Timeout, leaves the verdict Unknown
-// (cycle-search-timeout), never Valid. Details' "version_order_search" gives each
-// search's model, outcome and regions.
+// way and the cycle each choice closes; a search that takes more than
+// OrderSearchSteps on a region of transactions, or outlasts the check's Timeout,
+// leaves the verdict Unknown (cycle-search-timeout), never Valid. Details'
+// "version_order_search" gives each search's model, outcome, regions and steps.
 func CheckRWRegister(ctx context.Context, ops []histories.Op, opt TxnOptions) (Result, error) {
 	return checkTxn(ctx, RWRegisterModel, ops, opt)
 }

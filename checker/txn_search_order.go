@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 )
 
 // This file decides snapshot isolation and serializability (and their variants with
@@ -43,7 +42,7 @@ import (
 // (the region's choice has none of its own), so regions only grow or merge, and the
 // loop ends: with an order under which nothing the model forbids occurs (valid), a
 // region with no choice, explained as a tree of the cycles every choice closes
-// (invalid), or out of time (unknown).
+// (invalid), or out of steps or time (unknown).
 
 // orderSpec is a model the search decides: serializability or snapshot isolation,
 // with process or real-time order or neither.
@@ -508,20 +507,22 @@ type orderFigures struct {
 	Graphs  int    `json:"graphs"`
 	Regions int    `json:"regions"`
 	Largest int    `json:"largest_region"`
+	Steps   int64  `json:"steps"` // most steps one region's search took
 }
 
 // orderResult is a search's outcome, the witness of orderNone, and figures.
 type orderResult struct {
 	outcome orderOutcome
 	witness *orderWitness
-	rounds  int // graphs built
-	regions int // regions searched
-	largest int // transactions of the largest region
+	rounds  int   // graphs built
+	regions int   // regions searched
+	largest int   // transactions of the largest region
+	steps   int64 // most steps a region's search took
 }
 
 // search looks for a version order of every key under which nothing the spec forbids
-// occurs, each region's search bounded by budget, the whole by ctx.
-func (p *orderProblem) search(ctx context.Context, budget time.Duration) orderResult {
+// occurs, each region's search bounded by steps, the whole by ctx.
+func (p *orderProblem) search(ctx context.Context, steps int64) orderResult {
 	if p.forward() {
 		return orderResult{outcome: orderFound}
 	}
@@ -578,7 +579,8 @@ func (p *orderProblem) search(ctx context.Context, budget time.Duration) orderRe
 			ms := members[r]
 			res.regions++
 			res.largest = max(res.largest, len(ms))
-			out, order, w := p.solveRegion(ctx, ms, budget)
+			out, order, w, n := p.solveRegion(ctx, ms, steps)
+			res.steps = max(res.steps, n)
 			switch out {
 			case orderStopped:
 				res.outcome = orderStopped
@@ -608,7 +610,7 @@ func (p *orderProblem) search(ctx context.Context, budget time.Duration) orderRe
 // that the check asks for (or that one it asks for implies) and that nothing found
 // already rules out, strongest first, by searching for a version order: a model
 // with none gets the anomaly of its kind, with the witness; a search that runs out of
-// time is a cycle-search-timeout (unknown); a model with one is decided, and so is
+// steps is a cycle-search-timeout (unknown); a model with one is decided, and so is
 // every model it implies (an.complete).
 func searchVersionOrders(ctx context.Context, h *txnHistory, an *txnAnalysis, c *txnCheck, m txnModel) {
 	rr, ok := m.(*rwRegister)
@@ -638,9 +640,9 @@ func searchVersionOrders(ctx context.Context, h *txnHistory, an *txnAnalysis, c 
 		}
 		return cmpInt64(a.to, b.to)
 	})
-	budget := c.opt.CycleSearchTimeout
-	if budget == 0 {
-		budget = time.Second
+	steps := c.opt.OrderSearchSteps
+	if steps == 0 {
+		steps = DefaultOrderSearchSteps
 	}
 	var holds []string
 	type violation struct {
@@ -683,9 +685,9 @@ func searchVersionOrders(ctx context.Context, h *txnHistory, an *txnAnalysis, c 
 			continue
 		}
 		p := newOrderProblem(h, rr.index(h), vg, s)
-		r := p.search(ctx, budget)
+		r := p.search(ctx, steps)
 		an.searches = append(an.searches, orderFigures{Model: friendly(s.model), Outcome: r.outcome.String(),
-			Graphs: r.rounds, Regions: r.regions, Largest: r.largest})
+			Graphs: r.rounds, Regions: r.regions, Largest: r.largest, Steps: r.steps})
 		switch r.outcome {
 		case orderFound:
 			holds = append(holds, s.model)
@@ -699,8 +701,8 @@ func searchVersionOrders(ctx context.Context, h *txnHistory, an *txnAnalysis, c 
 				return
 			}
 			an.add("cycle-search-timeout", txnAnomaly{text: fmt.Sprintf(
-				"the search for a version order of every key avoiding %s (%s) ran out of time (%v for each region of transactions; the largest had %d): undecided",
-				s.forbids(), friendly(s.model), budget, r.largest)})
+				"the search for a version order of every key avoiding %s (%s) ran out of steps (--order-search-steps %d for each region of transactions; the largest had %d): undecided",
+				s.forbids(), friendly(s.model), steps, r.largest)})
 			return
 		}
 	}

@@ -3,12 +3,12 @@ package checker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/indoubt/indoubt/histories"
 )
@@ -152,19 +152,59 @@ func TestVersionOrderSearchWitness(t *testing.T) {
 	}
 }
 
-// TestVersionOrderSearchOutOfTime checks that a search cut short says unknown, never
-// valid: a history whose version order needs a search, given no time for it.
-func TestVersionOrderSearchOutOfTime(t *testing.T) {
-	_, ops, err := histories.ReadFile(filepath.Join("testdata", "txn-search", "valid-needs-order.jsonl"), false)
-	if err != nil {
-		t.Fatal(err)
+// TestVersionOrderSearchOutOfSteps checks that a search cut short says unknown, never
+// valid, naming its bound: histories whose version order needs a search are checked
+// with the default bound, then with one step fewer than the search took, then with
+// exactly as many. Steps, not time, bound it, so the outcome and the steps taken
+// are the same however busy the machine is.
+func TestVersionOrderSearchOutOfSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 2))
+	check := func(ops []histories.Op, model string, steps int64) (Result, int64) {
+		t.Helper()
+		r, err := CheckRWRegister(context.Background(), ops, TxnOptions{ConsistencyModels: []string{model}, OrderSearchSteps: steps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fs []orderFigures
+		if raw, ok := r.Details["version_order_search"]; ok {
+			if err := json.Unmarshal(raw, &fs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		most := int64(0)
+		for _, f := range fs {
+			most = max(most, f.Steps)
+		}
+		return r, most
 	}
-	r, err := CheckRWRegister(context.Background(), ops, TxnOptions{ConsistencyModels: []string{"serializable"}, CycleSearchTimeout: time.Nanosecond})
-	if err != nil {
-		t.Fatal(err)
+	tried := 0
+	for i := 0; i < 200 && tried < 3; i++ {
+		ops := mediumRegisterHistory(rng, 40, 3, 0.1)
+		for _, model := range []string{"serializable", "snapshot-isolation"} {
+			r, steps := check(ops, model, 0)
+			if steps < 2 {
+				continue
+			}
+			tried++
+			r2, steps2 := check(ops, model, 0)
+			if r2.Verdict != r.Verdict || steps2 != steps {
+				t.Fatalf("two checks of one history: %v in %d steps, then %v in %d", r.Verdict, steps, r2.Verdict, steps2)
+			}
+			cut, _ := check(ops, model, steps-1)
+			want := fmt.Sprintf("ran out of steps (--order-search-steps %d ", steps-1)
+			if cut.Verdict != Unknown || !strings.Contains(anomalyText(cut), want) {
+				t.Errorf("%s, %d steps of %d: got %v: %s\n%s", model, steps-1, steps, cut.Verdict, cut.Summary, anomalyText(cut))
+			}
+			if exact, _ := check(ops, model, steps); exact.Verdict != r.Verdict {
+				t.Errorf("%s, the %d steps it took: got %v, with the default %v", model, steps, exact.Verdict, r.Verdict)
+			}
+		}
 	}
-	if r.Verdict != Unknown || !strings.Contains(anomalyText(r), "ran out of time") {
-		t.Errorf("got %v: %s\n%s", r.Verdict, r.Summary, anomalyText(r))
+	if tried == 0 {
+		t.Fatal("no history took more than one step to search")
+	}
+	if _, err := CheckRWRegister(context.Background(), nil, TxnOptions{OrderSearchSteps: -1}); err == nil {
+		t.Error("negative OrderSearchSteps accepted")
 	}
 }
 
@@ -281,9 +321,9 @@ func TestVersionOrderSearchRegions(t *testing.T) {
 		an.join()
 		rr := tc.model.(*rwRegister)
 		for _, s := range orderSpecs {
-			lazy := newOrderProblem(tc.h, rr.index(tc.h), nil, s).search(context.Background(), time.Minute)
+			lazy := newOrderProblem(tc.h, rr.index(tc.h), nil, s).search(context.Background(), 1<<40)
 			whole := newOrderProblem(tc.h, rr.index(tc.h), nil, s)
-			got, _, _ := whole.solveRegion(context.Background(), whole.txns, time.Minute)
+			got, _, _, _ := whole.solveRegion(context.Background(), whole.txns, 1<<40)
 			if lazy.outcome != got {
 				t.Fatalf("history %d, %s: the regions' search says %v, the whole history's %v\n%s", i, s.model, lazy.outcome, got, dumpTxnOps(ops))
 			}

@@ -3,7 +3,6 @@ package checker
 import (
 	"context"
 	"slices"
-	"time"
 )
 
 // This file searches one region of transactions for a version order (see
@@ -196,13 +195,13 @@ type orderAssign struct {
 
 // orderSolver searches a region.
 type orderSolver struct {
-	g        *dynGraph
-	vars     []orderVar
-	trail    []orderAssign
-	ctx      context.Context
-	deadline time.Time
-	stopped  bool
-	ticks    int
+	g       *dynGraph
+	vars    []orderVar
+	trail   []orderAssign
+	ctx     context.Context
+	steps   int64 // most ticks the search may take
+	stopped bool
+	ticks   int64
 }
 
 type depSet map[int32]bool
@@ -223,11 +222,16 @@ func (d depSet) merge(o depSet) {
 	}
 }
 
-// tick reports whether the search must stop: out of time, or ctx ended.
+// tick counts a step of the search (a choice looked at while propagating) and
+// reports whether the search must stop: out of steps, or ctx ended. Steps, not
+// time, bound a region, so that its outcome is the same on a busy machine.
 func (s *orderSolver) tick() bool {
 	s.ticks++
+	if s.ticks > s.steps {
+		s.stopped = true
+	}
 	if s.ticks&63 == 1 && !s.stopped {
-		s.stopped = s.ctx.Err() != nil || time.Now().After(s.deadline)
+		s.stopped = s.ctx.Err() != nil
 	}
 	return s.stopped
 }
@@ -434,7 +438,7 @@ func (s *orderSolver) solve() (bool, *orderNode, depSet) {
 // solveRegion searches the region of transactions ms for a version order of the
 // writes among them: its transactions in an order that the choice found makes
 // topological, or the witness that there is none.
-func (p *orderProblem) solveRegion(ctx context.Context, ms []int32, budget time.Duration) (orderOutcome, []int32, *orderWitness) {
+func (p *orderProblem) solveRegion(ctx context.Context, ms []int32, steps int64) (orderOutcome, []int32, *orderWitness, int64) {
 	m := int32(len(ms))
 	p.ensureLoc()
 	for i, t := range ms {
@@ -457,7 +461,7 @@ func (p *orderProblem) solveRegion(ctx context.Context, ms []int32, budget time.
 		}
 		initial = append(initial, p.loc[t])
 	}
-	s := &orderSolver{g: newDynGraph(initial), ctx: ctx, deadline: time.Now().Add(budget)}
+	s := &orderSolver{g: newDynGraph(initial), ctx: ctx, steps: steps}
 	// physical returns the edges of the graph for a dependency a → b.
 	physical := func(a, b int32, rw bool, why orderWhy) []orderEdge {
 		switch {
@@ -471,16 +475,16 @@ func (p *orderProblem) solveRegion(ctx context.Context, ms []int32, budget time.
 	known := p.regionEdges(ms, physical)
 	for _, e := range known {
 		if cy := s.g.insert(e); cy != nil {
-			return orderNone, nil, &orderWitness{p: p, ms: ms, root: &orderNode{v: -1, cycle: cy}}
+			return orderNone, nil, &orderWitness{p: p, ms: ms, root: &orderNode{v: -1, cycle: cy}}, 0
 		}
 	}
 	s.vars = p.regionVars(ms, physical)
 	sat, root, _ := s.solve()
 	switch {
 	case s.stopped:
-		return orderStopped, nil, nil
+		return orderStopped, nil, nil, s.ticks
 	case !sat:
-		return orderNone, nil, &orderWitness{p: p, ms: ms, root: root, vars: s.vars}
+		return orderNone, nil, &orderWitness{p: p, ms: ms, root: root, vars: s.vars}, s.ticks
 	}
 	key := func(i int32) int32 {
 		if layers == 2 {
@@ -490,7 +494,7 @@ func (p *orderProblem) solveRegion(ctx context.Context, ms []int32, budget time.
 	}
 	order := slices.Clone(ms)
 	slices.SortFunc(order, func(a, b int32) int { return int(key(p.loc[a]) - key(p.loc[b])) })
-	return orderFound, order, nil
+	return orderFound, order, nil, s.ticks
 }
 
 // regionEdges returns the edges among the region's transactions that every version

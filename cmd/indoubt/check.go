@@ -65,7 +65,11 @@ verdict names the weakest models the history violates and each anomaly's cycle, 
 line per dependency. --anomalies names anomalies to look for besides those the models
 forbid (alone, with no --consistency-models, only those). --cycle-search-timeout bounds
 the search of each strongly connected component (default 1s); a search cut short
-leaves the verdict unknown unless something else proves it invalid.
+leaves the verdict unknown unless something else proves it invalid. On rw-register
+histories the search for a version order (snapshot isolation, serializability) is
+bounded by --order-search-steps for each region of transactions, a count of steps
+and not time, so a busy machine does not change its outcome, and as a whole by
+--timeout and --max-memory; cut short, the verdict is unknown, naming the bound.
 
 A run directory (of indoubt run, indoubt exec or the test helper) is judged from its
 files alone, as its run judged it: history.jsonl checked under the limits its
@@ -198,6 +202,7 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		cms     = fs.String("consistency-models", "", "list-append, rw-register: comma-separated models the history must satisfy (default strict-serializable): "+strings.Join(checker.TxnConsistencyModels, ", "))
 		anoms   = fs.String("anomalies", "", "list-append, rw-register: comma-separated anomalies to look for besides those the models forbid (G0, G1, G2, G-single, lost-update, ...)")
 		cycleT  = fs.Duration("cycle-search-timeout", 0, "list-append, rw-register: longest the search of one strongly connected component may take (default 1s)")
+		orderN  = fs.Int64("order-search-steps", 0, "rw-register: most steps the search of one region of transactions for a version order may take, the same however busy the machine (default 1048576)")
 		linKeys = fs.Bool("linearizable-keys", false, "rw-register: assume each key is linearizable, and infer version orders from real-time order")
 		seqKeys = fs.Bool("sequential-keys", false, "rw-register: assume each key is sequentially consistent, and infer version orders from each process's order")
 		wfrKeys = fs.Bool("wfr-keys", false, "rw-register: assume writes follow reads within a transaction")
@@ -240,11 +245,14 @@ func parseCheckArgs(args []string, stdout io.Writer) (checkArgs, error) {
 		return a, fmt.Errorf("check: --html: %v", err)
 	}
 	a.opt.Model, a.opt.Timeout, a.opt.VisualizePath = *model, *timeout, *viz
+	if *orderN < 0 {
+		return a, fmt.Errorf("check: --order-search-steps must not be negative (got %d)", *orderN)
+	}
 	if *cycleT < 0 {
 		return a, fmt.Errorf("check: --cycle-search-timeout must not be negative (got %v)", *cycleT)
 	}
 	a.opt.Txn = checker.TxnOptions{ConsistencyModels: splitList(*cms), Anomalies: splitList(*anoms),
-		CycleSearchTimeout: *cycleT, LinearizableKeys: *linKeys, SequentialKeys: *seqKeys, WFRKeys: *wfrKeys}
+		CycleSearchTimeout: *cycleT, OrderSearchSteps: *orderN, LinearizableKeys: *linKeys, SequentialKeys: *seqKeys, WFRKeys: *wfrKeys}
 	if err := a.opt.Txn.Validate(); err != nil {
 		return a, fmt.Errorf("check: %v", err)
 	}

@@ -45,7 +45,7 @@ func TestCheckTxn(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"snapshot isolation holds", []string{"--consistency-models", "snapshot-isolation", jsonl}, 0, []string{"valid (list-append)"}},
+		{"snapshot isolation holds", []string{"--consistency-models", "snapshot-isolation", jsonl}, 0, []string{"valid (list-append)", "not complete for this model: snapshot-isolation", "appends that no read saw not searched"}},
 		{"serializable does not", []string{"--consistency-models", "serializable,snapshot-isolation", jsonl}, 1,
 			[]string{"violates repeatable-read", "G2-item: a cycle of 2 transactions", "\n    T1 < T2: T1 read key y = []"}},
 		{"default is strict serializability", []string{jsonl}, 1, []string{"G2-item 1"}},
@@ -54,6 +54,9 @@ func TestCheckTxn(t *testing.T) {
 		{"unknown model", []string{"--consistency-models", "serialisable", jsonl}, 3, nil},
 		{"unknown anomaly", []string{"--anomalies", "G3", jsonl}, 3, nil},
 		{"wrong model for the history", []string{"--model", "rw-register", jsonl}, 3, nil},
+		{"version-order search out of steps", []string{"--order-search-steps", "1", "--consistency-models", "serializable", filepath.Join("..", "..", "checker", "testdata", "txn-search", "write-skew.jsonl")}, 2,
+			[]string{"unknown (rw-register)", "ran out of steps (--order-search-steps 1 for each region"}},
+		{"negative steps", []string{"--order-search-steps", "-1", jsonl}, 3, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
