@@ -104,6 +104,9 @@ func (r *Reader) ValueRead() bool { return r.taken }
 // any, at once.
 func NewReader(r io.Reader, name string) (*Reader, error) {
 	rd := &Reader{name: name, br: bufio.NewReaderSize(r, 64<<10)}
+	if b, _ := rd.br.Peek(3); string(b) == "\xef\xbb\xbf" {
+		return nil, fmt.Errorf("%s line 1: starts with a byte-order mark (U+FEFF), which JSON text does not begin with: write the file without it (Python: encoding=\"utf-8\", not \"utf-8-sig\")", name)
+	}
 	if err := rd.readFirst(); err != nil {
 		return nil, err
 	}

@@ -43,6 +43,9 @@ func TestCheckRefusesBrokenHistoryRulesAtTheirLine(t *testing.T) {
 			`{"index":0,"time":1,"process":0,"type":"ok","f":"txn","value":[["append","x",1]]}` + "\n" +
 			`{"index":1,"time":2,"process":1,"type":"invoke","f":"txn","value":[["append","x",2]]}` + "\n",
 			"line 3: invocation of process 1 in a history whose completion on line 2 had none"},
+		{"byte-order mark", "\xef\xbb\xbf" + reg +
+			`{"index":0,"time":1,"process":0,"type":"invoke","f":"write","value":1}` + "\n",
+			"line 1: starts with a byte-order mark (U+FEFF)"},
 		{"invalid UTF-8", reg +
 			`{"index":0,"time":1,"process":0,"type":"invoke","f":"write","value":1,"op_id":"a` + "\xff" + `"}` + "\n",
 			"line 2: malformed event: not valid UTF-8"},
