@@ -3,6 +3,7 @@ package chaosmesh
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -209,5 +210,19 @@ func TestRefusals(t *testing.T) {
 	}
 	if _, err := Generate(nil, Options{Namespace: "db", Nodes: []string{"n1"}}); err == nil {
 		t.Error("a node without a pod: no error")
+	}
+	// More nodes than MaxNodes: a partition's objects would grow with their square.
+	many := Options{Namespace: "db", Name: "x", Pods: map[string]string{}}
+	for i := range MaxNodes + 1 {
+		n := fmt.Sprintf("n%d", i)
+		many.Nodes = append(many.Nodes, n)
+		many.Pods[n] = "pod-" + n
+	}
+	if _, err := Generate(parse(t, "partition:majority@1s-2s"), many); err == nil || !strings.Contains(err.Error(), "at most 128") {
+		t.Errorf("%d nodes: error %v, want at most %d", len(many.Nodes), err, MaxNodes)
+	}
+	many.Nodes = many.Nodes[:MaxNodes]
+	if _, err := Generate(parse(t, "partition:majority@1s-2s"), many); err != nil {
+		t.Errorf("%d nodes: %v", MaxNodes, err)
 	}
 }
