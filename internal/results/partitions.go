@@ -271,6 +271,11 @@ func PartitionTimeline(ops []histories.Op, lost []checker.LostWrite) ([]Partitio
 		}
 		out = append(out, r)
 	}
+	if len(out) == 0 {
+		// Split brain without a partition (a cluster on loopback, a paused leader):
+		// no partitions, as results.json (omitempty) reads them back.
+		out = nil
+	}
 	return out, splits
 }
 
