@@ -90,15 +90,7 @@ func openEtcd(ctx context.Context, cfg Config, dsn string) (workloads.Workload, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if isTxn(cfg.Workload) {
-		store, err := c.Txns(cfg.Workload)
-		if err != nil {
-			c.Close()
-			return nil, nil, err
-		}
-		return bindTxn(cfg, store, func() { c.Close() })
-	}
-	return bindKV(cfg, Etcd, c, c.Register(), func() { c.Close() })
+	return bindClient(cfg, Etcd, c, c.Register(), c.Txns, func() { c.Close() })
 }
 
 // faultMember is a member of a cluster whose process faults aim at its leader: an etcd
