@@ -20,15 +20,8 @@ const (
 
 // myClassify tells what one MySQL statement does to the transaction.
 func myClassify(stmt string) myClass {
-	w := pgLex.words(stmt, 2)
-	if len(w) == 0 {
-		return myOther
-	}
-	second := ""
-	if len(w) > 1 {
-		second = w[1]
-	}
-	switch w[0] {
+	first, second := pgLex.firstTwo(stmt)
+	switch first {
 	case "BEGIN":
 		return myBegin
 	case "START":
@@ -49,7 +42,7 @@ func myClassify(stmt string) myClass {
 		return myWrite
 	case "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME", "GRANT", "REVOKE", "LOCK", "UNLOCK",
 		"ANALYZE", "OPTIMIZE", "REPAIR", "FLUSH", "INSTALL", "UNINSTALL":
-		if w[0] == "CREATE" && second == "TEMPORARY" || w[0] == "DROP" && second == "TEMPORARY" {
+		if first == "CREATE" && second == "TEMPORARY" || first == "DROP" && second == "TEMPORARY" {
 			// Temporary tables commit nothing.
 			return myOther
 		}

@@ -143,6 +143,19 @@ func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }
 
+// firstTwo returns the first two words of stmt as words reads them, "" for each
+// that is missing.
+func (l lexer) firstTwo(stmt string) (first, second string) {
+	w := l.words(stmt, 2)
+	if len(w) > 0 {
+		first = w[0]
+	}
+	if len(w) > 1 {
+		second = w[1]
+	}
+	return first, second
+}
+
 // words returns the first n bare words of a statement, upper-cased, skipping
 // whitespace, comments and opening parentheses.
 func (l lexer) words(stmt string, n int) []string {
@@ -203,15 +216,8 @@ func hasWord(stmt string, ws ...string) bool {
 // classify tells what one statement does to the transaction. Unknown statements are
 // stmtOther; DDL counts as a write because outside a block it commits at once.
 func classify(stmt string) stmtClass {
-	w := pgLex.words(stmt, 2)
-	if len(w) == 0 {
-		return stmtOther
-	}
-	second := ""
-	if len(w) > 1 {
-		second = w[1]
-	}
-	switch w[0] {
+	first, second := pgLex.firstTwo(stmt)
+	switch first {
 	case "BEGIN", "START":
 		return stmtBegin
 	case "COMMIT":
