@@ -34,21 +34,24 @@ var (
 // quoted strings, quoted identifiers, dollar quotes and comments, so that a semicolon
 // inside any of them does not split. Empty statements are dropped. It never fails: text
 // that does not lex (an unterminated quote) ends the last statement.
-func splitSQL(sql string) []string {
+func splitSQL(sql string) []string { return splitAt(sql, pgLex.skipToken) }
+
+// splitAt splits sql at the semicolons outside the tokens skip steps over (skip
+// returns the index just past the token at i, a byte or more), trimmed, dropping empty
+// statements.
+func splitAt(sql string, skip func(sql string, i int) int) []string {
 	var out []string
-	start := 0
-	i := 0
+	start, i := 0, 0
 	for i < len(sql) {
-		switch c := sql[i]; {
-		case c == ';':
-			if s := strings.TrimSpace(sql[start:i]); s != "" {
-				out = append(out, s)
-			}
-			i++
-			start = i
-		default:
-			i = pgLex.skipToken(sql, i)
+		if sql[i] != ';' {
+			i = skip(sql, i)
+			continue
 		}
+		if s := strings.TrimSpace(sql[start:i]); s != "" {
+			out = append(out, s)
+		}
+		i++
+		start = i
 	}
 	if s := strings.TrimSpace(sql[start:]); s != "" {
 		out = append(out, s)
