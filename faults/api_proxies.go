@@ -73,14 +73,20 @@ func (a *api) pass(w http.ResponseWriter, r *http.Request, body any, edit func([
 	a.forward(w, r, edit)
 }
 
+// readProxy decodes a proxy's fields from body over the defaults in holds, and checks
+// its address and upstream; when either is refused it has answered the request.
+func (a *api) readProxy(w http.ResponseWriter, body []byte, in *proxyFields) (listen string, ok bool) {
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(in); err != nil {
+		apiError(w, http.StatusBadRequest, "bad request body: %v", err)
+		return "", false
+	}
+	return a.checkProxy(w, in.Listen, in.Upstream)
+}
+
 // createProxy serves POST /proxies.
 func (a *api) createProxy(w http.ResponseWriter, r *http.Request, body []byte) {
 	in := proxyFields{Enabled: true}
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&in); err != nil {
-		apiError(w, http.StatusBadRequest, "bad request body: %v", err)
-		return
-	}
-	listen, ok := a.checkProxy(w, in.Listen, in.Upstream)
+	listen, ok := a.readProxy(w, body, &in)
 	if !ok {
 		return
 	}
@@ -214,11 +220,7 @@ func (a *api) ourView(obj map[string]json.RawMessage) {
 // code that started it were given.
 func (a *api) updateOurs(w http.ResponseWriter, body []byte) {
 	in := proxyFields{Listen: a.p.addr, Upstream: a.p.upstream, Enabled: a.p.enabled()}
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&in); err != nil {
-		apiError(w, http.StatusBadRequest, "bad request body: %v", err)
-		return
-	}
-	listen, ok := a.checkProxy(w, in.Listen, in.Upstream)
+	listen, ok := a.readProxy(w, body, &in)
 	if !ok {
 		return
 	}

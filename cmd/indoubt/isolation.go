@@ -114,9 +114,9 @@ func isolationCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return fmt.Errorf("isolation: %w", err)
 	}
-	dir := filepath.Join(*out, time.Now().UTC().Format("20060102T150405Z")+"-isolation-"+strings.ReplaceAll(strings.ToLower(name), " ", "-"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("isolation: %w", err)
+	dir, err := isolationDir(*out, name)
+	if err != nil {
+		return err
 	}
 	tab, err := isolation.Measure(ctx, *dsn, lv)
 	if err != nil {
@@ -134,6 +134,23 @@ func isolationCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 			return fmt.Errorf("isolation: %w", err)
 		}
 	}
+	return writeIsolation(stdout, dir, tab, *asJSON)
+}
+
+// isolationDir makes the directory of one isolation measurement under out, named
+// for the time and the server.
+func isolationDir(out, server string) (string, error) {
+	dir := filepath.Join(out, time.Now().UTC().Format("20060102T150405Z")+"-isolation-"+strings.ReplaceAll(strings.ToLower(server), " ", "-"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("isolation: %w", err)
+	}
+	return dir, nil
+}
+
+// writeIsolation writes the table to dir as isolation.json and isolation.html, prints
+// it (the JSON with asJSON, else the text and the two paths) and returns its verdict:
+// invalid for a finding or an invalid cost run, else unknown for an unknown one.
+func writeIsolation(stdout io.Writer, dir string, tab isolation.Table, asJSON bool) error {
 	b, err := json.MarshalIndent(tab, "", "  ")
 	if err != nil {
 		return fmt.Errorf("isolation: %w", err)
@@ -148,7 +165,7 @@ func isolationCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := os.WriteFile(filepath.Join(dir, "isolation.html"), page.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("isolation: %w", err)
 	}
-	if *asJSON {
+	if asJSON {
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
 		fmt.Fprint(stdout, tab.Text())
@@ -223,39 +240,16 @@ func isolationMySQL(ctx context.Context, dsn, levels, out string, asJSON bool, s
 	if err != nil {
 		return fmt.Errorf("isolation: %w", err)
 	}
-	dir := filepath.Join(out, time.Now().UTC().Format("20060102T150405Z")+"-isolation-"+strings.ReplaceAll(strings.ToLower(name), " ", "-"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("isolation: %w", err)
+	dir, err := isolationDir(out, name)
+	if err != nil {
+		return err
 	}
 	tab, err := isolation.MeasureMySQL(ctx, native, lv)
 	if err != nil {
 		return fmt.Errorf("isolation: %w", err)
 	}
 	tab.Server = name
-	b, err := json.MarshalIndent(tab, "", "  ")
-	if err != nil {
-		return fmt.Errorf("isolation: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "isolation.json"), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("isolation: %w", err)
-	}
-	var page bytes.Buffer
-	if err := tab.WritePage(&page); err != nil {
-		return fmt.Errorf("isolation: page: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "isolation.html"), page.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("isolation: %w", err)
-	}
-	if asJSON {
-		fmt.Fprintf(stdout, "%s\n", b)
-	} else {
-		fmt.Fprint(stdout, tab.Text())
-		fmt.Fprintf(stdout, "\n%s\n%s\n", filepath.Join(dir, "isolation.json"), filepath.Join(dir, "isolation.html"))
-	}
-	if len(tab.Findings()) > 0 {
-		return verdictExit{exitInvalid}
-	}
-	return nil
+	return writeIsolation(stdout, dir, tab, asJSON)
 }
 
 // mysqlServerName is "MariaDB 10.11.19" or "MySQL 8.0.36", from the server's version.

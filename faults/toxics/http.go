@@ -387,9 +387,8 @@ func (f *httpFramer) passAll(b []byte) int {
 func (f *httpFramer) bodyPiece(b []byte) int {
 	switch f.body {
 	case bodyLength:
-		n := int(min(f.left, int64(len(b))))
-		f.left -= int64(n)
-		if f.left == 0 {
+		n, done := f.take(b)
+		if done {
 			f.body = bodyNone
 		}
 		return n
@@ -397,6 +396,14 @@ func (f *httpFramer) bodyPiece(b []byte) int {
 		return f.chunkPiece(b)
 	}
 	return f.passAll(b)
+}
+
+// take consumes what b holds of a body or chunk of known length, f.left bytes at most;
+// done when none is left.
+func (f *httpFramer) take(b []byte) (n int, done bool) {
+	n = int(min(f.left, int64(len(b))))
+	f.left -= int64(n)
+	return n, f.left == 0
 }
 
 // chunkPiece consumes the next unit of a chunked body: a chunk-size line, data, the
@@ -419,9 +426,8 @@ func (f *httpFramer) chunkPiece(b []byte) int {
 	}
 	switch f.chunk {
 	case chunkData:
-		n := int(min(f.left, int64(len(b))))
-		f.left -= int64(n)
-		if f.left == 0 {
+		n, done := f.take(b)
+		if done {
 			f.chunk = chunkEnd
 		}
 		return n

@@ -20,15 +20,8 @@ const (
 
 // myClassify tells what one MySQL statement does to the transaction.
 func myClassify(stmt string) myClass {
-	w := pgLex.words(stmt, 2)
-	if len(w) == 0 {
-		return myOther
-	}
-	second := ""
-	if len(w) > 1 {
-		second = w[1]
-	}
-	switch w[0] {
+	first, second := pgLex.firstTwo(stmt)
+	switch first {
 	case "BEGIN":
 		return myBegin
 	case "START":
@@ -49,7 +42,7 @@ func myClassify(stmt string) myClass {
 		return myWrite
 	case "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME", "GRANT", "REVOKE", "LOCK", "UNLOCK",
 		"ANALYZE", "OPTIMIZE", "REPAIR", "FLUSH", "INSTALL", "UNINSTALL":
-		if w[0] == "CREATE" && second == "TEMPORARY" || w[0] == "DROP" && second == "TEMPORARY" {
+		if first == "CREATE" && second == "TEMPORARY" || first == "DROP" && second == "TEMPORARY" {
 			// Temporary tables commit nothing.
 			return myOther
 		}
@@ -93,41 +86,28 @@ func setAutocommit(stmt string) myClass {
 // skipping quoted strings (with backslash escapes), backquoted and double-quoted
 // identifiers and comments. It never fails: text that does not lex ends the last
 // statement. (A DELIMITER is a client command, never sent to the server.)
-func mySplit(sql string) []string {
-	var out []string
-	start, i := 0, 0
-	for i < len(sql) {
-		switch c := sql[i]; {
-		case c == ';':
-			if s := strings.TrimSpace(sql[start:i]); s != "" {
-				out = append(out, s)
-			}
-			i++
-			start = i
-		case c == '\'' || c == '"' || c == '`':
-			i = myQuoted(sql, i)
-		case c == '#' || c == '-' && strings.HasPrefix(sql[i:], "-- "):
-			j := strings.IndexByte(sql[i:], '\n')
-			if j < 0 {
-				i = len(sql)
-			} else {
-				i += j + 1
-			}
-		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
-			j := strings.Index(sql[i+2:], "*/")
-			if j < 0 {
-				i = len(sql)
-			} else {
-				i += 2 + j + 2
-			}
-		default:
-			i++
+func mySplit(sql string) []string { return splitAt(sql, mySkip) }
+
+// mySkip returns the index just past the MySQL token at i: a quoted string or
+// identifier, a comment, or a single byte.
+func mySkip(sql string, i int) int {
+	switch c := sql[i]; {
+	case c == '\'' || c == '"' || c == '`':
+		return myQuoted(sql, i)
+	case c == '#' || c == '-' && strings.HasPrefix(sql[i:], "-- "):
+		j := strings.IndexByte(sql[i:], '\n')
+		if j < 0 {
+			return len(sql)
 		}
+		return i + j + 1
+	case c == '/' && strings.HasPrefix(sql[i:], "/*"):
+		j := strings.Index(sql[i+2:], "*/")
+		if j < 0 {
+			return len(sql)
+		}
+		return i + 2 + j + 2
 	}
-	if s := strings.TrimSpace(sql[start:]); s != "" {
-		out = append(out, s)
-	}
-	return out
+	return i + 1
 }
 
 // myQuoted returns the index just past the quoted string or identifier at i: a doubled

@@ -34,21 +34,24 @@ var (
 // quoted strings, quoted identifiers, dollar quotes and comments, so that a semicolon
 // inside any of them does not split. Empty statements are dropped. It never fails: text
 // that does not lex (an unterminated quote) ends the last statement.
-func splitSQL(sql string) []string {
+func splitSQL(sql string) []string { return splitAt(sql, pgLex.skipToken) }
+
+// splitAt splits sql at the semicolons outside the tokens skip steps over (skip
+// returns the index just past the token at i, a byte or more), trimmed, dropping empty
+// statements.
+func splitAt(sql string, skip func(sql string, i int) int) []string {
 	var out []string
-	start := 0
-	i := 0
+	start, i := 0, 0
 	for i < len(sql) {
-		switch c := sql[i]; {
-		case c == ';':
-			if s := strings.TrimSpace(sql[start:i]); s != "" {
-				out = append(out, s)
-			}
-			i++
-			start = i
-		default:
-			i = pgLex.skipToken(sql, i)
+		if sql[i] != ';' {
+			i = skip(sql, i)
+			continue
 		}
+		if s := strings.TrimSpace(sql[start:i]); s != "" {
+			out = append(out, s)
+		}
+		i++
+		start = i
 	}
 	if s := strings.TrimSpace(sql[start:]); s != "" {
 		out = append(out, s)
@@ -143,6 +146,19 @@ func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }
 
+// firstTwo returns the first two words of stmt as words reads them, "" for each
+// that is missing.
+func (l lexer) firstTwo(stmt string) (first, second string) {
+	w := l.words(stmt, 2)
+	if len(w) > 0 {
+		first = w[0]
+	}
+	if len(w) > 1 {
+		second = w[1]
+	}
+	return first, second
+}
+
 // words returns the first n bare words of a statement, upper-cased, skipping
 // whitespace, comments and opening parentheses.
 func (l lexer) words(stmt string, n int) []string {
@@ -203,15 +219,8 @@ func hasWord(stmt string, ws ...string) bool {
 // classify tells what one statement does to the transaction. Unknown statements are
 // stmtOther; DDL counts as a write because outside a block it commits at once.
 func classify(stmt string) stmtClass {
-	w := pgLex.words(stmt, 2)
-	if len(w) == 0 {
-		return stmtOther
-	}
-	second := ""
-	if len(w) > 1 {
-		second = w[1]
-	}
-	switch w[0] {
+	first, second := pgLex.firstTwo(stmt)
+	switch first {
 	case "BEGIN", "START":
 		return stmtBegin
 	case "COMMIT":

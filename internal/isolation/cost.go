@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/indoubt/indoubt/checker"
+	"github.com/indoubt/indoubt/internal/results"
 	"github.com/indoubt/indoubt/internal/runner"
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/txn"
@@ -62,29 +63,16 @@ type CostOptions struct {
 // MeasureCost runs the random list-append workload at each level on the server dsn
 // names.
 func MeasureCost(ctx context.Context, dsn string, levels []Level, opt CostOptions) ([]Cost, error) {
-	pol, err := runner.ParsePolicy("conflict")
-	if err != nil {
-		return nil, err
-	}
 	var costs []Cost
 	for _, l := range levels {
-		res, err := runner.Run(ctx, runner.Config{
-			Workload: workloads.ListAppend, Store: runner.Postgres, DSN: dsn, Isolation: string(l),
-			Workers: opt.Workers, Ops: opt.TxnsPerWorker, Seed: opt.Seed, Retry: pol,
-			Out: fmt.Sprintf("%s/cost-%s", opt.Out, l),
-		})
+		out := fmt.Sprintf("%s/cost-%s", opt.Out, l)
+		res, p, err := runAt(ctx, dsn, l, opt, out, txn.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("random workload at %s: %w", l, err)
 		}
-		f, _ := res.Final.(txn.Final)
 		c := Cost{Level: l, LatencyP50: res.LatencyMs.P50, LatencyP99: res.LatencyMs.P99, Aborts: res.Retries.ByReason,
-			Committed: f.Committed, Verdict: res.Verdict, Summary: res.Summary, Out: fmt.Sprintf("%s/cost-%s", opt.Out, l)}
-		if res.DurationS > 0 {
-			c.CommittedPerSecond = float64(f.Committed) / res.DurationS
-		}
-		if f.Committed > 0 {
-			c.AbortsPerCommit = float64(res.Retries.Total) / float64(f.Committed)
-		}
+			Committed: p.committed, Verdict: res.Verdict, Summary: res.Summary, Out: out,
+			CommittedPerSecond: p.perSecond, AbortsPerCommit: p.abortsPerCommit}
 		if res.Txn != nil {
 			c.Transactions = res.Txn.Transactions
 		}
@@ -116,29 +104,15 @@ type Contention struct {
 // MeasureContention runs read-modify-write transactions on one hot key at each level
 // on the server dsn names, each history checked for serializability.
 func MeasureContention(ctx context.Context, dsn string, levels []Level, opt CostOptions) ([]Contention, error) {
-	pol, err := runner.ParsePolicy("conflict")
-	if err != nil {
-		return nil, err
-	}
 	var out []Contention
 	for _, l := range levels {
-		res, err := runner.Run(ctx, runner.Config{
-			Workload: workloads.ListAppend, Store: runner.Postgres, DSN: dsn, Isolation: string(l),
-			Workers: opt.Workers, Ops: opt.TxnsPerWorker, Seed: opt.Seed, Retry: pol,
-			Out: fmt.Sprintf("%s/contention-%s", opt.Out, l),
-			Txn: txn.Options{Keys: 1, Pattern: txn.ReadModifyWrite, MaxWritesPerKey: 1 << 20, ConsistencyModels: []string{"serializable"}},
-		})
+		res, p, err := runAt(ctx, dsn, l, opt, fmt.Sprintf("%s/contention-%s", opt.Out, l),
+			txn.Options{Keys: 1, Pattern: txn.ReadModifyWrite, MaxWritesPerKey: 1 << 20, ConsistencyModels: []string{"serializable"}})
 		if err != nil {
 			return nil, fmt.Errorf("hot-key read-modify-write at %s: %w", l, err)
 		}
-		f, _ := res.Final.(txn.Final)
-		c := Contention{Level: l, Verdict: res.Verdict, Summary: res.Summary, Anomalies: res.AnomalyKinds, Committed: f.Committed, Aborts: res.Retries.ByReason}
-		if res.DurationS > 0 {
-			c.CommittedPerSecond = float64(f.Committed) / res.DurationS
-		}
-		if f.Committed > 0 {
-			c.AbortsPerCommit = float64(res.Retries.Total) / float64(f.Committed)
-		}
+		c := Contention{Level: l, Verdict: res.Verdict, Summary: res.Summary, Anomalies: res.AnomalyKinds, Committed: p.committed, Aborts: res.Retries.ByReason,
+			CommittedPerSecond: p.perSecond, AbortsPerCommit: p.abortsPerCommit}
 		for _, a := range res.Anomalies {
 			if strings.Contains(a.Explanation, "a cycle of") {
 				c.Cycle = a.Kind + ": " + a.Explanation
@@ -148,6 +122,37 @@ func MeasureContention(ctx context.Context, dsn string, levels []Level, opt Cost
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// price is what a run at a level committed, and at what rate and cost in aborts.
+type price struct {
+	committed                  int64
+	perSecond, abortsPerCommit float64
+}
+
+// runAt runs list-append transactions with opts at level l on the server dsn names,
+// retried under the conflict policy, into the directory out, and prices the run.
+func runAt(ctx context.Context, dsn string, l Level, opt CostOptions, out string, opts txn.Options) (*results.Results, price, error) {
+	pol, err := runner.ParsePolicy("conflict")
+	if err != nil {
+		return nil, price{}, err
+	}
+	res, err := runner.Run(ctx, runner.Config{
+		Workload: workloads.ListAppend, Store: runner.Postgres, DSN: dsn, Isolation: string(l),
+		Workers: opt.Workers, Ops: opt.TxnsPerWorker, Seed: opt.Seed, Retry: pol, Out: out, Txn: opts,
+	})
+	if err != nil {
+		return nil, price{}, err
+	}
+	f, _ := res.Final.(txn.Final)
+	p := price{committed: f.Committed}
+	if res.DurationS > 0 {
+		p.perSecond = float64(f.Committed) / res.DurationS
+	}
+	if f.Committed > 0 {
+		p.abortsPerCommit = float64(res.Retries.Total) / float64(f.Committed)
+	}
+	return res, p, nil
 }
 
 func (c Contention) text() string {

@@ -63,16 +63,6 @@ func leaderTimeline(ops []histories.Op, f string) *results.Leaders {
 	end := max(last, reps[len(reps)-1].at)
 	out := &results.Leaders{FromS: secs(from), ToS: secs(end), Timeline: []results.LeaderSpan{}, Signal: signal}
 	roles := map[string]string{}
-	with := func(role string) []string {
-		var ns []string
-		for n, r := range roles {
-			if r == role {
-				ns = append(ns, n)
-			}
-		}
-		sort.Strings(ns)
-		return ns
-	}
 	type span struct {
 		from, to      int64
 		leaders, down []string
@@ -83,7 +73,7 @@ func leaderTimeline(ops []histories.Op, f string) *results.Leaders {
 		for ; i < len(reps) && reps[i].at == at; i++ {
 			roles[reps[i].node] = reps[i].role
 		}
-		s := span{from: at, leaders: with(results.RolePrimary), down: with(results.RoleDown)}
+		s := span{from: at, leaders: results.NodesIn(roles, results.RolePrimary), down: results.NodesIn(roles, results.RoleDown)}
 		if n := len(spans); n > 0 {
 			prev := &spans[n-1]
 			if slices.Equal(prev.leaders, s.leaders) && slices.Equal(prev.down, s.down) {

@@ -33,6 +33,18 @@ const (
 	RoleDown    = "down"
 )
 
+// NodesIn lists, sorted, the nodes that roles (node to role) gives the role role.
+func NodesIn(roles map[string]string, role string) []string {
+	var ns []string
+	for n, r := range roles {
+		if r == role {
+			ns = append(ns, n)
+		}
+	}
+	sort.Strings(ns)
+	return ns
+}
+
 // Partition is one partition between the nodes of a launched topology as it happened:
 // results.json's partitions. Times are seconds from the start of the run.
 type Partition struct {
@@ -125,20 +137,10 @@ func splitWindows(changes []roleChange, end int64) []splitWindow {
 	type win = splitWindow
 	var out []win
 	roles := map[string]string{}
-	prims := func() []string {
-		var p []string
-		for n, r := range roles {
-			if r == RolePrimary {
-				p = append(p, n)
-			}
-		}
-		sort.Strings(p)
-		return p
-	}
 	var open *win
 	for _, c := range changes {
 		roles[c.node] = c.role
-		p := prims()
+		p := NodesIn(roles, RolePrimary)
 		if open != nil && !slices.Equal(open.primaries, p) {
 			open.to, open.closed = c.at, true
 			out = append(out, *open)

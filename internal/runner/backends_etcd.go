@@ -90,49 +90,31 @@ func openEtcd(ctx context.Context, cfg Config, dsn string) (workloads.Workload, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if isTxn(cfg.Workload) {
-		store, err := c.Txns(cfg.Workload)
-		if err != nil {
-			c.Close()
-			return nil, nil, err
-		}
-		return bindTxn(cfg, store, func() { c.Close() })
-	}
-	return bindKV(cfg, Etcd, c, c.Register(), func() { c.Close() })
+	return bindClient(cfg, Etcd, c, c.Register(), c.Txns, func() { c.Close() })
 }
 
-// faultMember is a member of a cluster whose process faults aim at its leader: an etcd
-// member, a Patroni node.
-type faultMember interface {
-	Pid() int
-	Kill() error
-	Pause() error
-	Resume() error
-	Start(ctx context.Context) error
-	Restart(ctx context.Context) error
-}
-
-// leaderCtl applies the process faults to the member that leads when the fault fires:
+// leaderCtl applies the process faults to the member that leads when the fault fires
+// (an etcd member, a Patroni node; each a processCtl of its own):
 // Pid resolves the leader and marks it the target, and the kill or pause that follows
 // hits that member (the one whose pid the fault's event records), wherever the
 // leadership moves next; the start or resume goes to the member hit.
 type leaderCtl struct {
 	// leader returns the member that leads now; node names the member whose process
 	// is pid, "" for none.
-	leader func() faultMember
+	leader func() processCtl
 	node   func(pid int) string
 
 	mu sync.Mutex
 	// target is the member the next kill or pause hits; hit the one it hit, until its
 	// start or resume; started the member started or resumed last, whose pid the next
 	// Pid reports (the event of the start).
-	target, hit, started faultMember
+	target, hit, started processCtl
 }
 
 // etcdCtl is the leaderCtl of an etcd cluster.
 func etcdCtl(c *etcdserver.Cluster) *leaderCtl {
 	return &leaderCtl{
-		leader: func() faultMember { return c.Leader() },
+		leader: func() processCtl { return c.Leader() },
 		node: func(pid int) string {
 			for _, m := range c.Members {
 				if m.Pid() == pid {
@@ -165,7 +147,7 @@ func (e *leaderCtl) Pid() int {
 // Node names the member whose process is pid, "" when none is.
 func (e *leaderCtl) Node(pid int) string { return e.node(pid) }
 
-func (e *leaderCtl) act(act func(faultMember) error) error {
+func (e *leaderCtl) act(act func(processCtl) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.target
@@ -179,7 +161,7 @@ func (e *leaderCtl) act(act func(faultMember) error) error {
 	return nil
 }
 
-func (e *leaderCtl) undo(act func(faultMember) error) error {
+func (e *leaderCtl) undo(act func(processCtl) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.hit == nil {
@@ -192,11 +174,11 @@ func (e *leaderCtl) undo(act func(faultMember) error) error {
 	return nil
 }
 
-func (e *leaderCtl) Kill() error   { return e.act(faultMember.Kill) }
-func (e *leaderCtl) Pause() error  { return e.act(faultMember.Pause) }
-func (e *leaderCtl) Resume() error { return e.undo(faultMember.Resume) }
+func (e *leaderCtl) Kill() error   { return e.act(processCtl.Kill) }
+func (e *leaderCtl) Pause() error  { return e.act(processCtl.Pause) }
+func (e *leaderCtl) Resume() error { return e.undo(processCtl.Resume) }
 func (e *leaderCtl) Start(ctx context.Context) error {
-	return e.undo(func(m faultMember) error { return m.Start(ctx) })
+	return e.undo(func(m processCtl) error { return m.Start(ctx) })
 }
 
 // Restart restarts the target (the leader when Pid was called) cleanly.

@@ -19,6 +19,7 @@ import (
 	"github.com/indoubt/indoubt/workloads"
 	"github.com/indoubt/indoubt/workloads/budget"
 	"github.com/indoubt/indoubt/workloads/register"
+	"github.com/indoubt/indoubt/workloads/txn"
 )
 
 // The stores other than PostgreSQL: their launchers, DSNs and workloads.
@@ -52,15 +53,10 @@ func openRedis(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 	if err != nil {
 		return nil, nil, err
 	}
-	if isTxn(cfg.Workload) {
-		store, err := redis.NewTxns(c, redis.TxnConfig{Model: cfg.Workload, Mechanism: redis.TxnMechanism(cfg.Mechanism)})
-		if err != nil {
-			c.Close()
-			return nil, nil, err
-		}
-		return bindTxn(cfg, store, func() { c.Close() })
+	txns := func(model workloads.Name) (*redis.Txns, error) {
+		return redis.NewTxns(c, redis.TxnConfig{Model: model, Mechanism: redis.TxnMechanism(cfg.Mechanism)})
 	}
-	return bindKV(cfg, Redis, c, c.Register(), func() { c.Close() })
+	return bindClient(cfg, Redis, c, c.Register(), txns, func() { c.Close() })
 }
 
 // redisConfig reads a Redis DSN: redis://[:PASSWORD@]HOST:PORT[/DB] names one server;
@@ -132,6 +128,22 @@ func bindKV(cfg Config, name StoreName, b budget.Store, r register.Store, closer
 	return nil, nil, unbound(name, cfg.Workload)
 }
 
+// bindClient binds a client of a store that has every workload: a transactional
+// workload to the store txns opens on it, the budget and register workloads through
+// bindKV. On an error it closes the client.
+func bindClient[T txn.Store](cfg Config, name StoreName, b budget.Store, r register.Store,
+	txns func(workloads.Name) (T, error), closer func()) (workloads.Workload, func(), error) {
+	if isTxn(cfg.Workload) {
+		store, err := txns(cfg.Workload)
+		if err != nil {
+			closer()
+			return nil, nil, err
+		}
+		return bindTxn(cfg, store, closer)
+	}
+	return bindKV(cfg, name, b, r, closer)
+}
+
 func launchFerretDB(ctx context.Context, cfg Config, dir string) (launched, error) {
 	f, err := ferret.Start(ctx, ferret.Options{LogPath: filepath.Join(dir, "ferretdb.log")})
 	if err != nil {
@@ -162,15 +174,7 @@ func openMongo(ctx context.Context, cfg Config, dsn string) (workloads.Workload,
 	if err != nil {
 		return nil, nil, err
 	}
-	if isTxn(cfg.Workload) {
-		store, err := c.Txns(cfg.Workload)
-		if err != nil {
-			c.Close()
-			return nil, nil, err
-		}
-		return bindTxn(cfg, store, func() { c.Close() })
-	}
-	return bindKV(cfg, Mongo, c, c.Register(), func() { c.Close() })
+	return bindClient(cfg, Mongo, c, c.Register(), c.Txns, func() { c.Close() })
 }
 
 func launchCassandra(ctx context.Context, cfg Config, dir string) (launched, error) {
@@ -221,15 +225,7 @@ func openCQL(ctx context.Context, cfg Config, dsn string) (workloads.Workload, f
 			cfg.ring.admin = c
 		}
 	}
-	if isTxn(cfg.Workload) {
-		store, err := c.Txns(cfg.Workload)
-		if err != nil {
-			c.Close()
-			return nil, nil, err
-		}
-		return bindTxn(cfg, store, c.Close)
-	}
-	return bindKV(cfg, CQL, c, c.Register(), c.Close)
+	return bindClient(cfg, CQL, c, c.Register(), c.Txns, c.Close)
 }
 
 // cqlRing is the admin's client of a Cassandra ring on nodes of its own: the first

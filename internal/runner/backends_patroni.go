@@ -72,7 +72,7 @@ func (t *topology) launchPatroni(ctx context.Context, cfg Config, dir string) (l
 // fault fires: every process of the node (Patroni and its PostgreSQL) at once.
 func patroniCtl(c *patroni.Cluster) *leaderCtl {
 	return &leaderCtl{
-		leader: func() faultMember { return c.Leader() },
+		leader: func() processCtl { return c.Leader() },
 		node: func(pid int) string {
 			for _, m := range c.Members {
 				if m.Pid() == pid {

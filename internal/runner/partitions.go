@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -463,28 +462,10 @@ func newNodeNemesis(cfg Config, topo *topology) *nodeNemesis {
 		rng: netns.ShapeRand(cfg.Seed)}
 }
 
-type nodeAction struct {
-	at   time.Duration
-	i    int
-	open bool
-}
-
 func (n *nodeNemesis) begin(r *run, record func(histories.Op)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.run, n.record, n.cancel, n.done = r, record, cancel, make(chan struct{})
-	var acts []nodeAction
-	for i, f := range n.sched {
-		acts = append(acts, nodeAction{at: f.Start, i: i, open: true})
-		if f.Bounded {
-			acts = append(acts, nodeAction{at: f.End, i: i})
-		}
-	}
-	sort.SliceStable(acts, func(a, b int) bool {
-		if acts[a].at != acts[b].at {
-			return acts[a].at < acts[b].at
-		}
-		return !acts[a].open && acts[b].open
-	})
+	acts := n.sched.Actions(nil)
 	// The first roles before the first operation: a split brain is read from changes.
 	last := map[string]string{}
 	n.pollRoles(ctx, last)
@@ -506,10 +487,10 @@ func (n *nodeNemesis) begin(r *run, record func(histories.Op)) {
 	go func() {
 		defer wg.Done()
 		for _, a := range acts {
-			if !sleep(ctx, time.Until(r.start.Add(a.at))) {
+			if !sleep(ctx, time.Until(r.start.Add(a.At))) {
 				return
 			}
-			n.apply(a.i, a.open)
+			n.apply(a.I, a.Open)
 		}
 	}()
 	go func() { wg.Wait(); close(n.done) }()

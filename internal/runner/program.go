@@ -165,43 +165,32 @@ func (s Store) FinalSQL(ctx context.Context, dsn, query, model string) (json.Raw
 // libpq client connect unchanged). Variables that would send libpq elsewhere
 // (PGHOSTADDR, PGSERVICE) are the caller's to remove.
 func pgEnv(proxied, addr string) ([]string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	env := []string{"PGHOST=" + host, "PGPORT=" + port}
-	if proxied == "" {
-		return env, nil
-	}
-	u, err := url.Parse(proxied)
-	if err != nil {
-		return nil, err
-	}
-	env = append(env, "DATABASE_URL="+proxied)
-	if u.User != nil {
-		env = append(env, "PGUSER="+u.User.Username())
-		if pw, ok := u.User.Password(); ok {
-			env = append(env, "PGPASSWORD="+pw)
-		}
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		env = append(env, "PGDATABASE="+db)
-	}
-	if m := u.Query().Get("sslmode"); m != "" {
-		env = append(env, "PGSSLMODE="+m)
-	}
-	return env, nil
+	return clientVars{host: "PGHOST", port: "PGPORT", user: "PGUSER", password: "PGPASSWORD",
+		database: "PGDATABASE", sslmode: "PGSSLMODE"}.env(proxied, addr)
 }
 
 // mysqlEnv gives a MySQL DSN as DATABASE_URL and the variables the mysql and mariadb
 // clients read (MYSQL_HOST, MYSQL_TCP_PORT, MYSQL_PWD), with MYSQL_USER and
 // MYSQL_DATABASE for programs that read those.
 func mysqlEnv(proxied, addr string) ([]string, error) {
+	return clientVars{host: "MYSQL_HOST", port: "MYSQL_TCP_PORT", user: "MYSQL_USER", password: "MYSQL_PWD",
+		database: "MYSQL_DATABASE"}.env(proxied, addr)
+}
+
+// clientVars names the variables a SQL client reads its connection from; sslmode ""
+// is a client with no such variable.
+type clientVars struct {
+	host, port, user, password, database, sslmode string
+}
+
+// env gives the proxy's address in the host and port variables and, with a DSN, the
+// DSN as DATABASE_URL and its user, password, database (and sslmode) in theirs.
+func (v clientVars) env(proxied, addr string) ([]string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	env := []string{"MYSQL_HOST=" + host, "MYSQL_TCP_PORT=" + port}
+	env := []string{v.host + "=" + host, v.port + "=" + port}
 	if proxied == "" {
 		return env, nil
 	}
@@ -211,13 +200,16 @@ func mysqlEnv(proxied, addr string) ([]string, error) {
 	}
 	env = append(env, "DATABASE_URL="+proxied)
 	if u.User != nil {
-		env = append(env, "MYSQL_USER="+u.User.Username())
+		env = append(env, v.user+"="+u.User.Username())
 		if pw, ok := u.User.Password(); ok {
-			env = append(env, "MYSQL_PWD="+pw)
+			env = append(env, v.password+"="+pw)
 		}
 	}
 	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		env = append(env, "MYSQL_DATABASE="+db)
+		env = append(env, v.database+"="+db)
+	}
+	if m := u.Query().Get("sslmode"); m != "" && v.sslmode != "" {
+		env = append(env, v.sslmode+"="+m)
 	}
 	return env, nil
 }

@@ -328,13 +328,8 @@ var Settings = []Setting{
 		Help:    "operations per worker (ignored with --time)",
 		Applies: "every run without time",
 		set:     intSet(func(c *Config) *int { return &c.Ops }),
-		bounds: func(c Config) error {
-			if c.Ops < 0 {
-				return fmt.Errorf("must not be negative (got %d)", c.Ops)
-			}
-			return nil
-		},
-		get: intGet(func(c Config) int { return c.Ops })},
+		bounds:  notNegative(func(c Config) int { return c.Ops }),
+		get:     intGet(func(c Config) int { return c.Ops })},
 	{Field: "Duration", Flag: "time", Key: "time", JSON: "duration", Kind: KindDuration,
 		Help:    "run for this long instead of a number of operations (e.g. 30s); with process faults, until an operation is acknowledged after the last one ended, at most --recovery-wait longer",
 		Applies: "every run: for this long instead of a number of operations",
@@ -388,13 +383,8 @@ var Settings = []Setting{
 		Help:    "budget workload: the initial balance",
 		Applies: "budget",
 		set:     int64Set(func(c *Config) *int64 { return &c.Budget }),
-		bounds: func(c Config) error {
-			if c.Budget < 0 {
-				return fmt.Errorf("must not be negative (got %d)", c.Budget)
-			}
-			return nil
-		},
-		get: int64Get(func(c Config) int64 { return c.Budget })},
+		bounds:  notNegative(func(c Config) int64 { return c.Budget }),
+		get:     int64Get(func(c Config) int64 { return c.Budget })},
 	with(textSetting("Key", "key", "key", "insert: the primary-key shape (indoubt run: a comma list, or all)",
 		"insert workload: primary-key shape, a comma list, or all: "+choice.List(insert.Keys),
 		func(c *Config) *string { return &c.Key }), func(s *Setting) {
@@ -689,6 +679,16 @@ func durGet(v func(c Config) time.Duration) func(c Config) []string {
 // week is a typo (1000000h, 114 years, was taken), and the run clock's nanoseconds must
 // hold every time of its history with room to spare.
 const MaxRunTime = 7 * 24 * time.Hour
+
+// notNegative is the bounds of a count that may be zero.
+func notNegative[T int | int64](v func(c Config) T) func(c Config) error {
+	return func(c Config) error {
+		if n := v(c); n < 0 {
+			return fmt.Errorf("must not be negative (got %d)", n)
+		}
+		return nil
+	}
+}
 
 // positive bounds a duration setting to more than zero.
 func positive(v func(c Config) time.Duration) func(c Config) error {

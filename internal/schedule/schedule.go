@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -552,12 +551,6 @@ type Window struct {
 	Open bool
 }
 
-type action struct {
-	at   time.Duration
-	i    int
-	open bool
-}
-
 // Run arms each fault of the schedule on p at its window's start and disarms it at its
 // end, measured from start (the start of the run), reporting each change to report
 // (may be nil) after it takes effect. It returns when every window has closed, or when
@@ -570,23 +563,9 @@ func (s Schedule) Run(ctx context.Context, p *faults.Proxy, start time.Time, rep
 			return fmt.Errorf("fault %q: the proxy has no protocol for commit faults", f.Spec)
 		}
 	}
-	var acts []action
-	for i, f := range s {
-		if f.Process || f.Coordinator || f.BetweenNodes() {
-			// Applied by the runner (to the server, its nodes or its coordinator), not to the proxy.
-			continue
-		}
-		acts = append(acts, action{at: f.Start, i: i, open: true})
-		if f.Bounded {
-			acts = append(acts, action{at: f.End, i: i})
-		}
-	}
-	// Close before open at the same instant: back-to-back windows of one fault.
-	sort.SliceStable(acts, func(a, b int) bool {
-		if acts[a].at != acts[b].at {
-			return acts[a].at < acts[b].at
-		}
-		return !acts[a].open && acts[b].open
+	acts := s.Actions(func(f Fault) bool {
+		// The runner applies the others (to the server, its nodes or its coordinator), not the proxy.
+		return !f.Process && !f.Coordinator && !f.BetweenNodes()
 	})
 	open := map[int]bool{}
 	closeAll := func() {
@@ -604,7 +583,7 @@ func (s Schedule) Run(ctx context.Context, p *faults.Proxy, start time.Time, rep
 	defer timer.Stop()
 	<-timer.C
 	for _, a := range acts {
-		if d := time.Until(start.Add(a.at)); d > 0 {
+		if d := time.Until(start.Add(a.At)); d > 0 {
 			timer.Reset(d)
 			select {
 			case <-ctx.Done():
@@ -617,19 +596,19 @@ func (s Schedule) Run(ctx context.Context, p *faults.Proxy, start time.Time, rep
 			return nil
 		}
 		began := time.Now()
-		if err := s.apply(p, a.i, a.open); err != nil {
+		if err := s.apply(p, a.I, a.Open); err != nil {
 			closeAll()
 			return err
 		}
 		at := began
-		if a.open {
-			open[a.i] = true
+		if a.Open {
+			open[a.I] = true
 			at = time.Now()
 		} else {
-			delete(open, a.i)
+			delete(open, a.I)
 		}
 		if report != nil {
-			report(Window{Time: at, Fault: s[a.i].Spec, Open: a.open})
+			report(Window{Time: at, Fault: s[a.I].Spec, Open: a.Open})
 		}
 	}
 	if len(open) > 0 {
