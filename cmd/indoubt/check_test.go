@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,14 +22,47 @@ func asBinary() {
 		return
 	}
 	os.Args = append([]string{"indoubt"}, strings.Split(args, "\x1f")...)
+	if path := os.Getenv("INDOUBT_TEST_PEAK"); path != "" {
+		beforeExit = func() {
+			b, _ := os.ReadFile("/proc/self/status")
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+					os.WriteFile(path, []byte(strings.TrimSuffix(strings.TrimSpace(v), " kB")), 0o600)
+				}
+			}
+		}
+	}
 	main()
+}
+
+// peakKB is the peak resident memory, in KiB, of the binary startBinary started, as
+// the binary saw its own (VmHWM) as it exited; -1 when it did not say (it was killed).
+// The rusage its parent reads will not do: a child started from the test's process
+// (vfork, then exec) begins with the test's own peak as its maxrss.
+func peakKB(t *testing.T, cmd *exec.Cmd) int64 {
+	t.Helper()
+	for _, e := range cmd.Env {
+		if path, ok := strings.CutPrefix(e, "INDOUBT_TEST_PEAK="); ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return -1
+			}
+			kb, err := strconv.ParseInt(string(b), 10, 64)
+			if err != nil {
+				t.Fatalf("peak memory %q: %v", b, err)
+			}
+			return kb
+		}
+	}
+	return -1
 }
 
 // startBinary starts indoubt with args as a child process.
 func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRunAsBinary$")
-	cmd.Env = append(os.Environ(), "INDOUBT_TEST_ARGS="+strings.Join(args, "\x1f"))
+	cmd.Env = append(os.Environ(), "INDOUBT_TEST_ARGS="+strings.Join(args, "\x1f"),
+		"INDOUBT_TEST_PEAK="+filepath.Join(t.TempDir(), "peak"))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
