@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -729,11 +730,32 @@ func (t *tally) add(o *tally) {
 	t.tx.add(o.tx)
 }
 
+// finalReadWait is how long a run tries its final read again before it gives up.
+const finalReadWait = time.Minute
+
 // finalReads records the workload's final reads as operations of a process of their own.
+//
+// A read that fails is tried again, every second for up to finalReadWait: after a
+// fault a cluster may have no leader that takes the read for a while (a Patroni cluster
+// just healed: the old leader shutting down, the others still read-only until one is
+// elected), and the final state is what the run is judged by.
 func (r *run) finalReads(ctx context.Context) error {
-	calls, replies, err := r.wl.Final(ctx)
-	if err != nil {
-		return err
+	var calls []workloads.Call
+	var replies []workloads.Reply
+	var err error
+	for until := time.Now().Add(finalReadWait); ; {
+		if calls, replies, err = r.wl.Final(ctx); err == nil {
+			break
+		}
+		if time.Now().Add(time.Second).After(until) || ctx.Err() != nil {
+			return err
+		}
+		r.cfg.progressf("final read: %s; trying again in 1s", strings.Join(strings.Fields(err.Error()), " "))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
 	}
 	r.mu.Lock()
 	proc := r.nextProc
