@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -297,6 +299,43 @@ func TestChaosMeshOnKubeAPIServer(t *testing.T) {
 	t.Setenv("PATH", filepath.Dir(k.kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	args := append(append(append([]string{"chaos-mesh"}, three...), "--topology", "patroni", "--dcs-pod", "etcd-0", "--apply"), labels...)
 	args = append(args, faultArgs("partition:isolate-primary@0s-4s", "kill@1s-4s", "partition:dcs@5s-6s")...)
+	// What the namespace holds is seen by a watch of each kind (an object that lives
+	// under a second is seen however slow kubectl is on a loaded machine), and by
+	// listing it while --apply runs (before a watch is established).
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	note := func(out string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, o := range strings.Fields(out) {
+			seen[o] = true
+		}
+	}
+	var watches []*exec.Cmd
+	for _, kind := range []string{"networkchaos", "podchaos"} {
+		w := exec.Command(k.kubectl, "--kubeconfig", k.kubeconfig, "get", kind, "-n", ns, "-o", "name", "--watch")
+		pipe, err := w.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		watches = append(watches, w)
+		go func() {
+			sc := bufio.NewScanner(pipe)
+			for sc.Scan() {
+				note(sc.Text())
+			}
+		}()
+	}
+	stopWatches := func() {
+		for _, w := range watches {
+			w.Process.Kill()
+			w.Wait()
+		}
+	}
+	defer stopWatches()
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
@@ -305,7 +344,6 @@ func TestChaosMeshOnKubeAPIServer(t *testing.T) {
 	}()
 	want := []string{"networkchaos.chaos-mesh.org/indoubt-0-partition-leader", "networkchaos.chaos-mesh.org/indoubt-0-partition-others",
 		"podchaos.chaos-mesh.org/indoubt-1-kill-leader", "networkchaos.chaos-mesh.org/indoubt-2-dcs"}
-	seen := map[string]bool{}
 	code := -1
 	for code < 0 {
 		select {
@@ -316,10 +354,12 @@ func TestChaosMeshOnKubeAPIServer(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		for _, o := range strings.Fields(out) {
-			seen[o] = true
-		}
+		note(out)
 	}
+	// The watches have seen the last deletion's object long before it was deleted.
+	stopWatches()
+	mu.Lock()
+	defer mu.Unlock()
 	if code != 0 {
 		t.Fatalf("chaos-mesh --apply: exit %d: %s", code, stderr.String())
 	}
