@@ -316,15 +316,18 @@ func registerSequentialHistory(t *testing.T, n int, edn bool) string {
 }
 
 // TestCheckLongRegisterHistoryInLinearMemory: 200,000 writes of one register, one after
-// another, are checked within 256 MiB, in JSONL and in EDN: the register search keeps
+// another, are checked within 384 MiB, in JSONL and in EDN: the register search keeps
 // one configuration between operations. porcupine, which decided them before, keeps a
-// bitset as long as the history for every step (about 5 GB here).
+// bitset as long as the history for every step (about 5 GB here). Most of what is live
+// is the 400,000 events themselves: 166 MB at its peak once an event held how its
+// operation ended and its conflicts (139 MB before), and a loaded machine's longer
+// collections count more as live, which a 256 MiB bound (192 MiB of live heap) missed.
 func TestCheckLongRegisterHistoryInLinearMemory(t *testing.T) {
 	for _, edn := range []bool{false, true} {
 		path := registerSequentialHistory(t, 200_000, edn)
-		args := []string{"check", "--max-memory", "256MiB", path}
+		args := []string{"check", "--max-memory", "384MiB", path}
 		if edn {
-			args = []string{"check", "--format", "jepsen-edn", "--model", "register", "--max-memory", "256MiB", path}
+			args = []string{"check", "--format", "jepsen-edn", "--model", "register", "--max-memory", "384MiB", path}
 		}
 		cmd, out, errb := startBinary(t, args...)
 		waitBinary(t, cmd, 2*time.Minute)
