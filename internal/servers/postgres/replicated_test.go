@@ -38,8 +38,13 @@ func TestReplicatedPostgresFailover(t *testing.T) {
 			if _, err := c.Exec(ctx, "create table t (v int); insert into t values (1)"); err != nil {
 				t.Fatal(err)
 			}
+			// The standby streams once it has caught up (state catchup first): an async
+			// standby may not be there yet when the primary answers, on a loaded machine.
 			var standbys int
-			if err := c.QueryRow(ctx, "select count(*) from pg_stat_replication where state = 'streaming'").Scan(&standbys); err != nil || standbys != 1 {
+			if !servertest.Eventually(func() bool {
+				err = c.QueryRow(ctx, "select count(*) from pg_stat_replication where state = 'streaming'").Scan(&standbys)
+				return err == nil && standbys == 1
+			}) {
 				t.Fatalf("streaming standbys: %d, %v", standbys, err)
 			}
 			var syncState string
@@ -47,10 +52,18 @@ func TestReplicatedPostgresFailover(t *testing.T) {
 			if want := map[string]string{"sync": "sync", "async": "async"}[mode]; syncState != want {
 				t.Errorf("sync_state %q, want %q", syncState, want)
 			}
-			c.Close(ctx)
 			if mode == postgres.ReplicationAsync {
-				time.Sleep(500 * time.Millisecond) // let the standby replay the row
+				// Let the standby replay the row: its replay position reaches the
+				// primary's.
+				if !servertest.Eventually(func() bool {
+					var caught bool
+					err := c.QueryRow(ctx, "select coalesce(bool_and(replay_lsn >= pg_current_wal_lsn()), false) from pg_stat_replication").Scan(&caught)
+					return err == nil && caught
+				}) {
+					t.Fatal("the standby did not replay the row")
+				}
 			}
+			c.Close(ctx)
 			if err := rp.Failover(ctx); err != nil {
 				t.Fatal(err)
 			}
